@@ -1,0 +1,368 @@
+/*
+ * pot.h - the C API of pot, the Proof of Training SDK.
+ *
+ * This is the only public interface of libpot. Conventions:
+ *  - Every fallible function returns a pot_status (POT_OK = 0). When it fails
+ *    and `err` is not NULL, *err receives an owned pot_error with the code and
+ *    a message; free it with pot_error_free(). *err is written only on
+ *    failure. There is no thread-local "last error".
+ *  - Outputs come first, inputs next, `pot_error **err` last. On failure the
+ *    outputs are left untouched.
+ *  - Handles are opaque: pot_X_new() creates, pot_X_free() destroys, and every
+ *    free function accepts NULL.
+ *  - Digests are written into caller storage (pot_digest); variable-size
+ *    results come back as pot_bytes, freed with pot_bytes_free().
+ *  - Unless a function says otherwise, distinct handles may be used from
+ *    distinct threads at once, functions without a handle are thread-safe, and
+ *    one handle must not be used by two threads at once.
+ *  - Strings are NUL-terminated UTF-8. Tensor bytes are little-endian,
+ *    row-major (C order).
+ *
+ * docs/PROTOCOL.md defines every digest, leaf and proof byte for byte.
+ */
+#ifndef POT_H
+#define POT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(POT_BUILDING) && defined(__GNUC__)
+#define POT_API __attribute__((visibility("default")))
+#else
+#define POT_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Versions and constants                                                    */
+/* ------------------------------------------------------------------------ */
+
+#define POT_VERSION_MAJOR 0
+#define POT_VERSION_MINOR 1
+#define POT_VERSION_PATCH 0
+#define POT_VERSION_STRING "0.1.0"
+/* Changes only when a released function or type changes incompatibly; it is
+ * the SONAME major of libpot.so. */
+#define POT_ABI_VERSION 1
+
+#define POT_DIGEST_SIZE 32
+#define POT_CHUNK_SIZE 65536
+#define POT_MAX_NAME_BYTES 1024
+#define POT_MAX_DIMS 32
+
+/* Version of the library loaded at run time, e.g. "0.1.0". Static storage. */
+POT_API const char *pot_version_string(void);
+/* ABI version of the library loaded at run time. Bindings compare it with
+ * the POT_ABI_VERSION they were built against. */
+POT_API uint32_t pot_abi_version(void);
+/* POT_DIGEST_SIZE, for bindings that cannot read macros. */
+POT_API size_t pot_digest_size(void);
+/* POT_CHUNK_SIZE: bytes per chunk leaf of a tensor digest. */
+POT_API uint32_t pot_chunk_size(void);
+/* POT_MAX_NAME_BYTES: the longest tensor name accepted. */
+POT_API size_t pot_max_name_bytes(void);
+/* POT_MAX_DIMS: the largest tensor rank accepted. */
+POT_API size_t pot_max_dims(void);
+
+/* ------------------------------------------------------------------------ */
+/* Status codes and errors                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Values are frozen; new codes are only appended. */
+typedef enum pot_status {
+  POT_OK = 0,
+  POT_E_INVALID_ARGUMENT = 1, /* NULL pointer, bad enum, inconsistent arguments */
+  POT_E_OUT_OF_MEMORY = 2,
+  POT_E_IO = 3,             /* a file could not be opened, read or written */
+  POT_E_MALFORMED = 4,      /* input bytes do not parse as the expected format */
+  POT_E_LIMIT = 5,          /* input exceeds a documented bound */
+  POT_E_OUT_OF_RANGE = 6,   /* index or size outside the valid range */
+  POT_E_PROOF_LENGTH = 7,   /* proof has the wrong number of hashes */
+  POT_E_PROOF_MISMATCH = 8, /* proof is well-formed but does not verify */
+  POT_E_DUPLICATE = 9,      /* a name given twice */
+  POT_E_STATE = 10,         /* call not valid in the handle's current state */
+  POT_E_UNSUPPORTED = 11,   /* valid input this version does not support */
+  POT_E_BACKEND = 12,       /* OpenSSL (or LibTorch) reported a failure */
+  POT_E_INTERNAL = 13,      /* a bug in pot; please report it */
+  POT_E_NOT_FOUND = 14      /* no entry under that name */
+} pot_status;
+
+typedef struct pot_error pot_error;
+
+/* Upper-case name of a status ("POT_E_MALFORMED"); "POT_E_UNKNOWN" for a
+ * value that is not a pot_status. Static storage. */
+POT_API const char *pot_status_name(pot_status status);
+/* Code of an error (POT_E_INVALID_ARGUMENT when error is NULL). */
+POT_API pot_status pot_error_code(const pot_error *error);
+/* Message of an error, valid until pot_error_free (never NULL). */
+POT_API const char *pot_error_message(const pot_error *error);
+POT_API void pot_error_free(pot_error *error);
+
+/* ------------------------------------------------------------------------ */
+/* Digests and byte buffers                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct pot_digest {
+  uint8_t bytes[POT_DIGEST_SIZE];
+} pot_digest;
+
+/* A buffer allocated by pot; release it with pot_bytes_free(). */
+typedef struct pot_bytes {
+  uint8_t *data;
+  size_t len;
+} pot_bytes;
+
+/* Frees b->data and sets *b to {NULL, 0}. Accepts NULL. */
+POT_API void pot_bytes_free(pot_bytes *b);
+
+/* Writes the 64 lower-case hex characters of d and a NUL into out. */
+POT_API pot_status pot_digest_to_hex(char out[2 * POT_DIGEST_SIZE + 1], const pot_digest *d,
+                                     pot_error **err);
+/* Parses exactly 64 hex characters (either case). POT_E_MALFORMED otherwise. */
+POT_API pot_status pot_digest_from_hex(pot_digest *out, const char *hex, pot_error **err);
+/* Plain SHA-256 of data (no domain tag). data may be NULL when len is 0. */
+POT_API pot_status pot_sha256(pot_digest *out, const void *data, size_t len, pot_error **err);
+
+/* ------------------------------------------------------------------------ */
+/* Tensors and states                                                        */
+/* ------------------------------------------------------------------------ */
+
+/* Element types. The values are part of the tensor digest: frozen. */
+typedef enum pot_dtype {
+  POT_DTYPE_BOOL = 1,
+  POT_DTYPE_U8 = 2,
+  POT_DTYPE_I8 = 3,
+  POT_DTYPE_I16 = 4,
+  POT_DTYPE_U16 = 5,
+  POT_DTYPE_I32 = 6,
+  POT_DTYPE_U32 = 7,
+  POT_DTYPE_I64 = 8,
+  POT_DTYPE_U64 = 9,
+  POT_DTYPE_F16 = 10,
+  POT_DTYPE_BF16 = 11,
+  POT_DTYPE_F32 = 12,
+  POT_DTYPE_F64 = 13
+} pot_dtype;
+
+/* Bytes per element, or 0 when dtype is not a pot_dtype. */
+POT_API size_t pot_dtype_size(pot_dtype dtype);
+/* The safetensors name ("F32", "BF16", ...), or NULL. Static storage. */
+POT_API const char *pot_dtype_name(pot_dtype dtype);
+/* Inverse of pot_dtype_name. POT_E_UNSUPPORTED for an unknown name. */
+POT_API pot_status pot_dtype_from_name(pot_dtype *out, const char *name, pot_error **err);
+
+/* Canonical digest of one tensor: its bytes hashed as POT_CHUNK_SIZE chunks
+ * under an RFC 6962 tree, bound with name, dtype and shape. nbytes must equal
+ * the element size times the product of the shape (POT_E_INVALID_ARGUMENT
+ * otherwise); the name must be 1..POT_MAX_NAME_BYTES bytes of UTF-8 without
+ * NUL; at most POT_MAX_DIMS dims (POT_E_LIMIT). threads = 0 uses all cores;
+ * the digest does not depend on it. Reads data only during the call. */
+POT_API pot_status pot_tensor_digest(pot_digest *out, const char *name, pot_dtype dtype,
+                                     const uint64_t *shape, size_t ndim, const void *data,
+                                     size_t nbytes, uint32_t threads, pot_error **err);
+
+/* A state being digested: named tensors (parameters, buffers, optimizer
+ * state...), digested as they are added; the bytes are not kept. */
+typedef struct pot_state pot_state;
+
+POT_API pot_status pot_state_new(pot_state **out, pot_error **err);
+POT_API void pot_state_free(pot_state *state);
+/* Threads used to hash each tensor added later (0 = all cores, the default). */
+POT_API pot_status pot_state_set_threads(pot_state *state, uint32_t threads, pot_error **err);
+/* Digests a tensor and adds it. Arguments as pot_tensor_digest;
+ * POT_E_DUPLICATE when the name is present; POT_E_LIMIT past 2^20 tensors. */
+POT_API pot_status pot_state_add_tensor(pot_state *state, const char *name, pot_dtype dtype,
+                                        const uint64_t *shape, size_t ndim, const void *data,
+                                        size_t nbytes, pot_error **err);
+/* Adds a tensor digest computed elsewhere (pot_tensor_digest or a
+ * pot_tensor_assembler on another rank of a sharded run). */
+POT_API pot_status pot_state_add_tensor_digest(pot_state *state, const char *name,
+                                               const pot_digest *tensor_digest, pot_error **err);
+/* Number of tensors added. 0 for NULL. */
+POT_API size_t pot_state_tensor_count(const pot_state *state);
+/* The state digest over the tensors added so far (canonical name order). */
+POT_API pot_status pot_state_digest(pot_digest *out, const pot_state *state, pot_error **err);
+
+/* Sharded states: a rank holding bytes [offset, offset + len) of a tensor of
+ * total_bytes bytes hashes them into a small chunk-range record (a few
+ * 32-byte hashes, docs/PROTOCOL.md) to send to the assembling rank. offset
+ * must be a multiple of POT_CHUNK_SIZE, and len too unless the range ends the
+ * tensor (POT_E_INVALID_ARGUMENT). */
+POT_API pot_status pot_chunk_range_hash(pot_bytes *out, const void *data, size_t len,
+                                        uint64_t offset, uint64_t total_bytes, uint32_t threads,
+                                        pot_error **err);
+
+/* Joins chunk-range records into the tensor digest that pot_tensor_digest
+ * gives for the whole tensor. */
+typedef struct pot_tensor_assembler pot_tensor_assembler;
+
+POT_API pot_status pot_tensor_assembler_new(pot_tensor_assembler **out, const char *name,
+                                            pot_dtype dtype, const uint64_t *shape, size_t ndim,
+                                            pot_error **err);
+POT_API void pot_tensor_assembler_free(pot_tensor_assembler *assembler);
+/* Adds a record. POT_E_MALFORMED when it does not decode; POT_E_INVALID_ARGUMENT
+ * when it is for a tensor of another size or overlaps a record added. */
+POT_API pot_status pot_tensor_assembler_add(pot_tensor_assembler *assembler,
+                                            const uint8_t *record, size_t len, pot_error **err);
+/* The tensor digest. POT_E_INVALID_ARGUMENT while bytes are not covered. */
+POT_API pot_status pot_tensor_assembler_finish(pot_digest *out,
+                                               const pot_tensor_assembler *assembler,
+                                               pot_error **err);
+
+/* ------------------------------------------------------------------------ */
+/* safetensors state files                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* A safetensors file mapped read-only, its header validated (sizes bounded,
+ * offsets inside the file, no gaps or overlaps, byte lengths consistent with
+ * dtype and shape, no duplicate keys). Tensors are indexed in bytewise name
+ * order. Read-only: may be used from several threads at once. */
+typedef struct pot_safetensors pot_safetensors;
+
+/* POT_E_IO (cannot open/map), POT_E_MALFORMED (bad header), POT_E_LIMIT
+ * (header over 100 MiB, too many tensors or dims), POT_E_UNSUPPORTED (dtype). */
+POT_API pot_status pot_safetensors_open(pot_safetensors **out, const char *path, pot_error **err);
+POT_API void pot_safetensors_free(pot_safetensors *file);
+/* Number of tensors. 0 for NULL. */
+POT_API size_t pot_safetensors_count(const pot_safetensors *file);
+/* Describes tensor `index`. Every output may be NULL; the pointers stay
+ * valid until pot_safetensors_free. POT_E_OUT_OF_RANGE for a bad index. */
+POT_API pot_status pot_safetensors_tensor(const char **name, pot_dtype *dtype,
+                                          const uint64_t **shape, size_t *ndim,
+                                          const void **data, size_t *nbytes,
+                                          const pot_safetensors *file, size_t index,
+                                          pot_error **err);
+/* Index of the named tensor; POT_E_NOT_FOUND when absent. */
+POT_API pot_status pot_safetensors_find(size_t *index, const pot_safetensors *file,
+                                        const char *name, pot_error **err);
+/* Value of a __metadata__ entry, valid until pot_safetensors_free;
+ * POT_E_NOT_FOUND when absent. */
+POT_API pot_status pot_safetensors_metadata(const char **value, const pot_safetensors *file,
+                                            const char *key, pot_error **err);
+/* State digest of the file's tensors (metadata excluded), hashed straight
+ * from the mapping: equal to a pot_state with the same tensors. */
+POT_API pot_status pot_safetensors_digest(pot_digest *out, const pot_safetensors *file,
+                                          uint32_t threads, pot_error **err);
+/* Open, digest and close in one call. */
+POT_API pot_status pot_safetensors_digest_file(pot_digest *out, const char *path,
+                                               uint32_t threads, pot_error **err);
+
+/* Collects tensors and writes a canonical safetensors file. The writer
+ * BORROWS each tensor's data: it must stay valid and unchanged until
+ * pot_safetensors_writer_write returns or the writer is freed. */
+typedef struct pot_safetensors_writer pot_safetensors_writer;
+
+POT_API pot_status pot_safetensors_writer_new(pot_safetensors_writer **out, pot_error **err);
+POT_API void pot_safetensors_writer_free(pot_safetensors_writer *writer);
+/* Validates (as pot_tensor_digest; POT_E_DUPLICATE for a repeated name) and
+ * records the tensor. */
+POT_API pot_status pot_safetensors_writer_add(pot_safetensors_writer *writer, const char *name,
+                                              pot_dtype dtype, const uint64_t *shape, size_t ndim,
+                                              const void *data, size_t nbytes, pot_error **err);
+/* Sets a __metadata__ string entry (replacing an earlier value). */
+POT_API pot_status pot_safetensors_writer_set_metadata(pot_safetensors_writer *writer,
+                                                       const char *key, const char *value,
+                                                       pot_error **err);
+/* Writes the file through a temporary file and a rename, so path never holds
+ * a partial file. POT_E_IO on failure. The writer may be written again. */
+POT_API pot_status pot_safetensors_writer_write(const pot_safetensors_writer *writer,
+                                                const char *path, pot_error **err);
+
+/* ------------------------------------------------------------------------ */
+/* RFC 6962 Merkle trees                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* SHA-256(0x00 || data). data may be NULL when len is 0. */
+POT_API pot_status pot_merkle_leaf_hash(pot_digest *out, const void *data, size_t len,
+                                        pot_error **err);
+/* SHA-256(0x01 || left || right). */
+POT_API pot_status pot_merkle_node_hash(pot_digest *out, const pot_digest *left,
+                                        const pot_digest *right, pot_error **err);
+
+/* Proofs are byte strings of concatenated 32-byte hashes in RFC 6962 order
+ * (deepest first); at most 128 hashes (POT_E_LIMIT), a length that is not a
+ * multiple of 32 is POT_E_MALFORMED.
+ *
+ * Returns POT_OK when leaf_hash is leaf `index` of the tree of `size` leaves
+ * with the given root (RFC 9162 section 2.1.3.2); POT_E_OUT_OF_RANGE when
+ * index >= size, POT_E_PROOF_LENGTH when the proof has the wrong number of
+ * hashes for (index, size), POT_E_PROOF_MISMATCH when it does not lead to
+ * root. Thread-safe. */
+POT_API pot_status pot_merkle_verify_inclusion(uint64_t index, uint64_t size,
+                                               const pot_digest *leaf_hash, const uint8_t *proof,
+                                               size_t proof_len, const pot_digest *root,
+                                               pot_error **err);
+/* Returns POT_OK when the tree of size2 leaves with root2 extends the tree of
+ * size1 leaves with root1 (RFC 9162 section 2.1.4.2). POT_E_OUT_OF_RANGE
+ * when size1 == 0 or size1 > size2; POT_E_PROOF_LENGTH, POT_E_PROOF_MISMATCH
+ * as above. Equal sizes need an empty proof and equal roots. Thread-safe. */
+POT_API pot_status pot_merkle_verify_consistency(uint64_t size1, uint64_t size2,
+                                                 const pot_digest *root1, const pot_digest *root2,
+                                                 const uint8_t *proof, size_t proof_len,
+                                                 pot_error **err);
+
+/* The trainer-side log: appends leaves and gives the root at any size in
+ * O(log n) memory (it keeps only the tree's right border). */
+typedef struct pot_log pot_log;
+
+POT_API pot_status pot_log_new(pot_log **out, pot_error **err);
+POT_API void pot_log_free(pot_log *log);
+/* Appends a leaf whose hash is SHA-256(0x00 || data). */
+POT_API pot_status pot_log_append(pot_log *log, const void *data, size_t len, pot_error **err);
+/* Appends a leaf given by its leaf hash. */
+POT_API pot_status pot_log_append_hash(pot_log *log, const pot_digest *leaf_hash,
+                                       pot_error **err);
+/* Number of leaves. 0 for NULL. */
+POT_API uint64_t pot_log_size(const pot_log *log);
+/* Root of the leaves appended so far (SHA-256 of nothing when empty). */
+POT_API pot_status pot_log_root(pot_digest *out, const pot_log *log, pot_error **err);
+/* Serialises the log (u64le size, then its border hashes) to resume later. */
+POT_API pot_status pot_log_save(pot_bytes *out, const pot_log *log, pot_error **err);
+/* Restores a saved log; POT_E_MALFORMED unless the bytes are exactly what
+ * pot_log_save produces for some size. */
+POT_API pot_status pot_log_load(pot_log **out, const uint8_t *data, size_t len, pot_error **err);
+
+/* The prover-side tree: stores every node (in a file, or in memory) and
+ * serves the root, leaf hashes, inclusion and consistency proofs for any
+ * earlier size. Reads (root, leaf hash, proofs) may run on several threads at
+ * once; append and flush need exclusive access. */
+typedef struct pot_tree pot_tree;
+
+/* Opens the tree file at path, creating it when missing; path NULL keeps the
+ * tree in memory. POT_E_IO, or POT_E_MALFORMED for a file that is not a tree
+ * file or whose last append was interrupted. */
+POT_API pot_status pot_tree_open(pot_tree **out, const char *path, pot_error **err);
+/* Flushes (errors are lost: call pot_tree_flush first to see them) and frees. */
+POT_API void pot_tree_free(pot_tree *tree);
+/* Appends a leaf (hash SHA-256(0x00 || data)); *index (may be NULL)
+ * receives its index. */
+POT_API pot_status pot_tree_append(uint64_t *index, pot_tree *tree, const void *data, size_t len,
+                                   pot_error **err);
+POT_API pot_status pot_tree_append_hash(uint64_t *index, pot_tree *tree,
+                                        const pot_digest *leaf_hash, pot_error **err);
+/* Writes buffered appends to the file. */
+POT_API pot_status pot_tree_flush(pot_tree *tree, pot_error **err);
+/* Number of leaves. 0 for NULL. */
+POT_API uint64_t pot_tree_size(const pot_tree *tree);
+/* Root of the first `size` leaves; POT_E_OUT_OF_RANGE when size > pot_tree_size. */
+POT_API pot_status pot_tree_root(pot_digest *out, const pot_tree *tree, uint64_t size,
+                                 pot_error **err);
+POT_API pot_status pot_tree_leaf_hash(pot_digest *out, const pot_tree *tree, uint64_t index,
+                                      pot_error **err);
+/* Inclusion proof of leaf `index` in the tree of its first `size` leaves;
+ * POT_E_OUT_OF_RANGE unless index < size <= pot_tree_size. */
+POT_API pot_status pot_tree_inclusion_proof(pot_bytes *out, const pot_tree *tree, uint64_t index,
+                                            uint64_t size, pot_error **err);
+/* Consistency proof from size1 to size2 leaves; POT_E_OUT_OF_RANGE unless
+ * 0 < size1 <= size2 <= pot_tree_size. */
+POT_API pot_status pot_tree_consistency_proof(pot_bytes *out, const pot_tree *tree,
+                                              uint64_t size1, uint64_t size2, pot_error **err);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* POT_H */

@@ -1,0 +1,109 @@
+// Library-wide C entry points: versions, constants, errors, byte buffers.
+#include "capi/version.h"
+#include "capi/firewall.h"
+#include "hash/tensor.h"
+
+static_assert(POT_VERSION_MAJOR == POT_BUILD_VERSION_MAJOR &&
+                  POT_VERSION_MINOR == POT_BUILD_VERSION_MINOR &&
+                  POT_VERSION_PATCH == POT_BUILD_VERSION_PATCH,
+              "pot.h version macros differ from the CMake project version");
+static_assert(POT_ABI_VERSION == POT_BUILD_ABI_VERSION,
+              "pot.h POT_ABI_VERSION differs from CMake's POT_ABI_VERSION");
+static_assert(POT_DIGEST_SIZE == pot::hash::kDigestSize);
+static_assert(POT_CHUNK_SIZE == pot::hash::kChunkSize);
+static_assert(POT_MAX_NAME_BYTES == pot::hash::kMaxNameBytes);
+static_assert(POT_MAX_DIMS == pot::hash::kMaxDims);
+
+namespace pot::capi {
+
+namespace {
+// Handed out when the error itself cannot be allocated; never freed.
+pot_error g_out_of_memory{POT_E_OUT_OF_MEMORY, "out of memory"};
+}  // namespace
+
+pot_status set_error(pot_error **err, pot_status code, const char *message) noexcept {
+  if (err) {
+    try {
+      *err = new pot_error{code, message};
+    } catch (...) {
+      *err = &g_out_of_memory;
+    }
+  }
+  return code;
+}
+
+ByteView bytes_arg(const void *data, size_t len, const char *param) {
+  if (!data && len) fail(Status::kInvalidArgument, "argument '{}' is NULL with length {}", param, len);
+  return ByteView(static_cast<const uint8_t *>(data), len);
+}
+
+std::string_view str_arg(const char *s, const char *param) { return need(s, param); }
+
+void to_bytes(pot_bytes *out, const Bytes &b) {
+  auto *p = static_cast<uint8_t *>(std::malloc(b.empty() ? 1 : b.size()));
+  if (!p) throw std::bad_alloc();
+  if (!b.empty()) std::memcpy(p, b.data(), b.size());
+  out->data = p;
+  out->len = b.size();
+}
+
+}  // namespace pot::capi
+
+using namespace pot;
+using namespace pot::capi;
+
+extern "C" {
+
+const char *pot_version_string(void) { return POT_BUILD_VERSION_STRING; }
+uint32_t pot_abi_version(void) { return POT_BUILD_ABI_VERSION; }
+size_t pot_digest_size(void) { return POT_DIGEST_SIZE; }
+uint32_t pot_chunk_size(void) { return POT_CHUNK_SIZE; }
+size_t pot_max_name_bytes(void) { return POT_MAX_NAME_BYTES; }
+size_t pot_max_dims(void) { return POT_MAX_DIMS; }
+
+const char *pot_status_name(pot_status status) {
+  return pot::status_name(static_cast<pot::Status>(status));
+}
+
+pot_status pot_error_code(const pot_error *error) {
+  return error ? error->code : POT_E_INVALID_ARGUMENT;
+}
+
+const char *pot_error_message(const pot_error *error) {
+  return error ? error->message.c_str() : "no error object";
+}
+
+void pot_error_free(pot_error *error) {
+  if (error != &g_out_of_memory) delete error;
+}
+
+void pot_bytes_free(pot_bytes *b) {
+  if (!b) return;
+  std::free(b->data);
+  b->data = nullptr;
+  b->len = 0;
+}
+
+pot_status pot_digest_to_hex(char out[2 * POT_DIGEST_SIZE + 1], const pot_digest *d,
+                             pot_error **err) {
+  return guard(err, [&] {
+    const std::string hex = to_digest(d, "d").hex();
+    std::memcpy(need(out, "out"), hex.c_str(), hex.size() + 1);
+  });
+}
+
+pot_status pot_digest_from_hex(pot_digest *out, const char *hex, pot_error **err) {
+  return guard(err, [&] {
+    const hash::Digest d = hash::Digest::from_hex(str_arg(hex, "hex"));
+    from_digest(need(out, "out"), d);
+  });
+}
+
+pot_status pot_sha256(pot_digest *out, const void *data, size_t len, pot_error **err) {
+  return guard(err, [&] {
+    const hash::Digest d = hash::sha256(bytes_arg(data, len, "data"));
+    from_digest(need(out, "out"), d);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,139 @@
+// C entry points of the hash layer: tensor and state digests, chunk ranges.
+#include "capi/firewall.h"
+#include "hash/range.h"
+#include "hash/state.h"
+
+using namespace pot;
+using namespace pot::capi;
+
+struct pot_state {
+  hash::StateBuilder builder;
+};
+
+struct pot_tensor_assembler {
+  hash::TensorAssembler assembler;
+};
+
+namespace pot::capi {
+
+hash::TensorMeta tensor_meta(const char *name, pot_dtype dtype, const uint64_t *shape,
+                             size_t ndim) {
+  hash::TensorMeta meta;
+  meta.name = str_arg(name, "name");
+  if (!hash::dtype_valid(static_cast<int>(dtype)))
+    fail(Status::kInvalidArgument, "tensor '{}': {} is not a pot_dtype", meta.name,
+         static_cast<int>(dtype));
+  meta.dtype = static_cast<hash::DType>(dtype);
+  if (ndim > hash::kMaxDims)
+    fail(Status::kLimit, "tensor '{}' has {} dimensions, the limit is {}", meta.name, ndim,
+         hash::kMaxDims);
+  if (ndim) need(shape, "shape");
+  meta.shape.assign(shape, shape + ndim);
+  return meta;
+}
+
+}  // namespace pot::capi
+
+extern "C" {
+
+size_t pot_dtype_size(pot_dtype dtype) {
+  return hash::dtype_valid(static_cast<int>(dtype)) ? hash::dtype_size(static_cast<hash::DType>(dtype))
+                                                    : 0;
+}
+
+const char *pot_dtype_name(pot_dtype dtype) {
+  if (!hash::dtype_valid(static_cast<int>(dtype))) return nullptr;
+  return hash::dtype_name(static_cast<hash::DType>(dtype)).data();  // literals: NUL-terminated
+}
+
+pot_status pot_dtype_from_name(pot_dtype *out, const char *name, pot_error **err) {
+  return guard(err, [&] {
+    const std::string_view n = str_arg(name, "name");
+    const auto d = hash::dtype_from_name(n);
+    if (!d) fail(Status::kUnsupported, "'{}' is not a supported dtype name", n);
+    *need(out, "out") = static_cast<pot_dtype>(*d);
+  });
+}
+
+pot_status pot_tensor_digest(pot_digest *out, const char *name, pot_dtype dtype,
+                             const uint64_t *shape, size_t ndim, const void *data, size_t nbytes,
+                             uint32_t threads, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    const hash::TensorMeta meta = tensor_meta(name, dtype, shape, ndim);
+    from_digest(out, hash::tensor_digest(meta, bytes_arg(data, nbytes, "data"), threads));
+  });
+}
+
+pot_status pot_state_new(pot_state **out, pot_error **err) {
+  return guard(err, [&] { *need(out, "out") = new pot_state{}; });
+}
+
+void pot_state_free(pot_state *state) { delete state; }
+
+pot_status pot_state_set_threads(pot_state *state, uint32_t threads, pot_error **err) {
+  return guard(err, [&] { need(state, "state")->builder.set_threads(threads); });
+}
+
+pot_status pot_state_add_tensor(pot_state *state, const char *name, pot_dtype dtype,
+                                const uint64_t *shape, size_t ndim, const void *data,
+                                size_t nbytes, pot_error **err) {
+  return guard(err, [&] {
+    need(state, "state");
+    state->builder.add_tensor(tensor_meta(name, dtype, shape, ndim), bytes_arg(data, nbytes, "data"));
+  });
+}
+
+pot_status pot_state_add_tensor_digest(pot_state *state, const char *name,
+                                       const pot_digest *tensor_digest, pot_error **err) {
+  return guard(err, [&] {
+    need(state, "state")->builder.add_tensor_digest(std::string(str_arg(name, "name")),
+                                                    to_digest(tensor_digest, "tensor_digest"));
+  });
+}
+
+size_t pot_state_tensor_count(const pot_state *state) { return state ? state->builder.size() : 0; }
+
+pot_status pot_state_digest(pot_digest *out, const pot_state *state, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    from_digest(out, need(state, "state")->builder.digest());
+  });
+}
+
+pot_status pot_chunk_range_hash(pot_bytes *out, const void *data, size_t len, uint64_t offset,
+                                uint64_t total_bytes, uint32_t threads, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    const hash::ChunkRange r = hash::hash_range(bytes_arg(data, len, "data"), offset, total_bytes, threads);
+    to_bytes(out, r.encode());
+  });
+}
+
+pot_status pot_tensor_assembler_new(pot_tensor_assembler **out, const char *name, pot_dtype dtype,
+                                    const uint64_t *shape, size_t ndim, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    *out = new pot_tensor_assembler{hash::TensorAssembler(tensor_meta(name, dtype, shape, ndim))};
+  });
+}
+
+void pot_tensor_assembler_free(pot_tensor_assembler *assembler) { delete assembler; }
+
+pot_status pot_tensor_assembler_add(pot_tensor_assembler *assembler, const uint8_t *record,
+                                    size_t len, pot_error **err) {
+  return guard(err, [&] {
+    need(assembler, "assembler");
+    assembler->assembler.add(hash::ChunkRange::decode(bytes_arg(record, len, "record")));
+  });
+}
+
+pot_status pot_tensor_assembler_finish(pot_digest *out, const pot_tensor_assembler *assembler,
+                                       pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    from_digest(out, need(assembler, "assembler")->assembler.finish());
+  });
+}
+
+}  // extern "C"

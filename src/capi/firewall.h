@@ -1,0 +1,69 @@
+// The exception firewall: every extern "C" body runs through guard(), which
+// turns exceptions into a pot_status and, when requested, a pot_error.
+// No exception crosses the C boundary.
+#pragma once
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "common/bytes.h"
+#include "common/error.h"
+#include "hash/sha256.h"
+#include "hash/tensor.h"
+#include "pot.h"
+
+struct pot_error {
+  pot_status code;
+  std::string message;
+};
+
+namespace pot::capi {
+
+// Stores an error in *err (when err is non-NULL) and returns its code.
+pot_status set_error(pot_error **err, pot_status code, const char *message) noexcept;
+
+template <typename F>
+pot_status guard(pot_error **err, F &&body) noexcept {
+  try {
+    body();
+    return POT_OK;
+  } catch (const Error &e) {
+    return set_error(err, static_cast<pot_status>(e.status()), e.what());
+  } catch (const std::bad_alloc &) {
+    return set_error(err, POT_E_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception &e) {
+    return set_error(err, POT_E_INTERNAL, e.what());
+  } catch (...) {
+    return set_error(err, POT_E_INTERNAL, "unknown exception");
+  }
+}
+
+// Throws kInvalidArgument naming the parameter when p is NULL.
+template <typename T>
+T *need(T *p, const char *param) {
+  if (!p) fail(Status::kInvalidArgument, "argument '{}' must not be NULL", param);
+  return p;
+}
+
+// A byte view of (data, len); data may be NULL only when len is 0.
+ByteView bytes_arg(const void *data, size_t len, const char *param);
+// A NUL-terminated string argument.
+std::string_view str_arg(const char *s, const char *param);
+
+inline hash::Digest to_digest(const pot_digest *d, const char *param) {
+  hash::Digest out;
+  std::memcpy(out.bytes.data(), need(d, param)->bytes, POT_DIGEST_SIZE);
+  return out;
+}
+inline void from_digest(pot_digest *out, const hash::Digest &d) {
+  std::memcpy(out->bytes, d.bytes.data(), POT_DIGEST_SIZE);
+}
+// Tensor name, dtype and shape arguments, checked (kInvalidArgument, kLimit).
+hash::TensorMeta tensor_meta(const char *name, pot_dtype dtype, const uint64_t *shape, size_t ndim);
+
+// Copies b into a pot_bytes allocated with malloc (freed by pot_bytes_free).
+void to_bytes(pot_bytes *out, const Bytes &b);
+
+}  // namespace pot::capi

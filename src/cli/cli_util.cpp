@@ -1,0 +1,127 @@
+#include "cli_util.h"
+
+#include <fstream>
+#include <iostream>
+#include <iterator>
+
+namespace pot_cli {
+
+int exit_code_for(pot_status status) {
+  switch (status) {
+    case POT_E_PROOF_LENGTH:
+    case POT_E_PROOF_MISMATCH:
+      return kExitRejected;
+    case POT_E_INVALID_ARGUMENT:
+    case POT_E_MALFORMED:
+    case POT_E_LIMIT:
+    case POT_E_OUT_OF_RANGE:
+    case POT_E_DUPLICATE:
+    case POT_E_UNSUPPORTED:
+    case POT_E_NOT_FOUND:
+      return kExitUsage;
+    default:
+      return kExitFailure;
+  }
+}
+
+void check(pot_status status, pot_error **err, const char *what) {
+  if (status == POT_OK) return;
+  std::string msg = std::string(what) + ": " + pot_error_message(*err) + " (" + pot_status_name(status) + ")";
+  pot_error_free(*err);
+  *err = nullptr;
+  throw CliError(exit_code_for(status), msg);
+}
+
+std::string hex(const uint8_t *p, size_t n) {
+  static const char d[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    s += d[p[i] >> 4];
+    s += d[p[i] & 15];
+  }
+  return s;
+}
+
+std::vector<uint8_t> unhex(const std::string &s, const std::string &what) {
+  auto val = [&](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    throw CliError(kExitUsage, what + ": '" + s + "' is not hex");
+  };
+  if (s.size() % 2) throw CliError(kExitUsage, what + ": hex '" + s + "' has odd length");
+  std::vector<uint8_t> out(s.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(val(s[2 * i]) << 4 | val(s[2 * i + 1]));
+  return out;
+}
+
+pot_digest digest_arg(const std::string &s, const std::string &what) {
+  pot_digest d;
+  pot_error *err = nullptr;
+  check(pot_digest_from_hex(&d, s.c_str(), &err), &err, what.c_str());
+  return d;
+}
+
+std::vector<uint8_t> read_file(const std::string &path) {
+  if (path == "-") {
+    std::cin >> std::noskipws;
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(std::cin), {});
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CliError(kExitFailure, "cannot open '" + path + "'");
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+std::vector<std::string> read_lines(const std::string &path, bool keep_empty) {
+  const std::vector<uint8_t> bytes = read_file(path);
+  std::vector<std::string> lines;
+  std::string cur;
+  auto flush = [&] {
+    const auto b = cur.find_first_not_of(" \t\r");
+    const auto e = cur.find_last_not_of(" \t\r");
+    std::string t = b == std::string::npos ? std::string() : cur.substr(b, e - b + 1);
+    if (keep_empty || !t.empty()) lines.push_back(std::move(t));
+    cur.clear();
+  };
+  for (uint8_t c : bytes) {
+    if (c == '\n') flush();
+    else cur += static_cast<char>(c);
+  }
+  if (!cur.empty()) flush();  // a last line without a newline
+  return lines;
+}
+
+std::vector<pot_digest> leaf_hashes(const LeafSource &src) {
+  std::vector<pot_digest> out;
+  pot_error *err = nullptr;
+  auto add_data = [&](const std::vector<uint8_t> &data) {
+    pot_digest d;
+    check(pot_merkle_leaf_hash(&d, data.data(), data.size(), &err), &err, "leaf hash");
+    out.push_back(d);
+  };
+  if (src.raw) {
+    for (const std::string &f : src.inputs) add_data(read_file(f));
+    return out;
+  }
+  if (src.inputs.size() != 1)
+    throw CliError(kExitUsage, "give one file of hex lines (or '-'), or --raw with leaf files");
+  size_t line = 0;
+  for (const std::string &l : read_lines(src.inputs[0], true)) {
+    ++line;
+    const std::string what = "leaf " + std::to_string(line);
+    if (src.hashed) out.push_back(digest_arg(l, what));
+    else add_data(unhex(l, what));
+  }
+  return out;
+}
+
+void emit(bool as_json, const nlohmann::json &j, const std::vector<std::string> &plain) {
+  if (as_json) {
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  for (const std::string &l : plain) std::cout << l << "\n";
+}
+
+}  // namespace pot_cli

@@ -1,0 +1,50 @@
+// Shared pieces of the pot CLI: C API error handling, hex input, output.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "pot.h"
+
+namespace pot_cli {
+
+// Exit statuses: 0 success, 1 a proof or check that did not verify, 2 bad
+// usage or input, 3 an I/O or internal failure.
+enum Exit { kExitOk = 0, kExitRejected = 1, kExitUsage = 2, kExitFailure = 3 };
+
+// Thrown to stop with a one-line message and an exit status.
+struct CliError : std::runtime_error {
+  CliError(int code, const std::string &msg) : std::runtime_error(msg), exit_code(code) {}
+  int exit_code;
+};
+
+// Throws CliError when status is not POT_OK, with the message of *err (which
+// the failed call set), and frees it.
+void check(pot_status status, pot_error **err, const char *what);
+int exit_code_for(pot_status status);
+
+std::string hex(const uint8_t *p, size_t n);
+inline std::string hex(const pot_digest &d) { return hex(d.bytes, sizeof d.bytes); }
+std::vector<uint8_t> unhex(const std::string &s, const std::string &what);
+pot_digest digest_arg(const std::string &s, const std::string &what);
+// Lines of a file ('-' = stdin), trimmed of spaces. With keep_empty, an
+// empty line is kept (an empty leaf); a final newline ends the last line.
+std::vector<std::string> read_lines(const std::string &path, bool keep_empty);
+std::vector<uint8_t> read_file(const std::string &path);
+
+// Leaves given as hex lines of a file, or as raw files (one leaf each).
+struct LeafSource {
+  std::vector<std::string> inputs;
+  bool raw = false;
+  bool hashed = false;  // hex lines are leaf hashes, not leaf data
+};
+std::vector<pot_digest> leaf_hashes(const LeafSource &src);
+
+// Prints {json} with --json, else the plain lines.
+void emit(bool as_json, const nlohmann::json &j, const std::vector<std::string> &plain);
+
+}  // namespace pot_cli

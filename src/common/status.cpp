@@ -1,0 +1,26 @@
+#include "common/status.h"
+
+namespace pot {
+
+const char *status_name(Status s) noexcept {
+  switch (s) {
+    case Status::kOk: return "POT_OK";
+    case Status::kInvalidArgument: return "POT_E_INVALID_ARGUMENT";
+    case Status::kOutOfMemory: return "POT_E_OUT_OF_MEMORY";
+    case Status::kIo: return "POT_E_IO";
+    case Status::kMalformed: return "POT_E_MALFORMED";
+    case Status::kLimit: return "POT_E_LIMIT";
+    case Status::kOutOfRange: return "POT_E_OUT_OF_RANGE";
+    case Status::kProofLength: return "POT_E_PROOF_LENGTH";
+    case Status::kProofMismatch: return "POT_E_PROOF_MISMATCH";
+    case Status::kDuplicate: return "POT_E_DUPLICATE";
+    case Status::kState: return "POT_E_STATE";
+    case Status::kUnsupported: return "POT_E_UNSUPPORTED";
+    case Status::kBackend: return "POT_E_BACKEND";
+    case Status::kInternal: return "POT_E_INTERNAL";
+    case Status::kNotFound: return "POT_E_NOT_FOUND";
+  }
+  return "POT_E_UNKNOWN";
+}
+
+}  // namespace pot

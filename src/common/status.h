@@ -1,0 +1,28 @@
+// Status codes shared by every layer. The numeric values are the ones
+// frozen in include/pot.h (pot_status); keep the two lists identical.
+#pragma once
+
+namespace pot {
+
+enum class Status : int {
+  kOk = 0,
+  kInvalidArgument = 1,
+  kOutOfMemory = 2,
+  kIo = 3,
+  kMalformed = 4,
+  kLimit = 5,
+  kOutOfRange = 6,
+  kProofLength = 7,
+  kProofMismatch = 8,
+  kDuplicate = 9,
+  kState = 10,
+  kUnsupported = 11,
+  kBackend = 12,
+  kInternal = 13,
+  kNotFound = 14,
+};
+
+// Stable upper-case name of a status, e.g. "POT_E_MALFORMED".
+const char *status_name(Status s) noexcept;
+
+}  // namespace pot

@@ -1,0 +1,27 @@
+/* Consumer of an installed pot: digests a tensor and checks a proof. */
+#include <pot.h>
+#include <stdio.h>
+
+int main(void) {
+  const float w[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+  const uint64_t shape[2] = {2, 2};
+  pot_digest d, root, leaf;
+  pot_tree *tree = NULL;
+  pot_bytes proof = {NULL, 0};
+  char hex[2 * POT_DIGEST_SIZE + 1];
+  int i;
+  if (pot_abi_version() != POT_ABI_VERSION) return 1;
+  if (pot_tensor_digest(&d, "w", POT_DTYPE_F32, shape, 2, w, sizeof w, 0, NULL) != POT_OK) return 2;
+  if (pot_tree_open(&tree, NULL, NULL) != POT_OK) return 3;
+  for (i = 0; i < 5; ++i)
+    if (pot_tree_append(NULL, tree, &i, sizeof i, NULL) != POT_OK) return 4;
+  if (pot_tree_root(&root, tree, 5, NULL) != POT_OK) return 5;
+  if (pot_tree_leaf_hash(&leaf, tree, 2, NULL) != POT_OK) return 6;
+  if (pot_tree_inclusion_proof(&proof, tree, 2, 5, NULL) != POT_OK) return 7;
+  if (pot_merkle_verify_inclusion(2, 5, &leaf, proof.data, proof.len, &root, NULL) != POT_OK) return 8;
+  pot_bytes_free(&proof);
+  pot_tree_free(tree);
+  pot_digest_to_hex(hex, &d, NULL);
+  printf("consumer ok: pot %s, tensor digest %s\n", pot_version_string(), hex);
+  return 0;
+}

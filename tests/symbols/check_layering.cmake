@@ -1,0 +1,16 @@
+# The core (every layer but src/replay) never includes a LibTorch header, so
+# chain and wallet clients can build it without LibTorch.
+file(GLOB_RECURSE sources ${SRC}/*.h ${SRC}/*.cpp ${SRC}/*.in)
+set(bad "")
+foreach(f IN LISTS sources)
+  if(f MATCHES "/src/replay/")
+    continue()
+  endif()
+  file(STRINGS ${f} hits REGEX "#include *[<\"](torch/|ATen/|c10/)")
+  if(hits)
+    list(APPEND bad "${f}: ${hits}")
+  endif()
+endforeach()
+if(bad)
+  message(FATAL_ERROR "core sources include LibTorch headers:\n${bad}")
+endif()

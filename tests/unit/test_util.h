@@ -1,0 +1,33 @@
+// Helpers shared by the C++ tests: vector files, hex, temporary directories.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pot::test {
+
+// Parses tests/vectors/<name>.
+nlohmann::json load_vectors(const std::string &name);
+std::vector<uint8_t> unhex(const std::string &hex);
+std::string hex(const uint8_t *p, size_t n);
+
+// A fresh directory removed at destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  std::filesystem::path path() const { return path_; }
+  std::string file(const std::string &name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Deterministic pseudo-random bytes (splitmix64) for test tensors.
+std::vector<uint8_t> pseudo_random_bytes(size_t n, uint64_t seed);
+
+}  // namespace pot::test
