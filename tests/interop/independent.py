@@ -1,0 +1,145 @@
+"""An independent implementation of docs/PROTOCOL.md (sections 2-7).
+
+Written from the document alone, with nothing but hashlib and struct, so
+that the library's digests are checked against a second implementation.
+"""
+import hashlib
+import struct
+
+CHUNK = 65536
+DTYPES = {  # name: (code, element size)
+    "BOOL": (1, 1), "U8": (2, 1), "I8": (3, 1), "I16": (4, 2), "U16": (5, 2),
+    "I32": (6, 4), "U32": (7, 4), "I64": (8, 8), "U64": (9, 8), "F16": (10, 2),
+    "BF16": (11, 2), "F32": (12, 4), "F64": (13, 8),
+}
+
+
+def sha256(b: bytes) -> bytes:
+    return hashlib.sha256(b).digest()
+
+
+def tagged(tag: str, body: bytes) -> bytes:
+    t = tag.encode()
+    return sha256(bytes([len(t)]) + t + body)
+
+
+def leaf_hash(d: bytes) -> bytes:
+    return sha256(b"\x00" + d)
+
+
+def node_hash(l: bytes, r: bytes) -> bytes:
+    return sha256(b"\x01" + l + r)
+
+
+def mth_of_hashes(hashes):
+    """RFC 6962 MTH given the leaf hashes (recursive definition)."""
+    n = len(hashes)
+    if n == 0:
+        return sha256(b"")
+    if n == 1:
+        return hashes[0]
+    k = 1
+    while k * 2 < n:
+        k *= 2
+    return node_hash(mth_of_hashes(hashes[:k]), mth_of_hashes(hashes[k:]))
+
+
+def mth(leaves):
+    return mth_of_hashes([leaf_hash(x) for x in leaves])
+
+
+def stream(seed: str, n: int) -> bytes:
+    out = bytearray()
+    j = 0
+    while len(out) < n:
+        out += sha256(seed.encode() + struct.pack("<Q", j))
+        j += 1
+    return bytes(out[:n])
+
+
+def chunk_root(data: bytes) -> bytes:
+    return mth([data[i:i + CHUNK] for i in range(0, len(data), CHUNK)])
+
+
+def tensor_digest(name: str, dtype: str, shape, data: bytes) -> bytes:
+    code, size = DTYPES[dtype]
+    n = size
+    for d in shape:
+        n *= d
+    assert n == len(data), (name, n, len(data))
+    nb = name.encode()
+    body = struct.pack("<I", len(nb)) + nb + bytes([code]) + struct.pack("<I", len(shape))
+    body += b"".join(struct.pack("<Q", d) for d in shape)
+    body += struct.pack("<Q", len(data)) + struct.pack("<I", CHUNK) + chunk_root(data)
+    return tagged("pot/v1/tensor", body)
+
+
+def state_digest(tensor_digests: dict) -> bytes:
+    """tensor_digests: name -> digest. Sorted by UTF-8 bytes."""
+    names = sorted(tensor_digests, key=lambda s: s.encode())
+    root = mth([tensor_digests[n] for n in names])
+    return tagged("pot/v1/state", struct.pack("<Q", len(names)) + root)
+
+
+def decompose(a: int, b: int):
+    out = []
+    while a < b:
+        level = (b - a).bit_length() - 1
+        if a:
+            level = min(level, (a & -a).bit_length() - 1)
+        out.append((a, level))
+        a += 1 << level
+    return out
+
+
+def right_fold(hashes):
+    if not hashes:
+        return sha256(b"")
+    acc = hashes[-1]
+    for h in reversed(hashes[:-1]):
+        acc = node_hash(h, acc)
+    return acc
+
+
+def decode_range(rec: bytes):
+    version = rec[0]
+    total, offset, length = struct.unpack_from("<QQQ", rec, 1)
+    (k,) = struct.unpack_from("<I", rec, 25)
+    assert version == 1 and len(rec) == 29 + 32 * k
+    a = offset // CHUNK
+    b = a + (length + CHUNK - 1) // CHUNK
+    subtrees = decompose(a, b)
+    assert len(subtrees) == k
+    return total, offset, length, [(s, lv, rec[29 + 32 * i:61 + 32 * i]) for i, (s, lv) in enumerate(subtrees)]
+
+
+def assemble(name, dtype, shape, records) -> bytes:
+    parts = sorted((decode_range(r) for r in records), key=lambda p: p[1])
+    stack = []  # (start, level, hash)
+    covered = 0
+    total = parts[0][0] if parts else 0
+    for t, offset, length, subtrees in parts:
+        assert t == total and offset == covered
+        for s in subtrees:
+            stack.append(s)
+            while len(stack) >= 2 and stack[-2][1] == stack[-1][1] and stack[-2][0] % (2 << stack[-2][1]) == 0:
+                r = stack.pop()
+                l = stack.pop()
+                stack.append((l[0], l[1] + 1, node_hash(l[2], r[2])))
+        covered = offset + length
+    assert covered == total
+    root = right_fold([h for _, _, h in stack])
+    code, size = DTYPES[dtype]
+    nb = name.encode()
+    body = struct.pack("<I", len(nb)) + nb + bytes([code]) + struct.pack("<I", len(shape))
+    body += b"".join(struct.pack("<Q", d) for d in shape)
+    body += struct.pack("<Q", total) + struct.pack("<I", CHUNK) + root
+    return tagged("pot/v1/tensor", body)
+
+
+def log_saved(leaves) -> bytes:
+    hashes = [leaf_hash(x) for x in leaves]
+    out = struct.pack("<Q", len(hashes))
+    for start, level in decompose(0, len(hashes)):
+        out += mth_of_hashes(hashes[start:start + (1 << level)])
+    return out

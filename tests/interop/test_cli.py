@@ -1,0 +1,94 @@
+"""The pot CLI (docs/cli.md): merkle subcommands on the RFC 6962 vectors,
+exit statuses and one-line errors."""
+import json
+import os
+import subprocess
+
+POT = os.environ["POT_CLI"]
+VECTORS = os.path.join(os.path.dirname(__file__), "..", "vectors")
+
+
+def run(*args, stdin=None):
+    return subprocess.run([POT, *args], input=stdin, capture_output=True, text=True)
+
+
+def rfc():
+    with open(os.path.join(VECTORS, "rfc6962.json")) as f:
+        return json.load(f)
+
+
+def leaves_file(tmp_path, n=8):
+    p = tmp_path / "leaves.txt"
+    p.write_text("".join(l["hex"] + "\n" for l in rfc()["leaf_inputs"][:n]))
+    return str(p)
+
+
+def test_root_prove_consistency_match_vectors(tmp_path):
+    v = rfc()
+    leaves = leaves_file(tmp_path)
+    for r in v["roots"]:
+        out = run("merkle", "root", leaves_file(tmp_path, r["tree_size"]))
+        assert out.returncode == 0 and out.stdout.strip() == r["hex"]
+    for p in v["inclusion_proofs"]:
+        out = run("merkle", "prove", leaves, "--index", str(p["leaf_index"]), "--size", str(p["tree_size"]), "--json")
+        assert json.loads(out.stdout)["proof"] == p["proof"]
+        assert json.loads(out.stdout)["root"] == p["root"]
+    for p in v["consistency_proofs"]:
+        out = run("merkle", "consistency", leaves, "--old", str(p["size1"]), "--new", str(p["size2"]))
+        assert out.stdout.split() == p["proof"]
+
+
+def test_stdin_raw_and_hashed_leaves_agree(tmp_path):
+    v = rfc()
+    text = "".join(l["hex"] + "\n" for l in v["leaf_inputs"])
+    assert run("merkle", "root", "-", stdin=text).stdout.strip() == v["roots"][-1]["hex"]
+    files = []
+    for l in v["leaf_inputs"]:
+        f = tmp_path / f"leaf{l['index']}"
+        f.write_bytes(bytes.fromhex(l["hex"]))
+        files.append(str(f))
+    assert run("merkle", "root", "--raw", *files).stdout.strip() == v["roots"][-1]["hex"]
+    hashed = "".join(json.loads(run("merkle", "prove", "-", "--index", str(i), "--json", stdin=text).stdout)["leaf_hash"]
+                     + "\n" for i in range(8))
+    assert run("merkle", "root", "-", "--hashed", stdin=hashed).stdout.strip() == v["roots"][-1]["hex"]
+
+
+def test_stored_tree_file(tmp_path):
+    v = rfc()
+    tree = str(tmp_path / "t.tree")
+    assert run("merkle", "build", "--tree", tree, leaves_file(tmp_path, 3)).stdout.strip() == v["roots"][2]["hex"]
+    # Appending the rest to the same file continues the log.
+    rest = tmp_path / "rest.txt"
+    rest.write_text("".join(l["hex"] + "\n" for l in v["leaf_inputs"][3:]))
+    assert run("merkle", "build", "--tree", tree, str(rest)).stdout.strip() == v["roots"][-1]["hex"]
+    out = json.loads(run("merkle", "consistency", "--tree", tree, "--old", "3", "--json").stdout)
+    proof = tmp_path / "p.txt"
+    proof.write_text("\n".join(out["proof"]) + "\n")
+    ok = run("merkle", "verify-consistency", "--old", "3", "--new", "8", "--old-root", out["old_root"],
+             "--new-root", out["new_root"], "--proof", str(proof))
+    assert ok.returncode == 0 and ok.stdout.strip() == "OK"
+
+
+def test_verify_exit_statuses_and_errors(tmp_path):
+    v = rfc()
+    p = v["inclusion_proofs"][-1]
+    proof = tmp_path / "p.txt"
+    proof.write_text("\n".join(p["proof"]) + "\n")
+    args = ["merkle", "verify-inclusion", "--index", str(p["leaf_index"]), "--size", str(p["tree_size"]),
+            "--leaf", p["leaf_input_hex"], "--root", p["root"], "--proof", str(proof)]
+    assert run(*args).returncode == 0
+    assert json.loads(run(*args, "--json").stdout) == {"valid": True}
+    bad_root = list(args)
+    bad_root[bad_root.index("--root") + 1] = "00" * 32
+    out = run(*bad_root)
+    assert out.returncode == 1 and "POT_E_PROOF_MISMATCH" in out.stderr and out.stderr.count("\n") == 1
+    proof.write_text("\n".join(p["proof"][:-1]) + "\n")
+    out = run(*args)
+    assert out.returncode == 1 and "POT_E_PROOF_LENGTH" in out.stderr
+    proof.write_text("zz\n")
+    assert run(*args).returncode == 2
+    out = run("merkle", "prove", leaves_file(tmp_path), "--index", "8")
+    assert out.returncode == 2 and "POT_E_OUT_OF_RANGE" in out.stderr
+    assert run("merkle", "root", str(tmp_path / "missing")).returncode == 3
+    assert run("merkle", "frobnicate").returncode == 2
+    assert run("--version").stdout.startswith("pot ")
