@@ -185,6 +185,20 @@ POT_API pot_status pot_state_add_tensor_digest(pot_state *state, const char *nam
 POT_API size_t pot_state_tensor_count(const pot_state *state);
 /* The state digest over the tensors added so far (canonical name order). */
 POT_API pot_status pot_state_digest(pot_digest *out, const pot_state *state, pot_error **err);
+/* Proof that the named tensor belongs to the state (docs/PROTOCOL.md 5.1):
+ * its position, the tensor count, the root over the tensor digests and the
+ * inclusion path, so a verifier holding only that tensor can check it
+ * against the state digest. POT_E_NOT_FOUND when the name is absent. */
+POT_API pot_status pot_state_tensor_proof(pot_bytes *out, const pot_state *state, const char *name,
+                                          pot_error **err);
+/* POT_OK when tensor_digest is part of the state with state_digest, by the
+ * proof of pot_state_tensor_proof. POT_E_PROOF_MISMATCH when it is not,
+ * POT_E_MALFORMED/POT_E_LIMIT for proof bytes that do not decode,
+ * POT_E_OUT_OF_RANGE/POT_E_PROOF_LENGTH for inconsistent positions.
+ * Thread-safe. */
+POT_API pot_status pot_state_verify_tensor(const pot_digest *state_digest,
+                                           const pot_digest *tensor_digest, const uint8_t *proof,
+                                           size_t proof_len, pot_error **err);
 
 /* Sharded states: a rank holding bytes [offset, offset + len) of a tensor of
  * total_bytes bytes hashes them into a small chunk-range record (a few

@@ -2,6 +2,7 @@
 #include "capi/firewall.h"
 #include "hash/range.h"
 #include "hash/state.h"
+#include "merkle/state_proof.h"
 
 using namespace pot;
 using namespace pot::capi;
@@ -98,6 +99,23 @@ pot_status pot_state_digest(pot_digest *out, const pot_state *state, pot_error *
   return guard(err, [&] {
     need(out, "out");
     from_digest(out, need(state, "state")->builder.digest());
+  });
+}
+
+pot_status pot_state_tensor_proof(pot_bytes *out, const pot_state *state, const char *name,
+                                  pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    const std::string n(str_arg(name, "name"));
+    to_bytes(out, merkle::prove_tensor(need(state, "state")->builder.tensors(), n).encode());
+  });
+}
+
+pot_status pot_state_verify_tensor(const pot_digest *state_digest, const pot_digest *tensor_digest,
+                                   const uint8_t *proof, size_t proof_len, pot_error **err) {
+  return guard(err, [&] {
+    merkle::verify_tensor(to_digest(state_digest, "state_digest"), to_digest(tensor_digest, "tensor_digest"),
+                          merkle::TensorProof::decode(bytes_arg(proof, proof_len, "proof")));
   });
 }
 

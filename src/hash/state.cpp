@@ -26,9 +26,13 @@ Digest StateBuilder::digest() const { return state_digest(tensors_); }
 Digest state_digest(const std::map<std::string, Digest> &tensors) {
   Accumulator acc;
   for (const auto &[name, d] : tensors) acc.push_leaf(leaf_hash(d.view()));
+  return state_digest_from_root(tensors.size(), acc.root());
+}
+
+Digest state_digest_from_root(uint64_t count, const Digest &tensors_root) {
   Sha256 h;
   begin_tagged(h, kTagState);
-  h.update_u64le(tensors.size()).update(acc.root().view());
+  h.update_u64le(count).update(tensors_root.view());
   return h.finish();
 }
 

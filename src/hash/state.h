@@ -38,5 +38,7 @@ class StateBuilder {
 
 // The state digest of tensor digests already in canonical name order.
 Digest state_digest(const std::map<std::string, Digest> &tensors);
+// tagged("pot/v1/state", u64le(count) || tensors_root).
+Digest state_digest_from_root(uint64_t count, const Digest &tensors_root);
 
 }  // namespace pot::hash

@@ -143,3 +143,33 @@ def log_saved(leaves) -> bytes:
     for start, level in decompose(0, len(hashes)):
         out += mth_of_hashes(hashes[start:start + (1 << level)])
     return out
+
+
+def verify_inclusion(index, size, leaf, proof, root) -> bool:
+    """RFC 9162 section 2.1.3.2."""
+    if index >= size:
+        return False
+    fn, sn, r = index, size - 1, leaf
+    for p in proof:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            r = node_hash(p, r)
+            while not fn & 1 and fn != 0:
+                fn >>= 1
+                sn >>= 1
+        else:
+            r = node_hash(r, p)
+        fn >>= 1
+        sn >>= 1
+    return sn == 0 and r == root
+
+
+def verify_tensor_proof(state: bytes, tensor: bytes, proof: bytes) -> bool:
+    """docs/PROTOCOL.md section 5.1."""
+    index, count = struct.unpack_from("<QQ", proof, 0)
+    root = proof[16:48]
+    path = [proof[i:i + 32] for i in range(48, len(proof), 32)]
+    if tagged("pot/v1/state", struct.pack("<Q", count) + root) != state:
+        return False
+    return verify_inclusion(index, count, leaf_hash(tensor), path, root)

@@ -37,6 +37,15 @@ def test_state_digests():
             t = by_name[n]
             digests[n] = ind.tensor_digest(n, t["dtype"], t["shape"], ind.stream(t["seed"], t["nbytes"]))
         assert ind.state_digest(digests).hex() == s["digest"], s["comment"]
+        names = sorted(digests, key=lambda n: n.encode())
+        for tp in s["tensor_proofs"]:
+            proof = bytes.fromhex(tp["proof"])
+            assert int.from_bytes(proof[:8], "little") == names.index(tp["tensor"])
+            state = bytes.fromhex(s["digest"])
+            assert ind.verify_tensor_proof(state, digests[tp["tensor"]], proof)
+            other = next(n for n in names if n != tp["tensor"]) if len(names) > 1 else None
+            if other:
+                assert not ind.verify_tensor_proof(state, digests[other], proof)
 
 
 def test_chunk_range_records():

@@ -231,6 +231,7 @@ TEST(CApi, StateSafetensorsAndShardsAgree) {
   EXPECT_EQ(pot_state_tensor_count(state), 2u);
   pot_digest from_state;
   ASSERT_EQ(pot_state_digest(&from_state, state, nullptr), POT_OK);
+  pot_bytes untouched_bytes{nullptr, 0};
 
   pot_safetensors_writer *wr = nullptr;
   ASSERT_EQ(pot_safetensors_writer_new(&wr, nullptr), POT_OK);
@@ -292,6 +293,19 @@ TEST(CApi, StateSafetensorsAndShardsAgree) {
   pot_digest from_shards;
   ASSERT_EQ(pot_state_digest(&from_shards, sharded, nullptr), POT_OK);
   EXPECT_EQ(hex_of(from_shards), hex_of(from_state));
+  // One tensor proven against the state digest alone.
+  pot_bytes tp{};
+  ASSERT_EQ(pot_state_tensor_proof(&tp, state, "w", nullptr), POT_OK);
+  EXPECT_EQ(tp.len, 8u + 8u + 32u + 32u);  // two tensors: one path hash
+  EXPECT_EQ(pot_state_verify_tensor(&from_state, &whole, tp.data, tp.len, nullptr), POT_OK);
+  pot_digest bias_digest;
+  ASSERT_EQ(pot_tensor_digest(&bias_digest, "b", POT_DTYPE_F32, bshape, 1, bias, sizeof bias, 1, nullptr), POT_OK);
+  EXPECT_EQ(pot_state_verify_tensor(&from_state, &bias_digest, tp.data, tp.len, &err), POT_E_PROOF_MISMATCH);
+  tp.data[8] = 3;  // claims three tensors: the state digest no longer matches
+  EXPECT_EQ(pot_state_verify_tensor(&from_state, &whole, tp.data, tp.len, &err), POT_E_PROOF_MISMATCH);
+  EXPECT_EQ(pot_state_verify_tensor(&from_state, &whole, tp.data, tp.len - 1, &err), POT_E_MALFORMED);
+  EXPECT_EQ(pot_state_tensor_proof(&untouched_bytes, state, "nope", &err), POT_E_NOT_FOUND);
+  pot_bytes_free(&tp);
   pot_bytes_free(&r1);
   pot_bytes_free(&r2);
   pot_tensor_assembler_free(as);

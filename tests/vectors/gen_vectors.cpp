@@ -148,8 +148,18 @@ ordered_json generate() {
     }
     pot_digest d;
     ok(pot_state_digest(&d, s, nullptr), nullptr, "digest");
-    pot_state_free(s);
     j["digest"] = hex(d);
+    // Tensor proofs (PROTOCOL.md 5.1) for the first and last members.
+    j["tensor_proofs"] = ordered_json::array();
+    if (!sc.members.empty()) {
+      for (size_t i : {sc.members.front(), sc.members.back()}) {
+        pot_bytes p{};
+        ok(pot_state_tensor_proof(&p, s, tensors[i].name.c_str(), nullptr), nullptr, "tensor proof");
+        j["tensor_proofs"].push_back({{"tensor", tensors[i].name}, {"proof", hex(p.data, p.len)}});
+        pot_bytes_free(&p);
+      }
+    }
+    pot_state_free(s);
     out["state_digests"].push_back(j);
   }
 
