@@ -87,7 +87,9 @@ typedef enum pot_status {
   POT_E_UNSUPPORTED = 11,   /* valid input this version does not support */
   POT_E_BACKEND = 12,       /* OpenSSL (or LibTorch) reported a failure */
   POT_E_INTERNAL = 13,      /* a bug in pot; please report it */
-  POT_E_NOT_FOUND = 14      /* no entry under that name */
+  POT_E_NOT_FOUND = 14,     /* no entry under that name */
+  /* Not a status: makes the enum 32-bit and every value in range. */
+  POT_STATUS_MAX_ENUM_ = 0x7FFFFFFF
 } pot_status;
 
 typedef struct pot_error pot_error;
@@ -144,7 +146,9 @@ typedef enum pot_dtype {
   POT_DTYPE_F16 = 10,
   POT_DTYPE_BF16 = 11,
   POT_DTYPE_F32 = 12,
-  POT_DTYPE_F64 = 13
+  POT_DTYPE_F64 = 13,
+  /* Not a dtype: makes the enum 32-bit and every value in range. */
+  POT_DTYPE_MAX_ENUM_ = 0x7FFFFFFF
 } pot_dtype;
 
 /* Bytes per element, or 0 when dtype is not a pot_dtype. */

@@ -62,7 +62,7 @@ size_t pot_max_name_bytes(void) { return POT_MAX_NAME_BYTES; }
 size_t pot_max_dims(void) { return POT_MAX_DIMS; }
 
 const char *pot_status_name(pot_status status) {
-  return pot::status_name(static_cast<pot::Status>(status));
+  return pot::status_name(static_cast<pot::Status>(enum_arg(status)));
 }
 
 pot_status pot_error_code(const pot_error *error) {

@@ -21,10 +21,10 @@ hash::TensorMeta tensor_meta(const char *name, pot_dtype dtype, const uint64_t *
                              size_t ndim) {
   hash::TensorMeta meta;
   meta.name = str_arg(name, "name");
-  if (!hash::dtype_valid(static_cast<int>(dtype)))
-    fail(Status::kInvalidArgument, "tensor '{}': {} is not a pot_dtype", meta.name,
-         static_cast<int>(dtype));
-  meta.dtype = static_cast<hash::DType>(dtype);
+  const int code = enum_arg(dtype);
+  if (!hash::dtype_valid(code))
+    fail(Status::kInvalidArgument, "tensor '{}': {} is not a pot_dtype", meta.name, code);
+  meta.dtype = static_cast<hash::DType>(code);
   if (ndim > hash::kMaxDims)
     fail(Status::kLimit, "tensor '{}' has {} dimensions, the limit is {}", meta.name, ndim,
          hash::kMaxDims);
@@ -38,13 +38,14 @@ hash::TensorMeta tensor_meta(const char *name, pot_dtype dtype, const uint64_t *
 extern "C" {
 
 size_t pot_dtype_size(pot_dtype dtype) {
-  return hash::dtype_valid(static_cast<int>(dtype)) ? hash::dtype_size(static_cast<hash::DType>(dtype))
-                                                    : 0;
+  const int code = enum_arg(dtype);
+  return hash::dtype_valid(code) ? hash::dtype_size(static_cast<hash::DType>(code)) : 0;
 }
 
 const char *pot_dtype_name(pot_dtype dtype) {
-  if (!hash::dtype_valid(static_cast<int>(dtype))) return nullptr;
-  return hash::dtype_name(static_cast<hash::DType>(dtype)).data();  // literals: NUL-terminated
+  const int code = enum_arg(dtype);
+  if (!hash::dtype_valid(code)) return nullptr;
+  return hash::dtype_name(static_cast<hash::DType>(code)).data();  // literals: NUL-terminated
 }
 
 pot_status pot_dtype_from_name(pot_dtype *out, const char *name, pot_error **err) {
@@ -67,7 +68,10 @@ pot_status pot_tensor_digest(pot_digest *out, const char *name, pot_dtype dtype,
 }
 
 pot_status pot_state_new(pot_state **out, pot_error **err) {
-  return guard(err, [&] { *need(out, "out") = new pot_state{}; });
+  return guard(err, [&] {
+    need(out, "out");
+    *out = new pot_state{};
+  });
 }
 
 void pot_state_free(pot_state *state) { delete state; }

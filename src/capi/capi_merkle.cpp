@@ -60,7 +60,10 @@ pot_status pot_merkle_verify_consistency(uint64_t size1, uint64_t size2, const p
 }
 
 pot_status pot_log_new(pot_log **out, pot_error **err) {
-  return guard(err, [&] { *need(out, "out") = new pot_log{}; });
+  return guard(err, [&] {
+    need(out, "out");
+    *out = new pot_log{};
+  });
 }
 
 void pot_log_free(pot_log *log) { delete log; }

@@ -90,7 +90,10 @@ pot_status pot_safetensors_digest_file(pot_digest *out, const char *path, uint32
 }
 
 pot_status pot_safetensors_writer_new(pot_safetensors_writer **out, pot_error **err) {
-  return guard(err, [&] { *need(out, "out") = new pot_safetensors_writer{}; });
+  return guard(err, [&] {
+    need(out, "out");
+    *out = new pot_safetensors_writer{};
+  });
 }
 
 void pot_safetensors_writer_free(pot_safetensors_writer *writer) { delete writer; }

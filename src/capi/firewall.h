@@ -60,6 +60,16 @@ inline hash::Digest to_digest(const pot_digest *d, const char *param) {
 inline void from_digest(pot_digest *out, const hash::Digest &d) {
   std::memcpy(out->bytes, d.bytes.data(), POT_DIGEST_SIZE);
 }
+// The integer a C caller passed as an enum. Copied as bytes, so a value
+// outside the enumerators (or negative) is never loaded as the C++ enum.
+template <typename E>
+int enum_arg(const E &e) {
+  static_assert(sizeof(E) == sizeof(int));
+  int v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
+
 // Tensor name, dtype and shape arguments, checked (kInvalidArgument, kLimit).
 hash::TensorMeta tensor_meta(const char *name, pot_dtype dtype, const uint64_t *shape, size_t ndim);
 

@@ -4,7 +4,7 @@
 
 namespace pot {
 
-enum class Status : int {
+enum class Status : int {  // fixed type: any int value is valid
   kOk = 0,
   kInvalidArgument = 1,
   kOutOfMemory = 2,

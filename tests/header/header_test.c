@@ -15,6 +15,10 @@ int main(void) {
   if (pot_digest_from_hex(&d, "xyz", &err) != POT_E_MALFORMED) return 5;
   if (pot_error_code(err) != POT_E_MALFORMED || pot_error_message(err)[0] == '\0') return 6;
   pot_error_free(err);
+  /* Any int a C caller passes as an enum is handled, negative included. */
+  if (pot_dtype_size((pot_dtype)-3) != 0 || pot_dtype_name((pot_dtype)99) != NULL) return 7;
+  if (strcmp(pot_status_name((pot_status)-1), "POT_E_UNKNOWN") != 0) return 8;
+  if (sizeof(pot_dtype) != 4 || sizeof(pot_status) != 4) return 9;
   printf("pot %s (ABI %u) from C99\n", pot_version_string(), (unsigned)pot_abi_version());
   return 0;
 }

@@ -65,6 +65,12 @@ TEST(CApi, ErrorsCarryCodeAndMessageAndLeaveOutputsUntouched) {
   EXPECT_EQ(pot_digest_from_hex(nullptr, std::string(64, '0').c_str(), &err), POT_E_INVALID_ARGUMENT);
   EXPECT_NE(err.message().find("'out'"), std::string::npos) << err.message();
   EXPECT_EQ(pot_sha256(&out, nullptr, 5, &err), POT_E_INVALID_ARGUMENT);
+  // A NULL out-parameter of a constructor allocates nothing (ASan checks).
+  EXPECT_EQ(pot_state_new(nullptr, &err), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(pot_log_new(nullptr, &err), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(pot_tree_open(nullptr, nullptr, &err), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(pot_safetensors_writer_new(nullptr, &err), POT_E_INVALID_ARGUMENT);
+  // (Enum arguments that are negative are tested from C: tests/header.)
   // Free functions accept NULL.
   pot_error_free(nullptr);
   pot_bytes_free(nullptr);
