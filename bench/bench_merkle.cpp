@@ -41,6 +41,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "bench_util.h"
 #include "pot.h"
 
@@ -64,53 +66,23 @@ struct Options {
   bool cold = true;
 };
 
-[[noreturn]] void usage(const char *argv0, int status) {
-  std::fprintf(status ? stderr : stdout,
-               "usage: %s [--json] [--leaves N] [--log-leaves N] [--pairs N]\n"
-               "          [--tree PATH] [--seed N] [--no-cold]\n"
-               "  --json          JSON object on stdout (report on stderr)\n"
-               "  --leaves N      leaves of the stored tree (default 10000000)\n"
-               "  --log-leaves N  leaves appended to the streaming log (default 5000000)\n"
-               "  --pairs N       random pairs per proof kind (default 20000)\n"
-               "  --tree PATH     tree file to create (must not exist; deleted at exit;\n"
-               "                  default /tmp/pot-bench-merkle-<pid>.tree)\n"
-               "  --seed N        seed of the leaf data and of the pairs\n"
-               "  --no-cold       skip the reopened, cold-cache measurements\n",
-               argv0);
-  std::exit(status);
-}
-
 Options parse_options(int argc, char **argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> const char * {
-      if (i + 1 >= argc) usage(argv[0], 1);
-      return argv[++i];
-    };
-    if (a == "--json")
-      o.json = true;
-    else if (a == "--leaves")
-      o.leaves = bench::parse_u64("--leaves", value());
-    else if (a == "--log-leaves")
-      o.log_leaves = bench::parse_u64("--log-leaves", value());
-    else if (a == "--pairs")
-      o.pairs = bench::parse_u64("--pairs", value());
-    else if (a == "--tree")
-      o.tree_path = value();
-    else if (a == "--seed")
-      o.seed = bench::parse_u64("--seed", value());
-    else if (a == "--no-cold")
-      o.cold = false;
-    else if (a == "--help" || a == "-h")
-      usage(argv[0], 0);
-    else
-      usage(argv[0], 1);
+  bool no_cold = false;
+  CLI::App app{"bench_merkle: log appends and proofs on a stored tree (docs/performance.md)"};
+  app.add_flag("--json", o.json, "JSON object on stdout (report on stderr)");
+  app.add_option("--leaves", o.leaves, "leaves of the stored tree")->check(CLI::Range(uint64_t{2}, UINT64_MAX))->capture_default_str();
+  app.add_option("--log-leaves", o.log_leaves, "leaves appended to the streaming log")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--pairs", o.pairs, "random pairs per proof kind")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--tree", o.tree_path, "tree file to create (must not exist; deleted at exit; default /tmp/pot-bench-merkle-<pid>.tree)");
+  app.add_option("--seed", o.seed, "seed of the leaf data and of the pairs")->capture_default_str();
+  app.add_flag("--no-cold", no_cold, "skip the reopened, cold-cache measurements");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    std::exit(app.exit(e) == 0 ? 0 : 1);
   }
-  if (o.leaves < 2 || o.log_leaves < 1 || o.pairs < 1) {
-    std::fprintf(stderr, "error: need --leaves >= 2, --log-leaves >= 1, --pairs >= 1\n");
-    std::exit(1);
-  }
+  o.cold = !no_cold;
   if (o.tree_path.empty())
     o.tree_path = "/tmp/pot-bench-merkle-" + std::to_string(::getpid()) + ".tree";
   return o;

@@ -39,6 +39,8 @@
 #include <thread>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "bench_util.h"
 #include "pot.h"
 
@@ -63,52 +65,24 @@ struct Options {
   bool file = true;
 };
 
-[[noreturn]] void usage(const char *argv0, int status) {
-  std::fprintf(status ? stderr : stdout,
-               "usage: %s [--json] [--reps N] [--mib N] [--tmpdir DIR]\n"
-               "          [--openssl-seconds N] [--no-openssl] [--no-file]\n"
-               "  --json             JSON object on stdout (report on stderr)\n"
-               "  --reps N           timed repetitions per thread count (default 5)\n"
-               "  --mib N            approximate state size in MiB (default 1024)\n"
-               "  --tmpdir DIR       where the safetensors file is written (default /tmp)\n"
-               "  --openssl-seconds  duration of each openssl speed run (default 3)\n"
-               "  --no-openssl       skip the OpenSSL reference\n"
-               "  --no-file          skip the safetensors file benchmark\n",
-               argv0);
-  std::exit(status);
-}
-
 Options parse_options(int argc, char **argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> const char * {
-      if (i + 1 >= argc) usage(argv[0], 1);
-      return argv[++i];
-    };
-    if (a == "--json")
-      o.json = true;
-    else if (a == "--reps")
-      o.reps = static_cast<unsigned>(bench::parse_u64("--reps", value()));
-    else if (a == "--mib")
-      o.mib = bench::parse_u64("--mib", value());
-    else if (a == "--tmpdir")
-      o.tmpdir = value();
-    else if (a == "--openssl-seconds")
-      o.openssl_seconds = static_cast<unsigned>(bench::parse_u64("--openssl-seconds", value()));
-    else if (a == "--no-openssl")
-      o.openssl = false;
-    else if (a == "--no-file")
-      o.file = false;
-    else if (a == "--help" || a == "-h")
-      usage(argv[0], 0);
-    else
-      usage(argv[0], 1);
+  bool no_openssl = false, no_file = false;
+  CLI::App app{"bench_state_digest: state digest throughput against openssl speed (docs/performance.md)"};
+  app.add_flag("--json", o.json, "JSON object on stdout (report on stderr)");
+  app.add_option("--reps", o.reps, "timed repetitions per thread count")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--mib", o.mib, "approximate state size in MiB")->check(CLI::Range(uint64_t{16}, uint64_t{1} << 40))->capture_default_str();
+  app.add_option("--tmpdir", o.tmpdir, "where the safetensors file is written")->capture_default_str();
+  app.add_option("--openssl-seconds", o.openssl_seconds, "duration of each openssl speed run")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_flag("--no-openssl", no_openssl, "skip the OpenSSL reference");
+  app.add_flag("--no-file", no_file, "skip the safetensors file benchmark");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    std::exit(app.exit(e) == 0 ? 0 : 1);
   }
-  if (o.reps == 0 || o.mib < 16 || o.openssl_seconds == 0) {
-    std::fprintf(stderr, "error: need --reps >= 1, --mib >= 16, --openssl-seconds >= 1\n");
-    std::exit(1);
-  }
+  o.openssl = !no_openssl;
+  o.file = !no_file;
   return o;
 }
 

@@ -209,18 +209,6 @@ inline std::string json_array(const std::vector<std::string> &items) {
   return out + "]";
 }
 
-// Parses a non-negative integer option value; exits with a message when bad.
-inline uint64_t parse_u64(const char *opt, const char *text) {
-  char *end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(text, &end, 10);
-  if (!text[0] || *end || errno || text[0] == '-') {
-    std::fprintf(stderr, "error: %s expects a non-negative integer, got '%s'\n", opt, text);
-    std::exit(1);
-  }
-  return v;
-}
-
 // ---------------------------------------------------------------------------
 // Files and the page cache (plain POSIX; used to describe the conditions of
 // a measurement, never to compute anything pot computes).

@@ -7,21 +7,14 @@
 #include "hash/range.h"
 #include "hash/parallel.h"
 #include "hash/state.h"
+#include "core_test_util.h"
 #include "test_util.h"
 
 using namespace pot;
+using pot::test::status_of;
 using namespace pot::hash;
 
 namespace {
-
-Status status_of(const std::function<void()> &f) {
-  try {
-    f();
-    return Status::kOk;
-  } catch (const Error &e) {
-    return e.status();
-  }
-}
 
 // --- Reference, written from docs/PROTOCOL.md sections 2-4 -----------------
 Bytes le(uint64_t v, int n) {

@@ -10,9 +10,11 @@
 #include "merkle/log.h"
 #include "merkle/proof.h"
 #include "merkle/stored_tree.h"
+#include "core_test_util.h"
 #include "test_util.h"
 
 using namespace pot;
+using pot::test::status_of;
 using hash::Digest;
 
 namespace {
@@ -52,15 +54,6 @@ std::vector<Digest> subproof(const std::vector<Digest> &l, size_t m, size_t lo, 
   if (m <= k) { p = subproof(l, m, lo, lo + k, b); p.push_back(mth(l, lo + k, hi)); }
   else { p = subproof(l, m - k, lo + k, hi, false); p.push_back(mth(l, lo, lo + k)); }
   return p;
-}
-
-Status status_of(const std::function<void()> &f) {
-  try {
-    f();
-    return Status::kOk;
-  } catch (const Error &e) {
-    return e.status();
-  }
 }
 
 constexpr size_t kMax = 70;

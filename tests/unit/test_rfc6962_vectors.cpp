@@ -11,9 +11,11 @@
 #include "merkle/log.h"
 #include "merkle/proof.h"
 #include "merkle/stored_tree.h"
+#include "core_test_util.h"
 #include "test_util.h"
 
 using namespace pot;
+using pot::test::status_of;
 using hash::Digest;
 using nlohmann::json;
 
@@ -50,15 +52,6 @@ Digest reference_mth(const std::vector<std::vector<uint8_t>> &d, size_t lo, size
   size_t k = 1;
   while (k * 2 < hi - lo) k *= 2;
   return hash::node_hash(reference_mth(d, lo, lo + k), reference_mth(d, lo + k, hi));
-}
-
-Status status_of(const std::function<void()> &f) {
-  try {
-    f();
-    return Status::kOk;
-  } catch (const Error &e) {
-    return e.status();
-  }
 }
 
 }  // namespace

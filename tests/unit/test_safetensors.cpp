@@ -7,21 +7,14 @@
 
 #include "common/error.h"
 #include "hash/safetensors.h"
+#include "core_test_util.h"
 #include "test_util.h"
 
 using namespace pot;
+using pot::test::status_of;
 using namespace pot::hash;
 
 namespace {
-
-Status status_of(const std::function<void()> &f) {
-  try {
-    f();
-    return Status::kOk;
-  } catch (const Error &e) {
-    return e.status();
-  }
-}
 
 void write_raw(const std::string &path, const std::string &header, const Bytes &data,
                uint64_t declared = UINT64_MAX) {
