@@ -379,6 +379,78 @@ POT_API pot_status pot_tree_inclusion_proof(pot_bytes *out, const pot_tree *tree
 POT_API pot_status pot_tree_consistency_proof(pot_bytes *out, const pot_tree *tree,
                                               uint64_t size1, uint64_t size2, pot_error **err);
 
+/* ------------------------------------------------------------------------ */
+/* Protocol: seeds, step leaves, challenges, security arithmetic             */
+/* ------------------------------------------------------------------------ */
+
+#define POT_STEP_LEAF_SIZE 60
+#define POT_MAX_CHALLENGE_ROUNDS 65536
+#define POT_MAX_BEACON_BYTES 1024
+
+/* POT_STEP_LEAF_SIZE, POT_MAX_CHALLENGE_ROUNDS, POT_MAX_BEACON_BYTES. */
+POT_API size_t pot_step_leaf_size(void);
+POT_API uint64_t pot_max_challenge_rounds(void);
+POT_API size_t pot_max_beacon_bytes(void);
+
+/* Seed of step `step` under the per_step seed policy: the first 8 bytes
+ * (little-endian) of a tagged SHA-256 of (base_seed, step). Thread-safe. */
+POT_API pot_status pot_seed_derive(uint64_t *out, uint64_t base_seed, uint64_t step,
+                                   pot_error **err);
+
+/* The leaf data the checkpoint log holds for step `step` (from 1): the tag,
+ * the step, the digest of the state after it and the loss as IEEE-754
+ * binary64 bits. Append it with pot_log_append / pot_tree_append (leaf index
+ * step - 1). POT_E_INVALID_ARGUMENT for step 0. */
+POT_API pot_status pot_step_leaf_encode(uint8_t out[POT_STEP_LEAF_SIZE], uint64_t step,
+                                        const pot_digest *state_digest, double loss,
+                                        pot_error **err);
+/* Parses step leaf data; POT_E_MALFORMED unless it is exactly what
+ * pot_step_leaf_encode produces. Each output may be NULL. */
+POT_API pot_status pot_step_leaf_decode(uint64_t *step, pot_digest *state_digest, double *loss,
+                                        const uint8_t *leaf, size_t len, pot_error **err);
+
+/* Writes `rounds` distinct challenged steps (each in 1..num_steps, uniform,
+ * without modulo bias) derived from the beacon value and the run id into
+ * steps[0..rounds). POT_E_INVALID_ARGUMENT when num_steps is 0, rounds >
+ * num_steps or the beacon is empty; POT_E_LIMIT past
+ * POT_MAX_CHALLENGE_ROUNDS rounds or POT_MAX_BEACON_BYTES. Thread-safe. */
+POT_API pot_status pot_challenge_derive(uint64_t *steps, size_t rounds, const uint8_t *beacon,
+                                        size_t beacon_len, const pot_digest *run_id,
+                                        uint64_t num_steps, pot_error **err);
+
+/* Probability that `challenges` distinct challenges over `steps` steps hit
+ * at least one of `forged` forged steps: 1 - C(n-m, k) / C(n, k). */
+POT_API pot_status pot_security_detection_probability(double *out, uint64_t steps,
+                                                      uint64_t forged, uint64_t challenges,
+                                                      pot_error **err);
+/* Smallest number of challenges whose detection probability reaches
+ * target (0 < target < 1, forged > 0). POT_E_LIMIT when more than
+ * POT_MAX_CHALLENGE_ROUNDS would be needed. */
+POT_API pot_status pot_security_challenges_needed(uint64_t *out, uint64_t steps, uint64_t forged,
+                                                  double target, pot_error **err);
+
+/* ------------------------------------------------------------------------ */
+/* Witnesses: norm buckets                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Bucket of an exact-zero norm, and of a NaN or infinite norm: each matches
+ * only itself. */
+POT_API int64_t pot_norm_bucket_zero(void);
+POT_API int64_t pot_norm_bucket_nonfinite(void);
+/* floor(resolution * log2(norm)) (resolution 1..65536 buckets per doubling);
+ * the sentinels above for 0 and NaN/Inf. POT_E_INVALID_ARGUMENT for a
+ * negative norm or a resolution out of range. */
+POT_API pot_status pot_norm_bucket(int64_t *out, double norm, uint32_t resolution, pot_error **err);
+/* 1 when the buckets are equal or adjacent (sentinels: only equal), else 0. */
+POT_API int pot_norm_buckets_match(int64_t declared, int64_t observed);
+/* L2 norm of post - pre over the floating-point tensors whose names start
+ * with prefix ("" = all), in float64, in the fixed order of
+ * docs/PROTOCOL.md section 13. POT_E_INVALID_ARGUMENT when the two states
+ * hold different such tensors or none. */
+POT_API pot_status pot_update_norm(double *out, const pot_safetensors *pre,
+                                   const pot_safetensors *post, const char *prefix,
+                                   pot_error **err);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

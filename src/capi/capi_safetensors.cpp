@@ -2,14 +2,11 @@
 #include <map>
 
 #include "capi/firewall.h"
+#include "capi/handles.h"
 #include "hash/safetensors.h"
 
 using namespace pot;
 using namespace pot::capi;
-
-struct pot_safetensors {
-  std::unique_ptr<hash::SafetensorsFile> file;
-};
 
 struct pot_safetensors_writer {
   std::vector<hash::StTensor> tensors;

@@ -1,0 +1,11 @@
+// Handle types shared by more than one C API source file.
+#pragma once
+
+#include <memory>
+
+#include "hash/safetensors.h"
+#include "pot.h"
+
+struct pot_safetensors {
+  std::unique_ptr<pot::hash::SafetensorsFile> file;
+};

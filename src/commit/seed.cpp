@@ -1,0 +1,14 @@
+#include "commit/seed.h"
+
+#include "hash/sha256.h"
+
+namespace pot::commit {
+
+uint64_t derive_seed(uint64_t base_seed, uint64_t step) {
+  hash::Sha256 h;
+  hash::begin_tagged(h, "pot/v1/seed");
+  const hash::Digest d = h.update_u64le(base_seed).update_u64le(step).finish();
+  return get_u64le(d.bytes.data());
+}
+
+}  // namespace pot::commit

@@ -1,0 +1,26 @@
+// Step leaves of the checkpoint log (docs/PROTOCOL.md section 10): after
+// step t the trainer appends (t, digest of S_t, loss of step t). The leaf
+// data has a fixed size and its own domain tag; the log hashes it as an
+// RFC 6962 leaf. Leaf index t - 1 holds step t.
+#pragma once
+
+#include <cstdint>
+
+#include "hash/sha256.h"
+
+namespace pot::commit {
+
+struct StepLeaf {
+  uint64_t step = 0;  // 1-based
+  hash::Digest state_digest;
+  double loss = 0;  // stored as its IEEE-754 binary64 bits
+
+  static constexpr size_t kSize = 1 + 11 + 8 + 32 + 8;  // 60 bytes
+
+  Bytes encode() const;
+  // Strict: exactly kSize bytes, the tag, step >= 1 (kMalformed).
+  static StepLeaf decode(ByteView b);
+  hash::Digest leaf_hash() const;
+};
+
+}  // namespace pot::commit

@@ -1,0 +1,100 @@
+#include "witness/norm_bucket.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "common/error.h"
+
+namespace pot::witness {
+
+using hash::DType;
+
+int64_t norm_bucket(double norm, uint32_t resolution) {
+  if (resolution == 0 || resolution > kMaxResolution)
+    fail(Status::kInvalidArgument, "norm-bucket resolution {} is outside 1..{}", resolution, kMaxResolution);
+  if (std::isnan(norm) || std::isinf(norm)) return kBucketNonFinite;
+  if (norm < 0) fail(Status::kInvalidArgument, "a norm cannot be negative ({})", norm);
+  if (norm == 0) return kBucketZero;
+  return static_cast<int64_t>(std::floor(static_cast<double>(resolution) * std::log2(norm)));
+}
+
+bool buckets_match(int64_t declared, int64_t observed) {
+  const bool sentinel = declared == kBucketZero || declared == kBucketNonFinite ||
+                        observed == kBucketZero || observed == kBucketNonFinite;
+  if (sentinel) return declared == observed;
+  const int64_t d = declared > observed ? declared - observed : observed - declared;
+  return d <= 1;
+}
+
+namespace {
+
+double half_to_double(uint16_t h) {
+  const int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  double v;
+  if (exp == 0) v = std::ldexp(mant, -24);                            // subnormal or zero
+  else if (exp == 31) v = mant ? std::nan("") : INFINITY;             // NaN or infinity
+  else v = std::ldexp(mant + 1024, exp - 25);                         // normal
+  return sign ? -v : v;
+}
+
+double element(const uint8_t *p, DType t) {
+  switch (t) {
+    case DType::kF16: return half_to_double(static_cast<uint16_t>(p[0] | p[1] << 8));
+    case DType::kBF16: {
+      const uint32_t bits = static_cast<uint32_t>(p[0] | p[1] << 8) << 16;
+      return std::bit_cast<float>(bits);
+    }
+    case DType::kF32: {
+      uint32_t bits;
+      std::memcpy(&bits, p, 4);
+      return std::bit_cast<float>(bits);
+    }
+    case DType::kF64: {
+      uint64_t bits;
+      std::memcpy(&bits, p, 8);
+      return std::bit_cast<double>(bits);
+    }
+    default: return 0;
+  }
+}
+
+bool floating(DType t) { return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32 || t == DType::kF64; }
+
+}  // namespace
+
+double update_norm(const hash::SafetensorsFile &pre, const hash::SafetensorsFile &post,
+                   const std::string &prefix) {
+  auto selected = [&](const hash::StEntry &e) {
+    return floating(e.meta.dtype) && e.meta.name.compare(0, prefix.size(), prefix) == 0;
+  };
+  // Both files list tensors in bytewise name order: walk them together.
+  size_t i = 0, j = 0;
+  double sum = 0;
+  size_t tensors = 0;
+  for (;;) {
+    while (i < pre.size() && !selected(pre.entry(i))) ++i;
+    while (j < post.size() && !selected(post.entry(j))) ++j;
+    if (i == pre.size() && j == post.size()) break;
+    if (i == pre.size() || j == post.size() || pre.entry(i).meta.name != post.entry(j).meta.name) {
+      const std::string name = i == pre.size() ? post.entry(j).meta.name : pre.entry(i).meta.name;
+      fail(Status::kInvalidArgument, "tensor '{}' is in only one of the two states", name);
+    }
+    const hash::StEntry &a = pre.entry(i), &b = post.entry(j);
+    if (a.meta.dtype != b.meta.dtype || a.meta.shape != b.meta.shape)
+      fail(Status::kInvalidArgument, "tensor '{}' changes dtype or shape between the two states", a.meta.name);
+    const size_t esize = hash::dtype_size(a.meta.dtype);
+    const ByteView da = pre.data(i), db = post.data(j);
+    for (size_t off = 0; off < da.size(); off += esize) {
+      const double d = element(db.data() + off, a.meta.dtype) - element(da.data() + off, a.meta.dtype);
+      sum += d * d;
+    }
+    ++tensors;
+    ++i;
+    ++j;
+  }
+  if (tensors == 0) fail(Status::kInvalidArgument, "no floating-point tensor named '{}*' in the states", prefix);
+  return std::sqrt(sum);
+}
+
+}  // namespace pot::witness
