@@ -173,3 +173,49 @@ def verify_tensor_proof(state: bytes, tensor: bytes, proof: bytes) -> bool:
     if tagged("pot/v1/state", struct.pack("<Q", count) + root) != state:
         return False
     return verify_inclusion(index, count, leaf_hash(tensor), path, root)
+
+
+# --- Protocol primitives (docs/PROTOCOL.md sections 9-13) -------------------
+
+def derive_seed(base: int, step: int) -> int:
+    return int.from_bytes(tagged("pot/v1/seed", struct.pack("<QQ", base, step))[:8], "little")
+
+
+def step_leaf(step: int, state: bytes, loss_bits: bytes) -> bytes:
+    tag = b"pot/v1/step"
+    return bytes([len(tag)]) + tag + struct.pack("<Q", step) + state + loss_bits
+
+
+def derive_challenges(beacon: bytes, run_id: bytes, n: int, rounds: int):
+    excess = (1 << 64) % n
+    out = []
+    for r in range(rounds):
+        counter = 0
+        while True:
+            d = tagged("pot/v1/challenge",
+                       struct.pack("<I", len(beacon)) + beacon + run_id + struct.pack("<IQ", r, counter))
+            counter += 1
+            x = int.from_bytes(d[:8], "little")
+            if x >= (1 << 64) - excess:
+                continue
+            step = 1 + x % n
+            if step in out:
+                continue
+            out.append(step)
+            break
+    return out
+
+
+def detection_probability(n: int, m: int, k: int):
+    from fractions import Fraction
+    from math import comb
+    return 1 - Fraction(comb(n - m, k), comb(n, k))
+
+
+def norm_bucket(norm: float, resolution: int) -> int:
+    import math
+    if norm == 0:
+        return -(1 << 63)
+    if math.isnan(norm) or math.isinf(norm):
+        return (1 << 63) - 1
+    return math.floor(resolution * math.log2(norm))

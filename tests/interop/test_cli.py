@@ -92,3 +92,48 @@ def test_verify_exit_statuses_and_errors(tmp_path):
     assert run("merkle", "root", str(tmp_path / "missing")).returncode == 3
     assert run("merkle", "frobnicate").returncode == 2
     assert run("--version").stdout.startswith("pot ")
+
+
+def protocol_vectors():
+    with open(os.path.join(VECTORS, "protocol.json")) as f:
+        return json.load(f)
+
+
+def test_seed_leaf_challenge_security_match_vectors():
+    v = protocol_vectors()
+    for s in v["seeds"]:
+        assert run("seed", "--base", str(s["base_seed"]), "--step", str(s["step"])).stdout.strip() == str(s["seed"])
+    l = v["step_leaves"][0]
+    import struct
+    loss = struct.unpack("<d", bytes.fromhex(l["loss_bits"]))[0]
+    out = json.loads(run("leaf", "--step", str(l["step"]), "--state", l["state_digest"], "--loss", repr(loss), "--json").stdout)
+    assert out == {"leaf": l["leaf"], "leaf_hash": l["leaf_hash"]}
+    for c in v["challenges"]:
+        out = run("challenge", "--beacon", c["beacon"], "--run-id", c["run_id"], "--steps", str(c["num_steps"]),
+                  "--rounds", str(c["rounds"]), "--json")
+        assert json.loads(out.stdout)["steps"] == c["steps"], c["comment"]
+    d = v["detection"][2]
+    out = json.loads(run("security", "--steps", str(d["steps"]), "--forged-steps", str(d["forged"]),
+                         "--challenges", str(d["challenges"]), "--json").stdout)
+    assert out["detection_probability"] == d["probability"]
+    assert run("security", "--steps", "10000", "--forged-fraction", "0.01", "--target", "0.99").stdout.strip() == "448"
+    assert run("challenge", "--beacon", "", "--run-id", "00" * 32, "--steps", "5").returncode == 2
+    assert run("challenge", "--beacon", "01", "--run-id", "00" * 32, "--steps", "5", "--rounds", "6").returncode == 2
+    assert run("security", "--steps", "10", "--challenges", "3").returncode == 2
+
+
+def test_witness_bucket_of_two_states(tmp_path):
+    import math
+    import numpy as np
+    from safetensors.numpy import save_file
+    pre = {"model.w": np.array([1.0, 2.0, -3.0], dtype=np.float32), "step": np.array([1], dtype=np.int64)}
+    post = {"model.w": np.array([1.5, 2.0, -2.0], dtype=np.float32), "step": np.array([2], dtype=np.int64)}
+    save_file(pre, str(tmp_path / "pre.safetensors"))
+    save_file(post, str(tmp_path / "post.safetensors"))
+    out = json.loads(run("witness", "bucket", "--pre", str(tmp_path / "pre.safetensors"), "--post",
+                         str(tmp_path / "post.safetensors"), "--resolution", "16", "--json").stdout)
+    assert out["norm"] == math.sqrt(1.25)
+    assert out["bucket"] == math.floor(16 * math.log2(math.sqrt(1.25)))
+    bad = run("witness", "bucket", "--pre", str(tmp_path / "pre.safetensors"), "--post",
+              str(tmp_path / "post.safetensors"), "--resolution", "0")
+    assert bad.returncode == 2 and "POT_E_INVALID_ARGUMENT" in bad.stderr

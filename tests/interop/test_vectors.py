@@ -85,3 +85,21 @@ def test_protocol_worked_example():
     body = bytes.fromhex("01000000770c0200000002000000000000000200000000000000100000000000000000000100")
     body += ind.sha256(b"\x00" + data)
     assert ind.sha256(b"\x0d" + b"pot/v1/tensor" + body) == ind.tensor_digest("w", "F32", [2, 2], data)
+
+
+def test_protocol_seeds_leaves_challenges_buckets():
+    v = load("protocol.json")
+    for s in v["seeds"]:
+        assert ind.derive_seed(s["base_seed"], s["step"]) == s["seed"]
+    for l in v["step_leaves"]:
+        leaf = ind.step_leaf(l["step"], bytes.fromhex(l["state_digest"]), bytes.fromhex(l["loss_bits"]))
+        assert leaf.hex() == l["leaf"], l["comment"]
+        assert ind.leaf_hash(leaf).hex() == l["leaf_hash"]
+    for c in v["challenges"]:
+        got = ind.derive_challenges(bytes.fromhex(c["beacon"]), bytes.fromhex(c["run_id"]), c["num_steps"], c["rounds"])
+        assert got == c["steps"], c["comment"]
+    for d in v["detection"]:
+        exact = ind.detection_probability(d["steps"], d["forged"], d["challenges"])
+        assert abs(float(exact) - d["probability"]) < 1e-12, d
+    for b in v["norm_buckets"]:
+        assert ind.norm_bucket(b["norm"], b["resolution"]) == b["bucket"], b
