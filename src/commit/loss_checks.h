@@ -24,8 +24,12 @@ struct LossCheckParams {
   // single noisy step never decides a rule on its own.
   uint64_t window = 20;
   // kNoDecrease: the median of the last window must lie below the median of
-  // the first window by more than this fraction of |first median|. [0, 1).
+  // the first window by more than decrease_tolerance * |first median|, in
+  // [0, 1), and by more than decrease_sigmas (finite, >= 0) standard errors
+  // of the difference of the two medians (estimated from each window's MAD),
+  // so that noise alone does not pass for a decrease.
   double decrease_tolerance = 0.02;
+  double decrease_sigmas = 3.0;
   // kImplausibleRate: a step whose loss, and the median of the window that
   // starts at it, are both more than this fraction below the median of the
   // window before it. (0, 1].
@@ -39,7 +43,7 @@ struct LossCheckParams {
   // of that window) AND by more than regression_min_increase * |median|.
   // Both finite and >= 0.
   double regression_sigmas = 6.0;
-  double regression_min_increase = 0.5;
+  double regression_min_increase = 1.0;
   // At most this many flags are returned (>= 1), which bounds the output of a
   // hostile sequence; see check_loss_curve.
   uint64_t max_flags = 1000;
