@@ -430,6 +430,45 @@ POT_API pot_status pot_security_challenges_needed(uint64_t *out, uint64_t steps,
                                                   double target, pot_error **err);
 
 /* ------------------------------------------------------------------------ */
+/* The execution spec                                                        */
+/* ------------------------------------------------------------------------ */
+
+/* A validated execution spec (docs/PROTOCOL.md section 14). Immutable:
+ * may be read from several threads at once. */
+typedef struct pot_spec pot_spec;
+
+typedef enum pot_seed_policy {
+  POT_SEED_PER_STEP = 1,
+  POT_SEED_SINGLE_SEED = 2,
+  POT_SEED_NONE = 3,
+  POT_SEED_POLICY_MAX_ENUM_ = 0x7FFFFFFF
+} pot_seed_policy;
+
+/* Parses the JSON form (docs/cli.md) and validates it. POT_E_INVALID_ARGUMENT
+ * names the first rule broken or the bad key; POT_E_MALFORMED for text that
+ * is not JSON. */
+POT_API pot_status pot_spec_from_json(pot_spec **out, const char *json, pot_error **err);
+/* Decodes canonical bytes: POT_E_MALFORMED unless they are exactly the
+ * canonical encoding, POT_E_INVALID_ARGUMENT when a rule is broken,
+ * POT_E_LIMIT past 4096 bytes. */
+POT_API pot_status pot_spec_decode(pot_spec **out, const uint8_t *data, size_t len, pot_error **err);
+POT_API void pot_spec_free(pot_spec *spec);
+/* The canonical bytes (a pot.v1.ExecutionSpec message). */
+POT_API pot_status pot_spec_encode(pot_bytes *out, const pot_spec *spec, pot_error **err);
+/* The JSON form; out->data is also NUL-terminated (len excludes the NUL). */
+POT_API pot_status pot_spec_to_json(pot_bytes *out, const pot_spec *spec, pot_error **err);
+/* tagged("pot/v1/spec", canonical bytes). */
+POT_API pot_status pot_spec_digest(pot_digest *out, const pot_spec *spec, pot_error **err);
+/* The seed policy and its seed (the base seed for POT_SEED_PER_STEP, 0 for
+ * POT_SEED_NONE); either output may be NULL. */
+POT_API pot_status pot_spec_seed_policy(pot_seed_policy *policy, uint64_t *seed, const pot_spec *spec,
+                                        pot_error **err);
+/* Pinned intra-op thread count; 0 for NULL. */
+POT_API uint32_t pot_spec_intra_op_threads(const pot_spec *spec);
+/* Norm-bucket resolution (buckets per doubling); 0 for NULL. */
+POT_API uint32_t pot_spec_norm_bucket_resolution(const pot_spec *spec);
+
+/* ------------------------------------------------------------------------ */
 /* Witnesses: norm buckets                                                   */
 /* ------------------------------------------------------------------------ */
 

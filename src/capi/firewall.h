@@ -8,6 +8,8 @@
 #include <new>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "common/bytes.h"
 #include "common/error.h"
 #include "hash/sha256.h"
@@ -72,6 +74,11 @@ int enum_arg(const E &e) {
 
 // Tensor name, dtype and shape arguments, checked (kInvalidArgument, kLimit).
 hash::TensorMeta tensor_meta(const char *name, pot_dtype dtype, const uint64_t *shape, size_t ndim);
+
+// Parses a NUL-terminated JSON argument (kMalformed when it is not JSON).
+nlohmann::json parse_json_arg(const char *text, const char *param);
+// Copies a string into a pot_bytes whose data is also NUL-terminated.
+void to_text(pot_bytes *out, const std::string &s);
 
 // Copies b into a pot_bytes allocated with malloc (freed by pot_bytes_free).
 void to_bytes(pot_bytes *out, const Bytes &b);

@@ -173,17 +173,28 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string &path) 
   if (m == MAP_FAILED) fail(Status::kIo, "cannot map '{}': {}", path, std::strerror(map_errno));
   f->map_ = static_cast<const uint8_t *>(m);
   f->map_len_ = size;
-  const uint64_t n = get_u64le(f->map_);
-  if (n > kMaxHeaderBytes)
-    fail(Status::kLimit, "'{}': header of {} bytes exceeds the limit of {}", path, n,
-         kMaxHeaderBytes);
-  if (n > size - 8)
-    fail(Status::kMalformed, "'{}': header of {} bytes runs past the end of the {}-byte file",
-         path, n, size);
-  const std::string_view text(reinterpret_cast<const char *>(f->map_ + 8), n);
-  f->header_ = parse_header(text, size - 8 - n);
-  f->data_ = f->map_ + 8 + n;
+  f->parse(f->map_, size, "'" + path + "'");
   return f;
+}
+
+std::unique_ptr<SafetensorsFile> SafetensorsFile::from_bytes(ByteView bytes) {
+  std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
+  if (bytes.size() < 8)
+    fail(Status::kMalformed, "safetensors bytes are {} long, too short for a safetensors file", bytes.size());
+  f->owned_.assign(bytes.begin(), bytes.end());
+  f->parse(f->owned_.data(), f->owned_.size(), "safetensors bytes");
+  return f;
+}
+
+void SafetensorsFile::parse(const uint8_t *base, uint64_t size, const std::string &what) {
+  const uint64_t n = get_u64le(base);
+  if (n > kMaxHeaderBytes)
+    fail(Status::kLimit, "{}: header of {} bytes exceeds the limit of {}", what, n, kMaxHeaderBytes);
+  if (n > size - 8)
+    fail(Status::kMalformed, "{}: header of {} bytes runs past the end of the {}-byte file", what, n, size);
+  const std::string_view text(reinterpret_cast<const char *>(base + 8), n);
+  header_ = parse_header(text, size - 8 - n);
+  data_ = base + 8 + n;
 }
 
 SafetensorsFile::~SafetensorsFile() {
@@ -202,7 +213,7 @@ ByteView SafetensorsFile::data(size_t i) const {
   return ByteView(data_ + e.begin, e.end - e.begin);
 }
 
-Digest SafetensorsFile::digest(unsigned threads) const {
+std::map<std::string, Digest> SafetensorsFile::tensor_digests(unsigned threads) const {
   std::vector<ByteView> views;
   views.reserve(size());
   for (size_t i = 0; i < size(); ++i) views.push_back(data(i));
@@ -212,8 +223,10 @@ Digest SafetensorsFile::digest(unsigned threads) const {
     const StEntry &e = header_.entries[i];
     tensors.emplace(e.meta.name, tensor_digest(e.meta, e.end - e.begin, roots[i]));
   }
-  return state_digest(tensors);
+  return tensors;
 }
+
+Digest SafetensorsFile::digest(unsigned threads) const { return state_digest(tensor_digests(threads)); }
 
 void write_safetensors(const std::string &path, const std::vector<StTensor> &tensors,
                        const std::map<std::string, std::string> &metadata) {

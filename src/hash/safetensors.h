@@ -37,6 +37,9 @@ class SafetensorsFile {
  public:
   // Maps the file read-only. kIo when it cannot be opened or mapped.
   static std::unique_ptr<SafetensorsFile> open(const std::string &path);
+  // Parses safetensors bytes held in memory (a sample payload); the bytes are
+  // copied. Same validation as open().
+  static std::unique_ptr<SafetensorsFile> from_bytes(ByteView bytes);
   ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile &) = delete;
   SafetensorsFile &operator=(const SafetensorsFile &) = delete;
@@ -51,10 +54,15 @@ class SafetensorsFile {
   // The state digest of the file's tensors (metadata is not part of it),
   // hashing all tensors' chunks on `threads` threads straight from the map.
   Digest digest(unsigned threads) const;
+  // Each tensor's digest, by name.
+  std::map<std::string, Digest> tensor_digests(unsigned threads) const;
 
  private:
   SafetensorsFile() = default;
+  // Validates the 8-byte prefix and the header of `len` bytes at `base`.
+  void parse(const uint8_t *base, uint64_t len, const std::string &what);
   StHeader header_;
+  Bytes owned_;  // from_bytes: the copy the views point into
   const uint8_t *map_ = nullptr;
   size_t map_len_ = 0;
   const uint8_t *data_ = nullptr;

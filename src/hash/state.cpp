@@ -23,11 +23,16 @@ void StateBuilder::add_tensor_digest(const std::string &name, const Digest &dige
 
 Digest StateBuilder::digest() const { return state_digest(tensors_); }
 
-Digest state_digest(const std::map<std::string, Digest> &tensors) {
+Digest tensor_set_digest(std::string_view tag, const std::map<std::string, Digest> &tensors) {
   Accumulator acc;
   for (const auto &[name, d] : tensors) acc.push_leaf(leaf_hash(d.view()));
-  return state_digest_from_root(tensors.size(), acc.root());
+  Sha256 h;
+  begin_tagged(h, tag);
+  h.update_u64le(tensors.size()).update(acc.root().view());
+  return h.finish();
 }
+
+Digest state_digest(const std::map<std::string, Digest> &tensors) { return tensor_set_digest(kTagState, tensors); }
 
 Digest state_digest_from_root(uint64_t count, const Digest &tensors_root) {
   Sha256 h;

@@ -40,5 +40,7 @@ class StateBuilder {
 Digest state_digest(const std::map<std::string, Digest> &tensors);
 // tagged("pot/v1/state", u64le(count) || tensors_root).
 Digest state_digest_from_root(uint64_t count, const Digest &tensors_root);
+// The same construction under another tag (samples use "pot/v1/sample").
+Digest tensor_set_digest(std::string_view tag, const std::map<std::string, Digest> &tensors);
 
 }  // namespace pot::hash

@@ -1,0 +1,91 @@
+// C entry points for the execution spec.
+#include "capi/firewall.h"
+#include "commit/spec.h"
+
+using namespace pot;
+using namespace pot::capi;
+
+struct pot_spec {
+  commit::ExecutionSpec spec;
+};
+
+static_assert(POT_SEED_PER_STEP == static_cast<int>(commit::SeedPolicyKind::kPerStep));
+static_assert(POT_SEED_SINGLE_SEED == static_cast<int>(commit::SeedPolicyKind::kSingleSeed));
+static_assert(POT_SEED_NONE == static_cast<int>(commit::SeedPolicyKind::kNone));
+
+namespace pot::capi {
+
+nlohmann::json parse_json_arg(const char *text, const char *param) {
+  const std::string_view t = str_arg(text, param);
+  try {
+    return nlohmann::json::parse(t.begin(), t.end());
+  } catch (const nlohmann::json::exception &e) {
+    fail(Status::kMalformed, "{} is not valid JSON: {}", param, e.what());
+  }
+}
+
+void to_text(pot_bytes *out, const std::string &s) {
+  Bytes b(s.begin(), s.end());
+  b.push_back(0);
+  to_bytes(out, b);
+  out->len -= 1;  // the NUL is a convenience, not part of the text
+}
+
+}  // namespace pot::capi
+
+extern "C" {
+
+pot_status pot_spec_from_json(pot_spec **out, const char *json, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    auto s = commit::ExecutionSpec::from_json(parse_json_arg(json, "json"));
+    *out = new pot_spec{std::move(s)};
+  });
+}
+
+pot_status pot_spec_decode(pot_spec **out, const uint8_t *data, size_t len, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    auto s = commit::ExecutionSpec::decode(bytes_arg(data, len, "data"));
+    *out = new pot_spec{std::move(s)};
+  });
+}
+
+void pot_spec_free(pot_spec *spec) { delete spec; }
+
+pot_status pot_spec_encode(pot_bytes *out, const pot_spec *spec, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    to_bytes(out, need(spec, "spec")->spec.encode());
+  });
+}
+
+pot_status pot_spec_to_json(pot_bytes *out, const pot_spec *spec, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    to_text(out, need(spec, "spec")->spec.to_json().dump());
+  });
+}
+
+pot_status pot_spec_digest(pot_digest *out, const pot_spec *spec, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    from_digest(out, need(spec, "spec")->spec.digest());
+  });
+}
+
+pot_status pot_spec_seed_policy(pot_seed_policy *policy, uint64_t *seed, const pot_spec *spec, pot_error **err) {
+  return guard(err, [&] {
+    const commit::ExecutionSpec &s = need(spec, "spec")->spec;
+    if (policy) *policy = static_cast<pot_seed_policy>(s.seed_policy);
+    if (seed) *seed = s.seed;
+  });
+}
+
+uint32_t pot_spec_intra_op_threads(const pot_spec *spec) { return spec ? spec->spec.intra_op_threads : 0; }
+
+uint32_t pot_spec_norm_bucket_resolution(const pot_spec *spec) {
+  return spec ? spec->spec.norm_bucket_resolution : 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,108 @@
+#include "commit/commitment.h"
+
+#include "commit/json_fields.h"
+#include "common/error.h"
+#include "pot/v1/commitment.pb.h"
+
+namespace pot::commit {
+
+namespace {
+
+hash::Digest digest_field(const std::string &s, const char *name) {
+  if (s.size() != hash::kDigestSize) fail(Status::kMalformed, "commitment: {} is {} bytes, not 32", name, s.size());
+  return hash::Digest::from_bytes(ByteView(reinterpret_cast<const uint8_t *>(s.data()), s.size()));
+}
+
+void set(std::string *dst, const hash::Digest &d) { dst->assign(reinterpret_cast<const char *>(d.bytes.data()), 32); }
+
+}  // namespace
+
+void TrainingCommitment::validate() const {
+  auto rule = [](const std::string &m) { throw Error(Status::kInvalidArgument, "commitment: " + m); };
+  if (protocol_version != kProtocolVersion)
+    rule(fmt::format("protocol_version {} is not supported (this SDK speaks {})", protocol_version, kProtocolVersion));
+  if (declared_steps == 0) rule("declared_steps must be at least 1");
+  if (schedule_length != declared_steps)
+    rule(fmt::format("schedule_length {} differs from declared_steps {}: the schedule has one entry per step",
+                     schedule_length, declared_steps));
+  if (dataset_size == 0) rule("dataset_size must be at least 1");
+  if (miner_identity.empty() || miner_identity.size() > kMaxIdentityBytes)
+    rule(fmt::format("miner_identity must be 1..{} bytes, not {}", kMaxIdentityBytes, miner_identity.size()));
+}
+
+Bytes TrainingCommitment::encode() const {
+  validate();
+  v1::TrainingCommitment p;
+  p.set_protocol_version(protocol_version);
+  set(p.mutable_initial_state_digest(), initial_state_digest);
+  set(p.mutable_schedule_root(), schedule_root);
+  p.set_schedule_length(schedule_length);
+  set(p.mutable_dataset_root(), dataset_root);
+  p.set_dataset_size(dataset_size);
+  set(p.mutable_spec_digest(), spec_digest);
+  p.set_declared_steps(declared_steps);
+  p.set_miner_identity(std::string(miner_identity.begin(), miner_identity.end()));
+  const std::string s = p.SerializeAsString();
+  return Bytes(s.begin(), s.end());
+}
+
+TrainingCommitment TrainingCommitment::decode(ByteView b) {
+  if (b.size() > kMaxCommitmentBytes)
+    fail(Status::kLimit, "commitment of {} bytes, the limit is {}", b.size(), kMaxCommitmentBytes);
+  v1::TrainingCommitment p;
+  if (!p.ParseFromArray(b.data(), static_cast<int>(b.size())))
+    fail(Status::kMalformed, "commitment bytes are not a pot.v1.TrainingCommitment message");
+  TrainingCommitment c;
+  c.protocol_version = p.protocol_version();
+  c.initial_state_digest = digest_field(p.initial_state_digest(), "initial_state_digest");
+  c.schedule_root = digest_field(p.schedule_root(), "schedule_root");
+  c.schedule_length = p.schedule_length();
+  c.dataset_root = digest_field(p.dataset_root(), "dataset_root");
+  c.dataset_size = p.dataset_size();
+  c.spec_digest = digest_field(p.spec_digest(), "spec_digest");
+  c.declared_steps = p.declared_steps();
+  c.miner_identity.assign(p.miner_identity().begin(), p.miner_identity().end());
+  c.validate();
+  if (c.encode() != Bytes(b.begin(), b.end()))
+    fail(Status::kMalformed, "commitment bytes are not in canonical form");
+  return c;
+}
+
+hash::Digest TrainingCommitment::run_id() const {
+  const Bytes b = encode();
+  hash::Sha256 h;
+  hash::begin_tagged(h, "pot/v1/run");
+  return h.update(b).finish();
+}
+
+TrainingCommitment TrainingCommitment::from_json(const nlohmann::json &j) {
+  const JsonFields f(j, "commitment");
+  f.only({"protocol_version", "initial_state_digest", "schedule_root", "schedule_length", "dataset_root",
+          "dataset_size", "spec_digest", "declared_steps", "miner_identity"});
+  TrainingCommitment c;
+  c.protocol_version = f.has("protocol_version") ? f.u32("protocol_version") : kProtocolVersion;
+  c.initial_state_digest = f.digest("initial_state_digest");
+  c.schedule_root = f.digest("schedule_root");
+  c.schedule_length = f.u64("schedule_length");
+  c.dataset_root = f.digest("dataset_root");
+  c.dataset_size = f.u64("dataset_size");
+  c.spec_digest = f.digest("spec_digest");
+  c.declared_steps = f.u64("declared_steps");
+  c.miner_identity = f.hex("miner_identity");
+  c.validate();
+  return c;
+}
+
+nlohmann::json TrainingCommitment::to_json() const {
+  return {{"protocol_version", protocol_version},
+          {"initial_state_digest", initial_state_digest.hex()},
+          {"schedule_root", schedule_root.hex()},
+          {"schedule_length", schedule_length},
+          {"dataset_root", dataset_root.hex()},
+          {"dataset_size", dataset_size},
+          {"spec_digest", spec_digest.hex()},
+          {"declared_steps", declared_steps},
+          {"miner_identity", to_hex(miner_identity)}};
+}
+
+}  // namespace pot::commit

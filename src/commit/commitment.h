@@ -1,0 +1,37 @@
+// The training commitment (docs/PROTOCOL.md section 17), made before
+// training: what the run starts from, what it will train on and in which
+// order, under which spec, for how many steps. The run id is its digest.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "hash/sha256.h"
+
+namespace pot::commit {
+
+inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr size_t kMaxIdentityBytes = 256;
+inline constexpr size_t kMaxCommitmentBytes = 1024;
+
+struct TrainingCommitment {
+  uint32_t protocol_version = kProtocolVersion;
+  hash::Digest initial_state_digest;
+  hash::Digest schedule_root;
+  uint64_t schedule_length = 0;
+  hash::Digest dataset_root;
+  uint64_t dataset_size = 0;
+  hash::Digest spec_digest;
+  uint64_t declared_steps = 0;
+  Bytes miner_identity;
+
+  // kInvalidArgument naming the rule: version 1, steps >= 1, one schedule
+  // entry per step, a non-empty dataset, identity of 1..256 bytes.
+  void validate() const;
+  Bytes encode() const;                              // canonical pot.v1.TrainingCommitment
+  static TrainingCommitment decode(ByteView b);      // strict, as ExecutionSpec::decode
+  hash::Digest run_id() const;                       // tagged("pot/v1/run", encode())
+  static TrainingCommitment from_json(const nlohmann::json &j);
+  nlohmann::json to_json() const;
+};
+
+}  // namespace pot::commit
