@@ -469,6 +469,130 @@ POT_API uint32_t pot_spec_intra_op_threads(const pot_spec *spec);
 POT_API uint32_t pot_spec_norm_bucket_resolution(const pot_spec *spec);
 
 /* ------------------------------------------------------------------------ */
+/* Commitments: dataset, schedule, training                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Digest of one dataset sample given as safetensors bytes (a small set of
+ * named tensors; docs/PROTOCOL.md section 15). The dataset root is the RFC
+ * 6962 root over sample digests: append each 32-byte digest as leaf data
+ * (pot_tree_append) in dataset order. POT_E_MALFORMED for bytes that are not
+ * safetensors or hold no tensor, POT_E_LIMIT past 64 MiB. */
+POT_API pot_status pot_sample_digest(pot_digest *out, const uint8_t *safetensors, size_t len,
+                                     pot_error **err);
+
+/* Schedule entry of step `step` (from 1): `count` dataset indices split into
+ * `microbatches` consecutive micro-batches of the given sizes (which must sum
+ * to count). The leaf data of the schedule tree (leaf index step - 1).
+ * POT_E_OUT_OF_RANGE for an index >= dataset_size (pass 0 to skip that
+ * check). */
+POT_API pot_status pot_schedule_entry_encode(pot_bytes *out, uint64_t step, const uint64_t *indices,
+                                             size_t count, const uint32_t *microbatch_sizes,
+                                             size_t microbatches, uint64_t dataset_size,
+                                             pot_error **err);
+/* Parses an entry. *count and *microbatches are in/out: the capacity of
+ * `indices` and `microbatch_sizes` on entry, the numbers used on return.
+ * With indices or microbatch_sizes NULL only the numbers are returned.
+ * POT_E_INVALID_ARGUMENT when a capacity is too small (the numbers needed
+ * are still returned), POT_E_MALFORMED for bytes that are not a canonical
+ * entry. */
+POT_API pot_status pot_schedule_entry_decode(uint64_t *step, uint64_t *indices, size_t *count,
+                                             uint32_t *microbatch_sizes, size_t *microbatches,
+                                             const uint8_t *entry, size_t len, pot_error **err);
+/* Entry `step` of the seeded schedule (epoch-wise permutations of the
+ * dataset from `seed`, docs/PROTOCOL.md section 16.2); batch_size must be a
+ * multiple of microbatches. */
+POT_API pot_status pot_seeded_schedule_entry(pot_bytes *out, uint64_t seed, uint64_t dataset_size,
+                                             uint32_t batch_size, uint32_t microbatches,
+                                             uint64_t step, pot_error **err);
+/* Root of the seeded schedule's first `steps` entries. */
+POT_API pot_status pot_seeded_schedule_root(pot_digest *out, uint64_t seed, uint64_t dataset_size,
+                                            uint32_t batch_size, uint32_t microbatches,
+                                            uint64_t steps, pot_error **err);
+
+/* A validated training commitment (docs/PROTOCOL.md section 17). Immutable. */
+typedef struct pot_commitment pot_commitment;
+
+/* From the JSON form (docs/cli.md); POT_E_INVALID_ARGUMENT names the rule. */
+POT_API pot_status pot_commitment_from_json(pot_commitment **out, const char *json, pot_error **err);
+/* From canonical bytes; POT_E_MALFORMED unless canonical, POT_E_LIMIT past
+ * 1024 bytes. */
+POT_API pot_status pot_commitment_decode(pot_commitment **out, const uint8_t *data, size_t len,
+                                         pot_error **err);
+POT_API void pot_commitment_free(pot_commitment *commitment);
+POT_API pot_status pot_commitment_encode(pot_bytes *out, const pot_commitment *commitment,
+                                         pot_error **err);
+/* JSON form; out->data is also NUL-terminated. */
+POT_API pot_status pot_commitment_to_json(pot_bytes *out, const pot_commitment *commitment,
+                                          pot_error **err);
+/* The run id: tagged("pot/v1/run", canonical bytes). */
+POT_API pot_status pot_commitment_run_id(pot_digest *out, const pot_commitment *commitment,
+                                         pot_error **err);
+/* The committed digests (each output may be NULL). */
+POT_API pot_status pot_commitment_digests(pot_digest *initial_state, pot_digest *schedule_root,
+                                          pot_digest *dataset_root, pot_digest *spec_digest,
+                                          const pot_commitment *commitment, pot_error **err);
+/* Declared steps (= schedule entries) and dataset size; 0 for NULL. */
+POT_API uint64_t pot_commitment_declared_steps(const pot_commitment *commitment);
+POT_API uint64_t pot_commitment_dataset_size(const pot_commitment *commitment);
+
+/* ------------------------------------------------------------------------ */
+/* Loss-curve checks (docs/losscheck.md)                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Parameters of the loss-curve checks, set one by one (zstd style). */
+typedef enum pot_losscheck_param {
+  POT_LOSSCHECK_WINDOW = 1,                  /* steps per window, 1..10000 (20) */
+  POT_LOSSCHECK_DECREASE_TOLERANCE = 2,      /* relative, [0, 1) (0.02) */
+  POT_LOSSCHECK_DECREASE_SIGMAS = 3,         /* >= 0 (3) */
+  POT_LOSSCHECK_MAX_DROP = 4,                /* (0, 1] (0.9) */
+  POT_LOSSCHECK_FROZEN_MIN_STEPS = 5,        /* >= 2 (10) */
+  POT_LOSSCHECK_FROZEN_EPSILON = 6,          /* >= 0 (0) */
+  POT_LOSSCHECK_REGRESSION_SIGMAS = 7,       /* >= 0 (6) */
+  POT_LOSSCHECK_REGRESSION_MIN_INCREASE = 8, /* >= 0 (1) */
+  POT_LOSSCHECK_MAX_FLAGS = 9,               /* >= 1 (1000) */
+  POT_LOSSCHECK_PARAM_MAX_ENUM_ = 0x7FFFFFFF
+} pot_losscheck_param;
+
+typedef enum pot_loss_flag_kind {
+  POT_LOSS_NO_DECREASE = 0,
+  POT_LOSS_IMPLAUSIBLE_RATE = 1,
+  POT_LOSS_FROZEN = 2,
+  POT_LOSS_REGRESSION = 3,
+  POT_LOSS_NON_FINITE = 4,
+  POT_LOSS_FLAG_MAX_ENUM_ = 0x7FFFFFFF
+} pot_loss_flag_kind;
+
+typedef struct pot_losscheck_params pot_losscheck_params;
+typedef struct pot_losscheck_report pot_losscheck_report;
+
+/* Parameters with the documented defaults. */
+POT_API pot_status pot_losscheck_params_new(pot_losscheck_params **out, pot_error **err);
+POT_API void pot_losscheck_params_free(pot_losscheck_params *params);
+/* Sets one parameter; integer parameters need an integral value.
+ * POT_E_INVALID_ARGUMENT (naming the parameter) for a value out of range;
+ * the parameters are then unchanged. */
+POT_API pot_status pot_losscheck_params_set(pot_losscheck_params *params, pot_losscheck_param param,
+                                            double value, pot_error **err);
+POT_API pot_status pot_losscheck_params_get(double *out, const pot_losscheck_params *params,
+                                            pot_losscheck_param param, pot_error **err);
+/* Runs the checks over losses[i] = loss of step i + 1 (params NULL: the
+ * defaults). NaN and infinite losses are flagged, never skipped. */
+POT_API pot_status pot_losscheck_run(pot_losscheck_report **out, const double *losses, size_t count,
+                                     const pot_losscheck_params *params, pot_error **err);
+POT_API void pot_losscheck_report_free(pot_losscheck_report *report);
+/* Number of flags; 0 for NULL. */
+POT_API size_t pot_losscheck_report_count(const pot_losscheck_report *report);
+/* Flag `index`: kind, first and last step (inclusive, from 1) and a message
+ * valid until the report is freed. Each output may be NULL. */
+POT_API pot_status pot_losscheck_report_flag(pot_loss_flag_kind *kind, uint64_t *first_step,
+                                             uint64_t *last_step, const char **message,
+                                             const pot_losscheck_report *report, size_t index,
+                                             pot_error **err);
+/* Stable lower-case name ("no_decrease", "implausible_rate", "frozen",
+ * "regression", "non_finite"), or "unknown". Static storage. */
+POT_API const char *pot_loss_flag_name(pot_loss_flag_kind kind);
+
+/* ------------------------------------------------------------------------ */
 /* Witnesses: norm buckets                                                   */
 /* ------------------------------------------------------------------------ */
 

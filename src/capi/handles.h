@@ -3,9 +3,14 @@
 
 #include <memory>
 
+#include "commit/commitment.h"
 #include "hash/safetensors.h"
 #include "pot.h"
 
 struct pot_safetensors {
   std::unique_ptr<pot::hash::SafetensorsFile> file;
+};
+
+struct pot_commitment {
+  pot::commit::TrainingCommitment c;
 };

@@ -9,6 +9,7 @@ void add_hash_commands(CLI::App &app);
 void add_merkle_commands(CLI::App &app);
 void add_protocol_commands(CLI::App &app);
 void add_spec_commands(CLI::App &app);
+void add_commit_commands(CLI::App &app);
 }  // namespace pot_cli
 
 int main(int argc, char **argv) {
@@ -19,6 +20,7 @@ int main(int argc, char **argv) {
   pot_cli::add_merkle_commands(app);
   pot_cli::add_protocol_commands(app);
   pot_cli::add_spec_commands(app);
+  pot_cli::add_commit_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {

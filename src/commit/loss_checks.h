@@ -26,16 +26,17 @@ struct LossCheckParams {
   // kNoDecrease: the median of the last window must lie below the median of
   // the first window by more than decrease_tolerance * |first median|, in
   // [0, 1), and by more than decrease_sigmas (finite, >= 0) standard errors
-  // of the difference of the two medians (estimated from each window's MAD),
-  // so that noise alone does not pass for a decrease.
+  // of the difference of the two medians, the noise being estimated from the
+  // step-to-step differences inside each window; so noise alone does not pass
+  // for a decrease.
   double decrease_tolerance = 0.02;
   double decrease_sigmas = 3.0;
   // kImplausibleRate: a step whose loss, and the median of the window that
-  // starts at it, are both more than this fraction below the median of the
-  // window before it. (0, 1].
+  // starts at it (at least half a window near the end), are both more than
+  // max_drop * |median| below the median of the window before it. (0, 1].
   double max_drop = 0.9;
-  // kFrozen: at least this many consecutive steps (>= 2), each within
-  // frozen_epsilon (finite, >= 0) of the step before it. 0 = equal values.
+  // kFrozen: at least frozen_min_steps consecutive steps (>= 2), each within
+  // frozen_epsilon (finite, >= 0) of the step before it; 0 = equal values.
   uint64_t frozen_min_steps = 10;
   double frozen_epsilon = 0.0;
   // kRegression: a step whose loss exceeds the median of the window before it
@@ -66,6 +67,8 @@ enum class LossFlagKind : int {
 // "regression", "non_finite"; "unknown" for a value outside the enum.
 const char *loss_flag_name(LossFlagKind kind) noexcept;
 
+// [first_step, last_step] are exactly the steps the rule fired on; the
+// message may also name the windows it compared them with.
 struct LossFlag {
   LossFlagKind kind = LossFlagKind::kNoDecrease;
   uint64_t first_step = 0;  // 1-based, inclusive
@@ -76,8 +79,10 @@ struct LossFlag {
 // Runs every rule on losses, where losses[i] is the committed loss of step
 // i + 1, and returns the flags sorted by (first_step, kind). Validates params
 // first. An empty sequence gives no flags; a rule whose window does not fit
-// in the sequence gives none either. NaN and infinite losses are flagged
-// (kNonFinite) and break the windows of the other rules.
+// in the sequence gives none either. NaN and infinite losses are always
+// flagged (kNonFinite); they split the sequence into stretches for the
+// frozen, rate and regression rules, and no_decrease compares the first and
+// last windows of finite losses.
 // At most params.max_flags flags are returned, the first ones in that order;
 // when more were found, the last returned message ends with
 // "(flag limit reached: N more flags not listed)". Time O(n * window) with

@@ -1,0 +1,139 @@
+// C entry points for dataset, schedule and training commitments.
+#include "capi/firewall.h"
+#include "capi/handles.h"
+#include "commit/commitment.h"
+#include "commit/dataset.h"
+
+using namespace pot;
+using namespace pot::capi;
+
+extern "C" {
+
+pot_status pot_sample_digest(pot_digest *out, const uint8_t *safetensors, size_t len, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    from_digest(out, commit::sample_digest(bytes_arg(safetensors, len, "safetensors")));
+  });
+}
+
+pot_status pot_schedule_entry_encode(pot_bytes *out, uint64_t step, const uint64_t *indices, size_t count,
+                                     const uint32_t *microbatch_sizes, size_t microbatches, uint64_t dataset_size,
+                                     pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    if (count) need(indices, "indices");
+    if (microbatches) need(microbatch_sizes, "microbatch_sizes");
+    if (microbatches > commit::kMaxMicrobatches)
+      fail(Status::kInvalidArgument, "{} micro-batches, the limit is {}", microbatches, commit::kMaxMicrobatches);
+    commit::ScheduleEntry e;
+    e.step = step;
+    size_t at = 0;
+    for (size_t m = 0; m < microbatches; ++m) {
+      const size_t n = microbatch_sizes[m];
+      if (n > count - at)
+        fail(Status::kInvalidArgument, "micro-batch sizes add up to more than the {} indices given", count);
+      e.micro.emplace_back(indices + at, indices + at + n);
+      at += n;
+    }
+    if (at != count)
+      fail(Status::kInvalidArgument, "micro-batch sizes add up to {}, not the {} indices given", at, count);
+    to_bytes(out, e.encode(dataset_size));
+  });
+}
+
+pot_status pot_schedule_entry_decode(uint64_t *step, uint64_t *indices, size_t *count, uint32_t *microbatch_sizes,
+                                     size_t *microbatches, const uint8_t *entry, size_t len, pot_error **err) {
+  return guard(err, [&] {
+    need(count, "count");
+    need(microbatches, "microbatches");
+    const commit::ScheduleEntry e = commit::ScheduleEntry::decode(bytes_arg(entry, len, "entry"));
+    const std::vector<uint64_t> all = e.indices();
+    const bool fits = (!indices || *count >= all.size()) && (!microbatch_sizes || *microbatches >= e.micro.size());
+    const size_t cap_i = *count, cap_m = *microbatches;
+    *count = all.size();
+    *microbatches = e.micro.size();
+    if (!fits)
+      fail(Status::kInvalidArgument, "the entry holds {} indices in {} micro-batches; capacities were {} and {}",
+           all.size(), e.micro.size(), cap_i, cap_m);
+    if (step) *step = e.step;
+    if (indices) std::copy(all.begin(), all.end(), indices);
+    if (microbatch_sizes)
+      for (size_t m = 0; m < e.micro.size(); ++m) microbatch_sizes[m] = static_cast<uint32_t>(e.micro[m].size());
+  });
+}
+
+pot_status pot_seeded_schedule_entry(pot_bytes *out, uint64_t seed, uint64_t dataset_size, uint32_t batch_size,
+                                     uint32_t microbatches, uint64_t step, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    to_bytes(out, commit::seeded_schedule_entry(seed, dataset_size, batch_size, microbatches, step).encode(dataset_size));
+  });
+}
+
+pot_status pot_seeded_schedule_root(pot_digest *out, uint64_t seed, uint64_t dataset_size, uint32_t batch_size,
+                                    uint32_t microbatches, uint64_t steps, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    from_digest(out, commit::seeded_schedule_root(seed, dataset_size, batch_size, microbatches, steps));
+  });
+}
+
+pot_status pot_commitment_from_json(pot_commitment **out, const char *json, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    auto c = commit::TrainingCommitment::from_json(parse_json_arg(json, "json"));
+    *out = new pot_commitment{std::move(c)};
+  });
+}
+
+pot_status pot_commitment_decode(pot_commitment **out, const uint8_t *data, size_t len, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    auto c = commit::TrainingCommitment::decode(bytes_arg(data, len, "data"));
+    *out = new pot_commitment{std::move(c)};
+  });
+}
+
+void pot_commitment_free(pot_commitment *commitment) { delete commitment; }
+
+pot_status pot_commitment_encode(pot_bytes *out, const pot_commitment *commitment, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    to_bytes(out, need(commitment, "commitment")->c.encode());
+  });
+}
+
+pot_status pot_commitment_to_json(pot_bytes *out, const pot_commitment *commitment, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    to_text(out, need(commitment, "commitment")->c.to_json().dump());
+  });
+}
+
+pot_status pot_commitment_run_id(pot_digest *out, const pot_commitment *commitment, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    from_digest(out, need(commitment, "commitment")->c.run_id());
+  });
+}
+
+pot_status pot_commitment_digests(pot_digest *initial_state, pot_digest *schedule_root, pot_digest *dataset_root,
+                                  pot_digest *spec_digest, const pot_commitment *commitment, pot_error **err) {
+  return guard(err, [&] {
+    const commit::TrainingCommitment &c = need(commitment, "commitment")->c;
+    if (initial_state) from_digest(initial_state, c.initial_state_digest);
+    if (schedule_root) from_digest(schedule_root, c.schedule_root);
+    if (dataset_root) from_digest(dataset_root, c.dataset_root);
+    if (spec_digest) from_digest(spec_digest, c.spec_digest);
+  });
+}
+
+uint64_t pot_commitment_declared_steps(const pot_commitment *commitment) {
+  return commitment ? commitment->c.declared_steps : 0;
+}
+
+uint64_t pot_commitment_dataset_size(const pot_commitment *commitment) {
+  return commitment ? commitment->c.dataset_size : 0;
+}
+
+}  // extern "C"
