@@ -88,6 +88,8 @@ typedef enum pot_status {
   POT_E_BACKEND = 12,       /* OpenSSL (or LibTorch) reported a failure */
   POT_E_INTERNAL = 13,      /* a bug in pot; please report it */
   POT_E_NOT_FOUND = 14,     /* no entry under that name */
+  POT_E_PERMISSION = 15,    /* the caller's identity may not do this */
+  POT_E_CONFLICT = 16,      /* contradicts what is already recorded */
   /* Not a status: makes the enum 32-bit and every value in range. */
   POT_STATUS_MAX_ENUM_ = 0x7FFFFFFF
 } pot_status;

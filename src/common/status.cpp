@@ -19,6 +19,8 @@ const char *status_name(Status s) noexcept {
     case Status::kBackend: return "POT_E_BACKEND";
     case Status::kInternal: return "POT_E_INTERNAL";
     case Status::kNotFound: return "POT_E_NOT_FOUND";
+    case Status::kPermission: return "POT_E_PERMISSION";
+    case Status::kConflict: return "POT_E_CONFLICT";
   }
   return "POT_E_UNKNOWN";
 }

@@ -20,6 +20,8 @@ enum class Status : int {  // fixed type: any int value is valid
   kBackend = 12,
   kInternal = 13,
   kNotFound = 14,
+  kPermission = 15,
+  kConflict = 16,
 };
 
 // Stable upper-case name of a status, e.g. "POT_E_MALFORMED".
