@@ -1,0 +1,228 @@
+#include "commit/opening.h"
+
+#include "commit/dataset.h"
+#include "commit/step_leaf.h"
+#include "common/error.h"
+#include "hash/rfc6962.h"
+#include "hash/safetensors.h"
+#include "merkle/proof.h"
+#include "pot/v1/opening.pb.h"
+
+namespace pot::commit {
+
+namespace {
+
+std::string as_string(ByteView b) { return std::string(b.begin(), b.end()); }
+Bytes as_bytes(const std::string &s) { return Bytes(s.begin(), s.end()); }
+
+hash::Digest digest_field(const std::string &s, const char *name) {
+  if (s.size() != hash::kDigestSize) fail(Status::kMalformed, "manifest: {} is {} bytes, not 32", name, s.size());
+  return hash::Digest::from_bytes(ByteView(reinterpret_cast<const uint8_t *>(s.data()), s.size()));
+}
+
+// Thrown inside verify_opening to stop at the first failed check.
+struct CheckFailed {
+  OpeningCheck check;
+  Status status;
+  std::string message;
+};
+
+[[noreturn]] void failed(OpeningCheck c, Status s, std::string m) { throw CheckFailed{c, s, std::move(m)}; }
+
+// Runs f; a pot::Error it throws becomes the failure of check c.
+template <typename F>
+auto under(OpeningCheck c, const char *what, F &&f) {
+  try {
+    return f();
+  } catch (const Error &e) {
+    failed(c, e.status(), fmt::format("{}: {}", what, e.what()));
+  }
+}
+
+}  // namespace
+
+const char *opening_check_name(OpeningCheck c) noexcept {
+  switch (c) {
+    case OpeningCheck::kOk: return "ok";
+    case OpeningCheck::kManifest: return "manifest";
+    case OpeningCheck::kRunId: return "run_id";
+    case OpeningCheck::kStep: return "step";
+    case OpeningCheck::kLogSize: return "log_size";
+    case OpeningCheck::kPostLeaf: return "post_leaf";
+    case OpeningCheck::kPostLeafProof: return "post_leaf_proof";
+    case OpeningCheck::kPreStateCommitted: return "pre_state_committed";
+    case OpeningCheck::kPreLeaf: return "pre_leaf";
+    case OpeningCheck::kPreLeafProof: return "pre_leaf_proof";
+    case OpeningCheck::kScheduleEntry: return "schedule_entry";
+    case OpeningCheck::kScheduleProof: return "schedule_proof";
+    case OpeningCheck::kSampleCount: return "sample_count";
+    case OpeningCheck::kSampleIndex: return "sample_index";
+    case OpeningCheck::kSamplePayload: return "sample_payload";
+    case OpeningCheck::kSampleProof: return "sample_proof";
+    case OpeningCheck::kPreStateDigest: return "pre_state_digest";
+    case OpeningCheck::kPostStateDigest: return "post_state_digest";
+  }
+  return "unknown";
+}
+
+Bytes OpeningManifest::encode() const {
+  if (pre_state_ref.size() > kMaxRefBytes || post_state_ref.size() > kMaxRefBytes)
+    fail(Status::kLimit, "manifest: state references are limited to {} bytes", kMaxRefBytes);
+  v1::OpeningManifest p;
+  p.set_run_id(as_string(run_id.view()));
+  p.set_step(step);
+  p.set_log_size(log_size);
+  p.set_pre_state_digest(as_string(pre_state_digest.view()));
+  p.set_pre_leaf(as_string(pre_leaf));
+  p.set_pre_leaf_proof(as_string(pre_leaf_proof));
+  p.set_post_leaf(as_string(post_leaf));
+  p.set_post_leaf_proof(as_string(post_leaf_proof));
+  p.set_schedule_entry(as_string(schedule_entry));
+  p.set_schedule_proof(as_string(schedule_proof));
+  for (const SampleOpening &s : samples) {
+    v1::SampleOpening *o = p.add_samples();
+    o->set_index(s.index);
+    o->set_payload(as_string(s.payload));
+    o->set_proof(as_string(s.proof));
+  }
+  p.set_pre_state_ref(pre_state_ref);
+  p.set_post_state_ref(post_state_ref);
+  const std::string out = p.SerializeAsString();
+  if (out.size() > kMaxManifestBytes)
+    fail(Status::kLimit, "manifest of {} bytes, the limit is {}", out.size(), kMaxManifestBytes);
+  return as_bytes(out);
+}
+
+OpeningManifest OpeningManifest::decode(ByteView b) {
+  if (b.size() > kMaxManifestBytes)
+    fail(Status::kLimit, "manifest of {} bytes, the limit is {}", b.size(), kMaxManifestBytes);
+  v1::OpeningManifest p;
+  if (!p.ParseFromArray(b.data(), static_cast<int>(b.size())))
+    fail(Status::kMalformed, "bytes are not a pot.v1.OpeningManifest message");
+  OpeningManifest m;
+  m.run_id = digest_field(p.run_id(), "run_id");
+  m.step = p.step();
+  m.log_size = p.log_size();
+  m.pre_state_digest = digest_field(p.pre_state_digest(), "pre_state_digest");
+  m.pre_leaf = as_bytes(p.pre_leaf());
+  m.pre_leaf_proof = as_bytes(p.pre_leaf_proof());
+  m.post_leaf = as_bytes(p.post_leaf());
+  m.post_leaf_proof = as_bytes(p.post_leaf_proof());
+  m.schedule_entry = as_bytes(p.schedule_entry());
+  m.schedule_proof = as_bytes(p.schedule_proof());
+  for (const v1::SampleOpening &s : p.samples()) m.samples.push_back({s.index(), as_bytes(s.payload()), as_bytes(s.proof())});
+  m.pre_state_ref = p.pre_state_ref();
+  m.post_state_ref = p.post_state_ref();
+  if (m.encode() != Bytes(b.begin(), b.end())) fail(Status::kMalformed, "manifest bytes are not in canonical form");
+  return m;
+}
+
+hash::Digest OpeningManifest::digest() const {
+  const Bytes b = encode();
+  hash::Sha256 h;
+  hash::begin_tagged(h, "pot/v1/opening");
+  return h.update(b).finish();
+}
+
+OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t log_size, const hash::Digest &log_root,
+                             ByteView manifest, const std::optional<std::string> &pre_state_path,
+                             const std::optional<std::string> &post_state_path, unsigned threads) {
+  OpeningResult r;
+  try {
+    const OpeningManifest m = under(OpeningCheck::kManifest, "manifest", [&] { return OpeningManifest::decode(manifest); });
+    r.manifest = m;
+    const uint64_t t = m.step;
+    if (m.run_id != commitment.run_id())
+      failed(OpeningCheck::kRunId, Status::kProofMismatch,
+             fmt::format("manifest is for run {}, not {}", m.run_id.hex(), commitment.run_id().hex()));
+    if (t == 0 || t > commitment.declared_steps)
+      failed(OpeningCheck::kStep, Status::kOutOfRange,
+             fmt::format("step {} is outside 1..{}", t, commitment.declared_steps));
+    if (m.log_size != log_size)
+      failed(OpeningCheck::kLogSize, Status::kProofMismatch,
+             fmt::format("proofs are for a log of {} leaves, the posted root covers {}", m.log_size, log_size));
+    if (t > log_size)
+      failed(OpeningCheck::kStep, Status::kOutOfRange, fmt::format("step {} is beyond the posted log of {} leaves", t, log_size));
+
+    // Leaf t: the committed result of the step.
+    const StepLeaf post = under(OpeningCheck::kPostLeaf, "leaf t", [&] { return StepLeaf::decode(m.post_leaf); });
+    if (post.step != t)
+      failed(OpeningCheck::kPostLeaf, Status::kProofMismatch, fmt::format("leaf t names step {}, not {}", post.step, t));
+    under(OpeningCheck::kPostLeafProof, "leaf t", [&] {
+      merkle::verify_inclusion(t - 1, log_size, post.leaf_hash().view(), merkle::decode_proof(m.post_leaf_proof),
+                               log_root.view());
+    });
+    r.post_state_digest = post.state_digest;
+
+    // The pre-state: the committed initial state, or leaf t-1.
+    if (t == 1) {
+      if (!m.pre_leaf.empty() || !m.pre_leaf_proof.empty())
+        failed(OpeningCheck::kPreLeaf, Status::kMalformed, "step 1 has no leaf t-1; the fields must be empty");
+      if (m.pre_state_digest != commitment.initial_state_digest)
+        failed(OpeningCheck::kPreStateCommitted, Status::kProofMismatch,
+               "the pre-state of step 1 is not the committed initial state");
+    } else {
+      const StepLeaf pre = under(OpeningCheck::kPreLeaf, "leaf t-1", [&] { return StepLeaf::decode(m.pre_leaf); });
+      if (pre.step != t - 1)
+        failed(OpeningCheck::kPreLeaf, Status::kProofMismatch, fmt::format("leaf t-1 names step {}, not {}", pre.step, t - 1));
+      if (pre.state_digest != m.pre_state_digest)
+        failed(OpeningCheck::kPreLeaf, Status::kProofMismatch, "leaf t-1 commits to another pre-state digest");
+      under(OpeningCheck::kPreLeafProof, "leaf t-1", [&] {
+        merkle::verify_inclusion(t - 2, log_size, pre.leaf_hash().view(), merkle::decode_proof(m.pre_leaf_proof),
+                                 log_root.view());
+      });
+    }
+
+    // The batch: the schedule entry of t and each sample.
+    const ScheduleEntry entry =
+        under(OpeningCheck::kScheduleEntry, "schedule entry", [&] { return ScheduleEntry::decode(m.schedule_entry); });
+    if (entry.step != t)
+      failed(OpeningCheck::kScheduleEntry, Status::kProofMismatch,
+             fmt::format("schedule entry is for step {}, not {}", entry.step, t));
+    under(OpeningCheck::kScheduleProof, "schedule entry", [&] {
+      merkle::verify_inclusion(t - 1, commitment.schedule_length, hash::leaf_hash(m.schedule_entry).view(),
+                               merkle::decode_proof(m.schedule_proof), commitment.schedule_root.view());
+    });
+    r.batch = entry.indices();
+    if (m.samples.size() != r.batch.size())
+      failed(OpeningCheck::kSampleCount, Status::kProofMismatch,
+             fmt::format("{} samples served, the schedule assigns {}", m.samples.size(), r.batch.size()));
+    for (size_t i = 0; i < m.samples.size(); ++i) {
+      const SampleOpening &s = m.samples[i];
+      if (s.index != r.batch[i])
+        failed(OpeningCheck::kSampleIndex, Status::kProofMismatch,
+               fmt::format("sample {} has dataset index {}, the schedule says {}", i, s.index, r.batch[i]));
+      const hash::Digest d = under(OpeningCheck::kSamplePayload, fmt::format("sample {}", i).c_str(),
+                                   [&] { return sample_digest(s.payload); });
+      under(OpeningCheck::kSampleProof, fmt::format("sample {} (index {})", i, s.index).c_str(), [&] {
+        merkle::verify_inclusion(s.index, commitment.dataset_size, hash::leaf_hash(d.view()).view(),
+                                 merkle::decode_proof(s.proof), commitment.dataset_root.view());
+      });
+      r.sample_digests.push_back(d);
+    }
+
+    // The served state files, digested as they stream from disk.
+    if (pre_state_path) {
+      const hash::Digest d = under(OpeningCheck::kPreStateDigest, pre_state_path->c_str(),
+                                   [&] { return hash::SafetensorsFile::open(*pre_state_path)->digest(threads); });
+      if (d != m.pre_state_digest)
+        failed(OpeningCheck::kPreStateDigest, Status::kProofMismatch,
+               fmt::format("served pre-state digests to {}, the opening commits to {}", d.hex(), m.pre_state_digest.hex()));
+    }
+    if (post_state_path) {
+      const hash::Digest d = under(OpeningCheck::kPostStateDigest, post_state_path->c_str(),
+                                   [&] { return hash::SafetensorsFile::open(*post_state_path)->digest(threads); });
+      if (d != post.state_digest)
+        failed(OpeningCheck::kPostStateDigest, Status::kProofMismatch,
+               fmt::format("served post-state digests to {}, leaf t commits to {}", d.hex(), post.state_digest.hex()));
+    }
+    r.message = "all checks passed";
+  } catch (const CheckFailed &f) {
+    r.check = f.check;
+    r.status = f.status;
+    r.message = fmt::format("{}: {}", opening_check_name(f.check), f.message);
+  }
+  return r;
+}
+
+}  // namespace pot::commit

@@ -1,0 +1,89 @@
+// Openings of challenged steps and their verification (docs/PROTOCOL.md
+// section 18). verify_opening checks everything but the replay itself, in a
+// fixed order, and names the first check that fails; the replay layer plugs
+// the step execution in after it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "commit/commitment.h"
+#include "common/status.h"
+
+namespace pot::commit {
+
+inline constexpr size_t kMaxManifestBytes = size_t{256} << 20;
+inline constexpr size_t kMaxRefBytes = 4096;
+
+struct SampleOpening {
+  uint64_t index = 0;
+  Bytes payload;  // safetensors bytes
+  Bytes proof;    // concatenated 32-byte hashes
+};
+
+struct OpeningManifest {
+  hash::Digest run_id;
+  uint64_t step = 0;
+  uint64_t log_size = 0;
+  hash::Digest pre_state_digest;
+  Bytes pre_leaf, pre_leaf_proof;  // pre_leaf empty when step == 1
+  Bytes post_leaf, post_leaf_proof;
+  Bytes schedule_entry, schedule_proof;
+  std::vector<SampleOpening> samples;
+  std::string pre_state_ref, post_state_ref;
+
+  Bytes encode() const;
+  // Canonical decoding, bounded (kLimit past kMaxManifestBytes), kMalformed
+  // for anything that is not exactly the canonical encoding.
+  static OpeningManifest decode(ByteView b);
+  // tagged("pot/v1/opening", encode()).
+  hash::Digest digest() const;
+};
+
+// The checks, in the order verify_opening runs them. The numbers are the
+// pot_opening_check values of pot.h.
+enum class OpeningCheck {
+  kOk = 0,
+  kManifest = 1,            // bytes are not a canonical manifest
+  kRunId = 2,               // manifest is for another run
+  kStep = 3,                // step outside 1..declared steps, or beyond the log
+  kLogSize = 4,             // proofs made for another log size than posted
+  kPostLeaf = 5,            // leaf t malformed or names another step
+  kPostLeafProof = 6,       // leaf t not in the posted log
+  kPreStateCommitted = 7,   // t = 1: pre-state is not the committed initial state
+  kPreLeaf = 8,             // leaf t-1 malformed, another step, or another digest
+  kPreLeafProof = 9,        // leaf t-1 not in the posted log
+  kScheduleEntry = 10,      // entry malformed or for another step
+  kScheduleProof = 11,      // entry not in the committed schedule
+  kSampleCount = 12,        // not one sample per scheduled index
+  kSampleIndex = 13,        // a sample's index differs from the schedule's
+  kSamplePayload = 14,      // a payload is not a valid sample
+  kSampleProof = 15,        // a sample is not in the committed dataset
+  kPreStateDigest = 16,     // served pre-state file digests to another value
+  kPostStateDigest = 17,    // served post-state file digests to another value
+};
+
+const char *opening_check_name(OpeningCheck c) noexcept;
+
+struct OpeningResult {
+  OpeningCheck check = OpeningCheck::kOk;
+  Status status = Status::kOk;  // the error behind a failed check
+  std::string message;
+  OpeningManifest manifest;     // decoded (valid when check != kManifest)
+  std::vector<uint64_t> batch;  // the scheduled dataset indices, in order
+  std::vector<hash::Digest> sample_digests;
+  hash::Digest post_state_digest;  // from leaf t
+};
+
+// Verifies an opening against the run's commitment and the posted log root
+// (log_size leaves). pre_state_path / post_state_path, when given, are the
+// served state files, digested in a stream (mmap) and compared. Never throws
+// for a bad opening: the result names the first failed check. Throws only for
+// misuse (kInvalidArgument) and I/O on the state files is reported as the
+// corresponding check with status kIo.
+OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t log_size, const hash::Digest &log_root,
+                             ByteView manifest, const std::optional<std::string> &pre_state_path,
+                             const std::optional<std::string> &post_state_path, unsigned threads = 0);
+
+}  // namespace pot::commit

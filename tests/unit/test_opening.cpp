@@ -1,0 +1,216 @@
+// Openings: a small real run (samples, a seeded schedule, states written as
+// safetensors files, a log of step leaves) opened at several steps, then
+// every check made to fail by its own tampering.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "commit/dataset.h"
+#include "commit/opening.h"
+#include "commit/step_leaf.h"
+#include "core_test_util.h"
+#include "hash/safetensors.h"
+#include "merkle/proof.h"
+#include "merkle/stored_tree.h"
+#include "test_util.h"
+
+using namespace pot;
+using commit::OpeningCheck;
+using hash::Digest;
+
+namespace {
+
+Bytes read_all(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(in), {});
+}
+
+ByteView view_of(const std::vector<float> &v) {
+  return ByteView(reinterpret_cast<const uint8_t *>(v.data()), v.size() * sizeof(float));
+}
+
+// A run of kSteps steps over kSamples samples, batches of 4 in 2 micro-batches.
+struct TinyRun {
+  static constexpr uint64_t kSamples = 12, kSteps = 8, kSeed = 5;
+  static constexpr uint32_t kBatch = 4, kMicro = 2;
+  test::TempDir dir;
+  std::vector<Bytes> samples;
+  std::unique_ptr<merkle::StoredTree> dataset = merkle::StoredTree::in_memory();
+  std::unique_ptr<merkle::StoredTree> schedule = merkle::StoredTree::in_memory();
+  std::unique_ptr<merkle::StoredTree> log = merkle::StoredTree::in_memory();
+  std::vector<Digest> states;  // digest of S_0..S_n
+  commit::TrainingCommitment commitment;
+
+  std::string state_path(uint64_t t) const { return dir.file("state-" + std::to_string(t) + ".safetensors"); }
+
+  TinyRun() {
+    for (uint64_t i = 0; i < kSamples; ++i) {
+      const std::vector<float> x = {float(i), float(i) * 2, 1.0f};
+      const std::string p = dir.file("sample-" + std::to_string(i));
+      hash::write_safetensors(p, {{{"x", hash::DType::kF32, {3}}, view_of(x)}}, {});
+      samples.push_back(read_all(p));
+      dataset->append(commit::sample_digest(samples.back()).view());
+    }
+    std::vector<float> w = {0.5f, -0.25f, 1.0f, 2.0f};
+    for (uint64_t t = 0; t <= kSteps; ++t) {
+      if (t > 0) {
+        schedule->append(commit::seeded_schedule_entry(kSeed, kSamples, kBatch, kMicro, t).encode(kSamples));
+        for (float &x : w) x = x * 0.9f + 0.01f * float(t);
+      }
+      hash::write_safetensors(state_path(t), {{{"model.w", hash::DType::kF32, {4}}, view_of(w)}}, {});
+      states.push_back(hash::SafetensorsFile::open(state_path(t))->digest(1));
+      if (t > 0) log->append(commit::StepLeaf{t, states[t], 1.0 / double(t)}.encode());
+    }
+    commitment.initial_state_digest = states[0];
+    commitment.schedule_root = schedule->root();
+    commitment.schedule_length = kSteps;
+    commitment.dataset_root = dataset->root();
+    commitment.dataset_size = kSamples;
+    commitment.spec_digest = hash::sha256("spec", 4);
+    commitment.declared_steps = kSteps;
+    commitment.miner_identity = {1, 2, 3};
+  }
+
+  commit::OpeningManifest open(uint64_t t) const {
+    commit::OpeningManifest m;
+    m.run_id = commitment.run_id();
+    m.step = t;
+    m.log_size = log->size();
+    m.pre_state_digest = states[t - 1];
+    if (t > 1) {
+      m.pre_leaf = commit::StepLeaf{t - 1, states[t - 1], 1.0 / double(t - 1)}.encode();
+      m.pre_leaf_proof = merkle::encode_proof(log->inclusion_proof(t - 2, log->size()));
+    }
+    m.post_leaf = commit::StepLeaf{t, states[t], 1.0 / double(t)}.encode();
+    m.post_leaf_proof = merkle::encode_proof(log->inclusion_proof(t - 1, log->size()));
+    const auto entry = commit::seeded_schedule_entry(kSeed, kSamples, kBatch, kMicro, t);
+    m.schedule_entry = entry.encode(kSamples);
+    m.schedule_proof = merkle::encode_proof(schedule->inclusion_proof(t - 1, kSteps));
+    for (uint64_t i : entry.indices())
+      m.samples.push_back({i, samples[i], merkle::encode_proof(dataset->inclusion_proof(i, kSamples))});
+    m.pre_state_ref = state_path(t - 1);
+    return m;
+  }
+
+  commit::OpeningResult verify(const commit::OpeningManifest &m, std::optional<std::string> pre = std::nullopt,
+                               std::optional<std::string> post = std::nullopt) const {
+    return commit::verify_opening(commitment, log->size(), log->root(), m.encode(), pre, post, 1);
+  }
+};
+
+}  // namespace
+
+TEST(Opening, HonestOpeningsPassAtEveryStep) {
+  TinyRun run;
+  for (uint64_t t = 1; t <= TinyRun::kSteps; ++t) {
+    const auto m = run.open(t);
+    const auto r = run.verify(m, run.state_path(t - 1), run.state_path(t));
+    EXPECT_EQ(r.check, OpeningCheck::kOk) << "step " << t << ": " << r.message;
+    EXPECT_EQ(r.batch.size(), TinyRun::kBatch);
+    EXPECT_EQ(r.post_state_digest, run.states[t]);
+    EXPECT_EQ(commit::OpeningManifest::decode(m.encode()).digest(), m.digest());
+  }
+}
+
+TEST(Opening, EachTamperingIsNamedByItsCheck) {
+  TinyRun run;
+  auto expect = [&](const commit::OpeningManifest &m, OpeningCheck want, std::optional<std::string> pre = std::nullopt,
+                    std::optional<std::string> post = std::nullopt) {
+    const auto r = run.verify(m, pre, post);
+    EXPECT_EQ(r.check, want) << r.message;
+    EXPECT_NE(r.status, Status::kOk);
+    EXPECT_EQ(r.message.rfind(commit::opening_check_name(want), 0), 0u) << r.message;
+  };
+  const auto base = run.open(5);
+  {
+    auto m = base;
+    m.run_id = hash::sha256("other", 5);
+    expect(m, OpeningCheck::kRunId);
+  }
+  {
+    auto m = base;
+    m.step = TinyRun::kSteps + 1;
+    expect(m, OpeningCheck::kStep);
+  }
+  {
+    auto m = base;
+    m.log_size = 7;
+    expect(m, OpeningCheck::kLogSize);
+  }
+  {
+    auto m = base;  // leaf of step 6 served as leaf t
+    m.post_leaf = commit::StepLeaf{6, run.states[6], 1.0 / 6}.encode();
+    expect(m, OpeningCheck::kPostLeaf);
+  }
+  {
+    auto m = base;  // a forged result: right step, another state digest
+    m.post_leaf = commit::StepLeaf{5, hash::sha256("forged", 6), 0.2}.encode();
+    expect(m, OpeningCheck::kPostLeafProof);
+  }
+  {
+    auto m = run.open(1);  // another run's initial state
+    m.pre_state_digest = hash::sha256("pretrained", 10);
+    expect(m, OpeningCheck::kPreStateCommitted);
+  }
+  {
+    auto m = base;  // a substituted pre-state
+    m.pre_state_digest = hash::sha256("pretrained", 10);
+    expect(m, OpeningCheck::kPreLeaf);
+  }
+  {
+    auto m = base;
+    m.pre_leaf = commit::StepLeaf{4, hash::sha256("pretrained", 10), 0.25}.encode();
+    m.pre_state_digest = hash::sha256("pretrained", 10);
+    expect(m, OpeningCheck::kPreLeafProof);
+  }
+  {
+    auto m = base;  // the batch of another step
+    m.schedule_entry = commit::seeded_schedule_entry(TinyRun::kSeed, TinyRun::kSamples, TinyRun::kBatch, TinyRun::kMicro, 6)
+                           .encode();
+    expect(m, OpeningCheck::kScheduleEntry);
+  }
+  {
+    auto m = base;  // a different batch claimed for this step
+    m.schedule_entry = commit::ScheduleEntry{5, {{0, 1}, {2, 3}}}.encode();
+    expect(m, OpeningCheck::kScheduleProof);
+  }
+  {
+    auto m = base;
+    m.samples.pop_back();
+    expect(m, OpeningCheck::kSampleCount);
+  }
+  {
+    auto m = base;
+    std::swap(m.samples[0], m.samples[1]);
+    expect(m, OpeningCheck::kSampleIndex);
+  }
+  {
+    auto m = base;
+    m.samples[2].payload.resize(5);
+    expect(m, OpeningCheck::kSamplePayload);
+  }
+  {
+    auto m = base;  // trained on different data than committed
+    m.samples[1].payload = run.samples[(m.samples[1].index + 1) % TinyRun::kSamples];
+    expect(m, OpeningCheck::kSampleProof);
+  }
+  expect(base, OpeningCheck::kPreStateDigest, run.state_path(3));      // the wrong state file served
+  expect(base, OpeningCheck::kPostStateDigest, run.state_path(4), run.state_path(6));
+  expect(base, OpeningCheck::kPreStateDigest, run.dir.file("missing"));  // nothing served
+  const auto r = commit::verify_opening(run.commitment, run.log->size(), run.log->root(), Bytes{1, 2, 3}, {}, {});
+  EXPECT_EQ(r.check, OpeningCheck::kManifest);
+}
+
+TEST(Opening, ManifestDecodingIsStrictAndBounded) {
+  TinyRun run;
+  const Bytes b = run.open(3).encode();
+  Bytes extra = b;
+  extra.push_back(0x70);  // field 14, varint 1: unknown
+  extra.push_back(1);
+  EXPECT_EQ(test::status_of([&] { commit::OpeningManifest::decode(extra); }), Status::kMalformed);
+  EXPECT_EQ(test::status_of([&] { commit::OpeningManifest::decode(ByteView(b).first(b.size() - 1)); }),
+            Status::kMalformed);
+  commit::OpeningManifest m = run.open(3);
+  m.pre_state_ref = std::string(5000, 'x');
+  EXPECT_EQ(test::status_of([&] { m.encode(); }), Status::kLimit);
+}
