@@ -538,6 +538,142 @@ POT_API uint64_t pot_commitment_declared_steps(const pot_commitment *commitment)
 POT_API uint64_t pot_commitment_dataset_size(const pot_commitment *commitment);
 
 /* ------------------------------------------------------------------------ */
+/* Openings of challenged steps                                              */
+/* ------------------------------------------------------------------------ */
+
+/* An opening manifest being built by the miner (docs/PROTOCOL.md section
+ * 18). States are not part of it: name the served safetensors files with
+ * pot_opening_set_state_refs. */
+typedef struct pot_opening pot_opening;
+
+/* The checks of pot_opening_verify, in the order they run. Frozen values. */
+typedef enum pot_opening_check {
+  POT_CHECK_OK = 0,
+  POT_CHECK_MANIFEST = 1,
+  POT_CHECK_RUN_ID = 2,
+  POT_CHECK_STEP = 3,
+  POT_CHECK_LOG_SIZE = 4,
+  POT_CHECK_POST_LEAF = 5,
+  POT_CHECK_POST_LEAF_PROOF = 6,
+  POT_CHECK_PRE_STATE_COMMITTED = 7,
+  POT_CHECK_PRE_LEAF = 8,
+  POT_CHECK_PRE_LEAF_PROOF = 9,
+  POT_CHECK_SCHEDULE_ENTRY = 10,
+  POT_CHECK_SCHEDULE_PROOF = 11,
+  POT_CHECK_SAMPLE_COUNT = 12,
+  POT_CHECK_SAMPLE_INDEX = 13,
+  POT_CHECK_SAMPLE_PAYLOAD = 14,
+  POT_CHECK_SAMPLE_PROOF = 15,
+  POT_CHECK_PRE_STATE_DIGEST = 16,
+  POT_CHECK_POST_STATE_DIGEST = 17,
+  POT_CHECK_MAX_ENUM_ = 0x7FFFFFFF
+} pot_opening_check;
+
+/* Starts a manifest for step `step` of run `run_id`, whose leaf proofs are
+ * made against the posted log root of `log_size` leaves, with the digest of
+ * the state before the step. */
+POT_API pot_status pot_opening_new(pot_opening **out, const pot_digest *run_id, uint64_t step,
+                                   uint64_t log_size, const pot_digest *pre_state_digest,
+                                   pot_error **err);
+POT_API void pot_opening_free(pot_opening *opening);
+/* Leaf t-1 and its inclusion proof (not for step 1). */
+POT_API pot_status pot_opening_set_pre_leaf(pot_opening *opening, const uint8_t *leaf, size_t len,
+                                            const uint8_t *proof, size_t proof_len, pot_error **err);
+/* Leaf t and its inclusion proof. */
+POT_API pot_status pot_opening_set_post_leaf(pot_opening *opening, const uint8_t *leaf, size_t len,
+                                             const uint8_t *proof, size_t proof_len, pot_error **err);
+/* Schedule entry of step t and its inclusion proof in the schedule root. */
+POT_API pot_status pot_opening_set_schedule(pot_opening *opening, const uint8_t *entry, size_t len,
+                                            const uint8_t *proof, size_t proof_len, pot_error **err);
+/* Appends the next sample of the batch: its dataset index, its safetensors
+ * bytes and its inclusion proof in the dataset root. Copies the bytes. */
+POT_API pot_status pot_opening_add_sample(pot_opening *opening, uint64_t index, const uint8_t *payload,
+                                          size_t len, const uint8_t *proof, size_t proof_len,
+                                          pot_error **err);
+/* Where the state files are served (paths or URIs; NULL or "" for none). */
+POT_API pot_status pot_opening_set_state_refs(pot_opening *opening, const char *pre_state_ref,
+                                              const char *post_state_ref, pot_error **err);
+/* Canonical manifest bytes (a pot.v1.OpeningManifest). POT_E_LIMIT past
+ * 256 MiB. */
+POT_API pot_status pot_opening_encode(pot_bytes *out, const pot_opening *opening, pot_error **err);
+/* tagged("pot/v1/opening", canonical bytes): what the ledger records. */
+POT_API pot_status pot_opening_digest(pot_digest *out, const pot_opening *opening, pot_error **err);
+
+/* Stable lower-case name of a check ("post_leaf_proof"), or "unknown". */
+POT_API const char *pot_opening_check_name(pot_opening_check check);
+/* Verifies manifest bytes against the commitment and the posted log root of
+ * log_size leaves, and, when the paths are not NULL, the served state files
+ * (digested as they stream). Everything but the replay itself is checked.
+ * Returns POT_OK with *check = POT_CHECK_OK when every check passes;
+ * otherwise the status of the first failed check (POT_E_PROOF_MISMATCH,
+ * POT_E_MALFORMED, POT_E_IO, ...), an error naming it, and, unlike other
+ * outputs, *check set to that check. Thread-safe. */
+POT_API pot_status pot_opening_verify(pot_opening_check *check, const pot_commitment *commitment,
+                                      uint64_t log_size, const pot_digest *log_root,
+                                      const uint8_t *manifest, size_t len,
+                                      const char *pre_state_path, const char *post_state_path,
+                                      uint32_t threads, pot_error **err);
+
+/* ------------------------------------------------------------------------ */
+/* Witnesses: commit, reveal, verdict                                        */
+/* ------------------------------------------------------------------------ */
+
+#define POT_WITNESS_SALT_SIZE 32
+
+/* POT_WITNESS_SALT_SIZE fresh bytes from OpenSSL's CSPRNG. */
+POT_API pot_status pot_witness_salt(uint8_t out[POT_WITNESS_SALT_SIZE], pot_error **err);
+/* The commitment a verifier posts before revealing (docs/PROTOCOL.md
+ * section 19): binds run, step, replayed state digest, bucket, salt (16..64
+ * bytes) and identity (1..256 bytes). */
+POT_API pot_status pot_witness_commitment(pot_digest *out, const pot_digest *run_id, uint64_t step,
+                                          const pot_digest *replayed_state, int64_t bucket,
+                                          const uint8_t *salt, size_t salt_len,
+                                          const uint8_t *identity, size_t identity_len,
+                                          pot_error **err);
+/* POT_OK when the reveal opens the commitment; POT_E_PROOF_MISMATCH when
+ * the value, the salt or the identity differ from those committed. */
+POT_API pot_status pot_witness_verify_reveal(const pot_digest *commitment, const pot_digest *run_id,
+                                             uint64_t step, const pot_digest *replayed_state,
+                                             int64_t bucket, const uint8_t *salt, size_t salt_len,
+                                             const uint8_t *identity, size_t identity_len,
+                                             pot_error **err);
+
+typedef enum pot_witness_mode {
+  POT_WITNESS_BITWISE = 1,     /* clusters of replayed state digests */
+  POT_WITNESS_NORM_BUCKET = 2, /* clusters of norm buckets */
+  POT_WITNESS_MODE_MAX_ENUM_ = 0x7FFFFFFF
+} pot_witness_mode;
+
+typedef enum pot_verdict_outcome {
+  POT_VERDICT_PASS = 1,
+  POT_VERDICT_FAIL = 2,
+  POT_VERDICT_INCONCLUSIVE = 3,
+  POT_VERDICT_MAX_ENUM_ = 0x7FFFFFFF
+} pot_verdict_outcome;
+
+/* Collects revealed values and decides. */
+typedef struct pot_verdict pot_verdict;
+
+POT_API pot_status pot_verdict_new(pot_verdict **out, pot_witness_mode mode, uint32_t quorum,
+                                   pot_error **err);
+POT_API void pot_verdict_free(pot_verdict *verdict);
+/* Adds one verifier's revealed value (its replayed digest and bucket). */
+POT_API pot_status pot_verdict_add_reveal(pot_verdict *verdict, const uint8_t *identity,
+                                          size_t identity_len, const pot_digest *replayed_state,
+                                          int64_t bucket, pot_error **err);
+/* The largest cluster of equal values must reach the quorum and be strictly
+ * larger than any other (else INCONCLUSIVE); it is then compared with the
+ * committed state digest (bitwise) or, allowing adjacent buckets, with the
+ * declared bucket (norm-bucket mode; declared_bucket must not be NULL).
+ * POT_E_INVALID_ARGUMENT for an identity revealed twice. */
+POT_API pot_status pot_verdict_decide(pot_verdict_outcome *outcome, size_t *cluster_size,
+                                      pot_verdict *verdict, const pot_digest *committed_state,
+                                      const int64_t *declared_bucket, pot_error **err);
+/* Why the last pot_verdict_decide decided as it did ("" before). Valid
+ * until the next call on the handle. */
+POT_API const char *pot_verdict_reason(const pot_verdict *verdict);
+
+/* ------------------------------------------------------------------------ */
 /* Loss-curve checks (docs/losscheck.md)                                     */
 /* ------------------------------------------------------------------------ */
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -220,4 +221,158 @@ TEST(CApiProtocol, LossChecks) {
   EXPECT_EQ(pot_losscheck_report_flag(nullptr, nullptr, nullptr, nullptr, r, 999, nullptr), POT_E_OUT_OF_RANGE);
   pot_losscheck_report_free(r);
   pot_losscheck_params_free(p);
+}
+
+namespace {
+
+std::vector<uint8_t> file_bytes(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+pot_bytes proof_of(pot_tree *t, uint64_t index, uint64_t size) {
+  pot_bytes p{};
+  EXPECT_EQ(pot_tree_inclusion_proof(&p, t, index, size, nullptr), POT_OK);
+  return p;
+}
+
+void write_tensor(const std::string &path, const char *name, const float *v, uint64_t n) {
+  pot_safetensors_writer *w = nullptr;
+  ASSERT_EQ(pot_safetensors_writer_new(&w, nullptr), POT_OK);
+  ASSERT_EQ(pot_safetensors_writer_add(w, name, POT_DTYPE_F32, &n, 1, v, n * sizeof(float), nullptr), POT_OK);
+  ASSERT_EQ(pot_safetensors_writer_write(w, path.c_str(), nullptr), POT_OK);
+  pot_safetensors_writer_free(w);
+}
+
+}  // namespace
+
+// A run built and opened through pot.h only, then verified and witnessed.
+TEST(CApiProtocol, OpeningAndWitnessesEndToEnd) {
+  pot::test::TempDir dir;
+  const uint64_t samples = 6, steps = 4;
+  pot_tree *dataset = nullptr, *schedule = nullptr, *log = nullptr;
+  ASSERT_EQ(pot_tree_open(&dataset, nullptr, nullptr), POT_OK);
+  ASSERT_EQ(pot_tree_open(&schedule, nullptr, nullptr), POT_OK);
+  ASSERT_EQ(pot_tree_open(&log, nullptr, nullptr), POT_OK);
+  std::vector<std::vector<uint8_t>> payloads;
+  for (uint64_t i = 0; i < samples; ++i) {
+    const float x[2] = {float(i), 1.0f};
+    write_tensor(dir.file("s" + std::to_string(i)), "x", x, 2);
+    payloads.push_back(file_bytes(dir.file("s" + std::to_string(i))));
+    pot_digest d;
+    ASSERT_EQ(pot_sample_digest(&d, payloads.back().data(), payloads.back().size(), nullptr), POT_OK);
+    ASSERT_EQ(pot_tree_append(nullptr, dataset, d.bytes, 32, nullptr), POT_OK);
+  }
+  std::vector<pot_digest> states;
+  float w[3] = {1, 2, 3};
+  for (uint64_t t = 0; t <= steps; ++t) {
+    if (t) {
+      for (float &x : w) x *= 0.5f;
+      pot_bytes e{};
+      ASSERT_EQ(pot_seeded_schedule_entry(&e, 9, samples, 2, 1, t, nullptr), POT_OK);
+      ASSERT_EQ(pot_tree_append(nullptr, schedule, e.data, e.len, nullptr), POT_OK);
+      pot_bytes_free(&e);
+    }
+    const std::string path = dir.file("state" + std::to_string(t));
+    write_tensor(path, "model.w", w, 3);
+    pot_digest d;
+    ASSERT_EQ(pot_safetensors_digest_file(&d, path.c_str(), 1, nullptr), POT_OK);
+    states.push_back(d);
+    if (t) {
+      uint8_t leaf[POT_STEP_LEAF_SIZE];
+      ASSERT_EQ(pot_step_leaf_encode(leaf, t, &d, 0.5, nullptr), POT_OK);
+      ASSERT_EQ(pot_tree_append(nullptr, log, leaf, sizeof leaf, nullptr), POT_OK);
+    }
+  }
+  pot_digest sroot, droot, lroot;
+  ASSERT_EQ(pot_tree_root(&sroot, schedule, steps, nullptr), POT_OK);
+  ASSERT_EQ(pot_tree_root(&droot, dataset, samples, nullptr), POT_OK);
+  ASSERT_EQ(pot_tree_root(&lroot, log, steps, nullptr), POT_OK);
+  const std::string cj = "{\"initial_state_digest\": \"" + hex(states[0]) + "\", \"schedule_root\": \"" + hex(sroot) +
+                         "\", \"schedule_length\": 4, \"dataset_root\": \"" + hex(droot) +
+                         "\", \"dataset_size\": 6, \"spec_digest\": \"" + std::string(64, '0') +
+                         "\", \"declared_steps\": 4, \"miner_identity\": \"01\"}";
+  pot_commitment *c = nullptr;
+  ASSERT_EQ(pot_commitment_from_json(&c, cj.c_str(), nullptr), POT_OK);
+  pot_digest run_id;
+  ASSERT_EQ(pot_commitment_run_id(&run_id, c, nullptr), POT_OK);
+
+  // The miner opens step 3.
+  const uint64_t t = 3;
+  pot_opening *o = nullptr;
+  ASSERT_EQ(pot_opening_new(&o, &run_id, t, steps, &states[t - 1], nullptr), POT_OK);
+  uint8_t pre[POT_STEP_LEAF_SIZE], post[POT_STEP_LEAF_SIZE];
+  ASSERT_EQ(pot_step_leaf_encode(pre, t - 1, &states[t - 1], 0.5, nullptr), POT_OK);
+  ASSERT_EQ(pot_step_leaf_encode(post, t, &states[t], 0.5, nullptr), POT_OK);
+  pot_bytes p1 = proof_of(log, t - 2, steps), p2 = proof_of(log, t - 1, steps), p3 = proof_of(schedule, t - 1, steps);
+  ASSERT_EQ(pot_opening_set_pre_leaf(o, pre, sizeof pre, p1.data, p1.len, nullptr), POT_OK);
+  ASSERT_EQ(pot_opening_set_post_leaf(o, post, sizeof post, p2.data, p2.len, nullptr), POT_OK);
+  pot_bytes entry{};
+  ASSERT_EQ(pot_seeded_schedule_entry(&entry, 9, samples, 2, 1, t, nullptr), POT_OK);
+  ASSERT_EQ(pot_opening_set_schedule(o, entry.data, entry.len, p3.data, p3.len, nullptr), POT_OK);
+  uint64_t idx[2];
+  uint32_t micro[1];
+  size_t n = 2, m = 1;
+  ASSERT_EQ(pot_schedule_entry_decode(nullptr, idx, &n, micro, &m, entry.data, entry.len, nullptr), POT_OK);
+  for (size_t i = 0; i < n; ++i) {
+    pot_bytes sp = proof_of(dataset, idx[i], samples);
+    ASSERT_EQ(pot_opening_add_sample(o, idx[i], payloads[idx[i]].data(), payloads[idx[i]].size(), sp.data, sp.len,
+                                     nullptr),
+              POT_OK);
+    pot_bytes_free(&sp);
+  }
+  ASSERT_EQ(pot_opening_set_state_refs(o, "state2", nullptr, nullptr), POT_OK);
+  pot_bytes manifest{};
+  ASSERT_EQ(pot_opening_encode(&manifest, o, nullptr), POT_OK);
+
+  // A verifier checks it, with the served states.
+  pot_opening_check check = POT_CHECK_MANIFEST;
+  const std::string s2 = dir.file("state2"), s3 = dir.file("state3"), s1 = dir.file("state1");
+  EXPECT_EQ(pot_opening_verify(&check, c, steps, &lroot, manifest.data, manifest.len, s2.c_str(), s3.c_str(), 1,
+                               nullptr),
+            POT_OK);
+  EXPECT_EQ(check, POT_CHECK_OK);
+  pot_error *err = nullptr;
+  EXPECT_EQ(pot_opening_verify(&check, c, steps, &lroot, manifest.data, manifest.len, s1.c_str(), nullptr, 1, &err),
+            POT_E_PROOF_MISMATCH);
+  EXPECT_EQ(check, POT_CHECK_PRE_STATE_DIGEST);
+  EXPECT_NE(std::string(pot_error_message(err)).find("pre_state_digest"), std::string::npos);
+  pot_error_free(err);
+  EXPECT_STREQ(pot_opening_check_name(POT_CHECK_SAMPLE_PROOF), "sample_proof");
+  EXPECT_EQ(pot_opening_verify(&check, c, steps, &lroot, manifest.data, 10, nullptr, nullptr, 1, nullptr),
+            POT_E_MALFORMED);
+  EXPECT_EQ(check, POT_CHECK_MANIFEST);
+
+  // Three verifiers commit and reveal; the cluster reproduces leaf t.
+  pot_verdict *v = nullptr;
+  ASSERT_EQ(pot_verdict_new(&v, POT_WITNESS_BITWISE, 2, nullptr), POT_OK);
+  for (const char *who : {"v1", "v2", "v3"}) {
+    uint8_t salt[POT_WITNESS_SALT_SIZE];
+    ASSERT_EQ(pot_witness_salt(salt, nullptr), POT_OK);
+    const auto *id = reinterpret_cast<const uint8_t *>(who);
+    const pot_digest &replayed = std::string(who) == "v3" ? states[0] : states[t];  // v3 is wrong
+    pot_digest wc;
+    ASSERT_EQ(pot_witness_commitment(&wc, &run_id, t, &replayed, 0, salt, sizeof salt, id, 2, nullptr), POT_OK);
+    EXPECT_EQ(pot_witness_verify_reveal(&wc, &run_id, t, &replayed, 0, salt, sizeof salt, id, 2, nullptr), POT_OK);
+    EXPECT_EQ(pot_witness_verify_reveal(&wc, &run_id, t, &replayed, 0, salt, sizeof salt,
+                                        reinterpret_cast<const uint8_t *>("vX"), 2, nullptr),
+              POT_E_PROOF_MISMATCH);
+    ASSERT_EQ(pot_verdict_add_reveal(v, id, 2, &replayed, 0, nullptr), POT_OK);
+  }
+  pot_verdict_outcome outcome;
+  size_t cluster = 0;
+  ASSERT_EQ(pot_verdict_decide(&outcome, &cluster, v, &states[t], nullptr, nullptr), POT_OK);
+  EXPECT_EQ(outcome, POT_VERDICT_PASS);
+  EXPECT_EQ(cluster, 2u);
+  ASSERT_EQ(pot_verdict_decide(&outcome, &cluster, v, &states[1], nullptr, nullptr), POT_OK);
+  EXPECT_EQ(outcome, POT_VERDICT_FAIL);
+  EXPECT_NE(std::string(pot_verdict_reason(v)).find("differs"), std::string::npos);
+  pot_verdict_free(v);
+
+  for (pot_bytes *b : {&p1, &p2, &p3, &entry, &manifest}) pot_bytes_free(b);
+  pot_opening_free(o);
+  pot_commitment_free(c);
+  pot_tree_free(dataset);
+  pot_tree_free(schedule);
+  pot_tree_free(log);
 }
