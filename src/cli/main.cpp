@@ -10,6 +10,7 @@ void add_merkle_commands(CLI::App &app);
 void add_protocol_commands(CLI::App &app);
 void add_spec_commands(CLI::App &app);
 void add_commit_commands(CLI::App &app);
+void add_open_commands(CLI::App &app);
 }  // namespace pot_cli
 
 int main(int argc, char **argv) {
@@ -21,6 +22,7 @@ int main(int argc, char **argv) {
   pot_cli::add_protocol_commands(app);
   pot_cli::add_spec_commands(app);
   pot_cli::add_commit_commands(app);
+  pot_cli::add_open_commands(app);  // after protocol: adds to 'witness'
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {
