@@ -137,3 +137,36 @@ def test_witness_bucket_of_two_states(tmp_path):
     bad = run("witness", "bucket", "--pre", str(tmp_path / "pre.safetensors"), "--post",
               str(tmp_path / "post.safetensors"), "--resolution", "0")
     assert bad.returncode == 2 and "POT_E_INVALID_ARGUMENT" in bad.stderr
+
+
+def test_protocol_flow_files_check_out_with_the_cli(tmp_path):
+    """samples/protocol_flow writes a run through the C API; the CLI
+    recomputes its commitments and verifies its openings."""
+    flow = os.environ["POT_PROTOCOL_FLOW"]
+    out = subprocess.run([flow, str(tmp_path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    commitment = json.loads((tmp_path / "commitment.json").read_text())
+    log = json.loads((tmp_path / "log.json").read_text())
+    samples = [str(tmp_path / f"sample-{i}.safetensors") for i in range(commitment["dataset_size"])]
+    assert run("commit", "dataset", *samples).stdout.strip() == commitment["dataset_root"]
+    sched = run("commit", "schedule", "--seed", "1234", "--dataset-size", "8", "--batch", "2", "--steps", "6")
+    assert sched.stdout.strip() == commitment["schedule_root"]
+    run_id = run("commit", "training", str(tmp_path / "commitment.json")).stdout.strip()
+    challenged = [int(x) for x in (tmp_path / "challenges.txt").read_text().split()]
+    got = run("challenge", "--beacon", b"beacon".hex(), "--run-id", run_id, "--steps", "6", "--rounds", "2")
+    assert [int(x) for x in got.stdout.split()] == challenged
+    for t in challenged:
+        args = ["open", "verify", str(tmp_path / f"opening-{t}.bin"), "--commitment", str(tmp_path / "commitment.json"),
+                "--root", log["root"], "--size", str(log["size"])]
+        ok = run(*args, "--pre-state", str(tmp_path / f"state-{t - 1}.safetensors"),
+                 "--post-state", str(tmp_path / f"state-{t}.safetensors"))
+        assert ok.returncode == 0 and ok.stdout.strip() == "OK", ok.stderr
+        wrong = run(*args, "--pre-state", str(tmp_path / f"state-{t}.safetensors"), "--json")
+        assert wrong.returncode == 1
+        assert json.loads(wrong.stdout)["check"] == "pre_state_digest"
+        other_root = run(*[a if a != log["root"] else "00" * 32 for a in args])
+        assert other_root.returncode == 1 and "post_leaf_proof" in other_root.stderr
+        manifest = (tmp_path / f"opening-{t}.bin").read_bytes()
+        (tmp_path / "cut.bin").write_bytes(manifest[:-1])
+        cut = run("open", "verify", str(tmp_path / "cut.bin"), *args[3:])
+        assert cut.returncode == 1 and "manifest" in cut.stderr

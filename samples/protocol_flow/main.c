@@ -1,0 +1,192 @@
+/* protocol_flow: a miner's side of the protocol through the C API, written
+ * to files a verifier (or `pot open verify`) checks.
+ *
+ * A toy run over 8 samples for 6 steps: the samples are committed in a
+ * dataset tree, a seeded schedule assigns batches, each step's state is
+ * written as a safetensors file and its step leaf appended to the log. The
+ * training commitment is written as JSON. A beacon challenges 2 steps and
+ * the miner writes an opening manifest for each.
+ *
+ * Usage: protocol_flow OUT_DIR
+ * Writes: commitment.json, log.json ({"size", "root"}), challenges.txt,
+ *         opening-<t>.bin, state-<t>.safetensors, sample-<i>.safetensors. */
+#include <pot.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SAMPLES 8
+#define STEPS 6
+#define BATCH 2
+#define SEED 1234
+
+static void die(const char *what, pot_error *err) {
+  fprintf(stderr, "protocol_flow: %s: %s\n", what, err ? pot_error_message(err) : "failed");
+  pot_error_free(err);
+  exit(1);
+}
+
+static unsigned char *read_all(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  unsigned char *buf;
+  long n;
+  if (!f) die(path, NULL);
+  fseek(f, 0, SEEK_END);
+  n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  buf = malloc((size_t)n + 1);
+  if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) die(path, NULL);
+  fclose(f);
+  *len = (size_t)n;
+  return buf;
+}
+
+static void write_all(const char *path, const void *data, size_t len) {
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(data, 1, len, f) != len) die(path, NULL);
+  fclose(f);
+}
+
+static void write_vector(const char *path, const char *name, const float *v, uint64_t n) {
+  pot_safetensors_writer *w = NULL;
+  pot_error *err = NULL;
+  if (pot_safetensors_writer_new(&w, &err) || pot_safetensors_writer_add(w, name, POT_DTYPE_F32, &n, 1, v, n * 4, &err) ||
+      pot_safetensors_writer_write(w, path, &err))
+    die(path, err);
+  pot_safetensors_writer_free(w);
+}
+
+static void hex(char out[65], const pot_digest *d) { pot_digest_to_hex(out, d, NULL); }
+
+int main(int argc, char **argv) {
+  const char *dir;
+  char path[512], h[65], h2[65], h3[65], h4[65];
+  pot_tree *dataset = NULL, *schedule = NULL, *log = NULL;
+  pot_digest states[STEPS + 1], sroot, droot, lroot, run_id, d;
+  pot_commitment *c = NULL;
+  pot_error *err = NULL;
+  float w[4] = {0.5f, -1.0f, 2.0f, 0.25f};
+  uint64_t t, i, challenged[2];
+  char json[1024];
+  FILE *f;
+
+  if (argc != 2) {
+    fprintf(stderr, "usage: protocol_flow OUT_DIR\n");
+    return 2;
+  }
+  dir = argv[1];
+  if (pot_tree_open(&dataset, NULL, &err) || pot_tree_open(&schedule, NULL, &err) || pot_tree_open(&log, NULL, &err))
+    die("trees", err);
+  for (i = 0; i < SAMPLES; ++i) { /* the dataset */
+    const float x[2] = {(float)i, (float)(i * i)};
+    unsigned char *bytes;
+    size_t len;
+    snprintf(path, sizeof path, "%s/sample-%llu.safetensors", dir, (unsigned long long)i);
+    write_vector(path, "x", x, 2);
+    bytes = read_all(path, &len);
+    if (pot_sample_digest(&d, bytes, len, &err) || pot_tree_append(NULL, dataset, d.bytes, 32, &err)) die("sample", err);
+    free(bytes);
+  }
+  for (t = 0; t <= STEPS; ++t) { /* training: schedule, states, step leaves */
+    if (t > 0) {
+      pot_bytes e = {NULL, 0};
+      uint8_t leaf[POT_STEP_LEAF_SIZE];
+      for (i = 0; i < 4; ++i) w[i] = w[i] * 0.9f + 0.01f * (float)t;
+      if (pot_seeded_schedule_entry(&e, SEED, SAMPLES, BATCH, 1, t, &err) ||
+          pot_tree_append(NULL, schedule, e.data, e.len, &err))
+        die("schedule", err);
+      pot_bytes_free(&e);
+      snprintf(path, sizeof path, "%s/state-%llu.safetensors", dir, (unsigned long long)t);
+      write_vector(path, "model.w", w, 4);
+      if (pot_safetensors_digest_file(&states[t], path, 1, &err)) die("state", err);
+      if (pot_step_leaf_encode(leaf, t, &states[t], 1.0 / (double)t, &err) ||
+          pot_tree_append(NULL, log, leaf, sizeof leaf, &err))
+        die("leaf", err);
+    } else {
+      snprintf(path, sizeof path, "%s/state-0.safetensors", dir);
+      write_vector(path, "model.w", w, 4);
+      if (pot_safetensors_digest_file(&states[0], path, 1, &err)) die("state", err);
+    }
+  }
+  if (pot_tree_root(&sroot, schedule, STEPS, &err) || pot_tree_root(&droot, dataset, SAMPLES, &err) ||
+      pot_tree_root(&lroot, log, STEPS, &err))
+    die("roots", err);
+  hex(h, &states[0]);
+  hex(h2, &sroot);
+  hex(h3, &droot);
+  snprintf(json, sizeof json,
+           "{\"initial_state_digest\": \"%s\", \"schedule_root\": \"%s\", \"schedule_length\": %d,\n"
+           " \"dataset_root\": \"%s\", \"dataset_size\": %d, \"spec_digest\": \"%064d\",\n"
+           " \"declared_steps\": %d, \"miner_identity\": \"6d696e6572\"}\n",
+           h, h2, STEPS, h3, SAMPLES, 0, STEPS);
+  snprintf(path, sizeof path, "%s/commitment.json", dir);
+  write_all(path, json, strlen(json));
+  if (pot_commitment_from_json(&c, json, &err) || pot_commitment_run_id(&run_id, c, &err)) die("commitment", err);
+  hex(h4, &lroot);
+  snprintf(json, sizeof json, "{\"size\": %d, \"root\": \"%s\"}\n", STEPS, h4);
+  snprintf(path, sizeof path, "%s/log.json", dir);
+  write_all(path, json, strlen(json));
+
+  /* Challenge: 2 steps from a beacon; open each. */
+  if (pot_challenge_derive(challenged, 2, (const uint8_t *)"beacon", 6, &run_id, STEPS, &err)) die("challenge", err);
+  snprintf(path, sizeof path, "%s/challenges.txt", dir);
+  f = fopen(path, "w");
+  if (!f) die(path, NULL);
+  for (i = 0; i < 2; ++i) {
+    pot_opening *o = NULL;
+    pot_bytes proof = {NULL, 0}, entry = {NULL, 0}, manifest = {NULL, 0};
+    uint8_t leaf[POT_STEP_LEAF_SIZE];
+    uint64_t idx[BATCH], k;
+    uint32_t micro[1];
+    size_t n = BATCH, m = 1;
+    char ref[64];
+    t = challenged[i];
+    fprintf(f, "%llu\n", (unsigned long long)t);
+    if (pot_opening_new(&o, &run_id, t, STEPS, &states[t - 1], &err)) die("opening", err);
+    if (t > 1) {
+      if (pot_step_leaf_encode(leaf, t - 1, &states[t - 1], 1.0 / (double)(t - 1), &err) ||
+          pot_tree_inclusion_proof(&proof, log, t - 2, STEPS, &err) ||
+          pot_opening_set_pre_leaf(o, leaf, sizeof leaf, proof.data, proof.len, &err))
+        die("pre leaf", err);
+      pot_bytes_free(&proof);
+    }
+    if (pot_step_leaf_encode(leaf, t, &states[t], 1.0 / (double)t, &err) ||
+        pot_tree_inclusion_proof(&proof, log, t - 1, STEPS, &err) ||
+        pot_opening_set_post_leaf(o, leaf, sizeof leaf, proof.data, proof.len, &err))
+      die("post leaf", err);
+    pot_bytes_free(&proof);
+    if (pot_seeded_schedule_entry(&entry, SEED, SAMPLES, BATCH, 1, t, &err) ||
+        pot_tree_inclusion_proof(&proof, schedule, t - 1, STEPS, &err) ||
+        pot_opening_set_schedule(o, entry.data, entry.len, proof.data, proof.len, &err) ||
+        pot_schedule_entry_decode(NULL, idx, &n, micro, &m, entry.data, entry.len, &err))
+      die("schedule entry", err);
+    pot_bytes_free(&proof);
+    for (k = 0; k < n; ++k) {
+      unsigned char *bytes;
+      size_t len;
+      snprintf(path, sizeof path, "%s/sample-%llu.safetensors", dir, (unsigned long long)idx[k]);
+      bytes = read_all(path, &len);
+      if (pot_tree_inclusion_proof(&proof, dataset, idx[k], SAMPLES, &err) ||
+          pot_opening_add_sample(o, idx[k], bytes, len, proof.data, proof.len, &err))
+        die("sample", err);
+      free(bytes);
+      pot_bytes_free(&proof);
+    }
+    snprintf(ref, sizeof ref, "state-%llu.safetensors", (unsigned long long)(t - 1));
+    if (pot_opening_set_state_refs(o, ref, NULL, &err) || pot_opening_encode(&manifest, o, &err)) die("encode", err);
+    snprintf(path, sizeof path, "%s/opening-%llu.bin", dir, (unsigned long long)t);
+    write_all(path, manifest.data, manifest.len);
+    printf("opened step %llu: %zu-byte manifest, %zu samples\n", (unsigned long long)t, manifest.len, n);
+    pot_bytes_free(&manifest);
+    pot_bytes_free(&entry);
+    pot_opening_free(o);
+  }
+  fclose(f);
+  hex(h, &run_id);
+  printf("run %s: %d steps, log root %s\n", h, STEPS, h4);
+  pot_commitment_free(c);
+  pot_tree_free(dataset);
+  pot_tree_free(schedule);
+  pot_tree_free(log);
+  return 0;
+}
