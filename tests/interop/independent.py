@@ -219,3 +219,119 @@ def norm_bucket(norm: float, resolution: int) -> int:
     if math.isnan(norm) or math.isinf(norm):
         return (1 << 63) - 1
     return math.floor(resolution * math.log2(norm))
+
+
+# --- Canonical protobuf (docs/PROTOCOL.md section 14.1) ---------------------
+
+def varint(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def pb_varint(field: int, v: int) -> bytes:
+    return varint(field << 3) + varint(v) if v else b""
+
+
+def pb_double(field: int, v: float) -> bytes:
+    bits = struct.pack("<d", v)
+    return varint(field << 3 | 1) + bits if bits != bytes(8) else b""
+
+
+def pb_bytes(field: int, b: bytes) -> bytes:
+    return varint(field << 3 | 2) + varint(len(b)) + b if b else b""
+
+
+def pb_message(field: int, body: bytes) -> bytes:
+    """A set submessage is written even when empty."""
+    return varint(field << 3 | 2) + varint(len(body)) + body
+
+
+def spec_canonical(j: dict) -> bytes:
+    o = j["optimizer"]
+    if o["kind"] == "sgd":
+        opt = pb_message(1, pb_double(1, o["lr"]) + pb_double(2, o.get("momentum", 0.0)) +
+                         pb_double(3, o.get("dampening", 0.0)) + pb_varint(4, int(o.get("nesterov", False))) +
+                         pb_double(5, o.get("weight_decay", 0.0)))
+    else:
+        opt = pb_message(2 if o["kind"] == "adam" else 3,
+                         pb_double(1, o["lr"]) + pb_double(2, o["beta1"]) + pb_double(3, o["beta2"]) +
+                         pb_double(4, o["eps"]) + pb_double(5, o.get("weight_decay", 0.0)) +
+                         pb_varint(6, int(o.get("amsgrad", False))))
+    sp = j["seed_policy"]
+    if sp["kind"] == "per_step":
+        policy = pb_message(1, pb_varint(1, sp["base_seed"]))
+    elif sp["kind"] == "single_seed":
+        policy = pb_message(2, pb_varint(1, sp["seed"]))
+    else:
+        policy = pb_message(3, b"")
+    return (pb_bytes(1, j["framework"].encode()) + pb_bytes(2, j["framework_version"].encode()) +
+            pb_bytes(3, bytes.fromhex(j["model_program_digest"])) + pb_varint(4, DTYPES[j["dtype"]][0]) +
+            pb_bytes(5, j["attention_backend"].encode()) + pb_double(6, j["dropout"]) +
+            pb_varint(7, int(j.get("other_rng_use", False))) + pb_message(8, opt) +
+            pb_double(9, j.get("grad_clip_max_norm", 0.0)) + pb_varint(10, j.get("grad_accum_microbatches", 1)) +
+            pb_varint(11, j["batch_size"]) + pb_varint(12, int(j.get("deterministic_algorithms", False))) +
+            pb_varint(13, j["intra_op_threads"]) + pb_bytes(14, j["hardware_class"].encode()) +
+            pb_message(15, policy) + pb_varint(16, j["norm_bucket_resolution"]))
+
+
+def commitment_canonical(j: dict) -> bytes:
+    return (pb_varint(1, j.get("protocol_version", 1)) + pb_bytes(2, bytes.fromhex(j["initial_state_digest"])) +
+            pb_bytes(3, bytes.fromhex(j["schedule_root"])) + pb_varint(4, j["schedule_length"]) +
+            pb_bytes(5, bytes.fromhex(j["dataset_root"])) + pb_varint(6, j["dataset_size"]) +
+            pb_bytes(7, bytes.fromhex(j["spec_digest"])) + pb_varint(8, j["declared_steps"]) +
+            pb_bytes(9, bytes.fromhex(j["miner_identity"])))
+
+
+# --- Schedules (section 16) and witnesses (section 19) ----------------------
+
+def schedule_entry(step: int, micro) -> bytes:
+    tag = b"pot/v1/sched"
+    out = bytes([len(tag)]) + tag + struct.pack("<QI", step, len(micro))
+    for m in micro:
+        out += struct.pack("<I", len(m)) + b"".join(struct.pack("<Q", i) for i in m)
+    return out
+
+
+def below(seed: int, epoch: int, counter: int, m: int):
+    """One uniform draw in [0, m) from the permutation stream; returns (value, next counter)."""
+    excess = (1 << 64) % m
+    while True:
+        d = tagged("pot/v1/perm", struct.pack("<QQQ", seed, epoch, counter))
+        counter += 1
+        x = int.from_bytes(d[:8], "little")
+        if x < (1 << 64) - excess:
+            return x % m, counter
+
+
+def epoch_permutation(seed: int, epoch: int, n: int):
+    perm = list(range(n))
+    counter = 0
+    for i in range(n - 1, 0, -1):
+        j, counter = below(seed, epoch, counter, i + 1)
+        perm[i], perm[j] = perm[j], perm[i]
+    return perm
+
+
+def seeded_entries(seed: int, n: int, batch: int, micro: int, steps: int):
+    stream = []
+    epoch = 0
+    while len(stream) < batch * steps:
+        stream += epoch_permutation(seed, epoch, n)
+        epoch += 1
+    per = batch // micro
+    out = []
+    for t in range(1, steps + 1):
+        b = stream[(t - 1) * batch:t * batch]
+        out.append(schedule_entry(t, [b[k * per:(k + 1) * per] for k in range(micro)]))
+    return out
+
+
+def witness_commitment(run_id: bytes, step: int, replayed: bytes, bucket: int, salt: bytes, identity: bytes) -> bytes:
+    body = run_id + struct.pack("<Q", step) + replayed + struct.pack("<q", bucket)
+    body += struct.pack("<I", len(salt)) + salt + struct.pack("<I", len(identity)) + identity
+    return tagged("pot/v1/witness", body)

@@ -103,3 +103,25 @@ def test_protocol_seeds_leaves_challenges_buckets():
         assert abs(float(exact) - d["probability"]) < 1e-12, d
     for b in v["norm_buckets"]:
         assert ind.norm_bucket(b["norm"], b["resolution"]) == b["bucket"], b
+
+
+def test_canonical_spec_commitment_schedules_witnesses():
+    v = load("protocol.json")
+    for s in v["specs"]:
+        canon = ind.spec_canonical(s["json"])
+        assert canon.hex() == s["canonical"]
+        assert ind.tagged("pot/v1/spec", canon).hex() == s["digest"]
+    for c in v["commitments"]:
+        canon = ind.commitment_canonical(c["json"])
+        assert canon.hex() == c["canonical"]
+        assert ind.tagged("pot/v1/run", canon).hex() == c["run_id"]
+    for e in v["schedule_entries"]:
+        assert ind.schedule_entry(e["step"], e["microbatches"]).hex() == e["entry"]
+    for s in v["seeded_schedules"]:
+        entries = ind.seeded_entries(s["seed"], s["dataset_size"], s["batch_size"], s["microbatches"], s["steps"])
+        assert [e.hex() for e in entries] == s["entries"]
+        assert ind.mth(entries).hex() == s["root"]
+    for w in v["witness_commitments"]:
+        got = ind.witness_commitment(bytes.fromhex(w["run_id"]), w["step"], bytes.fromhex(w["replayed_state"]),
+                                     w["bucket"], bytes.fromhex(w["salt"]), bytes.fromhex(w["identity"]))
+        assert got.hex() == w["commitment"]
