@@ -674,6 +674,39 @@ POT_API pot_status pot_verdict_decide(pot_verdict_outcome *outcome, size_t *clus
 POT_API const char *pot_verdict_reason(const pot_verdict *verdict);
 
 /* ------------------------------------------------------------------------ */
+/* The reference ledger (docs/ledger.md)                                     */
+/* ------------------------------------------------------------------------ */
+
+/* A deterministic state machine with the extrinsics' rules, for chain teams
+ * to embed or mirror: start_training_commitment, post_checkpoint_root,
+ * issue_challenge, submit_opening, declare_witness_norm_bucket,
+ * commit_witness, reveal_witness_value, finalize_challenge. Calls are JSON
+ * documents (docs/ledger.md). One handle must not be used by two threads at
+ * once. */
+typedef struct pot_ledger pot_ledger;
+
+/* A new ledger: witness commit and reveal windows (in blocks), the quorum
+ * of the verdict and the most challenges one issue_challenge may draw (all
+ * >= 1, else POT_E_INVALID_ARGUMENT). */
+POT_API pot_status pot_ledger_new(pot_ledger **out, uint64_t commit_window, uint64_t reveal_window,
+                                  uint32_t quorum, uint32_t max_rounds, pot_error **err);
+/* Restores a saved state; POT_E_MALFORMED unless the bytes are exactly a
+ * state pot_ledger_save produces (every invariant re-checked), POT_E_LIMIT
+ * past 64 MiB. */
+POT_API pot_status pot_ledger_load(pot_ledger **out, const uint8_t *state, size_t len, pot_error **err);
+POT_API void pot_ledger_free(pot_ledger *ledger);
+/* The canonical state bytes: saving, loading and saving again gives the
+ * same bytes. */
+POT_API pot_status pot_ledger_save(pot_bytes *out, const pot_ledger *ledger, pot_error **err);
+/* Applies one call (a JSON object, docs/ledger.md) and writes its JSON
+ * result into *result (NUL-terminated). A refused call returns its specific
+ * status (POT_E_STATE, POT_E_PERMISSION, POT_E_CONFLICT, POT_E_NOT_FOUND,
+ * POT_E_PROOF_MISMATCH, ...) with a message and leaves the ledger exactly as
+ * it was. */
+POT_API pot_status pot_ledger_apply(pot_bytes *result, pot_ledger *ledger, const char *call_json,
+                                    pot_error **err);
+
+/* ------------------------------------------------------------------------ */
 /* Loss-curve checks (docs/losscheck.md)                                     */
 /* ------------------------------------------------------------------------ */
 

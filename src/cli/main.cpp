@@ -11,6 +11,7 @@ void add_protocol_commands(CLI::App &app);
 void add_spec_commands(CLI::App &app);
 void add_commit_commands(CLI::App &app);
 void add_open_commands(CLI::App &app);
+void add_ledger_commands(CLI::App &app);
 }  // namespace pot_cli
 
 int main(int argc, char **argv) {
@@ -23,6 +24,7 @@ int main(int argc, char **argv) {
   pot_cli::add_spec_commands(app);
   pot_cli::add_commit_commands(app);
   pot_cli::add_open_commands(app);  // after protocol: adds to 'witness'
+  pot_cli::add_ledger_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {

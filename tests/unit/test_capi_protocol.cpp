@@ -376,3 +376,51 @@ TEST(CApiProtocol, OpeningAndWitnessesEndToEnd) {
   pot_tree_free(schedule);
   pot_tree_free(log);
 }
+
+TEST(CApiProtocol, LedgerThroughJsonCalls) {
+  pot_ledger *l = nullptr;
+  pot_error *err = nullptr;
+  EXPECT_EQ(pot_ledger_new(&l, 0, 1, 1, 1, &err), POT_E_INVALID_ARGUMENT);
+  pot_error_free(err);
+  ASSERT_EQ(pot_ledger_new(&l, 10, 10, 2, 4, nullptr), POT_OK);
+  pot_bytes before{}, after{}, result{};
+  ASSERT_EQ(pot_ledger_save(&before, l, nullptr), POT_OK);
+  // A refused call: unknown run. The state is unchanged.
+  const std::string refused = R"({"call": "run_info", "run_id": ")" + std::string(64, '0') + "\"}";
+  EXPECT_EQ(pot_ledger_apply(&result, l, refused.c_str(), &err), POT_E_NOT_FOUND);
+  pot_error_free(err);
+  EXPECT_EQ(pot_ledger_apply(&result, l, "{\"call\": \"nope\"}", nullptr), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(pot_ledger_apply(&result, l, "not json", nullptr), POT_E_MALFORMED);
+  ASSERT_EQ(pot_ledger_save(&after, l, nullptr), POT_OK);
+  ASSERT_EQ(before.len, after.len);
+  EXPECT_EQ(std::memcmp(before.data, after.data, before.len), 0);
+  // A commitment accepted, then the state saved, loaded and saved again.
+  const std::string cj = R"({"initial_state_digest": ")" + std::string(64, '1') + R"(", "schedule_root": ")" +
+                         std::string(64, '2') + R"(", "schedule_length": 4, "dataset_root": ")" + std::string(64, '3') +
+                         R"(", "dataset_size": 10, "spec_digest": ")" + std::string(64, '4') +
+                         R"(", "declared_steps": 4, "miner_identity": "ab"})";
+  pot_commitment *c = nullptr;
+  ASSERT_EQ(pot_commitment_from_json(&c, cj.c_str(), nullptr), POT_OK);
+  pot_bytes enc{};
+  ASSERT_EQ(pot_commitment_encode(&enc, c, nullptr), POT_OK);
+  const std::string call = R"({"call": "start_training_commitment", "caller": "ab", "now": 1, "task_id": ")" +
+                           std::string(64, '9') + R"(", "commitment": ")" + pot::test::hex(enc.data, enc.len) + "\"}";
+  ASSERT_EQ(pot_ledger_apply(&result, l, call.c_str(), nullptr), POT_OK);
+  EXPECT_NE(std::string(reinterpret_cast<char *>(result.data)).find("\"run_id\""), std::string::npos);
+  pot_bytes_free(&result);
+  const std::string thief = R"({"call": "start_training_commitment", "caller": "cd", "now": 2, "task_id": ")" +
+                            std::string(64, '9') + R"(", "commitment": ")" + pot::test::hex(enc.data, enc.len) + "\"}";
+  EXPECT_EQ(pot_ledger_apply(&result, l, thief.c_str(), nullptr), POT_E_PERMISSION);
+  pot_bytes saved{}, again{};
+  ASSERT_EQ(pot_ledger_save(&saved, l, nullptr), POT_OK);
+  pot_ledger *back = nullptr;
+  ASSERT_EQ(pot_ledger_load(&back, saved.data, saved.len, nullptr), POT_OK);
+  ASSERT_EQ(pot_ledger_save(&again, back, nullptr), POT_OK);
+  ASSERT_EQ(saved.len, again.len);
+  EXPECT_EQ(std::memcmp(saved.data, again.data, saved.len), 0);
+  EXPECT_EQ(pot_ledger_load(&back, saved.data, saved.len - 1, nullptr), POT_E_MALFORMED);
+  for (pot_bytes *b : {&before, &after, &enc, &saved, &again}) pot_bytes_free(b);
+  pot_commitment_free(c);
+  pot_ledger_free(l);
+  pot_ledger_free(back);
+}

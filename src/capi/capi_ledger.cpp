@@ -1,0 +1,54 @@
+// C entry points for the reference ledger.
+#include "capi/firewall.h"
+#include "witness/ledger.h"
+
+using namespace pot;
+using namespace pot::capi;
+
+struct pot_ledger {
+  witness::Ledger ledger;
+};
+
+extern "C" {
+
+pot_status pot_ledger_new(pot_ledger **out, uint64_t commit_window, uint64_t reveal_window, uint32_t quorum,
+                          uint32_t max_rounds, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    witness::LedgerConfig c;
+    c.commit_window = commit_window;
+    c.reveal_window = reveal_window;
+    c.quorum = quorum;
+    c.max_rounds = max_rounds;
+    c.validate();
+    *out = new pot_ledger{witness::Ledger(c)};
+  });
+}
+
+pot_status pot_ledger_load(pot_ledger **out, const uint8_t *state, size_t len, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    witness::Ledger l = witness::Ledger::load(bytes_arg(state, len, "state"));
+    *out = new pot_ledger{std::move(l)};
+  });
+}
+
+void pot_ledger_free(pot_ledger *ledger) { delete ledger; }
+
+pot_status pot_ledger_save(pot_bytes *out, const pot_ledger *ledger, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    to_bytes(out, need(ledger, "ledger")->ledger.save());
+  });
+}
+
+pot_status pot_ledger_apply(pot_bytes *result, pot_ledger *ledger, const char *call_json, pot_error **err) {
+  return guard(err, [&] {
+    need(result, "result");
+    need(ledger, "ledger");
+    const nlohmann::json r = ledger->ledger.apply(parse_json_arg(call_json, "call_json"));
+    to_text(result, r.dump());
+  });
+}
+
+}  // extern "C"

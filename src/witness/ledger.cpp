@@ -1,0 +1,782 @@
+#include "witness/ledger.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "commit/challenge.h"
+#include "commit/json_fields.h"
+#include "commit/step_leaf.h"
+#include "common/error.h"
+#include "hash/rfc6962.h"
+#include "merkle/proof.h"
+#include "pot/v1/ledger.pb.h"
+
+namespace pot::witness {
+
+using hash::Digest;
+
+namespace {
+
+constexpr uint32_t kStateFormatVersion = 1;
+
+bool same(ByteView a, ByteView b) { return std::ranges::equal(a, b); }
+Bytes to_bytes(ByteView b) { return Bytes(b.begin(), b.end()); }
+std::string as_string(ByteView b) {
+  return std::string(reinterpret_cast<const char *>(b.data()), b.size());
+}
+ByteView view_of(const std::string &s) {
+  return ByteView(reinterpret_cast<const uint8_t *>(s.data()), s.size());
+}
+
+// Every caller is an identity: 1..256 bytes, as witness commitments require.
+// Checking it first also bounds the copies made for map lookups.
+void check_caller(ByteView caller, const char *call) {
+  if (caller.empty() || caller.size() > kMaxIdentity)
+    fail(Status::kInvalidArgument, "{}: caller identity of {} bytes, expected 1..{}", call,
+         caller.size(), kMaxIdentity);
+}
+
+const char *mode_name(Mode m) { return m == Mode::kNormBucket ? "norm_bucket" : "bitwise"; }
+
+const char *verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::kPass:
+      return "pass";
+    case Verdict::kFail:
+      return "fail";
+    case Verdict::kInconclusive:
+      return "inconclusive";
+  }
+  return "unknown";
+}
+
+// ---- loading helpers: every violation is kMalformed ----
+
+[[noreturn]] void bad_state(const std::string &what) {
+  throw Error(Status::kMalformed, "ledger state: " + what);
+}
+
+Digest digest_field(const std::string &s, const std::string &what) {
+  if (s.size() != hash::kDigestSize)
+    bad_state(fmt::format("{} is {} bytes, not 32", what, s.size()));
+  return Digest::from_bytes(view_of(s));
+}
+
+// Runs a check from another layer and reports its failure as a malformed
+// state, keeping its message: whatever the cause, the bytes are not a state
+// this ledger could have reached.
+template <typename F>
+auto as_state_check(const std::string &what, F &&f) {
+  try {
+    return f();
+  } catch (const Error &e) {
+    bad_state(fmt::format("{}: {}", what, e.what()));
+  }
+}
+
+}  // namespace
+
+void LedgerConfig::validate() const {
+  auto need = [](uint64_t v, const char *name) {
+    if (v == 0) fail(Status::kInvalidArgument, "ledger config: {} must be at least 1", name);
+  };
+  need(commit_window, "commit_window");
+  need(reveal_window, "reveal_window");
+  need(quorum, "quorum");
+  need(max_rounds, "max_rounds");
+}
+
+Ledger::Ledger(const LedgerConfig &config) : config_(config) { config_.validate(); }
+
+// Checks run in a fixed order in every call, and no call writes anything
+// before its last check has passed, so a refused call leaves the state
+// untouched. Where a call inserts into more than one container, the new
+// nodes are built in temporary maps and spliced in with merge(), which does
+// not allocate, so even an allocation failure cannot leave half a change.
+
+void Ledger::check_now(uint64_t now) const {
+  if (now < height_)
+    fail(Status::kInvalidArgument,
+         "ledger: now = {} is below the ledger's height {}; time does not go back", now, height_);
+}
+
+Ledger::Run &Ledger::run_for(const Digest &run_id, const char *call) {
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) fail(Status::kNotFound, "{}: no run {}", call, run_id.hex());
+  return it->second;
+}
+
+Ledger::Challenge &Ledger::challenge_for(uint64_t id, const char *call) {
+  auto it = challenges_.find(id);
+  if (it == challenges_.end()) fail(Status::kNotFound, "{}: no challenge {}", call, id);
+  return it->second;
+}
+
+Digest Ledger::start_training_commitment(ByteView caller, const Digest &task_id,
+                                         ByteView commitment, uint64_t now) {
+  constexpr const char *kCall = "start_training_commitment";
+  check_now(now);
+  check_caller(caller, kCall);
+  commit::TrainingCommitment c = commit::TrainingCommitment::decode(commitment);
+  if (!same(caller, c.miner_identity))
+    fail(Status::kPermission, "{}: the caller is not the commitment's miner identity {}", kCall,
+         to_hex(c.miner_identity));
+  const Digest run_id = c.run_id();
+  RunKey key{task_id, c.miner_identity};
+  if (auto it = run_keys_.find(key); it != run_keys_.end()) {
+    if (it->second != run_id)
+      fail(Status::kConflict, "{}: task {} already holds another commitment of this miner (run {})",
+           kCall, task_id.hex(), it->second.hex());
+    height_ = now;
+    return run_id;
+  }
+  // The run id is the commitment's digest, so the same commitment under a
+  // second task would give two runs one id.
+  if (auto it = runs_.find(run_id); it != runs_.end())
+    fail(Status::kConflict, "{}: this commitment is already run {} under task {}", kCall,
+         run_id.hex(), it->second.task_id.hex());
+  std::map<Digest, Run> run_node;
+  Run &r = run_node[run_id];
+  r.task_id = task_id;
+  r.commitment_bytes = to_bytes(commitment);
+  r.commitment = std::move(c);
+  std::map<RunKey, Digest> key_node;
+  key_node.emplace(std::move(key), run_id);
+  runs_.merge(run_node);
+  run_keys_.merge(key_node);
+  height_ = now;
+  return run_id;
+}
+
+void Ledger::post_checkpoint_root(ByteView caller, const Digest &run_id, uint64_t size,
+                                  const Digest &root, ByteView consistency_proof, uint64_t now) {
+  constexpr const char *kCall = "post_checkpoint_root";
+  check_now(now);
+  check_caller(caller, kCall);
+  Run &r = run_for(run_id, kCall);
+  if (!same(caller, r.commitment.miner_identity))
+    fail(Status::kPermission, "{}: only the run's miner posts its roots", kCall);
+  const uint64_t n = r.commitment.declared_steps;
+  if (r.latest_size == n)
+    fail(Status::kState, "{}: run {} is sealed ({} of {} steps posted)", kCall, run_id.hex(), n, n);
+  if (size == 0 || size > n)
+    fail(Status::kOutOfRange, "{}: size {} is outside 1..{}", kCall, size, n);
+  const std::vector<Digest> proof = merkle::decode_proof(consistency_proof);
+  if (r.latest_size == 0) {
+    // Nothing to be consistent with yet: the first root is taken as posted.
+    if (!proof.empty())
+      fail(Status::kProofLength,
+           "{}: the first root of a run takes an empty consistency proof, not {} hashes", kCall,
+           proof.size());
+  } else {
+    if (size < r.latest_size)
+      fail(Status::kConflict, "{}: size {} is below the latest posted size {}; the log only grows",
+           kCall, size, r.latest_size);
+    if (size == r.latest_size && root != r.latest_root)
+      fail(Status::kConflict, "{}: size {} is already posted with root {}", kCall, size,
+           r.latest_root.hex());
+    // For a re-post of the latest (size, root) this demands an empty proof.
+    merkle::verify_consistency(r.latest_size, size, r.latest_root.view(), root.view(), proof);
+  }
+  r.latest_size = size;
+  r.latest_root = root;
+  height_ = now;
+}
+
+std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, ByteView beacon,
+                                              uint64_t rounds, Mode mode, uint64_t now) {
+  constexpr const char *kCall = "issue_challenge";
+  check_now(now);
+  Run &r = run_for(run_id, kCall);
+  const uint64_t n = r.commitment.declared_steps;
+  if (r.latest_size != n)
+    fail(Status::kState, "{}: run {} is not sealed ({} of {} steps posted)", kCall, run_id.hex(),
+         r.latest_size, n);
+  if (rounds == 0 || rounds > config_.max_rounds)
+    fail(Status::kInvalidArgument, "{}: rounds = {} is outside 1..{}", kCall, rounds,
+         config_.max_rounds);
+  if (mode != Mode::kBitwise && mode != Mode::kNormBucket)
+    fail(Status::kInvalidArgument, "{}: unknown witness mode {}", kCall, static_cast<int>(mode));
+  // Also validates the beacon (1..kMaxBeaconBytes) and rounds <= n.
+  const std::vector<uint64_t> steps = commit::derive_challenges(beacon, run_id, n, rounds);
+  Bytes beacon_bytes = to_bytes(beacon);
+  if (r.beacons.contains(beacon_bytes))
+    fail(Status::kConflict, "{}: this beacon was already used for run {}", kCall, run_id.hex());
+  if (config_.commit_window > UINT64_MAX - now ||
+      config_.reveal_window > UINT64_MAX - now - config_.commit_window)
+    fail(Status::kOutOfRange,
+         "{}: the deadlines of a challenge issued at height {} do not fit 64 bits", kCall, now);
+  if (rounds > UINT64_MAX - next_challenge_id_)
+    fail(Status::kLimit, "{}: challenge ids are exhausted", kCall);
+
+  const uint64_t commit_deadline = now + config_.commit_window;
+  std::map<uint64_t, Challenge> fresh;
+  std::vector<uint64_t> ids;
+  ids.reserve(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    Challenge &c = fresh[next_challenge_id_ + i];
+    c.run_id = run_id;
+    c.step = steps[i];
+    c.mode = mode;
+    c.commit_deadline = commit_deadline;
+    c.reveal_deadline = commit_deadline + config_.reveal_window;
+    ids.push_back(next_challenge_id_ + i);
+  }
+  r.beacons.insert(std::move(beacon_bytes));  // the last step that may allocate
+  challenges_.merge(fresh);
+  next_challenge_id_ += rounds;
+  height_ = now;
+  return ids;
+}
+
+void Ledger::submit_opening(ByteView caller, uint64_t challenge_id, const Digest &manifest_digest,
+                            ByteView step_leaf, ByteView leaf_proof, uint64_t now) {
+  constexpr const char *kCall = "submit_opening";
+  check_now(now);
+  check_caller(caller, kCall);
+  Challenge &c = challenge_for(challenge_id, kCall);
+  const Run &r = runs_.at(c.run_id);
+  if (!same(caller, r.commitment.miner_identity))
+    fail(Status::kPermission, "{}: only the run's miner opens its challenges", kCall);
+  if (now > c.commit_deadline)
+    fail(Status::kState, "{}: the commit phase of challenge {} closed at height {}", kCall,
+         challenge_id, c.commit_deadline);
+  const commit::StepLeaf leaf = commit::StepLeaf::decode(step_leaf);
+  if (leaf.step != c.step)
+    fail(Status::kInvalidArgument, "{}: the leaf names step {}, challenge {} is on step {}", kCall,
+         leaf.step, challenge_id, c.step);
+  // The run is sealed, so its latest root is the final one over all steps.
+  merkle::verify_inclusion(c.step - 1, r.commitment.declared_steps,
+                           hash::leaf_hash(step_leaf).view(), merkle::decode_proof(leaf_proof),
+                           r.latest_root.view());
+  const Opening o{manifest_digest, leaf.state_digest};
+  if (c.opening) {
+    if (c.opening->manifest_digest != o.manifest_digest ||
+        c.opening->state_digest != o.state_digest)
+      fail(Status::kConflict, "{}: challenge {} is already opened with manifest {}", kCall,
+           challenge_id, c.opening->manifest_digest.hex());
+  }
+  c.opening = o;
+  height_ = now;
+}
+
+void Ledger::declare_witness_norm_bucket(ByteView caller, uint64_t challenge_id, int64_t bucket,
+                                         uint64_t now) {
+  constexpr const char *kCall = "declare_witness_norm_bucket";
+  check_now(now);
+  check_caller(caller, kCall);
+  Challenge &c = challenge_for(challenge_id, kCall);
+  if (!same(caller, runs_.at(c.run_id).commitment.miner_identity))
+    fail(Status::kPermission, "{}: only the run's miner declares the reference bucket", kCall);
+  if (c.mode != Mode::kNormBucket)
+    fail(Status::kState, "{}: challenge {} is in bitwise mode; it takes no bucket", kCall,
+         challenge_id);
+  if (now > c.commit_deadline)
+    fail(Status::kState, "{}: the commit phase of challenge {} closed at height {}", kCall,
+         challenge_id, c.commit_deadline);
+  if (c.declared_bucket && *c.declared_bucket != bucket)
+    fail(Status::kConflict, "{}: challenge {} already has the declared bucket {}", kCall,
+         challenge_id, *c.declared_bucket);
+  c.declared_bucket = bucket;
+  height_ = now;
+}
+
+void Ledger::commit_witness(ByteView caller, uint64_t challenge_id, const Digest &commitment,
+                            uint64_t now) {
+  constexpr const char *kCall = "commit_witness";
+  check_now(now);
+  check_caller(caller, kCall);
+  Challenge &c = challenge_for(challenge_id, kCall);
+  if (same(caller, runs_.at(c.run_id).commitment.miner_identity))
+    fail(Status::kPermission, "{}: the miner cannot witness its own challenge", kCall);
+  if (!c.opening) fail(Status::kState, "{}: challenge {} is not opened yet", kCall, challenge_id);
+  if (now > c.commit_deadline)
+    fail(Status::kState, "{}: the commit phase of challenge {} closed at height {}", kCall,
+         challenge_id, c.commit_deadline);
+  Bytes identity = to_bytes(caller);
+  if (auto it = c.commits.find(identity); it != c.commits.end()) {
+    if (it->second != commitment)
+      fail(Status::kConflict, "{}: {} already committed {} on challenge {}", kCall,
+           to_hex(identity), it->second.hex(), challenge_id);
+    height_ = now;
+    return;
+  }
+  if (c.commits.size() >= kMaxWitnessesPerChallenge)
+    fail(Status::kLimit, "{}: challenge {} already has {} witnesses", kCall, challenge_id,
+         kMaxWitnessesPerChallenge);
+  c.commits.emplace(std::move(identity), commitment);
+  height_ = now;
+}
+
+void Ledger::reveal_witness_value(ByteView caller, uint64_t challenge_id,
+                                  const Digest &replayed_state, int64_t bucket, ByteView salt,
+                                  uint64_t now) {
+  constexpr const char *kCall = "reveal_witness_value";
+  check_now(now);
+  check_caller(caller, kCall);
+  Challenge &c = challenge_for(challenge_id, kCall);
+  // Revealing while commits are still accepted would let a late witness
+  // copy an early reveal.
+  if (now <= c.commit_deadline)
+    fail(Status::kState, "{}: the commit phase of challenge {} is open until height {}", kCall,
+         challenge_id, c.commit_deadline);
+  if (now > c.reveal_deadline)
+    fail(Status::kState, "{}: the reveal phase of challenge {} closed at height {}", kCall,
+         challenge_id, c.reveal_deadline);
+  Bytes identity = to_bytes(caller);
+  auto it = c.commits.find(identity);
+  if (it == c.commits.end())
+    fail(Status::kNotFound, "{}: {} has no commitment on challenge {}", kCall, to_hex(identity),
+         challenge_id);
+  verify_reveal(it->second, WitnessValue{c.run_id, c.step, replayed_state, bucket}, salt, caller);
+  if (c.reveals.contains(identity))
+    fail(Status::kDuplicate, "{}: {} already revealed on challenge {}", kCall, to_hex(identity),
+         challenge_id);
+  c.reveals.emplace(std::move(identity), Reveal{replayed_state, bucket, to_bytes(salt)});
+  height_ = now;
+}
+
+ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
+  if (!c.opening) return {Verdict::kFail, "no opening", 0};
+  if (c.mode == Mode::kNormBucket && !c.declared_bucket)
+    return {Verdict::kFail, "no declared norm bucket", 0};
+  std::vector<Revealed> reveals;
+  reveals.reserve(c.reveals.size());
+  for (const auto &[identity, r] : c.reveals)
+    reveals.push_back({identity, r.replayed_state, r.bucket});
+  const VerdictResult v =
+      decide(reveals, c.mode, c.opening->state_digest, c.declared_bucket, config_.quorum);
+  return {v.verdict, v.reason, v.cluster_size};
+}
+
+ChallengeVerdict Ledger::finalize_challenge(uint64_t challenge_id, uint64_t now) {
+  constexpr const char *kCall = "finalize_challenge";
+  check_now(now);
+  Challenge &c = challenge_for(challenge_id, kCall);
+  if (now <= c.reveal_deadline)
+    fail(Status::kState, "{}: the reveal phase of challenge {} is open until height {}", kCall,
+         challenge_id, c.reveal_deadline);
+  if (c.outcome) fail(Status::kState, "{}: challenge {} is already final", kCall, challenge_id);
+  ChallengeVerdict v = evaluate(c);
+  c.outcome = Final{v.verdict, v.cluster_size};
+  if (v.verdict == Verdict::kFail) runs_.at(c.run_id).slashable = true;
+  height_ = now;
+  return v;
+}
+
+RunInfo Ledger::run_info(const Digest &run_id) const {
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) fail(Status::kNotFound, "run_info: no run {}", run_id.hex());
+  const Run &r = it->second;
+  RunInfo i;
+  i.run_id = run_id;
+  i.task_id = r.task_id;
+  i.miner_identity = r.commitment.miner_identity;
+  i.declared_steps = r.commitment.declared_steps;
+  i.latest_size = r.latest_size;
+  i.latest_root = r.latest_root;
+  i.sealed = r.latest_size == r.commitment.declared_steps;
+  i.slashable = r.slashable;
+  return i;
+}
+
+ChallengeInfo Ledger::challenge_info(uint64_t challenge_id) const {
+  auto it = challenges_.find(challenge_id);
+  if (it == challenges_.end())
+    fail(Status::kNotFound, "challenge_info: no challenge {}", challenge_id);
+  const Challenge &c = it->second;
+  ChallengeInfo i;
+  i.id = challenge_id;
+  i.run_id = c.run_id;
+  i.step = c.step;
+  i.mode = c.mode;
+  i.commit_deadline = c.commit_deadline;
+  i.reveal_deadline = c.reveal_deadline;
+  i.opened = c.opening.has_value();
+  if (c.opening) {
+    i.manifest_digest = c.opening->manifest_digest;
+    i.opened_state = c.opening->state_digest;
+  }
+  i.declared_bucket = c.declared_bucket;
+  i.witness_commits = c.commits.size();
+  i.witness_reveals = c.reveals.size();
+  // Nothing that feeds the verdict changes after the reveal phase, so the
+  // reason is recomputed rather than stored.
+  if (c.outcome)
+    i.verdict = ChallengeVerdict{c.outcome->verdict, evaluate(c).reason, c.outcome->cluster_size};
+  return i;
+}
+
+// ---- serialization ----
+
+namespace {
+
+void put(std::string *dst, const Digest &d) {
+  dst->assign(reinterpret_cast<const char *>(d.bytes.data()), d.bytes.size());
+}
+
+}  // namespace
+
+Bytes Ledger::save() const {
+  v1::LedgerState p;
+  p.set_format_version(kStateFormatVersion);
+  v1::LedgerConfig *cfg = p.mutable_config();
+  cfg->set_commit_window(config_.commit_window);
+  cfg->set_reveal_window(config_.reveal_window);
+  cfg->set_quorum(config_.quorum);
+  cfg->set_max_rounds(config_.max_rounds);
+  p.set_height(height_);
+  p.set_next_challenge_id(next_challenge_id_);
+  for (const auto &[run_id, r] : runs_) {  // std::map: sorted by key, bytewise
+    v1::LedgerRun *m = p.add_runs();
+    put(m->mutable_run_id(), run_id);
+    put(m->mutable_task_id(), r.task_id);
+    m->set_commitment(as_string(r.commitment_bytes));
+    m->set_latest_size(r.latest_size);
+    if (r.latest_size > 0) put(m->mutable_latest_root(), r.latest_root);
+    for (const Bytes &b : r.beacons) m->add_beacons(as_string(b));
+  }
+  for (const auto &[id, c] : challenges_) {
+    v1::LedgerChallenge *m = p.add_challenges();
+    m->set_id(id);
+    put(m->mutable_run_id(), c.run_id);
+    m->set_step(c.step);
+    m->set_mode(c.mode == Mode::kNormBucket ? v1::LEDGER_MODE_NORM_BUCKET
+                                            : v1::LEDGER_MODE_BITWISE);
+    m->set_commit_deadline(c.commit_deadline);
+    m->set_reveal_deadline(c.reveal_deadline);
+    if (c.opening) {
+      put(m->mutable_opening()->mutable_manifest_digest(), c.opening->manifest_digest);
+      put(m->mutable_opening()->mutable_state_digest(), c.opening->state_digest);
+    }
+    if (c.declared_bucket) m->set_declared_bucket(*c.declared_bucket);
+    for (const auto &[identity, commitment] : c.commits) {
+      v1::LedgerWitnessCommit *w = m->add_commits();
+      w->set_identity(as_string(identity));
+      put(w->mutable_commitment(), commitment);
+    }
+    for (const auto &[identity, r] : c.reveals) {
+      v1::LedgerWitnessReveal *w = m->add_reveals();
+      w->set_identity(as_string(identity));
+      put(w->mutable_replayed_state(), r.replayed_state);
+      w->set_bucket(r.bucket);
+      w->set_salt(as_string(r.salt));
+    }
+    if (c.outcome) {
+      v1::LedgerVerdict *v = m->mutable_verdict();
+      v->set_verdict(static_cast<v1::LedgerVerdictKind>(static_cast<int>(c.outcome->verdict)));
+      v->set_cluster_size(c.outcome->cluster_size);
+    }
+  }
+  // Saving more than load accepts would produce a state nobody can restore.
+  const size_t n = p.ByteSizeLong();
+  if (n > kMaxLedgerStateBytes)
+    fail(Status::kLimit, "ledger state of {} bytes exceeds the limit of {}", n,
+         kMaxLedgerStateBytes);
+  const std::string s = p.SerializeAsString();
+  return Bytes(s.begin(), s.end());
+}
+
+Ledger Ledger::load(ByteView b) {
+  // Parsing allocates in proportion to the input, so bounding the input
+  // bounds every allocation below.
+  if (b.size() > kMaxLedgerStateBytes)
+    fail(Status::kLimit, "ledger state of {} bytes, the limit is {}", b.size(),
+         kMaxLedgerStateBytes);
+  v1::LedgerState p;
+  if (!p.ParseFromArray(b.data(), static_cast<int>(b.size())))
+    bad_state("the bytes are not a pot.v1.LedgerState message");
+  if (p.format_version() != kStateFormatVersion)
+    bad_state(fmt::format("format_version {} is not supported (this SDK writes {})",
+                          p.format_version(), kStateFormatVersion));
+  if (!p.has_config()) bad_state("the config is missing");
+  const LedgerConfig config{p.config().commit_window(), p.config().reveal_window(),
+                            p.config().quorum(), p.config().max_rounds()};
+  Ledger l = as_state_check("config", [&] { return Ledger(config); });
+  l.height_ = p.height();
+  l.next_challenge_id_ = p.next_challenge_id();
+
+  for (const v1::LedgerRun &m : p.runs()) {
+    const Digest run_id = digest_field(m.run_id(), "run_id");
+    const std::string where = "run " + run_id.hex();
+    Run r;
+    r.task_id = digest_field(m.task_id(), where + ": task_id");
+    r.commitment_bytes = to_bytes(view_of(m.commitment()));
+    r.commitment = as_state_check(where + ": commitment", [&] {
+      return commit::TrainingCommitment::decode(r.commitment_bytes);
+    });
+    if (r.commitment.run_id() != run_id)
+      bad_state(where + ": run_id is not the commitment's digest");
+    r.latest_size = m.latest_size();
+    if (r.latest_size > r.commitment.declared_steps)
+      bad_state(fmt::format("{}: latest_size {} exceeds declared_steps {}", where, r.latest_size,
+                            r.commitment.declared_steps));
+    if (r.latest_size > 0)
+      r.latest_root = digest_field(m.latest_root(), where + ": latest_root");
+    else if (!m.latest_root().empty())
+      bad_state(where + ": a root without a posted size");
+    for (const std::string &beacon : m.beacons()) {
+      if (beacon.empty() || beacon.size() > commit::kMaxBeaconBytes)
+        bad_state(fmt::format("{}: a beacon of {} bytes", where, beacon.size()));
+      if (!r.beacons.insert(to_bytes(view_of(beacon))).second)
+        bad_state(where + ": a beacon is listed twice");
+    }
+    if (!l.run_keys_.emplace(RunKey{r.task_id, r.commitment.miner_identity}, run_id).second)
+      bad_state(where + ": its task already holds a run of the same miner");
+    if (!l.runs_.emplace(run_id, std::move(r)).second) bad_state(where + " is listed twice");
+  }
+
+  std::map<Digest, uint64_t> challenges_per_run;
+  for (const v1::LedgerChallenge &m : p.challenges()) {
+    const std::string where = fmt::format("challenge {}", m.id());
+    if (m.id() >= l.next_challenge_id_) bad_state(where + ": its id was never issued");
+    Challenge c;
+    c.run_id = digest_field(m.run_id(), where + ": run_id");
+    auto run = l.runs_.find(c.run_id);
+    if (run == l.runs_.end()) bad_state(where + ": its run is unknown");
+    Run &r = run->second;
+    if (r.latest_size != r.commitment.declared_steps) bad_state(where + ": its run is not sealed");
+    ++challenges_per_run[c.run_id];
+    c.step = m.step();
+    if (c.step == 0 || c.step > r.commitment.declared_steps)
+      bad_state(where + ": step outside the run");
+    if (m.mode() == v1::LEDGER_MODE_BITWISE)
+      c.mode = Mode::kBitwise;
+    else if (m.mode() == v1::LEDGER_MODE_NORM_BUCKET)
+      c.mode = Mode::kNormBucket;
+    else
+      bad_state(fmt::format("{}: unknown mode {}", where, static_cast<int>(m.mode())));
+    c.commit_deadline = m.commit_deadline();
+    c.reveal_deadline = m.reveal_deadline();
+    // Issued at commit_deadline - commit_window, which cannot be in the future.
+    if (c.commit_deadline < l.config_.commit_window ||
+        c.commit_deadline - l.config_.commit_window > l.height_ ||
+        c.reveal_deadline < c.commit_deadline ||
+        c.reveal_deadline - c.commit_deadline != l.config_.reveal_window)
+      bad_state(where + ": deadlines that do not follow from the config and the height");
+    if (m.has_opening()) {
+      c.opening = Opening{digest_field(m.opening().manifest_digest(), where + ": manifest_digest"),
+                          digest_field(m.opening().state_digest(), where + ": state_digest")};
+    }
+    if (m.has_declared_bucket()) {
+      if (c.mode != Mode::kNormBucket) bad_state(where + ": a declared bucket in bitwise mode");
+      c.declared_bucket = m.declared_bucket();
+    }
+    if (static_cast<size_t>(m.commits_size()) > kMaxWitnessesPerChallenge)
+      bad_state(fmt::format("{}: {} witnesses, more than {}", where, m.commits_size(),
+                            kMaxWitnessesPerChallenge));
+    if (m.commits_size() > 0 && !c.opening)
+      bad_state(where + ": witness commits before the opening");
+    for (const v1::LedgerWitnessCommit &w : m.commits()) {
+      const ByteView identity = view_of(w.identity());
+      as_state_check(where + ": witness", [&] { check_caller(identity, "commit_witness"); });
+      if (same(identity, r.commitment.miner_identity))
+        bad_state(where + ": the miner is a witness");
+      if (!c.commits
+               .emplace(to_bytes(identity), digest_field(w.commitment(), where + ": commitment"))
+               .second)
+        bad_state(where + ": a witness committed twice");
+    }
+    if (m.reveals_size() > 0 && l.height_ <= c.commit_deadline)
+      bad_state(where + ": reveals during the commit phase");
+    for (const v1::LedgerWitnessReveal &w : m.reveals()) {
+      Bytes identity = to_bytes(view_of(w.identity()));
+      auto committed = c.commits.find(identity);
+      if (committed == c.commits.end()) bad_state(where + ": a reveal without a commitment");
+      Reveal rv{digest_field(w.replayed_state(), where + ": replayed_state"), w.bucket(),
+                to_bytes(view_of(w.salt()))};
+      as_state_check(where + ": reveal of " + to_hex(identity), [&] {
+        verify_reveal(committed->second,
+                      WitnessValue{c.run_id, c.step, rv.replayed_state, rv.bucket}, rv.salt,
+                      identity);
+      });
+      if (!c.reveals.emplace(std::move(identity), std::move(rv)).second)
+        bad_state(where + ": a witness revealed twice");
+    }
+    if (m.has_verdict()) {
+      if (l.height_ <= c.reveal_deadline)
+        bad_state(where + ": final before its reveal phase closed");
+      const ChallengeVerdict v = l.evaluate(c);
+      if (static_cast<int>(m.verdict().verdict()) != static_cast<int>(v.verdict) ||
+          m.verdict().cluster_size() != v.cluster_size)
+        bad_state(where + ": the stored verdict is not the one its reveals yield");
+      c.outcome = Final{v.verdict, v.cluster_size};
+      if (v.verdict == Verdict::kFail) r.slashable = true;
+    }
+    if (!l.challenges_.emplace(m.id(), std::move(c)).second) bad_state(where + " is listed twice");
+  }
+  // Every accepted call needs a run (start_training_commitment creates one),
+  // so a ledger without runs has never accepted a call.
+  if (l.runs_.empty() && l.height_ != 0)
+    bad_state(fmt::format("height {} without any run", l.height_));
+  // The ledger never deletes a challenge, so the ids are exactly
+  // 0..next_challenge_id - 1 (each below it and distinct, checked above).
+  if (l.challenges_.size() != l.next_challenge_id_)
+    bad_state(fmt::format("{} challenges, but {} were issued", l.challenges_.size(),
+                          l.next_challenge_id_));
+  // Each issue_challenge uses one new beacon and opens 1..max_rounds
+  // challenges.
+  for (const auto &[run_id, r] : l.runs_) {
+    const uint64_t beacons = r.beacons.size();
+    const auto it = challenges_per_run.find(run_id);
+    const uint64_t challenges = it == challenges_per_run.end() ? 0 : it->second;
+    if (challenges < beacons || challenges > beacons * l.config_.max_rounds)
+      bad_state(fmt::format("run {}: {} challenges cannot come from {} beacons", run_id.hex(),
+                            challenges, beacons));
+  }
+  // Sorted, unique keys, no default values, no unknown fields: all follow
+  // from re-encoding the state and comparing.
+  if (l.save() != Bytes(b.begin(), b.end())) bad_state("the bytes are not in canonical form");
+  return l;
+}
+
+// ---- JSON interface ----
+
+namespace {
+
+int64_t json_i64(const nlohmann::json &j, const commit::JsonFields &f, const char *key) {
+  if (!f.has(key)) fail(Status::kInvalidArgument, "{}: missing key", f.path(key));
+  const nlohmann::json &v = j.at(key);
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(INT64_MAX))
+      fail(Status::kInvalidArgument, "{} = {} does not fit int64", f.path(key), u);
+    return static_cast<int64_t>(u);
+  }
+  if (v.is_number_integer()) return v.get<int64_t>();
+  fail(Status::kInvalidArgument, "{} must be an integer", f.path(key));
+}
+
+Mode json_mode(const commit::JsonFields &f, const char *key) {
+  const std::string s = f.str(key);
+  if (s == "bitwise") return Mode::kBitwise;
+  if (s == "norm_bucket") return Mode::kNormBucket;
+  fail(Status::kInvalidArgument, "{} must be \"bitwise\" or \"norm_bucket\", not \"{}\"",
+       f.path(key), s);
+}
+
+nlohmann::json verdict_json(const ChallengeVerdict &v) {
+  return {
+      {"verdict", verdict_name(v.verdict)}, {"reason", v.reason}, {"cluster_size", v.cluster_size}};
+}
+
+}  // namespace
+
+nlohmann::json Ledger::apply(const nlohmann::json &call) {
+  const commit::JsonFields top(call, "call");
+  const std::string name = top.str("call");
+  const commit::JsonFields f(call, name);
+  nlohmann::json out = {{"ok", true}};
+  // Arguments are read into locals first, in the documented order, so a call
+  // with several bad arguments always reports the same one.
+  if (name == "start_training_commitment") {
+    f.only({"call", "caller", "now", "task_id", "commitment"});
+    const Bytes caller = f.hex("caller");
+    const uint64_t now = f.u64("now");
+    const Digest task_id = f.digest("task_id");
+    const Bytes commitment = f.hex("commitment");
+    out["run_id"] = start_training_commitment(caller, task_id, commitment, now).hex();
+  } else if (name == "post_checkpoint_root") {
+    f.only({"call", "caller", "now", "run_id", "size", "root", "consistency_proof"});
+    const Bytes caller = f.hex("caller");
+    const uint64_t now = f.u64("now");
+    const Digest run_id = f.digest("run_id");
+    const uint64_t size = f.u64("size");
+    const Digest root = f.digest("root");
+    const Bytes proof = f.hex("consistency_proof");
+    post_checkpoint_root(caller, run_id, size, root, proof, now);
+    const RunInfo r = run_info(run_id);
+    out["latest_size"] = r.latest_size;
+    out["sealed"] = r.sealed;
+  } else if (name == "issue_challenge") {
+    f.only({"call", "now", "run_id", "beacon", "rounds", "mode"});
+    const uint64_t now = f.u64("now");
+    const Digest run_id = f.digest("run_id");
+    const Bytes beacon = f.hex("beacon");
+    const uint64_t rounds = f.u64("rounds");
+    const Mode mode = json_mode(f, "mode");
+    const std::vector<uint64_t> ids = issue_challenge(run_id, beacon, rounds, mode, now);
+    nlohmann::json steps = nlohmann::json::array();
+    for (uint64_t id : ids) steps.push_back(challenges_.at(id).step);
+    out["challenge_ids"] = ids;
+    out["steps"] = std::move(steps);
+  } else if (name == "submit_opening") {
+    f.only({"call", "caller", "now", "challenge_id", "manifest_digest", "step_leaf", "leaf_proof"});
+    const Bytes caller = f.hex("caller");
+    const uint64_t now = f.u64("now");
+    const uint64_t id = f.u64("challenge_id");
+    const Digest manifest = f.digest("manifest_digest");
+    const Bytes leaf = f.hex("step_leaf");
+    const Bytes proof = f.hex("leaf_proof");
+    submit_opening(caller, id, manifest, leaf, proof, now);
+  } else if (name == "declare_witness_norm_bucket") {
+    f.only({"call", "caller", "now", "challenge_id", "bucket"});
+    const Bytes caller = f.hex("caller");
+    const uint64_t now = f.u64("now");
+    const uint64_t id = f.u64("challenge_id");
+    const int64_t bucket = json_i64(call, f, "bucket");
+    declare_witness_norm_bucket(caller, id, bucket, now);
+  } else if (name == "commit_witness") {
+    f.only({"call", "caller", "now", "challenge_id", "commitment"});
+    const Bytes caller = f.hex("caller");
+    const uint64_t now = f.u64("now");
+    const uint64_t id = f.u64("challenge_id");
+    const Digest commitment = f.digest("commitment");
+    commit_witness(caller, id, commitment, now);
+  } else if (name == "reveal_witness_value") {
+    f.only({"call", "caller", "now", "challenge_id", "replayed_state", "bucket", "salt"});
+    const Bytes caller = f.hex("caller");
+    const uint64_t now = f.u64("now");
+    const uint64_t id = f.u64("challenge_id");
+    const Digest replayed = f.digest("replayed_state");
+    const int64_t bucket = json_i64(call, f, "bucket");
+    const Bytes salt = f.hex("salt");
+    reveal_witness_value(caller, id, replayed, bucket, salt, now);
+  } else if (name == "finalize_challenge") {
+    f.only({"call", "now", "challenge_id"});
+    const uint64_t now = f.u64("now");
+    const uint64_t id = f.u64("challenge_id");
+    out.update(verdict_json(finalize_challenge(id, now)));
+  } else if (name == "run_info") {
+    f.only({"call", "run_id"});
+    const RunInfo r = run_info(f.digest("run_id"));
+    out["run_id"] = r.run_id.hex();
+    out["task_id"] = r.task_id.hex();
+    out["miner_identity"] = to_hex(r.miner_identity);
+    out["declared_steps"] = r.declared_steps;
+    out["latest_size"] = r.latest_size;
+    out["latest_root"] =
+        r.latest_size > 0 ? nlohmann::json(r.latest_root.hex()) : nlohmann::json(nullptr);
+    out["sealed"] = r.sealed;
+    out["slashable"] = r.slashable;
+  } else if (name == "challenge_info") {
+    f.only({"call", "challenge_id"});
+    const ChallengeInfo c = challenge_info(f.u64("challenge_id"));
+    const nlohmann::json null;
+    out["challenge_id"] = c.id;
+    out["run_id"] = c.run_id.hex();
+    out["step"] = c.step;
+    out["mode"] = mode_name(c.mode);
+    out["commit_deadline"] = c.commit_deadline;
+    out["reveal_deadline"] = c.reveal_deadline;
+    out["opened"] = c.opened;
+    out["manifest_digest"] = c.opened ? nlohmann::json(c.manifest_digest.hex()) : null;
+    out["opened_state"] = c.opened ? nlohmann::json(c.opened_state.hex()) : null;
+    out["declared_bucket"] = c.declared_bucket ? nlohmann::json(*c.declared_bucket) : null;
+    out["witness_commits"] = c.witness_commits;
+    out["witness_reveals"] = c.witness_reveals;
+    out["final"] = c.verdict.has_value();
+    if (c.verdict) {
+      out.update(verdict_json(*c.verdict));
+    } else {
+      out["verdict"] = null;
+      out["reason"] = null;
+      out["cluster_size"] = null;
+    }
+  } else {
+    fail(Status::kInvalidArgument, "call: unknown call \"{}\"", name);
+  }
+  return out;
+}
+
+}  // namespace pot::witness

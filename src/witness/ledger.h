@@ -1,0 +1,171 @@
+// The reference ledger (docs/ledger.md): a deterministic state machine with
+// the semantics of the on-chain calls (start_training_commitment, root posts,
+// challenges, openings, witness commit/reveal, norm-bucket declarations,
+// finalization), for chain teams to embed or mirror. Time is the block
+// height each call carries. Every refused call throws pot::Error with a
+// status naming the broken rule and leaves the state exactly as it was; the
+// state serialises to a canonical pot.v1.LedgerState encoding.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "commit/commitment.h"
+#include "hash/sha256.h"
+#include "witness/witness.h"
+
+namespace pot::witness {
+
+// The largest saved state load accepts (and save produces).
+inline constexpr size_t kMaxLedgerStateBytes = size_t{64} << 20;
+// Witness commitments one challenge accepts; bounds the work of finalize.
+inline constexpr size_t kMaxWitnessesPerChallenge = 1024;
+
+struct LedgerConfig {
+  uint64_t commit_window = 1;  // blocks from issue to the end of the commit phase
+  uint64_t reveal_window = 1;  // blocks from there to the end of the reveal phase
+  uint32_t quorum = 1;         // reveals the winning cluster needs
+  uint32_t max_rounds = 1;     // challenges one issue_challenge may draw
+
+  // kInvalidArgument unless every field is >= 1.
+  void validate() const;
+  bool operator==(const LedgerConfig &) const = default;
+};
+
+struct RunInfo {
+  hash::Digest run_id;
+  hash::Digest task_id;
+  Bytes miner_identity;
+  uint64_t declared_steps = 0;
+  uint64_t latest_size = 0;  // 0 before the first root is posted
+  hash::Digest latest_root;  // all zero while latest_size == 0
+  bool sealed = false;       // latest_size == declared_steps
+  bool slashable = false;    // some challenge of the run finalized FAIL
+};
+
+struct ChallengeVerdict {
+  Verdict verdict = Verdict::kInconclusive;
+  std::string reason;
+  uint64_t cluster_size = 0;
+};
+
+struct ChallengeInfo {
+  uint64_t id = 0;
+  hash::Digest run_id;
+  uint64_t step = 0;
+  Mode mode = Mode::kBitwise;
+  uint64_t commit_deadline = 0;  // last height of the commit phase
+  uint64_t reveal_deadline = 0;  // last height of the reveal phase
+  bool opened = false;
+  hash::Digest manifest_digest;  // when opened
+  hash::Digest opened_state;     // when opened: the opened leaf's state digest
+  std::optional<int64_t> declared_bucket;
+  size_t witness_commits = 0;
+  size_t witness_reveals = 0;
+  std::optional<ChallengeVerdict> verdict;  // once final
+};
+
+class Ledger {
+ public:
+  // kInvalidArgument for an invalid config.
+  explicit Ledger(const LedgerConfig &config);
+
+  const LedgerConfig &config() const { return config_; }
+  // The latest `now` an accepted call carried (0 for a new ledger).
+  uint64_t height() const { return height_; }
+
+  // Registers a run under (task_id, miner identity) and returns its run id.
+  hash::Digest start_training_commitment(ByteView caller, const hash::Digest &task_id,
+                                         ByteView commitment, uint64_t now);
+  // Posts the root of the first `size` step leaves; seals the run at
+  // size == declared_steps.
+  void post_checkpoint_root(ByteView caller, const hash::Digest &run_id, uint64_t size,
+                            const hash::Digest &root, ByteView consistency_proof, uint64_t now);
+  // Draws `rounds` distinct steps of a sealed run and opens one challenge
+  // per step; returns their ids in round order.
+  std::vector<uint64_t> issue_challenge(const hash::Digest &run_id, ByteView beacon,
+                                        uint64_t rounds, Mode mode, uint64_t now);
+  void submit_opening(ByteView caller, uint64_t challenge_id, const hash::Digest &manifest_digest,
+                      ByteView step_leaf, ByteView leaf_proof, uint64_t now);
+  void declare_witness_norm_bucket(ByteView caller, uint64_t challenge_id, int64_t bucket,
+                                   uint64_t now);
+  void commit_witness(ByteView caller, uint64_t challenge_id, const hash::Digest &commitment,
+                      uint64_t now);
+  void reveal_witness_value(ByteView caller, uint64_t challenge_id,
+                            const hash::Digest &replayed_state, int64_t bucket, ByteView salt,
+                            uint64_t now);
+  ChallengeVerdict finalize_challenge(uint64_t challenge_id, uint64_t now);
+
+  // kNotFound for an unknown run or challenge.
+  RunInfo run_info(const hash::Digest &run_id) const;
+  ChallengeInfo challenge_info(uint64_t challenge_id) const;
+
+  // Canonical pot.v1.LedgerState bytes; kLimit past kMaxLedgerStateBytes.
+  Bytes save() const;
+  // kLimit past kMaxLedgerStateBytes; kMalformed for bytes that are not a
+  // canonical encoding of a state the ledger could have reached.
+  static Ledger load(ByteView state);
+
+  // One call as JSON (docs/ledger.md, "JSON interface"): {"call": name,
+  // ...arguments}. Returns {"ok": true, ...results}; throws pot::Error like
+  // the C++ call, or kInvalidArgument for a malformed call object.
+  nlohmann::json apply(const nlohmann::json &call);
+
+ private:
+  struct Run {
+    hash::Digest task_id;
+    Bytes commitment_bytes;  // canonical
+    commit::TrainingCommitment commitment;
+    uint64_t latest_size = 0;
+    hash::Digest latest_root;
+    std::set<Bytes> beacons;
+    bool slashable = false;  // derived from the challenges, kept for queries
+  };
+  struct Reveal {
+    hash::Digest replayed_state;
+    int64_t bucket = 0;
+    Bytes salt;
+  };
+  struct Opening {
+    hash::Digest manifest_digest;
+    hash::Digest state_digest;
+  };
+  struct Final {
+    Verdict verdict = Verdict::kInconclusive;
+    uint64_t cluster_size = 0;
+  };
+  struct Challenge {
+    hash::Digest run_id;
+    uint64_t step = 0;
+    Mode mode = Mode::kBitwise;
+    uint64_t commit_deadline = 0;
+    uint64_t reveal_deadline = 0;
+    std::optional<Opening> opening;
+    std::optional<int64_t> declared_bucket;
+    std::map<Bytes, hash::Digest> commits;  // identity -> commitment
+    std::map<Bytes, Reveal> reveals;        // identity -> revealed value
+    std::optional<Final> outcome;           // once final
+  };
+  using RunKey = std::pair<hash::Digest, Bytes>;  // (task id, miner identity)
+
+  void check_now(uint64_t now) const;
+  Run &run_for(const hash::Digest &run_id, const char *call);
+  Challenge &challenge_for(uint64_t id, const char *call);
+  // The verdict the challenge's current record yields (reason included).
+  ChallengeVerdict evaluate(const Challenge &c) const;
+  void validate_loaded() const;
+
+  LedgerConfig config_;
+  uint64_t height_ = 0;
+  uint64_t next_challenge_id_ = 0;
+  std::map<hash::Digest, Run> runs_;
+  std::map<RunKey, hash::Digest> run_keys_;
+  std::map<uint64_t, Challenge> challenges_;
+};
+
+}  // namespace pot::witness

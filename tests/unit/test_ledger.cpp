@@ -1,0 +1,972 @@
+// The reference ledger: full flows with real commitments, trees and witness
+// commitments, every refusal rule (status and unchanged state), and the
+// canonical state encoding.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "commit/challenge.h"
+#include "commit/commitment.h"
+#include "commit/step_leaf.h"
+#include "core_test_util.h"
+#include "merkle/proof.h"
+#include "merkle/stored_tree.h"
+#include "pot/v1/ledger.pb.h"
+#include "witness/ledger.h"
+#include "witness/witness.h"
+
+using namespace pot;
+using hash::Digest;
+using pot::test::status_of;
+using witness::Ledger;
+using witness::LedgerConfig;
+using witness::Mode;
+using witness::Verdict;
+
+// A refused call must throw the given status and leave the serialized state
+// byte for byte as it was.
+#define EXPECT_REFUSED(ledger, status, ...)                                    \
+  do {                                                                         \
+    const Bytes before_ = (ledger).save();                                     \
+    EXPECT_EQ(status_of([&] { __VA_ARGS__; }), (status));                      \
+    EXPECT_EQ((ledger).save(), before_) << "a refused call changed the state"; \
+  } while (0)
+
+// An accepted no-op leaves the state unchanged too.
+#define EXPECT_NO_OP(ledger, ...)                                        \
+  do {                                                                   \
+    const Bytes before_ = (ledger).save();                               \
+    EXPECT_EQ(status_of([&] { __VA_ARGS__; }), Status::kOk);             \
+    EXPECT_EQ((ledger).save(), before_) << "a repeat changed the state"; \
+  } while (0)
+
+namespace {
+
+Digest d(const std::string &s) { return hash::sha256(s.data(), s.size()); }
+Bytes id(const std::string &s) { return Bytes(s.begin(), s.end()); }
+Bytes salt_for(const std::string &who) {
+  const Digest h = d("salt of " + who);
+  return Bytes(h.bytes.begin(), h.bytes.end());
+}
+
+constexpr uint64_t kSteps = 8;
+const LedgerConfig kConfig{10, 10, 2, 4};
+
+void expect_round_trip(const Ledger &l) {
+  const Bytes s = l.save();
+  const Ledger back = Ledger::load(s);
+  EXPECT_EQ(back.save(), s);
+  EXPECT_EQ(back.height(), l.height());
+  EXPECT_EQ(back.config(), l.config());
+}
+
+commit::TrainingCommitment make_commitment(const Bytes &miner, const std::string &label = "run") {
+  commit::TrainingCommitment c;
+  c.initial_state_digest = d(label + " S_0");
+  c.schedule_root = d(label + " schedule");
+  c.schedule_length = kSteps;
+  c.dataset_root = d(label + " dataset");
+  c.dataset_size = 1000;
+  c.spec_digest = d(label + " spec");
+  c.declared_steps = kSteps;
+  c.miner_identity = miner;
+  return c;
+}
+
+// One run of kSteps steps, its checkpoint log as a real StoredTree, and
+// helpers that drive the ledger as the miner and witnesses would.
+struct Flow {
+  explicit Flow(bool forged = false, const LedgerConfig &config = kConfig,
+                uint64_t start_height = 100)
+      : ledger(config), now(start_height) {
+    commitment = make_commitment(miner);
+    commitment_bytes = commitment.encode();
+    for (uint64_t t = 1; t <= kSteps; ++t) {
+      // A forging miner logs states it never computed; honest replays
+      // reproduce honest_state(t).
+      leaves.push_back(
+          {t, forged ? d("forged state " + std::to_string(t)) : honest_state(t), 1.0 / double(t)});
+      tree->append(leaves.back().encode());
+    }
+  }
+
+  static Digest honest_state(uint64_t t) { return d("state " + std::to_string(t)); }
+
+  void start() { run_id = ledger.start_training_commitment(miner, task, commitment_bytes, now); }
+  Bytes consistency(uint64_t size) const {
+    return posted == 0 ? Bytes{} : merkle::encode_proof(tree->consistency_proof(posted, size));
+  }
+  void post(uint64_t size) {
+    ledger.post_checkpoint_root(miner, run_id, size, tree->root(size), consistency(size), now);
+    posted = size;
+  }
+  void seal() {
+    start();
+    post(3);
+    ++now;
+    post(6);
+    ++now;
+    post(kSteps);
+  }
+  uint64_t challenge(Mode mode = Mode::kBitwise, const std::string &beacon = "beacon 1") {
+    const std::vector<uint64_t> ids = ledger.issue_challenge(run_id, id(beacon), 1, mode, now);
+    EXPECT_EQ(ids.size(), 1u);
+    return ids.at(0);
+  }
+  uint64_t step_of(uint64_t cid) const { return ledger.challenge_info(cid).step; }
+  Bytes leaf_bytes(uint64_t step) const { return leaves.at(step - 1).encode(); }
+  Bytes leaf_proof(uint64_t step) const {
+    return merkle::encode_proof(tree->inclusion_proof(step - 1, kSteps));
+  }
+  void open(uint64_t cid) {
+    const uint64_t s = step_of(cid);
+    ledger.submit_opening(miner, cid, manifest, leaf_bytes(s), leaf_proof(s), now);
+  }
+  Digest witness_digest(const std::string &who, uint64_t cid, const Digest &state,
+                        int64_t bucket) const {
+    return witness::witness_commitment({run_id, step_of(cid), state, bucket}, salt_for(who),
+                                       id(who));
+  }
+  void commit(const std::string &who, uint64_t cid, const Digest &state, int64_t bucket = 0) {
+    ledger.commit_witness(id(who), cid, witness_digest(who, cid, state, bucket), now);
+  }
+  void reveal(const std::string &who, uint64_t cid, const Digest &state, int64_t bucket = 0) {
+    ledger.reveal_witness_value(id(who), cid, state, bucket, salt_for(who), now);
+  }
+  void to_reveal_phase(uint64_t cid) { now = ledger.challenge_info(cid).commit_deadline + 1; }
+  void to_final_phase(uint64_t cid) { now = ledger.challenge_info(cid).reveal_deadline + 1; }
+
+  Ledger ledger;
+  uint64_t now;
+  Bytes miner = id("miner");
+  Digest task = d("task");
+  Digest manifest = d("opening manifest");
+  commit::TrainingCommitment commitment;
+  Bytes commitment_bytes;
+  Digest run_id;
+  std::unique_ptr<merkle::StoredTree> tree = merkle::StoredTree::in_memory();
+  std::vector<commit::StepLeaf> leaves;
+  uint64_t posted = 0;
+};
+
+}  // namespace
+
+TEST(Ledger, ConfigIsValidated) {
+  EXPECT_EQ(status_of([] { Ledger(LedgerConfig{0, 1, 1, 1}); }), Status::kInvalidArgument);
+  EXPECT_EQ(status_of([] { Ledger(LedgerConfig{1, 0, 1, 1}); }), Status::kInvalidArgument);
+  EXPECT_EQ(status_of([] { Ledger(LedgerConfig{1, 1, 0, 1}); }), Status::kInvalidArgument);
+  EXPECT_EQ(status_of([] { Ledger(LedgerConfig{1, 1, 1, 0}); }), Status::kInvalidArgument);
+  const Ledger l(kConfig);
+  EXPECT_EQ(l.config(), kConfig);
+  EXPECT_EQ(l.height(), 0u);
+  expect_round_trip(l);
+}
+
+TEST(Ledger, HonestFlowPasses) {
+  Flow f;
+  f.start();
+  EXPECT_EQ(f.run_id, f.commitment.run_id());
+  expect_round_trip(f.ledger);
+  // The same commitment again is a no-op that returns the same run id.
+  EXPECT_NO_OP(f.ledger, EXPECT_EQ(f.ledger.start_training_commitment(f.miner, f.task,
+                                                                      f.commitment_bytes, f.now),
+                                   f.run_id));
+  witness::RunInfo r = f.ledger.run_info(f.run_id);
+  EXPECT_EQ(r.run_id, f.run_id);
+  EXPECT_EQ(r.task_id, f.task);
+  EXPECT_EQ(r.miner_identity, f.miner);
+  EXPECT_EQ(r.declared_steps, kSteps);
+  EXPECT_EQ(r.latest_size, 0u);
+  EXPECT_FALSE(r.sealed);
+
+  // Three roots, the later two with RFC 9162 consistency proofs.
+  f.post(3);
+  expect_round_trip(f.ledger);
+  ++f.now;
+  f.post(6);
+  EXPECT_EQ(f.ledger.run_info(f.run_id).latest_size, 6u);
+  EXPECT_FALSE(f.ledger.run_info(f.run_id).sealed);
+  ++f.now;
+  f.post(kSteps);
+  r = f.ledger.run_info(f.run_id);
+  EXPECT_TRUE(r.sealed);
+  EXPECT_EQ(r.latest_root, f.tree->root());
+  EXPECT_FALSE(r.slashable);
+  expect_round_trip(f.ledger);
+
+  const uint64_t cid = f.challenge();
+  EXPECT_EQ(cid, 0u);
+  witness::ChallengeInfo c = f.ledger.challenge_info(cid);
+  EXPECT_EQ(c.run_id, f.run_id);
+  EXPECT_GE(c.step, 1u);
+  EXPECT_LE(c.step, kSteps);
+  EXPECT_EQ(c.step, commit::derive_challenges(id("beacon 1"), f.run_id, kSteps, 1).at(0));
+  EXPECT_EQ(c.mode, Mode::kBitwise);
+  EXPECT_EQ(c.commit_deadline, f.now + 10);
+  EXPECT_EQ(c.reveal_deadline, f.now + 20);
+  EXPECT_FALSE(c.opened);
+  EXPECT_FALSE(c.verdict);
+
+  f.open(cid);
+  c = f.ledger.challenge_info(cid);
+  EXPECT_TRUE(c.opened);
+  EXPECT_EQ(c.manifest_digest, f.manifest);
+  EXPECT_EQ(c.opened_state, Flow::honest_state(c.step));
+  expect_round_trip(f.ledger);
+
+  for (const char *w : {"alice", "bob", "carol"}) f.commit(w, cid, Flow::honest_state(c.step));
+  EXPECT_EQ(f.ledger.challenge_info(cid).witness_commits, 3u);
+  expect_round_trip(f.ledger);
+  f.to_reveal_phase(cid);
+  for (const char *w : {"alice", "bob", "carol"}) f.reveal(w, cid, Flow::honest_state(c.step));
+  EXPECT_EQ(f.ledger.challenge_info(cid).witness_reveals, 3u);
+  expect_round_trip(f.ledger);
+
+  f.to_final_phase(cid);
+  const witness::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
+  EXPECT_EQ(v.verdict, Verdict::kPass);
+  EXPECT_EQ(v.cluster_size, 3u);
+  EXPECT_FALSE(v.reason.empty());
+  EXPECT_FALSE(f.ledger.run_info(f.run_id).slashable);
+  c = f.ledger.challenge_info(cid);
+  ASSERT_TRUE(c.verdict);
+  EXPECT_EQ(c.verdict->verdict, Verdict::kPass);
+  EXPECT_EQ(c.verdict->reason, v.reason);
+  EXPECT_EQ(c.verdict->cluster_size, 3u);
+  expect_round_trip(f.ledger);
+  const Ledger back = Ledger::load(f.ledger.save());
+  EXPECT_EQ(back.challenge_info(cid).verdict->reason, v.reason);
+  EXPECT_EQ(back.height(), f.now);
+}
+
+TEST(Ledger, ForgedLeafFailsAndMakesTheRunSlashable) {
+  Flow f(/*forged=*/true);
+  f.seal();
+  const uint64_t cid = f.challenge();
+  const uint64_t step = f.step_of(cid);
+  // The opening is valid: the forged leaf is in the committed log.
+  f.open(cid);
+  EXPECT_EQ(f.ledger.challenge_info(cid).opened_state, f.leaves[step - 1].state_digest);
+  // Honest replays disagree with it; an accomplice echoing the forged digest
+  // lands outside the largest cluster.
+  for (const char *w : {"alice", "bob", "carol"}) f.commit(w, cid, Flow::honest_state(step));
+  f.commit("accomplice", cid, f.leaves[step - 1].state_digest);
+  f.to_reveal_phase(cid);
+  for (const char *w : {"alice", "bob", "carol"}) f.reveal(w, cid, Flow::honest_state(step));
+  f.reveal("accomplice", cid, f.leaves[step - 1].state_digest);
+  f.to_final_phase(cid);
+  const witness::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
+  EXPECT_EQ(v.verdict, Verdict::kFail);
+  EXPECT_EQ(v.cluster_size, 3u);
+  EXPECT_TRUE(f.ledger.run_info(f.run_id).slashable);
+  expect_round_trip(f.ledger);
+  EXPECT_TRUE(Ledger::load(f.ledger.save()).run_info(f.run_id).slashable);
+}
+
+TEST(Ledger, NormBucketModeAdjacentBucketsPassFarBucketsFail) {
+  Flow f;
+  f.seal();
+  const std::vector<uint64_t> ids =
+      f.ledger.issue_challenge(f.run_id, id("beacon 1"), 2, Mode::kNormBucket, f.now);
+  ASSERT_EQ(ids.size(), 2u);
+  const uint64_t pass = ids[0], fail_ = ids[1];
+  EXPECT_NE(f.step_of(pass), f.step_of(fail_));
+  for (uint64_t cid : ids) {
+    EXPECT_EQ(f.ledger.challenge_info(cid).mode, Mode::kNormBucket);
+    f.open(cid);
+    f.ledger.declare_witness_norm_bucket(f.miner, cid, 100, f.now);
+    EXPECT_EQ(f.ledger.challenge_info(cid).declared_bucket, 100);
+  }
+  // Cross-architecture witnesses: replayed digests all differ, buckets are
+  // close. The largest cluster (101, two reveals) is adjacent to 100.
+  f.commit("alice", pass, d("alice replay"), 101);
+  f.commit("bob", pass, d("bob replay"), 101);
+  f.commit("carol", pass, d("carol replay"), 100);
+  f.commit("alice", fail_, d("alice replay 2"), 105);
+  f.commit("bob", fail_, d("bob replay 2"), 105);
+  f.to_reveal_phase(pass);
+  f.reveal("alice", pass, d("alice replay"), 101);
+  f.reveal("bob", pass, d("bob replay"), 101);
+  f.reveal("carol", pass, d("carol replay"), 100);
+  f.reveal("alice", fail_, d("alice replay 2"), 105);
+  f.reveal("bob", fail_, d("bob replay 2"), 105);
+  expect_round_trip(f.ledger);
+  f.to_final_phase(pass);
+  const witness::ChallengeVerdict p = f.ledger.finalize_challenge(pass, f.now);
+  EXPECT_EQ(p.verdict, Verdict::kPass);
+  EXPECT_EQ(p.cluster_size, 2u);
+  EXPECT_FALSE(f.ledger.run_info(f.run_id).slashable);
+  const witness::ChallengeVerdict q = f.ledger.finalize_challenge(fail_, f.now);
+  EXPECT_EQ(q.verdict, Verdict::kFail);
+  EXPECT_EQ(q.cluster_size, 2u);
+  EXPECT_TRUE(f.ledger.run_info(f.run_id).slashable);
+  expect_round_trip(f.ledger);
+}
+
+TEST(Ledger, TieOrTooFewRevealsIsInconclusive) {
+  Flow f;
+  f.seal();
+  const std::vector<uint64_t> ids =
+      f.ledger.issue_challenge(f.run_id, id("beacon 1"), 2, Mode::kBitwise, f.now);
+  const uint64_t tie = ids[0], few = ids[1];
+  const uint64_t step = f.step_of(tie);
+  f.open(tie);
+  f.open(few);
+  f.commit("alice", tie, Flow::honest_state(step));
+  f.commit("bob", tie, Flow::honest_state(step));
+  f.commit("carol", tie, d("other"));
+  f.commit("dave", tie, d("other"));
+  f.commit("alice", few, Flow::honest_state(f.step_of(few)));
+  f.commit("bob", few, Flow::honest_state(f.step_of(few)));  // never reveals
+  f.to_reveal_phase(tie);
+  f.reveal("alice", tie, Flow::honest_state(step));
+  f.reveal("bob", tie, Flow::honest_state(step));
+  f.reveal("carol", tie, d("other"));
+  f.reveal("dave", tie, d("other"));
+  f.reveal("alice", few, Flow::honest_state(f.step_of(few)));
+  f.to_final_phase(tie);
+  const witness::ChallengeVerdict t = f.ledger.finalize_challenge(tie, f.now);
+  EXPECT_EQ(t.verdict, Verdict::kInconclusive);
+  EXPECT_EQ(t.cluster_size, 2u);
+  const witness::ChallengeVerdict q = f.ledger.finalize_challenge(few, f.now);
+  EXPECT_EQ(q.verdict, Verdict::kInconclusive);  // one reveal, quorum 2
+  EXPECT_EQ(q.cluster_size, 1u);
+  EXPECT_FALSE(f.ledger.run_info(f.run_id).slashable);
+  expect_round_trip(f.ledger);
+}
+
+TEST(Ledger, NoOpeningOrNoDeclaredBucketFails) {
+  Flow f;
+  f.seal();
+  const uint64_t unopened = f.challenge(Mode::kBitwise, "beacon 1");
+  const uint64_t undeclared = f.challenge(Mode::kNormBucket, "beacon 2");
+  f.open(undeclared);
+  f.commit("alice", undeclared, d("a"), 7);
+  f.commit("bob", undeclared, d("b"), 7);
+  f.to_reveal_phase(undeclared);
+  f.reveal("alice", undeclared, d("a"), 7);
+  f.reveal("bob", undeclared, d("b"), 7);
+  f.to_final_phase(unopened);
+  const witness::ChallengeVerdict a = f.ledger.finalize_challenge(unopened, f.now);
+  EXPECT_EQ(a.verdict, Verdict::kFail);
+  EXPECT_EQ(a.reason, "no opening");
+  EXPECT_EQ(a.cluster_size, 0u);
+  EXPECT_TRUE(f.ledger.run_info(f.run_id).slashable);
+  const witness::ChallengeVerdict b = f.ledger.finalize_challenge(undeclared, f.now);
+  EXPECT_EQ(b.verdict, Verdict::kFail);
+  EXPECT_EQ(b.reason, "no declared norm bucket");
+  expect_round_trip(f.ledger);
+  EXPECT_EQ(Ledger::load(f.ledger.save()).challenge_info(unopened).verdict->reason, "no opening");
+}
+
+TEST(Ledger, TimeNeverGoesBack) {
+  Flow f;
+  f.seal();
+  const uint64_t cid = f.challenge();
+  f.open(cid);
+  f.commit("alice", cid, d("x"));
+  const uint64_t past = f.now - 1;
+  const uint64_t s = f.step_of(cid);
+  Ledger &l = f.ledger;
+  EXPECT_REFUSED(l, Status::kInvalidArgument,
+                 l.start_training_commitment(f.miner, f.task, f.commitment_bytes, past));
+  EXPECT_REFUSED(l, Status::kInvalidArgument,
+                 l.post_checkpoint_root(f.miner, f.run_id, kSteps, f.tree->root(), {}, past));
+  EXPECT_REFUSED(l, Status::kInvalidArgument,
+                 l.issue_challenge(f.run_id, id("beacon 2"), 1, Mode::kBitwise, past));
+  EXPECT_REFUSED(
+      l, Status::kInvalidArgument,
+      l.submit_opening(f.miner, cid, f.manifest, f.leaf_bytes(s), f.leaf_proof(s), past));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.declare_witness_norm_bucket(f.miner, cid, 1, past));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.commit_witness(id("bob"), cid, d("y"), past));
+  EXPECT_REFUSED(l, Status::kInvalidArgument,
+                 l.reveal_witness_value(id("alice"), cid, d("x"), 0, salt_for("alice"), past));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.finalize_challenge(cid, past));
+  // An accepted repeat changes nothing but the height it proves was reached.
+  const uint64_t later = f.now + 1;
+  l.commit_witness(id("alice"), cid, f.witness_digest("alice", cid, d("x"), 0), later);
+  EXPECT_EQ(l.height(), later);
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.commit_witness(id("bob"), cid, d("y"), f.now));
+}
+
+TEST(Ledger, StartTrainingCommitmentRefusals) {
+  Flow f;
+  Ledger &l = f.ledger;
+  const Bytes &c = f.commitment_bytes;
+  EXPECT_REFUSED(l, Status::kMalformed,
+                 l.start_training_commitment(f.miner, f.task, ByteView(c).first(10), f.now));
+  Bytes extra = c;
+  extra.push_back(0x50);  // an unknown field: not canonical
+  extra.push_back(1);
+  EXPECT_REFUSED(l, Status::kMalformed, l.start_training_commitment(f.miner, f.task, extra, f.now));
+  EXPECT_REFUSED(l, Status::kLimit,
+                 l.start_training_commitment(f.miner, f.task, Bytes(2000), f.now));
+  EXPECT_REFUSED(l, Status::kPermission,
+                 l.start_training_commitment(id("mallory"), f.task, c, f.now));
+  EXPECT_REFUSED(l, Status::kInvalidArgument,
+                 l.start_training_commitment(Bytes{}, f.task, c, f.now));
+  EXPECT_REFUSED(l, Status::kInvalidArgument,
+                 l.start_training_commitment(Bytes(257, 'm'), f.task, c, f.now));
+  f.start();
+  // Another commitment of the same miner for the same task.
+  const Bytes other = make_commitment(f.miner, "other").encode();
+  EXPECT_REFUSED(l, Status::kConflict, l.start_training_commitment(f.miner, f.task, other, f.now));
+  // The same commitment under a second task would give two runs one id.
+  EXPECT_REFUSED(l, Status::kConflict, l.start_training_commitment(f.miner, d("task 2"), c, f.now));
+  // Other miners and other tasks are independent runs.
+  const Bytes theirs = make_commitment(id("miner 2")).encode();
+  EXPECT_EQ(l.start_training_commitment(id("miner 2"), f.task, theirs, f.now),
+            commit::TrainingCommitment::decode(theirs).run_id());
+  EXPECT_EQ(l.start_training_commitment(f.miner, d("task 2"), other, f.now),
+            commit::TrainingCommitment::decode(other).run_id());
+  expect_round_trip(l);
+}
+
+TEST(Ledger, PostCheckpointRootRefusals) {
+  Flow f;
+  f.start();
+  Ledger &l = f.ledger;
+  auto post = [&](ByteView caller, const Digest &run, uint64_t size, const Digest &root,
+                  ByteView proof) {
+    l.post_checkpoint_root(caller, run, size, root, proof, f.now);
+  };
+  const Digest r3 = f.tree->root(3);
+  EXPECT_REFUSED(l, Status::kNotFound, post(f.miner, d("no such run"), 3, r3, {}));
+  EXPECT_REFUSED(l, Status::kPermission, post(id("mallory"), f.run_id, 3, r3, {}));
+  EXPECT_REFUSED(l, Status::kOutOfRange, post(f.miner, f.run_id, 0, r3, {}));
+  EXPECT_REFUSED(l, Status::kOutOfRange, post(f.miner, f.run_id, kSteps + 1, r3, {}));
+  EXPECT_REFUSED(l, Status::kProofLength, post(f.miner, f.run_id, 3, r3, Bytes(32)));
+  EXPECT_REFUSED(l, Status::kMalformed, post(f.miner, f.run_id, 3, r3, Bytes(31)));
+  f.post(3);
+  EXPECT_REFUSED(l, Status::kConflict, post(f.miner, f.run_id, 2, f.tree->root(2), {}));
+  EXPECT_REFUSED(l, Status::kConflict, post(f.miner, f.run_id, 3, f.tree->root(4), {}));
+  EXPECT_NO_OP(l, post(f.miner, f.run_id, 3, r3, {}));
+  EXPECT_REFUSED(l, Status::kProofLength, post(f.miner, f.run_id, 3, r3, Bytes(32)));
+  const Bytes good = f.consistency(6);
+  EXPECT_REFUSED(l, Status::kProofLength, post(f.miner, f.run_id, 6, f.tree->root(6), {}));
+  EXPECT_REFUSED(l, Status::kProofLength,
+                 post(f.miner, f.run_id, 6, f.tree->root(6), ByteView(good).first(32)));
+  Bytes flipped = good;
+  flipped[5] ^= 1;
+  EXPECT_REFUSED(l, Status::kProofMismatch, post(f.miner, f.run_id, 6, f.tree->root(6), flipped));
+  // A root that rewrites history: a valid-length proof cannot reach it.
+  EXPECT_REFUSED(l, Status::kProofMismatch, post(f.miner, f.run_id, 6, d("rewritten"), good));
+  f.post(6);
+  f.post(kSteps);
+  EXPECT_TRUE(l.run_info(f.run_id).sealed);
+  EXPECT_REFUSED(l, Status::kState, post(f.miner, f.run_id, kSteps, f.tree->root(), {}));
+}
+
+TEST(Ledger, IssueChallengeRefusals) {
+  Flow f;
+  f.start();
+  Ledger &l = f.ledger;
+  const Bytes beacon = id("beacon 1");
+  EXPECT_REFUSED(l, Status::kState, l.issue_challenge(f.run_id, beacon, 1, Mode::kBitwise, f.now));
+  f.post(3);
+  EXPECT_REFUSED(l, Status::kState, l.issue_challenge(f.run_id, beacon, 1, Mode::kBitwise, f.now));
+  f.post(kSteps);
+  EXPECT_REFUSED(l, Status::kNotFound,
+                 l.issue_challenge(d("no such run"), beacon, 1, Mode::kBitwise, f.now));
+  EXPECT_REFUSED(l, Status::kInvalidArgument,
+                 l.issue_challenge(f.run_id, beacon, 0, Mode::kBitwise, f.now));
+  EXPECT_REFUSED(l, Status::kInvalidArgument,
+                 l.issue_challenge(f.run_id, beacon, 5, Mode::kBitwise, f.now));
+  EXPECT_REFUSED(l, Status::kInvalidArgument,
+                 l.issue_challenge(f.run_id, beacon, 1, static_cast<Mode>(7), f.now));
+  EXPECT_REFUSED(l, Status::kInvalidArgument,
+                 l.issue_challenge(f.run_id, Bytes{}, 1, Mode::kBitwise, f.now));
+  EXPECT_REFUSED(l, Status::kLimit,
+                 l.issue_challenge(f.run_id, Bytes(1025, 1), 1, Mode::kBitwise, f.now));
+  const std::vector<uint64_t> ids = l.issue_challenge(f.run_id, beacon, 4, Mode::kBitwise, f.now);
+  EXPECT_EQ(ids, (std::vector<uint64_t>{0, 1, 2, 3}));
+  // A beacon is used once per run, whatever the rounds or mode.
+  EXPECT_REFUSED(l, Status::kConflict,
+                 l.issue_challenge(f.run_id, beacon, 1, Mode::kNormBucket, f.now));
+  // Ids continue ledger-wide.
+  EXPECT_EQ(l.issue_challenge(f.run_id, id("beacon 2"), 1, Mode::kBitwise, f.now),
+            std::vector<uint64_t>{4});
+
+  // More rounds than steps: derive_challenges refuses.
+  Flow g(false, LedgerConfig{10, 10, 2, 16});
+  g.seal();
+  EXPECT_REFUSED(g.ledger, Status::kInvalidArgument,
+                 g.ledger.issue_challenge(g.run_id, beacon, kSteps + 1, Mode::kBitwise, g.now));
+  // Deadlines past 2^64 - 1.
+  Flow h(false, kConfig, UINT64_MAX - 15);
+  h.seal();
+  EXPECT_REFUSED(h.ledger, Status::kOutOfRange,
+                 h.ledger.issue_challenge(h.run_id, beacon, 1, Mode::kBitwise, h.now));
+}
+
+TEST(Ledger, SubmitOpeningRefusals) {
+  Flow f;
+  f.seal();
+  Ledger &l = f.ledger;
+  const std::vector<uint64_t> ids =
+      l.issue_challenge(f.run_id, id("beacon 1"), 2, Mode::kBitwise, f.now);
+  const uint64_t cid = ids[0];
+  const uint64_t s = f.step_of(cid);
+  const uint64_t other = f.step_of(ids[1]);
+  const Bytes leaf = f.leaf_bytes(s), proof = f.leaf_proof(s);
+  auto open = [&](ByteView caller, uint64_t c, const Digest &manifest, ByteView lf, ByteView pf) {
+    l.submit_opening(caller, c, manifest, lf, pf, f.now);
+  };
+  EXPECT_REFUSED(l, Status::kNotFound, open(f.miner, 99, f.manifest, leaf, proof));
+  EXPECT_REFUSED(l, Status::kPermission, open(id("mallory"), cid, f.manifest, leaf, proof));
+  EXPECT_REFUSED(l, Status::kMalformed,
+                 open(f.miner, cid, f.manifest, ByteView(leaf).first(59), proof));
+  // A genuine leaf of the log, but of another step.
+  EXPECT_REFUSED(l, Status::kInvalidArgument,
+                 open(f.miner, cid, f.manifest, f.leaf_bytes(other), f.leaf_proof(other)));
+  // The right step with another state digest is not in the log.
+  const Bytes forged = commit::StepLeaf{s, d("forged"), 0.5}.encode();
+  EXPECT_REFUSED(l, Status::kProofMismatch, open(f.miner, cid, f.manifest, forged, proof));
+  EXPECT_REFUSED(l, Status::kProofLength,
+                 open(f.miner, cid, f.manifest, leaf, ByteView(proof).first(64)));
+  EXPECT_REFUSED(l, Status::kMalformed,
+                 open(f.miner, cid, f.manifest, leaf, ByteView(proof).first(63)));
+  f.open(cid);
+  EXPECT_NO_OP(l, f.open(cid));
+  EXPECT_REFUSED(l, Status::kConflict, open(f.miner, cid, d("another manifest"), leaf, proof));
+  f.now = l.challenge_info(ids[1]).commit_deadline + 1;
+  EXPECT_REFUSED(l, Status::kState, f.open(ids[1]));
+  EXPECT_REFUSED(l, Status::kState, f.open(cid));  // even a repeat: the phase is over
+}
+
+TEST(Ledger, DeclareWitnessNormBucketRefusals) {
+  Flow f;
+  f.seal();
+  Ledger &l = f.ledger;
+  const std::vector<uint64_t> ids =
+      l.issue_challenge(f.run_id, id("beacon 1"), 2, Mode::kNormBucket, f.now);
+  const uint64_t bitwise = f.challenge(Mode::kBitwise, "beacon 2");
+  const uint64_t cid = ids[0];
+  EXPECT_REFUSED(l, Status::kNotFound, l.declare_witness_norm_bucket(f.miner, 99, 100, f.now));
+  EXPECT_REFUSED(l, Status::kPermission,
+                 l.declare_witness_norm_bucket(id("mallory"), cid, 100, f.now));
+  EXPECT_REFUSED(l, Status::kState, l.declare_witness_norm_bucket(f.miner, bitwise, 100, f.now));
+  l.declare_witness_norm_bucket(f.miner, cid, 100, f.now);
+  EXPECT_NO_OP(l, l.declare_witness_norm_bucket(f.miner, cid, 100, f.now));
+  EXPECT_REFUSED(l, Status::kConflict, l.declare_witness_norm_bucket(f.miner, cid, 101, f.now));
+  f.to_reveal_phase(ids[1]);
+  EXPECT_REFUSED(l, Status::kState, l.declare_witness_norm_bucket(f.miner, ids[1], 100, f.now));
+}
+
+TEST(Ledger, CommitWitnessRefusals) {
+  Flow f;
+  f.seal();
+  Ledger &l = f.ledger;
+  const uint64_t cid = f.challenge();
+  const Digest c = f.witness_digest("alice", cid, d("x"), 0);
+  EXPECT_REFUSED(l, Status::kState,
+                 l.commit_witness(id("alice"), cid, c, f.now));  // not opened yet
+  f.open(cid);
+  EXPECT_REFUSED(l, Status::kNotFound, l.commit_witness(id("alice"), 99, c, f.now));
+  EXPECT_REFUSED(l, Status::kPermission, l.commit_witness(f.miner, cid, c, f.now));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.commit_witness(Bytes{}, cid, c, f.now));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.commit_witness(Bytes(257, 'a'), cid, c, f.now));
+  l.commit_witness(id("alice"), cid, c, f.now);
+  EXPECT_NO_OP(l, l.commit_witness(id("alice"), cid, c, f.now));
+  EXPECT_REFUSED(l, Status::kConflict,
+                 l.commit_witness(id("alice"), cid, d("changed my mind"), f.now));
+  f.now = l.challenge_info(cid).commit_deadline;  // the last height of the phase still counts
+  l.commit_witness(id("bob"), cid, d("bob"), f.now);
+  ++f.now;
+  EXPECT_REFUSED(l, Status::kState, l.commit_witness(id("carol"), cid, d("carol"), f.now));
+}
+
+TEST(Ledger, WitnessesPerChallengeAreBounded) {
+  Flow f;
+  f.seal();
+  Ledger &l = f.ledger;
+  const uint64_t cid = f.challenge();
+  f.open(cid);
+  for (size_t i = 0; i < witness::kMaxWitnessesPerChallenge; ++i)
+    l.commit_witness(id("w" + std::to_string(i)), cid, d("c" + std::to_string(i)), f.now);
+  EXPECT_REFUSED(l, Status::kLimit, l.commit_witness(id("one too many"), cid, d("c"), f.now));
+  EXPECT_NO_OP(l, l.commit_witness(id("w0"), cid, d("c0"), f.now));
+  expect_round_trip(l);
+}
+
+TEST(Ledger, RevealWitnessValueRefusals) {
+  Flow f;
+  f.seal();
+  Ledger &l = f.ledger;
+  const uint64_t cid = f.challenge();
+  const Digest x = d("x");
+  f.open(cid);
+  f.commit("alice", cid, x, 3);
+  f.commit("bob", cid, x, 3);
+  auto reveal = [&](const std::string &who, const Digest &state, int64_t bucket, ByteView salt) {
+    l.reveal_witness_value(id(who), cid, state, bucket, salt, f.now);
+  };
+  EXPECT_REFUSED(l, Status::kState, reveal("alice", x, 3, salt_for("alice")));  // commit phase open
+  f.now = l.challenge_info(cid).commit_deadline;
+  EXPECT_REFUSED(l, Status::kState, reveal("alice", x, 3, salt_for("alice")));  // its last height
+  ++f.now;
+  EXPECT_REFUSED(l, Status::kNotFound,
+                 l.reveal_witness_value(id("alice"), 99, x, 3, salt_for("alice"), f.now));
+  EXPECT_REFUSED(l, Status::kNotFound, reveal("carol", x, 3, salt_for("carol")));
+  EXPECT_REFUSED(l, Status::kProofMismatch, reveal("alice", d("y"), 3, salt_for("alice")));
+  EXPECT_REFUSED(l, Status::kProofMismatch, reveal("alice", x, 4, salt_for("alice")));
+  EXPECT_REFUSED(l, Status::kProofMismatch, reveal("alice", x, 3, salt_for("bob")));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, reveal("alice", x, 3, Bytes(15)));
+  // Bob cannot open Alice's commitment with her salt: identities are bound.
+  EXPECT_REFUSED(l, Status::kProofMismatch, reveal("bob", x, 3, salt_for("alice")));
+  reveal("alice", x, 3, salt_for("alice"));
+  EXPECT_REFUSED(l, Status::kDuplicate, reveal("alice", x, 3, salt_for("alice")));
+  f.now = l.challenge_info(cid).reveal_deadline;  // the last height of the phase still counts
+  reveal("bob", x, 3, salt_for("bob"));
+  EXPECT_EQ(l.challenge_info(cid).witness_reveals, 2u);
+}
+
+TEST(Ledger, RevealAfterTheRevealPhaseIsRefused) {
+  Flow f;
+  f.seal();
+  Ledger &l = f.ledger;
+  const uint64_t cid = f.challenge();
+  f.open(cid);
+  f.commit("alice", cid, d("x"));
+  f.to_final_phase(cid);
+  EXPECT_REFUSED(l, Status::kState, f.reveal("alice", cid, d("x")));
+}
+
+TEST(Ledger, FinalizeChallengeRefusals) {
+  Flow f;
+  f.seal();
+  Ledger &l = f.ledger;
+  const uint64_t cid = f.challenge();
+  EXPECT_REFUSED(l, Status::kNotFound, l.finalize_challenge(99, f.now));
+  EXPECT_REFUSED(l, Status::kState, l.finalize_challenge(cid, f.now));
+  f.now = l.challenge_info(cid).reveal_deadline;
+  EXPECT_REFUSED(l, Status::kState, l.finalize_challenge(cid, f.now));
+  ++f.now;
+  EXPECT_EQ(l.finalize_challenge(cid, f.now).verdict, Verdict::kFail);
+  EXPECT_REFUSED(l, Status::kState, l.finalize_challenge(cid, f.now));
+  EXPECT_EQ(status_of([&] { l.run_info(d("no such run")); }), Status::kNotFound);
+  EXPECT_EQ(status_of([&] { l.challenge_info(99); }), Status::kNotFound);
+}
+
+namespace {
+
+// A ledger with two runs, several challenges in every phase and both modes.
+Flow busy_flow() {
+  Flow f;
+  f.seal();
+  Ledger &l = f.ledger;
+  const Bytes theirs = make_commitment(id("miner 2")).encode();
+  l.start_training_commitment(id("miner 2"), f.task, theirs, f.now);
+  const std::vector<uint64_t> ids =
+      l.issue_challenge(f.run_id, id("beacon 1"), 2, Mode::kBitwise, f.now);
+  const uint64_t norm = f.challenge(Mode::kNormBucket, "beacon 2");
+  for (uint64_t cid : ids) f.open(cid);
+  f.open(norm);
+  l.declare_witness_norm_bucket(f.miner, norm, -5, f.now);
+  for (const char *w : {"alice", "bob", "carol"}) {
+    f.commit(w, ids[0], Flow::honest_state(f.step_of(ids[0])));
+    f.commit(w, norm, d(w), -4);
+  }
+  f.to_reveal_phase(ids[0]);
+  for (const char *w : {"alice", "bob", "carol"}) {
+    f.reveal(w, ids[0], Flow::honest_state(f.step_of(ids[0])));
+    f.reveal(w, norm, d(w), -4);
+  }
+  f.to_final_phase(ids[0]);
+  l.finalize_challenge(ids[0], f.now);
+  l.finalize_challenge(norm, f.now);
+  return f;
+}
+
+Bytes mutated(const Bytes &state, const std::function<void(v1::LedgerState &)> &change) {
+  v1::LedgerState p;
+  EXPECT_TRUE(p.ParseFromArray(state.data(), static_cast<int>(state.size())));
+  change(p);
+  const std::string s = p.SerializeAsString();
+  return Bytes(s.begin(), s.end());
+}
+
+}  // namespace
+
+TEST(Ledger, LoadRefusesTruncatedAndModifiedBytes) {
+  Flow f = busy_flow();
+  const Bytes s = f.ledger.save();
+  expect_round_trip(f.ledger);
+  EXPECT_EQ(Ledger::load(s).save(), s);
+  // Every proper prefix is refused, except the one that ends after the
+  // config: that is the encoding of a new ledger.
+  const Bytes fresh = Ledger(kConfig).save();
+  for (size_t n = 0; n < s.size(); ++n) {
+    const ByteView prefix = ByteView(s).first(n);
+    if (std::ranges::equal(prefix, fresh)) continue;
+    ASSERT_EQ(status_of([&] { Ledger::load(prefix); }), Status::kMalformed) << "prefix " << n;
+  }
+  EXPECT_EQ(Ledger::load(ByteView(s).first(fresh.size())).save(), fresh);
+  Bytes longer = s;
+  longer.push_back(0);
+  EXPECT_EQ(status_of([&] { Ledger::load(longer); }), Status::kMalformed);
+  Bytes unknown = s;
+  unknown.push_back(0x78);  // field 15, varint: parses, but is not canonical
+  unknown.push_back(1);
+  EXPECT_EQ(status_of([&] { Ledger::load(unknown); }), Status::kMalformed);
+  // Any single-bit change is either refused or is another canonical state
+  // (a changed manifest digest, say) that saves back to the same bytes.
+  size_t refused = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    Bytes m = s;
+    m[i] ^= 1;
+    try {
+      EXPECT_EQ(Ledger::load(m).save(), m) << "byte " << i;
+    } catch (const Error &e) {
+      EXPECT_EQ(e.status(), Status::kMalformed) << "byte " << i << ": " << e.what();
+      ++refused;
+    }
+  }
+  EXPECT_GT(refused, s.size() / 2);
+  EXPECT_EQ(status_of([] { Ledger::load(Bytes(witness::kMaxLedgerStateBytes + 1)); }),
+            Status::kLimit);
+}
+
+TEST(Ledger, LoadChecksInvariants) {
+  Flow f = busy_flow();
+  const Bytes s = f.ledger.save();
+  auto refused = [&](const char *what, const std::function<void(v1::LedgerState &)> &change) {
+    EXPECT_EQ(status_of([&] { Ledger::load(mutated(s, change)); }), Status::kMalformed) << what;
+  };
+  // The untouched message re-encodes to the same bytes.
+  EXPECT_EQ(mutated(s, [](v1::LedgerState &) {}), s);
+  refused("version", [](auto &p) { p.set_format_version(2); });
+  refused("no config", [](auto &p) { p.clear_config(); });
+  refused("quorum 0", [](auto &p) { p.mutable_config()->set_quorum(0); });
+  refused("window", [](auto &p) { p.mutable_config()->set_reveal_window(11); });
+  refused("height before a final challenge closed",
+          [](auto &p) { p.set_height(p.challenges(0).reveal_deadline()); });
+  refused("height without runs", [](auto &p) {
+    p.clear_runs();
+    p.clear_challenges();
+    p.set_next_challenge_id(0);
+  });
+  refused("too few challenges",
+          [](auto &p) { p.set_next_challenge_id(p.next_challenge_id() + 1); });
+  refused("unissued id", [](auto &p) { p.set_next_challenge_id(1); });
+  refused("runs unsorted", [](auto &p) { p.mutable_runs()->SwapElements(0, 1); });
+  refused("run twice", [](auto &p) { *p.add_runs() = p.runs(0); });
+  refused("run id", [](auto &p) { (*p.mutable_runs(0)->mutable_run_id())[0] ^= 1; });
+  refused("short task id", [](auto &p) { p.mutable_runs(0)->mutable_task_id()->pop_back(); });
+  refused("commitment", [](auto &p) { p.mutable_runs(0)->mutable_commitment()->push_back('\0'); });
+  refused("size past the steps", [](auto &p) {
+    for (auto &r : *p.mutable_runs()) r.set_latest_size(kSteps + 1);
+  });
+  refused("root without size", [](auto &p) {
+    for (auto &r : *p.mutable_runs())
+      if (r.latest_size() == 0) r.set_latest_root(std::string(32, 'r'));
+  });
+  refused("beacons dropped", [](auto &p) {
+    for (auto &r : *p.mutable_runs()) r.clear_beacons();
+  });
+  refused("beacons added", [](auto &p) {
+    for (auto &r : *p.mutable_runs())
+      if (r.beacons_size() > 0) {
+        r.add_beacons("zzz1");  // more beacons than challenges
+        r.add_beacons("zzz2");
+      }
+  });
+  refused("challenges unsorted", [](auto &p) { p.mutable_challenges()->SwapElements(0, 1); });
+  refused("unknown run", [](auto &p) { (*p.mutable_challenges(0)->mutable_run_id())[0] ^= 1; });
+  refused("step 0", [](auto &p) { p.mutable_challenges(0)->set_step(0); });
+  refused("step past the run", [](auto &p) { p.mutable_challenges(0)->set_step(kSteps + 1); });
+  refused("mode 0",
+          [](auto &p) { p.mutable_challenges(0)->set_mode(v1::LEDGER_MODE_UNSPECIFIED); });
+  refused("mode 7",
+          [](auto &p) { p.mutable_challenges(0)->set_mode(static_cast<v1::LedgerMode>(7)); });
+  refused("deadline", [](auto &p) {
+    p.mutable_challenges(0)->set_reveal_deadline(p.challenges(0).reveal_deadline() + 1);
+  });
+  refused("issued in the future", [](auto &p) {
+    auto *c = p.mutable_challenges(1);
+    c->set_commit_deadline(p.height() + 100);
+    c->set_reveal_deadline(p.height() + 110);
+  });
+  refused("bucket in bitwise mode",
+          [](auto &p) { p.mutable_challenges(0)->set_declared_bucket(1); });
+  refused("commits without an opening", [](auto &p) { p.mutable_challenges(0)->clear_opening(); });
+  refused("miner as witness", [](auto &p) {
+    auto *w = p.mutable_challenges(1)->add_commits();
+    w->set_identity("miner");
+    w->set_commitment(std::string(32, 'c'));
+  });
+  refused("reveal without commit",
+          [](auto &p) { p.mutable_challenges(0)->mutable_commits()->RemoveLast(); });
+  refused("reveal salt",
+          [](auto &p) { (*p.mutable_challenges(0)->mutable_reveals(0)->mutable_salt())[0] ^= 1; });
+  refused("reveal value",
+          [](auto &p) { p.mutable_challenges(0)->mutable_reveals(0)->set_bucket(9); });
+  refused("verdict", [](auto &p) {
+    p.mutable_challenges(0)->mutable_verdict()->set_verdict(v1::LEDGER_VERDICT_FAIL);
+  });
+  refused("cluster size",
+          [](auto &p) { p.mutable_challenges(0)->mutable_verdict()->set_cluster_size(2); });
+}
+
+TEST(Ledger, JsonCallsMatchTheCppCalls) {
+  Flow f;  // the reference: driven through the C++ calls
+  f.seal();
+  const uint64_t cid = f.challenge();
+  f.open(cid);
+  const uint64_t step = f.step_of(cid);
+  const Digest state = Flow::honest_state(step);
+  f.commit("alice", cid, state);
+  f.commit("bob", cid, state);
+  f.to_reveal_phase(cid);
+  f.reveal("alice", cid, state);
+  f.reveal("bob", cid, state);
+  f.to_final_phase(cid);
+  const witness::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
+
+  Flow g;  // the same calls as JSON
+  Ledger &l = g.ledger;
+  const std::string miner = to_hex(g.miner), run = f.run_id.hex();
+  auto call = [&](nlohmann::json j) {
+    const nlohmann::json out = l.apply(j);
+    EXPECT_EQ(out.at("ok"), true) << j.dump();
+    return out;
+  };
+  uint64_t now = 100;
+  EXPECT_EQ(call({{"call", "start_training_commitment"},
+                  {"caller", miner},
+                  {"now", now},
+                  {"task_id", g.task.hex()},
+                  {"commitment", to_hex(g.commitment_bytes)}})["run_id"],
+            run);
+  uint64_t prev = 0;
+  for (uint64_t size : {3, 6, 8}) {
+    const nlohmann::json out =
+        call({{"call", "post_checkpoint_root"},
+              {"caller", miner},
+              {"now", now},
+              {"run_id", run},
+              {"size", size},
+              {"root", g.tree->root(size).hex()},
+              {"consistency_proof",
+               prev ? to_hex(merkle::encode_proof(g.tree->consistency_proof(prev, size))) : ""}});
+    EXPECT_EQ(out["latest_size"], size);
+    EXPECT_EQ(out["sealed"], size == kSteps);
+    prev = size;
+    if (size != kSteps) ++now;
+  }
+  const nlohmann::json issued = call({{"call", "issue_challenge"},
+                                      {"now", now},
+                                      {"run_id", run},
+                                      {"beacon", to_hex(id("beacon 1"))},
+                                      {"rounds", 1},
+                                      {"mode", "bitwise"}});
+  EXPECT_EQ(issued["challenge_ids"], nlohmann::json::array({cid}));
+  EXPECT_EQ(issued["steps"], nlohmann::json::array({step}));
+  call({{"call", "submit_opening"},
+        {"caller", miner},
+        {"now", now},
+        {"challenge_id", cid},
+        {"manifest_digest", g.manifest.hex()},
+        {"step_leaf", to_hex(g.leaf_bytes(step))},
+        {"leaf_proof", to_hex(g.leaf_proof(step))}});
+  for (const char *w : {"alice", "bob"})
+    call({{"call", "commit_witness"},
+          {"caller", to_hex(id(w))},
+          {"now", now},
+          {"challenge_id", cid},
+          {"commitment", f.witness_digest(w, cid, state, 0).hex()}});
+  now += 11;
+  for (const char *w : {"alice", "bob"})
+    call({{"call", "reveal_witness_value"},
+          {"caller", to_hex(id(w))},
+          {"now", now},
+          {"challenge_id", cid},
+          {"replayed_state", state.hex()},
+          {"bucket", 0},
+          {"salt", to_hex(salt_for(w))}});
+  now += 10;
+  const nlohmann::json fin =
+      call({{"call", "finalize_challenge"}, {"now", now}, {"challenge_id", cid}});
+  EXPECT_EQ(fin["verdict"], "pass");
+  EXPECT_EQ(fin["reason"], v.reason);
+  EXPECT_EQ(fin["cluster_size"], 2);
+  // Same calls, same state, byte for byte.
+  EXPECT_EQ(l.save(), f.ledger.save());
+
+  const nlohmann::json r = call({{"call", "run_info"}, {"run_id", run}});
+  EXPECT_EQ(r["miner_identity"], miner);
+  EXPECT_EQ(r["declared_steps"], kSteps);
+  EXPECT_EQ(r["latest_root"], g.tree->root().hex());
+  EXPECT_EQ(r["sealed"], true);
+  EXPECT_EQ(r["slashable"], false);
+  const nlohmann::json c = call({{"call", "challenge_info"}, {"challenge_id", cid}});
+  EXPECT_EQ(c["step"], step);
+  EXPECT_EQ(c["mode"], "bitwise");
+  EXPECT_EQ(c["opened"], true);
+  EXPECT_EQ(c["opened_state"], state.hex());
+  EXPECT_TRUE(c["declared_bucket"].is_null());
+  EXPECT_EQ(c["witness_reveals"], 2);
+  EXPECT_EQ(c["final"], true);
+  EXPECT_EQ(c["verdict"], "pass");
+}
+
+TEST(Ledger, JsonCallsAreReadStrictly) {
+  Flow f;
+  f.seal();
+  const uint64_t cid = f.challenge(Mode::kNormBucket);
+  Ledger &l = f.ledger;
+  const std::string miner = to_hex(f.miner);
+  const nlohmann::json declare = {{"call", "declare_witness_norm_bucket"},
+                                  {"caller", miner},
+                                  {"now", f.now},
+                                  {"challenge_id", cid},
+                                  {"bucket", -3}};
+  auto with = [&](const char *key, nlohmann::json value) {
+    nlohmann::json j = declare;
+    j[key] = std::move(value);
+    return j;
+  };
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply(nlohmann::json::array()));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply({{"now", 1}}));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply(with("call", "no_such_call")));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply(with("extra", 1)));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply(with("caller", "zz")));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply(with("now", -1)));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply(with("now", 1.5)));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply(with("bucket", "3")));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply(with("bucket", 1.0)));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply(with("bucket", uint64_t{1} << 63)));
+  nlohmann::json missing = declare;
+  missing.erase("bucket");
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply(missing));
+  EXPECT_REFUSED(l, Status::kInvalidArgument,
+                 l.apply({{"call", "issue_challenge"},
+                          {"now", f.now},
+                          {"run_id", f.run_id.hex()},
+                          {"beacon", "00"},
+                          {"rounds", 1},
+                          {"mode", "bits"}}));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply({{"call", "run_info"}, {"run_id", "abc"}}));
+  // The ledger's own statuses come through unchanged.
+  EXPECT_REFUSED(l, Status::kPermission, l.apply(with("caller", to_hex(id("mallory")))));
+  EXPECT_REFUSED(l, Status::kNotFound, l.apply({{"call", "challenge_info"}, {"challenge_id", 7}}));
+  EXPECT_EQ(l.apply(declare), (nlohmann::json{{"ok", true}}));
+  EXPECT_EQ(l.challenge_info(cid).declared_bucket, -3);
+  // The full int64 range, sentinels included.
+  Flow g;
+  g.seal();
+  const uint64_t other = g.challenge(Mode::kNormBucket);
+  nlohmann::json low = declare;
+  low["caller"] = to_hex(g.miner);
+  low["now"] = g.now;
+  low["challenge_id"] = other;
+  low["bucket"] = INT64_MIN;
+  g.ledger.apply(low);
+  EXPECT_EQ(g.ledger.challenge_info(other).declared_bucket, INT64_MIN);
+  EXPECT_EQ(
+      g.ledger.apply({{"call", "challenge_info"}, {"challenge_id", other}})["declared_bucket"],
+      INT64_MIN);
+}
