@@ -170,3 +170,72 @@ def test_protocol_flow_files_check_out_with_the_cli(tmp_path):
         (tmp_path / "cut.bin").write_bytes(manifest[:-1])
         cut = run("open", "verify", str(tmp_path / "cut.bin"), *args[3:])
         assert cut.returncode == 1 and "manifest" in cut.stderr
+
+
+SPEC = os.path.join(os.path.dirname(__file__), "..", "..", "samples", "specs", "adamw_per_step.json")
+
+
+def test_spec_validate_digest_encode(tmp_path):
+    import independent as ind
+    spec = json.load(open(SPEC))
+    ok = run("spec", "validate", SPEC, "--json")
+    assert ok.returncode == 0
+    digest = json.loads(ok.stdout)["digest"]
+    assert digest == ind.tagged("pot/v1/spec", ind.spec_canonical(spec)).hex()
+    out = tmp_path / "spec.bin"
+    assert run("spec", "encode", SPEC, "--out", str(out)).returncode == 0
+    assert out.read_bytes() == ind.spec_canonical(spec)
+    assert run("spec", "digest", "--binary", str(out)).stdout.strip() == digest
+    for key, value, words in [("dropout", 1.5, "dropout = 1.5"), ("intra_op_threads", 0, "pinned"),
+                              ("seed_policy", {"kind": "none"}, "seed policy"), ("colour", "red", "unknown key")]:
+        bad = dict(spec)
+        bad[key] = value
+        (tmp_path / "bad.json").write_text(json.dumps(bad))
+        r = run("spec", "validate", str(tmp_path / "bad.json"))
+        assert r.returncode == 2 and words in r.stderr, r.stderr
+    (tmp_path / "extra.bin").write_bytes(out.read_bytes() + b"\x38\x00")
+    r = run("spec", "validate", "--binary", str(tmp_path / "extra.bin"))
+    assert r.returncode == 2 and "canonical" in r.stderr
+
+
+def test_losscheck_flags_and_json(tmp_path):
+    import math
+    honest = [2.5 * math.exp(-i / 60) + 0.01 * (((i * 7919) % 13) - 6) / 6 for i in range(300)]
+    (tmp_path / "honest.txt").write_text("\n".join(repr(x) for x in honest))
+    assert run("losscheck", str(tmp_path / "honest.txt")).stdout.startswith("no flags")
+    frozen = honest[:100] + [honest[99]] * 30 + honest[100:]
+    (tmp_path / "frozen.json").write_text(json.dumps(frozen))
+    flags = json.loads(run("losscheck", str(tmp_path / "frozen.json"), "--json").stdout)["flags"]
+    assert {"kind": "frozen", "first_step": 100, "last_step": 130} == {k: flags[0][k] for k in ("kind", "first_step", "last_step")}
+    spiky = list(honest)
+    spiky[150] *= 5
+    (tmp_path / "spiky.json").write_text(json.dumps(spiky))
+    flags = json.loads(run("losscheck", str(tmp_path / "spiky.json"), "--json").stdout)["flags"]
+    assert [(f["kind"], f["first_step"]) for f in flags] == [("regression", 151)]
+    (tmp_path / "nan.json").write_text(json.dumps(honest[:50] + [None] + honest[51:]))
+    flags = json.loads(run("losscheck", str(tmp_path / "nan.json"), "--json").stdout)["flags"]
+    assert ("non_finite", 51) in [(f["kind"], f["first_step"]) for f in flags]
+    assert run("losscheck", str(tmp_path / "honest.txt"), "--window", "0").returncode == 2
+
+
+def test_witness_commit_reveal_verdict(tmp_path):
+    import independent as ind
+    run_id, replayed = "11" * 32, "22" * 32
+    out = json.loads(run("witness", "commit", "--run-id", run_id, "--step", "4", "--replayed", replayed,
+                         "--bucket", "-80", "--identity", "616c696365", "--json").stdout)
+    salt = bytes.fromhex(out["salt"])
+    assert len(salt) == 32
+    assert out["commitment"] == ind.witness_commitment(bytes.fromhex(run_id), 4, bytes.fromhex(replayed), -80, salt,
+                                                       b"alice").hex()
+    args = ["witness", "reveal", "--commitment", out["commitment"], "--run-id", run_id, "--step", "4",
+            "--replayed", replayed, "--bucket", "-80", "--salt", out["salt"]]
+    assert run(*args, "--identity", "616c696365").returncode == 0
+    assert run(*args, "--identity", "626f62").returncode == 1
+    reveals = [{"identity": "01", "replayed_state": replayed, "bucket": -80},
+               {"identity": "02", "replayed_state": replayed, "bucket": -79},
+               {"identity": "03", "replayed_state": "33" * 32, "bucket": 12}]
+    (tmp_path / "r.json").write_text(json.dumps(reveals))
+    assert run("witness", "verdict", str(tmp_path / "r.json"), "--committed", replayed, "--quorum", "2").stdout.startswith("PASS")
+    assert run("witness", "verdict", str(tmp_path / "r.json"), "--committed", "33" * 32, "--quorum", "2").stdout.startswith("FAIL")
+    assert run("witness", "verdict", str(tmp_path / "r.json"), "--mode", "bucket", "--declared", "-80",
+               "--quorum", "2").stdout.startswith("INCONCLUSIVE")  # buckets -80, -79, 12: no cluster of 2
