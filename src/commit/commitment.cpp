@@ -1,5 +1,6 @@
 #include "commit/commitment.h"
 
+#include "commit/canonical.h"
 #include "commit/json_fields.h"
 #include "common/error.h"
 #include "pot/v1/commitment.pb.h"
@@ -7,11 +8,6 @@
 namespace pot::commit {
 
 namespace {
-
-hash::Digest digest_field(const std::string &s, const char *name) {
-  if (s.size() != hash::kDigestSize) fail(Status::kMalformed, "commitment: {} is {} bytes, not 32", name, s.size());
-  return hash::Digest::from_bytes(ByteView(reinterpret_cast<const uint8_t *>(s.data()), s.size()));
-}
 
 void set(std::string *dst, const hash::Digest &d) { dst->assign(reinterpret_cast<const char *>(d.bytes.data()), 32); }
 
@@ -47,24 +43,19 @@ Bytes TrainingCommitment::encode() const {
 }
 
 TrainingCommitment TrainingCommitment::decode(ByteView b) {
-  if (b.size() > kMaxCommitmentBytes)
-    fail(Status::kLimit, "commitment of {} bytes, the limit is {}", b.size(), kMaxCommitmentBytes);
-  v1::TrainingCommitment p;
-  if (!p.ParseFromArray(b.data(), static_cast<int>(b.size())))
-    fail(Status::kMalformed, "commitment bytes are not a pot.v1.TrainingCommitment message");
+  const auto p = parse_bounded<v1::TrainingCommitment>(b, kMaxCommitmentBytes, "commitment");
   TrainingCommitment c;
   c.protocol_version = p.protocol_version();
-  c.initial_state_digest = digest_field(p.initial_state_digest(), "initial_state_digest");
-  c.schedule_root = digest_field(p.schedule_root(), "schedule_root");
+  c.initial_state_digest = digest_field(p.initial_state_digest(), "commitment: initial_state_digest");
+  c.schedule_root = digest_field(p.schedule_root(), "commitment: schedule_root");
   c.schedule_length = p.schedule_length();
-  c.dataset_root = digest_field(p.dataset_root(), "dataset_root");
+  c.dataset_root = digest_field(p.dataset_root(), "commitment: dataset_root");
   c.dataset_size = p.dataset_size();
-  c.spec_digest = digest_field(p.spec_digest(), "spec_digest");
+  c.spec_digest = digest_field(p.spec_digest(), "commitment: spec_digest");
   c.declared_steps = p.declared_steps();
   c.miner_identity.assign(p.miner_identity().begin(), p.miner_identity().end());
   c.validate();
-  if (c.encode() != Bytes(b.begin(), b.end()))
-    fail(Status::kMalformed, "commitment bytes are not in canonical form");
+  require_canonical(c.encode(), b, "commitment");
   return c;
 }
 

@@ -1,5 +1,6 @@
 #include "commit/opening.h"
 
+#include "commit/canonical.h"
 #include "commit/dataset.h"
 #include "commit/step_leaf.h"
 #include "common/error.h"
@@ -14,11 +15,6 @@ namespace {
 
 std::string as_string(ByteView b) { return std::string(b.begin(), b.end()); }
 Bytes as_bytes(const std::string &s) { return Bytes(s.begin(), s.end()); }
-
-hash::Digest digest_field(const std::string &s, const char *name) {
-  if (s.size() != hash::kDigestSize) fail(Status::kMalformed, "manifest: {} is {} bytes, not 32", name, s.size());
-  return hash::Digest::from_bytes(ByteView(reinterpret_cast<const uint8_t *>(s.data()), s.size()));
-}
 
 // Thrown inside verify_opening to stop at the first failed check.
 struct CheckFailed {
@@ -94,16 +90,12 @@ Bytes OpeningManifest::encode() const {
 }
 
 OpeningManifest OpeningManifest::decode(ByteView b) {
-  if (b.size() > kMaxManifestBytes)
-    fail(Status::kLimit, "manifest of {} bytes, the limit is {}", b.size(), kMaxManifestBytes);
-  v1::OpeningManifest p;
-  if (!p.ParseFromArray(b.data(), static_cast<int>(b.size())))
-    fail(Status::kMalformed, "bytes are not a pot.v1.OpeningManifest message");
+  const auto p = parse_bounded<v1::OpeningManifest>(b, kMaxManifestBytes, "manifest");
   OpeningManifest m;
-  m.run_id = digest_field(p.run_id(), "run_id");
+  m.run_id = digest_field(p.run_id(), "manifest: run_id");
   m.step = p.step();
   m.log_size = p.log_size();
-  m.pre_state_digest = digest_field(p.pre_state_digest(), "pre_state_digest");
+  m.pre_state_digest = digest_field(p.pre_state_digest(), "manifest: pre_state_digest");
   m.pre_leaf = as_bytes(p.pre_leaf());
   m.pre_leaf_proof = as_bytes(p.pre_leaf_proof());
   m.post_leaf = as_bytes(p.post_leaf());
@@ -113,7 +105,7 @@ OpeningManifest OpeningManifest::decode(ByteView b) {
   for (const v1::SampleOpening &s : p.samples()) m.samples.push_back({s.index(), as_bytes(s.payload()), as_bytes(s.proof())});
   m.pre_state_ref = p.pre_state_ref();
   m.post_state_ref = p.post_state_ref();
-  if (m.encode() != Bytes(b.begin(), b.end())) fail(Status::kMalformed, "manifest bytes are not in canonical form");
+  require_canonical(m.encode(), b, "manifest");
   return m;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "commit/canonical.h"
 #include "commit/json_fields.h"
 #include "common/error.h"
 #include "pot/v1/spec.pb.h"
@@ -88,10 +89,7 @@ ExecutionSpec from_proto(const v1::ExecutionSpec &p) {
   ExecutionSpec s;
   s.framework = p.framework();
   s.framework_version = p.framework_version();
-  if (p.model_program_digest().size() != hash::kDigestSize)
-    fail(Status::kMalformed, "spec: model_program_digest is {} bytes, not 32", p.model_program_digest().size());
-  s.model_program_digest = hash::Digest::from_bytes(
-      ByteView(reinterpret_cast<const uint8_t *>(p.model_program_digest().data()), hash::kDigestSize));
+  s.model_program_digest = digest_field(p.model_program_digest(), "spec: model_program_digest");
   if (!hash::dtype_valid(static_cast<int>(std::min<uint32_t>(p.dtype(), 256))))
     fail(Status::kMalformed, "spec: dtype code {} is not a pot_dtype", p.dtype());
   s.dtype = static_cast<hash::DType>(p.dtype());
@@ -201,14 +199,9 @@ Bytes ExecutionSpec::encode() const {
 }
 
 ExecutionSpec ExecutionSpec::decode(ByteView b) {
-  if (b.size() > kMaxSpecBytes) fail(Status::kLimit, "spec of {} bytes, the limit is {}", b.size(), kMaxSpecBytes);
-  v1::ExecutionSpec p;
-  if (!p.ParseFromArray(b.data(), static_cast<int>(b.size())))
-    fail(Status::kMalformed, "spec bytes are not a pot.v1.ExecutionSpec message");
-  ExecutionSpec s = from_proto(p);
+  ExecutionSpec s = from_proto(parse_bounded<v1::ExecutionSpec>(b, kMaxSpecBytes, "spec"));
   s.validate();
-  if (s.encode() != Bytes(b.begin(), b.end()))
-    fail(Status::kMalformed, "spec bytes are not in canonical form (unknown fields, defaults written, or field order)");
+  require_canonical(s.encode(), b, "spec");
   return s;
 }
 

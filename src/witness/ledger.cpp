@@ -1,5 +1,7 @@
 #include "witness/ledger.h"
 
+#include "commit/canonical.h"
+
 #include <algorithm>
 #include <cstdint>
 
@@ -57,9 +59,7 @@ const char *verdict_name(Verdict v) {
 }
 
 Digest digest_field(const std::string &s, const std::string &what) {
-  if (s.size() != hash::kDigestSize)
-    bad_state(fmt::format("{} is {} bytes, not 32", what, s.size()));
-  return Digest::from_bytes(view_of(s));
+  return commit::digest_field(s, "ledger state: " + what);
 }
 
 // Runs a check from another layer and reports its failure as a malformed
