@@ -335,3 +335,21 @@ def witness_commitment(run_id: bytes, step: int, replayed: bytes, bucket: int, s
     body = run_id + struct.pack("<Q", step) + replayed + struct.pack("<q", bucket)
     body += struct.pack("<I", len(salt)) + salt + struct.pack("<I", len(identity)) + identity
     return tagged("pot/v1/witness", body)
+
+
+def verdict(mode: str, quorum: int, reveals, committed_state=None, declared_bucket=None):
+    """docs/PROTOCOL.md section 19: (outcome, size of the largest cluster)."""
+    from collections import Counter
+    key = (lambda r: r["replayed_state"]) if mode == "bitwise" else (lambda r: r["bucket"])
+    counts = Counter(key(r) for r in reveals).most_common()
+    if not counts:
+        return "inconclusive", 0
+    value, size = counts[0]
+    if len(counts) > 1 and counts[1][1] == size or size < quorum:
+        return "inconclusive", size
+    if mode == "bitwise":
+        return ("pass" if value == committed_state else "fail"), size
+    sentinels = (-(1 << 63), (1 << 63) - 1)
+    if value in sentinels or declared_bucket in sentinels:
+        return ("pass" if value == declared_bucket else "fail"), size
+    return ("pass" if abs(value - declared_bucket) <= 1 else "fail"), size

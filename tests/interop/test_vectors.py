@@ -125,3 +125,17 @@ def test_canonical_spec_commitment_schedules_witnesses():
         got = ind.witness_commitment(bytes.fromhex(w["run_id"]), w["step"], bytes.fromhex(w["replayed_state"]),
                                      w["bucket"], bytes.fromhex(w["salt"]), bytes.fromhex(w["identity"]))
         assert got.hex() == w["commitment"]
+
+
+def test_verdicts():
+    for v in load("protocol.json")["verdicts"]:
+        got = ind.verdict(v["mode"], v["quorum"], v["reveals"], v.get("committed_state"), v.get("declared_bucket"))
+        assert got == (v["verdict"], v["cluster_size"]), v["comment"]
+
+
+def test_every_vector_entry_says_what_it_exercises():
+    for name in ("hash.json", "protocol.json"):
+        for key, entries in load(name).items():
+            if isinstance(entries, list):
+                for e in entries:
+                    assert "comment" in e, (name, key, e)

@@ -230,7 +230,7 @@ ordered_json generate_protocol() {
   for (auto [base, step] : std::vector<std::pair<uint64_t, uint64_t>>{{0, 0}, {0, 1}, {42, 7}, {UINT64_MAX, 123456789}}) {
     uint64_t seed;
     ok(pot_seed_derive(&seed, base, step, nullptr), nullptr, "seed");
-    out["seeds"].push_back({{"base_seed", base}, {"step", step}, {"seed", seed}});
+    out["seeds"].push_back({{"comment", "per_step seed of a step (section 9)"}, {"base_seed", base}, {"step", step}, {"seed", seed}});
   }
   struct LeafCase {
     std::string comment;
@@ -279,12 +279,14 @@ ordered_json generate_protocol() {
   for (auto [n, m, k] : std::vector<std::tuple<uint64_t, uint64_t, uint64_t>>{{10, 2, 3}, {1000, 10, 100}, {10000, 100, 448}, {200, 1, 5}}) {
     double p;
     ok(pot_security_detection_probability(&p, n, m, k, nullptr), nullptr, "p");
-    out["detection"].push_back({{"steps", n}, {"forged", m}, {"challenges", k}, {"probability", p}});
+    out["detection"].push_back({{"comment", "1 - C(n-m,k)/C(n,k) (section 12)"}, {"steps", n}, {"forged", m},
+                                {"challenges", k}, {"probability", p}});
   }
   for (auto [norm, res] : std::vector<std::pair<double, uint32_t>>{{1.0, 16}, {3.0, 1}, {0.001, 8}, {123.456, 64}, {0.0, 8}, {5e-324, 4}}) {
     int64_t b;
     ok(pot_norm_bucket(&b, norm, res, nullptr), nullptr, "bucket");
-    out["norm_buckets"].push_back({{"norm", norm}, {"resolution", res}, {"bucket", b}});
+    out["norm_buckets"].push_back({{"comment", norm == 0 ? "an exact zero norm: the zero sentinel" : "floor(R log2 norm) (section 13)"},
+                                   {"norm", norm}, {"resolution", res}, {"bucket", b}});
   }
 
   // Canonical execution spec and training commitment (sections 14, 17).
@@ -309,7 +311,9 @@ ordered_json generate_protocol() {
     ok(pot_spec_encode(&b, spec, nullptr), nullptr, "encode");
     pot_digest d;
     ok(pot_spec_digest(&d, spec, nullptr), nullptr, "digest");
-    out["specs"].push_back({{"json", nlohmann::json::parse(sj)}, {"canonical", hex(b.data, b.len)}, {"digest", hex(d)}});
+    out["specs"].push_back({{"comment", sj == spec_json ? "AdamW, dropout, per_step seeds (section 14)"
+                                                         : "SGD with nesterov in F64, accumulation, no RNG use"},
+                            {"json", nlohmann::json::parse(sj)}, {"canonical", hex(b.data, b.len)}, {"digest", hex(d)}});
     pot_bytes_free(&b);
     pot_spec_free(spec);
   }
@@ -324,7 +328,8 @@ ordered_json generate_protocol() {
     ok(pot_commitment_encode(&b, c, nullptr), nullptr, "encode");
     pot_digest id;
     ok(pot_commitment_run_id(&id, c, nullptr), nullptr, "run id");
-    out["commitments"].push_back({{"json", nlohmann::json::parse(cj)}, {"canonical", hex(b.data, b.len)}, {"run_id", hex(id)}});
+    out["commitments"].push_back({{"comment", "canonical commitment and run id (section 17)"},
+                                  {"json", nlohmann::json::parse(cj)}, {"canonical", hex(b.data, b.len)}, {"run_id", hex(id)}});
     pot_bytes_free(&b);
     pot_commitment_free(c);
   }
@@ -334,7 +339,8 @@ ordered_json generate_protocol() {
     const uint32_t sizes[2] = {3, 2};
     pot_bytes e{};
     ok(pot_schedule_entry_encode(&e, 5, idx, 5, sizes, 2, 0, nullptr), nullptr, "entry");
-    out["schedule_entries"].push_back({{"step", 5}, {"microbatches", {{4, 1, 9}, {0, 7}}}, {"entry", hex(e.data, e.len)}});
+    out["schedule_entries"].push_back({{"comment", "explicit entry with two micro-batches (section 16.1)"}, {"step", 5},
+                                       {"microbatches", {{4, 1, 9}, {0, 7}}}, {"entry", hex(e.data, e.len)}});
     pot_bytes_free(&e);
   }
   for (auto [seed, n, batch, micro, steps] : std::vector<std::tuple<uint64_t, uint64_t, uint32_t, uint32_t, uint64_t>>{
@@ -348,7 +354,7 @@ ordered_json generate_protocol() {
     }
     pot_digest root;
     ok(pot_seeded_schedule_root(&root, seed, n, batch, micro, steps, nullptr), nullptr, "seeded root");
-    out["seeded_schedules"].push_back({{"seed", seed}, {"dataset_size", n}, {"batch_size", batch},
+    out["seeded_schedules"].push_back({{"comment", "seeded schedule crossing epochs (section 16.2)"}, {"seed", seed}, {"dataset_size", n}, {"batch_size", batch},
                                        {"microbatches", micro}, {"steps", steps}, {"entries", entries}, {"root", hex(root)}});
   }
   // Witness commitments (section 19).
@@ -362,11 +368,61 @@ ordered_json generate_protocol() {
       ok(pot_witness_commitment(&c, &run, 7, &replayed, bucket, salt, sizeof salt, reinterpret_cast<const uint8_t *>("verifier-1"),
                                 10, nullptr),
          nullptr, "witness");
-      out["witness_commitments"].push_back({{"run_id", hex(run)}, {"step", 7}, {"replayed_state", hex(replayed)},
+      out["witness_commitments"].push_back({{"comment", "witness commitment (section 19)"}, {"run_id", hex(run)}, {"step", 7}, {"replayed_state", hex(replayed)},
                                             {"bucket", bucket}, {"salt", hex(salt, sizeof salt)},
                                             {"identity", hex(reinterpret_cast<const uint8_t *>("verifier-1"), 10)},
                                             {"commitment", hex(c)}});
     }
+  }
+
+  // Verdicts (section 19): reveals, mode, quorum and the outcome.
+  struct VerdictCase {
+    std::string comment;
+    pot_witness_mode mode;
+    uint32_t quorum;
+    std::vector<std::pair<std::string, std::pair<std::string, int64_t>>> reveals;  // identity -> (state seed, bucket)
+    std::string committed;
+    int64_t declared;
+  };
+  const std::vector<VerdictCase> verdicts = {
+      {"bitwise: two of three reproduce the committed digest", POT_WITNESS_BITWISE, 2,
+       {{"a", {"honest", 0}}, {"b", {"honest", 0}}, {"c", {"noise", 0}}}, "honest", 0},
+      {"bitwise: the largest cluster reproduces another digest", POT_WITNESS_BITWISE, 2,
+       {{"a", {"forged", 0}}, {"b", {"forged", 0}}, {"c", {"honest", 0}}}, "honest", 0},
+      {"bitwise: a tie is inconclusive", POT_WITNESS_BITWISE, 1, {{"a", {"honest", 0}}, {"b", {"forged", 0}}}, "honest", 0},
+      {"bitwise: below quorum is inconclusive", POT_WITNESS_BITWISE, 3,
+       {{"a", {"honest", 0}}, {"b", {"honest", 0}}}, "honest", 0},
+      {"bucket: the cluster is adjacent to the declared bucket", POT_WITNESS_NORM_BUCKET, 2,
+       {{"a", {"x", -1199}}, {"b", {"y", -1199}}, {"c", {"z", -1200}}}, "", -1200},
+      {"bucket: two buckets away", POT_WITNESS_NORM_BUCKET, 2, {{"a", {"x", 40}}, {"b", {"y", 40}}}, "", 42},
+  };
+  for (const VerdictCase &vc : verdicts) {
+    pot_verdict *v = nullptr;
+    ok(pot_verdict_new(&v, vc.mode, vc.quorum, nullptr), nullptr, "verdict");
+    ordered_json reveals = ordered_json::array();
+    for (const auto &[who, val] : vc.reveals) {
+      pot_digest st;
+      ok(pot_sha256(&st, val.first.data(), val.first.size(), nullptr), nullptr, "sha");
+      ok(pot_verdict_add_reveal(v, reinterpret_cast<const uint8_t *>(who.data()), who.size(), &st, val.second, nullptr),
+         nullptr, "reveal");
+      reveals.push_back({{"identity", hex(reinterpret_cast<const uint8_t *>(who.data()), who.size())},
+                         {"replayed_state", hex(st)}, {"bucket", val.second}});
+    }
+    pot_digest committed{};
+    if (!vc.committed.empty()) ok(pot_sha256(&committed, vc.committed.data(), vc.committed.size(), nullptr), nullptr, "sha");
+    pot_verdict_outcome outcome;
+    size_t cluster = 0;
+    const bool bitwise = vc.mode == POT_WITNESS_BITWISE;
+    ok(pot_verdict_decide(&outcome, &cluster, v, bitwise ? &committed : nullptr, bitwise ? nullptr : &vc.declared, nullptr),
+       nullptr, "decide");
+    ordered_json j = {{"comment", vc.comment}, {"mode", bitwise ? "bitwise" : "norm_bucket"}, {"quorum", vc.quorum},
+                      {"reveals", reveals}};
+    if (bitwise) j["committed_state"] = hex(committed);
+    else j["declared_bucket"] = vc.declared;
+    j["verdict"] = outcome == POT_VERDICT_PASS ? "pass" : outcome == POT_VERDICT_FAIL ? "fail" : "inconclusive";
+    j["cluster_size"] = cluster;
+    out["verdicts"].push_back(j);
+    pot_verdict_free(v);
   }
   return out;
 }
