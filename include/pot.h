@@ -601,15 +601,17 @@ POT_API pot_status pot_opening_digest(pot_digest *out, const pot_opening *openin
 
 /* Stable lower-case name of a check ("post_leaf_proof"), or "unknown". */
 POT_API const char *pot_opening_check_name(pot_opening_check check);
-/* Verifies manifest bytes against the commitment and the posted log root of
- * log_size leaves, and, when the paths are not NULL, the served state files
+/* Verifies manifest bytes as the opening of `challenged_step` (a valid
+ * opening of another step fails POT_CHECK_STEP) against the commitment and
+ * the posted log root of log_size leaves, and, when the paths are not NULL, the served state files
  * (digested as they stream). Everything but the replay itself is checked.
  * Returns POT_OK with *check = POT_CHECK_OK when every check passes;
  * otherwise the status of the first failed check (POT_E_PROOF_MISMATCH,
  * POT_E_MALFORMED, POT_E_IO, ...), an error naming it, and, unlike other
  * outputs, *check set to that check. Thread-safe. */
 POT_API pot_status pot_opening_verify(pot_opening_check *check, const pot_commitment *commitment,
-                                      uint64_t log_size, const pot_digest *log_root,
+                                      uint64_t challenged_step, uint64_t log_size,
+                                      const pot_digest *log_root,
                                       const uint8_t *manifest, size_t len,
                                       const char *pre_state_path, const char *post_state_path,
                                       uint32_t threads, pot_error **err);

@@ -117,13 +117,14 @@ const char *pot_opening_check_name(pot_opening_check check) {
   return commit::opening_check_name(static_cast<commit::OpeningCheck>(c));
 }
 
-pot_status pot_opening_verify(pot_opening_check *check, const pot_commitment *commitment, uint64_t log_size,
+pot_status pot_opening_verify(pot_opening_check *check, const pot_commitment *commitment, uint64_t challenged_step,
+                              uint64_t log_size,
                               const pot_digest *log_root, const uint8_t *manifest, size_t len,
                               const char *pre_state_path, const char *post_state_path, uint32_t threads,
                               pot_error **err) {
   commit::OpeningResult r;
   const pot_status s = guard(err, [&] {
-    r = commit::verify_opening(need(commitment, "commitment")->c, log_size, to_digest(log_root, "log_root"),
+    r = commit::verify_opening(need(commitment, "commitment")->c, challenged_step, log_size, to_digest(log_root, "log_root"),
                                bytes_arg(manifest, len, "manifest"),
                                pre_state_path ? std::optional<std::string>(pre_state_path) : std::nullopt,
                                post_state_path ? std::optional<std::string>(post_state_path) : std::nullopt, threads);

@@ -30,13 +30,14 @@ void add_open_commands(CLI::App &app) {
   open->require_subcommand(1);
   struct Verify {
     std::string commitment, root, manifest, pre, post;
-    uint64_t size = 0;
+    uint64_t size = 0, step = 0;
     uint32_t threads = 0;
     bool json = false;
   };
   auto vo = std::make_shared<Verify>();
   CLI::App *verify = open->add_subcommand("verify", "Check an opening (everything but the replay)");
   verify->add_option("MANIFEST", vo->manifest, "manifest file (canonical bytes)")->required();
+  verify->add_option("--step", vo->step, "the challenged step the manifest must open")->required();
   verify->add_option("--commitment", vo->commitment, "training commitment (JSON or canonical bytes)")->required();
   verify->add_option("--root", vo->root, "posted log root (hex)")->required();
   verify->add_option("--size", vo->size, "leaves under the posted root")->required();
@@ -50,7 +51,7 @@ void add_open_commands(CLI::App &app) {
     const auto manifest = read_file(vo->manifest);
     pot_error *err = nullptr;
     pot_opening_check chk = POT_CHECK_OK;
-    const pot_status s = pot_opening_verify(&chk, c.get(), vo->size, &root, manifest.data(), manifest.size(),
+    const pot_status s = pot_opening_verify(&chk, c.get(), vo->step, vo->size, &root, manifest.data(), manifest.size(),
                                             vo->pre.empty() ? nullptr : vo->pre.c_str(),
                                             vo->post.empty() ? nullptr : vo->post.c_str(), vo->threads, &err);
     if (s != POT_OK && chk == POT_CHECK_OK) check(s, &err, "open verify");  // misuse, not a failed check

@@ -116,7 +116,8 @@ hash::Digest OpeningManifest::digest() const {
   return h.update(b).finish();
 }
 
-OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t log_size, const hash::Digest &log_root,
+OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t challenged_step, uint64_t log_size,
+                             const hash::Digest &log_root,
                              ByteView manifest, const std::optional<std::string> &pre_state_path,
                              const std::optional<std::string> &post_state_path, unsigned threads) {
   OpeningResult r;
@@ -127,6 +128,9 @@ OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t log_
     if (m.run_id != commitment.run_id())
       failed(OpeningCheck::kRunId, Status::kProofMismatch,
              fmt::format("manifest is for run {}, not {}", m.run_id.hex(), commitment.run_id().hex()));
+    if (t != challenged_step)
+      failed(OpeningCheck::kStep, Status::kProofMismatch,
+             fmt::format("the manifest opens step {}, the challenge is for step {}", t, challenged_step));
     if (t == 0 || t > commitment.declared_steps)
       failed(OpeningCheck::kStep, Status::kOutOfRange,
              fmt::format("step {} is outside 1..{}", t, commitment.declared_steps));

@@ -47,7 +47,7 @@ enum class OpeningCheck {
   kOk = 0,
   kManifest = 1,            // bytes are not a canonical manifest
   kRunId = 2,               // manifest is for another run
-  kStep = 3,                // step outside 1..declared steps, or beyond the log
+  kStep = 3,                // not the challenged step, outside 1..declared steps, or beyond the log
   kLogSize = 4,             // proofs made for another log size than posted
   kPostLeaf = 5,            // leaf t malformed or names another step
   kPostLeafProof = 6,       // leaf t not in the posted log
@@ -76,13 +76,15 @@ struct OpeningResult {
   hash::Digest post_state_digest;  // from leaf t
 };
 
-// Verifies an opening against the run's commitment and the posted log root
-// (log_size leaves). pre_state_path / post_state_path, when given, are the
+// Verifies an opening of the challenged step against the run's commitment
+// and the posted log root (log_size leaves). The step is an input: a valid
+// opening of another step must not answer the challenge. pre_state_path / post_state_path, when given, are the
 // served state files, digested in a stream (mmap) and compared. Never throws
 // for a bad opening: the result names the first failed check. Throws only for
 // misuse (kInvalidArgument) and I/O on the state files is reported as the
 // corresponding check with status kIo.
-OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t log_size, const hash::Digest &log_root,
+OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t challenged_step, uint64_t log_size,
+                             const hash::Digest &log_root,
                              ByteView manifest, const std::optional<std::string> &pre_state_path,
                              const std::optional<std::string> &post_state_path, unsigned threads = 0);
 

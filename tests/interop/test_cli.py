@@ -157,7 +157,7 @@ def test_protocol_flow_files_check_out_with_the_cli(tmp_path):
     assert [int(x) for x in got.stdout.split()] == challenged
     for t in challenged:
         args = ["open", "verify", str(tmp_path / f"opening-{t}.bin"), "--commitment", str(tmp_path / "commitment.json"),
-                "--root", log["root"], "--size", str(log["size"])]
+                "--root", log["root"], "--size", str(log["size"]), "--step", str(t)]
         ok = run(*args, "--pre-state", str(tmp_path / f"state-{t - 1}.safetensors"),
                  "--post-state", str(tmp_path / f"state-{t}.safetensors"))
         assert ok.returncode == 0 and ok.stdout.strip() == "OK", ok.stderr
@@ -170,6 +170,9 @@ def test_protocol_flow_files_check_out_with_the_cli(tmp_path):
         (tmp_path / "cut.bin").write_bytes(manifest[:-1])
         cut = run("open", "verify", str(tmp_path / "cut.bin"), *args[3:])
         assert cut.returncode == 1 and "manifest" in cut.stderr
+        other = [c for c in challenged if c != t][0]  # a valid opening of another step
+        swapped = run("open", "verify", str(tmp_path / f"opening-{other}.bin"), *args[3:], "--json")
+        assert swapped.returncode == 1 and json.loads(swapped.stdout)["check"] == "step"
 
 
 SPEC = os.path.join(os.path.dirname(__file__), "..", "..", "samples", "specs", "adamw_per_step.json")

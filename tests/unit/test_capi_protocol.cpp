@@ -328,20 +328,23 @@ TEST(CApiProtocol, OpeningAndWitnessesEndToEnd) {
   // A verifier checks it, with the served states.
   pot_opening_check check = POT_CHECK_MANIFEST;
   const std::string s2 = dir.file("state2"), s3 = dir.file("state3"), s1 = dir.file("state1");
-  EXPECT_EQ(pot_opening_verify(&check, c, steps, &lroot, manifest.data, manifest.len, s2.c_str(), s3.c_str(), 1,
+  EXPECT_EQ(pot_opening_verify(&check, c, t, steps, &lroot, manifest.data, manifest.len, s2.c_str(), s3.c_str(), 1,
                                nullptr),
             POT_OK);
   EXPECT_EQ(check, POT_CHECK_OK);
   pot_error *err = nullptr;
-  EXPECT_EQ(pot_opening_verify(&check, c, steps, &lroot, manifest.data, manifest.len, s1.c_str(), nullptr, 1, &err),
+  EXPECT_EQ(pot_opening_verify(&check, c, t, steps, &lroot, manifest.data, manifest.len, s1.c_str(), nullptr, 1, &err),
             POT_E_PROOF_MISMATCH);
   EXPECT_EQ(check, POT_CHECK_PRE_STATE_DIGEST);
   EXPECT_NE(std::string(pot_error_message(err)).find("pre_state_digest"), std::string::npos);
   pot_error_free(err);
   EXPECT_STREQ(pot_opening_check_name(POT_CHECK_SAMPLE_PROOF), "sample_proof");
-  EXPECT_EQ(pot_opening_verify(&check, c, steps, &lroot, manifest.data, 10, nullptr, nullptr, 1, nullptr),
+  EXPECT_EQ(pot_opening_verify(&check, c, t, steps, &lroot, manifest.data, 10, nullptr, nullptr, 1, nullptr),
             POT_E_MALFORMED);
   EXPECT_EQ(check, POT_CHECK_MANIFEST);
+  EXPECT_EQ(pot_opening_verify(&check, c, t + 1, steps, &lroot, manifest.data, manifest.len, nullptr, nullptr, 1, nullptr),
+            POT_E_PROOF_MISMATCH);
+  EXPECT_EQ(check, POT_CHECK_STEP);
 
   // Three verifiers commit and reveal; the cluster reproduces leaf t.
   pot_verdict *v = nullptr;

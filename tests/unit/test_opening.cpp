@@ -94,7 +94,7 @@ struct TinyRun {
 
   commit::OpeningResult verify(const commit::OpeningManifest &m, std::optional<std::string> pre = std::nullopt,
                                std::optional<std::string> post = std::nullopt) const {
-    return commit::verify_opening(commitment, log->size(), log->root(), m.encode(), pre, post, 1);
+    return commit::verify_opening(commitment, m.step, log->size(), log->root(), m.encode(), pre, post, 1);
   }
 };
 
@@ -197,7 +197,12 @@ TEST(Opening, EachTamperingIsNamedByItsCheck) {
   expect(base, OpeningCheck::kPreStateDigest, run.state_path(3));      // the wrong state file served
   expect(base, OpeningCheck::kPostStateDigest, run.state_path(4), run.state_path(6));
   expect(base, OpeningCheck::kPreStateDigest, run.dir.file("missing"));  // nothing served
-  const auto r = commit::verify_opening(run.commitment, run.log->size(), run.log->root(), Bytes{1, 2, 3}, {}, {});
+  const auto r = commit::verify_opening(run.commitment, 5, run.log->size(), run.log->root(), Bytes{1, 2, 3}, {}, {});
+  EXPECT_EQ(r.check, OpeningCheck::kManifest);
+  // A valid opening of step 2 does not answer a challenge of step 5.
+  const auto wrong_step = commit::verify_opening(run.commitment, 5, run.log->size(), run.log->root(), run.open(2).encode(),
+                                                 run.state_path(1), run.state_path(2), 1);
+  EXPECT_EQ(wrong_step.check, OpeningCheck::kStep) << wrong_step.message;
   EXPECT_EQ(r.check, OpeningCheck::kManifest);
 }
 
