@@ -1,0 +1,283 @@
+package pot
+
+/*
+#include <stdlib.h>
+#include <pot.h>
+*/
+import "C"
+
+import (
+	"math"
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// SampleDigest returns the digest of one dataset sample given as
+// safetensors bytes (PROTOCOL.md section 15). The dataset root is the RFC
+// 6962 root over the sample digests, each appended as 32 bytes of leaf
+// data (Tree.Append(d[:])) in dataset order. StatusMalformed for bytes
+// that are not safetensors or hold no tensor, StatusLimit past 64 MiB.
+func SampleDigest(safetensors []byte) (Digest, error) {
+	if abiErr != nil {
+		return Digest{}, abiErr
+	}
+	var d Digest
+	var cerr *C.pot_error
+	if err := toError(C.pot_sample_digest(d.c(), bytesPtr(safetensors), C.size_t(len(safetensors)), &cerr),
+		cerr); err != nil {
+		return Digest{}, err
+	}
+	return d, nil
+}
+
+// ScheduleEntry is the schedule entry of one step (PROTOCOL.md section
+// 16.1): the dataset indices it trains on, split into micro-batches.
+type ScheduleEntry struct {
+	Step         uint64     // the step, from 1
+	Microbatches [][]uint64 // dataset indices, one slice per micro-batch
+}
+
+// Encode returns the entry's bytes, the leaf data of leaf Step-1 of the
+// schedule tree. StatusOutOfRange for an index >= datasetSize (pass 0 to
+// skip that check); StatusInvalidArgument or StatusLimit for an entry the
+// protocol does not allow (step 0, no or empty micro-batches, too many
+// indices).
+func (e ScheduleEntry) Encode(datasetSize uint64) ([]byte, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	var indices []uint64
+	sizes := make([]uint32, 0, len(e.Microbatches))
+	for _, mb := range e.Microbatches {
+		if uint64(len(mb)) > math.MaxUint32 {
+			return nil, newError(StatusLimit, "a micro-batch of %d indices is too large", len(mb))
+		}
+		sizes = append(sizes, uint32(len(mb)))
+		indices = append(indices, mb...)
+	}
+	var out C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_schedule_entry_encode(&out, C.uint64_t(e.Step), shapePtr(indices), C.size_t(len(indices)),
+		(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(sizes))), C.size_t(len(sizes)), C.uint64_t(datasetSize), &cerr)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	return takeBytes(&out), nil
+}
+
+// DecodeScheduleEntry parses schedule entry bytes; StatusMalformed for
+// bytes that are not a canonical entry.
+func DecodeScheduleEntry(entry []byte) (ScheduleEntry, error) {
+	if abiErr != nil {
+		return ScheduleEntry{}, abiErr
+	}
+	var step C.uint64_t
+	var count, micro C.size_t
+	var cerr *C.pot_error
+	// First the numbers, then the contents.
+	if err := toError(C.pot_schedule_entry_decode(&step, nil, &count, nil, &micro, bytesPtr(entry),
+		C.size_t(len(entry)), &cerr), cerr); err != nil {
+		return ScheduleEntry{}, err
+	}
+	indices := make([]uint64, int(count))
+	sizes := make([]uint32, int(micro))
+	st := C.pot_schedule_entry_decode(&step, shapePtr(indices), &count,
+		(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(sizes))), &micro, bytesPtr(entry), C.size_t(len(entry)), &cerr)
+	if err := toError(st, cerr); err != nil {
+		return ScheduleEntry{}, err
+	}
+	e := ScheduleEntry{Step: uint64(step), Microbatches: make([][]uint64, 0, len(sizes))}
+	at := 0
+	for _, n := range sizes {
+		e.Microbatches = append(e.Microbatches, indices[at:at+int(n):at+int(n)])
+		at += int(n)
+	}
+	return e, nil
+}
+
+// SeededScheduleEntry returns the entry of step of the seeded schedule
+// (epoch-wise permutations of the dataset from seed, PROTOCOL.md section
+// 16.2); batchSize must be a multiple of microbatches.
+func SeededScheduleEntry(seed, datasetSize uint64, batchSize, microbatches uint32, step uint64) ([]byte, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	var out C.pot_bytes
+	var cerr *C.pot_error
+	if err := toError(C.pot_seeded_schedule_entry(&out, C.uint64_t(seed), C.uint64_t(datasetSize),
+		C.uint32_t(batchSize), C.uint32_t(microbatches), C.uint64_t(step), &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return takeBytes(&out), nil
+}
+
+// SeededScheduleRoot returns the root of the seeded schedule's first steps
+// entries.
+func SeededScheduleRoot(seed, datasetSize uint64, batchSize, microbatches uint32, steps uint64) (Digest, error) {
+	if abiErr != nil {
+		return Digest{}, abiErr
+	}
+	var d Digest
+	var cerr *C.pot_error
+	if err := toError(C.pot_seeded_schedule_root(d.c(), C.uint64_t(seed), C.uint64_t(datasetSize),
+		C.uint32_t(batchSize), C.uint32_t(microbatches), C.uint64_t(steps), &cerr), cerr); err != nil {
+		return Digest{}, err
+	}
+	return d, nil
+}
+
+// Commitment is a validated training commitment (pot_commitment,
+// PROTOCOL.md section 17). It is immutable and safe for concurrent use.
+type Commitment struct {
+	mu sync.RWMutex
+	p  *C.pot_commitment
+}
+
+// CommitmentDigests are the digests a training commitment binds.
+type CommitmentDigests struct {
+	InitialState Digest // state digest of S_0
+	ScheduleRoot Digest // root of the schedule entries
+	DatasetRoot  Digest // root of the sample digests
+	Spec         Digest // digest of the execution spec
+}
+
+func newCommitment(p *C.pot_commitment) *Commitment {
+	c := &Commitment{p: p}
+	runtime.SetFinalizer(c, (*Commitment).Close)
+	return c
+}
+
+// CommitmentFromJSON parses the JSON form of a commitment (docs/cli.md);
+// StatusInvalidArgument names the rule broken, StatusMalformed for text
+// that is not JSON.
+func CommitmentFromJSON(json string) (*Commitment, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	cs, err := cString(json, "commitment JSON")
+	if err != nil {
+		return nil, err
+	}
+	defer freeString(cs)
+	var p *C.pot_commitment
+	var cerr *C.pot_error
+	if err := toError(C.pot_commitment_from_json(&p, cs, &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return newCommitment(p), nil
+}
+
+// DecodeCommitment decodes canonical commitment bytes; StatusMalformed
+// unless canonical, StatusLimit past 1024 bytes.
+func DecodeCommitment(data []byte) (*Commitment, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	var p *C.pot_commitment
+	var cerr *C.pot_error
+	if err := toError(C.pot_commitment_decode(&p, bytesPtr(data), C.size_t(len(data)), &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return newCommitment(p), nil
+}
+
+// Close frees the commitment. It is safe to call more than once.
+func (c *Commitment) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.p != nil {
+		C.pot_commitment_free(c.p)
+		c.p = nil
+		runtime.SetFinalizer(c, nil)
+	}
+	return nil
+}
+
+// Encode returns the canonical bytes (a pot.v1.TrainingCommitment).
+func (c *Commitment) Encode() ([]byte, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.p == nil {
+		return nil, closedError("Commitment")
+	}
+	var out C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_commitment_encode(&out, c.p, &cerr)
+	runtime.KeepAlive(c)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	return takeBytes(&out), nil
+}
+
+// ToJSON returns the JSON form of the commitment.
+func (c *Commitment) ToJSON() (string, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.p == nil {
+		return "", closedError("Commitment")
+	}
+	var out C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_commitment_to_json(&out, c.p, &cerr)
+	runtime.KeepAlive(c)
+	if err := toError(st, cerr); err != nil {
+		return "", err
+	}
+	return takeString(&out), nil
+}
+
+// RunID returns the run id, tagged("pot/v1/run", canonical bytes).
+func (c *Commitment) RunID() (Digest, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.p == nil {
+		return Digest{}, closedError("Commitment")
+	}
+	var d Digest
+	var cerr *C.pot_error
+	st := C.pot_commitment_run_id(d.c(), c.p, &cerr)
+	runtime.KeepAlive(c)
+	if err := toError(st, cerr); err != nil {
+		return Digest{}, err
+	}
+	return d, nil
+}
+
+// Digests returns the committed digests.
+func (c *Commitment) Digests() (CommitmentDigests, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.p == nil {
+		return CommitmentDigests{}, closedError("Commitment")
+	}
+	var out CommitmentDigests
+	var cerr *C.pot_error
+	st := C.pot_commitment_digests(out.InitialState.c(), out.ScheduleRoot.c(), out.DatasetRoot.c(), out.Spec.c(),
+		c.p, &cerr)
+	runtime.KeepAlive(c)
+	if err := toError(st, cerr); err != nil {
+		return CommitmentDigests{}, err
+	}
+	return out, nil
+}
+
+// DeclaredSteps returns the declared number of steps (= schedule entries);
+// 0 after Close.
+func (c *Commitment) DeclaredSteps() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := uint64(C.pot_commitment_declared_steps(c.p))
+	runtime.KeepAlive(c)
+	return n
+}
+
+// DatasetSize returns the committed dataset size; 0 after Close.
+func (c *Commitment) DatasetSize() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := uint64(C.pot_commitment_dataset_size(c.p))
+	runtime.KeepAlive(c)
+	return n
+}

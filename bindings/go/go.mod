@@ -1,0 +1,3 @@
+module github.com/pot-sdk/pot/bindings/go
+
+go 1.22

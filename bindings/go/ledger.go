@@ -1,0 +1,124 @@
+package pot
+
+/*
+#include <stdlib.h>
+#include <pot.h>
+*/
+import "C"
+
+import (
+	"runtime"
+	"sync"
+)
+
+// LedgerConfig configures a new Ledger (docs/ledger.md section 1). Every
+// field must be at least 1. The JSON names are those of the "config" of a
+// `pot ledger` transcript.
+type LedgerConfig struct {
+	CommitWindow uint64 `json:"commit_window"` // blocks from issue to the end of the commit phase
+	RevealWindow uint64 `json:"reveal_window"` // blocks from there to the end of the reveal phase
+	Quorum       uint32 `json:"quorum"`        // reveals the winning cluster needs
+	MaxRounds    uint32 `json:"max_rounds"`    // challenges one issue_challenge may draw
+}
+
+// Ledger is the reference ledger (pot_ledger, docs/ledger.md): a
+// deterministic state machine with the extrinsics' rules, driven by JSON
+// calls. It is safe for concurrent use (calls are serialised, as a runtime
+// executes extrinsics one at a time).
+type Ledger struct {
+	mu sync.Mutex
+	p  *C.pot_ledger
+}
+
+func newLedger(p *C.pot_ledger) *Ledger {
+	l := &Ledger{p: p}
+	runtime.SetFinalizer(l, (*Ledger).Close)
+	return l
+}
+
+// NewLedger returns an empty ledger with the given configuration;
+// StatusInvalidArgument when a field is 0.
+func NewLedger(config LedgerConfig) (*Ledger, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	var p *C.pot_ledger
+	var cerr *C.pot_error
+	if err := toError(C.pot_ledger_new(&p, C.uint64_t(config.CommitWindow), C.uint64_t(config.RevealWindow),
+		C.uint32_t(config.Quorum), C.uint32_t(config.MaxRounds), &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return newLedger(p), nil
+}
+
+// LoadLedger restores a state saved with Ledger.Save; StatusMalformed
+// unless the bytes are exactly a state Save produces (every invariant is
+// re-checked), StatusLimit past 64 MiB.
+func LoadLedger(state []byte) (*Ledger, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	var p *C.pot_ledger
+	var cerr *C.pot_error
+	if err := toError(C.pot_ledger_load(&p, bytesPtr(state), C.size_t(len(state)), &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return newLedger(p), nil
+}
+
+// Close frees the ledger. It is safe to call more than once.
+func (l *Ledger) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.p != nil {
+		C.pot_ledger_free(l.p)
+		l.p = nil
+		runtime.SetFinalizer(l, nil)
+	}
+	return nil
+}
+
+// Save returns the canonical state bytes: saving, loading and saving again
+// gives the same bytes.
+func (l *Ledger) Save() ([]byte, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.p == nil {
+		return nil, closedError("Ledger")
+	}
+	var out C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_ledger_save(&out, l.p, &cerr)
+	runtime.KeepAlive(l)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	return takeBytes(&out), nil
+}
+
+// Apply applies one call, a JSON object such as
+// {"call": "issue_challenge", "now": 103, ...} (docs/ledger.md section 5),
+// and returns its JSON result ({"ok": true, ...}). A refused call returns
+// an *Error with its specific code (StatusState, StatusPermission,
+// StatusConflict, StatusNotFound, StatusProofMismatch, ...) and leaves the
+// ledger exactly as it was.
+func (l *Ledger) Apply(callJSON string) (string, error) {
+	cs, err := cString(callJSON, "ledger call")
+	if err != nil {
+		return "", err
+	}
+	defer freeString(cs)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.p == nil {
+		return "", closedError("Ledger")
+	}
+	var out C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_ledger_apply(&out, l.p, cs, &cerr)
+	runtime.KeepAlive(l)
+	if err := toError(st, cerr); err != nil {
+		return "", err
+	}
+	return takeString(&out), nil
+}

@@ -1,0 +1,241 @@
+package pot
+
+/*
+#include <stdlib.h>
+#include <pot.h>
+*/
+import "C"
+
+import (
+	"math"
+	"runtime"
+	"sync"
+)
+
+// OpeningCheck names one check of VerifyOpening (pot_opening_check), in
+// the order they run (PROTOCOL.md section 18). Values are frozen.
+type OpeningCheck uint32
+
+// The checks of pot.h.
+const (
+	CheckOK                OpeningCheck = C.POT_CHECK_OK                  // every check passed
+	CheckManifest          OpeningCheck = C.POT_CHECK_MANIFEST            // the bytes are a canonical manifest
+	CheckRunID             OpeningCheck = C.POT_CHECK_RUN_ID              // it is for the commitment's run
+	CheckStep              OpeningCheck = C.POT_CHECK_STEP                // 1 <= t <= declared steps (and t <= log size)
+	CheckLogSize           OpeningCheck = C.POT_CHECK_LOG_SIZE            // the proofs are for the posted root's size
+	CheckPostLeaf          OpeningCheck = C.POT_CHECK_POST_LEAF           // leaf t decodes and names step t
+	CheckPostLeafProof     OpeningCheck = C.POT_CHECK_POST_LEAF_PROOF     // leaf t is in the posted log
+	CheckPreStateCommitted OpeningCheck = C.POT_CHECK_PRE_STATE_COMMITTED // t = 1: the pre-state is the committed initial state
+	CheckPreLeaf           OpeningCheck = C.POT_CHECK_PRE_LEAF            // t > 1: leaf t-1 decodes, names step t-1, commits to the pre-state digest
+	CheckPreLeafProof      OpeningCheck = C.POT_CHECK_PRE_LEAF_PROOF      // leaf t-1 is in the posted log
+	CheckScheduleEntry     OpeningCheck = C.POT_CHECK_SCHEDULE_ENTRY      // the entry decodes and is for step t
+	CheckScheduleProof     OpeningCheck = C.POT_CHECK_SCHEDULE_PROOF      // it is in the committed schedule
+	CheckSampleCount       OpeningCheck = C.POT_CHECK_SAMPLE_COUNT        // one sample per scheduled index
+	CheckSampleIndex       OpeningCheck = C.POT_CHECK_SAMPLE_INDEX        // each sample's index is the scheduled one
+	CheckSamplePayload     OpeningCheck = C.POT_CHECK_SAMPLE_PAYLOAD      // each payload is a valid sample
+	CheckSampleProof       OpeningCheck = C.POT_CHECK_SAMPLE_PROOF        // each sample digest is in the committed dataset
+	CheckPreStateDigest    OpeningCheck = C.POT_CHECK_PRE_STATE_DIGEST    // the served S_{t-1} digests to the pre-state digest
+	CheckPostStateDigest   OpeningCheck = C.POT_CHECK_POST_STATE_DIGEST   // the served S_t digests to leaf t's state digest
+)
+
+// String returns the stable lower-case name of the check
+// (pot_opening_check_name: "ok", "post_leaf_proof", ...), or "unknown".
+func (c OpeningCheck) String() string {
+	if uint64(c) > math.MaxInt32 {
+		return "unknown"
+	}
+	return C.GoString(C.pot_opening_check_name(C.pot_opening_check(c)))
+}
+
+// Opening is an opening manifest being built by the miner for one
+// challenged step (pot_opening, PROTOCOL.md section 18). States are not
+// part of it: name the served files with SetStateRefs. Every setter copies
+// its bytes. It is safe for concurrent use (calls are serialised).
+type Opening struct {
+	mu sync.Mutex
+	p  *C.pot_opening
+}
+
+// NewOpening starts a manifest for step of run runID, whose leaf proofs are
+// made against the posted log root of logSize leaves, with the digest of
+// the state before the step.
+func NewOpening(runID Digest, step, logSize uint64, preStateDigest Digest) (*Opening, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	var p *C.pot_opening
+	var cerr *C.pot_error
+	if err := toError(C.pot_opening_new(&p, cDigest(runID), C.uint64_t(step), C.uint64_t(logSize),
+		cDigest(preStateDigest), &cerr), cerr); err != nil {
+		return nil, err
+	}
+	o := &Opening{p: p}
+	runtime.SetFinalizer(o, (*Opening).Close)
+	return o, nil
+}
+
+// Close frees the opening. It is safe to call more than once.
+func (o *Opening) Close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.p != nil {
+		C.pot_opening_free(o.p)
+		o.p = nil
+		runtime.SetFinalizer(o, nil)
+	}
+	return nil
+}
+
+// SetPreLeaf sets leaf t-1 and its inclusion proof (not for step 1).
+func (o *Opening) SetPreLeaf(leaf, proof []byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.p == nil {
+		return closedError("Opening")
+	}
+	var cerr *C.pot_error
+	st := C.pot_opening_set_pre_leaf(o.p, bytesPtr(leaf), C.size_t(len(leaf)), bytesPtr(proof), C.size_t(len(proof)), &cerr)
+	runtime.KeepAlive(o)
+	return toError(st, cerr)
+}
+
+// SetPostLeaf sets leaf t and its inclusion proof.
+func (o *Opening) SetPostLeaf(leaf, proof []byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.p == nil {
+		return closedError("Opening")
+	}
+	var cerr *C.pot_error
+	st := C.pot_opening_set_post_leaf(o.p, bytesPtr(leaf), C.size_t(len(leaf)), bytesPtr(proof), C.size_t(len(proof)), &cerr)
+	runtime.KeepAlive(o)
+	return toError(st, cerr)
+}
+
+// SetSchedule sets the schedule entry of step t and its inclusion proof in
+// the schedule root.
+func (o *Opening) SetSchedule(entry, proof []byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.p == nil {
+		return closedError("Opening")
+	}
+	var cerr *C.pot_error
+	st := C.pot_opening_set_schedule(o.p, bytesPtr(entry), C.size_t(len(entry)), bytesPtr(proof), C.size_t(len(proof)), &cerr)
+	runtime.KeepAlive(o)
+	return toError(st, cerr)
+}
+
+// AddSample appends the next sample of the batch: its dataset index, its
+// safetensors bytes and its inclusion proof in the dataset root.
+func (o *Opening) AddSample(index uint64, payload, proof []byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.p == nil {
+		return closedError("Opening")
+	}
+	var cerr *C.pot_error
+	st := C.pot_opening_add_sample(o.p, C.uint64_t(index), bytesPtr(payload), C.size_t(len(payload)), bytesPtr(proof),
+		C.size_t(len(proof)), &cerr)
+	runtime.KeepAlive(o)
+	return toError(st, cerr)
+}
+
+// SetStateRefs records where the state files are served (paths or URIs;
+// "" for none). StatusLimit for a reference that is too long.
+func (o *Opening) SetStateRefs(preStateRef, postStateRef string) error {
+	pre, err := optString(preStateRef, "pre-state reference")
+	if err != nil {
+		return err
+	}
+	defer freeString(pre)
+	post, err := optString(postStateRef, "post-state reference")
+	if err != nil {
+		return err
+	}
+	defer freeString(post)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.p == nil {
+		return closedError("Opening")
+	}
+	var cerr *C.pot_error
+	st := C.pot_opening_set_state_refs(o.p, pre, post, &cerr)
+	runtime.KeepAlive(o)
+	return toError(st, cerr)
+}
+
+// Encode returns the canonical manifest bytes (a pot.v1.OpeningManifest).
+// StatusLimit past 256 MiB.
+func (o *Opening) Encode() ([]byte, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.p == nil {
+		return nil, closedError("Opening")
+	}
+	var out C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_opening_encode(&out, o.p, &cerr)
+	runtime.KeepAlive(o)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	return takeBytes(&out), nil
+}
+
+// Digest returns the manifest digest, tagged("pot/v1/opening", canonical
+// bytes): what the ledger records.
+func (o *Opening) Digest() (Digest, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.p == nil {
+		return Digest{}, closedError("Opening")
+	}
+	var d Digest
+	var cerr *C.pot_error
+	st := C.pot_opening_digest(d.c(), o.p, &cerr)
+	runtime.KeepAlive(o)
+	if err := toError(st, cerr); err != nil {
+		return Digest{}, err
+	}
+	return d, nil
+}
+
+// VerifyOpening verifies manifest bytes as the opening of challengedStep
+// (a valid opening of another step fails CheckStep) against the commitment
+// and the posted log root of logSize leaves and, when the paths are not "", the
+// served state files (digested as they stream, on threads threads; 0 = all
+// cores). Everything but the replay itself is checked.
+//
+// It returns (CheckOK, nil) when every check passes. Otherwise it returns
+// the first failed check and an *Error whose code is that check's status
+// (StatusProofMismatch, StatusMalformed, StatusIO, ...) and whose message
+// names it. A failure before any check ran (a closed commitment, an ABI
+// mismatch) returns CheckOK with the error.
+func VerifyOpening(commitment *Commitment, challengedStep, logSize uint64, logRoot Digest, manifest []byte,
+	preStatePath, postStatePath string, threads uint32) (OpeningCheck, error) {
+	if abiErr != nil {
+		return CheckOK, abiErr
+	}
+	pre, err := optString(preStatePath, "pre-state path")
+	if err != nil {
+		return CheckOK, err
+	}
+	defer freeString(pre)
+	post, err := optString(postStatePath, "post-state path")
+	if err != nil {
+		return CheckOK, err
+	}
+	defer freeString(post)
+	commitment.mu.RLock()
+	defer commitment.mu.RUnlock()
+	if commitment.p == nil {
+		return CheckOK, closedError("Commitment")
+	}
+	check := C.pot_opening_check(C.POT_CHECK_OK)
+	var cerr *C.pot_error
+	st := C.pot_opening_verify(&check, commitment.p, C.uint64_t(challengedStep), C.uint64_t(logSize), cDigest(logRoot), bytesPtr(manifest),
+		C.size_t(len(manifest)), pre, post, C.uint32_t(threads), &cerr)
+	runtime.KeepAlive(commitment)
+	return OpeningCheck(check), toError(st, cerr)
+}

@@ -1,0 +1,210 @@
+package pot_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	pot "github.com/pot-sdk/pot/bindings/go"
+)
+
+// run is a toy training run made through the binding, as the C sample
+// samples/protocol_flow makes one: 8 samples, 6 steps of batch 2.
+type run struct {
+	dir        string
+	commitment *pot.Commitment
+	runID      pot.Digest
+	logRoot    pot.Digest
+	states     []pot.Digest
+	log        *pot.Tree
+	schedule   *pot.Tree
+	dataset    *pot.Tree
+}
+
+const (
+	runSamples = 8
+	runSteps   = 6
+	runBatch   = 2
+	runSeed    = 1234
+)
+
+func writeVector(t *testing.T, path, name string, v []float32) {
+	t.Helper()
+	w, err := pot.NewSafetensorsWriter()
+	check(t, err)
+	defer w.Close()
+	check(t, w.Add(name, pot.DTypeF32, []uint64{uint64(len(v))}, f32bytes(v...)))
+	check(t, w.Write(path))
+}
+
+func (r *run) statePath(t uint64) string {
+	return filepath.Join(r.dir, fmt.Sprintf("state-%d.safetensors", t))
+}
+
+func newRun(t *testing.T) *run {
+	t.Helper()
+	r := &run{dir: t.TempDir()}
+	var err error
+	r.dataset, err = pot.NewMemoryTree()
+	check(t, err)
+	r.schedule, err = pot.NewMemoryTree()
+	check(t, err)
+	r.log, err = pot.NewMemoryTree()
+	check(t, err)
+	t.Cleanup(func() { r.dataset.Close(); r.schedule.Close(); r.log.Close() })
+	for i := 0; i < runSamples; i++ {
+		p := filepath.Join(r.dir, fmt.Sprintf("sample-%d.safetensors", i))
+		writeVector(t, p, "x", []float32{float32(i), float32(i * i)})
+		b, err := os.ReadFile(p)
+		check(t, err)
+		d, err := pot.SampleDigest(b)
+		check(t, err)
+		_, err = r.dataset.Append(d[:])
+		check(t, err)
+	}
+	w := []float32{0.5, -1, 2, 0.25}
+	for step := uint64(0); step <= runSteps; step++ {
+		if step > 0 {
+			for i := range w {
+				w[i] = w[i]*0.9 + 0.01*float32(step)
+			}
+			e, err := pot.SeededScheduleEntry(runSeed, runSamples, runBatch, 1, step)
+			check(t, err)
+			_, err = r.schedule.Append(e)
+			check(t, err)
+		}
+		writeVector(t, r.statePath(step), "model.w", w)
+		d, err := pot.SafetensorsDigestFile(r.statePath(step), 1)
+		check(t, err)
+		r.states = append(r.states, d)
+		if step > 0 {
+			leaf, err := pot.StepLeaf{Step: step, StateDigest: d, Loss: 1 / float64(step)}.Encode()
+			check(t, err)
+			_, err = r.log.Append(leaf)
+			check(t, err)
+		}
+	}
+	sroot, err := r.schedule.Root(runSteps)
+	check(t, err)
+	droot, err := r.dataset.Root(runSamples)
+	check(t, err)
+	r.logRoot, err = r.log.Root(runSteps)
+	check(t, err)
+	r.commitment, err = pot.CommitmentFromJSON(fmt.Sprintf(`{"initial_state_digest": "%s", "schedule_root": "%s",
+		"schedule_length": %d, "dataset_root": "%s", "dataset_size": %d, "spec_digest": "%064d",
+		"declared_steps": %d, "miner_identity": "6d696e6572"}`, r.states[0], sroot, runSteps, droot, runSamples, 0, runSteps))
+	check(t, err)
+	t.Cleanup(func() { r.commitment.Close() })
+	r.runID, err = r.commitment.RunID()
+	check(t, err)
+	return r
+}
+
+// open builds the manifest of step as the miner serves it.
+func (r *run) open(t *testing.T, step uint64) []byte {
+	t.Helper()
+	o, err := pot.NewOpening(r.runID, step, runSteps, r.states[step-1])
+	check(t, err)
+	defer o.Close()
+	if step > 1 {
+		leaf, err := pot.StepLeaf{Step: step - 1, StateDigest: r.states[step-1], Loss: 1 / float64(step-1)}.Encode()
+		check(t, err)
+		proof, err := r.log.InclusionProof(step-2, runSteps)
+		check(t, err)
+		check(t, o.SetPreLeaf(leaf, proof))
+	}
+	leaf, err := pot.StepLeaf{Step: step, StateDigest: r.states[step], Loss: 1 / float64(step)}.Encode()
+	check(t, err)
+	proof, err := r.log.InclusionProof(step-1, runSteps)
+	check(t, err)
+	check(t, o.SetPostLeaf(leaf, proof))
+	entry, err := pot.SeededScheduleEntry(runSeed, runSamples, runBatch, 1, step)
+	check(t, err)
+	proof, err = r.schedule.InclusionProof(step-1, runSteps)
+	check(t, err)
+	check(t, o.SetSchedule(entry, proof))
+	e, err := pot.DecodeScheduleEntry(entry)
+	check(t, err)
+	if e.Step != step || len(e.Microbatches) != 1 || len(e.Microbatches[0]) != runBatch {
+		t.Fatalf("schedule entry %+v", e)
+	}
+	for _, idx := range e.Microbatches[0] {
+		b, err := os.ReadFile(filepath.Join(r.dir, fmt.Sprintf("sample-%d.safetensors", idx)))
+		check(t, err)
+		proof, err := r.dataset.InclusionProof(idx, runSamples)
+		check(t, err)
+		check(t, o.AddSample(idx, b, proof))
+	}
+	check(t, o.SetStateRefs(filepath.Base(r.statePath(step-1)), ""))
+	m, err := o.Encode()
+	check(t, err)
+	d1, err := o.Digest()
+	check(t, err)
+	if d1 == (pot.Digest{}) {
+		t.Fatal("zero manifest digest")
+	}
+	return m
+}
+
+func TestOpeningFlow(t *testing.T) {
+	r := newRun(t)
+	steps, err := pot.ChallengeDerive([]byte("beacon"), r.runID, runSteps, 2)
+	check(t, err)
+	for _, step := range append(steps, 1) {
+		m := r.open(t, step)
+		c, err := pot.VerifyOpening(r.commitment, step, runSteps, r.logRoot, m, r.statePath(step-1), r.statePath(step), 1)
+		if err != nil || c != pot.CheckOK {
+			t.Fatalf("step %d: %v, %v", step, c, err)
+		}
+		// Without state files only the manifest is checked.
+		if c, err := pot.VerifyOpening(r.commitment, step, runSteps, r.logRoot, m, "", "", 0); err != nil || c != pot.CheckOK {
+			t.Fatalf("step %d without states: %v, %v", step, c, err)
+		}
+	}
+
+	step := uint64(3)
+	m := r.open(t, step)
+	cases := []struct {
+		name      string
+		logRoot   pot.Digest
+		manifest  []byte
+		pre, post string
+		check     pot.OpeningCheck
+		code      pot.Status
+	}{
+		{"wrong log root", r.states[0], m, "", "", pot.CheckPostLeafProof, pot.StatusProofMismatch},
+		{"truncated manifest", r.logRoot, m[:len(m)-1], "", "", pot.CheckManifest, pot.StatusMalformed},
+		{"wrong pre-state", r.logRoot, m, r.statePath(step), "", pot.CheckPreStateDigest, pot.StatusProofMismatch},
+		{"wrong post-state", r.logRoot, m, r.statePath(step - 1), r.statePath(step - 1), pot.CheckPostStateDigest,
+			pot.StatusProofMismatch},
+		{"missing state", r.logRoot, m, filepath.Join(r.dir, "missing"), "", pot.CheckPreStateDigest, pot.StatusIO},
+	}
+	for _, c := range cases {
+		got, err := pot.VerifyOpening(r.commitment, step, runSteps, c.logRoot, c.manifest, c.pre, c.post, 1)
+		if got != c.check {
+			t.Errorf("%s: check %v, want %v (%v)", c.name, got, c.check, err)
+		}
+		wantCode(t, err, c.code)
+	}
+	if pot.CheckPostLeafProof.String() != "post_leaf_proof" || pot.CheckOK.String() != "ok" ||
+		pot.OpeningCheck(1000).String() != "unknown" {
+		t.Fatal("check names")
+	}
+	// Another run's commitment.
+	other, err := pot.CommitmentFromJSON(fmt.Sprintf(`{"initial_state_digest": "%s", "schedule_root": "%s",
+		"schedule_length": 6, "dataset_root": "%s", "dataset_size": 8, "spec_digest": "%064d",
+		"declared_steps": 6, "miner_identity": "6f74686572"}`, r.states[0], r.states[0], r.states[0], 0))
+	check(t, err)
+	defer other.Close()
+	got, err := pot.VerifyOpening(other, step, runSteps, r.logRoot, m, "", "", 1)
+	if got != pot.CheckRunID {
+		t.Errorf("other run: check %v (%v)", got, err)
+	}
+	// A valid opening of step 3 does not answer a challenge of step 4.
+	got, err = pot.VerifyOpening(r.commitment, step+1, runSteps, r.logRoot, m, "", "", 1)
+	if got != pot.CheckStep {
+		t.Errorf("another step: check %v (%v)", got, err)
+	}
+	wantCode(t, err, pot.StatusProofMismatch)
+}

@@ -1,0 +1,184 @@
+package pot
+
+/*
+#include <stdlib.h>
+#include <pot.h>
+*/
+import "C"
+
+import (
+	"math"
+	"runtime"
+	"unsafe"
+)
+
+// SeedDerive returns the seed of step under the per_step seed policy: the
+// first 8 bytes (little-endian) of a tagged SHA-256 of (baseSeed, step)
+// (PROTOCOL.md section 9).
+func SeedDerive(baseSeed, step uint64) (uint64, error) {
+	if abiErr != nil {
+		return 0, abiErr
+	}
+	var out C.uint64_t
+	var cerr *C.pot_error
+	if err := toError(C.pot_seed_derive(&out, C.uint64_t(baseSeed), C.uint64_t(step), &cerr), cerr); err != nil {
+		return 0, err
+	}
+	return uint64(out), nil
+}
+
+// StepLeaf is the content of the checkpoint-log leaf of one training step
+// (PROTOCOL.md section 10).
+type StepLeaf struct {
+	Step        uint64  // the step, from 1
+	StateDigest Digest  // digest of the state after the step
+	Loss        float64 // the loss, kept as its IEEE-754 binary64 bits
+}
+
+// Encode returns the StepLeafSize bytes of leaf data, to append with
+// Log.Append or Tree.Append (leaf index Step-1). StatusInvalidArgument for
+// step 0.
+func (l StepLeaf) Encode() ([]byte, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	out := make([]byte, StepLeafSize)
+	var cerr *C.pot_error
+	st := C.pot_step_leaf_encode((*C.uint8_t)(unsafe.Pointer(&out[0])), C.uint64_t(l.Step), cDigest(l.StateDigest),
+		C.double(l.Loss), &cerr)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DecodeStepLeaf parses step leaf data; StatusMalformed unless it is
+// exactly what StepLeaf.Encode produces.
+func DecodeStepLeaf(leaf []byte) (StepLeaf, error) {
+	if abiErr != nil {
+		return StepLeaf{}, abiErr
+	}
+	var step C.uint64_t
+	var d Digest
+	var loss C.double
+	var cerr *C.pot_error
+	if err := toError(C.pot_step_leaf_decode(&step, d.c(), &loss, bytesPtr(leaf), C.size_t(len(leaf)), &cerr),
+		cerr); err != nil {
+		return StepLeaf{}, err
+	}
+	return StepLeaf{Step: uint64(step), StateDigest: d, Loss: float64(loss)}, nil
+}
+
+// ChallengeDerive returns rounds distinct challenged steps, each in
+// 1..numSteps, derived from the beacon value and the run id (PROTOCOL.md
+// section 11). StatusInvalidArgument when numSteps is 0, rounds > numSteps
+// or the beacon is empty; StatusLimit past MaxChallengeRounds rounds or
+// MaxBeaconBytes.
+func ChallengeDerive(beacon []byte, runID Digest, numSteps uint64, rounds int) ([]uint64, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	if rounds < 0 {
+		return nil, newError(StatusInvalidArgument, "rounds = %d is negative", rounds)
+	}
+	if rounds > MaxChallengeRounds {
+		return nil, newError(StatusLimit, "%d rounds exceed the limit of %d", rounds, MaxChallengeRounds)
+	}
+	steps := make([]uint64, rounds)
+	var cerr *C.pot_error
+	st := C.pot_challenge_derive((*C.uint64_t)(unsafe.Pointer(unsafe.SliceData(steps))), C.size_t(rounds),
+		bytesPtr(beacon), C.size_t(len(beacon)), cDigest(runID), C.uint64_t(numSteps), &cerr)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	return steps, nil
+}
+
+// DetectionProbability returns the probability that challenges distinct
+// challenges over steps steps hit at least one of forged forged steps:
+// 1 - C(n-m, k) / C(n, k) (PROTOCOL.md section 12).
+func DetectionProbability(steps, forged, challenges uint64) (float64, error) {
+	if abiErr != nil {
+		return 0, abiErr
+	}
+	var out C.double
+	var cerr *C.pot_error
+	if err := toError(C.pot_security_detection_probability(&out, C.uint64_t(steps), C.uint64_t(forged),
+		C.uint64_t(challenges), &cerr), cerr); err != nil {
+		return 0, err
+	}
+	return float64(out), nil
+}
+
+// ChallengesNeeded returns the smallest number of challenges whose
+// detection probability reaches target (0 < target < 1, forged > 0).
+// StatusLimit when more than MaxChallengeRounds would be needed.
+func ChallengesNeeded(steps, forged uint64, target float64) (uint64, error) {
+	if abiErr != nil {
+		return 0, abiErr
+	}
+	var out C.uint64_t
+	var cerr *C.pot_error
+	if err := toError(C.pot_security_challenges_needed(&out, C.uint64_t(steps), C.uint64_t(forged),
+		C.double(target), &cerr), cerr); err != nil {
+		return 0, err
+	}
+	return uint64(out), nil
+}
+
+// Norm-bucket sentinels (PROTOCOL.md section 13): each matches only itself.
+const (
+	NormBucketZero      int64 = math.MinInt64 // bucket of an exact-zero norm
+	NormBucketNonFinite int64 = math.MaxInt64 // bucket of a NaN or infinite norm
+)
+
+// NormBucket returns floor(resolution * log2(norm)) (resolution 1..65536
+// buckets per doubling), or NormBucketZero / NormBucketNonFinite.
+// StatusInvalidArgument for a negative norm or a resolution out of range.
+func NormBucket(norm float64, resolution uint32) (int64, error) {
+	if abiErr != nil {
+		return 0, abiErr
+	}
+	var out C.int64_t
+	var cerr *C.pot_error
+	if err := toError(C.pot_norm_bucket(&out, C.double(norm), C.uint32_t(resolution), &cerr), cerr); err != nil {
+		return 0, err
+	}
+	return int64(out), nil
+}
+
+// NormBucketsMatch reports whether two buckets are equal or adjacent (a
+// sentinel matches only itself).
+func NormBucketsMatch(declared, observed int64) bool {
+	return C.pot_norm_buckets_match(C.int64_t(declared), C.int64_t(observed)) != 0
+}
+
+// UpdateNorm returns the L2 norm of post - pre over the floating-point
+// tensors whose names start with prefix ("" = all), in float64, in the
+// order of PROTOCOL.md section 13. StatusInvalidArgument when the two
+// states hold different such tensors, or none.
+func UpdateNorm(pre, post *Safetensors, prefix string) (float64, error) {
+	cs, err := cString(prefix, "prefix")
+	if err != nil {
+		return 0, err
+	}
+	defer freeString(cs)
+	pre.mu.RLock()
+	defer pre.mu.RUnlock()
+	if post != pre {
+		post.mu.RLock()
+		defer post.mu.RUnlock()
+	}
+	if pre.p == nil || post.p == nil {
+		return 0, closedError("Safetensors")
+	}
+	var out C.double
+	var cerr *C.pot_error
+	st := C.pot_update_norm(&out, pre.p, post.p, cs, &cerr)
+	runtime.KeepAlive(pre)
+	runtime.KeepAlive(post)
+	if err := toError(st, cerr); err != nil {
+		return 0, err
+	}
+	return float64(out), nil
+}

@@ -1,0 +1,186 @@
+package pot
+
+/*
+#include <stdlib.h>
+#include <pot.h>
+*/
+import "C"
+
+import (
+	"runtime"
+	"strconv"
+	"sync"
+)
+
+// SeedPolicy is the seed policy of an execution spec (pot_seed_policy).
+type SeedPolicy uint32
+
+// The seed policies of pot.h.
+const (
+	SeedPerStep    SeedPolicy = C.POT_SEED_PER_STEP    // a seed per step from a base seed (SeedDerive)
+	SeedSingleSeed SeedPolicy = C.POT_SEED_SINGLE_SEED // one seed for the whole run
+	SeedNone       SeedPolicy = C.POT_SEED_NONE        // no randomness
+)
+
+// String returns the JSON name of the policy ("per_step", "single_seed",
+// "none"), or "SeedPolicy(n)".
+func (p SeedPolicy) String() string {
+	switch p {
+	case SeedPerStep:
+		return "per_step"
+	case SeedSingleSeed:
+		return "single_seed"
+	case SeedNone:
+		return "none"
+	}
+	return "SeedPolicy(" + strconv.FormatUint(uint64(p), 10) + ")"
+}
+
+// Spec is a validated execution spec (pot_spec, PROTOCOL.md section 14).
+// It is immutable and safe for concurrent use.
+type Spec struct {
+	mu sync.RWMutex
+	p  *C.pot_spec
+}
+
+func newSpec(p *C.pot_spec) *Spec {
+	s := &Spec{p: p}
+	runtime.SetFinalizer(s, (*Spec).Close)
+	return s
+}
+
+// SpecFromJSON parses the JSON form of a spec (docs/cli.md) and validates
+// it. StatusInvalidArgument names the first rule broken or the bad key;
+// StatusMalformed for text that is not JSON.
+func SpecFromJSON(json string) (*Spec, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	cs, err := cString(json, "spec JSON")
+	if err != nil {
+		return nil, err
+	}
+	defer freeString(cs)
+	var p *C.pot_spec
+	var cerr *C.pot_error
+	if err := toError(C.pot_spec_from_json(&p, cs, &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return newSpec(p), nil
+}
+
+// DecodeSpec decodes the canonical bytes of a spec: StatusMalformed unless
+// they are exactly the canonical encoding, StatusInvalidArgument when a
+// rule is broken, StatusLimit past 4096 bytes.
+func DecodeSpec(data []byte) (*Spec, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	var p *C.pot_spec
+	var cerr *C.pot_error
+	if err := toError(C.pot_spec_decode(&p, bytesPtr(data), C.size_t(len(data)), &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return newSpec(p), nil
+}
+
+// Close frees the spec. It is safe to call more than once.
+func (s *Spec) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.p != nil {
+		C.pot_spec_free(s.p)
+		s.p = nil
+		runtime.SetFinalizer(s, nil)
+	}
+	return nil
+}
+
+// Encode returns the canonical bytes (a pot.v1.ExecutionSpec message).
+func (s *Spec) Encode() ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.p == nil {
+		return nil, closedError("Spec")
+	}
+	var out C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_spec_encode(&out, s.p, &cerr)
+	runtime.KeepAlive(s)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	return takeBytes(&out), nil
+}
+
+// ToJSON returns the JSON form of the spec.
+func (s *Spec) ToJSON() (string, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.p == nil {
+		return "", closedError("Spec")
+	}
+	var out C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_spec_to_json(&out, s.p, &cerr)
+	runtime.KeepAlive(s)
+	if err := toError(st, cerr); err != nil {
+		return "", err
+	}
+	return takeString(&out), nil
+}
+
+// Digest returns the spec digest, tagged("pot/v1/spec", canonical bytes).
+func (s *Spec) Digest() (Digest, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.p == nil {
+		return Digest{}, closedError("Spec")
+	}
+	var d Digest
+	var cerr *C.pot_error
+	st := C.pot_spec_digest(d.c(), s.p, &cerr)
+	runtime.KeepAlive(s)
+	if err := toError(st, cerr); err != nil {
+		return Digest{}, err
+	}
+	return d, nil
+}
+
+// SeedPolicy returns the seed policy and its seed (the base seed for
+// SeedPerStep, the seed for SeedSingleSeed, 0 for SeedNone).
+func (s *Spec) SeedPolicy() (SeedPolicy, uint64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.p == nil {
+		return 0, 0, closedError("Spec")
+	}
+	var policy C.pot_seed_policy
+	var seed C.uint64_t
+	var cerr *C.pot_error
+	st := C.pot_spec_seed_policy(&policy, &seed, s.p, &cerr)
+	runtime.KeepAlive(s)
+	if err := toError(st, cerr); err != nil {
+		return 0, 0, err
+	}
+	return SeedPolicy(policy), uint64(seed), nil
+}
+
+// IntraOpThreads returns the pinned intra-op thread count (0 after Close).
+func (s *Spec) IntraOpThreads() uint32 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := uint32(C.pot_spec_intra_op_threads(s.p))
+	runtime.KeepAlive(s)
+	return n
+}
+
+// NormBucketResolution returns the norm-bucket resolution in buckets per
+// doubling (0 after Close).
+func (s *Spec) NormBucketResolution() uint32 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := uint32(C.pot_spec_norm_bucket_resolution(s.p))
+	runtime.KeepAlive(s)
+	return n
+}

@@ -1,0 +1,326 @@
+package pot_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"reflect"
+	"testing"
+
+	pot "github.com/pot-sdk/pot/bindings/go"
+)
+
+type protocolVectors struct {
+	Seeds []struct {
+		BaseSeed json.Number `json:"base_seed"`
+		Step     json.Number `json:"step"`
+		Seed     json.Number `json:"seed"`
+	} `json:"seeds"`
+	StepLeaves []struct {
+		Step        uint64 `json:"step"`
+		StateDigest string `json:"state_digest"`
+		LossBits    string `json:"loss_bits"`
+		Leaf        string `json:"leaf"`
+		LeafHash    string `json:"leaf_hash"`
+	} `json:"step_leaves"`
+	Challenges []struct {
+		Beacon   string        `json:"beacon"`
+		RunID    string        `json:"run_id"`
+		NumSteps json.Number   `json:"num_steps"`
+		Rounds   int           `json:"rounds"`
+		Steps    []json.Number `json:"steps"`
+	} `json:"challenges"`
+	Detection []struct {
+		Steps       uint64      `json:"steps"`
+		Forged      uint64      `json:"forged"`
+		Challenges  uint64      `json:"challenges"`
+		Probability json.Number `json:"probability"`
+	} `json:"detection"`
+	NormBuckets []struct {
+		Norm       json.Number `json:"norm"`
+		Resolution uint32      `json:"resolution"`
+		Bucket     json.Number `json:"bucket"`
+	} `json:"norm_buckets"`
+	Specs []struct {
+		JSON      json.RawMessage `json:"json"`
+		Canonical string          `json:"canonical"`
+		Digest    string          `json:"digest"`
+	} `json:"specs"`
+	Commitments []struct {
+		JSON      json.RawMessage `json:"json"`
+		Canonical string          `json:"canonical"`
+		RunID     string          `json:"run_id"`
+	} `json:"commitments"`
+	ScheduleEntries []struct {
+		Step         uint64     `json:"step"`
+		Microbatches [][]uint64 `json:"microbatches"`
+		Entry        string     `json:"entry"`
+	} `json:"schedule_entries"`
+	SeededSchedules []struct {
+		Seed         uint64   `json:"seed"`
+		DatasetSize  uint64   `json:"dataset_size"`
+		BatchSize    uint32   `json:"batch_size"`
+		Microbatches uint32   `json:"microbatches"`
+		Steps        uint64   `json:"steps"`
+		Entries      []string `json:"entries"`
+		Root         string   `json:"root"`
+	} `json:"seeded_schedules"`
+	WitnessCommitments []struct {
+		RunID         string      `json:"run_id"`
+		Step          uint64      `json:"step"`
+		ReplayedState string      `json:"replayed_state"`
+		Bucket        json.Number `json:"bucket"`
+		Salt          string      `json:"salt"`
+		Identity      string      `json:"identity"`
+		Commitment    string      `json:"commitment"`
+	} `json:"witness_commitments"`
+}
+
+func TestProtocolVectors(t *testing.T) {
+	var v protocolVectors
+	loadVectors(t, "protocol.json", &v)
+
+	t.Run("seeds", func(t *testing.T) {
+		for _, s := range v.Seeds {
+			got, err := pot.SeedDerive(mustU64(t, s.BaseSeed), mustU64(t, s.Step))
+			check(t, err)
+			if got != mustU64(t, s.Seed) {
+				t.Errorf("seed(%s, %s) = %d, want %s", s.BaseSeed, s.Step, got, s.Seed)
+			}
+		}
+	})
+
+	t.Run("step_leaves", func(t *testing.T) {
+		for _, l := range v.StepLeaves {
+			bits := binary.LittleEndian.Uint64(mustHex(t, l.LossBits))
+			leaf := pot.StepLeaf{Step: l.Step, StateDigest: mustDigest(t, l.StateDigest), Loss: math.Float64frombits(bits)}
+			enc, err := leaf.Encode()
+			check(t, err)
+			if len(enc) != pot.StepLeafSize || !bytes.Equal(enc, mustHex(t, l.Leaf)) {
+				t.Errorf("leaf of step %d = %x, want %s", l.Step, enc, l.Leaf)
+			}
+			lh, err := pot.LeafHash(enc)
+			check(t, err)
+			if lh.String() != l.LeafHash {
+				t.Errorf("leaf hash of step %d = %v, want %s", l.Step, lh, l.LeafHash)
+			}
+			dec, err := pot.DecodeStepLeaf(enc)
+			check(t, err)
+			if dec.Step != leaf.Step || dec.StateDigest != leaf.StateDigest || math.Float64bits(dec.Loss) != bits {
+				t.Errorf("decoded %+v, want %+v", dec, leaf)
+			}
+			_, err = pot.DecodeStepLeaf(enc[:len(enc)-1])
+			wantCode(t, err, pot.StatusMalformed)
+		}
+	})
+
+	t.Run("challenges", func(t *testing.T) {
+		for _, c := range v.Challenges {
+			got, err := pot.ChallengeDerive(mustHex(t, c.Beacon), mustDigest(t, c.RunID), mustU64(t, c.NumSteps), c.Rounds)
+			check(t, err)
+			want := make([]uint64, len(c.Steps))
+			for i, s := range c.Steps {
+				want[i] = mustU64(t, s)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("challenges(%s) = %v, want %v", c.Beacon, got, want)
+			}
+		}
+	})
+
+	t.Run("detection", func(t *testing.T) {
+		for _, d := range v.Detection {
+			got, err := pot.DetectionProbability(d.Steps, d.Forged, d.Challenges)
+			check(t, err)
+			if want := mustF64(t, d.Probability); got != want {
+				t.Errorf("P(%d, %d, %d) = %v, want %v", d.Steps, d.Forged, d.Challenges, got, want)
+			}
+		}
+		// PROTOCOL.md section 12: n = 10000, m = 100, p = 0.99 needs 448.
+		k, err := pot.ChallengesNeeded(10000, 100, 0.99)
+		check(t, err)
+		if k != 448 {
+			t.Errorf("ChallengesNeeded = %d, want 448", k)
+		}
+	})
+
+	t.Run("norm_buckets", func(t *testing.T) {
+		for _, b := range v.NormBuckets {
+			got, err := pot.NormBucket(mustF64(t, b.Norm), b.Resolution)
+			check(t, err)
+			if want := mustI64(t, b.Bucket); got != want {
+				t.Errorf("bucket(%s, %d) = %d, want %d", b.Norm, b.Resolution, got, want)
+			}
+		}
+	})
+
+	t.Run("specs", func(t *testing.T) {
+		for i, s := range v.Specs {
+			spec, err := pot.SpecFromJSON(string(s.JSON))
+			check(t, err)
+			enc, err := spec.Encode()
+			check(t, err)
+			if !bytes.Equal(enc, mustHex(t, s.Canonical)) {
+				t.Errorf("spec %d: canonical %x, want %s", i, enc, s.Canonical)
+			}
+			d, err := spec.Digest()
+			check(t, err)
+			if d.String() != s.Digest {
+				t.Errorf("spec %d: digest %v, want %s", i, d, s.Digest)
+			}
+			// The canonical bytes decode to the same spec, and its JSON
+			// form parses back to it.
+			dec, err := pot.DecodeSpec(enc)
+			check(t, err)
+			js, err := dec.ToJSON()
+			check(t, err)
+			again, err := pot.SpecFromJSON(js)
+			check(t, err)
+			if d2, _ := again.Digest(); d2 != d {
+				t.Errorf("spec %d: JSON round trip changed the digest", i)
+			}
+			// Extra bytes are not canonical.
+			_, err = pot.DecodeSpec(append(enc, 0))
+			wantCode(t, err, pot.StatusMalformed)
+
+			var j struct {
+				IntraOpThreads uint32 `json:"intra_op_threads"`
+				Resolution     uint32 `json:"norm_bucket_resolution"`
+				SeedPolicy     struct {
+					Kind     string `json:"kind"`
+					BaseSeed uint64 `json:"base_seed"`
+					Seed     uint64 `json:"seed"`
+				} `json:"seed_policy"`
+			}
+			check(t, json.Unmarshal(s.JSON, &j))
+			policy, seed, err := spec.SeedPolicy()
+			check(t, err)
+			if policy.String() != j.SeedPolicy.Kind || seed != j.SeedPolicy.BaseSeed+j.SeedPolicy.Seed {
+				t.Errorf("spec %d: seed policy %v %d, want %s", i, policy, seed, j.SeedPolicy.Kind)
+			}
+			if spec.IntraOpThreads() != j.IntraOpThreads || spec.NormBucketResolution() != j.Resolution {
+				t.Errorf("spec %d: threads %d resolution %d", i, spec.IntraOpThreads(), spec.NormBucketResolution())
+			}
+			spec.Close()
+			dec.Close()
+			again.Close()
+		}
+		if len(v.Specs) != 2 {
+			t.Fatalf("%d specs, want 2", len(v.Specs))
+		}
+		_, err := pot.SpecFromJSON(`{"framework": "pytorch"}`)
+		wantCode(t, err, pot.StatusInvalidArgument)
+		_, err = pot.SpecFromJSON(`not json`)
+		wantCode(t, err, pot.StatusMalformed)
+	})
+
+	t.Run("commitments", func(t *testing.T) {
+		for i, c := range v.Commitments {
+			cm, err := pot.CommitmentFromJSON(string(c.JSON))
+			check(t, err)
+			enc, err := cm.Encode()
+			check(t, err)
+			if !bytes.Equal(enc, mustHex(t, c.Canonical)) {
+				t.Errorf("commitment %d: canonical %x, want %s", i, enc, c.Canonical)
+			}
+			id, err := cm.RunID()
+			check(t, err)
+			if id.String() != c.RunID {
+				t.Errorf("commitment %d: run id %v, want %s", i, id, c.RunID)
+			}
+			var j struct {
+				InitialState  pot.Digest `json:"initial_state_digest"`
+				ScheduleRoot  pot.Digest `json:"schedule_root"`
+				DatasetRoot   pot.Digest `json:"dataset_root"`
+				Spec          pot.Digest `json:"spec_digest"`
+				DeclaredSteps uint64     `json:"declared_steps"`
+				DatasetSize   uint64     `json:"dataset_size"`
+			}
+			check(t, json.Unmarshal(c.JSON, &j))
+			ds, err := cm.Digests()
+			check(t, err)
+			want := pot.CommitmentDigests{InitialState: j.InitialState, ScheduleRoot: j.ScheduleRoot,
+				DatasetRoot: j.DatasetRoot, Spec: j.Spec}
+			if ds != want {
+				t.Errorf("commitment %d: digests %+v, want %+v", i, ds, want)
+			}
+			if cm.DeclaredSteps() != j.DeclaredSteps || cm.DatasetSize() != j.DatasetSize {
+				t.Errorf("commitment %d: steps %d size %d", i, cm.DeclaredSteps(), cm.DatasetSize())
+			}
+			dec, err := pot.DecodeCommitment(enc)
+			check(t, err)
+			js, err := dec.ToJSON()
+			check(t, err)
+			again, err := pot.CommitmentFromJSON(js)
+			check(t, err)
+			if id2, _ := again.RunID(); id2 != id {
+				t.Errorf("commitment %d: JSON round trip changed the run id", i)
+			}
+			cm.Close()
+			dec.Close()
+			again.Close()
+		}
+	})
+
+	t.Run("schedule_entries", func(t *testing.T) {
+		for _, e := range v.ScheduleEntries {
+			entry := pot.ScheduleEntry{Step: e.Step, Microbatches: e.Microbatches}
+			enc, err := entry.Encode(0)
+			check(t, err)
+			if !bytes.Equal(enc, mustHex(t, e.Entry)) {
+				t.Errorf("entry of step %d = %x, want %s", e.Step, enc, e.Entry)
+			}
+			dec, err := pot.DecodeScheduleEntry(enc)
+			check(t, err)
+			if !reflect.DeepEqual(dec, entry) {
+				t.Errorf("decoded %+v, want %+v", dec, entry)
+			}
+			// Index 9 is outside a dataset of 5 samples.
+			_, err = entry.Encode(5)
+			wantCode(t, err, pot.StatusOutOfRange)
+		}
+	})
+
+	t.Run("seeded_schedules", func(t *testing.T) {
+		for _, s := range v.SeededSchedules {
+			tree, err := pot.NewMemoryTree()
+			check(t, err)
+			for i, want := range s.Entries {
+				e, err := pot.SeededScheduleEntry(s.Seed, s.DatasetSize, s.BatchSize, s.Microbatches, uint64(i+1))
+				check(t, err)
+				if !bytes.Equal(e, mustHex(t, want)) {
+					t.Errorf("seed %d step %d: %x, want %s", s.Seed, i+1, e, want)
+				}
+				_, err = tree.Append(e)
+				check(t, err)
+			}
+			root, err := pot.SeededScheduleRoot(s.Seed, s.DatasetSize, s.BatchSize, s.Microbatches, s.Steps)
+			check(t, err)
+			troot, err := tree.Root(s.Steps)
+			check(t, err)
+			if root.String() != s.Root || troot != root {
+				t.Errorf("seed %d: root %v (tree %v), want %s", s.Seed, root, troot, s.Root)
+			}
+			tree.Close()
+		}
+	})
+
+	t.Run("witness_commitments", func(t *testing.T) {
+		for _, w := range v.WitnessCommitments {
+			val := pot.WitnessValue{RunID: mustDigest(t, w.RunID), Step: w.Step,
+				ReplayedState: mustDigest(t, w.ReplayedState), Bucket: mustI64(t, w.Bucket)}
+			salt, id := mustHex(t, w.Salt), mustHex(t, w.Identity)
+			c, err := pot.WitnessCommitment(val, salt, id)
+			check(t, err)
+			if c.String() != w.Commitment {
+				t.Errorf("commitment %v, want %s", c, w.Commitment)
+			}
+			check(t, pot.VerifyWitnessReveal(c, val, salt, id))
+			other := val
+			other.Bucket ^= 1
+			wantCode(t, pot.VerifyWitnessReveal(c, other, salt, id), pot.StatusProofMismatch)
+			wantCode(t, pot.VerifyWitnessReveal(c, val, salt, []byte("someone else")), pot.StatusProofMismatch)
+		}
+	})
+}

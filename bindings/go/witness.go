@@ -1,0 +1,202 @@
+package pot
+
+/*
+#include <stdlib.h>
+#include <pot.h>
+*/
+import "C"
+
+import (
+	"runtime"
+	"strconv"
+	"sync"
+	"unsafe"
+)
+
+// WitnessSalt returns WitnessSaltSize fresh bytes from OpenSSL's CSPRNG.
+func WitnessSalt() ([]byte, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	out := make([]byte, WitnessSaltSize)
+	var cerr *C.pot_error
+	if err := toError(C.pot_witness_salt((*C.uint8_t)(unsafe.Pointer(&out[0])), &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// WitnessValue is what a verifier that replayed a step commits to and
+// later reveals (PROTOCOL.md section 19).
+type WitnessValue struct {
+	RunID         Digest // the run
+	Step          uint64 // the replayed step
+	ReplayedState Digest // state digest the replay produced
+	Bucket        int64  // norm bucket of the replayed update
+}
+
+// WitnessCommitment returns the commitment a verifier posts before
+// revealing v: it binds v, the salt (16..64 bytes) and the verifier's
+// identity (1..256 bytes); StatusInvalidArgument otherwise.
+func WitnessCommitment(v WitnessValue, salt, identity []byte) (Digest, error) {
+	if abiErr != nil {
+		return Digest{}, abiErr
+	}
+	var d Digest
+	var cerr *C.pot_error
+	if err := toError(C.pot_witness_commitment(d.c(), cDigest(v.RunID), C.uint64_t(v.Step), cDigest(v.ReplayedState),
+		C.int64_t(v.Bucket), bytesPtr(salt), C.size_t(len(salt)), bytesPtr(identity), C.size_t(len(identity)),
+		&cerr), cerr); err != nil {
+		return Digest{}, err
+	}
+	return d, nil
+}
+
+// VerifyWitnessReveal returns nil when the reveal (v, salt, identity) opens
+// commitment; StatusProofMismatch when the value, the salt or the identity
+// differ from those committed.
+func VerifyWitnessReveal(commitment Digest, v WitnessValue, salt, identity []byte) error {
+	if abiErr != nil {
+		return abiErr
+	}
+	var cerr *C.pot_error
+	return toError(C.pot_witness_verify_reveal(cDigest(commitment), cDigest(v.RunID), C.uint64_t(v.Step),
+		cDigest(v.ReplayedState), C.int64_t(v.Bucket), bytesPtr(salt), C.size_t(len(salt)), bytesPtr(identity),
+		C.size_t(len(identity)), &cerr), cerr)
+}
+
+// WitnessMode says which revealed values a Verdict clusters
+// (pot_witness_mode).
+type WitnessMode uint32
+
+// The witness modes of pot.h.
+const (
+	WitnessBitwise    WitnessMode = C.POT_WITNESS_BITWISE     // clusters of replayed state digests
+	WitnessNormBucket WitnessMode = C.POT_WITNESS_NORM_BUCKET // clusters of norm buckets
+)
+
+// String returns "bitwise", "norm_bucket" (the ledger's names) or
+// "WitnessMode(n)".
+func (m WitnessMode) String() string {
+	switch m {
+	case WitnessBitwise:
+		return "bitwise"
+	case WitnessNormBucket:
+		return "norm_bucket"
+	}
+	return "WitnessMode(" + strconv.FormatUint(uint64(m), 10) + ")"
+}
+
+// VerdictOutcome is the outcome of a Verdict (pot_verdict_outcome).
+type VerdictOutcome uint32
+
+// The outcomes of pot.h.
+const (
+	VerdictPass         VerdictOutcome = C.POT_VERDICT_PASS
+	VerdictFail         VerdictOutcome = C.POT_VERDICT_FAIL
+	VerdictInconclusive VerdictOutcome = C.POT_VERDICT_INCONCLUSIVE
+)
+
+// String returns "PASS", "FAIL", "INCONCLUSIVE" or "VerdictOutcome(n)".
+func (o VerdictOutcome) String() string {
+	switch o {
+	case VerdictPass:
+		return "PASS"
+	case VerdictFail:
+		return "FAIL"
+	case VerdictInconclusive:
+		return "INCONCLUSIVE"
+	}
+	return "VerdictOutcome(" + strconv.FormatUint(uint64(o), 10) + ")"
+}
+
+// Decision is the result of Verdict.Decide.
+type Decision struct {
+	Outcome     VerdictOutcome
+	ClusterSize int    // reveals in the largest cluster
+	Reason      string // why it decided so, in English
+}
+
+// Verdict collects revealed witness values and decides (pot_verdict). It
+// is safe for concurrent use (calls are serialised).
+type Verdict struct {
+	mu sync.Mutex
+	p  *C.pot_verdict
+}
+
+// NewVerdict returns an empty verdict in the given mode, whose winning
+// cluster needs quorum reveals.
+func NewVerdict(mode WitnessMode, quorum uint32) (*Verdict, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	var p *C.pot_verdict
+	var cerr *C.pot_error
+	if err := toError(C.pot_verdict_new(&p, C.pot_witness_mode(mode), C.uint32_t(quorum), &cerr), cerr); err != nil {
+		return nil, err
+	}
+	v := &Verdict{p: p}
+	runtime.SetFinalizer(v, (*Verdict).Close)
+	return v, nil
+}
+
+// Close frees the verdict. It is safe to call more than once.
+func (v *Verdict) Close() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.p != nil {
+		C.pot_verdict_free(v.p)
+		v.p = nil
+		runtime.SetFinalizer(v, nil)
+	}
+	return nil
+}
+
+// AddReveal adds one verifier's revealed value: its replayed state digest
+// and bucket.
+func (v *Verdict) AddReveal(identity []byte, replayedState Digest, bucket int64) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.p == nil {
+		return closedError("Verdict")
+	}
+	var cerr *C.pot_error
+	st := C.pot_verdict_add_reveal(v.p, bytesPtr(identity), C.size_t(len(identity)), cDigest(replayedState),
+		C.int64_t(bucket), &cerr)
+	runtime.KeepAlive(v)
+	return toError(st, cerr)
+}
+
+// Decide decides over the reveals added. The largest cluster of equal
+// values must reach the quorum and be strictly larger than any other (else
+// VerdictInconclusive); it is then compared with committedState (bitwise
+// mode: must not be nil) or, allowing adjacent buckets, with
+// declaredBucket (norm-bucket mode: must not be nil). StatusInvalidArgument
+// for an identity revealed twice or a missing argument.
+func (v *Verdict) Decide(committedState *Digest, declaredBucket *int64) (Decision, error) {
+	var committed *C.pot_digest
+	if committedState != nil {
+		committed = cDigest(*committedState)
+	}
+	var declared *C.int64_t
+	if declaredBucket != nil {
+		b := C.int64_t(*declaredBucket)
+		declared = &b
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.p == nil {
+		return Decision{}, closedError("Verdict")
+	}
+	var outcome C.pot_verdict_outcome
+	var cluster C.size_t
+	var cerr *C.pot_error
+	st := C.pot_verdict_decide(&outcome, &cluster, v.p, committed, declared, &cerr)
+	if err := toError(st, cerr); err != nil {
+		runtime.KeepAlive(v)
+		return Decision{}, err
+	}
+	d := Decision{Outcome: VerdictOutcome(outcome), ClusterSize: int(cluster), Reason: C.GoString(C.pot_verdict_reason(v.p))}
+	runtime.KeepAlive(v)
+	return d, nil
+}

@@ -1,0 +1,145 @@
+//! The reference ledger (docs/ledger.md): the on-chain rules as a
+//! deterministic state machine driven by JSON calls.
+
+use crate::error::Result;
+use crate::ffi::{self, call, cstring, non_null};
+use crate::sys;
+use std::fmt;
+use std::ptr::{self, NonNull};
+
+/// The configuration of a new [`Ledger`]; every field must be at least 1.
+///
+/// ```
+/// let config = pot::LedgerConfig { commit_window: 10, reveal_window: 10, quorum: 2, max_rounds: 4 };
+/// let ledger = pot::Ledger::new(config)?;
+/// # Ok::<(), pot::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LedgerConfig {
+    /// Blocks from a challenge's issue to the end of its commit phase.
+    pub commit_window: u64,
+    /// Blocks from there to the end of the reveal phase.
+    pub reveal_window: u64,
+    /// Reveals the winning cluster of a verdict needs.
+    pub quorum: u32,
+    /// The most challenges one `issue_challenge` may draw.
+    pub max_rounds: u32,
+}
+
+/// The reference ledger (`pot_ledger`): runs, checkpoint roots, challenges,
+/// openings, witness commitments and reveals, verdicts. Every refused call
+/// leaves it exactly as it was.
+///
+/// `Send`, not `Sync`: pot.h says one handle must not be used by two
+/// threads at once (as a runtime executes extrinsics one at a time).
+///
+/// ```
+/// let config = pot::LedgerConfig { commit_window: 10, reveal_window: 10, quorum: 2, max_rounds: 4 };
+/// let mut ledger = pot::Ledger::new(config)?;
+/// let refused = ledger.apply(r#"{"call": "run_info", "run_id": "00000000000000000000000000000000000000000000000000000000000000ff"}"#);
+/// assert_eq!(refused.unwrap_err().kind(), pot::ErrorKind::NotFound);
+/// let state = ledger.save()?;
+/// assert_eq!(pot::Ledger::load(&state)?.save()?, state);
+/// # Ok::<(), pot::Error>(())
+/// ```
+pub struct Ledger {
+    raw: NonNull<sys::pot_ledger>,
+}
+
+// SAFETY: no thread affinity. Not Sync: pot.h's one-thread-per-handle rule,
+// stated again for the ledger.
+unsafe impl Send for Ledger {}
+
+impl Ledger {
+    /// A new, empty ledger.
+    ///
+    /// # Errors
+    /// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) naming a field
+    /// that is 0.
+    ///
+    /// ```
+    /// let bad = pot::LedgerConfig { commit_window: 0, reveal_window: 1, quorum: 1, max_rounds: 1 };
+    /// assert_eq!(pot::Ledger::new(bad).unwrap_err().kind(), pot::ErrorKind::InvalidArgument);
+    /// ```
+    pub fn new(config: LedgerConfig) -> Result<Ledger> {
+        let mut raw = ptr::null_mut();
+        call(|err| unsafe {
+            sys::pot_ledger_new(
+                &mut raw,
+                config.commit_window,
+                config.reveal_window,
+                config.quorum,
+                config.max_rounds,
+                err,
+            )
+        })?;
+        Ok(Ledger { raw: non_null(raw)? })
+    }
+
+    /// Restores a state saved with [`Ledger::save`].
+    ///
+    /// # Errors
+    /// [`Malformed`](crate::ErrorKind::Malformed) unless the bytes are
+    /// exactly a state `save` produces (every invariant re-checked);
+    /// [`Limit`](crate::ErrorKind::Limit) past 64 MiB.
+    ///
+    /// ```
+    /// assert_eq!(pot::Ledger::load(b"junk").unwrap_err().kind(), pot::ErrorKind::Malformed);
+    /// ```
+    pub fn load(state: &[u8]) -> Result<Ledger> {
+        let mut raw = ptr::null_mut();
+        call(|err| unsafe { sys::pot_ledger_load(&mut raw, state.as_ptr(), state.len(), err) })?;
+        Ok(Ledger { raw: non_null(raw)? })
+    }
+
+    /// The canonical state bytes: saving, loading and saving again gives the
+    /// same bytes.
+    ///
+    /// ```
+    /// let config = pot::LedgerConfig { commit_window: 1, reveal_window: 1, quorum: 1, max_rounds: 1 };
+    /// assert!(!pot::Ledger::new(config)?.save()?.is_empty());
+    /// # Ok::<(), pot::Error>(())
+    /// ```
+    pub fn save(&self) -> Result<Vec<u8>> {
+        ffi::bytes_out(|out, err| unsafe { sys::pot_ledger_save(out, self.raw.as_ptr(), err) })
+    }
+
+    /// Applies one call, a JSON object (docs/ledger.md section 5), and
+    /// returns its JSON result.
+    ///
+    /// # Errors
+    /// A refused call returns its specific status
+    /// ([`State`](crate::ErrorKind::State),
+    /// [`Permission`](crate::ErrorKind::Permission),
+    /// [`Conflict`](crate::ErrorKind::Conflict),
+    /// [`NotFound`](crate::ErrorKind::NotFound),
+    /// [`ProofMismatch`](crate::ErrorKind::ProofMismatch)...) with a message,
+    /// and leaves the ledger exactly as it was.
+    ///
+    /// ```
+    /// let config = pot::LedgerConfig { commit_window: 10, reveal_window: 10, quorum: 2, max_rounds: 4 };
+    /// let mut ledger = pot::Ledger::new(config)?;
+    /// let result = ledger.apply(r#"{"call": "challenge_info", "challenge_id": 0}"#);
+    /// let err = result.unwrap_err();
+    /// assert_eq!(err.kind(), pot::ErrorKind::NotFound);
+    /// assert!(!err.message().is_empty());
+    /// # Ok::<(), pot::Error>(())
+    /// ```
+    pub fn apply(&mut self, call_json: &str) -> Result<String> {
+        let json = cstring(call_json, "ledger call")?;
+        ffi::string_out(|out, err| unsafe { sys::pot_ledger_apply(out, self.raw.as_ptr(), json.as_ptr(), err) })
+    }
+}
+
+impl Drop for Ledger {
+    fn drop(&mut self) {
+        // SAFETY: we own the handle.
+        unsafe { sys::pot_ledger_free(self.raw.as_ptr()) }
+    }
+}
+
+impl fmt::Debug for Ledger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ledger").finish_non_exhaustive()
+    }
+}
