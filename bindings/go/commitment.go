@@ -22,13 +22,9 @@ func SampleDigest(safetensors []byte) (Digest, error) {
 	if abiErr != nil {
 		return Digest{}, abiErr
 	}
-	var d Digest
-	var cerr *C.pot_error
-	if err := toError(C.pot_sample_digest(d.c(), bytesPtr(safetensors), C.size_t(len(safetensors)), &cerr),
-		cerr); err != nil {
-		return Digest{}, err
-	}
-	return d, nil
+	return digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_sample_digest(out, bytesPtr(safetensors), C.size_t(len(safetensors)), cerr)
+	})
 }
 
 // ScheduleEntry is the schedule entry of one step (PROTOCOL.md section
@@ -118,13 +114,10 @@ func SeededScheduleRoot(seed, datasetSize uint64, batchSize, microbatches uint32
 	if abiErr != nil {
 		return Digest{}, abiErr
 	}
-	var d Digest
-	var cerr *C.pot_error
-	if err := toError(C.pot_seeded_schedule_root(d.c(), C.uint64_t(seed), C.uint64_t(datasetSize),
-		C.uint32_t(batchSize), C.uint32_t(microbatches), C.uint64_t(steps), &cerr), cerr); err != nil {
-		return Digest{}, err
-	}
-	return d, nil
+	return digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_seeded_schedule_root(out, C.uint64_t(seed), C.uint64_t(datasetSize),
+			C.uint32_t(batchSize), C.uint32_t(microbatches), C.uint64_t(steps), cerr)
+	})
 }
 
 // Commitment is a validated training commitment (pot_commitment,
@@ -235,14 +228,11 @@ func (c *Commitment) RunID() (Digest, error) {
 	if c.p == nil {
 		return Digest{}, closedError("Commitment")
 	}
-	var d Digest
-	var cerr *C.pot_error
-	st := C.pot_commitment_run_id(d.c(), c.p, &cerr)
+	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_commitment_run_id(out, c.p, cerr)
+	})
 	runtime.KeepAlive(c)
-	if err := toError(st, cerr); err != nil {
-		return Digest{}, err
-	}
-	return d, nil
+	return d, err
 }
 
 // Digests returns the committed digests.

@@ -16,12 +16,9 @@ func LeafHash(data []byte) (Digest, error) {
 	if abiErr != nil {
 		return Digest{}, abiErr
 	}
-	var d Digest
-	var cerr *C.pot_error
-	if err := toError(C.pot_merkle_leaf_hash(d.c(), voidPtr(data), C.size_t(len(data)), &cerr), cerr); err != nil {
-		return Digest{}, err
-	}
-	return d, nil
+	return digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_merkle_leaf_hash(out, voidPtr(data), C.size_t(len(data)), cerr)
+	})
 }
 
 // NodeHash returns the RFC 6962 node hash SHA-256(0x01 || left || right).
@@ -29,12 +26,9 @@ func NodeHash(left, right Digest) (Digest, error) {
 	if abiErr != nil {
 		return Digest{}, abiErr
 	}
-	var d Digest
-	var cerr *C.pot_error
-	if err := toError(C.pot_merkle_node_hash(d.c(), cDigest(left), cDigest(right), &cerr), cerr); err != nil {
-		return Digest{}, err
-	}
-	return d, nil
+	return digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_merkle_node_hash(out, cDigest(left), cDigest(right), cerr)
+	})
 }
 
 // JoinProof concatenates proof hashes into the wire form of a proof.
@@ -186,14 +180,11 @@ func (l *Log) Root() (Digest, error) {
 	if l.p == nil {
 		return Digest{}, closedError("Log")
 	}
-	var d Digest
-	var cerr *C.pot_error
-	st := C.pot_log_root(d.c(), l.p, &cerr)
+	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_log_root(out, l.p, cerr)
+	})
 	runtime.KeepAlive(l)
-	if err := toError(st, cerr); err != nil {
-		return Digest{}, err
-	}
-	return d, nil
+	return d, err
 }
 
 // Save serialises the log (u64le size, then its border hashes) to resume
@@ -333,14 +324,11 @@ func (t *Tree) Root(size uint64) (Digest, error) {
 	if t.p == nil {
 		return Digest{}, closedError("Tree")
 	}
-	var d Digest
-	var cerr *C.pot_error
-	st := C.pot_tree_root(d.c(), t.p, C.uint64_t(size), &cerr)
+	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_tree_root(out, t.p, C.uint64_t(size), cerr)
+	})
 	runtime.KeepAlive(t)
-	if err := toError(st, cerr); err != nil {
-		return Digest{}, err
-	}
-	return d, nil
+	return d, err
 }
 
 // LeafHash returns the leaf hash of leaf index; StatusOutOfRange when
@@ -351,14 +339,11 @@ func (t *Tree) LeafHash(index uint64) (Digest, error) {
 	if t.p == nil {
 		return Digest{}, closedError("Tree")
 	}
-	var d Digest
-	var cerr *C.pot_error
-	st := C.pot_tree_leaf_hash(d.c(), t.p, C.uint64_t(index), &cerr)
+	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_tree_leaf_hash(out, t.p, C.uint64_t(index), cerr)
+	})
 	runtime.KeepAlive(t)
-	if err := toError(st, cerr); err != nil {
-		return Digest{}, err
-	}
-	return d, nil
+	return d, err
 }
 
 // InclusionProof returns the inclusion proof of leaf index in the tree of

@@ -191,14 +191,11 @@ func (o *Opening) Digest() (Digest, error) {
 	if o.p == nil {
 		return Digest{}, closedError("Opening")
 	}
-	var d Digest
-	var cerr *C.pot_error
-	st := C.pot_opening_digest(d.c(), o.p, &cerr)
+	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_opening_digest(out, o.p, cerr)
+	})
 	runtime.KeepAlive(o)
-	if err := toError(st, cerr); err != nil {
-		return Digest{}, err
-	}
-	return d, nil
+	return d, err
 }
 
 // VerifyOpening verifies manifest bytes as the opening of challengedStep

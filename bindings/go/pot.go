@@ -223,16 +223,25 @@ func ParseDigest(s string) (Digest, error) {
 	}
 	cs := C.CString(s)
 	defer C.free(unsafe.Pointer(cs))
-	var d Digest
-	var cerr *C.pot_error
-	if err := toError(C.pot_digest_from_hex(d.c(), cs, &cerr), cerr); err != nil {
-		return Digest{}, err
-	}
-	return d, nil
+	return digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_digest_from_hex(out, cs, cerr)
+	})
 }
 
 // c returns d as the C pot_digest it has the layout of.
 func (d *Digest) c() *C.pot_digest { return (*C.pot_digest)(unsafe.Pointer(d)) }
+
+// digestOut runs a C call that writes one pot_digest and returns it, or the
+// zero digest and the call's error. Callers keep their handles alive
+// (runtime.KeepAlive) after it returns.
+func digestOut(call func(out *C.pot_digest, cerr **C.pot_error) C.pot_status) (Digest, error) {
+	var d Digest
+	var cerr *C.pot_error
+	if err := toError(call(d.c(), &cerr), cerr); err != nil {
+		return Digest{}, err
+	}
+	return d, nil
+}
 
 // cDigest returns a pointer to a copy of d, to pass as a const pot_digest *.
 func cDigest(d Digest) *C.pot_digest { return d.c() }
@@ -242,12 +251,9 @@ func Sha256(data []byte) (Digest, error) {
 	if abiErr != nil {
 		return Digest{}, abiErr
 	}
-	var d Digest
-	var cerr *C.pot_error
-	if err := toError(C.pot_sha256(d.c(), voidPtr(data), C.size_t(len(data)), &cerr), cerr); err != nil {
-		return Digest{}, err
-	}
-	return d, nil
+	return digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_sha256(out, voidPtr(data), C.size_t(len(data)), cerr)
+	})
 }
 
 // bytesPtr returns a pointer to b's first byte, or nil for an empty slice.

@@ -182,14 +182,11 @@ func (f *Safetensors) Digest(threads uint32) (Digest, error) {
 	if f.p == nil {
 		return Digest{}, closedError("Safetensors")
 	}
-	var d Digest
-	var cerr *C.pot_error
-	st := C.pot_safetensors_digest(d.c(), f.p, C.uint32_t(threads), &cerr)
+	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_safetensors_digest(out, f.p, C.uint32_t(threads), cerr)
+	})
 	runtime.KeepAlive(f)
-	if err := toError(st, cerr); err != nil {
-		return Digest{}, err
-	}
-	return d, nil
+	return d, err
 }
 
 // SafetensorsDigestFile opens the safetensors file at path, returns its
@@ -203,12 +200,9 @@ func SafetensorsDigestFile(path string, threads uint32) (Digest, error) {
 		return Digest{}, err
 	}
 	defer freeString(cs)
-	var d Digest
-	var cerr *C.pot_error
-	if err := toError(C.pot_safetensors_digest_file(d.c(), cs, C.uint32_t(threads), &cerr), cerr); err != nil {
-		return Digest{}, err
-	}
-	return d, nil
+	return digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_safetensors_digest_file(out, cs, C.uint32_t(threads), cerr)
+	})
 }
 
 // SafetensorsWriter collects tensors and writes a canonical safetensors

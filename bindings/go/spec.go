@@ -137,14 +137,11 @@ func (s *Spec) Digest() (Digest, error) {
 	if s.p == nil {
 		return Digest{}, closedError("Spec")
 	}
-	var d Digest
-	var cerr *C.pot_error
-	st := C.pot_spec_digest(d.c(), s.p, &cerr)
+	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_spec_digest(out, s.p, cerr)
+	})
 	runtime.KeepAlive(s)
-	if err := toError(st, cerr); err != nil {
-		return Digest{}, err
-	}
-	return d, nil
+	return d, err
 }
 
 // SeedPolicy returns the seed policy and its seed (the base seed for

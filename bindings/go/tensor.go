@@ -86,14 +86,10 @@ func TensorDigest(name string, dtype DType, shape []uint64, data []byte, threads
 		return Digest{}, err
 	}
 	defer freeString(cs)
-	var d Digest
-	var cerr *C.pot_error
-	s := C.pot_tensor_digest(d.c(), cs, C.pot_dtype(dtype), shapePtr(shape), C.size_t(len(shape)),
-		voidPtr(data), C.size_t(len(data)), C.uint32_t(threads), &cerr)
-	if err := toError(s, cerr); err != nil {
-		return Digest{}, err
-	}
-	return d, nil
+	return digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_tensor_digest(out, cs, C.pot_dtype(dtype), shapePtr(shape), C.size_t(len(shape)),
+			voidPtr(data), C.size_t(len(data)), C.uint32_t(threads), cerr)
+	})
 }
 
 // State is a training state being digested (pot_state): named tensors
@@ -202,14 +198,11 @@ func (s *State) Digest() (Digest, error) {
 	if s.p == nil {
 		return Digest{}, closedError("State")
 	}
-	var d Digest
-	var cerr *C.pot_error
-	st := C.pot_state_digest(d.c(), s.p, &cerr)
+	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_state_digest(out, s.p, cerr)
+	})
 	runtime.KeepAlive(s)
-	if err := toError(st, cerr); err != nil {
-		return Digest{}, err
-	}
-	return d, nil
+	return d, err
 }
 
 // TensorProof returns the proof that the named tensor belongs to the state
@@ -332,12 +325,9 @@ func (a *TensorAssembler) Finish() (Digest, error) {
 	if a.p == nil {
 		return Digest{}, closedError("TensorAssembler")
 	}
-	var d Digest
-	var cerr *C.pot_error
-	st := C.pot_tensor_assembler_finish(d.c(), a.p, &cerr)
+	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_tensor_assembler_finish(out, a.p, cerr)
+	})
 	runtime.KeepAlive(a)
-	if err := toError(st, cerr); err != nil {
-		return Digest{}, err
-	}
-	return d, nil
+	return d, err
 }

@@ -42,14 +42,10 @@ func WitnessCommitment(v WitnessValue, salt, identity []byte) (Digest, error) {
 	if abiErr != nil {
 		return Digest{}, abiErr
 	}
-	var d Digest
-	var cerr *C.pot_error
-	if err := toError(C.pot_witness_commitment(d.c(), cDigest(v.RunID), C.uint64_t(v.Step), cDigest(v.ReplayedState),
-		C.int64_t(v.Bucket), bytesPtr(salt), C.size_t(len(salt)), bytesPtr(identity), C.size_t(len(identity)),
-		&cerr), cerr); err != nil {
-		return Digest{}, err
-	}
-	return d, nil
+	return digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_witness_commitment(out, cDigest(v.RunID), C.uint64_t(v.Step), cDigest(v.ReplayedState),
+			C.int64_t(v.Bucket), bytesPtr(salt), C.size_t(len(salt)), bytesPtr(identity), C.size_t(len(identity)), cerr)
+	})
 }
 
 // VerifyWitnessReveal returns nil when the reveal (v, salt, identity) opens
