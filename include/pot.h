@@ -90,6 +90,7 @@ typedef enum pot_status {
   POT_E_NOT_FOUND = 14,     /* no entry under that name */
   POT_E_PERMISSION = 15,    /* the caller's identity may not do this */
   POT_E_CONFLICT = 16,      /* contradicts what is already recorded */
+  POT_E_NONFINITE = 17,     /* a loss or norm that must be finite is NaN or infinite */
   /* Not a status: makes the enum 32-bit and every value in range. */
   POT_STATUS_MAX_ENUM_ = 0x7FFFFFFF
 } pot_status;
@@ -786,6 +787,61 @@ POT_API int pot_norm_buckets_match(int64_t declared, int64_t observed);
 POT_API pot_status pot_update_norm(double *out, const pot_safetensors *pre,
                                    const pot_safetensors *post, const char *prefix,
                                    pot_error **err);
+
+/* ------------------------------------------------------------------------ */
+/* Replay (LibTorch; docs/PROTOCOL.md section 21)                            */
+/* ------------------------------------------------------------------------ */
+
+/* The model program digest a spec carries: tagged("pot/v1/program", the
+ * TorchScript file's bytes). Available in every build. POT_E_IO when the
+ * file cannot be read. Thread-safe. */
+POT_API pot_status pot_program_digest_file(pot_digest *out, const char *path, pot_error **err);
+
+/* 1 when this libpot was built with the LibTorch replay layer, else 0. In a
+ * build without it every pot_replay_* and pot_recorder_* call that needs
+ * LibTorch returns POT_E_UNSUPPORTED. */
+POT_API int pot_replay_available(void);
+
+/* A loaded model program bound to a spec. A replay changes process-wide
+ * LibTorch state (the default CPU generator, the intra-op thread count), so
+ * replays are serialised inside pot: concurrent calls on distinct handles
+ * are safe but run one at a time; a replay must not overlap LibTorch work of
+ * the application's own in another thread. */
+typedef struct pot_replay pot_replay;
+
+/* Loads the TorchScript program at program_path. POT_E_PROOF_MISMATCH when
+ * its digest is not the spec's model_program_digest, POT_E_INVALID_ARGUMENT
+ * when it is not a TorchScript module whose forward takes tensors,
+ * POT_E_IO when it cannot be read. */
+POT_API pot_status pot_replay_new(pot_replay **out, const pot_spec *spec, const char *program_path,
+                                  pot_error **err);
+POT_API void pot_replay_free(pot_replay *replay);
+/* The forward's argument names (the sample tensor names), in order.
+ * POT_E_OUT_OF_RANGE past the last; the string lives as long as replay. */
+POT_API pot_status pot_replay_input_name(const char **name, const pot_replay *replay, size_t index,
+                                         pot_error **err);
+
+typedef struct pot_replay_result {
+  pot_digest post_state_digest; /* digest of the replayed S_t */
+  double loss;                  /* the step leaf's loss (section 21.3) */
+  double update_norm;           /* section 13 over "param/" tensors */
+  int64_t norm_bucket;          /* at the spec's resolution */
+} pot_replay_result;
+
+/* Replays one step. schedule_entry: the step's canonical schedule entry
+ * (pot_schedule_entry_encode; it gives the step and its micro-batches);
+ * samples[i] (sample_lens[i] bytes): the safetensors payload of the entry's
+ * i-th index, n_samples in all. next_lr: the learning rate S_t records for
+ * the next step (hparam/lr). post_state_path: when not NULL, S_t is written
+ * there (canonical safetensors, atomically). POT_E_INVALID_ARGUMENT for a
+ * state or batch that does not fit the program and spec (the message names
+ * the tensor), POT_E_NONFINITE when the loss is NaN or infinite,
+ * POT_E_BACKEND for a LibTorch failure. */
+POT_API pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay,
+                                   const char *pre_state_path, const uint8_t *schedule_entry,
+                                   size_t entry_len, const uint8_t *const *samples,
+                                   const size_t *sample_lens, size_t n_samples, double next_lr,
+                                   const char *post_state_path, pot_error **err);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -75,7 +75,7 @@ func TestErrors(t *testing.T) {
 	// Names of the codes.
 	for code, name := range map[pot.Status]string{
 		pot.StatusOK: "POT_OK", pot.StatusInvalidArgument: "POT_E_INVALID_ARGUMENT",
-		pot.StatusConflict: "POT_E_CONFLICT", pot.Status(999): "POT_E_UNKNOWN",
+		pot.StatusConflict: "POT_E_CONFLICT", pot.StatusNonFinite: "POT_E_NONFINITE", pot.Status(999): "POT_E_UNKNOWN",
 	} {
 		if code.String() != name {
 			t.Errorf("%d.String() = %s, want %s", uint32(code), code, name)

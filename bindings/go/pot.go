@@ -109,6 +109,7 @@ const (
 	StatusNotFound        Status = C.POT_E_NOT_FOUND      // no entry under that name
 	StatusPermission      Status = C.POT_E_PERMISSION     // the caller's identity may not do this
 	StatusConflict        Status = C.POT_E_CONFLICT       // contradicts what is already recorded
+	StatusNonFinite       Status = C.POT_E_NONFINITE      // a loss or norm that must be finite is NaN or infinite
 )
 
 // String returns the upper-case name of the status as pot_status_name
@@ -162,6 +163,7 @@ var (
 	ErrNotFound        = &Error{Code: StatusNotFound}
 	ErrPermission      = &Error{Code: StatusPermission}
 	ErrConflict        = &Error{Code: StatusConflict}
+	ErrNonFinite       = &Error{Code: StatusNonFinite}
 )
 
 // toError turns a status and the owned pot_error of a failed call into an

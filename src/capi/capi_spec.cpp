@@ -1,13 +1,10 @@
 // C entry points for the execution spec.
 #include "capi/firewall.h"
+#include "capi/handles.h"
 #include "commit/spec.h"
 
 using namespace pot;
 using namespace pot::capi;
-
-struct pot_spec {
-  commit::ExecutionSpec spec;
-};
 
 static_assert(POT_SEED_PER_STEP == static_cast<int>(commit::SeedPolicyKind::kPerStep));
 static_assert(POT_SEED_SINGLE_SEED == static_cast<int>(commit::SeedPolicyKind::kSingleSeed));

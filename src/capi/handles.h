@@ -4,8 +4,13 @@
 #include <memory>
 
 #include "commit/commitment.h"
+#include "commit/spec.h"
 #include "hash/safetensors.h"
 #include "pot.h"
+
+struct pot_spec {
+  pot::commit::ExecutionSpec spec;
+};
 
 struct pot_safetensors {
   std::unique_ptr<pot::hash::SafetensorsFile> file;

@@ -1,5 +1,9 @@
 #include "commit/spec.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
 #include <cmath>
 
 #include "commit/canonical.h"
@@ -306,6 +310,27 @@ nlohmann::json ExecutionSpec::to_json() const {
           {"hardware_class", hardware_class},
           {"seed_policy", sp},
           {"norm_bucket_resolution", norm_bucket_resolution}};
+}
+
+hash::Digest program_digest(ByteView file_bytes) {
+  hash::Sha256 h;
+  hash::begin_tagged(h, "pot/v1/program");
+  h.update(file_bytes);
+  return h.finish();
+}
+
+hash::Digest program_digest_file(const std::string &path) {
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f) fail(Status::kIo, "model program '{}': cannot open: {}", path, std::strerror(errno));
+  hash::Sha256 h;
+  hash::begin_tagged(h, "pot/v1/program");
+  std::vector<uint8_t> buf(1 << 20);
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) h.update(buf.data(), n);
+  const bool bad = std::ferror(f) != 0;
+  std::fclose(f);
+  if (bad) fail(Status::kIo, "model program '{}': read failed", path);
+  return h.finish();
 }
 
 }  // namespace pot::commit

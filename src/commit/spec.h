@@ -71,4 +71,10 @@ struct ExecutionSpec {
 
 inline constexpr size_t kMaxSpecBytes = 4096;
 
+// The model program digest the spec carries (docs/PROTOCOL.md section 21.2):
+// tagged("pot/v1/program", the program file's bytes).
+hash::Digest program_digest(ByteView file_bytes);
+// The same over a file, streamed. kIo when it cannot be read.
+hash::Digest program_digest_file(const std::string &path);
+
 }  // namespace pot::commit

@@ -21,6 +21,7 @@ const char *status_name(Status s) noexcept {
     case Status::kNotFound: return "POT_E_NOT_FOUND";
     case Status::kPermission: return "POT_E_PERMISSION";
     case Status::kConflict: return "POT_E_CONFLICT";
+    case Status::kNonFinite: return "POT_E_NONFINITE";
   }
   return "POT_E_UNKNOWN";
 }

@@ -22,6 +22,7 @@ enum class Status : int {  // fixed type: any int value is valid
   kNotFound = 14,
   kPermission = 15,
   kConflict = 16,
+  kNonFinite = 17,
 };
 
 // Stable upper-case name of a status, e.g. "POT_E_MALFORMED".

@@ -63,30 +63,31 @@ bool floating(DType t) { return t == DType::kF16 || t == DType::kBF16 || t == DT
 
 }  // namespace
 
-double update_norm(const hash::SafetensorsFile &pre, const hash::SafetensorsFile &post,
+double update_norm(const std::vector<hash::StTensor> &pre, const std::vector<hash::StTensor> &post,
                    const std::string &prefix) {
-  auto selected = [&](const hash::StEntry &e) {
+  auto selected = [&](const hash::StTensor &e) {
     return floating(e.meta.dtype) && e.meta.name.compare(0, prefix.size(), prefix) == 0;
   };
-  // Both files list tensors in bytewise name order: walk them together.
+  // Both lists are in bytewise name order: walk them together.
   size_t i = 0, j = 0;
   double sum = 0;
   size_t tensors = 0;
   for (;;) {
-    while (i < pre.size() && !selected(pre.entry(i))) ++i;
-    while (j < post.size() && !selected(post.entry(j))) ++j;
+    while (i < pre.size() && !selected(pre[i])) ++i;
+    while (j < post.size() && !selected(post[j])) ++j;
     if (i == pre.size() && j == post.size()) break;
-    if (i == pre.size() || j == post.size() || pre.entry(i).meta.name != post.entry(j).meta.name) {
-      const std::string name = i == pre.size() ? post.entry(j).meta.name : pre.entry(i).meta.name;
+    if (i == pre.size() || j == post.size() || pre[i].meta.name != post[j].meta.name) {
+      const std::string name = i == pre.size() ? post[j].meta.name : pre[i].meta.name;
       fail(Status::kInvalidArgument, "tensor '{}' is in only one of the two states", name);
     }
-    const hash::StEntry &a = pre.entry(i), &b = post.entry(j);
+    const hash::StTensor &a = pre[i], &b = post[j];
     if (a.meta.dtype != b.meta.dtype || a.meta.shape != b.meta.shape)
       fail(Status::kInvalidArgument, "tensor '{}' changes dtype or shape between the two states", a.meta.name);
     const size_t esize = hash::dtype_size(a.meta.dtype);
-    const ByteView da = pre.data(i), db = post.data(j);
-    for (size_t off = 0; off < da.size(); off += esize) {
-      const double d = element(db.data() + off, a.meta.dtype) - element(da.data() + off, a.meta.dtype);
+    if (a.data.size() != b.data.size())
+      fail(Status::kInvalidArgument, "tensor '{}' has a byte length that does not fit its shape", a.meta.name);
+    for (size_t off = 0; off < a.data.size(); off += esize) {
+      const double d = element(b.data.data() + off, a.meta.dtype) - element(a.data.data() + off, a.meta.dtype);
       sum += d * d;
     }
     ++tensors;
@@ -95,6 +96,20 @@ double update_norm(const hash::SafetensorsFile &pre, const hash::SafetensorsFile
   }
   if (tensors == 0) fail(Status::kInvalidArgument, "no floating-point tensor named '{}*' in the states", prefix);
   return std::sqrt(sum);
+}
+
+namespace {
+std::vector<hash::StTensor> views(const hash::SafetensorsFile &f) {
+  std::vector<hash::StTensor> v;
+  v.reserve(f.size());
+  for (size_t i = 0; i < f.size(); ++i) v.push_back({f.entry(i).meta, f.data(i)});
+  return v;
+}
+}  // namespace
+
+double update_norm(const hash::SafetensorsFile &pre, const hash::SafetensorsFile &post,
+                   const std::string &prefix) {
+  return update_norm(views(pre), views(post), prefix);
 }
 
 }  // namespace pot::witness

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "hash/safetensors.h"
 
@@ -29,6 +30,9 @@ bool buckets_match(int64_t declared, int64_t observed);
 // Both states must hold the same such tensors with the same dtype and shape
 // (kInvalidArgument naming the first difference).
 double update_norm(const hash::SafetensorsFile &pre, const hash::SafetensorsFile &post,
+                   const std::string &prefix);
+// The same over tensors in bytewise name order (an in-memory state).
+double update_norm(const std::vector<hash::StTensor> &pre, const std::vector<hash::StTensor> &post,
                    const std::string &prefix);
 
 }  // namespace pot::witness

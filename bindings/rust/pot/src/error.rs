@@ -71,6 +71,8 @@ pub enum ErrorKind {
     Permission,
     /// `POT_E_CONFLICT`: contradicts what is already recorded.
     Conflict,
+    /// `POT_E_NONFINITE`: a loss or norm that must be finite is NaN or infinite.
+    NonFinite,
     /// The loaded libpot has another ABI version than the one this crate
     /// was built against (not a `pot_status`: detected by this crate).
     AbiMismatch,
@@ -78,7 +80,7 @@ pub enum ErrorKind {
     Unknown(u32),
 }
 
-const KINDS: [(ErrorKind, &str); 16] = [
+const KINDS: [(ErrorKind, &str); 17] = [
     (ErrorKind::InvalidArgument, "POT_E_INVALID_ARGUMENT"),
     (ErrorKind::OutOfMemory, "POT_E_OUT_OF_MEMORY"),
     (ErrorKind::Io, "POT_E_IO"),
@@ -95,6 +97,7 @@ const KINDS: [(ErrorKind, &str); 16] = [
     (ErrorKind::NotFound, "POT_E_NOT_FOUND"),
     (ErrorKind::Permission, "POT_E_PERMISSION"),
     (ErrorKind::Conflict, "POT_E_CONFLICT"),
+    (ErrorKind::NonFinite, "POT_E_NONFINITE"),
 ];
 
 impl ErrorKind {
@@ -282,7 +285,8 @@ mod tests {
         assert_eq!(ErrorKind::from_status(sys::pot_status::POT_E_INVALID_ARGUMENT.0), Some(ErrorKind::InvalidArgument));
         assert_eq!(ErrorKind::from_status(sys::pot_status::POT_E_PROOF_LENGTH.0), Some(ErrorKind::ProofLength));
         assert_eq!(ErrorKind::from_status(sys::pot_status::POT_E_CONFLICT.0), Some(ErrorKind::Conflict));
-        assert_eq!(ErrorKind::from_status(sys::pot_status::POT_E_CONFLICT.0 + 1), Some(ErrorKind::Unknown(17)));
+        assert_eq!(ErrorKind::from_status(sys::pot_status::POT_E_NONFINITE.0), Some(ErrorKind::NonFinite));
+        assert_eq!(ErrorKind::from_status(sys::pot_status::POT_E_NONFINITE.0 + 1), Some(ErrorKind::Unknown(18)));
     }
 
     #[test]

@@ -1,0 +1,478 @@
+#include "replay/replay.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <unordered_set>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
+
+#include "commit/seed.h"
+#include "common/error.h"
+#include "hash/sha256.h"
+#include "hash/state.h"
+#include "witness/norm_bucket.h"
+
+namespace pot::replay {
+namespace {
+
+constexpr uint64_t kMaxProgramBytes = uint64_t{4} << 30;
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+at::ScalarType to_torch(hash::DType d) {
+  switch (d) {
+    case hash::DType::kBool: return at::kBool;
+    case hash::DType::kU8: return at::kByte;
+    case hash::DType::kI8: return at::kChar;
+    case hash::DType::kI16: return at::kShort;
+    case hash::DType::kI32: return at::kInt;
+    case hash::DType::kI64: return at::kLong;
+    case hash::DType::kF16: return at::kHalf;
+    case hash::DType::kBF16: return at::kBFloat16;
+    case hash::DType::kF32: return at::kFloat;
+    case hash::DType::kF64: return at::kDouble;
+    default: break;
+  }
+  fail(Status::kUnsupported, "dtype {} has no LibTorch equivalent", hash::dtype_name(d));
+}
+
+hash::DType from_torch(at::ScalarType t, const std::string &name) {
+  switch (t) {
+    case at::kBool: return hash::DType::kBool;
+    case at::kByte: return hash::DType::kU8;
+    case at::kChar: return hash::DType::kI8;
+    case at::kShort: return hash::DType::kI16;
+    case at::kInt: return hash::DType::kI32;
+    case at::kLong: return hash::DType::kI64;
+    case at::kHalf: return hash::DType::kF16;
+    case at::kBFloat16: return hash::DType::kBF16;
+    case at::kFloat: return hash::DType::kF32;
+    case at::kDouble: return hash::DType::kF64;
+    default: break;
+  }
+  fail(Status::kUnsupported, "tensor '{}' has dtype {}, which has no safetensors code", name,
+       c10::toString(t));
+}
+
+std::string shape_str(at::IntArrayRef s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+at::Tensor tensor_from_bytes(const hash::TensorMeta &meta, ByteView data) {
+  std::vector<int64_t> shape(meta.shape.begin(), meta.shape.end());
+  // from_blob does not copy; clone() gives an owned, contiguous tensor.
+  return torch::from_blob(const_cast<uint8_t *>(data.data()), shape,
+                          torch::TensorOptions().dtype(to_torch(meta.dtype)))
+      .clone();
+}
+
+// The tensor a state must hold under `name`, checked against dtype/shape.
+const at::Tensor &need(const TensorMap &state, const std::string &name, at::ScalarType dtype,
+                       at::IntArrayRef shape) {
+  auto it = state.find(name);
+  if (it == state.end()) fail(Status::kInvalidArgument, "pre-state: missing tensor '{}'", name);
+  if (it->second.scalar_type() != dtype)
+    fail(Status::kInvalidArgument, "pre-state: tensor '{}' has dtype {}, the program needs {}", name,
+         c10::toString(it->second.scalar_type()), c10::toString(dtype));
+  if (it->second.sizes() != shape)
+    fail(Status::kInvalidArgument, "pre-state: tensor '{}' has shape {}, the program needs {}", name,
+         shape_str(it->second.sizes()), shape_str(shape));
+  return it->second;
+}
+
+// Per-parameter optimizer state keys, as torch.optim names them.
+std::vector<std::string> optimizer_keys(const commit::OptimizerSpec &o) {
+  switch (o.kind) {
+    case commit::OptimizerKind::kSgd:
+      if (o.momentum != 0) return {"momentum_buffer"};
+      return {};
+    case commit::OptimizerKind::kAdam:
+    case commit::OptimizerKind::kAdamW:
+      if (o.amsgrad) return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step"};
+      return {"exp_avg", "exp_avg_sq", "step"};
+  }
+  fail(Status::kInternal, "unknown optimizer");
+}
+
+// RAII: the intra-op thread count for the duration of a replay.
+class ThreadsGuard {
+ public:
+  explicit ThreadsGuard(int n) : old_(at::get_num_threads()) { at::set_num_threads(n); }
+  ~ThreadsGuard() { at::set_num_threads(old_); }
+
+ private:
+  int old_;
+};
+
+// Every replay changes process-wide LibTorch state (the default generator,
+// the thread count, the graph executor mode): one at a time.
+std::mutex &replay_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+double scalar_f64(const TensorMap &state, std::string_view name) {
+  const at::Tensor &t = need(state, std::string(name), at::kDouble, {});
+  return t.item<double>();
+}
+
+struct ParamState {
+  std::string name;
+  at::Tensor param;
+  std::map<std::string, at::Tensor> optim;  // key -> tensor (a copy owned by the replay)
+};
+
+// torch.nn.utils.clip_grad_norm_(parameters, max_norm) of torch 1.13, op for op.
+void clip_grad_norm(const std::vector<ParamState> &params, double max_norm) {
+  std::vector<at::Tensor> grads;
+  for (const ParamState &p : params)
+    if (p.param.grad().defined()) grads.push_back(p.param.grad());
+  if (grads.empty()) return;
+  std::vector<at::Tensor> norms;
+  for (const at::Tensor &g : grads) {
+    std::vector<int64_t> dims(static_cast<size_t>(g.dim()));
+    for (int64_t i = 0; i < g.dim(); ++i) dims[static_cast<size_t>(i)] = i;
+    norms.push_back(at::norm(g.detach(), 2.0, dims, false));
+  }
+  const at::Tensor total_norm = at::norm(at::stack(norms), 2.0, {0}, false);
+  // Python's `max_norm / (total_norm + 1e-6)` is Tensor.__rtruediv__:
+  // reciprocal() * max_norm.
+  const at::Tensor clip_coef = (total_norm + 1e-6).reciprocal() * max_norm;
+  const at::Tensor clamped = at::clamp(clip_coef, c10::nullopt, 1.0);
+  for (const at::Tensor &g : grads) g.detach().mul_(clamped);
+}
+
+// torch.optim.SGD._single_tensor_sgd, one parameter.
+void sgd_update(ParamState &p, const commit::OptimizerSpec &o, double lr) {
+  at::Tensor d_p = p.param.grad();
+  if (o.weight_decay != 0) d_p = d_p.add(p.param, o.weight_decay);
+  if (o.momentum != 0) {
+    auto it = p.optim.find("momentum_buffer");
+    if (it == p.optim.end()) {
+      it = p.optim.emplace("momentum_buffer", d_p.clone().detach()).first;
+    } else {
+      it->second.mul_(o.momentum).add_(d_p, 1 - o.dampening);
+    }
+    if (o.nesterov)
+      d_p = d_p.add(it->second, o.momentum);
+    else
+      d_p = it->second;
+  }
+  p.param.add_(d_p, -lr);
+}
+
+// torch.optim.Adam / AdamW ._single_tensor_adam(w) (capturable and
+// differentiable off), one parameter.
+void adam_update(ParamState &p, const commit::OptimizerSpec &o, double lr, bool decoupled) {
+  if (p.optim.empty()) {  // torch.optim's lazy state initialisation
+    p.optim.emplace("step", at::zeros({}, at::kFloat));
+    p.optim.emplace("exp_avg", at::zeros_like(p.param, at::MemoryFormat::Preserve));
+    p.optim.emplace("exp_avg_sq", at::zeros_like(p.param, at::MemoryFormat::Preserve));
+    if (o.amsgrad) p.optim.emplace("max_exp_avg_sq", at::zeros_like(p.param, at::MemoryFormat::Preserve));
+  }
+  at::Tensor grad = p.param.grad();
+  at::Tensor &exp_avg = p.optim.at("exp_avg");
+  at::Tensor &exp_avg_sq = p.optim.at("exp_avg_sq");
+  at::Tensor &step_t = p.optim.at("step");
+  step_t.add_(1);
+  if (decoupled) {
+    p.param.mul_(1 - lr * o.weight_decay);
+  } else if (o.weight_decay != 0) {
+    grad = grad.add(p.param, o.weight_decay);
+  }
+  exp_avg.mul_(o.beta1).add_(grad, 1 - o.beta1);
+  exp_avg_sq.mul_(o.beta2).addcmul_(grad, decoupled ? grad : grad.conj(), 1 - o.beta2);
+  const double step = step_t.item<double>();
+  const double bias_correction1 = 1 - std::pow(o.beta1, step);
+  const double bias_correction2 = 1 - std::pow(o.beta2, step);
+  const double step_size = lr / bias_correction1;
+  const double bias_correction2_sqrt = std::sqrt(bias_correction2);
+  at::Tensor denom;
+  if (o.amsgrad) {
+    at::Tensor &max_sq = p.optim.at("max_exp_avg_sq");
+    at::maximum_out(max_sq, max_sq, exp_avg_sq);
+    denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(o.eps);
+  } else {
+    denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(o.eps);
+  }
+  p.param.addcdiv_(exp_avg, denom, -step_size);
+}
+
+// Stacks the named tensor of every sample of a micro-batch along a new
+// dimension 0 (torch.utils.data.default_collate of tensors).
+std::vector<c10::IValue> collate(const Program &program, const std::vector<const hash::SafetensorsFile *> &mb,
+                                 size_t mb_index) {
+  std::vector<c10::IValue> inputs;
+  for (const std::string &name : program.inputs()) {
+    std::vector<at::Tensor> parts;
+    parts.reserve(mb.size());
+    for (size_t s = 0; s < mb.size(); ++s) {
+      const hash::SafetensorsFile &f = *mb[s];
+      const long i = f.find(name);
+      if (i < 0)
+        fail(Status::kInvalidArgument, "micro-batch {} sample {}: no tensor '{}' (the forward takes {})",
+             mb_index + 1, s + 1, name, fmt::join(program.inputs(), ", "));
+      parts.push_back(tensor_from_bytes(f.entry(static_cast<size_t>(i)).meta, f.data(static_cast<size_t>(i))));
+      if (s > 0 && (parts[s].sizes() != parts[0].sizes() || parts[s].scalar_type() != parts[0].scalar_type()))
+        fail(Status::kInvalidArgument,
+             "micro-batch {}: tensor '{}' of sample {} is {} {}, sample 1 has {} {}: cannot stack", mb_index + 1,
+             name, s + 1, c10::toString(parts[s].scalar_type()), shape_str(parts[s].sizes()),
+             c10::toString(parts[0].scalar_type()), shape_str(parts[0].sizes()));
+    }
+    inputs.emplace_back(at::stack(parts, 0));
+  }
+  for (size_t s = 0; s < mb.size(); ++s)
+    if (mb[s]->size() != program.inputs().size())
+      fail(Status::kInvalidArgument, "micro-batch {} sample {}: {} tensors, the forward takes exactly {} ({})",
+           mb_index + 1, s + 1, mb[s]->size(), program.inputs().size(), fmt::join(program.inputs(), ", "));
+  return inputs;
+}
+
+}  // namespace
+
+std::unique_ptr<Program> Program::load(const std::string &path, const hash::Digest &expected) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(Status::kIo, "model program '{}': cannot open: {}", path, std::strerror(errno));
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size < 0) fail(Status::kIo, "model program '{}': cannot read its size", path);
+  if (static_cast<uint64_t>(size) > kMaxProgramBytes)
+    fail(Status::kLimit, "model program '{}': {} bytes, the limit is {}", path, size, kMaxProgramBytes);
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  if (!in.read(bytes.data(), size)) fail(Status::kIo, "model program '{}': read failed", path);
+
+  std::unique_ptr<Program> p(new Program());
+  // Hash and load the same bytes: the file cannot change in between.
+  p->digest_ = commit::program_digest(ByteView(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
+  if (p->digest_ != expected)
+    fail(Status::kProofMismatch, "model program '{}': digest {} is not the spec's model_program_digest {}", path,
+         p->digest_.hex(), expected.hex());
+  try {
+    std::istringstream stream(std::move(bytes));
+    p->module_ = torch::jit::load(stream, c10::Device(c10::kCPU));
+  } catch (const c10::Error &e) {
+    fail(Status::kInvalidArgument, "model program '{}' is not a TorchScript module LibTorch can load: {}", path,
+         e.what_without_backtrace());
+  }
+  auto forward = p->module_.find_method("forward");
+  if (!forward) fail(Status::kInvalidArgument, "model program '{}' has no forward method", path);
+  const auto &args = forward->function().getSchema().arguments();
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i].type()->kind() != c10::TypeKind::TensorType)
+      fail(Status::kInvalidArgument, "model program '{}': forward argument '{}' is {}, not a Tensor", path,
+           args[i].name(), args[i].type()->str());
+    p->inputs_.push_back(args[i].name());
+  }
+  if (p->inputs_.empty()) fail(Status::kInvalidArgument, "model program '{}': forward takes no tensor", path);
+
+  std::unordered_set<const void *> seen;
+  for (const auto &np : p->module_.named_parameters(/*recurse=*/true)) {
+    if (seen.insert(np.value.unsafeGetTensorImpl()).second) p->params_.emplace_back(np.name, np.value);
+  }
+  for (const auto &nb : p->module_.named_buffers(/*recurse=*/true)) {
+    if (seen.insert(nb.value.unsafeGetTensorImpl()).second) p->buffers_.emplace_back(nb.name, nb.value);
+  }
+  if (p->params_.empty()) fail(Status::kInvalidArgument, "model program '{}' has no parameter to train", path);
+  return p;
+}
+
+TensorMap load_state(const hash::SafetensorsFile &file) {
+  TensorMap state;
+  for (size_t i = 0; i < file.size(); ++i)
+    state.emplace(file.entry(i).meta.name, tensor_from_bytes(file.entry(i).meta, file.data(i)));
+  return state;
+}
+
+std::vector<hash::StTensor> state_views(const TensorMap &state) {
+  std::vector<hash::StTensor> views;
+  views.reserve(state.size());
+  for (const auto &[name, t] : state) {
+    if (!t.is_contiguous() || t.device().type() != c10::kCPU)
+      fail(Status::kInternal, "state tensor '{}' is not a contiguous CPU tensor", name);
+    hash::StTensor v;
+    v.meta.name = name;
+    v.meta.dtype = from_torch(t.scalar_type(), name);
+    for (int64_t d : t.sizes()) v.meta.shape.push_back(static_cast<uint64_t>(d));
+    v.data = ByteView(static_cast<const uint8_t *>(t.data_ptr()), t.nbytes());
+    views.push_back(std::move(v));
+  }
+  return views;
+}
+
+hash::Digest state_digest(const TensorMap &state, unsigned threads) {
+  hash::StateBuilder b(threads);
+  for (const hash::StTensor &v : state_views(state)) b.add_tensor(v.meta, v.data);
+  return b.digest();
+}
+
+StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint64_t step, const TensorMap &pre,
+                       const Batch &batch, double next_lr, const StepOptions &options) {
+  spec.validate();
+  if (program.digest() != spec.model_program_digest)
+    fail(Status::kProofMismatch, "the program's digest {} is not the spec's model_program_digest {}",
+         program.digest().hex(), spec.model_program_digest.hex());
+  if (step == 0) fail(Status::kInvalidArgument, "step 0 is not a training step (steps start at 1)");
+  if (!std::isfinite(next_lr) || next_lr < 0)
+    fail(Status::kInvalidArgument, "next_lr = {}: the learning rate must be finite and >= 0", next_lr);
+  if (batch.size() != spec.grad_accum_microbatches)
+    fail(Status::kInvalidArgument, "the batch has {} micro-batches, the spec {}", batch.size(),
+         spec.grad_accum_microbatches);
+  size_t samples = 0;
+  for (const auto &mb : batch) {
+    if (mb.empty()) fail(Status::kInvalidArgument, "a micro-batch is empty");
+    samples += mb.size();
+  }
+  if (samples != spec.batch_size)
+    fail(Status::kInvalidArgument, "the batch has {} samples, the spec's batch_size is {}", samples, spec.batch_size);
+
+  const commit::OptimizerSpec &o = spec.optimizer;
+  const double lr = scalar_f64(pre, kLrName);
+  if (!std::isfinite(lr) || lr < 0)
+    fail(Status::kInvalidArgument, "pre-state: hparam/lr = {}: must be finite and >= 0", lr);
+
+  std::lock_guard<std::mutex> lock(replay_mutex());
+  torch::jit::GraphOptimizerEnabledGuard no_jit_opt(false);  // run the ops eager PyTorch runs
+  ThreadsGuard threads(static_cast<int>(spec.intra_op_threads));
+  at::AutoGradMode grad_mode(true);
+
+  // Load S_{t-1} into the program; every name of the state must be used.
+  std::set<std::string> used{std::string(kLrName)};
+  std::vector<ParamState> params;
+  const std::vector<std::string> keys = optimizer_keys(o);
+  {
+    at::NoGradGuard no_grad;
+    for (const auto &[name, t] : program.params()) {
+      ParamState ps;
+      ps.name = name;
+      ps.param = t;
+      const std::string full = std::string(kParamPrefix) + name;
+      ps.param.copy_(need(pre, full, t.scalar_type(), t.sizes()));
+      ps.param.mutable_grad() = at::Tensor();  // zero_grad(set_to_none=True)
+      used.insert(full);
+      size_t present = 0;
+      for (const std::string &k : keys) {
+        const std::string key = fmt::format("{}{}/{}", kOptimPrefix, name, k);
+        auto it = pre.find(key);
+        if (it == pre.end()) continue;
+        ++present;
+        used.insert(key);
+        if (k == "step")
+          ps.optim.emplace(k, need(pre, key, at::kFloat, {}).clone());
+        else
+          ps.optim.emplace(k, need(pre, key, t.scalar_type(), t.sizes()).clone());
+      }
+      const bool all_or_none = o.kind == commit::OptimizerKind::kSgd || present == 0 || present == keys.size();
+      if (!all_or_none) {
+        for (const std::string &k : keys)
+          if (!ps.optim.count(k))
+            fail(Status::kInvalidArgument, "pre-state: missing tensor '{}{}/{}' ({} of the {} optimizer entries of '{}' are present)",
+                 kOptimPrefix, name, k, present, keys.size(), name);
+      }
+      params.push_back(std::move(ps));
+    }
+    for (const auto &[name, t] : program.buffers()) {
+      const std::string full = std::string(kBufferPrefix) + name;
+      t.copy_(need(pre, full, t.scalar_type(), t.sizes()));
+      used.insert(full);
+    }
+  }
+  auto gen = at::detail::getDefaultCPUGenerator();
+  if (spec.seed_policy == commit::SeedPolicyKind::kSingleSeed) {
+    auto it = pre.find(std::string(kRngName));
+    if (it == pre.end()) fail(Status::kInvalidArgument, "pre-state: missing tensor '{}' (seed policy single_seed)", kRngName);
+    used.insert(std::string(kRngName));
+    std::lock_guard<std::mutex> g(gen.mutex());
+    try {
+      gen.set_state(it->second);
+    } catch (const c10::Error &e) {
+      fail(Status::kInvalidArgument, "pre-state: '{}' is not a CPU generator state: {}", kRngName,
+           e.what_without_backtrace());
+    }
+  } else if (spec.seed_policy == commit::SeedPolicyKind::kPerStep) {
+    std::lock_guard<std::mutex> g(gen.mutex());
+    gen.set_current_seed(commit::derive_seed(spec.seed, step));
+  }
+  for (const auto &[name, t] : pre)
+    if (!used.count(name))
+      fail(Status::kInvalidArgument, "pre-state: tensor '{}' is not a parameter, buffer or optimizer entry of this "
+           "program and spec", name);
+
+  // Forward and backward, micro-batch by micro-batch.
+  program.module().train(true);
+  const auto &forward = program.module().get_method("forward");
+  const int64_t m = static_cast<int64_t>(batch.size());
+  double loss = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    std::vector<c10::IValue> inputs = collate(program, batch[i], i);
+    c10::IValue out;
+    try {
+      out = forward(std::move(inputs));
+    } catch (const c10::Error &e) {
+      fail(Status::kInvalidArgument, "micro-batch {}: the forward failed: {}", i + 1, e.what_without_backtrace());
+    }
+    if (!out.isTensor())
+      fail(Status::kInvalidArgument, "the forward returned {}, not a scalar loss tensor", out.tagKind());
+    const at::Tensor raw = out.toTensor();
+    if (raw.dim() != 0 || !at::isFloatingType(raw.scalar_type()))
+      fail(Status::kInvalidArgument, "the forward returned a {} tensor of shape {}, not a scalar floating loss",
+           c10::toString(raw.scalar_type()), shape_str(raw.sizes()));
+    if (!raw.requires_grad())
+      fail(Status::kInvalidArgument, "the forward's loss does not depend on any parameter (no gradient)");
+    const at::Tensor scaled = raw / m;  // `loss / accum`, as PyTorch users write it
+    try {
+      scaled.backward();
+    } catch (const c10::Error &e) {
+      fail(Status::kInvalidArgument, "micro-batch {}: backward failed: {}", i + 1, e.what_without_backtrace());
+    }
+    const double d = scaled.item<double>();
+    loss = i == 0 ? d : loss + d;
+  }
+  if (!std::isfinite(loss) && !options.allow_nonfinite_loss)
+    fail(Status::kNonFinite, "step {}: the loss is {}", step, loss);
+
+  {
+    at::NoGradGuard no_grad;
+    if (spec.grad_clip_max_norm > 0) clip_grad_norm(params, spec.grad_clip_max_norm);
+    for (ParamState &p : params) {
+      if (!p.param.grad().defined()) continue;  // torch.optim skips parameters without a gradient
+      switch (o.kind) {
+        case commit::OptimizerKind::kSgd: sgd_update(p, o, lr); break;
+        case commit::OptimizerKind::kAdam: adam_update(p, o, lr, false); break;
+        case commit::OptimizerKind::kAdamW: adam_update(p, o, lr, true); break;
+      }
+    }
+  }
+
+  StepResult r;
+  for (ParamState &p : params) {
+    r.post.emplace(std::string(kParamPrefix) + p.name, p.param.detach().clone().contiguous());
+    for (auto &[k, t] : p.optim)
+      r.post.emplace(fmt::format("{}{}/{}", kOptimPrefix, p.name, k), t.contiguous());
+    p.param.mutable_grad() = at::Tensor();
+  }
+  for (const auto &[name, t] : program.buffers())
+    r.post.emplace(std::string(kBufferPrefix) + name, t.detach().clone().contiguous());
+  r.post.emplace(std::string(kLrName), at::full({}, next_lr, at::kDouble));
+  if (spec.seed_policy == commit::SeedPolicyKind::kSingleSeed) {
+    std::lock_guard<std::mutex> g(gen.mutex());
+    r.post.emplace(std::string(kRngName), gen.get_state().contiguous());
+  }
+  r.loss = loss;
+  r.post_digest = state_digest(r.post, options.hash_threads);
+  TensorMap pre_params;
+  for (const auto &[name, t] : pre)
+    if (starts_with(name, kParamPrefix)) pre_params.emplace(name, t.contiguous());
+  TensorMap post_params;
+  for (const auto &[name, t] : r.post)
+    if (starts_with(name, kParamPrefix)) post_params.emplace(name, t);
+  r.update_norm = witness::update_norm(state_views(pre_params), state_views(post_params), std::string(kParamPrefix));
+  r.norm_bucket = witness::norm_bucket(r.update_norm, spec.norm_bucket_resolution);
+  return r;
+}
+
+}  // namespace pot::replay

@@ -1,0 +1,98 @@
+// Single-step replay on LibTorch (docs/PROTOCOL.md section 21): load a
+// TorchScript model program, put the pre-state S_{t-1} into it, run step t
+// (seed by the policy, forward, backward, clipping, optimizer update) exactly
+// as torch.optim of the same torch build does, and give back S_t in canonical
+// names, its digest, the step's loss and the norm bucket of the update.
+//
+// This is the only layer that includes LibTorch headers.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/script.h>
+
+#include "commit/spec.h"
+#include "hash/safetensors.h"
+
+namespace pot::replay {
+
+// Canonical state names (docs/PROTOCOL.md section 21.1).
+inline constexpr std::string_view kParamPrefix = "param/";
+inline constexpr std::string_view kBufferPrefix = "buffer/";
+inline constexpr std::string_view kOptimPrefix = "optim/";
+inline constexpr std::string_view kLrName = "hparam/lr";
+inline constexpr std::string_view kRngName = "rng/cpu";
+
+// A training state in canonical names, bytewise name order. Tensors are
+// contiguous CPU tensors owned by the map.
+using TensorMap = std::map<std::string, at::Tensor>;
+
+// A loaded TorchScript model program whose forward(*inputs) returns the loss.
+class Program {
+ public:
+  // Reads the file, checks its digest against `expected` (kMismatch), loads
+  // it (kInvalidArgument when LibTorch cannot), and checks that it has a
+  // forward method taking only tensors.
+  static std::unique_ptr<Program> load(const std::string &path, const hash::Digest &expected);
+
+  const hash::Digest &digest() const { return digest_; }
+  // The forward's argument names after self: the sample tensor names, in the
+  // order the batch tensors are passed.
+  const std::vector<std::string> &inputs() const { return inputs_; }
+  // Parameters (deduplicated by identity, first name kept: tied weights are
+  // one parameter) and buffers, in module order.
+  const std::vector<std::pair<std::string, at::Tensor>> &params() const { return params_; }
+  const std::vector<std::pair<std::string, at::Tensor>> &buffers() const { return buffers_; }
+  torch::jit::Module &module() { return module_; }
+
+ private:
+  Program() = default;
+  torch::jit::Module module_;
+  hash::Digest digest_{};
+  std::vector<std::string> inputs_;
+  std::vector<std::pair<std::string, at::Tensor>> params_;
+  std::vector<std::pair<std::string, at::Tensor>> buffers_;
+};
+
+// Copies every tensor of a safetensors state into owned CPU tensors.
+TensorMap load_state(const hash::SafetensorsFile &file);
+// Views of the tensors' bytes (which must stay alive), for digests/writing.
+std::vector<hash::StTensor> state_views(const TensorMap &state);
+hash::Digest state_digest(const TensorMap &state, unsigned threads);
+
+// The samples of one step: micro-batches in schedule order, each a list of
+// parsed sample files in schedule order.
+using Batch = std::vector<std::vector<const hash::SafetensorsFile *>>;
+
+struct StepResult {
+  TensorMap post;            // S_t in canonical names
+  hash::Digest post_digest;  // state digest of post
+  double loss = 0;           // the step leaf's loss (section 21.3)
+  double update_norm = 0;    // section 13, prefix "param/"
+  int64_t norm_bucket = 0;   // at the spec's resolution
+};
+
+struct StepOptions {
+  unsigned hash_threads = 0;  // threads for digests (0 = all cores); never changes a digest
+  // A NaN or infinite loss is kNonFinite unless this is set; then the step
+  // completes and StepResult::loss carries it (a verifier comparing a step
+  // whose committed loss is NaN).
+  bool allow_nonfinite_loss = false;
+};
+
+// Replays step t from `pre`. next_lr is the learning rate S_t records for
+// step t+1 (hparam/lr). Errors: kInvalidArgument for a state that does not
+// fit the program or the optimizer (missing, extra, or mis-shaped tensors,
+// wrong dtypes), a batch that does not fit the forward, a forward that does
+// not return a scalar; kNonFinite when the loss is NaN or infinite (unless
+// options.allow_nonfinite_loss); kProofMismatch when the program is not the
+// spec's.
+StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint64_t step,
+                       const TensorMap &pre, const Batch &batch, double next_lr,
+                       const StepOptions &options = {});
+
+}  // namespace pot::replay

@@ -1,0 +1,201 @@
+// Replays every step of a run directory written by tests/replay/train.py
+// through the public C API (pot_replay_step) and compares each replayed S_t
+// with the state the PyTorch trainer dumped: state digest and loss bits.
+//
+//   pot_check_run RUN_DIR [--spec SPEC.json] [--pre-dir DIR] [--samples-dir DIR]
+//                 [--program FILE] [--steps A-B] [--shift-batch K]
+//
+// --spec replaces the run's spec (e.g. another thread count), --pre-dir takes
+// S_{t-1} from another directory, --samples-dir the samples, --program the
+// model program, --shift-batch K feeds step t the batch of step t+K. Prints
+// one JSON object per step and a summary line; exit 0 when every step
+// matched, 1 when some did not, 2 on a usage error, 3 when a call failed
+// (the JSON names the status).
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "pot.h"
+
+namespace {
+
+std::string read_text(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string state_path(const std::string &dir, uint64_t t) {
+  char name[32];
+  std::snprintf(name, sizeof name, "/%06" PRIu64 ".safetensors", t);
+  return dir + name;
+}
+
+std::string hex(const pot_digest &d) {
+  char buf[2 * POT_DIGEST_SIZE + 1];
+  pot_digest_to_hex(buf, &d, nullptr);
+  return buf;
+}
+
+struct Failure {
+  pot_status status;
+  std::string message;
+};
+
+void check(pot_status s, pot_error *err) {
+  if (s == POT_OK) return;
+  Failure f{s, err ? pot_error_message(err) : ""};
+  pot_error_free(err);
+  throw f;
+}
+
+double read_lr(const std::string &path) {
+  pot_safetensors *f = nullptr;
+  pot_error *err = nullptr;
+  check(pot_safetensors_open(&f, path.c_str(), &err), err);
+  size_t index = 0;
+  pot_dtype dtype;
+  const void *data = nullptr;
+  size_t nbytes = 0;
+  pot_status s = pot_safetensors_find(&index, f, "hparam/lr", &err);
+  if (s == POT_OK) s = pot_safetensors_tensor(nullptr, &dtype, nullptr, nullptr, &data, &nbytes, f, index, &err);
+  double lr = 0;
+  if (s == POT_OK && (dtype != POT_DTYPE_F64 || nbytes != 8)) {
+    pot_safetensors_free(f);
+    throw Failure{POT_E_INVALID_ARGUMENT, path + ": hparam/lr is not an F64 scalar"};
+  }
+  if (s == POT_OK) std::memcpy(&lr, data, 8);
+  pot_safetensors_free(f);
+  check(s, err);
+  return lr;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: pot_check_run RUN_DIR [--spec F] [--pre-dir D] [--samples-dir D] [--program F] "
+                         "[--steps A-B] [--shift-batch K]\n");
+    return 2;
+  }
+  const std::string run = argv[1];
+  std::string spec_path = run + "/spec.json", pre_dir = run + "/states", samples_dir = run + "/samples",
+              program = run + "/program.pt";
+  uint64_t first = 1, last = 0;
+  long shift = 0;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--spec") spec_path = v;
+    else if (k == "--pre-dir") pre_dir = v;
+    else if (k == "--samples-dir") samples_dir = v;
+    else if (k == "--program") program = v;
+    else if (k == "--steps") std::sscanf(v.c_str(), "%" SCNu64 "-%" SCNu64, &first, &last);
+    else if (k == "--shift-batch") shift = std::stol(v);
+    else {
+      std::fprintf(stderr, "pot_check_run: unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  pot_spec *spec = nullptr;
+  pot_replay *replay = nullptr;
+  unsigned matched = 0, mismatched = 0;
+  try {
+    const nlohmann::json meta = nlohmann::json::parse(read_text(run + "/run.json"));
+    const nlohmann::json schedule = nlohmann::json::parse(read_text(run + "/schedule.json"));
+    const uint64_t dataset_size = meta.at("dataset_size").get<uint64_t>();
+    if (last == 0) last = meta.at("steps").get<uint64_t>();
+    pot_error *err = nullptr;
+    check(pot_spec_from_json(&spec, read_text(spec_path).c_str(), &err), err);
+    check(pot_replay_new(&replay, spec, program.c_str(), &err), err);
+    for (uint64_t t = first; t <= last; ++t) {
+      const long src = static_cast<long>(t) + shift;
+      if (src < 1 || static_cast<size_t>(src) > schedule.size()) throw Failure{POT_E_OUT_OF_RANGE, "--shift-batch past the schedule"};
+      const nlohmann::json &mbs = schedule.at(static_cast<size_t>(src - 1));
+      std::vector<uint64_t> indices;
+      std::vector<uint32_t> sizes;
+      for (const auto &mb : mbs) {
+        sizes.push_back(static_cast<uint32_t>(mb.size()));
+        for (const auto &i : mb) indices.push_back(i.get<uint64_t>());
+      }
+      pot_bytes entry{nullptr, 0};
+      check(pot_schedule_entry_encode(&entry, t, indices.data(), indices.size(), sizes.data(), sizes.size(),
+                                      dataset_size, &err),
+            err);
+      std::vector<std::string> payloads;
+      for (uint64_t i : indices) payloads.push_back(read_text(state_path(samples_dir, i)));
+      std::vector<const uint8_t *> ptrs;
+      std::vector<size_t> lens;
+      for (const std::string &p : payloads) {
+        ptrs.push_back(reinterpret_cast<const uint8_t *>(p.data()));
+        lens.push_back(p.size());
+      }
+      const std::string post = state_path(run + "/states", t);
+      const double next_lr = read_lr(post);
+      pot_replay_result r;
+      const pot_status s = pot_replay_step(&r, replay, state_path(pre_dir, t - 1).c_str(), entry.data, entry.len,
+                                           ptrs.data(), lens.data(), ptrs.size(), next_lr, nullptr, &err);
+      pot_bytes_free(&entry);
+      check(s, err);
+      pot_digest expected;
+      check(pot_safetensors_digest_file(&expected, post.c_str(), 0, &err), err);
+      uint64_t bits;
+      std::memcpy(&bits, &r.loss, 8);
+      char loss_hex[17];
+      std::snprintf(loss_hex, sizeof loss_hex, "%016" PRIx64, bits);
+      const std::string want_loss = meta.at("loss_bits").at(t - 1).get<std::string>();
+      const bool digest_ok = std::memcmp(expected.bytes, r.post_state_digest.bytes, POT_DIGEST_SIZE) == 0;
+      const bool loss_ok = want_loss == loss_hex;
+      // The norm bucket the trainer's own S_{t-1} -> S_t implies (the
+      // cross-architecture comparison).
+      pot_safetensors *a = nullptr, *b = nullptr;
+      double honest_norm = 0;
+      check(pot_safetensors_open(&a, state_path(run + "/states", t - 1).c_str(), &err), err);
+      check(pot_safetensors_open(&b, post.c_str(), &err), err);
+      const pot_status ns = pot_update_norm(&honest_norm, a, b, "param/", &err);
+      pot_safetensors_free(a);
+      pot_safetensors_free(b);
+      check(ns, err);
+      int64_t honest_bucket = 0;
+      check(pot_norm_bucket(&honest_bucket, honest_norm, pot_spec_norm_bucket_resolution(spec), &err), err);
+      const bool bucket_ok = pot_norm_buckets_match(honest_bucket, r.norm_bucket) != 0;
+      nlohmann::json line = {{"step", t},
+                             {"match", digest_ok && loss_ok},
+                             {"digest_match", digest_ok},
+                             {"loss_match", loss_ok},
+                             {"replayed_digest", hex(r.post_state_digest)},
+                             {"committed_digest", hex(expected)},
+                             {"loss_bits", loss_hex},
+                             {"committed_loss_bits", want_loss},
+                             {"update_norm", r.update_norm},
+                             {"committed_update_norm", honest_norm},
+                             {"norm_bucket", r.norm_bucket},
+                             {"committed_norm_bucket", honest_bucket},
+                             {"bucket_match", bucket_ok}};
+      std::cout << line.dump() << "\n";
+      (digest_ok && loss_ok ? matched : mismatched) += 1;
+    }
+  } catch (const Failure &f) {
+    std::cout << nlohmann::json({{"error", pot_status_name(f.status)}, {"message", f.message}}).dump() << "\n";
+    pot_replay_free(replay);
+    pot_spec_free(spec);
+    return 3;
+  } catch (const std::exception &e) {
+    std::cout << nlohmann::json({{"error", "usage"}, {"message", e.what()}}).dump() << "\n";
+    pot_replay_free(replay);
+    pot_spec_free(spec);
+    return 2;
+  }
+  std::cout << nlohmann::json({{"summary", true}, {"matched", matched}, {"mismatched", mismatched}}).dump() << "\n";
+  pot_replay_free(replay);
+  pot_spec_free(spec);
+  return mismatched == 0 ? 0 : 1;
+}

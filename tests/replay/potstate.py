@@ -1,0 +1,236 @@
+"""Small helpers shared by the PyTorch side of the replay determinism test.
+
+Dependencies: the Python standard library and torch (plus the numpy that
+torch uses for Tensor.numpy()). Everything here follows docs/PROTOCOL.md:
+
+- section 2: ``tagged(tag, body)``;
+- section 9: ``step_seed(base_seed, t)``;
+- section 8: the safetensors files (``write_safetensors`` / ``read_safetensors``),
+  written from the format description, not copied from the safetensors package;
+- the canonical naming of a training state (``canonical_state``), which the
+  C++ replay (src/replay/) reads back:
+
+      param/<name>              every parameter of task.named_parameters()
+                                (tied parameters appear once, under their first name)
+      buffer/<name>             every buffer of task.named_buffers()
+      optim/<param>/<key>       torch.optim's per-parameter state, key in
+                                step, exp_avg, exp_avg_sq, max_exp_avg_sq, momentum_buffer
+      hparam/lr                 F64 scalar: the lr the NEXT step will use
+      rng/cpu                   U8 [5056]: torch.get_rng_state() (single_seed runs only)
+"""
+
+import hashlib
+import json
+import os
+import struct
+import sys
+
+import torch
+
+if sys.byteorder != "little":  # the raw bytes below are the machine's
+    raise RuntimeError("potstate assumes a little-endian machine")
+
+# --------------------------------------------------------------------------
+# Hashing (PROTOCOL.md sections 2 and 9)
+
+
+def tagged(tag: str, body: bytes) -> bytes:
+    """SHA-256(u8(len(tag)) || tag || body)."""
+    t = tag.encode("ascii")
+    if not 2 <= len(t) <= 255:
+        raise ValueError("tag length must be 2..255 bytes")
+    return hashlib.sha256(bytes([len(t)]) + t + bytes(body)).digest()
+
+
+def _u64le(v: int) -> bytes:
+    return struct.pack("<Q", v)
+
+
+def step_seed(base_seed: int, t: int) -> int:
+    """The per_step seed of step t: u64 LE of the first 8 bytes of tagged("pot/v1/seed", ...)."""
+    d = tagged("pot/v1/seed", _u64le(base_seed) + _u64le(t))
+    return int.from_bytes(d[:8], "little")
+
+
+def program_digest(path) -> bytes:
+    """tagged("pot/v1/program", file bytes): the spec's model_program_digest."""
+    with open(path, "rb") as f:
+        return tagged("pot/v1/program", f.read())
+
+
+# --------------------------------------------------------------------------
+# safetensors (PROTOCOL.md section 8)
+
+_DTYPE_NAMES = {
+    torch.float64: "F64",
+    torch.float32: "F32",
+    torch.float16: "F16",
+    torch.bfloat16: "BF16",
+    torch.int64: "I64",
+    torch.int32: "I32",
+    torch.int16: "I16",
+    torch.int8: "I8",
+    torch.uint8: "U8",
+    torch.bool: "BOOL",
+}
+_DTYPES = {v: k for k, v in _DTYPE_NAMES.items()}
+_ELEMENT_SIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    try:
+        return _DTYPE_NAMES[dtype]
+    except KeyError:
+        raise ValueError("unsupported dtype %s" % dtype) from None
+
+
+def tensor_bytes(t: torch.Tensor) -> bytes:
+    """The raw little-endian row-major bytes of t."""
+    t = t.detach().contiguous().cpu()
+    if t.dtype == torch.bfloat16:  # numpy has no bfloat16: reinterpret the bits
+        t = t.view(torch.int16)
+    return t.numpy().tobytes()
+
+
+def _name_key(name: str) -> bytes:
+    return name.encode("utf-8")  # bytewise order of the UTF-8 bytes
+
+
+def safetensors_bytes(tensors: dict) -> bytes:
+    """The file image: u64le(N) || header (padded with spaces to a multiple of 8) || data."""
+    header = {}
+    chunks = []
+    offset = 0
+    for name in sorted(tensors, key=_name_key):
+        if not isinstance(name, str) or not name or "\0" in name:
+            raise ValueError("bad tensor name %r" % (name,))
+        if name == "__metadata__":
+            raise ValueError("'__metadata__' is not a tensor name")
+        t = tensors[name]
+        dt = dtype_name(t.dtype)
+        b = tensor_bytes(t)
+        shape = [int(s) for s in t.shape]
+        n = _ELEMENT_SIZE[dt]
+        for s in shape:
+            n *= s
+        if n != len(b):
+            raise AssertionError("%s: %d bytes for shape %s %s" % (name, len(b), shape, dt))
+        header[name] = {"dtype": dt, "shape": shape, "data_offsets": [offset, offset + len(b)]}
+        chunks.append(b)
+        offset += len(b)
+    h = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    h += b" " * (-len(h) % 8)
+    return struct.pack("<Q", len(h)) + h + b"".join(chunks)
+
+
+def write_bytes_atomic(path, data: bytes) -> None:
+    """Write a temporary file next to path, fsync it, rename it into place."""
+    path = os.fspath(path)
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_safetensors(path, tensors: dict) -> None:
+    write_bytes_atomic(path, safetensors_bytes(tensors))
+
+
+def parse_safetensors(data: bytes) -> dict:
+    if len(data) < 8:
+        raise ValueError("safetensors: shorter than 8 bytes")
+    (n,) = struct.unpack_from("<Q", data, 0)
+    if 8 + n > len(data):
+        raise ValueError("safetensors: header length %d exceeds the file" % n)
+    header = json.loads(data[8:8 + n].decode("utf-8"))
+    body = memoryview(data)[8 + n:]
+    out = {}
+    spans = []
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        dt = e["dtype"]
+        if dt not in _DTYPES:
+            raise ValueError("safetensors: %s: unsupported dtype %s" % (name, dt))
+        shape = [int(s) for s in e["shape"]]
+        begin, end = (int(v) for v in e["data_offsets"])
+        size = _ELEMENT_SIZE[dt]
+        for s in shape:
+            size *= s
+        if not 0 <= begin <= end <= len(body) or end - begin != size:
+            raise ValueError("safetensors: %s: bad data_offsets" % name)
+        spans.append((begin, end))
+        dtype = _DTYPES[dt]
+        if size == 0:
+            out[name] = torch.empty(shape, dtype=dtype)
+            continue
+        raw = bytearray(body[begin:end])  # a private, writable copy
+        if dtype == torch.bfloat16:
+            t = torch.frombuffer(raw, dtype=torch.int16).view(torch.bfloat16)
+        else:
+            t = torch.frombuffer(raw, dtype=dtype)
+        out[name] = t.reshape(shape)
+    pos = 0
+    for begin, end in sorted(spans):
+        if begin != pos:
+            raise ValueError("safetensors: gap or overlap in the data section")
+        pos = end
+    if pos != len(body):
+        raise ValueError("safetensors: trailing bytes in the data section")
+    return out
+
+
+def read_safetensors(path) -> dict:
+    with open(path, "rb") as f:
+        return parse_safetensors(f.read())
+
+
+# --------------------------------------------------------------------------
+# Canonical training state
+
+OPTIM_KEYS = ("step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer")
+
+
+def canonical_state(task_module: torch.nn.Module, optimizer, rng: bool) -> dict:
+    """The named tensors of the training state, under the canonical names.
+
+    The tensors are detached views of the live ones: write them out before the
+    next step changes them.
+    """
+    state = {}
+    names = {}
+    for name, p in task_module.named_parameters():  # tied parameters: first name only
+        state["param/" + name] = p.detach()
+        names[id(p)] = name
+    for name, b in task_module.named_buffers():
+        state["buffer/" + name] = b.detach()
+    if optimizer is not None:
+        if len(optimizer.param_groups) != 1:
+            raise ValueError("canonical_state: expected exactly one param group, got %d"
+                             % len(optimizer.param_groups))
+        group = optimizer.param_groups[0]
+        for p in group["params"]:
+            if id(p) not in names:
+                raise ValueError("canonical_state: an optimizer parameter is not a parameter of the task")
+            st = optimizer.state.get(p, {})
+            for key, v in st.items():
+                if key not in OPTIM_KEYS:
+                    raise ValueError("canonical_state: unexpected optimizer state key %r" % key)
+                if v is None:
+                    continue
+                if not isinstance(v, torch.Tensor):
+                    raise ValueError("canonical_state: optimizer state %r is not a tensor" % key)
+                state["optim/%s/%s" % (names[id(p)], key)] = v.detach()
+        state["hparam/lr"] = torch.tensor(float(group["lr"]), dtype=torch.float64)
+    if rng:
+        state["rng/cpu"] = torch.get_rng_state()
+    return state

@@ -1,0 +1,469 @@
+#!/usr/bin/python3
+"""PyTorch trainer side of the pot replay determinism test.
+
+Trains a small model on a synthetic data set for N steps and records
+everything the C++ LibTorch replay (src/replay/) needs to re-execute each
+step and compare bits: the TorchScript program, the samples, the schedule,
+the execution spec and the canonical state S_t after every step.
+
+    /usr/bin/python3 tests/replay/train.py --out DIR --model mlp --optim adamw --dtype f32 --steps 3
+
+Run directory (see tests/replay/README.md):
+
+    DIR/program.pt                  torch.jit.script(task).save(), before any step
+    DIR/samples/%06d.safetensors    sample i of the data set (tensor names = forward argument names)
+    DIR/states/%06d.safetensors     canonical state S_t (t = 0 before step 1)
+    DIR/spec.json                   execution spec (docs/cli.md "Execution spec")
+    DIR/schedule.json               explicit schedule (docs/cli.md "Explicit schedule"):
+                                    [[[idx, ...] per micro-batch] per step]
+    DIR/run.json                    run description, per-step losses and timings
+
+Every file is byte-identical between two runs with the same arguments,
+except the "step_seconds" of run.json (wall-clock timings).
+"""
+
+import argparse
+import io
+import json
+import math
+import os
+import shutil
+import struct
+import sys
+import time
+
+# TorchScript stores a module's __constants__ in the order of a Python set of
+# strings, which follows the per-process string hash: program.pt differs from
+# run to run unless the hash seed is fixed. Re-execute with PYTHONHASHSEED=0.
+if __name__ == "__main__" and os.environ.get("PYTHONHASHSEED") != "0":
+    os.execve(sys.executable, [sys.executable] + sys.argv, dict(os.environ, PYTHONHASHSEED="0"))
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch import Tensor  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import potstate  # noqa: E402
+
+DROPOUT = 0.1
+NUM_CLASSES = 4
+TORCH_RELEASE = "1.13.1"  # Debian's python3-torch 1.13.1 reports __version__ "1.13.0a0"
+
+# --------------------------------------------------------------------------
+# Models. Each Task's forward takes the sample tensors by name and returns
+# the scalar cross-entropy loss.
+
+
+def mlp(d_in: int, hidden: int, n_out: int, p: float) -> nn.Module:
+    return nn.Sequential(
+        nn.Linear(d_in, hidden), nn.LayerNorm(hidden), nn.GELU(), nn.Dropout(p),
+        nn.Linear(hidden, hidden), nn.LayerNorm(hidden), nn.GELU(), nn.Dropout(p),
+        nn.Linear(hidden, n_out),
+    )
+
+
+class CNN(nn.Module):
+    def __init__(self, n_out: int, p: float):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 8, kernel_size=3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.pool = nn.MaxPool2d(2)
+        self.drop = nn.Dropout(p)
+        self.fc = nn.Linear(8 * 4 * 4, n_out)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.drop(self.pool(F.relu(self.bn(self.conv(x)))))
+        return self.fc(torch.flatten(h, 1))
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, d: int, n_head: int, p: float):
+        super().__init__()
+        assert d % n_head == 0
+        self.n_head = n_head
+        self.head_dim = d // n_head
+        self.sqrt_head_dim = math.sqrt(self.head_dim)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.attn_drop = nn.Dropout(p)
+        self.resid_drop = nn.Dropout(p)
+
+    def forward(self, x: Tensor) -> Tensor:
+        B, T, C = x.size()
+        q, k, v = self.qkv(x).split(C, dim=2)
+        q = q.view(B, T, self.n_head, self.head_dim).transpose(1, 2)
+        k = k.view(B, T, self.n_head, self.head_dim).transpose(1, 2)
+        v = v.view(B, T, self.n_head, self.head_dim).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) / self.sqrt_head_dim
+        causal = torch.tril(torch.ones([T, T], dtype=torch.bool, device=x.device))
+        att = att.masked_fill(causal.logical_not(), float("-inf"))
+        att = F.softmax(att, dim=-1)
+        att = self.attn_drop(att)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_drop(self.proj(y))
+
+
+class Block(nn.Module):
+    def __init__(self, d: int, n_head: int, p: float):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d)
+        self.attn = CausalSelfAttention(d, n_head, p)
+        self.ln2 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d), nn.Dropout(p))
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    """A small GPT: token + learned position embeddings, pre-LN blocks, tied head."""
+
+    def __init__(self, vocab: int, d: int, n_layer: int, n_head: int, context: int, p: float):
+        super().__init__()
+        self.context = context
+        self.wte = nn.Embedding(vocab, d)  # registered before head: its name is kept for the tie
+        self.wpe = nn.Embedding(context, d)
+        self.drop = nn.Dropout(p)
+        self.blocks = nn.ModuleList([Block(d, n_head, p) for _ in range(n_layer)])
+        self.ln_f = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        self.apply(self._init)
+        self.head.weight = self.wte.weight  # tied embeddings
+
+    @staticmethod
+    def _init(m: nn.Module) -> None:
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, mean=0.0, std=0.02)
+            if isinstance(m, nn.Linear) and m.bias is not None:
+                nn.init.zeros_(m.bias)
+
+    def forward(self, idx: Tensor) -> Tensor:
+        B, T = idx.size()
+        pos = torch.arange(0, T, dtype=torch.long, device=idx.device)
+        x = self.drop(self.wte(idx) + self.wpe(pos))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln_f(x))
+
+
+class ClassifierTask(nn.Module):
+    def __init__(self, net: nn.Module):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x: Tensor, y: Tensor) -> Tensor:
+        return F.cross_entropy(self.net(x), y)
+
+
+class LanguageModelTask(nn.Module):
+    def __init__(self, net: nn.Module):
+        super().__init__()
+        self.net = net
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        logits = self.net(tokens[:, :-1])
+        targets = tokens[:, 1:]
+        return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
+
+
+# model -> (vocab, d, layers, heads, context) for the GPTs
+GPT_CONFIGS = {
+    "transformer": (64, 32, 2, 2, 16),
+    "transformer5m": (2048, 256, 6, 4, 64),
+}
+DATASET_SIZES = {"mlp": 256, "cnn": 256, "transformer": 128, "transformer5m": 128}
+
+
+def build_task(model: str) -> nn.Module:
+    if model == "mlp":
+        return ClassifierTask(mlp(16, 64, NUM_CLASSES, DROPOUT))
+    if model == "cnn":
+        return ClassifierTask(CNN(NUM_CLASSES, DROPOUT))
+    vocab, d, layers, heads, ctx = GPT_CONFIGS[model]
+    return LanguageModelTask(GPT(vocab, d, layers, heads, ctx, DROPOUT))
+
+
+# --------------------------------------------------------------------------
+# Synthetic data, from its own generator (the global RNG is not touched).
+
+
+def make_samples(model: str, n: int, data_seed: int, dtype: torch.dtype) -> list:
+    g = torch.Generator().manual_seed(data_seed)
+    samples = []
+    if model in ("mlp", "cnn"):
+        d_in = 16 if model == "mlp" else 64
+        teacher = torch.randn(d_in, NUM_CLASSES, generator=g, dtype=torch.float64)
+        for _ in range(n):
+            x = torch.randn(d_in, generator=g, dtype=torch.float64)
+            noise = 0.5 * torch.randn(NUM_CLASSES, generator=g, dtype=torch.float64)
+            y = torch.argmax(x @ teacher + noise).to(torch.int64).reshape(())
+            if model == "cnn":
+                x = x.reshape(1, 8, 8)
+            samples.append({"x": x.to(dtype).contiguous(), "y": y})
+    else:
+        vocab, _, _, _, ctx = GPT_CONFIGS[model]
+        length = ctx + 1
+        for _ in range(n):
+            # a noisy repeating pattern: a random motif of period 2..8, ~10% of tokens replaced
+            period = int(torch.randint(2, 9, (1,), generator=g))
+            motif = torch.randint(0, vocab, (period,), generator=g)
+            tokens = motif.repeat(length // period + 1)[:length].clone()
+            noisy = torch.rand(length, generator=g) < 0.1
+            tokens[noisy] = torch.randint(0, vocab, (int(noisy.sum()),), generator=g)
+            samples.append({"tokens": tokens.to(torch.int64).contiguous()})
+    return samples
+
+
+class FileDataset(torch.utils.data.Dataset):
+    """The samples as read back from DIR/samples: __getitem__ returns (index, {name: tensor})."""
+
+    def __init__(self, paths: list):
+        self.samples = [potstate.read_safetensors(p) for p in paths]
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, i: int):
+        return i, self.samples[i]
+
+
+def batches(loader):
+    while True:  # epochs until the caller stops
+        for item in loader:
+            yield item
+
+
+# --------------------------------------------------------------------------
+
+
+def parse_steps(text: str, n: int) -> set:
+    """'0,2,5-7' -> {0, 2, 5, 6, 7}; 'all' -> 0..n; 'none' -> {}; 'last' allowed."""
+    text = text.strip()
+    if text == "all":
+        return set(range(n + 1))
+    out = set()
+    if text in ("", "none"):
+        return out
+    for part in text.split(","):
+        part = part.strip()
+        if part == "last":
+            out.add(n)
+        elif "-" in part:
+            a, b = part.split("-", 1)
+            out.update(range(int(a), int(b) + 1))
+        else:
+            out.add(int(part))
+    bad = [s for s in out if not 0 <= s <= n]
+    if bad:
+        raise SystemExit("--dump-states: steps %s outside 0..%d" % (sorted(bad), n))
+    return out
+
+
+def loss_bits(d: float) -> str:
+    return struct.pack(">d", d).hex()
+
+
+def write_json(path, obj) -> None:
+    potstate.write_bytes_atomic(path, (json.dumps(obj, indent=1) + "\n").encode("utf-8"))
+
+
+def forward_arg_names(scripted) -> list:
+    args = [a.name for a in scripted.forward.schema.arguments]
+    if not args or args[0] != "self":
+        raise RuntimeError("unexpected forward schema %s" % scripted.forward.schema)
+    return args[1:]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        description="Train a small model for N steps and record program, samples, schedule, spec and "
+                    "canonical states S_0..S_N for the C++ replay.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--out", required=True, help="run directory (created; existing samples/ and states/ are replaced)")
+    ap.add_argument("--model", required=True, choices=["mlp", "transformer", "cnn", "transformer5m"])
+    ap.add_argument("--optim", required=True, choices=["sgd", "adam", "adamw"])
+    ap.add_argument("--amsgrad", action="store_true", help="adam/adamw: amsgrad=True")
+    ap.add_argument("--dtype", default="f32", choices=["f32", "f64", "bf16"],
+                    help="parameter and input dtype (task.to(dtype) before the optimizer is built)")
+    ap.add_argument("--clip", type=float, default=0.0, help="clip_grad_norm_ max norm; 0 = no clipping")
+    ap.add_argument("--accum", type=int, default=1, help="micro-batches per step (gradient accumulation)")
+    ap.add_argument("--steps", type=int, default=20, help="optimizer steps")
+    ap.add_argument("--batch", type=int, default=8, help="samples per step (a multiple of --accum)")
+    ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
+    ap.add_argument("--seed-policy", default="per_step", choices=["per_step", "single_seed"],
+                    help="per_step: torch.manual_seed(step_seed(base, t)) before step t; single_seed: "
+                         "torch.manual_seed(base) once, the RNG state is part of each state (rng/cpu)")
+    ap.add_argument("--base-seed", type=int, default=20261130, help="per_step base seed / single_seed seed")
+    ap.add_argument("--data-seed", type=int, default=7, help="seed of the synthetic data and of the shuffle")
+    ap.add_argument("--init-seed", type=int, default=1, help="torch.manual_seed before building the model")
+    ap.add_argument("--dataset-size", type=int, default=0,
+                    help="number of samples (0: 256 for mlp/cnn, 128 for the transformers)")
+    ap.add_argument("--skip-seed", action="store_true",
+                    help="negative test: per_step run that does NOT reseed before each step "
+                         "(the spec still claims per_step, so a replay should not match)")
+    ap.add_argument("--dump-states", "--no-dump-states-except", dest="dump_states", default="all",
+                    help="which states S_t to write: 'all', 'none', or a list like '0,1,5-7,last'")
+    a = ap.parse_args(argv)
+
+    if a.steps < 1 or a.accum < 1 or a.batch < 1 or a.threads < 1:
+        ap.error("--steps, --accum, --batch and --threads must be >= 1")
+    if a.batch % a.accum:
+        ap.error("--batch must be a multiple of --accum")
+    if a.skip_seed and a.seed_policy != "per_step":
+        ap.error("--skip-seed only applies to --seed-policy per_step")
+    if not 0 <= a.base_seed < 2 ** 64 or not 0 <= a.data_seed < 2 ** 63 or not 0 <= a.init_seed < 2 ** 64:
+        ap.error("seeds must be unsigned 64-bit (data seed: below 2^63)")
+    dump = parse_steps(a.dump_states, a.steps)
+
+    torch.set_num_threads(a.threads)
+    dtype = {"f32": torch.float32, "f64": torch.float64, "bf16": torch.bfloat16}[a.dtype]
+    n = a.dataset_size or DATASET_SIZES[a.model]
+    if n < a.batch:
+        ap.error("the data set (%d samples) is smaller than a batch" % n)
+
+    out = a.out
+    os.makedirs(out, exist_ok=True)
+    for sub in ("samples", "states"):
+        shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
+        os.makedirs(os.path.join(out, sub))
+
+    # 1. data: written to DIR/samples, then trained on as read back
+    sample_paths = []
+    for i, s in enumerate(make_samples(a.model, n, a.data_seed, dtype)):
+        p = os.path.join(out, "samples", "%06d.safetensors" % i)
+        potstate.write_safetensors(p, s)
+        sample_paths.append(p)
+    dataset = FileDataset(sample_paths)
+    sample_names = sorted(dataset.samples[0], key=lambda s: s.encode("utf-8"))
+
+    # 2. model, program
+    torch.manual_seed(a.init_seed)
+    task = build_task(a.model)
+    if dtype != torch.float32:
+        task = task.to(dtype)
+    params = sum(p.numel() for p in task.parameters())  # tied weights counted once
+    print("model %s: %d parameters" % (a.model, params), flush=True)
+
+    scripted = torch.jit.script(task)
+    arg_names = forward_arg_names(scripted)
+    if sorted(arg_names, key=lambda s: s.encode("utf-8")) != sample_names:
+        raise RuntimeError("forward arguments %s != sample tensor names %s" % (arg_names, sample_names))
+    buf = io.BytesIO()  # in memory: the archive's inner folder name does not depend on the path
+    torch.jit.save(scripted, buf)
+    program_path = os.path.join(out, "program.pt")
+    potstate.write_bytes_atomic(program_path, buf.getvalue())
+    del scripted, buf
+    digest = potstate.program_digest(program_path)
+
+    # 3. optimizer, scheduler
+    if a.optim == "sgd":
+        opt_cfg = {"kind": "sgd", "lr": 0.05, "momentum": 0.9, "dampening": 0.0, "nesterov": True,
+                   "weight_decay": 1e-4}
+        opt = torch.optim.SGD(task.parameters(), lr=opt_cfg["lr"], momentum=opt_cfg["momentum"],
+                              dampening=opt_cfg["dampening"], nesterov=opt_cfg["nesterov"],
+                              weight_decay=opt_cfg["weight_decay"])
+    else:
+        opt_cfg = {"kind": a.optim, "lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8,
+                   "weight_decay": 0.01, "amsgrad": bool(a.amsgrad)}
+        cls = torch.optim.Adam if a.optim == "adam" else torch.optim.AdamW
+        opt = cls(task.parameters(), lr=opt_cfg["lr"], betas=(opt_cfg["beta1"], opt_cfg["beta2"]),
+                  eps=opt_cfg["eps"], weight_decay=opt_cfg["weight_decay"], amsgrad=opt_cfg["amsgrad"])
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=a.steps)
+
+    # 4. data order
+    loader = torch.utils.data.DataLoader(dataset, batch_size=a.batch, shuffle=True,
+                                         generator=torch.Generator().manual_seed(a.data_seed),
+                                         drop_last=True, num_workers=0)
+    stream = batches(loader)
+    mb = a.batch // a.accum
+
+    # 5./6. steps
+    single = a.seed_policy == "single_seed"
+
+    def dump_state(t: int) -> None:
+        if t in dump:
+            potstate.write_safetensors(os.path.join(out, "states", "%06d.safetensors" % t),
+                                       potstate.canonical_state(task, opt, rng=single))
+
+    rng_state = None
+    if single:
+        torch.manual_seed(a.base_seed)
+        rng_state = torch.get_rng_state()
+    dump_state(0)
+
+    schedule, losses, seconds = [], [], []
+    for t in range(1, a.steps + 1):
+        before = torch.get_rng_state()
+        idx, batch = next(stream)  # fetched before seeding; must not touch the global RNG
+        if not torch.equal(before, torch.get_rng_state()):
+            raise RuntimeError("the data loader used the global RNG")
+        idx = [int(i) for i in idx]
+        schedule.append([idx[i * mb:(i + 1) * mb] for i in range(a.accum)])
+
+        if a.seed_policy == "per_step" and not a.skip_seed:
+            torch.manual_seed(potstate.step_seed(a.base_seed, t))
+        if single:
+            torch.set_rng_state(rng_state)
+        t0 = time.perf_counter()
+        task.train()
+        total = 0.0
+        for i in range(a.accum):
+            args = [batch[name][i * mb:(i + 1) * mb] for name in arg_names]
+            loss_i = task(*args) / a.accum
+            loss_i.backward()
+            d = float(loss_i)  # exact widening to binary64
+            total = d if i == 0 else total + d
+        if a.clip > 0:
+            torch.nn.utils.clip_grad_norm_(task.parameters(), a.clip)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        seconds.append(time.perf_counter() - t0)
+
+        if single:
+            rng_state = torch.get_rng_state()
+        losses.append(total)
+        dump_state(t)
+        print("step %d loss %.6f (%s) %.3fs" % (t, total, loss_bits(total), seconds[-1]), flush=True)
+
+    # 7. spec, schedule, run
+    spec = {
+        "framework": "pytorch",
+        "framework_version": TORCH_RELEASE,
+        "model_program_digest": digest.hex(),
+        "dtype": {"f32": "F32", "f64": "F64", "bf16": "BF16"}[a.dtype],
+        "attention_backend": "math",
+        "dropout": DROPOUT,
+        "optimizer": opt_cfg,
+        "grad_clip_max_norm": float(a.clip),
+        "grad_accum_microbatches": a.accum,
+        "batch_size": a.batch,
+        "deterministic_algorithms": False,
+        "intra_op_threads": a.threads,
+        "hardware_class": "cpu-x86_64",
+        "seed_policy": ({"kind": "single_seed", "seed": a.base_seed} if single
+                        else {"kind": "per_step", "base_seed": a.base_seed}),
+        "norm_bucket_resolution": 16,
+    }
+    write_json(os.path.join(out, "spec.json"), spec)
+    potstate.write_bytes_atomic(os.path.join(out, "schedule.json"),  # one step per line
+                                ("[\n" + ",\n".join(json.dumps(e) for e in schedule) + "\n]\n").encode("ascii"))
+    run = {
+        "model": a.model, "optim": a.optim, "amsgrad": bool(a.amsgrad), "dtype": a.dtype,
+        "clip": float(a.clip), "accum": a.accum, "steps": a.steps, "batch": a.batch,
+        "threads": a.threads, "seed_policy": a.seed_policy, "skip_seed": bool(a.skip_seed),
+        "base_seed": a.base_seed, "data_seed": a.data_seed, "init_seed": a.init_seed,
+        "dataset_size": n, "forward_args": arg_names, "params": params,
+        "dumped_states": sorted(dump),
+        "losses": losses, "loss_bits": [loss_bits(d) for d in losses],
+        "step_seconds": seconds,
+    }
+    write_json(os.path.join(out, "run.json"), run)
+    print("program digest %s; mean step %.3fs" % (digest.hex(), sum(seconds) / len(seconds)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
