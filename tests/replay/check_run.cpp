@@ -51,10 +51,11 @@ struct Failure {
   std::string message;
 };
 
-void check(pot_status s, pot_error *err) {
+void check(pot_status s, pot_error *&err) {
   if (s == POT_OK) return;
   Failure f{s, err ? pot_error_message(err) : ""};
   pot_error_free(err);
+  err = nullptr;
   throw f;
 }
 
