@@ -567,6 +567,13 @@ typedef enum pot_opening_check {
   POT_CHECK_SAMPLE_PROOF = 15,
   POT_CHECK_PRE_STATE_DIGEST = 16,
   POT_CHECK_POST_STATE_DIGEST = 17,
+  /* pot_verify_step only, after the checks above: */
+  POT_CHECK_SPEC = 18,            /* the spec is not the commitment's */
+  POT_CHECK_PROGRAM = 19,         /* the model program is not the spec's */
+  POT_CHECK_REPLAY = 20,          /* the step could not be replayed (the message says why) */
+  POT_CHECK_REPLAYED_STATE = 21,  /* bitwise: replayed S_t differs from leaf t's state */
+  POT_CHECK_REPLAYED_LOSS = 22,   /* bitwise: replayed loss differs from leaf t's loss */
+  POT_CHECK_REPLAYED_BUCKET = 23, /* norm bucket: replayed update's bucket does not match */
   POT_CHECK_MAX_ENUM_ = 0x7FFFFFFF
 } pot_opening_check;
 
@@ -591,6 +598,9 @@ POT_API pot_status pot_opening_set_schedule(pot_opening *opening, const uint8_t 
 POT_API pot_status pot_opening_add_sample(pot_opening *opening, uint64_t index, const uint8_t *payload,
                                           size_t len, const uint8_t *proof, size_t proof_len,
                                           pot_error **err);
+/* The learning rate S_t records for step t+1 (its hparam/lr tensor), which
+ * the replay writes into the replayed S_t. Finite and >= 0. */
+POT_API pot_status pot_opening_set_next_lr(pot_opening *opening, double next_lr, pot_error **err);
 /* Where the state files are served (paths or URIs; NULL or "" for none). */
 POT_API pot_status pot_opening_set_state_refs(pot_opening *opening, const char *pre_state_ref,
                                               const char *post_state_ref, pot_error **err);
@@ -842,6 +852,111 @@ POT_API pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay,
                                    size_t entry_len, const uint8_t *const *samples,
                                    const size_t *sample_lens, size_t n_samples, double next_lr,
                                    const char *post_state_path, pot_error **err);
+
+/* How pot_verify_step compares the replayed step. */
+typedef enum pot_verify_mode {
+  POT_VERIFY_BITWISE = 1,     /* replayed S_t and loss equal leaf t's, bit for bit */
+  POT_VERIFY_NORM_BUCKET = 2, /* cross-architecture: the replayed update's norm bucket matches
+                                 the bucket of the served S_{t-1} -> S_t (section 13) */
+  POT_VERIFY_MODE_MAX_ENUM_ = 0x7FFFFFFF
+} pot_verify_mode;
+
+typedef struct pot_verify_result {
+  pot_opening_check check;           /* POT_CHECK_OK when the step verified */
+  int replayed;                      /* 1 when the replay ran: the fields below are set */
+  pot_digest replayed_state_digest;
+  double loss;
+  double update_norm;
+  int64_t norm_bucket;
+  pot_digest committed_state_digest; /* from leaf t */
+  double committed_loss;             /* from leaf t */
+  int64_t served_norm_bucket;        /* POT_VERIFY_NORM_BUCKET: from the served states */
+} pot_verify_result;
+
+/* Verifies a challenged step completely (docs/PROTOCOL.md section 21.5):
+ * every check of pot_opening_verify, then the spec against the commitment,
+ * the program against the spec, the replay from the served S_{t-1} (the
+ * manifest's samples, schedule entry and next_lr) and the comparison of
+ * `mode` (NORM_BUCKET needs post_state_path). intra_op_threads: 0 runs with
+ * the spec's count (anything else only makes sense with NORM_BUCKET).
+ * Returns POT_OK when the step verified. Otherwise the status of the first
+ * failed check (POT_E_PROOF_MISMATCH for a replay that differs), an error
+ * naming it, and, unlike other outputs, *out filled with out->check set to
+ * that check and the replay's values when it ran. */
+POT_API pot_status pot_verify_step(pot_verify_result *out, const pot_commitment *commitment,
+                                   const pot_spec *spec, const char *program_path,
+                                   uint64_t challenged_step, uint64_t log_size,
+                                   const pot_digest *log_root, const uint8_t *manifest, size_t len,
+                                   const char *pre_state_path, const char *post_state_path,
+                                   pot_verify_mode mode, uint32_t intra_op_threads, pot_error **err);
+
+/* The trainer-side recorder (docs/PROTOCOL.md section 21.4): digests every
+ * state, appends the step leaves to the log, keeps every k-th state as a
+ * checkpoint in a directory that pot_checkpoints_* serve openings from.
+ * States are passed as a pot_safetensors_writer holding the tensors under
+ * canonical names (it is only read). One handle per thread. */
+typedef struct pot_recorder pot_recorder;
+
+/* Creates the checkpoint directory (POT_E_CONFLICT when it holds a run) and
+ * copies the program in (POT_E_PROOF_MISMATCH when its digest is not the
+ * spec's). checkpoint_every >= 1. */
+POT_API pot_status pot_recorder_new(pot_recorder **out, const char *dir, const pot_spec *spec,
+                                    const char *program_path, uint64_t checkpoint_every,
+                                    pot_error **err);
+POT_API void pot_recorder_free(pot_recorder *recorder);
+/* Records S_0 (checkpoint 0); *initial_state_digest is the commitment's. */
+POT_API pot_status pot_recorder_start(pot_digest *initial_state_digest, pot_recorder *recorder,
+                                      const pot_safetensors_writer *s0, pot_error **err);
+/* The training commitment and its schedule entries (steps 1..n, in order),
+ * checked against it (POT_E_PROOF_MISMATCH); needed to serve openings. */
+POT_API pot_status pot_recorder_set_commitment(pot_recorder *recorder, const pot_commitment *commitment,
+                                               const uint8_t *const *entries, const size_t *entry_lens,
+                                               size_t n_entries, pot_error **err);
+/* Starts step `step` (the next one; POT_E_STATE otherwise) and applies the
+ * seed policy to LibTorch's default CPU generator of this process: per_step
+ * seeds it (and returns the seed in *seed, so a trainer with its own torch
+ * can call torch.manual_seed(seed) too); single_seed restores S_{t-1}'s
+ * rng/cpu; *seed is 0 for those. */
+POT_API pot_status pot_recorder_begin_step(uint64_t *seed, pot_recorder *recorder, uint64_t step,
+                                           pot_error **err);
+/* Ends the step begun: S_t (with hparam/lr, and rng/cpu under single_seed)
+ * and the step's loss (section 21.3). *state_digest may be NULL. */
+POT_API pot_status pot_recorder_end_step(pot_digest *state_digest, pot_recorder *recorder,
+                                         const pot_safetensors_writer *state, double loss,
+                                         pot_error **err);
+/* Number of steps recorded; 0 for NULL. */
+POT_API uint64_t pot_recorder_size(const pot_recorder *recorder);
+/* Root of the log's first `size` leaves (to post on chain). */
+POT_API pot_status pot_recorder_root(pot_digest *out, const pot_recorder *recorder, uint64_t size,
+                                     pot_error **err);
+/* RFC 6962 consistency proof from size1 to size2 (concatenated hashes). */
+POT_API pot_status pot_recorder_consistency_proof(pot_bytes *out, const pot_recorder *recorder,
+                                                  uint64_t size1, uint64_t size2, pot_error **err);
+/* Flushes the log and returns its root; with a commitment, every declared
+ * step must be recorded (POT_E_STATE). */
+POT_API pot_status pot_recorder_finish(pot_digest *root, pot_recorder *recorder, pot_error **err);
+
+/* A recorder's checkpoint directory, opened to serve openings. One handle
+ * per thread (it caches re-derived states). */
+typedef struct pot_checkpoints pot_checkpoints;
+
+POT_API pot_status pot_checkpoints_open(pot_checkpoints **out, const char *dir, pot_error **err);
+POT_API void pot_checkpoints_free(pot_checkpoints *checkpoints);
+/* Steps recorded; 0 for NULL. */
+POT_API uint64_t pot_checkpoints_size(const pot_checkpoints *checkpoints);
+/* Path (NUL-terminated in out->data) of a file holding S_step, re-deriving
+ * it from the nearest checkpoint before it when needed with the samples of
+ * dataset_dir (one %06d.safetensors file per dataset index); each replayed
+ * state must match the log (POT_E_PROOF_MISMATCH). *replayed (may be NULL)
+ * receives the number of steps replayed. */
+POT_API pot_status pot_checkpoints_state_path(pot_bytes *out, uint64_t *replayed,
+                                              pot_checkpoints *checkpoints, uint64_t step,
+                                              const char *dataset_dir, pot_error **err);
+/* The opening manifest of step `step` against the log's first log_size
+ * leaves, its state references pointing at the (re-derived) S_{t-1} and S_t
+ * files. */
+POT_API pot_status pot_checkpoints_opening(pot_bytes *out, pot_checkpoints *checkpoints, uint64_t step,
+                                           uint64_t log_size, const char *dataset_dir, pot_error **err);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -4,18 +4,29 @@
 #include "capi/handles.h"
 #include "commit/dataset.h"
 #include "commit/spec.h"
+#include "merkle/proof.h"
 
 #if POT_WITH_TORCH
+#include "replay/checkpoints.h"
 #include "replay/replay.h"
+#include "replay/verify.h"
 #endif
 
 using namespace pot;
 using namespace pot::capi;
 
+static_assert(POT_VERIFY_BITWISE == 1 && POT_VERIFY_NORM_BUCKET == 2);
+
 #if POT_WITH_TORCH
 struct pot_replay {
   commit::ExecutionSpec spec;
   std::unique_ptr<replay::Program> program;
+};
+struct pot_recorder {
+  std::unique_ptr<replay::Recorder> r;
+};
+struct pot_checkpoints {
+  std::unique_ptr<replay::CheckpointStore> s;
 };
 
 namespace {
@@ -33,6 +44,8 @@ auto torch_call(F &&f) -> decltype(f()) {
 }  // namespace
 #else
 struct pot_replay {};
+struct pot_recorder {};
+struct pot_checkpoints {};
 
 namespace {
 [[noreturn]] void no_torch() {
@@ -141,6 +154,222 @@ pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, const cha
     (void)post_state_path;
     no_torch();
 #endif
+  });
+}
+
+pot_status pot_verify_step(pot_verify_result *out, const pot_commitment *commitment, const pot_spec *spec,
+                           const char *program_path, uint64_t challenged_step, uint64_t log_size,
+                           const pot_digest *log_root, const uint8_t *manifest, size_t len,
+                           const char *pre_state_path, const char *post_state_path, pot_verify_mode mode,
+                           uint32_t intra_op_threads, pot_error **err) {
+  pot_verify_result res{};
+  Status failed = Status::kOk;
+  std::string message;
+  const pot_status s = guard(err, [&] {
+    need(out, "out");
+    need(commitment, "commitment");
+    need(spec, "spec");
+    const int m = enum_arg(mode);
+    if (m != POT_VERIFY_BITWISE && m != POT_VERIFY_NORM_BUCKET)
+      fail(Status::kInvalidArgument, "mode: {} is not a pot_verify_mode", m);
+#if POT_WITH_TORCH
+    replay::VerifyInputs in;
+    in.commitment = &commitment->c;
+    in.spec = &spec->spec;
+    in.program_path = std::string(str_arg(program_path, "program_path"));
+    in.challenged_step = challenged_step;
+    in.log_size = log_size;
+    in.log_root = to_digest(log_root, "log_root");
+    in.manifest = bytes_arg(manifest, len, "manifest");
+    in.pre_state_path = std::string(str_arg(pre_state_path, "pre_state_path"));
+    if (post_state_path) in.post_state_path = std::string(str_arg(post_state_path, "post_state_path"));
+    in.mode = static_cast<replay::VerifyMode>(m);
+    in.intra_op_threads = intra_op_threads;
+    const replay::VerifyResult r = torch_call([&] { return replay::verify_step(in); });
+    res.check = static_cast<pot_opening_check>(r.check);
+    res.replayed = r.replayed ? 1 : 0;
+    from_digest(&res.replayed_state_digest, r.replayed_state_digest);
+    res.loss = r.loss;
+    res.update_norm = r.update_norm;
+    res.norm_bucket = r.norm_bucket;
+    from_digest(&res.committed_state_digest, r.committed_state_digest);
+    res.committed_loss = r.committed_loss;
+    res.served_norm_bucket = r.served_norm_bucket;
+    failed = r.status;
+    message = r.message;
+#else
+    (void)program_path; (void)challenged_step; (void)log_size; (void)log_root; (void)manifest; (void)len;
+    (void)pre_state_path; (void)post_state_path; (void)intra_op_threads;
+    no_torch();
+#endif
+  });
+  if (s != POT_OK) return s;
+  *out = res;
+  if (failed == Status::kOk) return POT_OK;
+  return set_error(err, static_cast<pot_status>(failed), message.c_str());
+}
+
+#if POT_WITH_TORCH
+#define POT_TORCH_ONLY(...) __VA_ARGS__
+#else
+#define POT_TORCH_ONLY(...) no_torch()
+#endif
+
+pot_status pot_recorder_new(pot_recorder **out, const char *dir, const pot_spec *spec, const char *program_path,
+                            uint64_t checkpoint_every, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    need(spec, "spec");
+    const std::string d(str_arg(dir, "dir")), p(str_arg(program_path, "program_path"));
+    (void)checkpoint_every;
+    POT_TORCH_ONLY(*out = new pot_recorder{replay::Recorder::create(d, spec->spec, p, checkpoint_every)});
+  });
+}
+
+void pot_recorder_free(pot_recorder *recorder) { delete recorder; }
+
+pot_status pot_recorder_start(pot_digest *initial_state_digest, pot_recorder *recorder,
+                              const pot_safetensors_writer *s0, pot_error **err) {
+  return guard(err, [&] {
+    need(initial_state_digest, "initial_state_digest");
+    need(recorder, "recorder");
+    need(s0, "s0");
+    POT_TORCH_ONLY(from_digest(initial_state_digest, recorder->r->start(s0->tensors)));
+  });
+}
+
+pot_status pot_recorder_set_commitment(pot_recorder *recorder, const pot_commitment *commitment,
+                                       const uint8_t *const *entries, const size_t *entry_lens, size_t n_entries,
+                                       pot_error **err) {
+  return guard(err, [&] {
+    need(recorder, "recorder");
+    need(commitment, "commitment");
+    if (n_entries > 0) {
+      need(entries, "entries");
+      need(entry_lens, "entry_lens");
+    }
+    std::vector<Bytes> schedule;
+    schedule.reserve(n_entries);
+    for (size_t i = 0; i < n_entries; ++i) {
+      const ByteView e = bytes_arg(entries[i], entry_lens[i], "entries[i]");
+      schedule.emplace_back(e.begin(), e.end());
+    }
+    POT_TORCH_ONLY(recorder->r->set_commitment(commitment->c, schedule));
+  });
+}
+
+pot_status pot_recorder_begin_step(uint64_t *seed, pot_recorder *recorder, uint64_t step, pot_error **err) {
+  return guard(err, [&] {
+    need(seed, "seed");
+    need(recorder, "recorder");
+    (void)step;
+    POT_TORCH_ONLY(*seed = torch_call([&] { return recorder->r->begin_step(step); }));
+  });
+}
+
+pot_status pot_recorder_end_step(pot_digest *state_digest, pot_recorder *recorder,
+                                 const pot_safetensors_writer *state, double loss, pot_error **err) {
+  return guard(err, [&] {
+    need(recorder, "recorder");
+    need(state, "state");
+    (void)loss;
+#if POT_WITH_TORCH
+    const commit::StepLeaf leaf = recorder->r->end_step(state->tensors, loss);
+    if (state_digest) from_digest(state_digest, leaf.state_digest);
+#else
+    (void)state_digest;
+    no_torch();
+#endif
+  });
+}
+
+uint64_t pot_recorder_size(const pot_recorder *recorder) {
+#if POT_WITH_TORCH
+  return recorder && recorder->r ? recorder->r->size() : 0;
+#else
+  (void)recorder;
+  return 0;
+#endif
+}
+
+pot_status pot_recorder_root(pot_digest *out, const pot_recorder *recorder, uint64_t size, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    need(recorder, "recorder");
+    (void)size;
+    POT_TORCH_ONLY(from_digest(out, recorder->r->root(size)));
+  });
+}
+
+pot_status pot_recorder_consistency_proof(pot_bytes *out, const pot_recorder *recorder, uint64_t size1,
+                                          uint64_t size2, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    need(recorder, "recorder");
+    (void)size1;
+    (void)size2;
+    POT_TORCH_ONLY(to_bytes(out, merkle::encode_proof(recorder->r->consistency_proof(size1, size2))));
+  });
+}
+
+pot_status pot_recorder_finish(pot_digest *root, pot_recorder *recorder, pot_error **err) {
+  return guard(err, [&] {
+    need(root, "root");
+    need(recorder, "recorder");
+    POT_TORCH_ONLY(from_digest(root, recorder->r->finish()));
+  });
+}
+
+pot_status pot_checkpoints_open(pot_checkpoints **out, const char *dir, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    const std::string d(str_arg(dir, "dir"));
+    POT_TORCH_ONLY(*out = new pot_checkpoints{replay::CheckpointStore::open(d)});
+  });
+}
+
+void pot_checkpoints_free(pot_checkpoints *checkpoints) { delete checkpoints; }
+
+uint64_t pot_checkpoints_size(const pot_checkpoints *checkpoints) {
+#if POT_WITH_TORCH
+  return checkpoints && checkpoints->s ? checkpoints->s->size() : 0;
+#else
+  (void)checkpoints;
+  return 0;
+#endif
+}
+
+pot_status pot_checkpoints_state_path(pot_bytes *out, uint64_t *replayed, pot_checkpoints *checkpoints, uint64_t step,
+                                      const char *dataset_dir, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    need(checkpoints, "checkpoints");
+    const std::string d(str_arg(dataset_dir, "dataset_dir"));
+    (void)step;
+    (void)replayed;
+#if POT_WITH_TORCH
+    uint64_t n = 0;
+    const std::string path = torch_call([&] { return checkpoints->s->state_path(step, d, &n); });
+    Bytes b(path.begin(), path.end());
+    b.push_back(0);
+    to_bytes(out, b);
+    out->len -= 1;
+    if (replayed) *replayed = n;
+#else
+    no_torch();
+#endif
+  });
+}
+
+pot_status pot_checkpoints_opening(pot_bytes *out, pot_checkpoints *checkpoints, uint64_t step, uint64_t log_size,
+                                   const char *dataset_dir, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    need(checkpoints, "checkpoints");
+    const std::string d(str_arg(dataset_dir, "dataset_dir"));
+    (void)step;
+    (void)log_size;
+    POT_TORCH_ONLY(to_bytes(out, torch_call([&] { return checkpoints->s->opening(step, log_size, d); })));
   });
 }
 

@@ -8,11 +8,6 @@
 using namespace pot;
 using namespace pot::capi;
 
-struct pot_safetensors_writer {
-  std::vector<hash::StTensor> tensors;
-  std::map<std::string, size_t> names;
-  std::map<std::string, std::string> metadata;
-};
 
 extern "C" {
 

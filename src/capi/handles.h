@@ -1,7 +1,10 @@
 // Handle types shared by more than one C API source file.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "commit/commitment.h"
 #include "commit/spec.h"
@@ -10,6 +13,12 @@
 
 struct pot_spec {
   pot::commit::ExecutionSpec spec;
+};
+
+struct pot_safetensors_writer {
+  std::vector<pot::hash::StTensor> tensors;  // borrowed data
+  std::map<std::string, size_t> names;
+  std::map<std::string, std::string> metadata;
 };
 
 struct pot_safetensors {

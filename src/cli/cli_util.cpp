@@ -1,5 +1,7 @@
 #include "cli_util.h"
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -122,6 +124,47 @@ void emit(bool as_json, const nlohmann::json &j, const std::vector<std::string> 
     return;
   }
   for (const std::string &l : plain) std::cout << l << "\n";
+}
+
+namespace {
+bool starts_with_brace(const std::vector<uint8_t> &bytes) {
+  const auto first = std::find_if(bytes.begin(), bytes.end(), [](uint8_t b) { return !std::isspace(b); });
+  return first != bytes.end() && *first == '{';
+}
+}  // namespace
+
+Spec load_spec(const std::string &path, bool binary, bool detect) {
+  pot_error *err = nullptr;
+  pot_spec *s = nullptr;
+  const std::vector<uint8_t> bytes = read_file(path);
+  if (detect) binary = !starts_with_brace(bytes);
+  if (binary) {
+    check(pot_spec_decode(&s, bytes.data(), bytes.size(), &err), &err, path.c_str());
+  } else {
+    const std::string text(bytes.begin(), bytes.end());
+    check(pot_spec_from_json(&s, text.c_str(), &err), &err, path.c_str());
+  }
+  return Spec(s, pot_spec_free);
+}
+
+Commitment load_commitment(const std::string &path) {
+  pot_error *err = nullptr;
+  pot_commitment *c = nullptr;
+  const auto bytes = read_file(path);
+  if (starts_with_brace(bytes)) {
+    const std::string text(bytes.begin(), bytes.end());
+    check(pot_commitment_from_json(&c, text.c_str(), &err), &err, path.c_str());
+  } else {
+    check(pot_commitment_decode(&c, bytes.data(), bytes.size(), &err), &err, path.c_str());
+  }
+  return Commitment(c, pot_commitment_free);
+}
+
+void write_file(const std::string &path, const std::vector<uint8_t> &bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.flush();
+  if (!out) throw CliError(kExitFailure, path + ": cannot write");
 }
 
 }  // namespace pot_cli

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -35,6 +36,8 @@ pot_digest digest_arg(const std::string &s, const std::string &what);
 // empty line is kept (an empty leaf); a final newline ends the last line.
 std::vector<std::string> read_lines(const std::string &path, bool keep_empty);
 std::vector<uint8_t> read_file(const std::string &path);
+// Writes a whole file (CliError kExitFailure on I/O errors).
+void write_file(const std::string &path, const std::vector<uint8_t> &bytes);
 
 // Leaves given as hex lines of a file, or as raw files (one leaf each).
 struct LeafSource {
@@ -43,6 +46,14 @@ struct LeafSource {
   bool hashed = false;  // hex lines are leaf hashes, not leaf data
 };
 std::vector<pot_digest> leaf_hashes(const LeafSource &src);
+
+using Spec = std::unique_ptr<pot_spec, decltype(&pot_spec_free)>;
+using Commitment = std::unique_ptr<pot_commitment, decltype(&pot_commitment_free)>;
+// A spec file: JSON, or canonical bytes with binary (or, with detect, when
+// the file does not start with '{').
+Spec load_spec(const std::string &path, bool binary, bool detect = false);
+// A commitment file: JSON or canonical bytes, told apart by the first byte.
+Commitment load_commitment(const std::string &path);
 
 // Prints {json} with --json, else the plain lines.
 void emit(bool as_json, const nlohmann::json &j, const std::vector<std::string> &plain);

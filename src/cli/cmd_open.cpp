@@ -7,22 +7,6 @@ namespace pot_cli {
 
 namespace {
 
-using Commitment = std::unique_ptr<pot_commitment, decltype(&pot_commitment_free)>;
-
-Commitment load_commitment(const std::string &path) {
-  pot_error *err = nullptr;
-  pot_commitment *c = nullptr;
-  const auto bytes = read_file(path);
-  const auto first = std::find_if(bytes.begin(), bytes.end(), [](uint8_t b) { return !std::isspace(b); });
-  if (first != bytes.end() && *first == '{') {
-    const std::string text(bytes.begin(), bytes.end());
-    check(pot_commitment_from_json(&c, text.c_str(), &err), &err, path.c_str());
-  } else {
-    check(pot_commitment_decode(&c, bytes.data(), bytes.size(), &err), &err, path.c_str());
-  }
-  return Commitment(c, pot_commitment_free);
-}
-
 }  // namespace
 
 void add_open_commands(CLI::App &app) {

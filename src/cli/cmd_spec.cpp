@@ -8,22 +8,6 @@ namespace pot_cli {
 
 namespace {
 
-using Spec = std::unique_ptr<pot_spec, decltype(&pot_spec_free)>;
-
-// A spec file: JSON (default) or canonical bytes (--binary).
-Spec load_spec(const std::string &path, bool binary) {
-  pot_error *err = nullptr;
-  pot_spec *s = nullptr;
-  const std::vector<uint8_t> bytes = read_file(path);
-  if (binary) {
-    check(pot_spec_decode(&s, bytes.data(), bytes.size(), &err), &err, path.c_str());
-  } else {
-    const std::string text(bytes.begin(), bytes.end());
-    check(pot_spec_from_json(&s, text.c_str(), &err), &err, path.c_str());
-  }
-  return Spec(s, pot_spec_free);
-}
-
 pot_digest spec_digest(const Spec &s) {
   pot_error *err = nullptr;
   pot_digest d;

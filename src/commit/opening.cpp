@@ -1,5 +1,7 @@
 #include "commit/opening.h"
 
+#include <cmath>
+
 #include "commit/canonical.h"
 #include "commit/dataset.h"
 #include "commit/step_leaf.h"
@@ -57,6 +59,12 @@ const char *opening_check_name(OpeningCheck c) noexcept {
     case OpeningCheck::kSampleProof: return "sample_proof";
     case OpeningCheck::kPreStateDigest: return "pre_state_digest";
     case OpeningCheck::kPostStateDigest: return "post_state_digest";
+    case OpeningCheck::kSpec: return "spec";
+    case OpeningCheck::kProgram: return "program";
+    case OpeningCheck::kReplay: return "replay";
+    case OpeningCheck::kReplayedState: return "replayed_state";
+    case OpeningCheck::kReplayedLoss: return "replayed_loss";
+    case OpeningCheck::kReplayedBucket: return "replayed_bucket";
   }
   return "unknown";
 }
@@ -64,6 +72,8 @@ const char *opening_check_name(OpeningCheck c) noexcept {
 Bytes OpeningManifest::encode() const {
   if (pre_state_ref.size() > kMaxRefBytes || post_state_ref.size() > kMaxRefBytes)
     fail(Status::kLimit, "manifest: state references are limited to {} bytes", kMaxRefBytes);
+  if (!std::isfinite(next_lr) || std::signbit(next_lr))
+    fail(Status::kMalformed, "manifest: next_lr = {}: a learning rate is finite and >= +0", next_lr);
   v1::OpeningManifest p;
   p.set_run_id(as_string(run_id.view()));
   p.set_step(step);
@@ -83,6 +93,7 @@ Bytes OpeningManifest::encode() const {
   }
   p.set_pre_state_ref(pre_state_ref);
   p.set_post_state_ref(post_state_ref);
+  p.set_next_lr(next_lr);
   const std::string out = p.SerializeAsString();
   if (out.size() > kMaxManifestBytes)
     fail(Status::kLimit, "manifest of {} bytes, the limit is {}", out.size(), kMaxManifestBytes);
@@ -105,6 +116,7 @@ OpeningManifest OpeningManifest::decode(ByteView b) {
   for (const v1::SampleOpening &s : p.samples()) m.samples.push_back({s.index(), as_bytes(s.payload()), as_bytes(s.proof())});
   m.pre_state_ref = p.pre_state_ref();
   m.post_state_ref = p.post_state_ref();
+  m.next_lr = p.next_lr();
   require_canonical(m.encode(), b, "manifest");
   return m;
 }

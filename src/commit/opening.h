@@ -32,6 +32,7 @@ struct OpeningManifest {
   Bytes schedule_entry, schedule_proof;
   std::vector<SampleOpening> samples;
   std::string pre_state_ref, post_state_ref;
+  double next_lr = 0;  // hparam/lr recorded in S_t (section 21.1)
 
   Bytes encode() const;
   // Canonical decoding, bounded (kLimit past kMaxManifestBytes), kMalformed
@@ -62,6 +63,13 @@ enum class OpeningCheck {
   kSampleProof = 15,        // a sample is not in the committed dataset
   kPreStateDigest = 16,     // served pre-state file digests to another value
   kPostStateDigest = 17,    // served post-state file digests to another value
+  // The replay (pot_verify_step, section 21.5), after the checks above.
+  kSpec = 18,               // the spec is not the committed one
+  kProgram = 19,            // the model program is not the spec's
+  kReplay = 20,             // the step could not be replayed (state/batch/program mismatch, NaN loss)
+  kReplayedState = 21,      // bitwise: the replayed S_t is not leaf t's state
+  kReplayedLoss = 22,       // bitwise: the replayed loss is not leaf t's loss
+  kReplayedBucket = 23,     // norm bucket: the replayed update's bucket does not match the served one
 };
 
 const char *opening_check_name(OpeningCheck c) noexcept;

@@ -337,7 +337,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
 
   std::lock_guard<std::mutex> lock(replay_mutex());
   torch::jit::GraphOptimizerEnabledGuard no_jit_opt(false);  // run the ops eager PyTorch runs
-  ThreadsGuard threads(static_cast<int>(spec.intra_op_threads));
+  ThreadsGuard threads(static_cast<int>(options.intra_op_threads ? options.intra_op_threads : spec.intra_op_threads));
   at::AutoGradMode grad_mode(true);
 
   // Load S_{t-1} into the program; every name of the state must be used.

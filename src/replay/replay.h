@@ -82,6 +82,9 @@ struct StepOptions {
   // completes and StepResult::loss carries it (a verifier comparing a step
   // whose committed loss is NaN).
   bool allow_nonfinite_loss = false;
+  // Intra-op threads to run with; 0 = the spec's. Anything else changes the
+  // bits: only for the cross-architecture (norm-bucket) path.
+  unsigned intra_op_threads = 0;
 };
 
 // Replays step t from `pre`. next_lr is the learning rate S_t records for

@@ -3,7 +3,8 @@ import pytest
 
 def pytest_addoption(parser):
     parser.addoption("--check-run", required=True, help="path of the pot_check_run program")
-    parser.addoption("--pot-cli", default=None, help="path of the pot command-line tool")
+    parser.addoption("--record-run", required=True, help="path of the pot_record_run program")
+    parser.addoption("--pot-cli", required=True, help="path of the pot command-line tool")
 
 
 @pytest.fixture(scope="session")
@@ -12,8 +13,10 @@ def check_run_bin(request):
 
 
 @pytest.fixture(scope="session")
+def record_run_bin(request):
+    return request.config.getoption("--record-run")
+
+
+@pytest.fixture(scope="session")
 def pot_cli(request):
-    path = request.config.getoption("--pot-cli")
-    if not path:
-        pytest.skip("--pot-cli not given")
-    return path
+    return request.config.getoption("--pot-cli")

@@ -1,0 +1,189 @@
+// pot replay, pot verify, pot open make, pot checkpoints state: the replay
+// layer (LibTorch) through the C API. In a libpot built without LibTorch
+// they exit 3 with POT_E_UNSUPPORTED.
+#include <CLI/CLI.hpp>
+#include <cstring>
+
+#include "cli_util.h"
+
+namespace pot_cli {
+
+namespace {
+
+const char *or_null(const std::string &s) { return s.empty() ? nullptr : s.c_str(); }
+
+std::string text_of(pot_bytes &b) {
+  std::string s(reinterpret_cast<const char *>(b.data), b.len);
+  pot_bytes_free(&b);
+  return s;
+}
+
+nlohmann::json verify_json(const pot_verify_result &r) {
+  nlohmann::json j = {{"check", pot_opening_check_name(r.check)}, {"replayed", r.replayed != 0}};
+  if (r.replayed) {
+    j["replayed_state"] = hex(r.replayed_state_digest);
+    j["committed_state"] = hex(r.committed_state_digest);
+    j["loss"] = r.loss;
+    j["committed_loss"] = r.committed_loss;
+    j["update_norm"] = r.update_norm;
+    j["norm_bucket"] = r.norm_bucket;
+    j["served_norm_bucket"] = r.served_norm_bucket;
+  }
+  return j;
+}
+
+}  // namespace
+
+void add_replay_commands(CLI::App &app) {
+  // pot replay
+  struct Replay {
+    std::string spec, program, pre, entry, out;
+    std::vector<std::string> samples;
+    double next_lr = -1;
+    bool json = false;
+  };
+  auto ro = std::make_shared<Replay>();
+  CLI::App *rp = app.add_subcommand("replay", "Replay one training step (LibTorch)");
+  rp->add_option("--spec", ro->spec, "execution spec (JSON or canonical bytes)")->required();
+  rp->add_option("--program", ro->program, "TorchScript model program")->required();
+  rp->add_option("--pre-state", ro->pre, "S_{t-1} (safetensors)")->required();
+  rp->add_option("--entry", ro->entry, "schedule entry of the step (hex)")->required();
+  rp->add_option("--sample", ro->samples, "sample files (safetensors), in the entry's order")->required();
+  rp->add_option("--next-lr", ro->next_lr, "hparam/lr recorded in S_t")->required();
+  rp->add_option("--out", ro->out, "write the replayed S_t here");
+  rp->add_flag("--json", ro->json, "print JSON");
+  rp->callback([ro] {
+    const Spec spec = load_spec(ro->spec, false, true);
+    pot_error *err = nullptr;
+    pot_replay *r = nullptr;
+    check(pot_replay_new(&r, spec.get(), ro->program.c_str(), &err), &err, "replay");
+    std::unique_ptr<pot_replay, decltype(&pot_replay_free)> guard(r, pot_replay_free);
+    const auto entry = unhex(ro->entry, "--entry");
+    std::vector<std::vector<uint8_t>> payloads;
+    for (const std::string &f : ro->samples) payloads.push_back(read_file(f));
+    std::vector<const uint8_t *> ptrs;
+    std::vector<size_t> lens;
+    for (const auto &p : payloads) {
+      ptrs.push_back(p.data());
+      lens.push_back(p.size());
+    }
+    pot_replay_result res;
+    check(pot_replay_step(&res, r, ro->pre.c_str(), entry.data(), entry.size(), ptrs.data(), lens.data(), ptrs.size(),
+                          ro->next_lr, or_null(ro->out), &err),
+          &err, "replay");
+    emit(ro->json,
+         {{"state_digest", hex(res.post_state_digest)}, {"loss", res.loss}, {"update_norm", res.update_norm},
+          {"norm_bucket", res.norm_bucket}},
+         {hex(res.post_state_digest), nlohmann::json(res.loss).dump()});
+  });
+
+  // pot verify
+  struct Verify {
+    std::string manifest, commitment, spec, program, root, pre, post, mode = "bitwise";
+    uint64_t step = 0, size = 0;
+    uint32_t threads = 0;
+    bool json = false;
+  };
+  auto vo = std::make_shared<Verify>();
+  CLI::App *vf = app.add_subcommand("verify", "Verify a challenged step: the opening's checks, then the replay");
+  vf->add_option("MANIFEST", vo->manifest, "opening manifest (canonical bytes)")->required();
+  vf->add_option("--step", vo->step, "the challenged step")->required();
+  vf->add_option("--commitment", vo->commitment, "training commitment (JSON or canonical bytes)")->required();
+  vf->add_option("--spec", vo->spec, "execution spec (JSON or canonical bytes)")->required();
+  vf->add_option("--program", vo->program, "TorchScript model program")->required();
+  vf->add_option("--root", vo->root, "posted log root (hex)")->required();
+  vf->add_option("--size", vo->size, "leaves under the posted root")->required();
+  vf->add_option("--pre-state", vo->pre, "served S_{t-1}")->required();
+  vf->add_option("--post-state", vo->post, "served S_t (required with --mode bucket)");
+  vf->add_option("--mode", vo->mode, "bitwise or bucket")->check(CLI::IsMember({"bitwise", "bucket"}));
+  vf->add_option("--threads", vo->threads, "intra-op threads (0 = the spec's; others only with --mode bucket)");
+  vf->add_flag("--json", vo->json, "print JSON");
+  vf->callback([vo] {
+    const Commitment c = load_commitment(vo->commitment);
+    const Spec spec = load_spec(vo->spec, false, true);
+    const pot_digest root = digest_arg(vo->root, "--root");
+    const auto manifest = read_file(vo->manifest);
+    pot_error *err = nullptr;
+    pot_verify_result r{};
+    const pot_status s = pot_verify_step(
+        &r, c.get(), spec.get(), vo->program.c_str(), vo->step, vo->size, &root, manifest.data(), manifest.size(),
+        vo->pre.c_str(), or_null(vo->post), vo->mode == "bucket" ? POT_VERIFY_NORM_BUCKET : POT_VERIFY_BITWISE,
+        vo->threads, &err);
+    if (s != POT_OK && r.check == POT_CHECK_OK) check(s, &err, "verify");  // misuse, not a failed check
+    nlohmann::json j = verify_json(r);
+    if (s != POT_OK) {
+      const std::string msg = pot_error_message(err);
+      pot_error_free(err);
+      j["valid"] = false;
+      j["message"] = msg;
+      j["status"] = pot_status_name(s);
+      if (vo->json) emit(true, j, {});
+      throw CliError(kExitRejected, std::string("step rejected at ") + pot_opening_check_name(r.check) + ": " + msg);
+    }
+    j["valid"] = true;
+    emit(vo->json, j, {"OK " + hex(r.replayed_state_digest)});
+  });
+
+  // pot open make
+  struct Make {
+    std::string dir, dataset, out;
+    uint64_t step = 0, size = 0;
+    bool json = false;
+  };
+  auto mo = std::make_shared<Make>();
+  CLI::App *open = app.get_subcommand("open");
+  CLI::App *make = open->add_subcommand("make", "Serve the opening of a step from a checkpoint directory");
+  make->add_option("DIR", mo->dir, "checkpoint directory (written by a pot recorder)")->required();
+  make->add_option("--step", mo->step, "the challenged step")->required();
+  make->add_option("--size", mo->size, "leaves of the posted root the proofs are for (default: all)");
+  make->add_option("--dataset", mo->dataset, "directory of samples, %06d.safetensors by dataset index")->required();
+  make->add_option("--out", mo->out, "manifest file to write")->required();
+  make->add_flag("--json", mo->json, "print JSON");
+  make->callback([mo] {
+    pot_error *err = nullptr;
+    pot_checkpoints *c = nullptr;
+    check(pot_checkpoints_open(&c, mo->dir.c_str(), &err), &err, mo->dir.c_str());
+    std::unique_ptr<pot_checkpoints, decltype(&pot_checkpoints_free)> guard(c, pot_checkpoints_free);
+    const uint64_t size = mo->size ? mo->size : pot_checkpoints_size(c);
+    pot_bytes m{nullptr, 0};
+    check(pot_checkpoints_opening(&m, c, mo->step, size, mo->dataset.c_str(), &err), &err, "open make");
+    std::vector<uint8_t> bytes(m.data, m.data + m.len);
+    pot_bytes_free(&m);
+    write_file(mo->out, bytes);
+    pot_bytes pre{nullptr, 0}, post{nullptr, 0};
+    check(pot_checkpoints_state_path(&pre, nullptr, c, mo->step - 1, mo->dataset.c_str(), &err), &err, "pre-state");
+    check(pot_checkpoints_state_path(&post, nullptr, c, mo->step, mo->dataset.c_str(), &err), &err, "post-state");
+    const std::string pre_s = text_of(pre), post_s = text_of(post);
+    emit(mo->json, {{"manifest", mo->out}, {"bytes", bytes.size()}, {"log_size", size}, {"pre_state", pre_s},
+                    {"post_state", post_s}},
+         {mo->out, pre_s, post_s});
+  });
+
+  // pot checkpoints state
+  struct State {
+    std::string dir, dataset;
+    uint64_t step = 0;
+    bool json = false;
+  };
+  auto so = std::make_shared<State>();
+  CLI::App *ck = app.add_subcommand("checkpoints", "Checkpoint directories written by a recorder");
+  ck->require_subcommand(1);
+  CLI::App *st = ck->add_subcommand("state", "Path of S_t, re-derived from the nearest checkpoint when needed");
+  st->add_option("DIR", so->dir, "checkpoint directory")->required();
+  st->add_option("--step", so->step, "t (0 = S_0)")->required();
+  st->add_option("--dataset", so->dataset, "directory of samples, %06d.safetensors by dataset index")->required();
+  st->add_flag("--json", so->json, "print JSON");
+  st->callback([so] {
+    pot_error *err = nullptr;
+    pot_checkpoints *c = nullptr;
+    check(pot_checkpoints_open(&c, so->dir.c_str(), &err), &err, so->dir.c_str());
+    std::unique_ptr<pot_checkpoints, decltype(&pot_checkpoints_free)> guard(c, pot_checkpoints_free);
+    pot_bytes p{nullptr, 0};
+    uint64_t replayed = 0;
+    check(pot_checkpoints_state_path(&p, &replayed, c, so->step, so->dataset.c_str(), &err), &err, "state");
+    const std::string path = text_of(p);
+    emit(so->json, {{"path", path}, {"replayed_steps", replayed}}, {path});
+  });
+}
+
+}  // namespace pot_cli

@@ -1,0 +1,479 @@
+#include "replay/checkpoints.h"
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <nlohmann/json.hpp>
+
+#include "commit/opening.h"
+#include "commit/seed.h"
+#include "common/error.h"
+#include "hash/state.h"
+#include "merkle/proof.h"
+#include "replay/replay.h"
+
+namespace fs = std::filesystem;
+
+namespace pot::replay {
+namespace {
+
+constexpr std::string_view kFormat = "pot-checkpoints/1";
+constexpr uint64_t kMaxScheduleFileBytes = uint64_t{1} << 34;  // 16 GiB
+
+std::string numbered(const std::string &dir, const char *sub, uint64_t t) {
+  return fmt::format("{}/{}/{:012d}.safetensors", dir, sub, t);
+}
+
+std::string sample_path(const std::string &dataset_dir, uint64_t index) {
+  return fmt::format("{}/{:06d}.safetensors", dataset_dir, index);
+}
+
+Bytes read_all(const std::string &path, uint64_t limit) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(Status::kIo, "cannot open '{}': {}", path, std::strerror(errno));
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size < 0) fail(Status::kIo, "cannot read '{}'", path);
+  if (static_cast<uint64_t>(size) > limit) fail(Status::kLimit, "'{}' is {} bytes, the limit is {}", path, size, limit);
+  Bytes b(static_cast<size_t>(size));
+  in.seekg(0);
+  if (size > 0 && !in.read(reinterpret_cast<char *>(b.data()), size)) fail(Status::kIo, "cannot read '{}'", path);
+  return b;
+}
+
+// Writes a small file atomically (temporary file, then rename).
+void write_all(const std::string &path, ByteView data) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) fail(Status::kIo, "cannot create '{}': {}", tmp, std::strerror(errno));
+    out.write(reinterpret_cast<const char *>(data.data()), static_cast<std::streamsize>(data.size()));
+    out.flush();
+    if (!out) fail(Status::kIo, "cannot write '{}'", tmp);
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) fail(Status::kIo, "cannot rename '{}' to '{}': {}", tmp, path, ec.message());
+}
+
+void write_text(const std::string &path, const std::string &text) {
+  write_all(path, ByteView(reinterpret_cast<const uint8_t *>(text.data()), text.size()));
+}
+
+// schedule.bin: for each entry, u32le(length) || entry bytes.
+Bytes encode_schedule(const std::vector<Bytes> &entries) {
+  Bytes out;
+  for (const Bytes &e : entries) {
+    const uint32_t n = static_cast<uint32_t>(e.size());
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(n >> (8 * i)));
+    out.insert(out.end(), e.begin(), e.end());
+  }
+  return out;
+}
+
+std::vector<Bytes> decode_schedule(ByteView b) {
+  std::vector<Bytes> entries;
+  size_t off = 0;
+  while (off < b.size()) {
+    if (b.size() - off < 4) fail(Status::kMalformed, "schedule.bin: truncated length");
+    uint32_t n = 0;
+    for (int i = 0; i < 4; ++i) n |= uint32_t{b[off + static_cast<size_t>(i)]} << (8 * i);
+    off += 4;
+    if (b.size() - off < n) fail(Status::kMalformed, "schedule.bin: truncated entry");
+    entries.emplace_back(b.begin() + static_cast<std::ptrdiff_t>(off), b.begin() + static_cast<std::ptrdiff_t>(off + n));
+    off += n;
+  }
+  return entries;
+}
+
+hash::Digest schedule_root(const std::vector<Bytes> &entries) {
+  auto tree = merkle::StoredTree::in_memory();
+  for (const Bytes &e : entries) tree->append(e);
+  return tree->root();
+}
+
+const hash::StTensor *find(const std::vector<hash::StTensor> &state, std::string_view name) {
+  for (const hash::StTensor &t : state)
+    if (t.meta.name == name) return &t;
+  return nullptr;
+}
+
+double lr_of(const std::vector<hash::StTensor> &state) {
+  const hash::StTensor *t = find(state, kLrName);
+  if (!t) fail(Status::kInvalidArgument, "the state has no '{}' tensor (the learning rate of the next step)", kLrName);
+  if (t->meta.dtype != hash::DType::kF64 || !t->meta.shape.empty() || t->data.size() != 8)
+    fail(Status::kInvalidArgument, "'{}' must be an F64 scalar (shape [])", kLrName);
+  double lr;
+  std::memcpy(&lr, t->data.data(), 8);
+  if (!std::isfinite(lr) || std::signbit(lr))
+    fail(Status::kInvalidArgument, "'{}' = {}: a learning rate is finite and >= +0", kLrName, lr);
+  return lr;
+}
+
+std::string loss_hex(double loss) {
+  uint64_t b;
+  std::memcpy(&b, &loss, 8);
+  return fmt::format("{:016x}", b);
+}
+
+double loss_from_hex(const std::string &h) {
+  if (h.size() != 16) fail(Status::kMalformed, "steps.jsonl: loss_bits must be 16 hex digits");
+  const uint64_t b = std::stoull(h, nullptr, 16);
+  double d;
+  std::memcpy(&d, &b, 8);
+  return d;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Recorder
+
+struct Recorder::Impl {
+  std::string dir;
+  commit::ExecutionSpec spec;
+  uint64_t every = 1;
+  unsigned threads = 0;
+  std::unique_ptr<merkle::StoredTree> log;
+  std::ofstream steps;
+  bool started = false;
+  hash::Digest initial;
+  std::optional<commit::TrainingCommitment> commitment;
+  uint64_t begun = 0;  // step begun and not ended, 0 when none
+  Bytes last_rng;      // rng/cpu of the last recorded state (single_seed)
+};
+
+std::unique_ptr<Recorder> Recorder::create(const std::string &dir, const commit::ExecutionSpec &spec,
+                                           const std::string &program_path, uint64_t checkpoint_every,
+                                           unsigned hash_threads) {
+  spec.validate();
+  if (checkpoint_every == 0) fail(Status::kInvalidArgument, "checkpoint_every must be >= 1");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail(Status::kIo, "cannot create '{}': {}", dir, ec.message());
+  if (fs::exists(dir + "/pot-run.json") || fs::exists(dir + "/log.tree"))
+    fail(Status::kConflict, "'{}' already holds a recorded run", dir);
+  const hash::Digest d = commit::program_digest_file(program_path);
+  if (d != spec.model_program_digest)
+    fail(Status::kProofMismatch, "model program '{}': digest {} is not the spec's model_program_digest {}",
+         program_path, d.hex(), spec.model_program_digest.hex());
+  fs::copy_file(program_path, dir + "/program.pt", fs::copy_options::overwrite_existing, ec);
+  if (ec) fail(Status::kIo, "cannot copy '{}' into '{}': {}", program_path, dir, ec.message());
+  fs::create_directories(dir + "/checkpoints", ec);
+  if (ec) fail(Status::kIo, "cannot create '{}/checkpoints': {}", dir, ec.message());
+
+  std::unique_ptr<Recorder> r(new Recorder());
+  r->impl_ = std::make_unique<Impl>();
+  Impl &m = *r->impl_;
+  m.dir = dir;
+  m.spec = spec;
+  m.every = checkpoint_every;
+  m.threads = hash_threads;
+  const nlohmann::json meta = {{"format", kFormat}, {"spec", to_hex(spec.encode())}, {"checkpoint_every", checkpoint_every}};
+  write_text(dir + "/pot-run.json", meta.dump(1) + "\n");
+  m.log = merkle::StoredTree::open(dir + "/log.tree");
+  m.steps.open(dir + "/steps.jsonl", std::ios::binary | std::ios::trunc);
+  if (!m.steps) fail(Status::kIo, "cannot create '{}/steps.jsonl'", dir);
+  return r;
+}
+
+Recorder::~Recorder() = default;
+
+hash::Digest Recorder::start(const std::vector<hash::StTensor> &s0) {
+  Impl &m = *impl_;
+  if (m.started) fail(Status::kState, "start: S_0 is already recorded");
+  hash::StateBuilder b(m.threads);
+  for (const hash::StTensor &t : s0) b.add_tensor(t.meta, t.data);
+  lr_of(s0);
+  if (m.spec.seed_policy == commit::SeedPolicyKind::kSingleSeed) {
+    const hash::StTensor *rng = find(s0, kRngName);
+    if (!rng) fail(Status::kInvalidArgument, "seed policy single_seed: S_0 has no '{}' tensor", kRngName);
+    m.last_rng.assign(rng->data.begin(), rng->data.end());
+  }
+  hash::write_safetensors(numbered(m.dir, "checkpoints", 0), s0, {});
+  m.initial = b.digest();
+  m.started = true;
+  return m.initial;
+}
+
+void Recorder::set_commitment(const commit::TrainingCommitment &c, const std::vector<Bytes> &schedule) {
+  Impl &m = *impl_;
+  if (!m.started) fail(Status::kState, "set_commitment: record S_0 (start) first");
+  if (m.log->size() > 0 || m.begun) fail(Status::kState, "set_commitment: training has already begun");
+  c.validate();
+  if (c.spec_digest != m.spec.digest())
+    fail(Status::kProofMismatch, "the commitment's spec digest {} is not the recorder's spec {}", c.spec_digest.hex(),
+         m.spec.digest().hex());
+  if (c.initial_state_digest != m.initial)
+    fail(Status::kProofMismatch, "the commitment's initial state {} is not the recorded S_0 {}",
+         c.initial_state_digest.hex(), m.initial.hex());
+  if (schedule.size() != c.schedule_length)
+    fail(Status::kInvalidArgument, "{} schedule entries given, the commitment declares {}", schedule.size(),
+         c.schedule_length);
+  for (size_t i = 0; i < schedule.size(); ++i) {
+    const commit::ScheduleEntry e = commit::ScheduleEntry::decode(schedule[i]);
+    if (e.step != i + 1) fail(Status::kInvalidArgument, "schedule entry {} is for step {}", i + 1, e.step);
+    e.encode(c.dataset_size);  // indices below the dataset size
+  }
+  if (schedule_root(schedule) != c.schedule_root)
+    fail(Status::kProofMismatch, "the schedule entries do not hash to the commitment's schedule root");
+  write_all(m.dir + "/schedule.bin", encode_schedule(schedule));
+  write_all(m.dir + "/commitment.bin", c.encode());
+  m.commitment = c;
+}
+
+uint64_t Recorder::begin_step(uint64_t t) {
+  Impl &m = *impl_;
+  if (!m.started) fail(Status::kState, "begin_step: record S_0 (start) first");
+  if (m.begun) fail(Status::kState, "begin_step({}): step {} has not ended", t, m.begun);
+  if (t != m.log->size() + 1) fail(Status::kState, "begin_step({}): the next step is {}", t, m.log->size() + 1);
+  if (m.commitment && t > m.commitment->declared_steps)
+    fail(Status::kOutOfRange, "begin_step({}): the commitment declares {} steps", t, m.commitment->declared_steps);
+  uint64_t seed = 0;
+  auto gen = at::detail::getDefaultCPUGenerator();
+  if (m.spec.seed_policy == commit::SeedPolicyKind::kPerStep) {
+    seed = commit::derive_seed(m.spec.seed, t);
+    std::lock_guard<std::mutex> g(gen.mutex());
+    gen.set_current_seed(seed);
+  } else if (m.spec.seed_policy == commit::SeedPolicyKind::kSingleSeed) {
+    at::Tensor st = at::empty({static_cast<int64_t>(m.last_rng.size())}, at::kByte);
+    std::memcpy(st.data_ptr(), m.last_rng.data(), m.last_rng.size());
+    std::lock_guard<std::mutex> g(gen.mutex());
+    gen.set_state(st);
+  }
+  m.begun = t;
+  return seed;
+}
+
+commit::StepLeaf Recorder::end_step(const std::vector<hash::StTensor> &state, double loss) {
+  Impl &m = *impl_;
+  if (!m.begun) fail(Status::kState, "end_step: no step begun (call begin_step first)");
+  const double next_lr = lr_of(state);
+  hash::StateBuilder b(m.threads);
+  for (const hash::StTensor &t : state) b.add_tensor(t.meta, t.data);
+  const hash::Digest digest = b.digest();
+  const uint64_t t = m.begun;
+  if (m.spec.seed_policy == commit::SeedPolicyKind::kSingleSeed) {
+    const hash::StTensor *rng = find(state, kRngName);
+    if (!rng) fail(Status::kInvalidArgument, "seed policy single_seed: S_{} has no '{}' tensor", t, kRngName);
+    m.last_rng.assign(rng->data.begin(), rng->data.end());
+  }
+  const bool last = m.commitment && t == m.commitment->declared_steps;
+  if (t % m.every == 0 || last) hash::write_safetensors(numbered(m.dir, "checkpoints", t), state, {});
+  commit::StepLeaf leaf{t, digest, loss};
+  m.log->append(leaf.encode());
+  m.log->flush();
+  const nlohmann::json line = {{"step", t}, {"state_digest", digest.hex()}, {"loss_bits", loss_hex(loss)},
+                               {"next_lr", next_lr}};
+  m.steps << line.dump() << "\n";
+  m.steps.flush();
+  if (!m.steps) fail(Status::kIo, "cannot append to '{}/steps.jsonl'", m.dir);
+  m.begun = 0;
+  return leaf;
+}
+
+uint64_t Recorder::size() const { return impl_->log->size(); }
+hash::Digest Recorder::root(uint64_t size) const {
+  if (size > impl_->log->size()) fail(Status::kOutOfRange, "root({}): the log has {} leaves", size, impl_->log->size());
+  return impl_->log->root(size);
+}
+std::vector<hash::Digest> Recorder::consistency_proof(uint64_t a, uint64_t b) const {
+  return impl_->log->consistency_proof(a, b);
+}
+
+hash::Digest Recorder::finish() {
+  Impl &m = *impl_;
+  if (m.begun) fail(Status::kState, "finish: step {} has not ended", m.begun);
+  if (m.commitment && m.log->size() != m.commitment->declared_steps)
+    fail(Status::kState, "finish: {} steps recorded, the commitment declares {}", m.log->size(),
+         m.commitment->declared_steps);
+  m.log->flush();
+  return m.log->root();
+}
+
+// ---------------------------------------------------------------------------
+// CheckpointStore
+
+struct CheckpointStore::Impl {
+  std::string dir;
+  commit::ExecutionSpec spec;
+  uint64_t every = 1;
+  std::vector<StepRecord> steps;  // steps[t-1]
+  std::unique_ptr<merkle::StoredTree> log;
+  std::optional<commit::TrainingCommitment> commitment;
+  std::vector<Bytes> schedule;
+  std::unique_ptr<Program> program;
+  std::unique_ptr<merkle::StoredTree> dataset;  // built on first use
+  std::string dataset_dir;
+
+  const Bytes &entry(uint64_t t) const {
+    if (t == 0 || t > schedule.size())
+      fail(Status::kNotFound, "no schedule entry for step {} (set_commitment records the schedule)", t);
+    return schedule[t - 1];
+  }
+  Program &prog() {
+    if (!program) program = Program::load(dir + "/program.pt", spec.model_program_digest);
+    return *program;
+  }
+  // The dataset tree over dataset_dir, checked against the commitment.
+  merkle::StoredTree &data(const std::string &ddir) {
+    if (!commitment) fail(Status::kState, "the checkpoint directory has no commitment");
+    if (dataset && dataset_dir == ddir) return *dataset;
+    auto tree = merkle::StoredTree::in_memory();
+    for (uint64_t i = 0; i < commitment->dataset_size; ++i)
+      tree->append(commit::sample_digest(read_all(sample_path(ddir, i), commit::kMaxSampleBytes)).view());
+    if (tree->root() != commitment->dataset_root)
+      fail(Status::kProofMismatch, "the samples in '{}' do not hash to the committed dataset root", ddir);
+    dataset = std::move(tree);
+    dataset_dir = ddir;
+    return *dataset;
+  }
+};
+
+std::unique_ptr<CheckpointStore> CheckpointStore::open(const std::string &dir) {
+  std::unique_ptr<CheckpointStore> s(new CheckpointStore());
+  s->impl_ = std::make_unique<Impl>();
+  Impl &m = *s->impl_;
+  m.dir = dir;
+  if (!fs::exists(dir + "/pot-run.json")) fail(Status::kNotFound, "'{}' is not a checkpoint directory (no pot-run.json)", dir);
+  const Bytes meta_bytes = read_all(dir + "/pot-run.json", 1 << 20);
+  try {
+    const nlohmann::json meta = nlohmann::json::parse(meta_bytes.begin(), meta_bytes.end());
+    if (meta.at("format").get<std::string>() != kFormat)
+      fail(Status::kUnsupported, "'{}/pot-run.json': format {} is not {}", dir, meta.at("format").dump(), kFormat);
+    m.spec = commit::ExecutionSpec::decode(from_hex(meta.at("spec").get<std::string>()));
+    m.every = meta.at("checkpoint_every").get<uint64_t>();
+    std::ifstream in(dir + "/steps.jsonl");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty()) continue;
+      const nlohmann::json j = nlohmann::json::parse(line);
+      StepRecord r;
+      r.step = j.at("step").get<uint64_t>();
+      r.state_digest = hash::Digest::from_hex(j.at("state_digest").get<std::string>());
+      r.loss = loss_from_hex(j.at("loss_bits").get<std::string>());
+      r.next_lr = j.at("next_lr").get<double>();
+      if (r.step != m.steps.size() + 1)
+        fail(Status::kMalformed, "'{}/steps.jsonl': line {} is for step {}", dir, m.steps.size() + 1, r.step);
+      m.steps.push_back(r);
+    }
+  } catch (const nlohmann::json::exception &e) {
+    fail(Status::kMalformed, "'{}': {}", dir, e.what());
+  }
+  if (m.every == 0) fail(Status::kMalformed, "'{}/pot-run.json': checkpoint_every is 0", dir);
+  m.log = merkle::StoredTree::open(dir + "/log.tree");
+  if (m.log->size() != m.steps.size())
+    fail(Status::kMalformed, "'{}': the log has {} leaves, steps.jsonl {} lines", dir, m.log->size(), m.steps.size());
+  for (const StepRecord &r : m.steps)
+    if (m.log->leaf_hash(r.step - 1) != commit::StepLeaf{r.step, r.state_digest, r.loss}.leaf_hash())
+      fail(Status::kMalformed, "'{}': steps.jsonl and the log disagree at step {}", dir, r.step);
+  if (fs::exists(dir + "/commitment.bin")) {
+    m.commitment = commit::TrainingCommitment::decode(read_all(dir + "/commitment.bin", commit::kMaxCommitmentBytes));
+    m.schedule = decode_schedule(read_all(dir + "/schedule.bin", kMaxScheduleFileBytes));
+    if (m.schedule.size() != m.commitment->schedule_length || schedule_root(m.schedule) != m.commitment->schedule_root)
+      fail(Status::kMalformed, "'{}': schedule.bin does not match the commitment", dir);
+  }
+  return s;
+}
+
+CheckpointStore::~CheckpointStore() = default;
+uint64_t CheckpointStore::size() const { return impl_->steps.size(); }
+uint64_t CheckpointStore::checkpoint_every() const { return impl_->every; }
+const commit::ExecutionSpec &CheckpointStore::spec() const { return impl_->spec; }
+const StepRecord &CheckpointStore::step(uint64_t t) const {
+  if (t == 0 || t > impl_->steps.size()) fail(Status::kOutOfRange, "step {} of a run of {} steps", t, impl_->steps.size());
+  return impl_->steps[t - 1];
+}
+
+std::string CheckpointStore::state_path(uint64_t t, const std::string &dataset_dir, uint64_t *replayed) {
+  Impl &m = *impl_;
+  if (t > m.steps.size()) fail(Status::kOutOfRange, "state {} of a run of {} steps", t, m.steps.size());
+  if (replayed) *replayed = 0;
+  const std::string ck = numbered(m.dir, "checkpoints", t);
+  if (fs::exists(ck)) return ck;
+  const std::string derived = numbered(m.dir, "derived", t);
+  if (fs::exists(derived)) return derived;
+  // The nearest checkpoint before t (S_0 always exists).
+  uint64_t c = t;
+  while (c > 0 && !fs::exists(numbered(m.dir, "checkpoints", c))) --c;
+  const std::string base = numbered(m.dir, "checkpoints", c);
+  auto file = hash::SafetensorsFile::open(base);
+  const hash::Digest want = c == 0 ? (m.commitment ? m.commitment->initial_state_digest : file->digest(0))
+                                   : m.steps[c - 1].state_digest;
+  if (file->digest(0) != want)
+    fail(Status::kProofMismatch, "checkpoint '{}' does not digest to the state the log records", base);
+  TensorMap state = load_state(*file);
+  file.reset();
+  Program &program = m.prog();
+  merkle::StoredTree &data = m.data(dataset_dir);
+  (void)data;  // the samples are checked against the dataset root
+  for (uint64_t s = c + 1; s <= t; ++s) {
+    const commit::ScheduleEntry entry = commit::ScheduleEntry::decode(m.entry(s));
+    std::vector<std::unique_ptr<hash::SafetensorsFile>> files;
+    Batch batch;
+    for (const auto &mb : entry.micro) {
+      batch.emplace_back();
+      for (uint64_t idx : mb) {
+        files.push_back(hash::SafetensorsFile::from_bytes(read_all(sample_path(dataset_dir, idx), commit::kMaxSampleBytes)));
+        batch.back().push_back(files.back().get());
+      }
+    }
+    StepOptions opts;
+    opts.allow_nonfinite_loss = true;
+    StepResult r = replay_step(program, m.spec, s, state, batch, m.steps[s - 1].next_lr, opts);
+    if (r.post_digest != m.steps[s - 1].state_digest)
+      fail(Status::kProofMismatch,
+           "re-deriving S_{} from checkpoint {}: step {} replays to {}, the log records {}", t, c, s,
+           r.post_digest.hex(), m.steps[s - 1].state_digest.hex());
+    state = std::move(r.post);
+    if (replayed) ++*replayed;
+  }
+  std::error_code ec;
+  fs::create_directories(m.dir + "/derived", ec);
+  if (ec) fail(Status::kIo, "cannot create '{}/derived': {}", m.dir, ec.message());
+  hash::write_safetensors(derived, state_views(state), {});
+  return derived;
+}
+
+Bytes CheckpointStore::opening(uint64_t t, uint64_t log_size, const std::string &dataset_dir) {
+  Impl &m = *impl_;
+  if (!m.commitment) fail(Status::kState, "the checkpoint directory has no commitment (set_commitment)");
+  if (t == 0 || t > log_size || log_size > m.steps.size())
+    fail(Status::kOutOfRange, "opening of step {} against a log of {} leaves ({} recorded)", t, log_size,
+         m.steps.size());
+  commit::OpeningManifest o;
+  o.run_id = m.commitment->run_id();
+  o.step = t;
+  o.log_size = log_size;
+  o.pre_state_digest = t == 1 ? m.commitment->initial_state_digest : m.steps[t - 2].state_digest;
+  if (t > 1) {
+    const StepRecord &p = m.steps[t - 2];
+    o.pre_leaf = commit::StepLeaf{p.step, p.state_digest, p.loss}.encode();
+    o.pre_leaf_proof = merkle::encode_proof(m.log->inclusion_proof(t - 2, log_size));
+  }
+  const StepRecord &q = m.steps[t - 1];
+  o.post_leaf = commit::StepLeaf{q.step, q.state_digest, q.loss}.encode();
+  o.post_leaf_proof = merkle::encode_proof(m.log->inclusion_proof(t - 1, log_size));
+  o.schedule_entry = m.entry(t);
+  {
+    auto tree = merkle::StoredTree::in_memory();
+    for (const Bytes &e : m.schedule) tree->append(e);
+    o.schedule_proof = merkle::encode_proof(tree->inclusion_proof(t - 1, m.schedule.size()));
+  }
+  merkle::StoredTree &data = m.data(dataset_dir);
+  for (uint64_t idx : commit::ScheduleEntry::decode(o.schedule_entry).indices())
+    o.samples.push_back({idx, read_all(sample_path(dataset_dir, idx), commit::kMaxSampleBytes),
+                         merkle::encode_proof(data.inclusion_proof(idx, m.commitment->dataset_size))});
+  o.pre_state_ref = state_path(t - 1, dataset_dir);
+  o.post_state_ref = state_path(t, dataset_dir);
+  o.next_lr = q.next_lr;
+  return o.encode();
+}
+
+}  // namespace pot::replay

@@ -1,0 +1,109 @@
+// The trainer-side recorder and the checkpoint store it writes
+// (docs/PROTOCOL.md section 21.4). A checkpoint directory holds:
+//
+//   pot-run.json                 format, spec (canonical hex), checkpoint interval
+//   program.pt                   the model program (digest = the spec's)
+//   commitment.bin, schedule.bin the training commitment and every schedule entry
+//   log.tree                     the step log (stored tree file, section 7.2)
+//   steps.jsonl                  one line per step: digest, loss bits, next_lr
+//   checkpoints/%012d.safetensors S_0 and every k-th state
+//   derived/%012d.safetensors    states re-derived for openings (a cache)
+//
+// The miner stores every k-th state; the state an opening needs is re-derived
+// from the nearest checkpoint before it by replaying the steps in between,
+// each replayed digest checked against the log.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "commit/commitment.h"
+#include "commit/dataset.h"
+#include "commit/spec.h"
+#include "commit/step_leaf.h"
+#include "hash/safetensors.h"
+#include "merkle/stored_tree.h"
+
+namespace pot::replay {
+
+struct StepRecord {
+  uint64_t step = 0;
+  hash::Digest state_digest;
+  double loss = 0;
+  double next_lr = 0;
+};
+
+class Recorder {
+ public:
+  // Creates the directory (or uses an empty one); kConflict when it already
+  // holds a run. The program is copied in after its digest is checked
+  // against the spec (kProofMismatch). checkpoint_every >= 1.
+  static std::unique_ptr<Recorder> create(const std::string &dir, const commit::ExecutionSpec &spec,
+                                          const std::string &program_path, uint64_t checkpoint_every,
+                                          unsigned hash_threads = 0);
+  ~Recorder();
+
+  // Records S_0 (checkpoint 0) and returns its digest: the commitment's
+  // initial_state_digest. Once, before everything else (kState).
+  hash::Digest start(const std::vector<hash::StTensor> &s0);
+  // The training commitment and the full schedule it commits to (entries of
+  // steps 1..declared_steps in order). Checks the spec digest, S_0's digest
+  // and the schedule root (kProofMismatch). Before step 1 (kState).
+  void set_commitment(const commit::TrainingCommitment &c, const std::vector<Bytes> &schedule);
+
+  // Starts step t (= last recorded + 1, kState otherwise) and applies the
+  // seed policy to LibTorch's default CPU generator: per_step seeds it with
+  // seed(base, t) (returned); single_seed restores the generator state of
+  // S_{t-1}'s rng/cpu tensor (returns 0); none returns 0.
+  uint64_t begin_step(uint64_t t);
+  // Ends the step begun: digests S_t (which must hold hparam/lr as an F64
+  // scalar), appends the step leaf to the log, and writes a checkpoint when
+  // t is a multiple of the interval or the last declared step.
+  commit::StepLeaf end_step(const std::vector<hash::StTensor> &state, double loss);
+
+  uint64_t size() const;
+  hash::Digest root(uint64_t size) const;
+  std::vector<hash::Digest> consistency_proof(uint64_t size1, uint64_t size2) const;
+  // Flushes the log; with a commitment, requires all declared steps (kState).
+  hash::Digest finish();
+
+ private:
+  Recorder() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+class CheckpointStore {
+ public:
+  // Opens a recorder's directory (kNotFound / kMalformed).
+  static std::unique_ptr<CheckpointStore> open(const std::string &dir);
+  ~CheckpointStore();
+
+  uint64_t size() const;
+  uint64_t checkpoint_every() const;
+  const commit::ExecutionSpec &spec() const;
+  const StepRecord &step(uint64_t t) const;  // 1..size()
+
+  // Path of a file holding S_t (0 <= t <= size()): the checkpoint when there
+  // is one, else S_t re-derived from the nearest checkpoint before t by
+  // replaying steps with the samples of dataset_dir (one safetensors file
+  // per sample, named %06d.safetensors by dataset index). Every replayed
+  // state's digest must equal the log's (kProofMismatch otherwise: the
+  // checkpoints or the data do not reproduce the run). `replayed`, when not
+  // null, receives the number of steps replayed.
+  std::string state_path(uint64_t t, const std::string &dataset_dir, uint64_t *replayed = nullptr);
+
+  // The opening of step t against the log's first log_size leaves
+  // (t <= log_size <= size()), with the served state files re-derived as
+  // needed; post_state_ref is set too (the cross-architecture path).
+  Bytes opening(uint64_t t, uint64_t log_size, const std::string &dataset_dir);
+
+ private:
+  CheckpointStore() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pot::replay

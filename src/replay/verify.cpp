@@ -1,0 +1,117 @@
+#include "replay/verify.h"
+
+#include <cstring>
+
+#include "commit/dataset.h"
+#include "commit/step_leaf.h"
+#include "common/error.h"
+#include "witness/norm_bucket.h"
+
+namespace pot::replay {
+namespace {
+
+VerifyResult failed(VerifyResult r, commit::OpeningCheck c, Status s, const std::string &message) {
+  r.check = c;
+  r.status = s;
+  r.message = fmt::format("{}: {}", commit::opening_check_name(c), message);
+  return r;
+}
+
+uint64_t bits(double d) {
+  uint64_t b;
+  std::memcpy(&b, &d, 8);
+  return b;
+}
+
+}  // namespace
+
+VerifyResult verify_step(const VerifyInputs &in) {
+  if (!in.commitment || !in.spec) fail(Status::kInvalidArgument, "verify_step: commitment and spec are required");
+  if (in.mode != VerifyMode::kBitwise && in.mode != VerifyMode::kNormBucket)
+    fail(Status::kInvalidArgument, "verify_step: unknown mode {}", static_cast<int>(in.mode));
+  if (in.mode == VerifyMode::kNormBucket && !in.post_state_path)
+    fail(Status::kInvalidArgument, "verify_step: the norm-bucket path needs the served S_t (post_state_path)");
+
+  VerifyResult r;
+  const commit::OpeningResult o =
+      commit::verify_opening(*in.commitment, in.challenged_step, in.log_size, in.log_root, in.manifest,
+                             in.pre_state_path, in.post_state_path, in.hash_threads);
+  if (o.check != commit::OpeningCheck::kOk) {
+    r.check = o.check;
+    r.status = o.status;
+    r.message = o.message;
+    return r;
+  }
+  r.committed_state_digest = o.post_state_digest;
+  r.committed_loss = commit::StepLeaf::decode(o.manifest.post_leaf).loss;
+
+  if (in.spec->digest() != in.commitment->spec_digest)
+    return failed(r, commit::OpeningCheck::kSpec, Status::kProofMismatch,
+                  fmt::format("spec digest {} is not the commitment's {}", in.spec->digest().hex(),
+                              in.commitment->spec_digest.hex()));
+  std::unique_ptr<Program> program;
+  try {
+    program = Program::load(in.program_path, in.spec->model_program_digest);
+  } catch (const Error &e) {
+    return failed(r, commit::OpeningCheck::kProgram, e.status(), e.what());
+  } catch (const c10::Error &e) {
+    return failed(r, commit::OpeningCheck::kProgram, Status::kBackend, e.what_without_backtrace());
+  }
+
+  StepResult s;
+  try {
+    std::vector<std::unique_ptr<hash::SafetensorsFile>> files;
+    for (const commit::SampleOpening &so : o.manifest.samples) files.push_back(hash::SafetensorsFile::from_bytes(so.payload));
+    const commit::ScheduleEntry entry = commit::ScheduleEntry::decode(o.manifest.schedule_entry);
+    Batch batch;
+    size_t k = 0;
+    for (const auto &mb : entry.micro) {
+      batch.emplace_back();
+      for (size_t j = 0; j < mb.size(); ++j) batch.back().push_back(files.at(k++).get());
+    }
+    const auto pre_file = hash::SafetensorsFile::open(in.pre_state_path);
+    const TensorMap pre = load_state(*pre_file);
+    StepOptions opts;
+    opts.hash_threads = in.hash_threads;
+    opts.intra_op_threads = in.intra_op_threads;
+    // A committed NaN loss is compared like any other value.
+    opts.allow_nonfinite_loss = true;
+    s = replay_step(*program, *in.spec, in.challenged_step, pre, batch, o.manifest.next_lr, opts);
+  } catch (const Error &e) {
+    return failed(r, commit::OpeningCheck::kReplay, e.status(), e.what());
+  } catch (const c10::Error &e) {
+    return failed(r, commit::OpeningCheck::kReplay, Status::kBackend, e.what_without_backtrace());
+  }
+  r.replayed = true;
+  r.replayed_state_digest = s.post_digest;
+  r.loss = s.loss;
+  r.update_norm = s.update_norm;
+  r.norm_bucket = s.norm_bucket;
+
+  if (in.mode == VerifyMode::kBitwise) {
+    if (s.post_digest != o.post_state_digest)
+      return failed(r, commit::OpeningCheck::kReplayedState, Status::kProofMismatch,
+                    fmt::format("step {} replays to state {}, leaf {} commits to {}", in.challenged_step,
+                                s.post_digest.hex(), in.challenged_step, o.post_state_digest.hex()));
+    if (bits(s.loss) != bits(r.committed_loss))
+      return failed(r, commit::OpeningCheck::kReplayedLoss, Status::kProofMismatch,
+                    fmt::format("step {} replays to loss {:.17g}, leaf {} commits to {:.17g}", in.challenged_step,
+                                s.loss, in.challenged_step, r.committed_loss));
+    return r;
+  }
+  try {
+    const auto pre_file = hash::SafetensorsFile::open(in.pre_state_path);
+    const auto post_file = hash::SafetensorsFile::open(*in.post_state_path);
+    const double served = witness::update_norm(*pre_file, *post_file, std::string(kParamPrefix));
+    r.served_norm_bucket = witness::norm_bucket(served, in.spec->norm_bucket_resolution);
+  } catch (const Error &e) {
+    return failed(r, commit::OpeningCheck::kReplayedBucket, e.status(), e.what());
+  }
+  if (!witness::buckets_match(r.served_norm_bucket, r.norm_bucket))
+    return failed(r, commit::OpeningCheck::kReplayedBucket, Status::kProofMismatch,
+                  fmt::format("the replayed update has norm {:.17g} (bucket {}), the served states' bucket is {}",
+                              s.update_norm, s.norm_bucket, r.served_norm_bucket));
+  return r;
+}
+
+}  // namespace pot::replay

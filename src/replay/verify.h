@@ -1,0 +1,51 @@
+// Full verification of one challenged step (docs/PROTOCOL.md section 21.5):
+// the opening checks of section 18, then the replay of the step from the
+// served S_{t-1}, compared with leaf t bit for bit, or, on the
+// cross-architecture path, by norm bucket against the served S_t.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "commit/opening.h"
+#include "commit/spec.h"
+#include "replay/replay.h"
+
+namespace pot::replay {
+
+enum class VerifyMode { kBitwise = 1, kNormBucket = 2 };
+
+struct VerifyResult {
+  commit::OpeningCheck check = commit::OpeningCheck::kOk;  // first failed check, kOk when verified
+  Status status = Status::kOk;
+  std::string message;
+  bool replayed = false;           // the replay ran: the fields below are set
+  hash::Digest replayed_state_digest;
+  double loss = 0;
+  double update_norm = 0;
+  int64_t norm_bucket = 0;
+  hash::Digest committed_state_digest;  // from leaf t
+  double committed_loss = 0;
+  int64_t served_norm_bucket = 0;       // kNormBucket: from the served S_{t-1} and S_t
+};
+
+struct VerifyInputs {
+  const commit::TrainingCommitment *commitment = nullptr;
+  const commit::ExecutionSpec *spec = nullptr;
+  std::string program_path;
+  uint64_t challenged_step = 0;
+  uint64_t log_size = 0;
+  hash::Digest log_root;
+  ByteView manifest;
+  std::string pre_state_path;
+  std::optional<std::string> post_state_path;  // required for kNormBucket
+  VerifyMode mode = VerifyMode::kBitwise;
+  unsigned hash_threads = 0;
+  unsigned intra_op_threads = 0;  // 0 = the spec's (see StepOptions)
+};
+
+// Never throws for a bad opening or a step that does not replay: the result
+// names the first failed check. Throws for misuse (kInvalidArgument).
+VerifyResult verify_step(const VerifyInputs &in);
+
+}  // namespace pot::replay
