@@ -953,10 +953,12 @@ POT_API pot_status pot_checkpoints_state_path(pot_bytes *out, uint64_t *replayed
                                               pot_checkpoints *checkpoints, uint64_t step,
                                               const char *dataset_dir, pot_error **err);
 /* The opening manifest of step `step` against the log's first log_size
- * leaves, its state references pointing at the (re-derived) S_{t-1} and S_t
- * files. */
+ * leaves, pre_state_ref naming the (re-derived) S_{t-1} file and, when
+ * serve_post_state is non-zero, post_state_ref naming S_t (for the
+ * cross-architecture path; may cost another re-derivation). */
 POT_API pot_status pot_checkpoints_opening(pot_bytes *out, pot_checkpoints *checkpoints, uint64_t step,
-                                           uint64_t log_size, const char *dataset_dir, pot_error **err);
+                                           uint64_t log_size, const char *dataset_dir,
+                                           int serve_post_state, pot_error **err);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -362,14 +362,16 @@ pot_status pot_checkpoints_state_path(pot_bytes *out, uint64_t *replayed, pot_ch
 }
 
 pot_status pot_checkpoints_opening(pot_bytes *out, pot_checkpoints *checkpoints, uint64_t step, uint64_t log_size,
-                                   const char *dataset_dir, pot_error **err) {
+                                   const char *dataset_dir, int serve_post_state, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
     need(checkpoints, "checkpoints");
     const std::string d(str_arg(dataset_dir, "dataset_dir"));
     (void)step;
     (void)log_size;
-    POT_TORCH_ONLY(to_bytes(out, torch_call([&] { return checkpoints->s->opening(step, log_size, d); })));
+    (void)serve_post_state;
+    POT_TORCH_ONLY(
+        to_bytes(out, torch_call([&] { return checkpoints->s->opening(step, log_size, d, serve_post_state != 0); })));
   });
 }
 

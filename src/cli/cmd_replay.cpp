@@ -128,7 +128,7 @@ void add_replay_commands(CLI::App &app) {
   struct Make {
     std::string dir, dataset, out;
     uint64_t step = 0, size = 0;
-    bool json = false;
+    bool post = false, json = false;
   };
   auto mo = std::make_shared<Make>();
   CLI::App *open = app.get_subcommand("open");
@@ -138,6 +138,7 @@ void add_replay_commands(CLI::App &app) {
   make->add_option("--size", mo->size, "leaves of the posted root the proofs are for (default: all)");
   make->add_option("--dataset", mo->dataset, "directory of samples, %06d.safetensors by dataset index")->required();
   make->add_option("--out", mo->out, "manifest file to write")->required();
+  make->add_flag("--post-state", mo->post, "serve S_t too (the cross-architecture path)");
   make->add_flag("--json", mo->json, "print JSON");
   make->callback([mo] {
     pot_error *err = nullptr;
@@ -146,17 +147,22 @@ void add_replay_commands(CLI::App &app) {
     std::unique_ptr<pot_checkpoints, decltype(&pot_checkpoints_free)> guard(c, pot_checkpoints_free);
     const uint64_t size = mo->size ? mo->size : pot_checkpoints_size(c);
     pot_bytes m{nullptr, 0};
-    check(pot_checkpoints_opening(&m, c, mo->step, size, mo->dataset.c_str(), &err), &err, "open make");
+    check(pot_checkpoints_opening(&m, c, mo->step, size, mo->dataset.c_str(), mo->post ? 1 : 0, &err), &err,
+          "open make");
     std::vector<uint8_t> bytes(m.data, m.data + m.len);
     pot_bytes_free(&m);
     write_file(mo->out, bytes);
-    pot_bytes pre{nullptr, 0}, post{nullptr, 0};
+    pot_bytes pre{nullptr, 0};
     check(pot_checkpoints_state_path(&pre, nullptr, c, mo->step - 1, mo->dataset.c_str(), &err), &err, "pre-state");
-    check(pot_checkpoints_state_path(&post, nullptr, c, mo->step, mo->dataset.c_str(), &err), &err, "post-state");
-    const std::string pre_s = text_of(pre), post_s = text_of(post);
-    emit(mo->json, {{"manifest", mo->out}, {"bytes", bytes.size()}, {"log_size", size}, {"pre_state", pre_s},
-                    {"post_state", post_s}},
-         {mo->out, pre_s, post_s});
+    nlohmann::json j = {{"manifest", mo->out}, {"bytes", bytes.size()}, {"log_size", size}, {"pre_state", text_of(pre)}};
+    std::vector<std::string> plain = {mo->out, j["pre_state"].get<std::string>()};
+    if (mo->post) {
+      pot_bytes post{nullptr, 0};
+      check(pot_checkpoints_state_path(&post, nullptr, c, mo->step, mo->dataset.c_str(), &err), &err, "post-state");
+      j["post_state"] = text_of(post);
+      plain.push_back(j["post_state"].get<std::string>());
+    }
+    emit(mo->json, j, plain);
   });
 
   // pot checkpoints state

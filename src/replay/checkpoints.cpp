@@ -441,7 +441,7 @@ std::string CheckpointStore::state_path(uint64_t t, const std::string &dataset_d
   return derived;
 }
 
-Bytes CheckpointStore::opening(uint64_t t, uint64_t log_size, const std::string &dataset_dir) {
+Bytes CheckpointStore::opening(uint64_t t, uint64_t log_size, const std::string &dataset_dir, bool serve_post) {
   Impl &m = *impl_;
   if (!m.commitment) fail(Status::kState, "the checkpoint directory has no commitment (set_commitment)");
   if (t == 0 || t > log_size || log_size > m.steps.size())
@@ -471,7 +471,7 @@ Bytes CheckpointStore::opening(uint64_t t, uint64_t log_size, const std::string 
     o.samples.push_back({idx, read_all(sample_path(dataset_dir, idx), commit::kMaxSampleBytes),
                          merkle::encode_proof(data.inclusion_proof(idx, m.commitment->dataset_size))});
   o.pre_state_ref = state_path(t - 1, dataset_dir);
-  o.post_state_ref = state_path(t, dataset_dir);
+  if (serve_post) o.post_state_ref = state_path(t, dataset_dir);
   o.next_lr = q.next_lr;
   return o.encode();
 }

@@ -96,9 +96,10 @@ class CheckpointStore {
   std::string state_path(uint64_t t, const std::string &dataset_dir, uint64_t *replayed = nullptr);
 
   // The opening of step t against the log's first log_size leaves
-  // (t <= log_size <= size()), with the served state files re-derived as
-  // needed; post_state_ref is set too (the cross-architecture path).
-  Bytes opening(uint64_t t, uint64_t log_size, const std::string &dataset_dir);
+  // (t <= log_size <= size()), pre_state_ref naming S_{t-1} (re-derived as
+  // needed); with serve_post, post_state_ref names S_t too (the
+  // cross-architecture path), which may cost another re-derivation.
+  Bytes opening(uint64_t t, uint64_t log_size, const std::string &dataset_dir, bool serve_post);
 
  private:
   CheckpointStore() = default;

@@ -207,3 +207,160 @@ def test_forward_that_does_not_return_a_scalar(tmp_path, check_run_bin, honest):
                                {"param/w": torch.ones(3), "hparam/lr": torch.tensor(1e-3, dtype=torch.float64)})
     rc, _, last = check(check_run_bin, run, "--pre-dir", pre, "--steps", "1-1")
     assert rc == 3 and last["error"] == "POT_E_INVALID_ARGUMENT" and "not a scalar" in last["message"], last
+
+
+# ---------------------------------------------------------------------------
+# The recorder, the checkpoint store and pot verify, end to end: a real
+# PyTorch run recorded through the C API with a checkpoint every 5 steps,
+# challenged by a beacon, served from the checkpoint directory (re-deriving
+# pre-states) and verified by the CLI.
+
+EVERY = 5
+
+
+def record(record_run_bin, run, out, *args):
+    if "--every" not in args:
+        args = ("--every", EVERY, *args)
+    p = subprocess.run([record_run_bin, run, str(out), *map(str, args)],
+                       capture_output=True, text=True)
+    info = json.loads(p.stdout.strip().splitlines()[-1])
+    assert p.returncode == 0, info
+    return info
+
+
+def pot(pot_cli, *args):
+    p = subprocess.run([pot_cli, *map(str, args)], capture_output=True, text=True)
+    out = p.stdout.strip()
+    return p.returncode, (json.loads(out) if out.startswith("{") else out), p.stderr.strip()
+
+
+def serve_and_verify(pot_cli, run, ck, info, t, samples=None, extra=()):
+    samples = samples or os.path.join(run, "samples")
+    manifest = os.path.join(str(ck), f"m{t}.bin")
+    bucket = "bucket" in extra
+    rc, served, err = pot(pot_cli, "open", "make", ck, "--step", t, "--dataset", samples, "--out", manifest, "--json",
+                          *(["--post-state"] if bucket else []))
+    assert rc == 0, err
+    post = ["--post-state", served["post_state"]] if bucket else []
+    rc, res, err = pot(pot_cli, "verify", manifest, "--step", t, "--commitment", os.path.join(str(ck), "commitment.bin"),
+                       "--spec", os.path.join(run, "spec.json"), "--program", os.path.join(run, "program.pt"),
+                       "--root", info["root"], "--size", info["size"], "--pre-state", served["pre_state"],
+                       *post, "--json", *extra)
+    return rc, res, err
+
+
+def test_recorded_run_serves_openings_that_verify(tmp_path, record_run_bin, pot_cli, honest):
+    ck = tmp_path / "ck"
+    info = record(record_run_bin, honest, ck)
+    assert info["size"] == STEPS
+    meta = json.load(open(os.path.join(honest, "run.json")))
+    # begin_step's seeds are the trainer's torch.manual_seed values.
+    assert info["seeds"] == [potstate.step_seed(meta["base_seed"], t) for t in range(1, STEPS + 1)]
+    # Only every 5th state is stored.
+    assert sorted(os.listdir(ck / "checkpoints")) == [f"{t:012d}.safetensors" for t in range(0, STEPS + 1, EVERY)]
+    rc, chal, err = pot(pot_cli, "challenge", "--beacon", "0123456789abcdef", "--run-id", info["run_id"],
+                        "--steps", STEPS, "--rounds", 5, "--json")
+    assert rc == 0, err
+    steps = chal["steps"]
+    assert len(set(steps)) == 5
+    for t in steps:
+        rc, res, err = serve_and_verify(pot_cli, honest, ck, info, t)
+        assert rc == 0 and res["valid"] and res["check"] == "ok", (t, err)
+        assert res["replayed_state"] == res["committed_state"]
+    # The pre-state of a step between checkpoints was re-derived: k steps
+    # replayed from the checkpoint before it, each checked against the log.
+    shutil.rmtree(ck / "derived", ignore_errors=True)
+    rc, st, err = pot(pot_cli, "checkpoints", "state", ck, "--step", 13, "--dataset",
+                      os.path.join(honest, "samples"), "--json")
+    assert rc == 0 and st["replayed_steps"] == 3, (st, err)
+    digest = subprocess.run([pot_cli, "hash", "state", st["path"]], capture_output=True, text=True).stdout.strip()
+    want = subprocess.run([pot_cli, "hash", "state", os.path.join(honest, "states", "000013.safetensors")],
+                          capture_output=True, text=True).stdout.strip()
+    assert digest == want
+    # The cross-architecture path: 2 threads instead of the spec's 1, the
+    # norm buckets of the replayed and the served update match.
+    rc, res, err = serve_and_verify(pot_cli, honest, ck, info, 14, extra=("--mode", "bucket", "--threads", "2"))
+    assert rc == 0 and res["valid"], err
+    assert res["replayed_state"] != res["committed_state"]
+    # ... while the bitwise path on 2 threads names the replayed state.
+    rc, res, err = serve_and_verify(pot_cli, honest, ck, info, 14, extra=("--threads", "2"))
+    assert rc == 1 and res["check"] == "replayed_state", res
+
+
+def test_forged_step_fails_at_the_replayed_state(tmp_path, record_run_bin, pot_cli, honest):
+    forged = str(tmp_path / "forged")
+    shutil.copytree(honest, forged)
+    path = os.path.join(forged, "states", "000010.safetensors")
+    state = potstate.read_safetensors(path)
+    state["param/net.wpe.weight"] = state["param/net.wpe.weight"] * 0.5
+    potstate.write_safetensors(path, state)
+    ck = tmp_path / "ck"
+    info = record(record_run_bin, forged, ck)
+    for t in (10, 11):
+        rc, res, err = serve_and_verify(pot_cli, forged, ck, info, t)
+        assert rc == 1 and res["check"] == "replayed_state", (t, res)
+        assert "leaf" in res["message"]
+    # Honest steps of the same run still verify.
+    rc, res, err = serve_and_verify(pot_cli, forged, ck, info, 9)
+    assert rc == 0, err
+    # A pre-state that would have to be re-derived through the forged step
+    # cannot be served at all: the replay from checkpoint 10 does not reach
+    # the logged S_11.
+    manifest = str(tmp_path / "m12.bin")
+    rc, _, err = pot(pot_cli, "open", "make", ck, "--step", 13, "--dataset", os.path.join(forged, "samples"),
+                     "--out", manifest)
+    assert rc == 1 and "re-deriving S_12 from checkpoint 10: step 11" in err, err
+
+
+def test_training_on_other_data_than_committed_is_caught(tmp_path, record_run_bin, pot_cli, honest):
+    # Trained on data set B, committed to data set A (the honest run's
+    # samples): the served samples are A's, the replay diverges.
+    other_data = train(tmp_path / "b", "--model", "transformer", "--optim", "adamw", "--steps", STEPS,
+                       "--data-seed", 8)
+    ck = tmp_path / "ck"
+    # A cheater keeps every state: nothing to re-derive (which would fail).
+    info = record(record_run_bin, other_data, ck, "--samples", os.path.join(honest, "samples"), "--every", 1)
+    rc, res, err = serve_and_verify(pot_cli, other_data, ck, info, 6, samples=os.path.join(honest, "samples"))
+    assert rc == 1 and res["check"] == "replayed_state", res
+
+
+def test_substituted_pre_state_fails_at_pre_state_digest(tmp_path, record_run_bin, pot_cli, honest, other):
+    ck = tmp_path / "ck"
+    info = record(record_run_bin, honest, ck)
+    t = 10
+    manifest = str(tmp_path / "m.bin")
+    rc, served, err = pot(pot_cli, "open", "make", ck, "--step", t, "--dataset", os.path.join(honest, "samples"),
+                          "--out", manifest, "--json")
+    assert rc == 0, err
+    pretrained = os.path.join(other, "states", f"{2 * STEPS:06d}.safetensors")
+    rc, res, err = pot(pot_cli, "verify", manifest, "--step", t, "--commitment", ck / "commitment.bin",
+                       "--spec", os.path.join(honest, "spec.json"), "--program", os.path.join(honest, "program.pt"),
+                       "--root", info["root"], "--size", info["size"], "--pre-state", pretrained, "--json")
+    assert rc == 1 and res["check"] == "pre_state_digest" and not res["replayed"], res
+
+
+def test_corrupted_checkpoint_is_not_served(tmp_path, record_run_bin, pot_cli, honest):
+    ck = tmp_path / "ck"
+    record(record_run_bin, honest, ck)
+    path = str(ck / "checkpoints" / f"{EVERY:012d}.safetensors")
+    state = potstate.read_safetensors(path)
+    state["param/net.ln_f.bias"] = state["param/net.ln_f.bias"] + 1
+    potstate.write_safetensors(path, state)
+    rc, _, err = pot(pot_cli, "checkpoints", "state", ck, "--step", EVERY + 2, "--dataset",
+                     os.path.join(honest, "samples"))
+    assert rc == 1 and "does not digest to the state the log records" in err, err
+
+
+def test_recorder_refuses_misuse(tmp_path, record_run_bin, honest):
+    ck = tmp_path / "ck"
+    record(record_run_bin, honest, ck)
+    # The directory already holds a run.
+    p = subprocess.run([record_run_bin, honest, str(ck)], capture_output=True, text=True)
+    assert p.returncode == 3 and json.loads(p.stdout)["error"] == "POT_E_CONFLICT"
+    # A program that is not the spec's.
+    bad = str(tmp_path / "bad")
+    shutil.copytree(honest, bad)
+    with open(os.path.join(bad, "program.pt"), "ab") as f:
+        f.write(b"\0")
+    p = subprocess.run([record_run_bin, bad, str(tmp_path / "ck2")], capture_output=True, text=True)
+    assert p.returncode == 3 and json.loads(p.stdout)["error"] == "POT_E_PROOF_MISMATCH"
