@@ -11,6 +11,7 @@
 // one JSON object per step and a summary line; exit 0 when every step
 // matched, 1 when some did not, 2 on a usage error, 3 when a call failed
 // (the JSON names the status).
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -142,8 +143,10 @@ int main(int argc, char **argv) {
       const std::string post = state_path(run + "/states", t);
       const double next_lr = read_lr(post);
       pot_replay_result r;
+      const auto t0 = std::chrono::steady_clock::now();
       const pot_status s = pot_replay_step(&r, replay, state_path(pre_dir, t - 1).c_str(), entry.data, entry.len,
                                            ptrs.data(), lens.data(), ptrs.size(), next_lr, nullptr, &err);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       pot_bytes_free(&entry);
       check(s, err);
       pot_digest expected;
@@ -180,7 +183,8 @@ int main(int argc, char **argv) {
                              {"committed_update_norm", honest_norm},
                              {"norm_bucket", r.norm_bucket},
                              {"committed_norm_bucket", honest_bucket},
-                             {"bucket_match", bucket_ok}};
+                             {"bucket_match", bucket_ok},
+                             {"replay_seconds", seconds}};
       std::cout << line.dump() << "\n";
       (digest_ok && loss_ok ? matched : mismatched) += 1;
     }

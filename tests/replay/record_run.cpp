@@ -10,6 +10,7 @@
 // miner that trains on other data than it commits to). Prints one JSON
 // object: run_id, root, size, seeds (per step, from begin_step). Exit 0, or
 // 3 with {"error": status, "message": ...}.
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -166,7 +167,7 @@ int main(int argc, char **argv) {
     check(sc, err);
 
     // Training, as the recorder sees it.
-    nlohmann::json seeds = nlohmann::json::array();
+    nlohmann::json seeds = nlohmann::json::array(), end_seconds = nlohmann::json::array();
     for (uint64_t t = 1; t <= steps; ++t) {
       uint64_t seed = 0;
       check(pot_recorder_begin_step(&seed, rec, t, &err), err);
@@ -177,7 +178,9 @@ int main(int argc, char **argv) {
       const uint64_t bits = std::stoull(meta.at("loss_bits").at(t - 1).get<std::string>(), nullptr, 16);
       double loss;
       std::memcpy(&loss, &bits, 8);
+      const auto t0 = std::chrono::steady_clock::now();
       const pot_status se = pot_recorder_end_step(nullptr, rec, w, loss, &err);
+      end_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       pot_safetensors_writer_free(w);
       pot_safetensors_free(st);
       check(se, err);
@@ -186,7 +189,7 @@ int main(int argc, char **argv) {
     check(pot_recorder_finish(&root, rec, &err), err);
     check(pot_commitment_run_id(&run_id, commitment, &err), err);
     std::cout << nlohmann::json({{"run_id", hex(run_id)}, {"root", hex(root)}, {"size", pot_recorder_size(rec)},
-                                 {"seeds", seeds}})
+                                 {"seeds", seeds}, {"end_step_seconds", end_seconds}})
                      .dump()
               << "\n";
   } catch (const Failure &f) {
