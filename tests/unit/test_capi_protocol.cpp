@@ -427,3 +427,41 @@ TEST(CApiProtocol, LedgerThroughJsonCalls) {
   pot_ledger_free(l);
   pot_ledger_free(back);
 }
+
+TEST(CApiProtocol, ReplayAvailabilityMatchesTheBuild) {
+  pot_spec *spec = nullptr;
+  ASSERT_EQ(pot_spec_from_json(&spec, kSpec, nullptr), POT_OK);
+  pot_replay *r = nullptr;
+  pot_error *err = nullptr;
+  const pot_status s = pot_replay_new(&r, spec, "/nonexistent/program.pt", &err);
+  ASSERT_NE(err, nullptr);
+  if (pot_replay_available()) {
+    EXPECT_EQ(s, POT_E_IO) << pot_error_message(err);
+  } else {
+    // Without LibTorch the whole replay API is present and refuses clearly.
+    EXPECT_EQ(s, POT_E_UNSUPPORTED);
+    EXPECT_NE(std::string(pot_error_message(err)).find("POT_WITH_TORCH=OFF"), std::string::npos);
+    pot_recorder *rec = nullptr;
+    pot_error *e2 = nullptr;
+    EXPECT_EQ(pot_recorder_new(&rec, "/tmp/x", spec, "/tmp/p.pt", 5, &e2), POT_E_UNSUPPORTED);
+    pot_error_free(e2);
+    pot_checkpoints *ck = nullptr;
+    EXPECT_EQ(pot_checkpoints_open(&ck, "/tmp/x", &e2), POT_E_UNSUPPORTED);
+    pot_error_free(e2);
+  }
+  EXPECT_EQ(r, nullptr);
+  pot_error_free(err);
+  // The program digest needs no LibTorch: tagged("pot/v1/program", bytes).
+  const std::string path = ::testing::TempDir() + "/program.bin";
+  { std::ofstream(path, std::ios::binary) << "abc"; }
+  pot_digest d;
+  ASSERT_EQ(pot_program_digest_file(&d, path.c_str(), nullptr), POT_OK);
+  // SHA-256(0x0e || "pot/v1/program" || "abc"), computed independently.
+  EXPECT_EQ(hex(d), "fdfe6bb1377b889ae8fb1ccec3a96526a75d1aa9acafb8fa67f4a12a67461824");
+  EXPECT_EQ(pot_program_digest_file(&d, "/nonexistent/x", nullptr), POT_E_IO);
+  // The new status has its name.
+  EXPECT_STREQ(pot_status_name(POT_E_NONFINITE), "POT_E_NONFINITE");
+  EXPECT_STREQ(pot_opening_check_name(POT_CHECK_REPLAYED_STATE), "replayed_state");
+  EXPECT_STREQ(pot_opening_check_name(static_cast<pot_opening_check>(24)), "unknown");
+  pot_spec_free(spec);
+}

@@ -3,6 +3,8 @@
 // every check made to fail by its own tampering.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <fstream>
 
 #include "commit/dataset.h"
@@ -210,7 +212,7 @@ TEST(Opening, ManifestDecodingIsStrictAndBounded) {
   TinyRun run;
   const Bytes b = run.open(3).encode();
   Bytes extra = b;
-  extra.push_back(0x70);  // field 14, varint 1: unknown
+  extra.push_back(0x78);  // field 15, varint 1: unknown
   extra.push_back(1);
   EXPECT_EQ(test::status_of([&] { commit::OpeningManifest::decode(extra); }), Status::kMalformed);
   EXPECT_EQ(test::status_of([&] { commit::OpeningManifest::decode(ByteView(b).first(b.size() - 1)); }),
@@ -218,4 +220,26 @@ TEST(Opening, ManifestDecodingIsStrictAndBounded) {
   commit::OpeningManifest m = run.open(3);
   m.pre_state_ref = std::string(5000, 'x');
   EXPECT_EQ(test::status_of([&] { m.encode(); }), Status::kLimit);
+}
+
+TEST(Opening, NextLearningRateIsCarriedCanonically) {
+  TinyRun run;
+  commit::OpeningManifest m = run.open(3);
+  const Bytes without = m.encode();
+  m.next_lr = 0.000375;
+  const Bytes with = m.encode();
+  // Field 14, wire type 1 (64-bit), then the 8 little-endian bytes; 0 is
+  // the default and is omitted, so manifests without a scheduler's value
+  // keep their encoding.
+  ASSERT_EQ(with.size(), without.size() + 9);
+  EXPECT_EQ(commit::OpeningManifest::decode(with).next_lr, 0.000375);
+  EXPECT_EQ(commit::OpeningManifest::decode(without).next_lr, 0.0);
+  for (double bad : {-1.0, -0.0, std::nan(""), static_cast<double>(INFINITY)}) {
+    m.next_lr = bad;
+    EXPECT_EQ(test::status_of([&] { m.encode(); }), Status::kMalformed) << bad;
+  }
+  // A negative value smuggled into the bytes is refused on decoding too.
+  Bytes neg = with;
+  neg[neg.size() - 1] |= 0x80;  // the sign bit of the little-endian double
+  EXPECT_EQ(test::status_of([&] { commit::OpeningManifest::decode(neg); }), Status::kMalformed);
 }
