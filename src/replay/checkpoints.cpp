@@ -404,8 +404,9 @@ std::string CheckpointStore::state_path(uint64_t t, const std::string &dataset_d
   while (c > 0 && !fs::exists(numbered(m.dir, "checkpoints", c))) --c;
   const std::string base = numbered(m.dir, "checkpoints", c);
   auto file = hash::SafetensorsFile::open(base);
-  const hash::Digest want = c == 0 ? (m.commitment ? m.commitment->initial_state_digest : file->digest(0))
-                                   : m.steps[c - 1].state_digest;
+  if (c == 0 && !m.commitment)
+    fail(Status::kState, "re-deriving S_{} needs the commitment (set_commitment), which binds S_0", t);
+  const hash::Digest want = c == 0 ? m.commitment->initial_state_digest : m.steps[c - 1].state_digest;
   if (file->digest(0) != want)
     fail(Status::kProofMismatch, "checkpoint '{}' does not digest to the state the log records", base);
   TensorMap state = load_state(*file);
