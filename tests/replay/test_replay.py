@@ -5,6 +5,7 @@ be wrong, each caught with the right outcome. Run with Debian's
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -364,3 +365,38 @@ def test_recorder_refuses_misuse(tmp_path, record_run_bin, honest):
         f.write(b"\0")
     p = subprocess.run([record_run_bin, bad, str(tmp_path / "ck2")], capture_output=True, text=True)
     assert p.returncode == 3 and json.loads(p.stdout)["error"] == "POT_E_PROOF_MISMATCH"
+
+
+def test_pot_replay_cli_reproduces_a_step(tmp_path, pot_cli, honest):
+    meta = json.load(open(os.path.join(honest, "run.json")))
+    t = 7
+    rc, sched, err = pot(pot_cli, "commit", "schedule", "--dataset-size", meta["dataset_size"], "--entries",
+                         os.path.join(honest, "schedule.json"), "--prove", t, "--json")
+    assert rc == 0, err
+    indices = [i for mb in json.load(open(os.path.join(honest, "schedule.json")))[t - 1] for i in mb]
+    samples = [os.path.join(honest, "samples", f"{i:06d}.safetensors") for i in indices]
+    post = potstate.read_safetensors(os.path.join(honest, "states", f"{t:06d}.safetensors"))
+    out = str(tmp_path / "s7.safetensors")
+    rc, res, err = pot(pot_cli, "replay", "--spec", os.path.join(honest, "spec.json"), "--program",
+                       os.path.join(honest, "program.pt"), "--pre-state",
+                       os.path.join(honest, "states", f"{t - 1:06d}.safetensors"), "--entry", sched["leaf"],
+                       "--sample", *samples, "--next-lr", repr(post["hparam/lr"].item()), "--out", out, "--json")
+    assert rc == 0, err
+    want = subprocess.run([pot_cli, "hash", "state", os.path.join(honest, "states", f"{t:06d}.safetensors")],
+                          capture_output=True, text=True).stdout.strip()
+    assert res["state_digest"] == want
+    got = subprocess.run([pot_cli, "hash", "state", out], capture_output=True, text=True).stdout.strip()
+    assert got == want
+    assert struct.pack(">d", res["loss"]).hex() == meta["loss_bits"][t - 1]
+    # Samples in another order are another batch: the bits change.
+    rc, res2, err = pot(pot_cli, "replay", "--spec", os.path.join(honest, "spec.json"), "--program",
+                        os.path.join(honest, "program.pt"), "--pre-state",
+                        os.path.join(honest, "states", f"{t - 1:06d}.safetensors"), "--entry", sched["leaf"],
+                        "--sample", *reversed(samples), "--next-lr", repr(post["hparam/lr"].item()), "--json")
+    assert rc == 0 and res2["state_digest"] != want
+    # Too few samples for the entry.
+    rc, _, err = pot(pot_cli, "replay", "--spec", os.path.join(honest, "spec.json"), "--program",
+                     os.path.join(honest, "program.pt"), "--pre-state",
+                     os.path.join(honest, "states", f"{t - 1:06d}.safetensors"), "--entry", sched["leaf"],
+                     "--sample", *samples[:-1], "--next-lr", "0.001")
+    assert rc == 2 and "samples given" in err, err
