@@ -24,41 +24,15 @@
 #include <nlohmann/json.hpp>
 
 #include "pot.h"
+#include "run_util.h"
+
+using pot_test::check;
+using pot_test::Failure;
+using pot_test::hex;
+using pot_test::numbered;
+using pot_test::read_text;
 
 namespace {
-
-std::string read_text(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string state_path(const std::string &dir, uint64_t t) {
-  char name[32];
-  std::snprintf(name, sizeof name, "/%06" PRIu64 ".safetensors", t);
-  return dir + name;
-}
-
-std::string hex(const pot_digest &d) {
-  char buf[2 * POT_DIGEST_SIZE + 1];
-  pot_digest_to_hex(buf, &d, nullptr);
-  return buf;
-}
-
-struct Failure {
-  pot_status status;
-  std::string message;
-};
-
-void check(pot_status s, pot_error *&err) {
-  if (s == POT_OK) return;
-  Failure f{s, err ? pot_error_message(err) : ""};
-  pot_error_free(err);
-  err = nullptr;
-  throw f;
-}
 
 double read_lr(const std::string &path) {
   pot_safetensors *f = nullptr;
@@ -133,18 +107,18 @@ int main(int argc, char **argv) {
                                       dataset_size, &err),
             err);
       std::vector<std::string> payloads;
-      for (uint64_t i : indices) payloads.push_back(read_text(state_path(samples_dir, i)));
+      for (uint64_t i : indices) payloads.push_back(read_text(numbered(samples_dir, i)));
       std::vector<const uint8_t *> ptrs;
       std::vector<size_t> lens;
       for (const std::string &p : payloads) {
         ptrs.push_back(reinterpret_cast<const uint8_t *>(p.data()));
         lens.push_back(p.size());
       }
-      const std::string post = state_path(run + "/states", t);
+      const std::string post = numbered(run + "/states", t);
       const double next_lr = read_lr(post);
       pot_replay_result r;
       const auto t0 = std::chrono::steady_clock::now();
-      const pot_status s = pot_replay_step(&r, replay, state_path(pre_dir, t - 1).c_str(), entry.data, entry.len,
+      const pot_status s = pot_replay_step(&r, replay, numbered(pre_dir, t - 1).c_str(), entry.data, entry.len,
                                            ptrs.data(), lens.data(), ptrs.size(), next_lr, nullptr, &err);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       pot_bytes_free(&entry);
@@ -162,7 +136,7 @@ int main(int argc, char **argv) {
       // cross-architecture comparison).
       pot_safetensors *a = nullptr, *b = nullptr;
       double honest_norm = 0;
-      check(pot_safetensors_open(&a, state_path(run + "/states", t - 1).c_str(), &err), err);
+      check(pot_safetensors_open(&a, numbered(run + "/states", t - 1).c_str(), &err), err);
       check(pot_safetensors_open(&b, post.c_str(), &err), err);
       const pot_status ns = pot_update_norm(&honest_norm, a, b, "param/", &err);
       pot_safetensors_free(a);

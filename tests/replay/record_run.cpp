@@ -23,41 +23,15 @@
 #include <nlohmann/json.hpp>
 
 #include "pot.h"
+#include "run_util.h"
+
+using pot_test::check;
+using pot_test::Failure;
+using pot_test::hex;
+using pot_test::numbered;
+using pot_test::read_text;
 
 namespace {
-
-struct Failure {
-  pot_status status;
-  std::string message;
-};
-
-void check(pot_status s, pot_error *&err) {
-  if (s == POT_OK) return;
-  Failure f{s, err ? pot_error_message(err) : ""};
-  pot_error_free(err);
-  err = nullptr;
-  throw f;
-}
-
-std::string read_text(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Failure{POT_E_IO, "cannot read " + path};
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string numbered(const std::string &dir, uint64_t t) {
-  char name[32];
-  std::snprintf(name, sizeof name, "/%06" PRIu64 ".safetensors", t);
-  return dir + name;
-}
-
-std::string hex(const pot_digest &d) {
-  char buf[2 * POT_DIGEST_SIZE + 1];
-  pot_digest_to_hex(buf, &d, nullptr);
-  return buf;
-}
 
 // A writer holding every tensor of an opened file (borrowed from its map).
 pot_safetensors_writer *writer_of(const pot_safetensors *f) {
