@@ -882,7 +882,9 @@ typedef struct pot_verify_result {
  * Returns POT_OK when the step verified. Otherwise the status of the first
  * failed check (POT_E_PROOF_MISMATCH for a replay that differs), an error
  * naming it, and, unlike other outputs, *out filled with out->check set to
- * that check and the replay's values when it ran. */
+ * that check and the replay's values when it ran. Misuse detected before any
+ * check runs (a NULL argument, a bad mode, NORM_BUCKET without
+ * post_state_path, a build without LibTorch) leaves *out untouched. */
 POT_API pot_status pot_verify_step(pot_verify_result *out, const pot_commitment *commitment,
                                    const pot_spec *spec, const char *program_path,
                                    uint64_t challenged_step, uint64_t log_size,
@@ -916,7 +918,8 @@ POT_API pot_status pot_recorder_set_commitment(pot_recorder *recorder, const pot
  * seed policy to LibTorch's default CPU generator of this process: per_step
  * seeds it (and returns the seed in *seed, so a trainer with its own torch
  * can call torch.manual_seed(seed) too); single_seed restores S_{t-1}'s
- * rng/cpu; *seed is 0 for those. */
+ * rng/cpu; *seed is 0 for those. Takes the lock every pot replay holds, so
+ * it never reseeds in the middle of a replay on another thread. */
 POT_API pot_status pot_recorder_begin_step(uint64_t *seed, pot_recorder *recorder, uint64_t step,
                                            pot_error **err);
 /* Ends the step begun: S_t (with hparam/lr, and rng/cpu under single_seed)
@@ -924,7 +927,8 @@ POT_API pot_status pot_recorder_begin_step(uint64_t *seed, pot_recorder *recorde
 POT_API pot_status pot_recorder_end_step(pot_digest *state_digest, pot_recorder *recorder,
                                          const pot_safetensors_writer *state, double loss,
                                          pot_error **err);
-/* Number of steps recorded; 0 for NULL. */
+/* Number of steps recorded; 0 for NULL (and in a build without LibTorch,
+ * where no recorder can exist). */
 POT_API uint64_t pot_recorder_size(const pot_recorder *recorder);
 /* Root of the log's first `size` leaves (to post on chain). */
 POT_API pot_status pot_recorder_root(pot_digest *out, const pot_recorder *recorder, uint64_t size,
@@ -942,7 +946,7 @@ typedef struct pot_checkpoints pot_checkpoints;
 
 POT_API pot_status pot_checkpoints_open(pot_checkpoints **out, const char *dir, pot_error **err);
 POT_API void pot_checkpoints_free(pot_checkpoints *checkpoints);
-/* Steps recorded; 0 for NULL. */
+/* Steps recorded; 0 for NULL (and in a build without LibTorch). */
 POT_API uint64_t pot_checkpoints_size(const pot_checkpoints *checkpoints);
 /* Path (NUL-terminated in out->data) of a file holding S_step, re-deriving
  * it from the nearest checkpoint before it when needed with the samples of

@@ -9,7 +9,8 @@
 //     at them, or errors.Is against the sentinels (ErrProofMismatch,
 //     ErrProofLength, ...), which compare the code only.
 //   - Handles (State, Safetensors, Log, Tree, Spec, Commitment, Opening,
-//     Verdict, Ledger, ...) are Go values owning one C handle. Call Close
+//     Verdict, Ledger, Replay, Recorder, Checkpoints, ...) are Go values
+//     owning one C handle. Call Close
 //     when done; a finalizer frees a forgotten handle, but only as a safety
 //     net. A method called after Close returns an *Error with code
 //     StatusState (accessors without an error result return zero values).
@@ -34,6 +35,15 @@
 // result (Version, LoadedABIVersion, the constant and name accessors,
 // NormBucketsMatch) still call the library. This lets a program report the
 // mismatch instead of crashing at start-up.
+//
+// # Replay
+//
+// Replay, VerifyStep, Recorder and Checkpoints need a libpot built with
+// LibTorch (ReplayAvailable); without it they return an *Error with code
+// StatusUnsupported. A replay changes process-wide LibTorch state, so
+// libpot runs replays one at a time, and Recorder.BeginStep seeds the
+// process's default CPU generator: do not begin a step while another
+// goroutine replays.
 //
 // docs/PROTOCOL.md in the pot repository defines every digest, leaf and
 // proof byte for byte; the doc comments here say which section applies.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 
 	pot "github.com/pot-sdk/pot/bindings/go"
 )
@@ -116,4 +118,58 @@ func ExampleLedger_Apply() {
 	fmt.Println(errors.Is(err, pot.ErrNotFound))
 	// Output:
 	// true
+}
+
+// The model program digest a spec carries (PROTOCOL.md section 21.2).
+func ExampleProgramDigestFile() {
+	dir, err := os.MkdirTemp("", "pot-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "model.pt")
+	if err := os.WriteFile(path, []byte("abc"), 0o644); err != nil {
+		panic(err)
+	}
+	d, err := pot.ProgramDigestFile(path)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(d)
+	// Output:
+	// fdfe6bb1377b889ae8fb1ccec3a96526a75d1aa9acafb8fa67f4a12a67461824
+}
+
+// The miner serves the opening of a challenged step from its recorder's
+// checkpoint directory; the verifier replays it (PROTOCOL.md section 21.5).
+func ExampleVerifyStep() {
+	var (
+		spec       *pot.Spec       // SpecFromJSON of the run's spec
+		commitment *pot.Commitment // DecodeCommitment of ck/commitment.bin
+		root       pot.Digest      // the posted log root
+		size       uint64          // ... of size leaves
+		step       uint64          // the challenged step
+	)
+	// Miner.
+	ck, err := pot.OpenCheckpoints("ck")
+	if err != nil {
+		panic(err) // StatusUnsupported: libpot without LibTorch
+	}
+	defer ck.Close()
+	manifest, err := ck.Opening(step, size, "samples", false)
+	if err != nil {
+		panic(err)
+	}
+	pre, _, err := ck.StatePath(step-1, "samples") // the file the manifest names
+	if err != nil {
+		panic(err)
+	}
+	// Verifier.
+	res, err := pot.VerifyStep(commitment, spec, "program.pt", step, size, root, manifest, pre, "",
+		pot.VerifyBitwise, 0)
+	if err != nil {
+		fmt.Printf("step %d rejected at %v: %v\n", step, res.Check, err)
+		return
+	}
+	fmt.Printf("step %d verified: replayed state %s\n", step, res.Replay.PostStateDigest)
 }

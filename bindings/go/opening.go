@@ -12,8 +12,9 @@ import (
 	"sync"
 )
 
-// OpeningCheck names one check of VerifyOpening (pot_opening_check), in
-// the order they run (PROTOCOL.md section 18). Values are frozen.
+// OpeningCheck names one check of VerifyOpening and VerifyStep
+// (pot_opening_check), in the order they run (PROTOCOL.md sections 18 and
+// 21.5). Values are frozen.
 type OpeningCheck uint32
 
 // The checks of pot.h.
@@ -36,6 +37,13 @@ const (
 	CheckSampleProof       OpeningCheck = C.POT_CHECK_SAMPLE_PROOF        // each sample digest is in the committed dataset
 	CheckPreStateDigest    OpeningCheck = C.POT_CHECK_PRE_STATE_DIGEST    // the served S_{t-1} digests to the pre-state digest
 	CheckPostStateDigest   OpeningCheck = C.POT_CHECK_POST_STATE_DIGEST   // the served S_t digests to leaf t's state digest
+	// VerifyStep only, after the checks above (PROTOCOL.md section 21.5):
+	CheckSpec           OpeningCheck = C.POT_CHECK_SPEC            // the spec is the commitment's
+	CheckProgram        OpeningCheck = C.POT_CHECK_PROGRAM         // the model program is the spec's (and loads)
+	CheckReplay         OpeningCheck = C.POT_CHECK_REPLAY          // the step replays (the message says why not)
+	CheckReplayedState  OpeningCheck = C.POT_CHECK_REPLAYED_STATE  // bitwise: the replayed S_t is leaf t's state
+	CheckReplayedLoss   OpeningCheck = C.POT_CHECK_REPLAYED_LOSS   // bitwise: the replayed loss has leaf t's bits
+	CheckReplayedBucket OpeningCheck = C.POT_CHECK_REPLAYED_BUCKET // norm bucket: the replayed update's bucket matches the served states'
 )
 
 // String returns the stable lower-case name of the check
@@ -137,6 +145,21 @@ func (o *Opening) AddSample(index uint64, payload, proof []byte) error {
 	var cerr *C.pot_error
 	st := C.pot_opening_add_sample(o.p, C.uint64_t(index), bytesPtr(payload), C.size_t(len(payload)), bytesPtr(proof),
 		C.size_t(len(proof)), &cerr)
+	runtime.KeepAlive(o)
+	return toError(st, cerr)
+}
+
+// SetNextLR records the learning rate S_t holds for step t+1 (its
+// hparam/lr tensor), which the replay writes into the replayed S_t.
+// StatusInvalidArgument unless finite and >= +0.
+func (o *Opening) SetNextLR(nextLR float64) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.p == nil {
+		return closedError("Opening")
+	}
+	var cerr *C.pot_error
+	st := C.pot_opening_set_next_lr(o.p, C.double(nextLR), &cerr)
 	runtime.KeepAlive(o)
 	return toError(st, cerr)
 }

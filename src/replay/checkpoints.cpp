@@ -236,6 +236,7 @@ uint64_t Recorder::begin_step(uint64_t t) {
   if (m.commitment && t > m.commitment->declared_steps)
     fail(Status::kOutOfRange, "begin_step({}): the commitment declares {} steps", t, m.commitment->declared_steps);
   uint64_t seed = 0;
+  std::lock_guard<std::mutex> lock(torch_state_mutex());
   auto gen = at::detail::getDefaultCPUGenerator();
   if (m.spec.seed_policy == commit::SeedPolicyKind::kPerStep) {
     seed = commit::derive_seed(m.spec.seed, t);

@@ -108,13 +108,6 @@ class ThreadsGuard {
   int old_;
 };
 
-// Every replay changes process-wide LibTorch state (the default generator,
-// the thread count, the graph executor mode): one at a time.
-std::mutex &replay_mutex() {
-  static std::mutex m;
-  return m;
-}
-
 double scalar_f64(const TensorMap &state, std::string_view name) {
   const at::Tensor &t = need(state, std::string(name), at::kDouble, {});
   return t.item<double>();
@@ -281,6 +274,11 @@ std::unique_ptr<Program> Program::load(const std::string &path, const hash::Dige
   return p;
 }
 
+std::mutex &torch_state_mutex() {
+  static std::mutex m;
+  return m;
+}
+
 TensorMap load_state(const hash::SafetensorsFile &file) {
   TensorMap state;
   for (size_t i = 0; i < file.size(); ++i)
@@ -335,7 +333,9 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
   if (!std::isfinite(lr) || lr < 0)
     fail(Status::kInvalidArgument, "pre-state: hparam/lr = {}: must be finite and >= 0", lr);
 
-  std::lock_guard<std::mutex> lock(replay_mutex());
+  // Every replay changes process-wide LibTorch state (the default generator,
+  // the thread count, the graph executor mode): one at a time.
+  std::lock_guard<std::mutex> lock(torch_state_mutex());
   torch::jit::GraphOptimizerEnabledGuard no_jit_opt(false);  // run the ops eager PyTorch runs
   ThreadsGuard threads(static_cast<int>(options.intra_op_threads ? options.intra_op_threads : spec.intra_op_threads));
   at::AutoGradMode grad_mode(true);

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,6 +58,11 @@ class Program {
   std::vector<std::pair<std::string, at::Tensor>> params_;
   std::vector<std::pair<std::string, at::Tensor>> buffers_;
 };
+
+// Held while pot changes process-wide LibTorch state (the default CPU
+// generator, the intra-op thread count): by every replay and by the
+// recorder's begin_step, so neither disturbs the other.
+std::mutex &torch_state_mutex();
 
 // Copies every tensor of a safetensors state into owned CPU tensors.
 TensorMap load_state(const hash::SafetensorsFile &file);

@@ -38,7 +38,15 @@
 //! [`Safetensors`], [`Spec`], [`Commitment`] (immutable) and [`Tree`] (its
 //! `&self` methods are the reads pot.h allows on several threads at once;
 //! appending and flushing take `&mut self`). Functions without a handle are
-//! thread-safe.
+//! thread-safe; replays ([`Replay::step`], [`verify_step`], re-derivations
+//! of [`Checkpoints`]) change process-wide LibTorch state, so libpot runs
+//! them one at a time.
+//!
+//! # Replay
+//!
+//! The [`replay`] and [`recorder`] modules need a libpot built with
+//! LibTorch ([`replay::available`]); without it their constructors and
+//! [`verify_step`] fail with [`ErrorKind::Unsupported`].
 #![deny(missing_docs)]
 #![warn(rustdoc::broken_intra_doc_links)]
 
@@ -53,6 +61,8 @@ pub mod losscheck;
 pub mod merkle;
 pub mod opening;
 pub mod protocol;
+pub mod recorder;
+pub mod replay;
 pub mod safetensors;
 pub mod spec;
 pub mod witness;
@@ -66,6 +76,8 @@ pub use losscheck::{LossCheckParam, LossCheckParams, LossFlag, LossFlagKind};
 pub use merkle::{Log, Tree};
 pub use opening::{Opening, OpeningCheck, OpeningFailure, verify_opening};
 pub use protocol::StepLeaf;
+pub use recorder::{Checkpoints, Recorder};
+pub use replay::{Replay, ReplayResult, StepFailure, StepVerification, VerifyMode, program_digest_file, verify_step};
 pub use safetensors::{Safetensors, SafetensorsWriter, TensorView};
 pub use spec::{SeedPolicy, Spec};
 pub use witness::{Decision, Verdict, VerdictOutcome, WitnessMode};

@@ -139,6 +139,23 @@ impl Opening {
         })
     }
 
+    /// The learning rate `S_t` records for step `t+1` (its `hparam/lr`
+    /// tensor), which the replay writes into the replayed `S_t`.
+    ///
+    /// # Errors
+    /// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) unless finite
+    /// and `>= +0`.
+    ///
+    /// ```
+    /// # let mut o = pot::Opening::new(&pot::Digest::new([1; 32]), 2, 2, &pot::Digest::default())?;
+    /// o.set_next_lr(7.5e-4)?;
+    /// assert_eq!(o.set_next_lr(f64::NAN).unwrap_err().kind(), pot::ErrorKind::InvalidArgument);
+    /// # Ok::<(), pot::Error>(())
+    /// ```
+    pub fn set_next_lr(&mut self, next_lr: f64) -> Result<()> {
+        call(|err| unsafe { sys::pot_opening_set_next_lr(self.raw.as_ptr(), next_lr, err) })
+    }
+
     /// Where the state files are served (paths or URIs; `None` for none).
     ///
     /// ```
@@ -192,8 +209,9 @@ impl fmt::Debug for Opening {
     }
 }
 
-/// A check of [`verify_opening`] (`pot_opening_check`), in the order they
-/// run. Displays as its stable lower-case name (`pot_opening_check_name`).
+/// A check of [`verify_opening`] and [`verify_step`](crate::verify_step)
+/// (`pot_opening_check`), in the order they run (sections 18 and 21.5).
+/// Displays as its stable lower-case name (`pot_opening_check_name`).
 ///
 /// ```
 /// assert_eq!(pot::OpeningCheck::PostLeafProof.to_string(), "post_leaf_proof");
@@ -237,11 +255,28 @@ pub enum OpeningCheck {
     PreStateDigest,
     /// The served post-state file digests to leaf `t`'s digest.
     PostStateDigest,
+    /// [`verify_step`](crate::verify_step) only: the spec is the commitment's.
+    Spec,
+    /// [`verify_step`](crate::verify_step) only: the model program is the
+    /// spec's (and LibTorch loads it).
+    Program,
+    /// [`verify_step`](crate::verify_step) only: the step replays (the
+    /// message says why not).
+    Replay,
+    /// [`verify_step`](crate::verify_step) only, bitwise: the replayed `S_t`
+    /// digests to leaf `t`'s state digest.
+    ReplayedState,
+    /// [`verify_step`](crate::verify_step) only, bitwise: the replayed loss
+    /// has leaf `t`'s bits.
+    ReplayedLoss,
+    /// [`verify_step`](crate::verify_step) only, norm bucket: the replayed
+    /// update's bucket matches the served states'.
+    ReplayedBucket,
     /// A check this crate does not know (appended by a later libpot).
     Other(u32),
 }
 
-const CHECKS: [OpeningCheck; 17] = [
+const CHECKS: [OpeningCheck; 23] = [
     OpeningCheck::Manifest,
     OpeningCheck::RunId,
     OpeningCheck::Step,
@@ -259,6 +294,12 @@ const CHECKS: [OpeningCheck; 17] = [
     OpeningCheck::SampleProof,
     OpeningCheck::PreStateDigest,
     OpeningCheck::PostStateDigest,
+    OpeningCheck::Spec,
+    OpeningCheck::Program,
+    OpeningCheck::Replay,
+    OpeningCheck::ReplayedState,
+    OpeningCheck::ReplayedLoss,
+    OpeningCheck::ReplayedBucket,
 ];
 
 impl OpeningCheck {
@@ -266,6 +307,7 @@ impl OpeningCheck {
     ///
     /// ```
     /// assert_eq!(pot::OpeningCheck::from_raw(17), Some(pot::OpeningCheck::PostStateDigest));
+    /// assert_eq!(pot::OpeningCheck::from_raw(21), Some(pot::OpeningCheck::ReplayedState));
     /// assert_eq!(pot::OpeningCheck::from_raw(99), Some(pot::OpeningCheck::Other(99)));
     /// ```
     pub fn from_raw(raw: u32) -> Option<OpeningCheck> {
@@ -420,7 +462,24 @@ mod tests {
         assert_eq!(OpeningCheck::Manifest.raw(), sys::pot_opening_check::POT_CHECK_MANIFEST.0);
         assert_eq!(OpeningCheck::PostStateDigest.raw(), sys::pot_opening_check::POT_CHECK_POST_STATE_DIGEST.0);
         assert_eq!(OpeningCheck::SampleCount.raw(), sys::pot_opening_check::POT_CHECK_SAMPLE_COUNT.0);
-        for raw in 1..=17 {
+        assert_eq!(OpeningCheck::Spec.raw(), sys::pot_opening_check::POT_CHECK_SPEC.0);
+        assert_eq!(OpeningCheck::Program.raw(), sys::pot_opening_check::POT_CHECK_PROGRAM.0);
+        assert_eq!(OpeningCheck::Replay.raw(), sys::pot_opening_check::POT_CHECK_REPLAY.0);
+        assert_eq!(OpeningCheck::ReplayedState.raw(), sys::pot_opening_check::POT_CHECK_REPLAYED_STATE.0);
+        assert_eq!(OpeningCheck::ReplayedLoss.raw(), sys::pot_opening_check::POT_CHECK_REPLAYED_LOSS.0);
+        assert_eq!(OpeningCheck::ReplayedBucket.raw(), sys::pot_opening_check::POT_CHECK_REPLAYED_BUCKET.0);
+        for (check, name) in [
+            (OpeningCheck::Spec, "spec"),
+            (OpeningCheck::Program, "program"),
+            (OpeningCheck::Replay, "replay"),
+            (OpeningCheck::ReplayedState, "replayed_state"),
+            (OpeningCheck::ReplayedLoss, "replayed_loss"),
+            (OpeningCheck::ReplayedBucket, "replayed_bucket"),
+        ] {
+            assert_eq!(check.name(), name);
+        }
+        assert_eq!(OpeningCheck::from_raw(24), Some(OpeningCheck::Other(24)));
+        for raw in 1..=23 {
             let c = OpeningCheck::from_raw(raw).unwrap();
             assert_eq!(c.raw(), raw);
             assert_ne!(c.name(), "unknown");

@@ -444,6 +444,10 @@ impl<'a> SafetensorsWriter<'a> {
         let path = path_cstring(path.as_ref())?;
         call(|err| unsafe { sys::pot_safetensors_writer_write(self.raw.as_ptr(), path.as_ptr(), err) })
     }
+
+    pub(crate) fn as_ptr(&self) -> *const sys::pot_safetensors_writer {
+        self.raw.as_ptr()
+    }
 }
 
 impl Drop for SafetensorsWriter<'_> {

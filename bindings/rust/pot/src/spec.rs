@@ -178,6 +178,10 @@ impl Spec {
         // SAFETY: live handle.
         unsafe { sys::pot_spec_norm_bucket_resolution(self.raw.as_ptr()) }
     }
+
+    pub(crate) fn as_ptr(&self) -> *const sys::pot_spec {
+        self.raw.as_ptr()
+    }
 }
 
 impl Drop for Spec {

@@ -1,0 +1,343 @@
+package pot
+
+/*
+#include <stdlib.h>
+#include <pot.h>
+*/
+import "C"
+
+import (
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// Recorder is the trainer-side recorder (pot_recorder, PROTOCOL.md section
+// 21.4): it digests every state, appends the step leaves to the log and
+// keeps every k-th state as a checkpoint in a directory that Checkpoints
+// serves openings from. States are passed as a SafetensorsWriter holding
+// the tensors under the canonical names of section 21.1 (it is only read).
+// It is safe for concurrent use (calls are serialised). All its methods
+// need a libpot built with LibTorch (StatusUnsupported otherwise).
+type Recorder struct {
+	mu sync.Mutex
+	p  *C.pot_recorder
+}
+
+// NewRecorder creates the checkpoint directory dir (StatusConflict when it
+// already holds a run) and copies the program at programPath into it
+// (StatusProofMismatch when its digest is not the spec's). A checkpoint is
+// kept every checkpointEvery steps (>= 1), and of S_0 and the last step.
+func NewRecorder(dir string, spec *Spec, programPath string, checkpointEvery uint64) (*Recorder, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	cdir, err := cString(dir, "directory")
+	if err != nil {
+		return nil, err
+	}
+	defer freeString(cdir)
+	prog, err := cString(programPath, "program path")
+	if err != nil {
+		return nil, err
+	}
+	defer freeString(prog)
+	spec.mu.RLock()
+	defer spec.mu.RUnlock()
+	if spec.p == nil {
+		return nil, closedError("Spec")
+	}
+	var p *C.pot_recorder
+	var cerr *C.pot_error
+	st := C.pot_recorder_new(&p, cdir, spec.p, prog, C.uint64_t(checkpointEvery), &cerr)
+	runtime.KeepAlive(spec)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	r := &Recorder{p: p}
+	runtime.SetFinalizer(r, (*Recorder).Close)
+	return r, nil
+}
+
+// Close frees the recorder (what it wrote stays on disk; call Finish first
+// to flush the log). It is safe to call more than once.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.p != nil {
+		C.pot_recorder_free(r.p)
+		r.p = nil
+		runtime.SetFinalizer(r, nil)
+	}
+	return nil
+}
+
+// withWriter runs call with the recorder's and the writer's C handles,
+// both locked.
+func (r *Recorder) withWriter(w *SafetensorsWriter, call func(*C.pot_safetensors_writer) error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.p == nil {
+		return closedError("Recorder")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.p == nil {
+		return closedError("SafetensorsWriter")
+	}
+	err := call(w.p)
+	runtime.KeepAlive(r)
+	runtime.KeepAlive(w)
+	return err
+}
+
+// Start records S_0 (checkpoint 0) and returns its digest, the
+// commitment's initial_state_digest. StatusState when S_0 is already
+// recorded.
+func (r *Recorder) Start(s0 *SafetensorsWriter) (Digest, error) {
+	var d Digest
+	err := r.withWriter(s0, func(w *C.pot_safetensors_writer) error {
+		var err error
+		d, err = digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+			return C.pot_recorder_start(out, r.p, w, cerr)
+		})
+		return err
+	})
+	return d, err
+}
+
+// SetCommitment records the training commitment and its schedule entries
+// (steps 1..n, in order, as ScheduleEntry.Encode gives them), checked
+// against it (StatusProofMismatch for another spec, initial state or
+// schedule root). Openings need it; call it after Start and before the
+// first step.
+func (r *Recorder) SetCommitment(commitment *Commitment, entries [][]byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.p == nil {
+		return closedError("Recorder")
+	}
+	commitment.mu.RLock()
+	defer commitment.mu.RUnlock()
+	if commitment.p == nil {
+		return closedError("Commitment")
+	}
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	ptrs, lens := pinSlices(&pin, entries)
+	var cerr *C.pot_error
+	st := C.pot_recorder_set_commitment(r.p, commitment.p, unsafe.SliceData(ptrs), unsafe.SliceData(lens),
+		C.size_t(len(entries)), &cerr)
+	runtime.KeepAlive(r)
+	runtime.KeepAlive(commitment)
+	runtime.KeepAlive(entries)
+	return toError(st, cerr)
+}
+
+// BeginStep starts step (the next one; StatusState otherwise) and applies
+// the spec's seed policy to LibTorch's default CPU generator of this
+// process. Under per_step it returns the step's seed, so that a trainer
+// with its own torch can call torch.manual_seed(seed) too; under
+// single_seed (which restores S_{t-1}'s rng/cpu) and none it returns 0.
+func (r *Recorder) BeginStep(step uint64) (uint64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.p == nil {
+		return 0, closedError("Recorder")
+	}
+	var seed C.uint64_t
+	var cerr *C.pot_error
+	st := C.pot_recorder_begin_step(&seed, r.p, C.uint64_t(step), &cerr)
+	runtime.KeepAlive(r)
+	if err := toError(st, cerr); err != nil {
+		return 0, err
+	}
+	return uint64(seed), nil
+}
+
+// EndStep ends the step begun with S_t (holding hparam/lr, and rng/cpu
+// under single_seed) and the step's loss (PROTOCOL.md section 21.3), and
+// returns S_t's digest, the state digest of the step's leaf.
+func (r *Recorder) EndStep(state *SafetensorsWriter, loss float64) (Digest, error) {
+	var d Digest
+	err := r.withWriter(state, func(w *C.pot_safetensors_writer) error {
+		var err error
+		d, err = digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+			return C.pot_recorder_end_step(out, r.p, w, C.double(loss), cerr)
+		})
+		return err
+	})
+	return d, err
+}
+
+// Size returns the number of steps recorded (0 after Close, or without
+// LibTorch).
+func (r *Recorder) Size() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := uint64(C.pot_recorder_size(r.p))
+	runtime.KeepAlive(r)
+	return n
+}
+
+// Root returns the root of the log's first size leaves (what the miner
+// posts on chain). StatusOutOfRange past Size.
+func (r *Recorder) Root(size uint64) (Digest, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.p == nil {
+		return Digest{}, closedError("Recorder")
+	}
+	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_recorder_root(out, r.p, C.uint64_t(size), cerr)
+	})
+	runtime.KeepAlive(r)
+	return d, err
+}
+
+// ConsistencyProof returns the RFC 6962 consistency proof of the log from
+// size1 to size2 leaves (concatenated hashes, for VerifyConsistency).
+func (r *Recorder) ConsistencyProof(size1, size2 uint64) ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.p == nil {
+		return nil, closedError("Recorder")
+	}
+	var out C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_recorder_consistency_proof(&out, r.p, C.uint64_t(size1), C.uint64_t(size2), &cerr)
+	runtime.KeepAlive(r)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	return takeBytes(&out), nil
+}
+
+// Finish flushes the log and returns its root. With a commitment, every
+// declared step must be recorded (StatusState).
+func (r *Recorder) Finish() (Digest, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.p == nil {
+		return Digest{}, closedError("Recorder")
+	}
+	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_recorder_finish(out, r.p, cerr)
+	})
+	runtime.KeepAlive(r)
+	return d, err
+}
+
+// Checkpoints is a recorder's checkpoint directory opened to serve
+// openings (pot_checkpoints, PROTOCOL.md section 21.4). It caches the
+// states it re-derives (in the directory's derived/). It is safe for
+// concurrent use (calls are serialised). It needs a libpot built with
+// LibTorch (StatusUnsupported otherwise).
+type Checkpoints struct {
+	mu sync.Mutex
+	p  *C.pot_checkpoints
+}
+
+// OpenCheckpoints opens the checkpoint directory dir written by a
+// Recorder: StatusNotFound when it holds no run, StatusMalformed when its
+// files disagree.
+func OpenCheckpoints(dir string) (*Checkpoints, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	cdir, err := cString(dir, "directory")
+	if err != nil {
+		return nil, err
+	}
+	defer freeString(cdir)
+	var p *C.pot_checkpoints
+	var cerr *C.pot_error
+	if err := toError(C.pot_checkpoints_open(&p, cdir, &cerr), cerr); err != nil {
+		return nil, err
+	}
+	c := &Checkpoints{p: p}
+	runtime.SetFinalizer(c, (*Checkpoints).Close)
+	return c, nil
+}
+
+// Close frees the handle. It is safe to call more than once.
+func (c *Checkpoints) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.p != nil {
+		C.pot_checkpoints_free(c.p)
+		c.p = nil
+		runtime.SetFinalizer(c, nil)
+	}
+	return nil
+}
+
+// Size returns the number of steps recorded (0 after Close).
+func (c *Checkpoints) Size() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := uint64(C.pot_checkpoints_size(c.p))
+	runtime.KeepAlive(c)
+	return n
+}
+
+// StatePath returns the path of a file holding S_step and the number of
+// steps replayed to make it: 0 when a checkpoint or an earlier
+// re-derivation holds it, else it is re-derived from the nearest
+// checkpoint before it with the samples of datasetDir (one
+// %06d.safetensors file per dataset index), each replayed state checked
+// against the log (StatusProofMismatch).
+func (c *Checkpoints) StatePath(step uint64, datasetDir string) (path string, replayed uint64, err error) {
+	cdir, err := cString(datasetDir, "dataset directory")
+	if err != nil {
+		return "", 0, err
+	}
+	defer freeString(cdir)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.p == nil {
+		return "", 0, closedError("Checkpoints")
+	}
+	var out C.pot_bytes
+	var n C.uint64_t
+	var cerr *C.pot_error
+	st := C.pot_checkpoints_state_path(&out, &n, c.p, C.uint64_t(step), cdir, &cerr)
+	runtime.KeepAlive(c)
+	if err := toError(st, cerr); err != nil {
+		return "", 0, err
+	}
+	return takeString(&out), uint64(n), nil
+}
+
+// Opening returns the opening manifest of step against the log's first
+// logSize leaves, with the samples read from datasetDir (checked against
+// the committed dataset root). Its pre-state reference names the file of
+// S_{step-1} (re-derived when needed; StatePath(step-1, datasetDir) gives
+// the same path) and, when servePostState is true, its post-state
+// reference names S_step (the cross-architecture path; it may cost another
+// re-derivation). StatusState when the recorder had no commitment,
+// StatusOutOfRange for a step outside 1..logSize.
+func (c *Checkpoints) Opening(step, logSize uint64, datasetDir string, servePostState bool) ([]byte, error) {
+	cdir, err := cString(datasetDir, "dataset directory")
+	if err != nil {
+		return nil, err
+	}
+	defer freeString(cdir)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.p == nil {
+		return nil, closedError("Checkpoints")
+	}
+	serve := C.int(0)
+	if servePostState {
+		serve = 1
+	}
+	var out C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_checkpoints_opening(&out, c.p, C.uint64_t(step), C.uint64_t(logSize), cdir, serve, &cerr)
+	runtime.KeepAlive(c)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	return takeBytes(&out), nil
+}

@@ -1,0 +1,331 @@
+package pot
+
+/*
+#include <stdlib.h>
+#include <pot.h>
+*/
+import "C"
+
+import (
+	"errors"
+	"runtime"
+	"strconv"
+	"sync"
+	"unsafe"
+)
+
+// ProgramDigestFile returns the model program digest a spec carries,
+// tagged("pot/v1/program", the file's bytes) (PROTOCOL.md section 21.2).
+// It works in every build of libpot, with or without LibTorch. StatusIO
+// when the file cannot be read.
+func ProgramDigestFile(path string) (Digest, error) {
+	if abiErr != nil {
+		return Digest{}, abiErr
+	}
+	cs, err := cString(path, "program path")
+	if err != nil {
+		return Digest{}, err
+	}
+	defer freeString(cs)
+	return digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_program_digest_file(out, cs, cerr)
+	})
+}
+
+// ReplayAvailable reports whether the loaded libpot was built with the
+// LibTorch replay layer (pot_replay_available). Without it NewReplay,
+// VerifyStep, NewRecorder, OpenCheckpoints and the recorder's methods
+// return an *Error with code StatusUnsupported.
+func ReplayAvailable() bool { return C.pot_replay_available() != 0 }
+
+// pinSlices returns C views of bufs for a `const uint8_t *const *` and a
+// `const size_t *` argument: pointers to the slices' first bytes (nil for
+// an empty slice), pinned with p so that the pointer array may be passed to
+// C (cgo's rules), and the lengths. Unpin p after the call.
+func pinSlices(p *runtime.Pinner, bufs [][]byte) ([]*C.uint8_t, []C.size_t) {
+	ptrs := make([]*C.uint8_t, len(bufs))
+	lens := make([]C.size_t, len(bufs))
+	for i, b := range bufs {
+		if len(b) > 0 {
+			p.Pin(&b[0])
+			ptrs[i] = (*C.uint8_t)(unsafe.Pointer(&b[0]))
+		}
+		lens[i] = C.size_t(len(b))
+	}
+	return ptrs, lens
+}
+
+// Replay is a TorchScript model program loaded and bound to a spec, ready
+// to replay steps (pot_replay, PROTOCOL.md section 21). A replay changes
+// process-wide LibTorch state (the default CPU generator, the intra-op
+// thread count), so libpot runs replays one at a time, even on distinct
+// handles; a replay must not overlap LibTorch work of the program's own in
+// another thread. It is safe for concurrent use (calls are serialised).
+type Replay struct {
+	mu sync.Mutex
+	p  *C.pot_replay
+}
+
+// NewReplay loads the TorchScript program at programPath for spec (the
+// spec is copied: it may be closed afterwards). Errors: StatusProofMismatch
+// when the program's digest is not the spec's model_program_digest,
+// StatusInvalidArgument when it is not a TorchScript module whose forward
+// takes tensors, StatusIO when it cannot be read, StatusUnsupported when
+// libpot was built without LibTorch (ReplayAvailable).
+func NewReplay(spec *Spec, programPath string) (*Replay, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	cs, err := cString(programPath, "program path")
+	if err != nil {
+		return nil, err
+	}
+	defer freeString(cs)
+	spec.mu.RLock()
+	defer spec.mu.RUnlock()
+	if spec.p == nil {
+		return nil, closedError("Spec")
+	}
+	var p *C.pot_replay
+	var cerr *C.pot_error
+	st := C.pot_replay_new(&p, spec.p, cs, &cerr)
+	runtime.KeepAlive(spec)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	r := &Replay{p: p}
+	runtime.SetFinalizer(r, (*Replay).Close)
+	return r, nil
+}
+
+// Close frees the loaded program. It is safe to call more than once.
+func (r *Replay) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.p != nil {
+		C.pot_replay_free(r.p)
+		r.p = nil
+		runtime.SetFinalizer(r, nil)
+	}
+	return nil
+}
+
+// InputName returns the name of argument index of the program's forward
+// (after self): the name of a sample tensor. StatusOutOfRange past the
+// last argument.
+func (r *Replay) InputName(index int) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.p == nil {
+		return "", closedError("Replay")
+	}
+	if index < 0 {
+		return "", newError(StatusOutOfRange, "input index %d is negative", index)
+	}
+	var name *C.char
+	var cerr *C.pot_error
+	st := C.pot_replay_input_name(&name, r.p, C.size_t(index), &cerr)
+	if err := toError(st, cerr); err != nil {
+		return "", err
+	}
+	s := C.GoString(name) // the string lives as long as the handle
+	runtime.KeepAlive(r)
+	return s, nil
+}
+
+// InputNames returns the names of the forward's arguments in order: the
+// sample tensor names, in the order the batch is passed.
+func (r *Replay) InputNames() ([]string, error) {
+	names := []string{}
+	for i := 0; ; i++ {
+		n, err := r.InputName(i)
+		if err != nil {
+			if errors.Is(err, ErrOutOfRange) {
+				return names, nil
+			}
+			return nil, err
+		}
+		names = append(names, n)
+	}
+}
+
+// ReplayResult is what a replayed step gives (pot_replay_result).
+type ReplayResult struct {
+	PostStateDigest Digest  // digest of the replayed S_t
+	Loss            float64 // the step leaf's loss (PROTOCOL.md section 21.3)
+	UpdateNorm      float64 // L2 norm of S_t - S_{t-1} over the "param/" tensors (section 13)
+	NormBucket      int64   // the update norm's bucket at the spec's resolution
+}
+
+func replayResult(r *C.pot_replay_result) ReplayResult {
+	return ReplayResult{
+		PostStateDigest: *(*Digest)(unsafe.Pointer(&r.post_state_digest)),
+		Loss:            float64(r.loss),
+		UpdateNorm:      float64(r.update_norm),
+		NormBucket:      int64(r.norm_bucket),
+	}
+}
+
+// Step replays one step from the state file at preStatePath (S_{t-1}).
+// scheduleEntry is the step's canonical schedule entry
+// (ScheduleEntry.Encode, SeededScheduleEntry); it gives the step and its
+// micro-batches. samples[i] is the safetensors payload of the entry's i-th
+// dataset index, in the entry's order. nextLR is the learning rate S_t
+// records for the next step (its hparam/lr tensor). When postStatePath is
+// not "", the replayed S_t is written there (canonical safetensors,
+// atomically). The samples are only read during the call.
+//
+// Errors: StatusInvalidArgument for a state or batch that does not fit the
+// program and spec (the message names the tensor) or a sample count other
+// than the entry's, StatusNonFinite when the loss is NaN or infinite,
+// StatusBackend for a LibTorch failure, StatusIO for a state file that
+// cannot be read or written.
+func (r *Replay) Step(preStatePath string, scheduleEntry []byte, samples [][]byte, nextLR float64,
+	postStatePath string) (ReplayResult, error) {
+	pre, err := cString(preStatePath, "pre-state path")
+	if err != nil {
+		return ReplayResult{}, err
+	}
+	defer freeString(pre)
+	post, err := optString(postStatePath, "post-state path")
+	if err != nil {
+		return ReplayResult{}, err
+	}
+	defer freeString(post)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.p == nil {
+		return ReplayResult{}, closedError("Replay")
+	}
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	ptrs, lens := pinSlices(&pin, samples)
+	var out C.pot_replay_result
+	var cerr *C.pot_error
+	st := C.pot_replay_step(&out, r.p, pre, bytesPtr(scheduleEntry), C.size_t(len(scheduleEntry)),
+		unsafe.SliceData(ptrs), unsafe.SliceData(lens), C.size_t(len(samples)), C.double(nextLR), post, &cerr)
+	runtime.KeepAlive(r)
+	runtime.KeepAlive(samples)
+	if err := toError(st, cerr); err != nil {
+		return ReplayResult{}, err
+	}
+	return replayResult(&out), nil
+}
+
+// VerifyMode is how VerifyStep compares the replayed step (pot_verify_mode).
+type VerifyMode uint32
+
+// The verification modes of pot.h.
+const (
+	// VerifyBitwise: the replayed S_t and loss equal leaf t's, bit for bit.
+	VerifyBitwise VerifyMode = C.POT_VERIFY_BITWISE
+	// VerifyNormBucket: the cross-architecture path; the replayed update's
+	// norm bucket matches the bucket of the served S_{t-1} -> S_t (PROTOCOL.md
+	// section 13). It needs the served post-state.
+	VerifyNormBucket VerifyMode = C.POT_VERIFY_NORM_BUCKET
+)
+
+// String returns "bitwise" or "norm_bucket" (the names of `pot verify
+// --mode` are "bitwise" and "bucket"), or "VerifyMode(n)".
+func (m VerifyMode) String() string {
+	switch m {
+	case VerifyBitwise:
+		return "bitwise"
+	case VerifyNormBucket:
+		return "norm_bucket"
+	}
+	return "VerifyMode(" + strconv.FormatUint(uint64(m), 10) + ")"
+}
+
+// VerifyResult is what VerifyStep found (pot_verify_result), also when the
+// step is rejected.
+type VerifyResult struct {
+	// Check is CheckOK when the step verified, else the first failed check.
+	Check OpeningCheck
+	// Replayed is true when the replay ran; Replay is then set.
+	Replayed bool
+	// Replay holds the replayed state digest, loss, update norm and bucket:
+	// the witness value of PROTOCOL.md section 19.
+	Replay ReplayResult
+	// CommittedStateDigest and CommittedLoss come from leaf t; they are set
+	// once the checks of VerifyOpening passed (Check >= CheckSpec or OK).
+	CommittedStateDigest Digest
+	CommittedLoss        float64
+	// ServedNormBucket is the bucket of the served S_{t-1} -> S_t update
+	// (VerifyNormBucket only, once the replay ran).
+	ServedNormBucket int64
+}
+
+// VerifyStep verifies a challenged step completely (PROTOCOL.md section
+// 21.5): every check of VerifyOpening, then the spec against the
+// commitment (CheckSpec), the program at programPath against the spec
+// (CheckProgram), the replay from the served S_{t-1} at preStatePath with
+// the manifest's schedule entry, samples and next learning rate
+// (CheckReplay), and the comparison of mode (CheckReplayedState and
+// CheckReplayedLoss, or CheckReplayedBucket). postStatePath ("" for none)
+// is the served S_t; VerifyNormBucket needs it. intraOpThreads 0 replays
+// with the spec's thread count (another count only makes sense with
+// VerifyNormBucket).
+//
+// It returns a result with CheckOK and a nil error when the step verified.
+// Otherwise it returns the result with the first failed check (and the
+// replay's values when it ran) and an *Error whose code is that check's
+// status (StatusProofMismatch for a replay that differs) and whose message
+// names it. A failure before any check ran (bad arguments, a closed
+// handle, StatusUnsupported without LibTorch, an ABI mismatch) returns a
+// zero result (Check = CheckOK) with the error.
+func VerifyStep(commitment *Commitment, spec *Spec, programPath string, challengedStep, logSize uint64,
+	logRoot Digest, manifest []byte, preStatePath, postStatePath string, mode VerifyMode,
+	intraOpThreads uint32) (VerifyResult, error) {
+	if abiErr != nil {
+		return VerifyResult{}, abiErr
+	}
+	prog, err := cString(programPath, "program path")
+	if err != nil {
+		return VerifyResult{}, err
+	}
+	defer freeString(prog)
+	pre, err := cString(preStatePath, "pre-state path")
+	if err != nil {
+		return VerifyResult{}, err
+	}
+	defer freeString(pre)
+	post, err := optString(postStatePath, "post-state path")
+	if err != nil {
+		return VerifyResult{}, err
+	}
+	defer freeString(post)
+	commitment.mu.RLock()
+	defer commitment.mu.RUnlock()
+	if commitment.p == nil {
+		return VerifyResult{}, closedError("Commitment")
+	}
+	spec.mu.RLock()
+	defer spec.mu.RUnlock()
+	if spec.p == nil {
+		return VerifyResult{}, closedError("Spec")
+	}
+	var out C.pot_verify_result // zero: check POT_CHECK_OK, not replayed
+	var cerr *C.pot_error
+	st := C.pot_verify_step(&out, commitment.p, spec.p, prog, C.uint64_t(challengedStep), C.uint64_t(logSize),
+		cDigest(logRoot), bytesPtr(manifest), C.size_t(len(manifest)), pre, post, C.pot_verify_mode(mode),
+		C.uint32_t(intraOpThreads), &cerr)
+	runtime.KeepAlive(commitment)
+	runtime.KeepAlive(spec)
+	res := VerifyResult{
+		Check:                OpeningCheck(out.check),
+		Replayed:             out.replayed != 0,
+		CommittedStateDigest: *(*Digest)(unsafe.Pointer(&out.committed_state_digest)),
+		CommittedLoss:        float64(out.committed_loss),
+		ServedNormBucket:     int64(out.served_norm_bucket),
+	}
+	if res.Replayed {
+		res.Replay = ReplayResult{
+			PostStateDigest: *(*Digest)(unsafe.Pointer(&out.replayed_state_digest)),
+			Loss:            float64(out.loss),
+			UpdateNorm:      float64(out.update_norm),
+			NormBucket:      int64(out.norm_bucket),
+		}
+	}
+	return res, toError(st, cerr)
+}
