@@ -1,0 +1,100 @@
+"""Protocol arithmetic: seeds, step leaves, challenges, security, norm buckets."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import List, Optional
+
+from . import _pot
+from ._core import Digest, _digest
+from .hash import Buffer
+from .safetensors import Safetensors
+
+
+def seed(base_seed: int, step: int) -> int:
+    """Seed of step `step` under the per_step seed policy (pot_seed_derive):
+    the first 8 bytes, little-endian, of a tagged SHA-256 of (base_seed, step)."""
+    return _pot.pot_seed_derive(base_seed, step)
+
+
+seed_derive = seed
+
+
+@dataclass(frozen=True)
+class StepLeaf:
+    """The leaf the checkpoint log holds for step `step` (from 1): the state
+    digest after the step and the loss (docs/PROTOCOL.md section 10)."""
+
+    step: int
+    state_digest: Digest
+    loss: float
+
+    def encode(self) -> bytes:
+        """The STEP_LEAF_SIZE leaf bytes (pot_step_leaf_encode), to append at
+        leaf index step - 1; InvalidArgumentError for step 0."""
+        return _pot.pot_step_leaf_encode(self.step, self.state_digest, self.loss)
+
+    @classmethod
+    def decode(cls, leaf: Buffer) -> "StepLeaf":
+        """Parses leaf bytes (pot_step_leaf_decode); MalformedError unless
+        they are exactly what encode() produces."""
+        step, digest, loss = _pot.pot_step_leaf_decode(leaf)
+        return cls(step, _digest(digest), loss)
+
+    @property
+    def loss_bits(self) -> int:
+        """The loss's IEEE-754 binary64 bits, as the leaf holds them."""
+        return int.from_bytes(struct.pack("<d", self.loss), "little")
+
+
+def challenge_derive(beacon: Buffer, run_id: Buffer, num_steps: int, rounds: int) -> List[int]:
+    """`rounds` distinct challenged steps in 1..num_steps derived from the
+    beacon and the run id, uniform, without modulo bias (pot_challenge_derive).
+    InvalidArgumentError when num_steps is 0, rounds > num_steps or the beacon
+    is empty; LimitError past MAX_CHALLENGE_ROUNDS or MAX_BEACON_BYTES."""
+    return _pot.pot_challenge_derive(rounds, beacon, run_id, num_steps)
+
+
+def detection_probability(steps: int, forged: int, challenges: int) -> float:
+    """1 - C(n-m, k) / C(n, k): the probability that `challenges` distinct
+    challenges over `steps` steps hit one of `forged` forged steps."""
+    return _pot.pot_security_detection_probability(steps, forged, challenges)
+
+
+def challenges_needed(steps: int, forged: int, target: float) -> int:
+    """Smallest number of challenges whose detection probability reaches
+    target (0 < target < 1); LimitError past MAX_CHALLENGE_ROUNDS."""
+    return _pot.pot_security_challenges_needed(steps, forged, target)
+
+
+#: Bucket of an exact-zero norm (matches only itself).
+NORM_BUCKET_ZERO: int = _pot.pot_norm_bucket_zero()
+#: Bucket of a NaN or infinite norm (matches only itself).
+NORM_BUCKET_NONFINITE: int = _pot.pot_norm_bucket_nonfinite()
+
+
+def norm_bucket(norm: float, resolution: int) -> int:
+    """floor(resolution * log2(norm)) (pot_norm_bucket), resolution buckets
+    per doubling (1..65536); the sentinels for 0 and NaN/Inf.
+    InvalidArgumentError for a negative norm or a resolution out of range."""
+    return _pot.pot_norm_bucket(norm, resolution)
+
+
+def norm_buckets_match(declared: int, observed: int) -> bool:
+    """True when the buckets are equal or adjacent (sentinels: only equal)."""
+    return bool(_pot.pot_norm_buckets_match(declared, observed))
+
+
+def update_norm(pre: Safetensors, post: Safetensors, prefix: Optional[str] = "") -> float:
+    """L2 norm of post - pre over the floating-point tensors whose names
+    start with prefix ("" = all), in float64, in the order of
+    docs/PROTOCOL.md section 13 (pot_update_norm). InvalidArgumentError when
+    the states hold different such tensors, or none."""
+    with pre._read() as a, post._read() as b:
+        return _pot.pot_update_norm(a, b, prefix)
+
+
+__all__ = ["seed", "seed_derive", "StepLeaf", "challenge_derive", "detection_probability",
+           "challenges_needed", "NORM_BUCKET_ZERO", "NORM_BUCKET_NONFINITE", "norm_bucket",
+           "norm_buckets_match", "update_norm"]

@@ -1,0 +1,303 @@
+"""Replay (docs/PROTOCOL.md section 21): single-step replay, full step
+verification, the trainer-side recorder and its checkpoint store.
+
+Every call here needs a libpot built with LibTorch (replay_available());
+without it they raise UnsupportedError. A replay changes process-wide
+LibTorch state (the default CPU generator, the intra-op thread count), so
+libpot runs replays one at a time, and no torch work of the program's own
+may run in another thread meanwhile (the GIL is released during a replay).
+Recorder.begin_step seeds the default CPU generator of this process, which
+is torch's own when torch is imported.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+from . import _pot
+from ._core import Digest, _digest
+from ._errors import Error
+from ._handle import Handle
+from .commitment import Commitment
+from .hash import Buffer
+from .opening import OpeningCheck, _check
+from .safetensors import PathLike, SafetensorsWriter
+from .spec import Spec
+
+
+def program_digest_file(path: PathLike) -> Digest:
+    """The model program digest a spec carries: tagged("pot/v1/program", the
+    TorchScript file's bytes). Available in every build; IoError when the
+    file cannot be read."""
+    return _digest(_pot.pot_program_digest_file(path))
+
+
+def replay_available() -> bool:
+    """True when the loaded libpot was built with the LibTorch replay layer."""
+    return bool(_pot.pot_replay_available())
+
+
+class VerifyMode(enum.IntEnum):
+    """How verify_step compares the replayed step (pot_verify_mode)."""
+
+    BITWISE = _pot.POT_VERIFY_BITWISE
+    NORM_BUCKET = _pot.POT_VERIFY_NORM_BUCKET
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
+class ReplayResult(NamedTuple):
+    """What a replayed step gives (pot_replay_result)."""
+
+    post_state_digest: Digest
+    loss: float
+    update_norm: float
+    norm_bucket: int
+
+
+def _replay_result(d: Dict[str, Any]) -> ReplayResult:
+    return ReplayResult(_digest(d["post_state_digest"]), d["loss"], d["update_norm"], d["norm_bucket"])
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """What verify_step found (pot_verify_result). The replay's values are
+    set when `replayed` is true."""
+
+    check: Union[OpeningCheck, int]
+    replayed: bool
+    replayed_state_digest: Digest
+    loss: float
+    update_norm: float
+    norm_bucket: int
+    committed_state_digest: Digest
+    committed_loss: float
+    served_norm_bucket: int
+
+    @property
+    def ok(self) -> bool:
+        """True when the step verified."""
+        return self.check == OpeningCheck.OK
+
+    @property
+    def replay(self) -> Optional[ReplayResult]:
+        """The replay's result, when the replay ran."""
+        if not self.replayed:
+            return None
+        return ReplayResult(self.replayed_state_digest, self.loss, self.update_norm, self.norm_bucket)
+
+
+def _verify_result(d: Dict[str, Any]) -> VerifyResult:
+    return VerifyResult(
+        check=_check(d["check"]), replayed=d["replayed"],
+        replayed_state_digest=_digest(d["replayed_state_digest"]), loss=d["loss"],
+        update_norm=d["update_norm"], norm_bucket=d["norm_bucket"],
+        committed_state_digest=_digest(d["committed_state_digest"]), committed_loss=d["committed_loss"],
+        served_norm_bucket=d["served_norm_bucket"])
+
+
+class Replay(Handle):
+    """A TorchScript model program bound to a spec (pot_replay).
+
+    ProofMismatchError when the program's digest is not the spec's
+    model_program_digest, InvalidArgumentError when it is not a TorchScript
+    module whose forward takes tensors, IoError when it cannot be read.
+    """
+
+    _free = staticmethod(_pot.pot_replay_free)
+
+    def __init__(self, spec: Spec, program_path: PathLike) -> None:
+        with spec._read() as s:
+            super().__init__(_pot.pot_replay_new(s, program_path))
+        self.program_path = os.fsdecode(program_path)
+
+    def input_name(self, index: int) -> str:
+        """The forward's argument `index` (a sample tensor name);
+        OutOfRangeError past the last."""
+        with self._use() as h:
+            return _pot.pot_replay_input_name(h, index)
+
+    @property
+    def input_names(self) -> List[str]:
+        """The forward's argument names, in order."""
+        names: List[str] = []
+        with self._use() as h:
+            while True:
+                try:
+                    names.append(_pot.pot_replay_input_name(h, len(names)))
+                except IndexError:
+                    return names
+
+    def step(self, pre_state_path: PathLike, schedule_entry: Buffer, samples: Sequence[Buffer], next_lr: float,
+             post_state_path: Optional[PathLike] = None) -> ReplayResult:
+        """Replays one step from the state file S_{t-1} (pot_replay_step).
+
+        schedule_entry: the step's canonical entry (ScheduleEntry.encode);
+        samples: the safetensors payloads of its indices, in order; next_lr:
+        the learning rate S_t records for the next step; post_state_path:
+        where to write S_t, if given. InvalidArgumentError for a state or
+        batch that does not fit the program and spec, NonFiniteError for a
+        NaN or infinite loss, BackendError for a LibTorch failure.
+        """
+        with self._use() as h:
+            return _replay_result(_pot.pot_replay_step(h, pre_state_path, schedule_entry, list(samples), next_lr,
+                                                       post_state_path))
+
+    def _describe(self) -> str:
+        return repr(self.program_path)
+
+
+def verify_step(commitment: Commitment, spec: Spec, program_path: PathLike, challenged_step: int, log_size: int,
+                log_root: Buffer, manifest: Buffer, pre_state_path: PathLike,
+                post_state_path: Optional[PathLike] = None, mode: Union[VerifyMode, int] = VerifyMode.BITWISE,
+                intra_op_threads: int = 0) -> VerifyResult:
+    """Verifies a challenged step completely (docs/PROTOCOL.md 21.5): every
+    check of verify_opening, the spec against the commitment, the program
+    against the spec, the replay from the served S_{t-1} and the comparison
+    of `mode` (NORM_BUCKET needs post_state_path).
+
+    Returns the VerifyResult when the step verified. Otherwise raises the
+    status of the first failed check (ProofMismatchError for a replay that
+    differs) with the exception's `check` (OpeningCheck) and `result` (the
+    VerifyResult, with the replay's values when it ran).
+    """
+    with commitment._read() as c, spec._read() as s:
+        try:
+            raw = _pot.pot_verify_step(c, s, program_path, challenged_step, log_size, log_root, manifest,
+                                       pre_state_path, post_state_path, int(mode), intra_op_threads)
+        except Error as e:
+            if isinstance(e.partial, dict):
+                e.result = _verify_result(e.partial)
+                e.check = e.result.check
+            raise
+    return _verify_result(raw)
+
+
+def _writer(w: SafetensorsWriter) -> Any:
+    return w._use()
+
+
+class Recorder(Handle):
+    """The trainer-side recorder (pot_recorder, docs/PROTOCOL.md 21.4):
+    digests every state, appends the step leaves to the log and keeps every
+    k-th state as a checkpoint in a directory that Checkpoints serves
+    openings from. States are SafetensorsWriters holding the tensors under
+    canonical names.
+
+    ConflictError when the directory holds a run, ProofMismatchError when
+    the program's digest is not the spec's.
+    """
+
+    _free = staticmethod(_pot.pot_recorder_free)
+
+    def __init__(self, dir: PathLike, spec: Spec, program_path: PathLike, checkpoint_every: int) -> None:
+        with spec._read() as s:
+            super().__init__(_pot.pot_recorder_new(dir, s, program_path, checkpoint_every))
+        self.dir = os.fsdecode(dir)
+
+    def start(self, s0: SafetensorsWriter) -> Digest:
+        """Records S_0 (checkpoint 0); returns its digest, the commitment's
+        initial state digest."""
+        with self._use() as h, _writer(s0) as w:
+            return _digest(_pot.pot_recorder_start(h, w))
+
+    def set_commitment(self, commitment: Commitment, entries: Sequence[Buffer]) -> None:
+        """The training commitment and its schedule entries (steps 1..n, in
+        order), checked against it (ProofMismatchError); needed to serve
+        openings."""
+        with self._use() as h, commitment._read() as c:
+            _pot.pot_recorder_set_commitment(h, c, list(entries))
+
+    def begin_step(self, step: int) -> int:
+        """Starts step `step` (the next one; StateError otherwise) and applies
+        the seed policy to LibTorch's default CPU generator: per_step seeds
+        it and returns the seed (0 for the other policies)."""
+        with self._use() as h:
+            return _pot.pot_recorder_begin_step(h, step)
+
+    def end_step(self, state: SafetensorsWriter, loss: float) -> Digest:
+        """Ends the step begun with S_t and the step's loss; returns S_t's digest."""
+        with self._use() as h, _writer(state) as w:
+            return _digest(_pot.pot_recorder_end_step(h, w, loss))
+
+    @property
+    def size(self) -> int:
+        """Number of steps recorded."""
+        with self._use() as h:
+            return _pot.pot_recorder_size(h)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def root(self, size: Optional[int] = None) -> Digest:
+        """Root of the log's first `size` leaves (default: all), to post on chain."""
+        with self._use() as h:
+            return _digest(_pot.pot_recorder_root(h, _pot.pot_recorder_size(h) if size is None else size))
+
+    def consistency_proof(self, size1: int, size2: Optional[int] = None) -> bytes:
+        """RFC 6962 consistency proof from size1 to size2 (default: all)."""
+        with self._use() as h:
+            return _pot.pot_recorder_consistency_proof(h, size1,
+                                                       _pot.pot_recorder_size(h) if size2 is None else size2)
+
+    def finish(self) -> Digest:
+        """Flushes the log and returns its root; with a commitment, every
+        declared step must be recorded (StateError)."""
+        with self._use() as h:
+            return _digest(_pot.pot_recorder_finish(h))
+
+    def _describe(self) -> str:
+        return f"{self.dir!r}, {self.size} steps"
+
+
+class Checkpoints(Handle):
+    """A recorder's checkpoint directory, opened to serve openings
+    (pot_checkpoints). It caches re-derived states."""
+
+    _free = staticmethod(_pot.pot_checkpoints_free)
+
+    def __init__(self, dir: PathLike) -> None:
+        super().__init__(_pot.pot_checkpoints_open(dir))
+        self.dir = os.fsdecode(dir)
+
+    @classmethod
+    def open(cls, dir: PathLike) -> "Checkpoints":
+        """Same as Checkpoints(dir)."""
+        return cls(dir)
+
+    @property
+    def size(self) -> int:
+        """Steps recorded."""
+        with self._use() as h:
+            return _pot.pot_checkpoints_size(h)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def state_path(self, step: int, dataset_dir: PathLike) -> Tuple[str, int]:
+        """(path, replayed): a file holding S_step, re-derived from the
+        nearest checkpoint before it when needed with the samples of
+        dataset_dir (one %06d.safetensors file per index), and the number of
+        steps replayed for it. Each replayed state must match the log
+        (ProofMismatchError)."""
+        with self._use() as h:
+            raw, replayed = _pot.pot_checkpoints_state_path(h, step, dataset_dir)
+        return os.fsdecode(raw.rstrip(b"\0")), replayed
+
+    def opening(self, step: int, log_size: int, dataset_dir: PathLike, serve_post_state: bool = False) -> bytes:
+        """The opening manifest of step `step` against the log's first
+        log_size leaves, naming the (re-derived) S_{t-1} file and, with
+        serve_post_state, S_t (for the cross-architecture path)."""
+        with self._use() as h:
+            return _pot.pot_checkpoints_opening(h, step, log_size, dataset_dir, int(bool(serve_post_state)))
+
+    def _describe(self) -> str:
+        return f"{self.dir!r}, {self.size} steps"
+
+
+__all__ = ["program_digest_file", "replay_available", "VerifyMode", "ReplayResult", "VerifyResult", "Replay",
+           "verify_step", "Recorder", "Checkpoints"]

@@ -1,0 +1,110 @@
+"""The canonical execution spec (docs/PROTOCOL.md section 14)."""
+
+from __future__ import annotations
+
+import enum
+import json
+from typing import Any, Mapping, Tuple, Union
+
+from . import _pot
+from ._core import Digest, _digest
+from ._handle import Handle, _new
+from .hash import Buffer
+
+
+class SeedPolicy(enum.IntEnum):
+    """pot_seed_policy; str() is the JSON kind ("per_step")."""
+
+    PER_STEP = _pot.POT_SEED_PER_STEP
+    SINGLE_SEED = _pot.POT_SEED_SINGLE_SEED
+    NONE = _pot.POT_SEED_NONE
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
+def _json_text(value: Union[str, bytes, Mapping[str, Any]]) -> Union[str, bytes]:
+    if isinstance(value, Mapping):
+        return json.dumps(value)
+    return value
+
+
+class Spec(Handle):
+    """A validated execution spec (pot_spec). Immutable: threads may read
+    one spec at once.
+
+    >>> spec = Spec.from_json(open("spec.json").read())   # doctest: +SKIP
+    >>> spec.seed_policy, spec.seed, spec.digest()         # doctest: +SKIP
+    """
+
+    _free = staticmethod(_pot.pot_spec_free)
+    _shared_reads = True
+
+    def __init__(self, json_text: Union[str, bytes, Mapping[str, Any]]) -> None:
+        """Same as Spec.from_json."""
+        super().__init__(_pot.pot_spec_from_json(_json_text(json_text)))
+
+    @classmethod
+    def from_json(cls, json_text: Union[str, bytes, Mapping[str, Any]]) -> "Spec":
+        """Parses the JSON form (docs/cli.md; a str, or a dict) and validates
+        it. InvalidArgumentError names the first rule broken or the bad key,
+        MalformedError for text that is not JSON."""
+        return cls(json_text)
+
+    @classmethod
+    def decode(cls, data: Buffer) -> "Spec":
+        """From canonical bytes: MalformedError unless exactly canonical,
+        InvalidArgumentError when a rule is broken, LimitError past 4096 bytes."""
+        return _new(cls, _pot.pot_spec_decode(data))
+
+    def encode(self) -> bytes:
+        """The canonical bytes (a pot.v1.ExecutionSpec message)."""
+        with self._read() as h:
+            return _pot.pot_spec_encode(h)
+
+    def to_json(self) -> str:
+        """The JSON form."""
+        with self._read() as h:
+            return _pot.pot_spec_to_json(h).decode("utf-8")
+
+    def to_dict(self) -> Any:
+        """The JSON form, parsed."""
+        return json.loads(self.to_json())
+
+    def digest(self) -> Digest:
+        """tagged("pot/v1/spec", canonical bytes)."""
+        with self._read() as h:
+            return _digest(_pot.pot_spec_digest(h))
+
+    def _policy(self) -> Tuple[SeedPolicy, int]:
+        with self._read() as h:
+            policy, seed = _pot.pot_spec_seed_policy(h)
+        return SeedPolicy(policy), seed
+
+    @property
+    def seed_policy(self) -> SeedPolicy:
+        """The seed policy."""
+        return self._policy()[0]
+
+    @property
+    def seed(self) -> int:
+        """The policy's seed: the base seed for PER_STEP, 0 for NONE."""
+        return self._policy()[1]
+
+    @property
+    def intra_op_threads(self) -> int:
+        """The pinned intra-op thread count."""
+        with self._read() as h:
+            return _pot.pot_spec_intra_op_threads(h)
+
+    @property
+    def norm_bucket_resolution(self) -> int:
+        """Norm-bucket resolution (buckets per doubling)."""
+        with self._read() as h:
+            return _pot.pot_spec_norm_bucket_resolution(h)
+
+    def _describe(self) -> str:
+        return f"{self.digest()}"
+
+
+__all__ = ["SeedPolicy", "Spec"]

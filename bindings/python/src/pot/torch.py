@@ -1,0 +1,374 @@
+"""pot.torch: record an ordinary PyTorch training loop for Proof of Training.
+
+Three lines hook a loop (docs/python.md)::
+
+    rec = pot.torch.Recorder(model, optimizer, spec, "model.pt", "ckpt/", dataset_dir="data/", schedule=schedule)
+    for t, (indices, batch) in enumerate(loader, start=1):
+        rec.begin_step(indices)              # seed policy applied; the batch checked against the schedule
+        loss = model(*batch)
+        loss.backward(); optimizer.step(); scheduler.step(); optimizer.zero_grad(set_to_none=True)
+        rec.end_step(loss)                   # S_t digested, leaf appended, a checkpoint every k steps
+
+The recorder states the model and optimizer in the canonical names of
+docs/PROTOCOL.md section 21.1 (`param/`, `buffer/`, `optim/<param>/<key>`,
+`hparam/lr`, `rng/cpu`), hands contiguous CPU tensors to libpot without
+copying them, keeps a checkpoint directory and serves openings from it
+(re-deriving pre-states from the nearest checkpoint).
+
+Helpers prepare what the commitment needs before training: `save_program`
+(the TorchScript model program), `make_spec` (the execution spec from the
+optimizer and the loop's settings), `write_dataset` (one safetensors file per
+sample) and `plan_schedule` (the batches a DataLoader will draw, computed
+ahead without disturbing it).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+import torch
+
+from ._errors import ConflictError, InvalidArgumentError, StateError
+from .commitment import Commitment, sample_digest, schedule_entry_encode
+from .merkle import Tree
+from .replay import Checkpoints, Recorder as _CRecorder, program_digest_file
+from .safetensors import SafetensorsWriter
+from .spec import SeedPolicy, Spec
+
+__all__ = ["Recorder", "canonical_state", "make_spec", "plan_schedule", "save_program", "state_writer",
+           "step_loss", "write_dataset", "DTYPE_NAMES"]
+
+# torch dtype -> safetensors dtype name (docs/PROTOCOL.md section 4).
+DTYPE_NAMES: Dict[torch.dtype, str] = {
+    torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
+    torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8",
+    torch.bool: "BOOL",
+}
+
+_OPTIM_KEYS = ("step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer")
+
+
+def canonical_state(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                    rng: bool = False) -> Dict[str, torch.Tensor]:
+    """The training state in canonical names (docs/PROTOCOL.md section 21.1).
+
+    `param/<name>` for each of model.named_parameters() (tied parameters
+    once, under their first name), `buffer/<name>` for each buffer, the
+    optimizer's per-parameter state as `optim/<name>/<key>`, `hparam/lr`
+    (the learning rate the next step uses: param_groups[0]["lr"] now) and,
+    with rng, `rng/cpu` (torch.get_rng_state()). The tensors are the live
+    ones (detached), not copies. The optimizer must have one parameter group
+    over parameters of the model (InvalidArgumentError otherwise)."""
+    if len(optimizer.param_groups) != 1:
+        raise InvalidArgumentError(f"the optimizer has {len(optimizer.param_groups)} parameter groups; "
+                                   "pot replays one")
+    names = {id(p): n for n, p in model.named_parameters()}
+    state: Dict[str, torch.Tensor] = {}
+    for n, p in model.named_parameters():
+        state["param/" + n] = p.detach()
+    for n, b in model.named_buffers():
+        state["buffer/" + n] = b.detach()
+    for p in optimizer.param_groups[0]["params"]:
+        if id(p) not in names:
+            raise InvalidArgumentError("the optimizer updates a tensor that is not a parameter of the model")
+        for key, value in optimizer.state.get(p, {}).items():
+            if key not in _OPTIM_KEYS:
+                raise InvalidArgumentError(f"optimizer state '{key}' has no canonical name "
+                                           f"(pot replays SGD, Adam and AdamW)")
+            if value is None:
+                continue
+            state[f"optim/{names[id(p)]}/{key}"] = value.detach()
+    state["hparam/lr"] = torch.tensor(float(optimizer.param_groups[0]["lr"]), dtype=torch.float64)
+    if rng:
+        state["rng/cpu"] = torch.get_rng_state()
+    return state
+
+
+def _buffer(t: torch.Tensor) -> Any:
+    """A buffer-protocol view of a CPU tensor's bytes, without a copy when it
+    is contiguous (one copy otherwise)."""
+    if t.device.type != "cpu":
+        t = t.cpu()
+    t = t.contiguous()
+    if t.dtype == torch.bfloat16:
+        t = t.view(torch.int16)  # numpy has no bfloat16: the same bytes as int16
+    return t.numpy()
+
+
+def state_writer(state: Mapping[str, torch.Tensor]) -> SafetensorsWriter:
+    """A SafetensorsWriter borrowing the tensors' bytes (zero copies for
+    contiguous CPU tensors). Close it (or use it in a with block) once done;
+    change no tensor meanwhile."""
+    w = SafetensorsWriter()
+    try:
+        for name, t in state.items():
+            if t.dtype not in DTYPE_NAMES:
+                raise InvalidArgumentError(f"tensor '{name}' has dtype {t.dtype}, which safetensors cannot hold")
+            w.add(name, DTYPE_NAMES[t.dtype], list(t.shape), _buffer(t))
+    except BaseException:
+        w.close()
+        raise
+    return w
+
+
+def step_loss(loss: Union[float, torch.Tensor, Sequence[Union[float, torch.Tensor]]]) -> float:
+    """The step's loss as the leaf records it (docs/PROTOCOL.md section
+    21.3): one value, or the micro-batches' scaled losses (loss_j / M) in
+    order, summed in binary64 from the first."""
+    if isinstance(loss, torch.Tensor):
+        return float(loss.item())
+    if isinstance(loss, (int, float)):
+        return float(loss)
+    if not loss:
+        raise InvalidArgumentError("no micro-batch loss given")
+    total = float(loss[0])
+    for x in loss[1:]:
+        total = total + float(x)
+    return total
+
+
+def save_program(task: torch.nn.Module, path: Union[str, "os.PathLike[str]"]) -> bytes:
+    """Scripts the task module (its forward takes the batch tensors, named as
+    the sample tensors, and returns the loss) with torch.jit.script, saves it
+    and returns its digest, the spec's model_program_digest."""
+    torch.jit.script(task).save(os.fspath(path))  # type: ignore[attr-defined]
+    return program_digest_file(path)
+
+
+def make_spec(optimizer: torch.optim.Optimizer, program: Union[str, "os.PathLike[str]"], *, dtype: torch.dtype,
+              batch_size: int, microbatches: int = 1, dropout: float = 0.0, grad_clip_max_norm: float = 0.0,
+              intra_op_threads: Optional[int] = None, seed_policy: str = "per_step", seed: int = 0,
+              norm_bucket_resolution: int = 16, hardware_class: str = "cpu", attention_backend: str = "math",
+              other_rng_use: bool = False, deterministic_algorithms: bool = False) -> Spec:
+    """The execution spec of a loop using this optimizer (SGD, Adam or AdamW,
+    one parameter group) with the program at `program`. intra_op_threads
+    defaults to torch.get_num_threads(); the loop must keep it."""
+    if len(optimizer.param_groups) != 1:
+        raise InvalidArgumentError("pot replays optimizers with one parameter group")
+    g = optimizer.param_groups[0]
+    if isinstance(optimizer, torch.optim.SGD):
+        opt = {"kind": "sgd", "lr": g["lr"], "momentum": g["momentum"], "dampening": g["dampening"],
+               "nesterov": g["nesterov"], "weight_decay": g["weight_decay"]}
+    elif isinstance(optimizer, (torch.optim.AdamW, torch.optim.Adam)):
+        kind = "adamw" if isinstance(optimizer, torch.optim.AdamW) else "adam"
+        opt = {"kind": kind, "lr": g["lr"], "beta1": g["betas"][0], "beta2": g["betas"][1], "eps": g["eps"],
+               "weight_decay": g["weight_decay"], "amsgrad": g["amsgrad"]}
+    else:
+        raise InvalidArgumentError(f"{type(optimizer).__name__}: pot replays SGD, Adam and AdamW")
+    for flag in ("maximize", "capturable", "differentiable"):
+        if g.get(flag):
+            raise InvalidArgumentError(f"optimizer option {flag}=True is not replayed")
+    if g.get("foreach"):
+        raise InvalidArgumentError("optimizer option foreach=True is not replayed (use the default)")
+    policy: Dict[str, Any] = {"kind": seed_policy}
+    if seed_policy == "per_step":
+        policy["base_seed"] = seed
+    elif seed_policy == "single_seed":
+        policy["seed"] = seed
+    return Spec.from_json({
+        "framework": "pytorch", "framework_version": torch.__version__.split("a")[0].split("+")[0],
+        "model_program_digest": program_digest_file(program).hex(), "dtype": DTYPE_NAMES[dtype],
+        "attention_backend": attention_backend, "dropout": dropout, "other_rng_use": other_rng_use,
+        "optimizer": opt, "grad_clip_max_norm": grad_clip_max_norm, "grad_accum_microbatches": microbatches,
+        "batch_size": batch_size, "deterministic_algorithms": deterministic_algorithms,
+        "intra_op_threads": intra_op_threads or torch.get_num_threads(), "hardware_class": hardware_class,
+        "seed_policy": policy, "norm_bucket_resolution": norm_bucket_resolution,
+    })
+
+
+def write_dataset(samples: Iterable[Mapping[str, torch.Tensor]], directory: Union[str, "os.PathLike[str]"]) -> int:
+    """Writes each sample (a mapping of the forward's argument names to
+    tensors) as DIR/%06d.safetensors in dataset order, the layout the
+    checkpoint store reads; returns the number of samples."""
+    os.makedirs(directory, exist_ok=True)
+    n = 0
+    for i, sample in enumerate(samples):
+        with state_writer(sample) as w:
+            w.write(os.path.join(directory, f"{i:06d}.safetensors"))
+        n = i + 1
+    return n
+
+
+def _dataset_root(directory: Union[str, "os.PathLike[str]"], size: int) -> bytes:
+    with Tree.in_memory() as tree:
+        for i in range(size):
+            with open(os.path.join(directory, f"{i:06d}.safetensors"), "rb") as f:
+                tree.append(sample_digest(f.read()))
+        return tree.root()
+
+
+def plan_schedule(loader: "torch.utils.data.DataLoader[Any]", steps: int, microbatches: int = 1) -> List[List[List[int]]]:
+    """The dataset indices a DataLoader will draw for `steps` steps (epoch
+    after epoch), each step's batch split into `microbatches` equal parts:
+    what the schedule commitment needs before training starts. The loader's
+    sampler is iterated ahead with its generator's state saved and restored,
+    so the loop then draws exactly these batches. A shuffling sampler needs
+    an explicit generator (DataLoader(..., generator=torch.Generator().manual_seed(s)));
+    without one it would draw from the global RNG the seed policy controls."""
+    bs = loader.batch_sampler
+    if bs is None:
+        raise InvalidArgumentError("the DataLoader has no batch sampler (batch_size=None)")
+    sampler = getattr(bs, "sampler", None)
+    gen = getattr(sampler, "generator", None) if sampler is not None else None
+    if isinstance(sampler, torch.utils.data.RandomSampler) and gen is None:
+        raise InvalidArgumentError("a shuffling DataLoader needs generator=torch.Generator().manual_seed(seed) "
+                                   "for its schedule to be planned and committed")
+    # Every generator the loop's iteration draws from, saved and restored.
+    loader_gen = loader.generator
+    gens = [g for g in {id(g): g for g in (gen, loader_gen) if g is not None}.values()]
+    saved = [g.get_state() for g in gens]
+    plan: List[List[List[int]]] = []
+    try:
+        while len(plan) < steps:
+            before = len(plan)
+            # Each epoch, DataLoader.__iter__ (torch 1.13, map-style, any
+            # num_workers) first draws a base seed from loader.generator, then
+            # the sampler draws its permutation: mirror that order.
+            if loader_gen is not None:
+                torch.empty((), dtype=torch.int64).random_(generator=loader_gen)
+            for batch in bs:
+                batch = [int(i) for i in batch]
+                if len(batch) % microbatches:
+                    raise InvalidArgumentError(f"a batch of {len(batch)} does not split into {microbatches} "
+                                               "equal micro-batches (use drop_last=True)")
+                m = len(batch) // microbatches
+                plan.append([batch[j * m:(j + 1) * m] for j in range(microbatches)])
+                if len(plan) == steps:
+                    break
+            if len(plan) == before:
+                raise InvalidArgumentError("the DataLoader yields no batch")
+    finally:
+        for g, st in zip(gens, saved):
+            g.set_state(st)
+    return plan
+
+
+class Recorder:
+    """Records a PyTorch training loop: begin_step() before the forward
+    pass, end_step(loss) after the optimizer (and LR scheduler) step.
+
+    At construction it records S_0 (the model and optimizer as they are),
+    builds the training commitment (S_0, the schedule, the dataset in
+    dataset_dir, the spec, the declared steps, the miner identity) and
+    creates the checkpoint directory. `commitment` and `run_id` are what the
+    miner publishes before training.
+    """
+
+    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, spec: Spec,
+                 program: Union[str, "os.PathLike[str]"], checkpoint_dir: Union[str, "os.PathLike[str]"], *,
+                 dataset_dir: Union[str, "os.PathLike[str]"], schedule: Sequence[Sequence[Sequence[int]]],
+                 dataset_size: Optional[int] = None, checkpoint_every: int = 10,
+                 miner_identity: bytes = b"miner") -> None:
+        self.model, self.optimizer, self.spec = model, optimizer, spec
+        self.checkpoint_dir, self.dataset_dir = os.fspath(checkpoint_dir), os.fspath(dataset_dir)
+        self.schedule = [[list(map(int, mb)) for mb in step] for step in schedule]
+        if not self.schedule:
+            raise InvalidArgumentError("the schedule is empty")
+        if dataset_size is None:
+            dataset_size = sum(1 for f in os.listdir(self.dataset_dir) if f.endswith(".safetensors"))
+        self.dataset_size = dataset_size
+        if spec.intra_op_threads != torch.get_num_threads():
+            torch.set_num_threads(spec.intra_op_threads)
+        self._single_seed = spec.seed_policy == SeedPolicy.SINGLE_SEED
+        if self._single_seed:
+            torch.manual_seed(spec.seed)
+        self._rec = _CRecorder(self.checkpoint_dir, spec, program, checkpoint_every)
+        s0 = canonical_state(model, optimizer, rng=self._single_seed)
+        self._rng = s0.get("rng/cpu")
+        with state_writer(s0) as w:
+            self.initial_state_digest = self._rec.start(w)
+        entries = [schedule_entry_encode(t, [i for mb in step for i in mb], [len(mb) for mb in step], dataset_size)
+                   for t, step in enumerate(self.schedule, start=1)]
+        with Tree.in_memory() as tree:
+            for e in entries:
+                tree.append(e)
+            schedule_root = tree.root()
+        self.commitment = Commitment.from_json({
+            "initial_state_digest": self.initial_state_digest.hex(), "schedule_root": schedule_root.hex(),
+            "schedule_length": len(entries), "dataset_root": _dataset_root(self.dataset_dir, dataset_size).hex(),
+            "dataset_size": dataset_size, "spec_digest": spec.digest().hex(), "declared_steps": len(entries),
+            "miner_identity": bytes(miner_identity).hex(),
+        })
+        self._rec.set_commitment(self.commitment, entries)
+        self.run_id = self.commitment.run_id
+        self._step = 0  # the step begun, 0 between steps
+
+    @property
+    def steps_recorded(self) -> int:
+        return self._rec.size
+
+    def begin_step(self, indices: Optional[Iterable[int]] = None) -> int:
+        """Starts the next step and applies the seed policy (per_step:
+        torch.manual_seed(seed(base, t)); single_seed: the RNG state of
+        S_{t-1}). With indices (the batch's dataset indices, in order), checks
+        them against the committed schedule (ConflictError). Returns t."""
+        if self._step:
+            raise StateError(f"begin_step: step {self._step} has not ended")
+        t = self._rec.size + 1
+        if t > len(self.schedule):
+            raise StateError(f"begin_step: the commitment declares {len(self.schedule)} steps")
+        if indices is not None:
+            got = [int(i) for i in indices]
+            want = [i for mb in self.schedule[t - 1] for i in mb]
+            if got != want:
+                raise ConflictError(f"step {t}: the batch holds dataset indices {got[:8]}..., the committed "
+                                    f"schedule {want[:8]}...")
+        seed = self._rec.begin_step(t)
+        if self.spec.seed_policy == SeedPolicy.PER_STEP:
+            torch.manual_seed(seed)
+        elif self._single_seed:
+            assert self._rng is not None
+            torch.set_rng_state(self._rng)
+        self._step = t
+        return t
+
+    def end_step(self, loss: Union[float, torch.Tensor, Sequence[Union[float, torch.Tensor]]]) -> bytes:
+        """Ends the step: digests the model and optimizer (call it after
+        optimizer.step() and scheduler.step()), appends the step leaf with the
+        loss (one value, or the micro-batches' scaled losses in order) and
+        writes a checkpoint every k steps. Returns the state digest."""
+        if not self._step:
+            raise StateError("end_step: no step begun (call begin_step first)")
+        state = canonical_state(self.model, self.optimizer, rng=self._single_seed)
+        with state_writer(state) as w:
+            digest = self._rec.end_step(w, step_loss(loss))
+        if self._single_seed:
+            self._rng = state["rng/cpu"]
+        self._step = 0
+        return digest
+
+    def root(self, size: Optional[int] = None) -> bytes:
+        """The log root over the first `size` steps (default: all), to post."""
+        return self._rec.root(size)
+
+    def consistency_proof(self, size1: int, size2: Optional[int] = None) -> bytes:
+        return self._rec.consistency_proof(size1, size2)
+
+    def finish(self) -> bytes:
+        """Flushes the log; every declared step must be recorded. The root."""
+        return self._rec.finish()
+
+    def serve(self, step: int, log_size: Optional[int] = None, post_state: bool = False) -> bytes:
+        """The opening manifest of a challenged step against the posted root
+        of log_size leaves (default: all recorded), its pre-state re-derived
+        from the nearest checkpoint when needed."""
+        with Checkpoints(self.checkpoint_dir) as c:
+            return c.opening(step, log_size if log_size is not None else c.size, self.dataset_dir, post_state)
+
+    def state_path(self, step: int) -> str:
+        """A file holding S_step (re-derived when it is not a checkpoint)."""
+        with Checkpoints(self.checkpoint_dir) as c:
+            return c.state_path(step, self.dataset_dir)[0]
+
+    def close(self) -> None:
+        self._rec.close()
+
+    def __enter__(self) -> "Recorder":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<pot.torch.Recorder {self.checkpoint_dir!r}: {self._rec.size} of {len(self.schedule)} steps>"

@@ -1,0 +1,70 @@
+"""Shared helpers of the pot binding tests."""
+
+import hashlib
+import json
+import os
+import struct
+from pathlib import Path
+
+import pytest
+
+import pot
+
+HERE = Path(__file__).resolve().parent
+#: The repository's shared known-answer vectors (tests/vectors).
+VECTORS = Path(os.environ.get("POT_VECTORS_DIR", HERE.parent.parent.parent / "tests" / "vectors"))
+
+
+def load_vectors(name):
+    """tests/vectors/<name>, parsed (integers stay exact in Python)."""
+    with open(VECTORS / name, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def stream(seed, n):
+    """The tensor bytes of hash.json: the first n bytes of
+    SHA-256(seed || u64le(0)) || SHA-256(seed || u64le(1)) || ...,
+    computed with hashlib, independently of libpot."""
+    out = bytearray()
+    i = 0
+    while len(out) < n:
+        out += hashlib.sha256(seed.encode() + struct.pack("<Q", i)).digest()
+        i += 1
+    return bytes(out[:n])
+
+
+def u64le(v):
+    return struct.pack("<Q", v)
+
+
+def f32bytes(*vs):
+    return struct.pack("<%df" % len(vs), *vs)
+
+
+def want_error(excinfo, cls, code):
+    """The raised error is exactly of class cls (a pot.Error), with the code,
+    the status name and a message."""
+    e = excinfo.value
+    assert type(e) is cls, f"{type(e).__name__}: {e}"
+    assert e.code == code and isinstance(e.code, pot.Status)
+    assert e.status == pot.status_name(code) == code.c_name
+    assert e.message, "an error without a message"
+    return e
+
+
+def spec_json(program_digest, **over):
+    """A valid execution spec whose model program has the given digest
+    (SGD, per_step seeds from base seed 7)."""
+    spec = {
+        "framework": "pytorch", "framework_version": "1.13.1", "model_program_digest": bytes(program_digest).hex(),
+        "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 0.1},
+        "batch_size": 2, "intra_op_threads": 1, "hardware_class": "cpu", "norm_bucket_resolution": 16,
+        "seed_policy": {"kind": "per_step", "base_seed": 7},
+    }
+    spec.update(over)
+    return spec
+
+
+@pytest.fixture
+def hash_vectors():
+    return load_vectors("hash.json")

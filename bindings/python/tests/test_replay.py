@@ -1,0 +1,336 @@
+"""Replay through the binding: program digests, Replay.step against eager
+PyTorch bit for bit, the recorder and checkpoint store, verify_step with
+its partial result, and the run of tests/replay/make_fixture.sh when
+POT_REPLAY_FIXTURE names one."""
+
+import hashlib
+import json
+import os
+import shutil
+import struct
+
+import pytest
+
+import pot
+from conftest import spec_json, want_error
+
+torch = pytest.importorskip("torch")
+
+needs_torch = pytest.mark.skipif(not pot.replay_available(), reason="libpot was built without LibTorch "
+                                 "(test_availability checks UnsupportedError)")
+
+
+def test_program_digest_file(tmp_path):
+    path = tmp_path / "program.pt"
+    path.write_bytes(b"abc")
+    # tagged(tag, data) = SHA-256(u8(len(tag)) || tag || data), with hashlib.
+    assert pot.program_digest_file(path) == hashlib.sha256(b"\x0epot/v1/program" + b"abc").digest()
+    with pytest.raises(pot.IoError) as e:
+        pot.program_digest_file(tmp_path / "missing.pt")
+    want_error(e, pot.IoError, pot.Status.IO)
+
+
+def test_availability(tmp_path):
+    """replay_available() tells what the replay, recorder and checkpoint
+    constructors do."""
+    program = tmp_path / "program.pt"
+    program.write_bytes(b"abc")
+    spec = pot.Spec(spec_json(pot.program_digest_file(program)))
+    other = pot.Spec(spec_json(bytes([1]) * 32))
+    if not pot.replay_available():
+        for fn in (lambda: pot.Replay(spec, program), lambda: pot.Recorder(tmp_path / "ck", spec, program, 1),
+                   lambda: pot.Checkpoints(tmp_path / "ck")):
+            with pytest.raises(pot.UnsupportedError):
+                fn()
+        return
+    with pytest.raises(pot.IoError):
+        pot.Replay(spec, tmp_path / "missing.pt")
+    with pytest.raises(pot.ProofMismatchError):
+        pot.Replay(other, program)  # not the spec's program
+    with pytest.raises(pot.InvalidArgumentError):
+        pot.Replay(spec, program)  # the spec's digest, but not TorchScript
+    with pytest.raises(pot.IoError):
+        pot.Recorder(tmp_path / "ck-missing", spec, tmp_path / "missing.pt", 1)
+    with pytest.raises(pot.ProofMismatchError):
+        pot.Recorder(tmp_path / "ck-other", other, program, 1)
+    with pytest.raises(pot.InvalidArgumentError):
+        pot.Recorder(tmp_path / "ck-zero", spec, program, 0)
+    with pytest.raises(pot.NotFoundError):
+        pot.Checkpoints(tmp_path / "nothing-here")
+
+
+# --------------------------------------------------------------------------
+# A tiny model program, trained eagerly here and replayed by libpot.
+
+class Tiny(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 1)
+
+    def forward(self, x, y):
+        return torch.nn.functional.mse_loss(self.lin(x).squeeze(-1), y)
+
+
+LR = 0.1
+BASE_SEED = 7
+N_SAMPLES = 4
+
+
+def sample_bytes(dir_, i, nan=False):
+    """Sample i as a safetensors file of the dataset directory."""
+    x = torch.tensor([float(i), 1.0, -0.5 * i]) if not nan else torch.tensor([float("nan"), 1.0, 0.0])
+    y = torch.tensor(0.25 * i)
+    path = dir_ / f"{i:06d}.safetensors"
+    with pot.SafetensorsWriter() as w:
+        w.add("x", "F32", x.shape, x)
+        w.add("y", "F32", y.shape, y)
+        w.write(path)
+    return path.read_bytes()
+
+
+def state_writer(model, lr):
+    """The canonical state of docs/PROTOCOL.md 21.1 (SGD without momentum:
+    no optimizer entries), the tensors borrowed without copies."""
+    w = pot.SafetensorsWriter()
+    for name, p in model.named_parameters():
+        w.add("param/" + name, "F32", p.shape, p.detach())
+    w.add("hparam/lr", "F64", [], struct.pack("<d", lr))
+    return w
+
+
+def eager_step(model, opt, batch):
+    """One step as section 21.3 says, one micro-batch."""
+    model.train()
+    opt.zero_grad(set_to_none=True)
+    xs = torch.stack([b[0] for b in batch])
+    ys = torch.stack([b[1] for b in batch])
+    loss = model(xs, ys) / 1
+    loss.backward()
+    opt.step()
+    return float(loss.item())
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    torch.manual_seed(0)
+    model = Tiny()
+    program = tmp_path / "program.pt"
+    torch.jit.script(model).save(str(program))
+    spec = pot.Spec(spec_json(pot.program_digest_file(program), optimizer={"kind": "sgd", "lr": LR},
+                              seed_policy={"kind": "per_step", "base_seed": BASE_SEED}))
+    data = tmp_path / "samples"
+    data.mkdir()
+    samples = [sample_bytes(data, i) for i in range(N_SAMPLES)]
+    yield {"model": model, "program": program, "spec": spec, "data": data, "samples": samples, "dir": tmp_path}
+    spec.close()
+
+
+def load_sample(raw):
+    import tempfile
+    with tempfile.NamedTemporaryFile(suffix=".safetensors") as f:
+        f.write(raw)
+        f.flush()
+        with pot.Safetensors(f.name) as s:
+            return tuple(torch.frombuffer(bytearray(s.tensor_data(n)), dtype=torch.float32).reshape(s.tensor(n).shape)
+                         for n in ("x", "y"))
+
+
+@needs_torch
+def test_replay_step_matches_eager_pytorch(tiny):
+    model, spec, program = tiny["model"], tiny["spec"], tiny["program"]
+    s0 = tiny["dir"] / "s0.safetensors"
+    with state_writer(model, LR) as w:
+        w.write(s0)
+    entry = pot.ScheduleEntry(1, [[2, 3]]).encode(N_SAMPLES)
+    batch = [tiny["samples"][2], tiny["samples"][3]]
+
+    with pot.Replay(spec, program) as r:
+        assert r.input_names == ["x", "y"] and r.input_name(1) == "y"
+        with pytest.raises(pot.OutOfRangeError):
+            r.input_name(2)
+        got = r.step(s0, entry, batch, LR, tiny["dir"] / "s1.safetensors")
+        # A NaN input gives a NaN loss: POT_E_NONFINITE.
+        nan = sample_bytes(tiny["dir"], 99, nan=True)
+        with pytest.raises(pot.NonFiniteError) as e:
+            r.step(s0, entry, [nan, batch[1]], LR)
+        want_error(e, pot.NonFiniteError, pot.Status.NONFINITE)
+        with pytest.raises(pot.InvalidArgumentError):
+            r.step(s0, entry, batch[:1], LR)  # a batch that does not fit the entry
+    with pytest.raises(pot.StateError):
+        r.step(s0, entry, batch, LR)
+
+    torch.manual_seed(pot.seed(BASE_SEED, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    loss = eager_step(model, opt, [load_sample(b) for b in batch])
+    with state_writer(model, LR) as w:
+        w.write(tiny["dir"] / "eager1.safetensors")
+    want = pot.safetensors_digest_file(tiny["dir"] / "eager1.safetensors")
+    assert got.post_state_digest == want == pot.safetensors_digest_file(tiny["dir"] / "s1.safetensors")
+    assert struct.pack("<d", got.loss) == struct.pack("<d", loss)
+    assert got.norm_bucket == pot.norm_bucket(got.update_norm, spec.norm_bucket_resolution)
+
+
+def record(tiny, ck, tamper_step=None, every=2, steps=3):
+    """Trains `steps` steps eagerly under a Recorder; returns (commitment,
+    root, entries, state digests)."""
+    model, spec = tiny["model"], tiny["spec"]
+    dataset = pot.Tree()
+    for raw in tiny["samples"]:
+        dataset.append(pot.sample_digest(raw))
+    entries = [pot.seeded_schedule_entry(5, N_SAMPLES, 2, 1, t) for t in range(1, steps + 1)]
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    with pot.Recorder(ck, spec, tiny["program"], every) as rec:
+        with pytest.raises(pot.StateError):
+            rec.begin_step(1)  # S_0 first
+        with state_writer(model, LR) as w:
+            d0 = rec.start(w)
+        commitment = pot.Commitment({
+            "initial_state_digest": str(d0), "schedule_root": str(pot.seeded_schedule_root(5, N_SAMPLES, 2, 1, steps)),
+            "schedule_length": steps, "dataset_root": str(dataset.root()), "dataset_size": N_SAMPLES,
+            "spec_digest": str(spec.digest()), "declared_steps": steps, "miner_identity": "6d696e6572"})
+        dataset.close()
+        with pytest.raises(pot.InvalidArgumentError):
+            rec.set_commitment(commitment, entries[:-1])
+        rec.set_commitment(commitment, entries)
+        states = [d0]
+        for t in range(1, steps + 1):
+            seed = rec.begin_step(t)
+            # The seed policy went to the generator torch itself uses.
+            assert seed == pot.seed(BASE_SEED, t) == torch.initial_seed()
+            batch = [load_sample(tiny["samples"][i]) for i in pot.ScheduleEntry.decode(entries[t - 1]).indices]
+            loss = eager_step(model, opt, batch)
+            if t == tamper_step:
+                with torch.no_grad():
+                    model.lin.bias.add_(1e-3)  # a forged update
+            with state_writer(model, LR) as w:
+                d = rec.end_step(w, loss)
+            states.append(d)
+        with pytest.raises(pot.OutOfRangeError):
+            rec.begin_step(steps + 1)  # past the declared steps
+        assert rec.size == len(rec) == steps
+        root = rec.finish()
+        assert root == rec.root() and rec.root(1) != root
+        pot.verify_consistency(1, steps, rec.root(1), root, rec.consistency_proof(1))
+    return commitment, root, entries, states
+
+
+@needs_torch
+def test_recorder_checkpoints_and_verify_step(tiny):
+    ck = tiny["dir"] / "ck"
+    commitment, root, entries, states = record(tiny, ck)
+    with pytest.raises(pot.ConflictError) as e:
+        pot.Recorder(ck, tiny["spec"], tiny["program"], 1)
+    want_error(e, pot.ConflictError, pot.Status.CONFLICT)
+    spec, program, data = tiny["spec"], tiny["program"], tiny["data"]
+    with commitment, pot.Checkpoints(ck) as cp:
+        assert cp.size == 3 and repr(cp) == f"<pot.Checkpoints {str(ck)!r}, 3 steps>"
+        # Checkpoints every 2 steps: S_1 is re-derived from S_0 (one replay).
+        pre, n = cp.state_path(1, data)
+        assert n == 1 and pot.safetensors_digest_file(pre) == states[1]
+        assert cp.state_path(1, data) == (pre, 0)  # cached
+        with pytest.raises(pot.OutOfRangeError):
+            cp.state_path(4, data)
+        m = cp.opening(2, 3, data)
+        pot.verify_opening(commitment, 2, 3, root, m, pre)
+        res = pot.verify_step(commitment, spec, program, 2, 3, root, m, pre)
+        assert res.ok and res.check is pot.OpeningCheck.OK and res.replayed
+        assert res.replayed_state_digest == res.committed_state_digest == states[2]
+        assert res.replay == pot.ReplayResult(states[2], res.loss, res.update_norm, res.norm_bucket)
+        # The cross-architecture path, S_2 served too.
+        mp = cp.opening(2, 3, data, serve_post_state=True)
+        post, _ = cp.state_path(2, data)
+        res = pot.verify_step(commitment, spec, program, 2, 3, root, mp, pre, post, pot.VerifyMode.NORM_BUCKET)
+        assert res.ok and pot.norm_buckets_match(res.served_norm_bucket, res.norm_bucket)
+        # Failures carry the check and the partial result.
+        with pytest.raises(pot.ProofMismatchError) as e:
+            pot.verify_step(commitment, spec, program, 2, 3, root, m, post)  # S_2 as the pre-state
+        assert e.value.check is pot.OpeningCheck.PRE_STATE_DIGEST and e.value.result.replayed is False
+        assert e.value.result.replay is None  # the opening's checks come first
+        with pytest.raises(pot.InvalidArgumentError) as e:
+            pot.verify_step(commitment, spec, program, 2, 3, root, m, pre, None, pot.VerifyMode.NORM_BUCKET)
+        assert e.value.check is pot.OpeningCheck.OK  # refused before any check
+        with pot.Spec(spec_json(bytes(32))) as other:
+            with pytest.raises(pot.ProofMismatchError) as e:
+                pot.verify_step(commitment, other, program, 2, 3, root, m, pre)
+            assert e.value.check is pot.OpeningCheck.SPEC
+    with pytest.raises(pot.StateError):
+        cp.opening(2, 3, data)
+
+
+@needs_torch
+def test_a_forged_step_fails_its_replay(tiny):
+    ck = tiny["dir"] / "ck-forged"
+    commitment, root, entries, states = record(tiny, ck, tamper_step=2, every=1)
+    with commitment, pot.Checkpoints(ck) as cp:
+        m = cp.opening(2, 3, tiny["data"])
+        pre, n = cp.state_path(1, tiny["data"])
+        assert n == 0  # a checkpoint every step
+        with pytest.raises(pot.ProofMismatchError) as e:
+            pot.verify_step(commitment, tiny["spec"], tiny["program"], 2, 3, root, m, pre)
+        r = e.value.result
+        assert e.value.check is pot.OpeningCheck.REPLAYED_STATE and str(e.value.check) == "replayed_state"
+        assert r.replayed and r.replayed_state_digest != r.committed_state_digest == states[2]
+        # The honest steps around it verify.
+        for step in (1, 3):
+            pre, _ = cp.state_path(step - 1, tiny["data"])
+            assert pot.verify_step(commitment, tiny["spec"], tiny["program"], step, 3, root,
+                                   cp.opening(step, 3, tiny["data"]), pre).ok
+
+
+# --------------------------------------------------------------------------
+# The fixture of tests/replay/make_fixture.sh (Go and Rust read it too).
+
+@pytest.fixture
+def fixture():
+    d = os.environ.get("POT_REPLAY_FIXTURE")
+    if not d:
+        pytest.skip("POT_REPLAY_FIXTURE is not set (make one with tests/replay/make_fixture.sh BUILD_DIR OUT_DIR)")
+    if not pot.replay_available():
+        pytest.fail("POT_REPLAY_FIXTURE is set but the loaded libpot was built without LibTorch")
+    from pathlib import Path
+    d = Path(d)
+    with open(d / "record.json") as f:
+        rec = json.load(f)
+    with open(d / "run" / "run.json") as f:
+        meta = json.load(f)
+    with open(d / "run" / "schedule.json") as f:
+        schedule = json.load(f)
+    return d, rec, meta, schedule
+
+
+def test_fixture_end_to_end(fixture, tmp_path):
+    d, rec, meta, schedule = fixture
+    step, run = 5, d / "run"
+    samples = run / "samples"
+    ck = tmp_path / "ck"  # a private copy: re-derived states are cached in it
+    shutil.copytree(d / "ck", ck)
+    with pot.Spec.from_json((run / "spec.json").read_text()) as spec, \
+            pot.Commitment.decode((ck / "commitment.bin").read_bytes()) as commitment, \
+            pot.Checkpoints(ck) as cp:
+        assert str(commitment.run_id) == rec["run_id"] and rec["size"] == cp.size == 6
+        root = pot.Digest(rec["root"])
+        program = run / "program.pt"
+        pre, n = cp.state_path(step - 1, samples)
+        assert n == 1  # S_4 re-derived from S_3
+        m = cp.opening(step, rec["size"], samples)
+        want = pot.safetensors_digest_file(run / "states" / f"{step:06d}.safetensors")
+        pot.verify_opening(commitment, step, rec["size"], root, m, pre)
+        res = pot.verify_step(commitment, spec, program, step, rec["size"], root, m, pre)
+        assert res.ok and res.replayed_state_digest == res.committed_state_digest == want
+        assert struct.pack("<d", res.loss) == struct.pack("<d", res.committed_loss)
+        other, n = cp.state_path(2, samples)
+        assert n == 2
+        with pytest.raises(pot.ProofMismatchError) as e:
+            pot.verify_step(commitment, spec, program, step, rec["size"], root, m, other)
+        assert e.value.check is pot.OpeningCheck.PRE_STATE_DIGEST and not e.value.result.replayed
+
+        with pot.Replay(spec, program) as r, \
+                pot.Safetensors(run / "states" / f"{step:06d}.safetensors") as s5:
+            assert r.input_names == meta["forward_args"]
+            entry = pot.ScheduleEntry(step, schedule[step - 1]).encode(meta["dataset_size"])
+            batch = [(samples / f"{i:06d}.safetensors").read_bytes() for mb in schedule[step - 1] for i in mb]
+            next_lr = struct.unpack("<d", s5.tensor_data("hparam/lr"))[0]
+            got = r.step(run / "states" / f"{step - 1:06d}.safetensors", entry, batch, next_lr)
+            assert got.post_state_digest == want and got == res.replay
+            assert struct.pack("<d", got.loss).hex() == \
+                int(meta["loss_bits"][step - 1], 16).to_bytes(8, "big")[::-1].hex()

@@ -1,0 +1,149 @@
+"""pot.torch end to end: an ordinary PyTorch loop (DataLoader with shuffling,
+dropout, AdamW, a cosine LR schedule, gradient clipping, accumulation,
+zero_grad(set_to_none=True)) hooked with the three lines of docs/python.md;
+five beacon-challenged steps are served from the checkpoint directory and
+verified by the C++ replay called from Python; a tampered run fails."""
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import pot  # noqa: E402
+import pot.torch as pt  # noqa: E402
+
+if not pot.replay_available():
+    pytest.skip("libpot was built without LibTorch", allow_module_level=True)
+
+STEPS, EVERY, BATCH, ACCUM = 12, 4, 8, 2
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.LayerNorm(32), torch.nn.GELU(),
+                                        torch.nn.Dropout(0.1), torch.nn.Linear(32, 4))
+
+    def forward(self, x, y):
+        return torch.nn.functional.cross_entropy(self.body(x), y)
+
+
+class Data(torch.utils.data.Dataset):
+    def __init__(self, n=64):
+        g = torch.Generator().manual_seed(3)
+        self.x = torch.randn(n, 12, generator=g)
+        self.y = torch.randint(0, 4, (n,), generator=g)
+
+    def __len__(self):
+        return len(self.y)
+
+    def __getitem__(self, i):
+        return i, self.x[i], self.y[i]
+
+    def sample(self, i):
+        return {"x": self.x[i], "y": self.y[i]}
+
+
+def train(tmp, forge_at=None, skip_seed_at=None):
+    """Trains STEPS steps with the recorder; returns (recorder, spec, program)."""
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model, data = Net(), Data()
+    os.makedirs(tmp, exist_ok=True)
+    program = os.path.join(tmp, "program.pt")
+    pt.save_program(model, program)
+    pt.write_dataset((data.sample(i) for i in range(len(data))), os.path.join(tmp, "data"))
+    loader = torch.utils.data.DataLoader(data, batch_size=BATCH, shuffle=True, drop_last=True,
+                                         generator=torch.Generator().manual_seed(11))
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=STEPS)
+    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, microbatches=ACCUM, dropout=0.1,
+                        grad_clip_max_norm=1.0, seed=2026)
+    schedule = pt.plan_schedule(loader, STEPS, ACCUM)
+    # The three lines: 1.
+    rec = pt.Recorder(model, opt, spec, program, os.path.join(tmp, "ckpt"), dataset_dir=os.path.join(tmp, "data"),
+                      schedule=schedule, checkpoint_every=EVERY)
+    t = 0
+    while t < STEPS:
+        for idx, x, y in loader:
+            t += 1
+            if t > STEPS:
+                break
+            rec.begin_step(idx)  # 2.
+            if skip_seed_at == t:
+                torch.manual_seed(12345)  # the trainer overrides the committed seed
+            losses = []
+            for xs, ys in zip(x.chunk(ACCUM), y.chunk(ACCUM)):
+                loss = model(xs, ys) / ACCUM
+                loss.backward()
+                losses.append(loss)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
+            if forge_at == t:
+                with torch.no_grad():
+                    model.body[0].weight.mul_(0.9)  # an update the step did not compute
+            rec.end_step(losses)  # 3.
+    rec.finish()
+    return rec, spec, program
+
+
+def verify(rec, spec, program, t, mode=pot.VerifyMode.BITWISE, threads=0):
+    manifest = rec.serve(t, post_state=mode == pot.VerifyMode.NORM_BUCKET)
+    post = rec.state_path(t) if mode == pot.VerifyMode.NORM_BUCKET else None
+    return pot.verify_step(rec.commitment, spec, program, t, rec.steps_recorded, rec.root(), manifest,
+                           rec.state_path(t - 1), post, mode, threads)
+
+
+def test_recorded_loop_verifies_at_challenged_steps(tmp_path):
+    rec, spec, program = train(str(tmp_path / "honest"))
+    assert rec.steps_recorded == STEPS
+    # Only every EVERY-th state (and S_0, S_n) is stored.
+    stored = sorted(os.listdir(tmp_path / "honest" / "ckpt" / "checkpoints"))
+    assert stored == [f"{t:012d}.safetensors" for t in (0, 4, 8, 12)]
+    steps = pot.challenge_derive(b"beacon of the day", rec.run_id, STEPS, 5)
+    assert len(set(steps)) == 5
+    for t in steps:
+        r = verify(rec, spec, program, t)
+        assert r.ok and r.replayed and r.replayed_state_digest == r.committed_state_digest, t
+    # The cross-architecture path on another thread count.
+    r = verify(rec, spec, program, 7, pot.VerifyMode.NORM_BUCKET, threads=2)
+    assert r.ok
+    rec.close()
+
+
+def test_tampered_runs_fail_at_the_named_check(tmp_path):
+    rec, spec, program = train(str(tmp_path / "forged"), forge_at=6)
+    with pytest.raises(pot.ProofMismatchError) as e:
+        verify(rec, spec, program, 6)
+    assert e.value.check == pot.OpeningCheck.REPLAYED_STATE
+    assert verify(rec, spec, program, 5).ok  # honest steps still verify
+    rec.close()
+    rec, spec, program = train(str(tmp_path / "noseed"), skip_seed_at=3)
+    with pytest.raises(pot.ProofMismatchError) as e:
+        verify(rec, spec, program, 3)
+    assert e.value.check == pot.OpeningCheck.REPLAYED_STATE
+    rec.close()
+
+
+def test_recorder_checks_the_schedule_and_the_call_order(tmp_path):
+    torch.manual_seed(0)
+    model, data = Net(), Data()
+    tmp = str(tmp_path)
+    program = os.path.join(tmp, "program.pt")
+    pt.save_program(model, program)
+    pt.write_dataset((data.sample(i) for i in range(len(data))), os.path.join(tmp, "data"))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True)
+    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=4, dropout=0.1, seed=1)
+    rec = pt.Recorder(model, opt, spec, program, os.path.join(tmp, "ckpt"), dataset_dir=os.path.join(tmp, "data"),
+                      schedule=[[[0, 1, 2, 3]], [[4, 5, 6, 7]]])
+    with pytest.raises(pot.StateError):
+        rec.end_step(1.0)
+    with pytest.raises(pot.ConflictError):
+        rec.begin_step([0, 1, 2, 4])
+    with pytest.raises(pot.Error):
+        pt.make_spec(torch.optim.RMSprop(model.parameters()), program, dtype=torch.float32, batch_size=4)
+    loader = torch.utils.data.DataLoader(data, batch_size=4, shuffle=True)
+    with pytest.raises(pot.InvalidArgumentError):
+        pt.plan_schedule(loader, 2)
+    rec.close()

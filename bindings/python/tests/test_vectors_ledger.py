@@ -1,0 +1,62 @@
+"""tests/vectors/ledger_transcript.json: the reference ledger, call by call."""
+
+import pytest
+
+import pot
+from conftest import load_vectors, want_error
+
+V = load_vectors("ledger_transcript.json")
+
+
+def test_ledger_transcript():
+    cfg = V["config"]
+    ledger = pot.Ledger(cfg["commit_window"], cfg["reveal_window"], cfg["quorum"], cfg["max_rounds"])
+    with ledger:
+        for i, call in enumerate(V["calls"]):
+            expect = call.get("expect", "ok")
+            args = {k: v for k, v in call.items() if k not in ("expect", "result")}
+            before = ledger.save()
+            try:
+                result = ledger.apply(args)
+                outcome = "ok"
+            except pot.Error as e:
+                outcome = e.status
+                result = {"ok": False, "status": e.status, "message": e.message}
+                # The exception class is the one of the status.
+                assert type(e) is pot.error_class(e.code)
+                # A refused call leaves the ledger exactly as it was.
+                assert ledger.save() == before, f"call {i}: a refused call changed the state"
+            assert outcome == expect, f"call {i} ({args['call']}): {result}"
+            if "result" in call:
+                assert result == call["result"], f"call {i} ({args['call']})"
+        assert len(V["calls"]) == 16
+
+        state = ledger.save()
+        assert str(pot.sha256(state)) == V["state_sha256"]
+        # Saving, loading and saving again gives the same bytes.
+        with pot.Ledger.load(state) as loaded:
+            assert loaded.save() == state
+        with pytest.raises(pot.MalformedError) as e:
+            pot.Ledger.load(state + b"\0")
+        want_error(e, pot.MalformedError, pot.Status.MALFORMED)
+        with pytest.raises(pot.InvalidArgumentError) as e:
+            ledger.apply_json('{"call": "no_such_call"}')
+        want_error(e, pot.InvalidArgumentError, pot.Status.INVALID_ARGUMENT)
+
+
+def test_ledger_refusals_raise_their_status():
+    """The refused calls of the transcript raise PermissionDeniedError and
+    StateError, carrying the transcript's messages."""
+    cfg = V["config"]
+    seen = {}
+    with pot.Ledger(cfg["commit_window"], cfg["reveal_window"], cfg["quorum"], cfg["max_rounds"]) as ledger:
+        for call in V["calls"]:
+            args = {k: v for k, v in call.items() if k not in ("expect", "result")}
+            if call.get("expect", "ok") == "ok":
+                ledger.apply(args)
+                continue
+            with pytest.raises(pot.Error) as e:
+                ledger.apply(args)
+            seen[e.value.status] = type(e.value)
+            assert e.value.message == call["result"]["message"]
+    assert seen == {"POT_E_PERMISSION": pot.PermissionDeniedError, "POT_E_STATE": pot.StateError}

@@ -1,0 +1,157 @@
+"""tests/vectors/protocol.json: seeds, step leaves, challenges, security,
+norm buckets, specs, commitments, schedules, witnesses and verdicts."""
+
+import json
+import struct
+
+import pytest
+
+import pot
+from conftest import load_vectors, want_error
+
+V = load_vectors("protocol.json")
+
+
+def test_seeds():
+    for s in V["seeds"]:
+        assert pot.seed(s["base_seed"], s["step"]) == s["seed"]
+        assert pot.seed_derive(s["base_seed"], s["step"]) == s["seed"]
+
+
+def test_step_leaves():
+    for leaf in V["step_leaves"]:
+        loss = struct.unpack("<d", bytes.fromhex(leaf["loss_bits"]))[0]
+        sl = pot.StepLeaf(leaf["step"], pot.Digest(leaf["state_digest"]), loss)
+        enc = sl.encode()
+        assert len(enc) == pot.STEP_LEAF_SIZE and enc.hex() == leaf["leaf"]
+        assert str(pot.leaf_hash(enc)) == leaf["leaf_hash"]
+        dec = pot.StepLeaf.decode(enc)
+        assert (dec.step, dec.state_digest) == (sl.step, sl.state_digest)
+        assert struct.pack("<d", dec.loss) == bytes.fromhex(leaf["loss_bits"])  # bit for bit, NaN too
+        assert dec.loss_bits == int.from_bytes(bytes.fromhex(leaf["loss_bits"]), "little")
+        with pytest.raises(pot.MalformedError) as e:
+            pot.StepLeaf.decode(enc[:-1])
+        want_error(e, pot.MalformedError, pot.Status.MALFORMED)
+
+
+def test_challenges():
+    for c in V["challenges"]:
+        got = pot.challenge_derive(bytes.fromhex(c["beacon"]), bytes.fromhex(c["run_id"]), c["num_steps"], c["rounds"])
+        assert got == c["steps"], c["comment"]
+
+
+def test_detection():
+    for d in V["detection"]:
+        assert pot.detection_probability(d["steps"], d["forged"], d["challenges"]) == d["probability"]
+    # PROTOCOL.md section 12: n = 10000, m = 100, p = 0.99 needs 448.
+    assert pot.challenges_needed(10000, 100, 0.99) == 448
+
+
+def test_norm_buckets():
+    for b in V["norm_buckets"]:
+        assert pot.norm_bucket(b["norm"], b["resolution"]) == b["bucket"], b["comment"]
+
+
+@pytest.mark.parametrize("i", range(len(V["specs"])))
+def test_specs(i):
+    s = V["specs"][i]
+    with pot.Spec.from_json(json.dumps(s["json"])) as spec:
+        enc = spec.encode()
+        assert enc.hex() == s["canonical"]
+        d = spec.digest()
+        assert str(d) == s["digest"]
+        # The canonical bytes decode to the same spec, and its JSON form
+        # parses back to it (from a str or from a dict).
+        with pot.Spec.decode(enc) as dec, pot.Spec.from_json(dec.to_json()) as again, \
+                pot.Spec(dec.to_dict()) as again2:
+            assert again.digest() == d == again2.digest()
+        with pytest.raises(pot.MalformedError):
+            pot.Spec.decode(enc + b"\0")  # extra bytes are not canonical
+        policy = s["json"]["seed_policy"]
+        assert str(spec.seed_policy) == policy["kind"]
+        assert spec.seed == policy.get("base_seed", 0) + policy.get("seed", 0)
+        assert spec.intra_op_threads == s["json"]["intra_op_threads"]
+        assert spec.norm_bucket_resolution == s["json"]["norm_bucket_resolution"]
+    assert len(V["specs"]) == 2
+
+
+def test_spec_errors():
+    with pytest.raises(pot.InvalidArgumentError) as e:
+        pot.Spec.from_json('{"framework": "pytorch"}')
+    want_error(e, pot.InvalidArgumentError, pot.Status.INVALID_ARGUMENT)
+    with pytest.raises(pot.MalformedError) as e:
+        pot.Spec.from_json("not json")
+    want_error(e, pot.MalformedError, pot.Status.MALFORMED)
+    with pytest.raises(pot.LimitError) as e:
+        pot.Spec.decode(bytes(5000))
+    want_error(e, pot.LimitError, pot.Status.LIMIT)
+
+
+@pytest.mark.parametrize("i", range(len(V["commitments"])))
+def test_commitments(i):
+    c = V["commitments"][i]
+    j = c["json"]
+    with pot.Commitment.from_json(json.dumps(j)) as cm:
+        enc = cm.encode()
+        assert enc.hex() == c["canonical"]
+        assert str(cm.run_id) == c["run_id"]
+        assert cm.digests == pot.CommitmentDigests(
+            pot.Digest(j["initial_state_digest"]), pot.Digest(j["schedule_root"]), pot.Digest(j["dataset_root"]),
+            pot.Digest(j["spec_digest"]))
+        assert (cm.declared_steps, cm.dataset_size) == (j["declared_steps"], j["dataset_size"])
+        with pot.Commitment.decode(enc) as dec, pot.Commitment.from_json(dec.to_json()) as again:
+            assert again.run_id == cm.run_id
+        with pytest.raises(pot.MalformedError):
+            pot.Commitment.decode(enc + b"\0")
+
+
+def test_schedule_entries():
+    for e in V["schedule_entries"]:
+        entry = pot.ScheduleEntry(e["step"], e["microbatches"])
+        enc = entry.encode()
+        assert enc.hex() == e["entry"]
+        assert pot.schedule_entry_encode(e["step"], entry.indices, [len(m) for m in e["microbatches"]]) == enc
+        assert pot.ScheduleEntry.decode(enc) == entry
+        # Index 9 is outside a dataset of 5 samples.
+        with pytest.raises(pot.OutOfRangeError) as exc:
+            entry.encode(5)
+        want_error(exc, pot.OutOfRangeError, pot.Status.OUT_OF_RANGE)
+        with pytest.raises(pot.MalformedError):
+            pot.ScheduleEntry.decode(enc[:-1])
+
+
+def test_seeded_schedules():
+    for s in V["seeded_schedules"]:
+        with pot.Tree.in_memory() as tree:
+            for i, want in enumerate(s["entries"]):
+                e = pot.seeded_schedule_entry(s["seed"], s["dataset_size"], s["batch_size"], s["microbatches"], i + 1)
+                assert e.hex() == want
+                tree.append(e)
+            root = pot.seeded_schedule_root(s["seed"], s["dataset_size"], s["batch_size"], s["microbatches"],
+                                            s["steps"])
+            assert str(root) == s["root"] == str(tree.root(s["steps"]))
+
+
+def test_witness_commitments():
+    for w in V["witness_commitments"]:
+        run_id, state = pot.Digest(w["run_id"]), pot.Digest(w["replayed_state"])
+        salt, ident = bytes.fromhex(w["salt"]), bytes.fromhex(w["identity"])
+        c = pot.witness_commitment(run_id, w["step"], state, w["bucket"], salt, ident)
+        assert str(c) == w["commitment"]
+        pot.verify_witness_reveal(c, run_id, w["step"], state, w["bucket"], salt, ident)
+        with pytest.raises(pot.ProofMismatchError):
+            pot.verify_witness_reveal(c, run_id, w["step"], state, w["bucket"] ^ 1, salt, ident)
+        with pytest.raises(pot.ProofMismatchError):
+            pot.verify_witness_reveal(c, run_id, w["step"], state, w["bucket"], salt, b"someone else")
+
+
+@pytest.mark.parametrize("v", V["verdicts"], ids=lambda v: v["comment"])
+def test_verdicts(v):
+    with pot.Verdict(pot.WitnessMode[v["mode"].upper()], v["quorum"]) as verdict:
+        for r in v["reveals"]:
+            verdict.add_reveal(bytes.fromhex(r["identity"]), pot.Digest(r["replayed_state"]), r["bucket"])
+        committed = v.get("committed_state")
+        decision = verdict.decide(None if committed is None else pot.Digest(committed), v.get("declared_bucket"))
+        assert str(decision.outcome) == v["verdict"]
+        assert decision.cluster_size == v["cluster_size"]
+        assert decision.reason and decision.reason == verdict.reason
