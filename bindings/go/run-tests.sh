@@ -5,11 +5,18 @@
 #   PREFIX             where libpot is installed (PREFIX/include/pot.h,
 #                      PREFIX/lib/libpot.so, PREFIX/lib/pkgconfig/pot.pc)
 #   POT_PROTOCOL_FLOW  (environment) the built samples/protocol_flow binary
+#   POT_REPLAY_FIXTURE (environment, optional) a directory made by
+#                      tests/replay/make_fixture.sh (needs a libpot with LibTorch)
 #
 # Runs `go vet` and `go test -race` in bindings/go, builds samples/go-verifier,
 # runs it on a run directory made by protocol_flow (expects PASS, exit 0) and
-# on tampered copies of it (expects FAIL, exit 1). Nothing is downloaded:
-# GOTOOLCHAIN=local and the binding is the only (replaced, local) dependency.
+# on tampered copies of it (expects FAIL, exit 1). With POT_REPLAY_FIXTURE it
+# also runs go-verifier -replay on step 5 of the fixture's recorded run, the
+# opening served by PREFIX/bin/pot (`pot open make`): bitwise and bucket mode
+# pass, another step's pre-state fails at pre_state_digest, and the witness
+# commitment opens with `pot witness reveal`. Without it those cases are
+# skipped. Nothing is downloaded: GOTOOLCHAIN=local and the binding is the
+# only (replaced, local) dependency.
 set -eu
 
 if [ $# -ne 1 ]; then
@@ -110,6 +117,82 @@ cp "$run/opening-$second.bin" "$d/opening-$first.bin"
 cp "$run/state-$((second - 1)).safetensors" "$d/state-$((first - 1)).safetensors"
 cp "$run/state-$second.safetensors" "$d/state-$first.safetensors"
 expect "opening of step $second served for step $first" 1 "^step $first: FAIL at step" "$d"
+
+# Replay mode, on the recorded PyTorch run of tests/replay/make_fixture.sh.
+fixture=${POT_REPLAY_FIXTURE:-}
+if [ -z "$fixture" ]; then
+  echo "skip go-verifier -replay: POT_REPLAY_FIXTURE is not set" \
+    "(make one with tests/replay/make_fixture.sh BUILD_DIR OUT_DIR)"
+else
+  echo "== go-verifier -replay (fixture $fixture)"
+  potcli="$prefix/bin/pot"
+  if [ ! -x "$potcli" ]; then
+    echo "run-tests.sh: $potcli is missing (the pot CLI serves the openings)" >&2
+    exit 2
+  fi
+  # json_field KEY FILE: the value of "KEY" in a JSON object without nested
+  # objects (a string's contents or a number).
+  json_field() {
+    tr -d '\n' <"$2" | grep -o "\"$1\": *[^,}]*" | head -n 1 | sed 's/^[^:]*: *//; s/"//g'
+  }
+  # A private copy of the checkpoint directory: pot open make caches the
+  # states it re-derives in it.
+  cp -R "$fixture/ck" "$work/ck"
+  samples="$fixture/run/samples"
+  run_id=$(json_field run_id "$fixture/record.json")
+  root=$(json_field root "$fixture/record.json")
+  size=$(json_field size "$fixture/record.json")
+  step=5
+  identity=676f2d7665726966696572 # "go-verifier"
+  "$potcli" open make "$work/ck" --step $step --dataset "$samples" --out "$work/m5.bin" --json >"$work/make.json"
+  pre=$(json_field pre_state "$work/make.json")
+  "$potcli" open make "$work/ck" --step $step --dataset "$samples" --out "$work/m5-post.bin" --post-state \
+    --json >"$work/make-post.json"
+  post=$(json_field post_state "$work/make-post.json")
+  "$potcli" checkpoints state "$work/ck" --step 3 --dataset "$samples" --json >"$work/s3.json"
+  other=$(json_field path "$work/s3.json")
+
+  # expect_replay NAME STATUS PATTERN ARGS...: go-verifier -replay on step 5
+  # with ARGS exits STATUS and prints a line matching PATTERN.
+  expect_replay() {
+    name=$1 want=$2 pattern=$3
+    shift 3
+    status=0
+    "$work/go-verifier" -replay -commitment "$work/ck/commitment.bin" -spec "$fixture/run/spec.json" \
+      -program "$fixture/run/program.pt" -root "$root" -size "$size" -step $step -identity $identity "$@" \
+      >"$work/out" 2>&1 || status=$?
+    if [ "$status" -eq "$want" ] && grep -q -- "$pattern" "$work/out"; then
+      echo "ok   $name (exit $status: $(tail -n 1 "$work/out"))"
+    else
+      echo "FAIL $name: exit $status, want $want and a line matching '$pattern'; output:"
+      sed 's/^/     /' "$work/out"
+      failures=$((failures + 1))
+    fi
+  }
+
+  expect_replay "replay of step $step (bitwise, JSON)" 0 '"check": *"ok"' -manifest "$work/m5.bin" \
+    -pre-state "$pre" -json
+  # The witness commitment opens with the values printed next to it.
+  cp "$work/out" "$work/witness.json"
+  if "$potcli" witness reveal --commitment "$(json_field witness_commitment "$work/witness.json")" \
+    --run-id "$run_id" --step $step --replayed "$(json_field replayed_state "$work/witness.json")" \
+    --bucket "$(json_field norm_bucket "$work/witness.json")" --identity $identity \
+    --salt "$(json_field salt "$work/witness.json")" >"$work/reveal.out" 2>&1; then
+    echo "ok   the witness commitment opens with pot witness reveal"
+  else
+    echo "FAIL the witness commitment does not open with pot witness reveal:"
+    sed 's/^/     /' "$work/reveal.out"
+    failures=$((failures + 1))
+  fi
+  expect_replay "replay of step $step (bitwise, text)" 0 "^witness commitment: [0-9a-f]\{64\}$" \
+    -manifest "$work/m5.bin" -pre-state "$pre"
+  expect_replay "step $step served with S_3 (the pre-state of step 4)" 1 \
+    '"check": *"pre_state_digest"' -manifest "$work/m5.bin" -pre-state "$other" -json
+  expect_replay "replay of step $step, bucket mode on 2 threads" 0 '"check": *"ok"' -manifest "$work/m5-post.bin" \
+    -pre-state "$pre" -post-state "$post" -mode bucket -threads 2 -json
+  expect_replay "bucket mode without the post-state is bad usage" 2 "needs -post-state" \
+    -manifest "$work/m5-post.bin" -pre-state "$pre" -mode bucket
+fi
 
 if [ "$failures" -ne 0 ]; then
   echo "run-tests.sh: $failures go-verifier case(s) failed" >&2

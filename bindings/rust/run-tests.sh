@@ -5,6 +5,14 @@
 # Usage: bindings/rust/run-tests.sh PREFIX
 #   PREFIX             the libpot install prefix (PREFIX/lib/pkgconfig/pot.pc)
 #   POT_PROTOCOL_FLOW  (environment) the protocol_flow sample binary
+#   POT_REPLAY_FIXTURE (environment, optional) a directory made by
+#                      tests/replay/make_fixture.sh (needs a libpot with
+#                      LibTorch): the binding's replay test runs on it, and so
+#                      does rust-verifier --replay on step 5, the opening
+#                      served by PREFIX/bin/pot (`pot open make`): bitwise and
+#                      bucket mode pass, another step's pre-state fails at
+#                      pre_state_digest, the witness commitment opens with
+#                      `pot witness reveal`. Skipped when unset.
 #   CARGO_BUILD_JOBS   (environment) parallel jobs, default 2
 set -euo pipefail
 
@@ -44,7 +52,8 @@ mkdir "$work/run"
 passed=0
 failed=0
 # expect EXIT PATTERN ARGS...: runs the verifier, wants that exit code and a
-# line of output matching PATTERN.
+# line of output matching PATTERN. The output is left in $last_output.
+last_output=
 expect() {
   local want=$1 pattern=$2 out got
   shift 2
@@ -52,6 +61,7 @@ expect() {
   out=$("$verifier" "$@" 2>&1)
   got=$?
   set -e
+  last_output=$out
   printf '%s\n' "$out" | sed 's/^/    /'
   if [ "$got" -eq "$want" ] && printf '%s\n' "$out" | grep -q -- "$pattern"; then
     echo "ok: exit $got, output has '$pattern'"
@@ -77,6 +87,69 @@ expect 1 '^FAIL: step .*post_state_digest' --dir "$work/tampered" --beacon 62656
 
 echo "== rust-verifier: a missing run directory is bad input"
 expect 2 'commitment.json' --dir "$work/nonexistent" --beacon 626561636f6e
+
+# Replay mode, on the recorded PyTorch run of tests/replay/make_fixture.sh.
+if [ -z "${POT_REPLAY_FIXTURE:-}" ]; then
+  echo "== rust-verifier --replay: skipped, POT_REPLAY_FIXTURE is not set" \
+    "(make one with tests/replay/make_fixture.sh BUILD_DIR OUT_DIR)"
+else
+  fixture=$(cd "$POT_REPLAY_FIXTURE" && pwd)
+  potcli="$prefix/bin/pot"
+  if [ ! -x "$potcli" ]; then
+    echo "run-tests.sh: $potcli is missing (the pot CLI serves the openings)" >&2
+    exit 2
+  fi
+  # json_field KEY FILE: the value of "KEY" in a JSON object without nested
+  # objects (a string's contents or a number).
+  json_field() {
+    tr -d '\n' <"$2" | grep -o "\"$1\": *[^,}]*" | head -n 1 | sed 's/^[^:]*: *//; s/"//g'
+  }
+  # A private copy of the checkpoint directory: pot open make caches the
+  # states it re-derives in it.
+  cp -R "$fixture/ck" "$work/ck"
+  samples="$fixture/run/samples"
+  run_id=$(json_field run_id "$fixture/record.json")
+  step=5
+  identity=727573742d7665726966696572 # "rust-verifier"
+  "$potcli" open make "$work/ck" --step $step --dataset "$samples" --out "$work/m5.bin" --json >"$work/make.json"
+  "$potcli" open make "$work/ck" --step $step --dataset "$samples" --out "$work/m5-post.bin" --post-state \
+    --json >"$work/make-post.json"
+  "$potcli" checkpoints state "$work/ck" --step 3 --dataset "$samples" --json >"$work/s3.json"
+  pre=$(json_field pre_state "$work/make.json")
+  post=$(json_field post_state "$work/make-post.json")
+  other=$(json_field path "$work/s3.json")
+  replay=(--replay --commitment "$work/ck/commitment.bin" --spec "$fixture/run/spec.json"
+    --program "$fixture/run/program.pt" --root "$(json_field root "$fixture/record.json")"
+    --size "$(json_field size "$fixture/record.json")" --step $step --identity $identity)
+
+  echo "== rust-verifier --replay: step $step, bitwise (JSON)"
+  expect 0 '"check": *"ok"' "${replay[@]}" --manifest "$work/m5.bin" --pre-state "$pre" --json
+  printf '%s\n' "$last_output" >"$work/witness.json"
+  echo "== pot witness reveal: the witness commitment opens with the values printed next to it"
+  if "$potcli" witness reveal --commitment "$(json_field witness_commitment "$work/witness.json")" \
+    --run-id "$run_id" --step $step --replayed "$(json_field replayed_state "$work/witness.json")" \
+    --bucket "$(json_field norm_bucket "$work/witness.json")" --identity $identity \
+    --salt "$(json_field salt "$work/witness.json")"; then
+    echo "ok: the reveal opens the commitment"
+    passed=$((passed + 1))
+  else
+    echo "FAILED: the witness commitment does not open"
+    failed=$((failed + 1))
+  fi
+
+  echo "== rust-verifier --replay: step $step, bitwise (text)"
+  expect 0 '^witness commitment: [0-9a-f]\{64\}$' "${replay[@]}" --manifest "$work/m5.bin" --pre-state "$pre"
+
+  echo "== rust-verifier --replay: step $step served with S_3 (the pre-state of step 4)"
+  expect 1 '"check": *"pre_state_digest"' "${replay[@]}" --manifest "$work/m5.bin" --pre-state "$other" --json
+
+  echo "== rust-verifier --replay: step $step, bucket mode on 2 threads with the served post-state"
+  expect 0 '"check": *"ok"' "${replay[@]}" --manifest "$work/m5-post.bin" --pre-state "$pre" \
+    --post-state "$post" --mode bucket --threads 2 --json
+
+  echo "== rust-verifier --replay: bucket mode without the post-state is bad usage"
+  expect 2 'needs --post-state' "${replay[@]}" --manifest "$work/m5-post.bin" --pre-state "$pre" --mode bucket
+fi
 
 echo "rust-verifier: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -4,6 +4,9 @@
 // Usage:
 //
 //	go-verifier -dir RUN_DIR -beacon HEX [-rounds 2] [-threads 0]
+//	go-verifier -replay -commitment C.bin -spec SPEC.json -program MODEL.pt -root HEX -size N -step T
+//	            -manifest M.bin -pre-state S.safetensors [-post-state S.safetensors] [-mode bitwise|bucket]
+//	            [-threads N] -identity HEX [-json]
 //
 // RUN_DIR is what samples/protocol_flow writes: commitment.json (the
 // training commitment), log.json ({"size", "root"}: the posted checkpoint
@@ -16,6 +19,17 @@
 //
 // Exit status: 0 PASS, 1 FAIL (a challenged step was not opened correctly),
 // 2 bad usage or unreadable inputs (commitment, log root, beacon).
+//
+// With -replay it verifies one challenged step completely, replay included
+// (docs/PROTOCOL.md section 21.5; see replay.go): the commitment (canonical
+// bytes or JSON), the spec, the model program, the posted root and size, the
+// opening manifest and the served S_{t-1} (and S_t, needed by -mode bucket,
+// the cross-architecture path, which may replay on -threads N intra-op
+// threads). On success it draws a fresh salt and prints the witness values
+// (replayed state digest, norm bucket) with the witness commitment over
+// (run id, step, replayed digest, bucket, salt, identity); -json prints one
+// JSON object. Exit status: 0 verified, 1 a check failed, 2 bad usage or
+// unreadable inputs.
 package main
 
 import (
@@ -35,6 +49,12 @@ const (
 	exitUsage = 2
 )
 
+const usage = "usage: go-verifier -dir RUN_DIR -beacon HEX [-rounds N] [-threads N]\n" + replayUsage
+
+const replayUsage = "       go-verifier -replay -commitment C.bin -spec SPEC.json -program MODEL.pt -root HEX -size N\n" +
+	"                   -step T -manifest M.bin -pre-state S.safetensors [-post-state S.safetensors]\n" +
+	"                   [-mode bitwise|bucket] [-threads N] -identity HEX [-json]"
+
 // postedRoot is log.json: the checkpoint-log root the miner posted.
 type postedRoot struct {
 	Size uint64     `json:"size"`
@@ -47,10 +67,49 @@ func run() int {
 	dir := flag.String("dir", "", "run directory written by samples/protocol_flow")
 	beaconHex := flag.String("beacon", "", "beacon value, hex (protocol_flow uses 626561636f6e, \"beacon\")")
 	rounds := flag.Int("rounds", 2, "number of challenged steps")
-	threads := flag.Uint("threads", 0, "threads to digest the state files (0 = all cores)")
+	threads := flag.Uint("threads", 0, "threads to digest the state files (0 = all cores);\n"+
+		"with -replay: intra-op threads of the replay (0 = the spec's; others with -mode bucket)")
+	replay := flag.Bool("replay", false, "verify one step by replay and commit to the witness (flags below)")
+	var r replayArgs
+	flag.StringVar(&r.commitment, "commitment", "", "-replay: training commitment (canonical bytes or JSON)")
+	flag.StringVar(&r.spec, "spec", "", "-replay: execution spec (JSON or canonical bytes)")
+	flag.StringVar(&r.program, "program", "", "-replay: TorchScript model program")
+	flag.StringVar(&r.root, "root", "", "-replay: posted log root (hex)")
+	flag.Uint64Var(&r.size, "size", 0, "-replay: leaves under the posted root")
+	flag.Uint64Var(&r.step, "step", 0, "-replay: the challenged step")
+	flag.StringVar(&r.manifest, "manifest", "", "-replay: opening manifest of the step (canonical bytes)")
+	flag.StringVar(&r.pre, "pre-state", "", "-replay: served S_{t-1} (safetensors)")
+	flag.StringVar(&r.post, "post-state", "", "-replay: served S_t (safetensors; needed by -mode bucket)")
+	flag.StringVar(&r.mode, "mode", "bitwise", "-replay: bitwise or bucket (the cross-architecture path)")
+	flag.StringVar(&r.identity, "identity", "", "-replay: this verifier's identity (hex, 1..256 bytes)")
+	flag.BoolVar(&r.json, "json", false, "-replay: print one JSON object")
 	flag.Parse()
-	if *dir == "" || *beaconHex == "" || flag.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: go-verifier -dir RUN_DIR -beacon HEX [-rounds N] [-threads N]")
+	if flag.NArg() != 0 {
+		fmt.Fprintf(os.Stderr, "go-verifier: unexpected argument %q\n%s\n", flag.Arg(0), usage)
+		return exitUsage
+	}
+	// Each mode refuses the other's flags rather than ignoring them.
+	openingOnly := map[string]bool{"dir": true, "beacon": true, "rounds": true}
+	var misplaced []string
+	flag.Visit(func(f *flag.Flag) {
+		if f.Name != "replay" && f.Name != "threads" && openingOnly[f.Name] == *replay {
+			misplaced = append(misplaced, "-"+f.Name)
+		}
+	})
+	if len(misplaced) != 0 {
+		what := "without -replay"
+		if *replay {
+			what = "with -replay"
+		}
+		fmt.Fprintf(os.Stderr, "go-verifier: %v not used %s\n%s\n", misplaced, what, usage)
+		return exitUsage
+	}
+	if *replay {
+		r.threads = uint32(*threads)
+		return runReplay(r)
+	}
+	if *dir == "" || *beaconHex == "" {
+		fmt.Fprintln(os.Stderr, usage)
 		return exitUsage
 	}
 	beacon, err := hex.DecodeString(*beaconHex)
