@@ -948,8 +948,9 @@ POT_API pot_status pot_checkpoints_open(pot_checkpoints **out, const char *dir, 
 POT_API void pot_checkpoints_free(pot_checkpoints *checkpoints);
 /* Steps recorded; 0 for NULL (and in a build without LibTorch). */
 POT_API uint64_t pot_checkpoints_size(const pot_checkpoints *checkpoints);
-/* Path (NUL-terminated in out->data) of a file holding S_step, re-deriving
- * it from the nearest checkpoint before it when needed with the samples of
+/* Path (NUL-terminated in out->data; out->len excludes the NUL) of a file
+ * holding S_step, checked against the log before it is returned,
+ * re-deriving it from the nearest checkpoint before it when needed with the samples of
  * dataset_dir (one %06d.safetensors file per dataset index); each replayed
  * state must match the log (POT_E_PROOF_MISMATCH). *replayed (may be NULL)
  * receives the number of steps replayed. */
@@ -957,7 +958,8 @@ POT_API pot_status pot_checkpoints_state_path(pot_bytes *out, uint64_t *replayed
                                               pot_checkpoints *checkpoints, uint64_t step,
                                               const char *dataset_dir, pot_error **err);
 /* The opening manifest of step `step` against the log's first log_size
- * leaves, pre_state_ref naming the (re-derived) S_{t-1} file and, when
+ * leaves, pre_state_ref naming the (re-derived) S_{t-1} file (a path
+ * relative to the checkpoint directory) and, when
  * serve_post_state is non-zero, post_state_ref naming S_t (for the
  * cross-architecture path; may cost another re-derivation). */
 POT_API pot_status pot_checkpoints_opening(pot_bytes *out, pot_checkpoints *checkpoints, uint64_t step,

@@ -13,6 +13,7 @@ void add_commit_commands(CLI::App &app);
 void add_open_commands(CLI::App &app);
 void add_ledger_commands(CLI::App &app);
 void add_replay_commands(CLI::App &app);
+void add_report_commands(CLI::App &app);
 }  // namespace pot_cli
 
 int main(int argc, char **argv) {
@@ -27,6 +28,7 @@ int main(int argc, char **argv) {
   pot_cli::add_open_commands(app);  // after protocol: adds to 'witness'
   pot_cli::add_ledger_commands(app);
   pot_cli::add_replay_commands(app);  // after open: adds to 'open'
+  pot_cli::add_report_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {

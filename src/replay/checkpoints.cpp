@@ -396,10 +396,27 @@ std::string CheckpointStore::state_path(uint64_t t, const std::string &dataset_d
   Impl &m = *impl_;
   if (t > m.steps.size()) fail(Status::kOutOfRange, "state {} of a run of {} steps", t, m.steps.size());
   if (replayed) *replayed = 0;
+  // A stored or cached state is served only after its digest is checked
+  // against the log (or, for S_0, the commitment): a corrupted file is
+  // reported here rather than by the verifier.
+  auto logged = [&]() -> std::optional<hash::Digest> {
+    if (t > 0) return m.steps[t - 1].state_digest;
+    if (m.commitment) return m.commitment->initial_state_digest;
+    return std::nullopt;
+  };
   const std::string ck = numbered(m.dir, "checkpoints", t);
-  if (fs::exists(ck)) return ck;
+  if (fs::exists(ck)) {
+    const auto want = logged();
+    if (want && hash::SafetensorsFile::open(ck)->digest(0) != *want)
+      fail(Status::kProofMismatch, "checkpoint '{}' does not digest to the state the log records", ck);
+    return ck;
+  }
   const std::string derived = numbered(m.dir, "derived", t);
-  if (fs::exists(derived)) return derived;
+  if (fs::exists(derived)) {
+    if (hash::SafetensorsFile::open(derived)->digest(0) == m.steps[t - 1].state_digest) return derived;
+    std::error_code ec;
+    fs::remove(derived, ec);  // a stale or damaged cache entry: derive it again
+  }
   // The nearest checkpoint before t (S_0 always exists).
   uint64_t c = t;
   while (c > 0 && !fs::exists(numbered(m.dir, "checkpoints", c))) --c;
@@ -472,8 +489,11 @@ Bytes CheckpointStore::opening(uint64_t t, uint64_t log_size, const std::string 
   for (uint64_t idx : commit::ScheduleEntry::decode(o.schedule_entry).indices())
     o.samples.push_back({idx, read_all(sample_path(dataset_dir, idx), commit::kMaxSampleBytes),
                          merkle::encode_proof(data.inclusion_proof(idx, m.commitment->dataset_size))});
-  o.pre_state_ref = state_path(t - 1, dataset_dir);
-  if (serve_post) o.post_state_ref = state_path(t, dataset_dir);
+  // References relative to the checkpoint directory: the manifest (and the
+  // digest a ledger records) does not depend on where the miner keeps it.
+  auto relative = [&](const std::string &path) { return fs::relative(path, m.dir).generic_string(); };
+  o.pre_state_ref = relative(state_path(t - 1, dataset_dir));
+  if (serve_post) o.post_state_ref = relative(state_path(t, dataset_dir));
   o.next_lr = q.next_lr;
   return o.encode();
 }
