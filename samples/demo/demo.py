@@ -1,0 +1,382 @@
+#!/usr/bin/env python3
+"""The pot demo: Proof of Training end to end, on this machine.
+
+1. An honest miner trains a small GPT language model on a synthetic corpus
+   for 200 steps with PyTorch through pot.torch.Recorder (dropout, per-step
+   seeds, a shuffled schedule, AdamW, cosine LR), posting checkpoint roots
+   with consistency proofs to the reference ledger as it goes.
+2. The ledger draws challenges from beacon values; the miner serves openings
+   from its checkpoint directory (re-deriving pre-states from the nearest
+   stored checkpoint).
+3. Three verifiers -- C++ (the pot CLI), Go (samples/go-verifier) and Python
+   (pot.verify_step, on 2 threads instead of the spec's 1, through the
+   norm-bucket path) -- verify the openings by replaying the steps, commit and
+   reveal witnesses; the ledger's verdicts are PASS.
+4. A miner that substitutes a pre-trained model's states for half of its
+   trajectory, and one that trains on other data than it committed to, are
+   caught with the failing check named; the loss-curve checks flag a run
+   whose loss is frozen.
+5. A summary, and a self-contained HTML report (`pot report`).
+
+Usage: python samples/demo/demo.py --pot PATH/pot --go-verifier PATH [--out DIR]
+(scripts/demo builds everything and runs it).
+"""
+import argparse
+import copy
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import torch
+
+import pot
+import pot.torch as pt
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python-trainer"))
+import trainer  # noqa: E402
+
+STEPS = 200
+TASK_ID = hashlib.sha256(b"pot demo task: a tiny language model").hexdigest()
+VERIFIERS = [("C++ (pot CLI)", "C++", "616c696365"), ("Go (go-verifier)", "Go", "626f62"),
+             ("Python (pot.verify_step, 2 threads)", "Python", "6361726f6c")]
+
+
+def say(msg=""):
+    print(msg, flush=True)
+
+
+def bar(label):
+    """A progress bar: redrawn in place on a terminal, a line per quarter
+    otherwise (logs)."""
+    tty = sys.stdout.isatty()
+
+    def show(t, n):
+        if not tty and t != n and t % max(1, n // 4):
+            return
+        filled = int(30 * t / n)
+        line = f"  {label} [{'#' * filled}{'.' * (30 - filled)}] {t}/{n}"
+        sys.stdout.write(("\r" + line + ("\n" if t == n else "")) if tty else line + "\n")
+        sys.stdout.flush()
+    return show
+
+
+def tagged(tag, body):
+    return hashlib.sha256(bytes([len(tag)]) + tag.encode() + body).digest()
+
+
+class Chain:
+    """The reference ledger and a block height that the demo advances."""
+
+    def __init__(self):
+        self.ledger = pot.Ledger(commit_window=5, reveal_window=5, quorum=2, max_rounds=8)
+        self.height = 100
+
+    def call(self, name, **args):
+        if name not in ("run_info", "challenge_info"):
+            args["now"] = self.height
+        return self.ledger.apply({"call": name, **args})
+
+    def tick(self):
+        self.height += 1
+
+    def wait_until(self, height):
+        self.height = max(self.height, height)
+
+
+def run_cmd(cmd):
+    start = time.perf_counter()
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    secs = time.perf_counter() - start
+    out = p.stdout.strip()
+    try:
+        j = json.loads(out[out.index("{"):]) if "{" in out else {}
+    except ValueError:
+        j = {}
+    return p.returncode, j, p.stderr.strip(), secs
+
+
+class Miner:
+    """A trained run: its recorder, files and ledger identity."""
+
+    def __init__(self, name, out, chain, identity, **train_args):
+        self.name, self.out, self.chain, self.identity = name, out, chain, identity
+        shutil.rmtree(out, ignore_errors=True)
+        self.run_id = None
+        posts = []
+
+        def on_root(size, root, proof):
+            posts.append(size)
+            self.chain.tick()
+            self.chain.call("post_checkpoint_root", caller=identity, run_id=self.run_id, size=size,
+                            root=root.hex(), consistency_proof=proof.hex())
+
+        def on_start(rec):  # the commitment goes on chain before training starts
+            res = self.chain.call("start_training_commitment", caller=identity, task_id=TASK_ID,
+                                  commitment=rec.commitment.encode().hex())
+            self.run_id = res["run_id"]
+
+        self.r = trainer.train(out, steps=STEPS, identity=bytes.fromhex(identity), on_start=on_start,
+                               on_root=on_root, progress=bar(name), **train_args)
+        self.rec, self.spec, self.program = self.r["recorder"], self.r["spec"], self.r["program"]
+        self.spec_path = os.path.join(out, "spec.json")
+        with open(self.spec_path, "w") as f:
+            f.write(self.spec.to_json())
+        self.commitment_path = os.path.join(out, "ckpt", "commitment.bin")
+        self.root = self.r["root"]
+        self.posts = posts
+        self.bytes_served = 0
+
+    def leaf(self, t):
+        with open(os.path.join(self.out, "ckpt", "steps.jsonl")) as f:
+            rec = json.loads(f.readlines()[t - 1])
+        loss = int(rec["loss_bits"], 16).to_bytes(8, "big")
+        import struct
+        return pot.StepLeaf(t, bytes.fromhex(rec["state_digest"]), struct.unpack(">d", loss)[0]).encode()
+
+    def serve(self, challenge_id, t, bucket_mode):
+        """Opens step t: the manifest, the served state files, and the ledger
+        calls submit_opening (and declare_witness_norm_bucket)."""
+        manifest = self.rec.serve(t, post_state=True)
+        path = os.path.join(self.out, f"opening-{t}.bin")
+        with open(path, "wb") as f:
+            f.write(manifest)
+        pre, post = self.rec.state_path(t - 1), self.rec.state_path(t)
+        self.bytes_served += len(manifest) + os.path.getsize(pre) + os.path.getsize(post)
+        with pot.Tree.open(os.path.join(self.out, "ckpt", "log.tree")) as log:
+            proof = log.inclusion_proof(t - 1, STEPS)
+        self.chain.call("submit_opening", caller=self.identity, challenge_id=challenge_id,
+                        manifest_digest=tagged("pot/v1/opening", manifest).hex(), step_leaf=self.leaf(t).hex(),
+                        leaf_proof=proof.hex())
+        if bucket_mode:
+            with pot.Safetensors(pre) as a, pot.Safetensors(post) as b:
+                declared = pot.norm_bucket(pot.update_norm(a, b, "param/"), self.spec.norm_bucket_resolution)
+            self.chain.call("declare_witness_norm_bucket", caller=self.identity, challenge_id=challenge_id,
+                            bucket=declared)
+        return path, pre, post
+
+
+def verify_all(args, miner, t, manifest, pre, post, timings):
+    """The three verifiers on one challenged step. Returns, per verifier,
+    (identity, replayed state hex, bucket, salt hex, commitment hex, check)."""
+    out = []
+    common = ["--step", t, "--commitment", miner.commitment_path, "--spec", miner.spec_path, "--program",
+              miner.program, "--root", miner.root, "--size", STEPS, "--pre-state", pre]
+    # C++: the pot command-line tool, bitwise on the spec's thread count.
+    rc, j, err, secs = run_cmd([args.pot, "verify", manifest, *common, "--json"])
+    timings["C++"] += secs
+    check = j.get("check", "error")
+    if not j:
+        say(f"    C++ verifier failed: {err[:300]}")
+    if j.get("replayed"):
+        salt = pot.witness_salt()
+        commitment = pot.witness_commitment(bytes.fromhex(miner.run_id), t, bytes.fromhex(j["replayed_state"]),
+                                            j["norm_bucket"], salt, bytes.fromhex(VERIFIERS[0][2]))
+        out.append((VERIFIERS[0][2], j["replayed_state"], j["norm_bucket"], salt.hex(), commitment.hex(), check))
+    else:
+        out.append((VERIFIERS[0][2], None, None, None, None, check))
+    # Go: samples/go-verifier in replay mode.
+    rc, j, err, secs = run_cmd([args.go_verifier, "-replay", "-manifest", manifest, "-step", t, "-commitment",
+                                miner.commitment_path, "-spec", miner.spec_path, "-program", miner.program, "-root",
+                                miner.root, "-size", STEPS, "-pre-state", pre, "-identity", VERIFIERS[1][2],
+                                "-json"])
+    timings["Go"] += secs
+    if j.get("replayed_state"):
+        out.append((VERIFIERS[1][2], j["replayed_state"], j["norm_bucket"], j["salt"], j["witness_commitment"],
+                    j.get("check", "ok")))
+    else:
+        out.append((VERIFIERS[1][2], None, None, None, None, j.get("check", "error")))
+        if not j:
+            say(f"    Go verifier failed: {err[:300]}")
+    # Python: another thread count than the spec, so the norm-bucket path.
+    start = time.perf_counter()
+    try:
+        r = pot.verify_step(miner.rec.commitment, miner.spec, miner.program, t, STEPS, bytes.fromhex(miner.root),
+                            open(manifest, "rb").read(), pre, post, pot.VerifyMode.NORM_BUCKET, 2)
+        check = "ok"
+    except pot.Error as e:
+        r, check = e.result, str(e.check) if e.check is not None else e.status
+    timings["Python"] += time.perf_counter() - start
+    if r is not None and r.replayed:
+        salt = pot.witness_salt()
+        commitment = pot.witness_commitment(bytes.fromhex(miner.run_id), t, r.replayed_state_digest, r.norm_bucket,
+                                            salt, bytes.fromhex(VERIFIERS[2][2]))
+        out.append((VERIFIERS[2][2], r.replayed_state_digest.hex(), r.norm_bucket, salt.hex(), commitment.hex(),
+                    check))
+    else:
+        out.append((VERIFIERS[2][2], None, None, None, None, check))
+    return out
+
+
+def challenge(args, chain, miner, beacon, rounds, mode, timings):
+    """Issues challenges, has the miner open them and the verifiers witness
+    them (all in the commit phase), reveals, finalizes. Returns the
+    per-challenge records for the report."""
+    chain.tick()
+    res = chain.call("issue_challenge", run_id=miner.run_id, beacon=beacon.hex(), rounds=rounds, mode=mode)
+    opened = []
+    for cid, t in zip(res["challenge_ids"], res["steps"]):
+        manifest, pre, post = miner.serve(cid, t, mode == "norm_bucket")
+        witnesses = verify_all(args, miner, t, manifest, pre, post, timings)
+        for ident, replayed, bucket, salt, commitment, _ in witnesses:
+            if commitment:
+                chain.call("commit_witness", caller=ident, challenge_id=cid, commitment=commitment)
+        opened.append((cid, t, witnesses))
+    info = chain.call("challenge_info", challenge_id=res["challenge_ids"][0])
+    chain.wait_until(info["commit_deadline"] + 1)
+    for cid, t, witnesses in opened:
+        for ident, replayed, bucket, salt, commitment, _ in witnesses:
+            if commitment:
+                chain.call("reveal_witness_value", caller=ident, challenge_id=cid, replayed_state=replayed,
+                           bucket=bucket, salt=salt)
+    chain.wait_until(info["reveal_deadline"] + 1)
+    records = []
+    for cid, t, witnesses in opened:
+        fin = chain.call("finalize_challenge", challenge_id=cid)
+        checks = [w[5] for w in witnesses]
+        failed = next((c for c in checks[:2] if c != "ok"), "ok")
+        records.append({"step": t, "mode": mode, "verdict": fin["verdict"], "check": failed,
+                        "reason": fin["reason"], "witness_checks": checks})
+        say(f"    step {t:3d} ({mode:11s}) C++: {checks[0]:15s} Go: {checks[1]:15s} Python on 2 threads: "
+            f"{checks[2]:15s} -> {fin['verdict'].upper()}")
+    return records
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pot", required=True, help="the pot command-line tool")
+    ap.add_argument("--go-verifier", required=True, help="the built samples/go-verifier")
+    ap.add_argument("--out", default="demo-run", help="run directory (report.json, report.html)")
+    args = ap.parse_args()
+    out = os.path.abspath(args.out)
+    os.makedirs(out, exist_ok=True)
+    torch.set_num_threads(1)
+    t_all = time.perf_counter()
+    chain = Chain()
+    timings = {"C++": 0.0, "Go": 0.0, "Python": 0.0}
+    counts = {"C++": 0, "Go": 0, "Python": 0}
+
+    say("== 1. An honest miner trains and records 200 steps (pot.torch.Recorder)")
+    honest = Miner("honest miner", os.path.join(out, "honest"), chain, "6d696e6572")
+    say(f"  run {honest.run_id[:16]}...: loss {honest.r['losses'][0]:.3f} -> {honest.r['losses'][-1]:.3f} in "
+        f"{honest.r['train_seconds']:.1f} s; roots posted at sizes {honest.posts} with consistency proofs; "
+        f"{len(os.listdir(os.path.join(honest.out, 'ckpt', 'checkpoints')))} of 201 states stored")
+
+    say("== 2-3. The ledger draws challenges; the miner opens them; three verifiers replay and witness")
+    runs = []
+    recs = challenge(args, chain, honest, b"block 1200 randomness", 4, "bitwise", timings)
+    recs += challenge(args, chain, honest, b"block 1201 randomness", 1, "norm_bucket", timings)
+    for k in counts:
+        counts[k] += len(recs)
+    runs.append(("honest miner", honest, recs, []))
+
+    say("== 4. Cheaters")
+    say("  a miner trains steps 1-100, then commits a pre-trained model's states as steps 101-200")
+    kept = {}
+
+    def keep(t, model, opt, loss):
+        if t > STEPS // 2:
+            kept[t] = (copy.deepcopy(model.state_dict()), copy.deepcopy(opt.state_dict()), loss)
+
+    shutil.rmtree(os.path.join(out, "pretrained"), ignore_errors=True)
+    trainer.train(os.path.join(out, "pretrained"), steps=STEPS, init_seed=5, data_seed=99, every=STEPS,
+                  after_step=keep, progress=bar("pre-training elsewhere"))
+
+    def substitute(t, model, opt):
+        if t <= STEPS // 2:
+            return None
+        sd, osd, loss = kept[t]
+        model.load_state_dict(sd)
+        opt.load_state_dict(osd)
+        return loss
+
+    sub = Miner("substituting miner", os.path.join(out, "substituting"), chain, "6d616c6c6f7279", every=1,
+                substitute=substitute)
+    recs = challenge(args, chain, sub, b"block 1300 randomness", 8, "bitwise", timings)
+    for k in counts:
+        counts[k] += len(recs)
+    runs.append(("substituting miner", sub, recs, []))
+
+    say("  a miner commits to one data set and trains on another")
+    other = Miner("other-data miner", os.path.join(out, "other-data"), chain, "6d616c6c6f727932", every=1,
+                  train_data_seed=8)
+    recs = challenge(args, chain, other, b"block 1400 randomness", 8, "bitwise", timings)
+    for k in counts:
+        counts[k] += len(recs)
+    runs.append(("other-data miner", other, recs, []))
+
+    say("  a miner that trains nothing and reports a constant loss")
+    frozen = Miner("frozen miner", os.path.join(out, "frozen"), chain, "6c617a79", every=STEPS, frozen=True)
+    flags = pot.check_losses(frozen.r["losses"])
+    for f in flags:
+        say(f"    loss check: {f}")
+    runs.append(("frozen miner", frozen, [], flags))
+
+    # 5. Summary.
+    train_s = honest.r["train_seconds"]
+    honest_recs = runs[0][2]
+    verify_s = {k: timings[k] / counts[k] * len(honest_recs) for k in timings}
+    served = honest.bytes_served
+    p_sub = pot.detection_probability(STEPS, STEPS // 2, 8)
+    p_1pct = pot.detection_probability(STEPS, 2, 5)
+    need = pot.challenges_needed(STEPS, 2, 0.99)
+    say("== 5. Summary")
+    rows = [
+        ("steps trained (honest miner)", f"{STEPS}"),
+        ("challenges (honest / substituting / other-data)",
+         f"{len(runs[0][2])} / {len(runs[1][2])} / {len(runs[2][2])}"),
+        ("verdicts (honest)", ", ".join(r["verdict"].upper() for r in runs[0][2])),
+        ("substituting miner caught", f"{sum(r['verdict'] == 'fail' for r in runs[1][2])} of {len(runs[1][2])} "
+                                      f"challenges FAIL at {', '.join(sorted({r['check'] for r in runs[1][2] if r['verdict'] == 'fail'}))}"),
+        ("other-data miner caught", f"{sum(r['verdict'] == 'fail' for r in runs[2][2])} of {len(runs[2][2])} "
+                                    f"challenges FAIL at {', '.join(sorted({r['check'] for r in runs[2][2] if r['verdict'] == 'fail'}))}"),
+        ("frozen run flagged", ", ".join(str(f.kind) for f in flags) or "no"),
+        ("bytes served for the honest openings", f"{served:,}"),
+        ("training time (honest miner)", f"{train_s:.1f} s"),
+    ]
+    for k, secs in verify_s.items():
+        rows.append((f"{k} verifier time for the {len(honest_recs)} honest challenges",
+                     f"{secs:.1f} s = {100 * secs / train_s:.1f}% of the training time"))
+    rows += [
+        ("detection probability, 100 of 200 steps forged, 8 challenges", f"{p_sub:.4f}"),
+        ("detection probability, 1% forged, 5 challenges", f"{p_1pct:.3f} ({need} challenges reach 99%)"),
+    ]
+    width = max(len(a) for a, _ in rows)
+    for a, b in rows:
+        say(f"  {a:{width}s}  {b}")
+
+    report = {
+        "title": "pot demo: Proof of Training end to end",
+        "runs": [{"name": name, "run_id": m.run_id, "steps": STEPS,
+                  "losses": [x if x == x and abs(x) != float("inf") else None for x in m.r["losses"]],
+                  "challenges": [{k: r[k] for k in ("step", "mode", "verdict", "check", "reason")} for r in recs],
+                  "flags": [{"kind": str(f.kind), "first_step": f.first_step, "last_step": f.last_step,
+                             "message": f.message} for f in fl],
+                  "verdict": ("FAIL" if any(r["verdict"] == "fail" for r in recs) else
+                              "FLAGGED" if fl else "PASS" if recs else "not challenged")}
+                 for name, m, recs, fl in runs],
+        "verifiers": [{"name": VERIFIERS[i][0], "language": lang, "threads": 2 if lang == "Python" else 1,
+                       "mode": "norm_bucket" if lang == "Python" else "bitwise", "steps_verified": counts[lang],
+                       "seconds": timings[lang]} for i, lang in enumerate(("C++", "Go", "Python"))],
+        "summary": [{"label": a, "value": b} for a, b in rows],
+        "timings": {"training_seconds": train_s, "verification_seconds": sum(timings.values())},
+    }
+    with open(os.path.join(out, "report.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    rc, _, err, _ = run_cmd([args.pot, "report", out])
+    if rc != 0:
+        sys.exit(f"pot report failed: {err}")
+    say(f"report: {os.path.join(out, 'report.html')}  (demo took {time.perf_counter() - t_all:.0f} s)")
+    ok = (all(r["verdict"] == "pass" for r in runs[0][2]) and any(r["verdict"] == "fail" for r in runs[1][2])
+          and all(r["verdict"] == "fail" for r in runs[2][2]) and flags)
+    for _, m, _, _ in runs:
+        m.rec.close()
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
