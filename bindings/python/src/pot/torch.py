@@ -24,6 +24,7 @@ ahead without disturbing it).
 
 from __future__ import annotations
 
+import io
 import os
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
@@ -132,7 +133,14 @@ def save_program(task: torch.nn.Module, path: Union[str, "os.PathLike[str]"]) ->
     """Scripts the task module (its forward takes the batch tensors, named as
     the sample tensors, and returns the loss) with torch.jit.script, saves it
     and returns its digest, the spec's model_program_digest."""
-    torch.jit.script(task).save(os.fspath(path))  # type: ignore[attr-defined]
+    # Saved through memory: a file-name target would name the archive's inner
+    # folder after the path, so the same module saved in two places would get
+    # two digests. (TorchScript also orders constants by Python's string hash:
+    # set PYTHONHASHSEED for byte-identical saves across processes.)
+    buf = io.BytesIO()
+    torch.jit.save(torch.jit.script(task), buf)  # type: ignore[attr-defined,no-untyped-call]
+    with open(path, "wb") as f:
+        f.write(buf.getvalue())
     return program_digest_file(path)
 
 
