@@ -11,9 +11,12 @@ JsonFields::JsonFields(const nlohmann::json &j, std::string where) : j_(j), wher
 }
 
 void JsonFields::only(std::initializer_list<const char *> known) const {
-  for (const auto &[k, v] : j_.items())
+  for (const auto &item : j_.items()) {
+    // Not a structured binding: clang before 16 cannot capture one in a lambda.
+    const std::string &k = item.key();
     if (std::none_of(known.begin(), known.end(), [&](const char *n) { return k == n; }))
       fail(Status::kInvalidArgument, "{}: unknown key '{}'", where_, k);
+  }
 }
 
 const nlohmann::json &JsonFields::at(const char *key) const {

@@ -14,7 +14,8 @@ inline constexpr size_t kMaxTensors = size_t{1} << 20;  // tensors per state
 
 class StateBuilder {
  public:
-  explicit StateBuilder(unsigned threads = 0) : threads_(threads) {}
+  StateBuilder() = default;  // not explicit: aggregates holding one value-initialise it with {}
+  explicit StateBuilder(unsigned threads) : threads_(threads) {}
 
   void set_threads(unsigned threads) { threads_ = threads; }
   unsigned threads() const { return threads_; }
@@ -32,7 +33,7 @@ class StateBuilder {
  private:
   void reserve_name(const std::string &name) const;
 
-  unsigned threads_;
+  unsigned threads_ = 0;
   std::map<std::string, Digest> tensors_;  // std::less<string>: bytewise order
 };
 

@@ -1,0 +1,34 @@
+// A sequence of ledger calls, one JSON object per line, applied to a fresh
+// ledger; a refused call must leave the state byte-identical.
+#include <cstdlib>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "fuzz_common.h"
+#include "witness/ledger.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  pot::witness::LedgerConfig cfg;
+  cfg.commit_window = 3;
+  cfg.reveal_window = 3;
+  cfg.quorum = 2;
+  cfg.max_rounds = 4;
+  pot::witness::Ledger ledger(cfg);
+  const std::string text(reinterpret_cast<const char *>(data), size);
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    const nlohmann::json call = nlohmann::json::parse(text.begin() + pos, text.begin() + end, nullptr, false);
+    pos = end + 1;
+    if (call.is_discarded()) continue;
+    const pot::Bytes before = ledger.save();
+    try {
+      (void)ledger.apply(call);
+    } catch (const pot::Error &) {
+      if (ledger.save() != before) std::abort();  // a refused call changed the state
+    }
+  }
+  return 0;
+}
