@@ -128,12 +128,7 @@ pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, const cha
         fail(e.status(), "sample {} (dataset index {}): {}", i, entry.indices()[i], e.what());
       }
     }
-    replay::Batch batch;
-    size_t k = 0;
-    for (const auto &mb : entry.micro) {
-      batch.emplace_back();
-      for (size_t j = 0; j < mb.size(); ++j) batch.back().push_back(files[k++].get());
-    }
+    const replay::Batch batch = replay::split_batch(entry, files);
     const auto pre_file = hash::SafetensorsFile::open(pre_path);
     replay::StepResult r = torch_call([&] {
       const replay::TensorMap pre = replay::load_state(*pre_file);

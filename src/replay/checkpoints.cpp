@@ -435,14 +435,9 @@ std::string CheckpointStore::state_path(uint64_t t, const std::string &dataset_d
   for (uint64_t s = c + 1; s <= t; ++s) {
     const commit::ScheduleEntry entry = commit::ScheduleEntry::decode(m.entry(s));
     std::vector<std::unique_ptr<hash::SafetensorsFile>> files;
-    Batch batch;
-    for (const auto &mb : entry.micro) {
-      batch.emplace_back();
-      for (uint64_t idx : mb) {
-        files.push_back(hash::SafetensorsFile::from_bytes(read_all(sample_path(dataset_dir, idx), commit::kMaxSampleBytes)));
-        batch.back().push_back(files.back().get());
-      }
-    }
+    for (uint64_t idx : entry.indices())
+      files.push_back(hash::SafetensorsFile::from_bytes(read_all(sample_path(dataset_dir, idx), commit::kMaxSampleBytes)));
+    const Batch batch = split_batch(entry, files);
     StepOptions opts;
     opts.allow_nonfinite_loss = true;
     StepResult r = replay_step(program, m.spec, s, state, batch, m.steps[s - 1].next_lr, opts);

@@ -274,6 +274,22 @@ std::unique_ptr<Program> Program::load(const std::string &path, const hash::Dige
   return p;
 }
 
+Batch split_batch(const commit::ScheduleEntry &entry,
+                  const std::vector<std::unique_ptr<hash::SafetensorsFile>> &samples) {
+  size_t scheduled = 0;
+  for (const auto &mb : entry.micro) scheduled += mb.size();
+  if (samples.size() != scheduled)
+    fail(Status::kInvalidArgument, "{} samples given, the schedule entry of step {} lists {}", samples.size(),
+         entry.step, scheduled);
+  Batch batch;
+  size_t k = 0;
+  for (const auto &mb : entry.micro) {
+    batch.emplace_back();
+    for (size_t j = 0; j < mb.size(); ++j) batch.back().push_back(samples[k++].get());
+  }
+  return batch;
+}
+
 std::mutex &torch_state_mutex() {
   static std::mutex m;
   return m;

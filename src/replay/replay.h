@@ -16,6 +16,7 @@
 
 #include <torch/script.h>
 
+#include "commit/dataset.h"
 #include "commit/spec.h"
 #include "hash/safetensors.h"
 
@@ -73,6 +74,12 @@ hash::Digest state_digest(const TensorMap &state, unsigned threads);
 // The samples of one step: micro-batches in schedule order, each a list of
 // parsed sample files in schedule order.
 using Batch = std::vector<std::vector<const hash::SafetensorsFile *>>;
+
+// The batch of a schedule entry: samples[i] is the parsed sample of the
+// entry's i-th index (all micro-batches concatenated); the result points
+// into samples. kInvalidArgument when the counts differ.
+Batch split_batch(const commit::ScheduleEntry &entry,
+                  const std::vector<std::unique_ptr<hash::SafetensorsFile>> &samples);
 
 struct StepResult {
   TensorMap post;            // S_t in canonical names

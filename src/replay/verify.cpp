@@ -59,17 +59,13 @@ VerifyResult verify_step(const VerifyInputs &in) {
   }
 
   StepResult s;
+  std::unique_ptr<hash::SafetensorsFile> pre_file;  // also read by the norm-bucket comparison
   try {
     std::vector<std::unique_ptr<hash::SafetensorsFile>> files;
     for (const commit::SampleOpening &so : o.manifest.samples) files.push_back(hash::SafetensorsFile::from_bytes(so.payload));
     const commit::ScheduleEntry entry = commit::ScheduleEntry::decode(o.manifest.schedule_entry);
-    Batch batch;
-    size_t k = 0;
-    for (const auto &mb : entry.micro) {
-      batch.emplace_back();
-      for (size_t j = 0; j < mb.size(); ++j) batch.back().push_back(files.at(k++).get());
-    }
-    const auto pre_file = hash::SafetensorsFile::open(in.pre_state_path);
+    const Batch batch = split_batch(entry, files);
+    pre_file = hash::SafetensorsFile::open(in.pre_state_path);
     const TensorMap pre = load_state(*pre_file);
     StepOptions opts;
     opts.hash_threads = in.hash_threads;
@@ -100,7 +96,6 @@ VerifyResult verify_step(const VerifyInputs &in) {
     return r;
   }
   try {
-    const auto pre_file = hash::SafetensorsFile::open(in.pre_state_path);
     const auto post_file = hash::SafetensorsFile::open(*in.post_state_path);
     const double served = witness::update_norm(*pre_file, *post_file, std::string(kParamPrefix));
     r.served_norm_bucket = witness::norm_bucket(served, in.spec->norm_bucket_resolution);
