@@ -121,6 +121,10 @@ ScheduleEntry ScheduleEntry::decode(ByteView b) {
   at += 12;
   if (nmicro == 0 || nmicro > kMaxMicrobatches)
     fail(Status::kMalformed, "schedule entry declares {} micro-batches", nmicro);
+  // Each micro-batch takes at least 12 bytes: refuse a count the input cannot
+  // hold before allocating for it (decoding allocates in proportion to the input).
+  if (nmicro > (b.size() - at) / 12)
+    fail(Status::kMalformed, "schedule entry declares {} micro-batches where {} bytes remain", nmicro, b.size() - at);
   uint64_t total = 0;
   e.micro.resize(nmicro);
   for (auto &m : e.micro) {

@@ -113,7 +113,8 @@ StHeader parse_header(std::string_view text, uint64_t data_len) {
     try {
       validate_name(key);
     } catch (const Error &e) {
-      throw Error(Status::kMalformed, e.what());
+      // A name past the length bound is a limit (as everywhere); any other bad name is malformed.
+      throw Error(e.status() == Status::kLimit ? Status::kLimit : Status::kMalformed, e.what());
     }
     h.entries.push_back(parse_entry(key, v));
   }

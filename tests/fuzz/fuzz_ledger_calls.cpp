@@ -10,8 +10,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   pot::witness::LedgerConfig cfg;
-  cfg.commit_window = 3;
-  cfg.reveal_window = 3;
+  cfg.commit_window = 10;  // the configuration of tests/vectors/ledger_transcript.json,
+  cfg.reveal_window = 10;  // whose calls are this target's seeds
   cfg.quorum = 2;
   cfg.max_rounds = 4;
   pot::witness::Ledger ledger(cfg);
