@@ -12,6 +12,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "common/tempfile.h"
 
 namespace pot::hash {
 
@@ -267,8 +268,8 @@ void write_safetensors(const std::string &path, const std::vector<StTensor> &ten
     fail(Status::kLimit, "header of {} bytes exceeds the limit of {}", text.size(),
          kMaxHeaderBytes);
 
-  const std::string tmp = path + ".tmp-pot";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const std::string tmp = temp_path_for(path);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) fail(Status::kIo, "cannot create '{}': {}", tmp, std::strerror(errno));
   auto write_all = [&](const void *p, size_t n) {
     const auto *b = static_cast<const uint8_t *>(p);

@@ -14,6 +14,7 @@
 #include "commit/opening.h"
 #include "commit/seed.h"
 #include "common/error.h"
+#include "common/tempfile.h"
 #include "hash/state.h"
 #include "merkle/proof.h"
 #include "replay/replay.h"
@@ -47,9 +48,9 @@ Bytes read_all(const std::string &path, uint64_t limit) {
   return b;
 }
 
-// Writes a small file atomically (temporary file, then rename).
+// Writes a small file atomically (a temporary file of its own, then rename).
 void write_all(const std::string &path, ByteView data) {
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = temp_path_for(path);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) fail(Status::kIo, "cannot create '{}': {}", tmp, std::strerror(errno));
@@ -59,7 +60,11 @@ void write_all(const std::string &path, ByteView data) {
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);
-  if (ec) fail(Status::kIo, "cannot rename '{}' to '{}': {}", tmp, path, ec.message());
+  if (ec) {
+    const std::string why = ec.message();
+    fs::remove(tmp, ec);
+    fail(Status::kIo, "cannot rename '{}' to '{}': {}", tmp, path, why);
+  }
 }
 
 void write_text(const std::string &path, const std::string &text) {
