@@ -3,6 +3,7 @@
 // decoder refuse anything but the canonical bytes.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -19,6 +20,64 @@ inline ByteView bytes_of(const std::string &s) {
 inline hash::Digest digest_field(const std::string &s, std::string_view what) {
   if (s.size() != hash::kDigestSize) fail(Status::kMalformed, "{} is {} bytes, not 32", what, s.size());
   return hash::Digest::from_bytes(bytes_of(s));
+}
+
+// The smallest canonical size of the elements of a repeated message (or
+// bytes) field, and the rules for fields inside those elements.
+struct MinSize {
+  uint32_t field;
+  size_t min_bytes;
+  std::initializer_list<MinSize> nested = {};
+};
+
+// Parsing a repeated field allocates an object per element, however small
+// its encoding: a few bytes per element would cost a hundred times the input.
+// Before parsing, walks the wire format (without allocating) and refuses
+// (kMalformed) any element of a listed length-delimited field shorter than
+// its canonical minimum, so the objects stay proportional to the input.
+// Bytes that are not wire format end the walk quietly: the parser reports them.
+inline bool check_min_sizes(ByteView b, std::initializer_list<MinSize> rules, std::string_view what) {
+  size_t at = 0;
+  auto varint = [&](uint64_t &v) {
+    v = 0;
+    for (int shift = 0; shift < 64 && at < b.size(); shift += 7) {
+      const uint8_t c = b[at++];
+      v |= uint64_t{c & 0x7Fu} << shift;
+      if ((c & 0x80) == 0) return true;
+    }
+    return false;
+  };
+  while (at < b.size()) {
+    uint64_t key = 0, n = 0;
+    if (!varint(key)) return false;
+    switch (key & 7) {
+      case 0:
+        if (!varint(n)) return false;
+        break;
+      case 1:
+      case 5: {
+        const size_t w = (key & 7) == 1 ? 8 : 4;
+        if (b.size() - at < w) return false;
+        at += w;
+        break;
+      }
+      case 2: {
+        if (!varint(n) || n > b.size() - at) return false;
+        for (const MinSize &r : rules) {
+          if (r.field != key >> 3) continue;
+          if (n < r.min_bytes)
+            fail(Status::kMalformed, "{}: an element of field {} is {} bytes, a canonical one at least {}", what,
+                 r.field, n, r.min_bytes);
+          if (r.nested.size() != 0 && !check_min_sizes(b.subspan(at, n), r.nested, what)) return false;
+        }
+        at += n;
+        break;
+      }
+      default:
+        return false;
+    }
+  }
+  return true;
 }
 
 // Parses message P from at most `limit` bytes: kLimit first (parsing

@@ -483,6 +483,14 @@ Ledger Ledger::load(ByteView b) {
   if (b.size() > kMaxLedgerStateBytes)
     fail(Status::kLimit, "ledger state of {} bytes, the limit is {}", b.size(),
          kMaxLedgerStateBytes);
+  // Canonical minimum sizes of the repeated elements (ledger.proto): a run
+  // holds run_id and task_id (34 bytes each) and a commitment; a challenge a
+  // run_id; a witness commitment an identity and a digest; a reveal an
+  // identity, a digest and a salt of 16 bytes or more; a beacon 1 byte.
+  commit::check_min_sizes(b,
+                          {{5, 68, {{6, 1}}},
+                           {6, 34, {{9, 37}, {10, 55}}}},
+                          "ledger state");
   v1::LedgerState p;
   if (!p.ParseFromArray(b.data(), static_cast<int>(b.size())))
     bad_state("the bytes are not a pot.v1.LedgerState message");

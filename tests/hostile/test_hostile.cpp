@@ -11,6 +11,8 @@
 // runs, and integer overflow in step counts.
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -79,6 +81,8 @@ void expect_refused(const char *what, pot_status want, size_t input,
                     const std::function<pot_status(pot_error **)> &f) {
   const Call c = measure(f);
   if (c.peak > g_worst.peak) g_worst = {c.peak, input, what};
+  if (std::getenv("POT_HOSTILE_VERBOSE") != nullptr)
+    std::printf("%-60s %10zu bytes in %10zu bytes allocated %8.4f s\n", what, input, c.peak, c.seconds);
   EXPECT_EQ(pot_status_name(c.status), std::string(pot_status_name(want))) << what << ": " << c.message;
   EXPECT_FALSE(c.message.empty()) << what;
   EXPECT_LE(c.peak, kPerInputByte * input + kConstant) << what << ": " << input << " bytes of input";
@@ -301,6 +305,72 @@ TEST(HugeClaims, MerkleProofs) {
     EXPECT_EQ(check, POT_CHECK_MANIFEST);
     pot_commitment_free(c);
     return s;
+  });
+}
+
+TEST(HugeClaims, ManyTinyRepeatedFields) {
+  // Half a million empty samples (2 bytes each): the decoder's objects per
+  // sample must stay within the per-byte bound.
+  Bytes m = valid_manifest();
+  for (int i = 0; i < 500000; ++i) m.insert(m.end(), {11 << 3 | 2, 0});
+  pot_commitment *c = nullptr;
+  const Bytes cb = vector_commitment();
+  ASSERT_EQ(pot_commitment_decode(&c, cb.data(), cb.size(), nullptr), POT_OK);
+  const pot_digest root = filled(5);
+  expect_refused("a manifest of 500000 empty samples", POT_E_MALFORMED, m.size(), [&](pot_error **e) {
+    pot_opening_check check;
+    return pot_opening_verify(&check, c, 2, 8, &root, m.data(), m.size(), nullptr, nullptr, 1, e);
+  });
+  // The smallest samples that pass that check (a 10-byte payload each).
+  Bytes smallest = valid_manifest();
+  const Bytes payload = safetensors("{}", 0);
+  for (int i = 0; i < 80000; ++i) {
+    smallest.insert(smallest.end(), {11 << 3 | 2, 12, 2 << 3 | 2, 10});
+    smallest.insert(smallest.end(), payload.begin(), payload.end());
+  }
+  expect_refused("a manifest of 80000 smallest samples", POT_E_MALFORMED, smallest.size(), [&](pot_error **e) {
+    pot_opening_check check;
+    return pot_opening_verify(&check, c, 2, 8, &root, smallest.data(), smallest.size(), nullptr, nullptr, 1, e);
+  });
+  pot_commitment_free(c);
+  // A ledger state of many tiny runs, challenges, commits and beacons.
+  for (const auto &[what, element] : std::vector<std::pair<const char *, Bytes>>{
+           {"a ledger state of 200000 empty runs", {5 << 3 | 2, 0}},
+           {"a ledger state of 200000 empty challenges", {6 << 3 | 2, 0}},
+           {"a ledger state of 100000 empty beacons",
+            [] {
+              Bytes run = {1 << 3 | 2, 32};
+              run.resize(run.size() + 32, 1);
+              run.insert(run.end(), {2 << 3 | 2, 32});
+              run.resize(run.size() + 32, 2);
+              for (int i = 0; i < 100000; ++i) run.insert(run.end(), {6 << 3 | 2, 0});
+              Bytes b = {5 << 3 | 2};
+              for (size_t v = run.size(); ; v >>= 7) {
+                b.push_back(static_cast<uint8_t>((v & 0x7F) | (v >= 0x80 ? 0x80 : 0)));
+                if (v < 0x80) break;
+              }
+              b.insert(b.end(), run.begin(), run.end());
+              return b;
+            }()}}) {
+    Bytes state = {1 << 3, 1};
+    const bool one = element.size() > 2;
+    for (int i = 0; i < (one ? 1 : 200000); ++i) state.insert(state.end(), element.begin(), element.end());
+    expect_refused(what, POT_E_MALFORMED, state.size(), [&](pot_error **e) {
+      pot_ledger *l = nullptr;
+      return pot_ledger_load(&l, state.data(), state.size(), e);
+    });
+  }
+  // Runs of the smallest canonical size (68 bytes of run_id and task_id).
+  Bytes runs = {1 << 3, 1};
+  for (int i = 0; i < 15000; ++i) {
+    runs.insert(runs.end(), {5 << 3 | 2, 68, 1 << 3 | 2, 32});
+    runs.resize(runs.size() + 32, static_cast<uint8_t>(i));
+    runs.insert(runs.end(), {2 << 3 | 2, 32});
+    runs.resize(runs.size() + 32, 2);
+  }
+  expect_refused("a ledger state of 15000 smallest runs", POT_E_MALFORMED, runs.size(), [&](pot_error **e) {
+    pot_ledger *l = nullptr;
+    return pot_ledger_load(&l, runs.data(), runs.size(), e);
   });
 }
 
