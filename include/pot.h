@@ -52,6 +52,10 @@ extern "C" {
 #define POT_CHUNK_SIZE 65536
 #define POT_MAX_NAME_BYTES 1024
 #define POT_MAX_DIMS 32
+/* The longest JSON text a function accepts (pot_spec_from_json,
+ * pot_commitment_from_json, pot_ledger_apply): POT_E_LIMIT beyond, before
+ * parsing. The largest valid call is a few KiB. */
+#define POT_MAX_JSON_BYTES 1048576
 
 /* Version of the library loaded at run time, e.g. "0.1.0". Static storage. */
 POT_API const char *pot_version_string(void);
@@ -449,7 +453,7 @@ typedef enum pot_seed_policy {
 
 /* Parses the JSON form (docs/cli.md) and validates it. POT_E_INVALID_ARGUMENT
  * names the first rule broken or the bad key; POT_E_MALFORMED for text that
- * is not JSON. */
+ * is not JSON; POT_E_LIMIT past POT_MAX_JSON_BYTES. */
 POT_API pot_status pot_spec_from_json(pot_spec **out, const char *json, pot_error **err);
 /* Decodes canonical bytes: POT_E_MALFORMED unless they are exactly the
  * canonical encoding, POT_E_INVALID_ARGUMENT when a rule is broken,
@@ -515,7 +519,9 @@ POT_API pot_status pot_seeded_schedule_root(pot_digest *out, uint64_t seed, uint
 /* A validated training commitment (docs/PROTOCOL.md section 17). Immutable. */
 typedef struct pot_commitment pot_commitment;
 
-/* From the JSON form (docs/cli.md); POT_E_INVALID_ARGUMENT names the rule. */
+/* From the JSON form (docs/cli.md); POT_E_INVALID_ARGUMENT names the rule,
+ * POT_E_MALFORMED for text that is not JSON, POT_E_LIMIT past
+ * POT_MAX_JSON_BYTES. */
 POT_API pot_status pot_commitment_from_json(pot_commitment **out, const char *json, pot_error **err);
 /* From canonical bytes; POT_E_MALFORMED unless canonical, POT_E_LIMIT past
  * 1024 bytes. */
@@ -715,7 +721,8 @@ POT_API pot_status pot_ledger_save(pot_bytes *out, const pot_ledger *ledger, pot
  * result into *result (NUL-terminated). A refused call returns its specific
  * status (POT_E_STATE, POT_E_PERMISSION, POT_E_CONFLICT, POT_E_NOT_FOUND,
  * POT_E_PROOF_MISMATCH, ...) with a message and leaves the ledger exactly as
- * it was. */
+ * it was; text that is not JSON is POT_E_MALFORMED, text past
+ * POT_MAX_JSON_BYTES POT_E_LIMIT. */
 POT_API pot_status pot_ledger_apply(pot_bytes *result, pot_ledger *ledger, const char *call_json,
                                     pot_error **err);
 

@@ -14,6 +14,10 @@ namespace pot::capi {
 
 nlohmann::json parse_json_arg(const char *text, const char *param) {
   const std::string_view t = str_arg(text, param);
+  // JSON parsing allocates up to ~30 times its input (tests/hostile).
+  if (t.size() > POT_MAX_JSON_BYTES)
+    fail(Status::kLimit, "{} is {} bytes of JSON, the limit is {} (POT_MAX_JSON_BYTES)", param, t.size(),
+         POT_MAX_JSON_BYTES);
   try {
     return nlohmann::json::parse(t.begin(), t.end());
   } catch (const nlohmann::json::exception &e) {

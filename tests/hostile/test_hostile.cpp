@@ -466,22 +466,31 @@ TEST(HugeClaims, ArgumentsOfDerivations) {
 }
 
 TEST(HugeClaims, JsonText) {
-  // Nesting a million deep, numbers past 2^64, and strings of hex claiming
+  // Nesting 500000 deep (within POT_MAX_JSON_BYTES), numbers past 2^64, and strings of hex claiming
   // long proofs: refused without recursion or a matching allocation.
-  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  const std::string deep = std::string(500000, '[') + std::string(500000, ']');
   pot_ledger *l = nullptr;
   ASSERT_EQ(pot_ledger_new(&l, 10, 10, 2, 4, nullptr), POT_OK);
-  expect_refused("ledger call nested a million deep", POT_E_INVALID_ARGUMENT, deep.size(), [&](pot_error **e) {
+  expect_refused("ledger call nested 500000 deep", POT_E_INVALID_ARGUMENT, deep.size(), [&](pot_error **e) {
     pot_bytes out{};
     return pot_ledger_apply(&out, l, deep.c_str(), e);
   });
-  expect_refused("spec JSON nested a million deep", POT_E_INVALID_ARGUMENT, deep.size(), [&](pot_error **e) {
+  expect_refused("spec JSON nested 500000 deep", POT_E_INVALID_ARGUMENT, deep.size(), [&](pot_error **e) {
     pot_spec *s = nullptr;
     return pot_spec_from_json(&s, deep.c_str(), e);
   });
-  expect_refused("commitment JSON nested a million deep", POT_E_INVALID_ARGUMENT, deep.size(), [&](pot_error **e) {
+  expect_refused("commitment JSON nested 500000 deep", POT_E_INVALID_ARGUMENT, deep.size(), [&](pot_error **e) {
     pot_commitment *c = nullptr;
     return pot_commitment_from_json(&c, deep.c_str(), e);
+  });
+  const std::string too_long = "[" + std::string(POT_MAX_JSON_BYTES, ' ') + "]";
+  expect_refused("a ledger call past POT_MAX_JSON_BYTES", POT_E_LIMIT, too_long.size(), [&](pot_error **e) {
+    pot_bytes out{};
+    return pot_ledger_apply(&out, l, too_long.c_str(), e);
+  });
+  expect_refused("spec JSON past POT_MAX_JSON_BYTES", POT_E_LIMIT, too_long.size(), [&](pot_error **e) {
+    pot_spec *s = nullptr;
+    return pot_spec_from_json(&s, too_long.c_str(), e);
   });
   const std::string huge_number =
       R"({"call":"challenge_info","challenge_id":184467440737095516160000})";
