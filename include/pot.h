@@ -14,7 +14,9 @@
  *    results come back as pot_bytes, freed with pot_bytes_free().
  *  - Unless a function says otherwise, distinct handles may be used from
  *    distinct threads at once, functions without a handle are thread-safe, and
- *    one handle must not be used by two threads at once.
+ *    one handle must not be used by two threads at once; functions that only
+ *    read a handle (const) may share it. docs/concurrency.md gives the
+ *    contract of every function.
  *  - Strings are NUL-terminated UTF-8. Tensor bytes are little-endian,
  *    row-major (C order).
  *
