@@ -134,6 +134,14 @@ func TestDTypes(t *testing.T) {
 	wantCode(t, err, pot.StatusInvalidArgument)
 	_, err = pot.TensorDigest("w", pot.DTypeU8, make([]uint64, 33), nil, 0)
 	wantCode(t, err, pot.StatusLimit)
+	// JSON text past MaxJSONBytes is refused before parsing.
+	l, err := pot.NewLedger(pot.LedgerConfig{CommitWindow: 1, RevealWindow: 1, Quorum: 1, MaxRounds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, err = l.Apply(strings.Repeat(" ", pot.MaxJSONBytes) + "{}")
+	wantCode(t, err, pot.StatusLimit)
 }
 
 func f32bytes(vs ...float32) []byte {

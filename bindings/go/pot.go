@@ -36,6 +36,9 @@ const (
 	MaxBeaconBytes = 1024
 	// WitnessSaltSize is POT_WITNESS_SALT_SIZE, the size of a fresh salt.
 	WitnessSaltSize = 32
+	// MaxJSONBytes is POT_MAX_JSON_BYTES, the longest JSON text accepted
+	// (SpecFromJSON, CommitmentFromJSON, Ledger.Apply): StatusLimit beyond.
+	MaxJSONBytes = 1 << 20
 )
 
 // Each line fails to compile unless the Go constant equals the macro of
@@ -50,6 +53,7 @@ var (
 	_ = [1]int{}[MaxChallengeRounds-C.POT_MAX_CHALLENGE_ROUNDS]
 	_ = [1]int{}[MaxBeaconBytes-C.POT_MAX_BEACON_BYTES]
 	_ = [1]int{}[WitnessSaltSize-C.POT_WITNESS_SALT_SIZE]
+	_ = [1]int{}[MaxJSONBytes-C.POT_MAX_JSON_BYTES]
 )
 
 // abiErr is set at initialisation when the loaded libpot has another ABI.

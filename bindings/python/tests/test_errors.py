@@ -96,6 +96,8 @@ def test_provoked(tmp_path):
                                                                  "now": 1, "run_id": "00" * 32, "size": 1,
                                                                  "root": "00" * 32, "consistency_proof": ""})
         assert "run" in e.message
+        assert pot.MAX_JSON_BYTES == 1 << 20
+        expect(pot.LimitError, S.LIMIT, ledger.apply_json, " " * pot.MAX_JSON_BYTES + "{}")
     with pot.Verdict(pot.WitnessMode.BITWISE, 1) as v:
         v.add_reveal(b"a", bytes(32))
         v.add_reveal(b"a", bytes(32))

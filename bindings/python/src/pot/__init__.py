@@ -24,7 +24,7 @@ shared between threads.
 
 from . import _pot
 from ._core import (ABI_VERSION, BUILT_VERSION, CHUNK_SIZE, DIGEST_SIZE, MAX_BEACON_BYTES, MAX_CHALLENGE_ROUNDS,
-                    MAX_DIMS, MAX_NAME_BYTES, STEP_LEAF_SIZE, WITNESS_SALT_SIZE, Digest, abi_version, digest_to_hex,
+                    MAX_JSON_BYTES, MAX_DIMS, MAX_NAME_BYTES, STEP_LEAF_SIZE, WITNESS_SALT_SIZE, Digest, abi_version, digest_to_hex,
                     join_proof, split_proof, status_name, version)
 from ._errors import (BackendError, ConflictError, DuplicateError, Error, InternalError, InvalidArgumentError,
                       IoError, LimitError, MalformedError, NonFiniteError, NotFoundError, OutOfMemoryError,
@@ -58,7 +58,7 @@ del _cls
 __all__ = [
     # versions and constants
     "version", "abi_version", "ABI_VERSION", "BUILT_VERSION", "DIGEST_SIZE", "CHUNK_SIZE", "MAX_NAME_BYTES",
-    "MAX_DIMS", "STEP_LEAF_SIZE", "MAX_CHALLENGE_ROUNDS", "MAX_BEACON_BYTES", "WITNESS_SALT_SIZE",
+    "MAX_DIMS", "STEP_LEAF_SIZE", "MAX_CHALLENGE_ROUNDS", "MAX_BEACON_BYTES", "MAX_JSON_BYTES", "WITNESS_SALT_SIZE",
     # errors
     "Status", "status_name", "error_class", "Error", "InvalidArgumentError", "OutOfMemoryError", "IoError",
     "MalformedError", "LimitError", "OutOfRangeError", "ProofLengthError", "ProofMismatchError", "DuplicateError",

@@ -50,6 +50,9 @@ MAX_CHALLENGE_ROUNDS: int = _pot.pot_max_challenge_rounds()
 MAX_BEACON_BYTES: int = _pot.pot_max_beacon_bytes()
 #: Bytes of a fresh witness salt.
 WITNESS_SALT_SIZE: int = _pot.POT_WITNESS_SALT_SIZE
+#: The longest JSON text accepted (Spec.from_json, Commitment.from_json,
+#: Ledger.apply): LimitError beyond.
+MAX_JSON_BYTES: int = _pot.POT_MAX_JSON_BYTES
 
 
 class Digest(bytes):

@@ -169,6 +169,13 @@ pub const MAX_CHALLENGE_ROUNDS: u64 = sys::POT_MAX_CHALLENGE_ROUNDS as u64;
 /// assert_eq!(pot::MAX_BEACON_BYTES, 1024);
 /// ```
 pub const MAX_BEACON_BYTES: usize = sys::POT_MAX_BEACON_BYTES as usize;
+/// The longest JSON text accepted (`POT_MAX_JSON_BYTES`): specs and
+/// commitments from JSON and ledger calls past it fail with `Status::Limit`.
+///
+/// ```
+/// assert_eq!(pot::MAX_JSON_BYTES, 1 << 20);
+/// ```
+pub const MAX_JSON_BYTES: usize = sys::POT_MAX_JSON_BYTES as usize;
 /// Bytes of a fresh witness salt (`POT_WITNESS_SALT_SIZE`).
 ///
 /// ```

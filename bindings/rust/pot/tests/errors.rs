@@ -139,6 +139,8 @@ fn verdict_and_ledger() {
     assert_eq!(kind(ledger.apply("{")), ErrorKind::Malformed);
     assert_eq!(kind(ledger.apply(r#"{"call": "no_such_call"}"#)), ErrorKind::InvalidArgument);
     assert_eq!(kind(ledger.apply("{\"call\": \"run_info\"}\0")), ErrorKind::InvalidArgument);
+    let too_long = " ".repeat(pot::MAX_JSON_BYTES) + "{}";
+    assert_eq!(kind(ledger.apply(&too_long)), ErrorKind::Limit);
 }
 
 #[test]
