@@ -170,22 +170,22 @@ struct Decoder {
   std::function<pot_status(const uint8_t *, size_t, pot_error **)> run;
 };
 
+// A decoder that makes a handle, freed at once.
+template <typename H>
+std::function<pot_status(const uint8_t *, size_t, pot_error **)> owning(
+    pot_status (*decode)(H **, const uint8_t *, size_t, pot_error **), void (*release)(H *)) {
+  return [=](const uint8_t *p, size_t n, pot_error **e) {
+    H *h = nullptr;
+    const pot_status st = decode(&h, p, n, e);
+    release(h);
+    return st;
+  };
+}
+
 std::vector<Decoder> decoders() {
   return {
-      {"pot_spec_decode",
-       [](const uint8_t *p, size_t n, pot_error **e) {
-         pot_spec *s = nullptr;
-         const pot_status st = pot_spec_decode(&s, p, n, e);
-         pot_spec_free(s);
-         return st;
-       }},
-      {"pot_commitment_decode",
-       [](const uint8_t *p, size_t n, pot_error **e) {
-         pot_commitment *c = nullptr;
-         const pot_status st = pot_commitment_decode(&c, p, n, e);
-         pot_commitment_free(c);
-         return st;
-       }},
+      {"pot_spec_decode", owning(pot_spec_decode, pot_spec_free)},
+      {"pot_commitment_decode", owning(pot_commitment_decode, pot_commitment_free)},
       {"pot_schedule_entry_decode",
        [](const uint8_t *p, size_t n, pot_error **e) {
          uint64_t step = 0, indices[64];
@@ -200,20 +200,8 @@ std::vector<Decoder> decoders() {
          double loss = 0;
          return pot_step_leaf_decode(&step, &d, &loss, p, n, e);
        }},
-      {"pot_log_load",
-       [](const uint8_t *p, size_t n, pot_error **e) {
-         pot_log *l = nullptr;
-         const pot_status st = pot_log_load(&l, p, n, e);
-         pot_log_free(l);
-         return st;
-       }},
-      {"pot_ledger_load",
-       [](const uint8_t *p, size_t n, pot_error **e) {
-         pot_ledger *l = nullptr;
-         const pot_status st = pot_ledger_load(&l, p, n, e);
-         pot_ledger_free(l);
-         return st;
-       }},
+      {"pot_log_load", owning(pot_log_load, pot_log_free)},
+      {"pot_ledger_load", owning(pot_ledger_load, pot_ledger_free)},
       {"pot_sample_digest",
        [](const uint8_t *p, size_t n, pot_error **e) {
          pot_digest d;
