@@ -155,6 +155,13 @@ void proof_seeds(const json &rfc) {
         proof(p["proof"]));
 }
 
+void leaf_and_log_seeds(const json &protocol, const json &hash) {
+  size_t i = 0;
+  for (const auto &l : protocol["step_leaves"]) seed("fuzz_step_leaf", "leaf_" + std::to_string(i++), hex(l["leaf"]));
+  i = 0;
+  for (const auto &l : hash["log_states"]) seed("fuzz_log", "log_" + std::to_string(i++), hex(l["saved"]));
+}
+
 void schedule_seeds(const json &protocol) {
   size_t i = 0;
   for (const auto &e : protocol["schedule_entries"]) seed("fuzz_schedule_entry", "entry_" + std::to_string(i++), hex(e["entry"]));
@@ -261,6 +268,7 @@ int main(int argc, char **argv) {
     commitment_seeds(protocol, transcript);
     proof_seeds(rfc);
     schedule_seeds(protocol);
+    leaf_and_log_seeds(protocol, hash);
     witness_seeds(protocol);
     ledger_seeds(transcript);
     manifest_seeds(protocol, rfc, hash);
