@@ -37,6 +37,7 @@ struct MinSize {
 // its canonical minimum, so the objects stay proportional to the input.
 // Bytes that are not wire format end the walk quietly: the parser reports them.
 inline bool check_min_sizes(ByteView b, std::initializer_list<MinSize> rules, std::string_view what) {
+  if (rules.size() == 0) return true;
   size_t at = 0;
   auto varint = [&](uint64_t &v) {
     v = 0;
@@ -80,11 +81,13 @@ inline bool check_min_sizes(ByteView b, std::initializer_list<MinSize> rules, st
   return true;
 }
 
-// Parses message P from at most `limit` bytes: kLimit first (parsing
-// allocates in proportion to the input), kMalformed when it does not parse.
+// Parses message P from at most `limit` bytes: kLimit first, then the
+// minimum sizes of repeated elements (check_min_sizes), so that parsing
+// allocates in proportion to the input; kMalformed when it does not parse.
 template <typename P>
-P parse_bounded(ByteView b, size_t limit, std::string_view what) {
+P parse_bounded(ByteView b, size_t limit, std::string_view what, std::initializer_list<MinSize> min_sizes = {}) {
   if (b.size() > limit) fail(Status::kLimit, "{} of {} bytes, the limit is {}", what, b.size(), limit);
+  check_min_sizes(b, min_sizes, what);
   P p;
   if (!p.ParseFromArray(b.data(), static_cast<int>(b.size())))
     fail(Status::kMalformed, "{} bytes are not a {} message", what, p.GetTypeName());

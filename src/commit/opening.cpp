@@ -102,9 +102,8 @@ Bytes OpeningManifest::encode() const {
 
 OpeningManifest OpeningManifest::decode(ByteView b) {
   // A sample carries a payload of at least 10 bytes (the smallest safetensors
-  // file), so its element is at least 12 bytes.
-  if (b.size() <= kMaxManifestBytes) check_min_sizes(b, {{11, 12}}, "manifest");
-  const auto p = parse_bounded<v1::OpeningManifest>(b, kMaxManifestBytes, "manifest");
+  // file), so its element (field 11) is at least 12 bytes.
+  const auto p = parse_bounded<v1::OpeningManifest>(b, kMaxManifestBytes, "manifest", {{11, 12}});
   OpeningManifest m;
   m.run_id = digest_field(p.run_id(), "manifest: run_id");
   m.step = p.step();
