@@ -125,32 +125,10 @@ if [ -z "$fixture" ]; then
     "(make one with tests/replay/make_fixture.sh BUILD_DIR OUT_DIR)"
 else
   echo "== go-verifier -replay (fixture $fixture)"
-  potcli="$prefix/bin/pot"
-  if [ ! -x "$potcli" ]; then
-    echo "run-tests.sh: $potcli is missing (the pot CLI serves the openings)" >&2
-    exit 2
-  fi
-  # json_field KEY FILE: the value of "KEY" in a JSON object without nested
-  # objects (a string's contents or a number).
-  json_field() {
-    tr -d '\n' <"$2" | grep -o "\"$1\": *[^,}]*" | head -n 1 | sed 's/^[^:]*: *//; s/"//g'
-  }
-  # A private copy of the checkpoint directory: pot open make caches the
-  # states it re-derives in it.
-  cp -R "$fixture/ck" "$work/ck"
-  samples="$fixture/run/samples"
-  run_id=$(json_field run_id "$fixture/record.json")
-  root=$(json_field root "$fixture/record.json")
-  size=$(json_field size "$fixture/record.json")
   step=5
   identity=676f2d7665726966696572 # "go-verifier"
-  "$potcli" open make "$work/ck" --step $step --dataset "$samples" --out "$work/m5.bin" --json >"$work/make.json"
-  pre=$(json_field pre_state "$work/make.json")
-  "$potcli" open make "$work/ck" --step $step --dataset "$samples" --out "$work/m5-post.bin" --post-state \
-    --json >"$work/make-post.json"
-  post=$(json_field post_state "$work/make-post.json")
-  "$potcli" checkpoints state "$work/ck" --step 3 --dataset "$samples" --json >"$work/s3.json"
-  other=$(json_field path "$work/s3.json")
+  # shellcheck source=../../tests/replay/serve_fixture.sh
+  . "$here/../../tests/replay/serve_fixture.sh"
 
   # expect_replay NAME STATUS PATTERN ARGS...: go-verifier -replay on step 5
   # with ARGS exits STATUS and prints a line matching PATTERN.

@@ -93,34 +93,14 @@ if [ -z "${POT_REPLAY_FIXTURE:-}" ]; then
   echo "== rust-verifier --replay: skipped, POT_REPLAY_FIXTURE is not set" \
     "(make one with tests/replay/make_fixture.sh BUILD_DIR OUT_DIR)"
 else
-  fixture=$(cd "$POT_REPLAY_FIXTURE" && pwd)
-  potcli="$prefix/bin/pot"
-  if [ ! -x "$potcli" ]; then
-    echo "run-tests.sh: $potcli is missing (the pot CLI serves the openings)" >&2
-    exit 2
-  fi
-  # json_field KEY FILE: the value of "KEY" in a JSON object without nested
-  # objects (a string's contents or a number).
-  json_field() {
-    tr -d '\n' <"$2" | grep -o "\"$1\": *[^,}]*" | head -n 1 | sed 's/^[^:]*: *//; s/"//g'
-  }
-  # A private copy of the checkpoint directory: pot open make caches the
-  # states it re-derives in it.
-  cp -R "$fixture/ck" "$work/ck"
-  samples="$fixture/run/samples"
-  run_id=$(json_field run_id "$fixture/record.json")
+  fixture=$POT_REPLAY_FIXTURE
   step=5
   identity=727573742d7665726966696572 # "rust-verifier"
-  "$potcli" open make "$work/ck" --step $step --dataset "$samples" --out "$work/m5.bin" --json >"$work/make.json"
-  "$potcli" open make "$work/ck" --step $step --dataset "$samples" --out "$work/m5-post.bin" --post-state \
-    --json >"$work/make-post.json"
-  "$potcli" checkpoints state "$work/ck" --step 3 --dataset "$samples" --json >"$work/s3.json"
-  pre=$(json_field pre_state "$work/make.json")
-  post=$(json_field post_state "$work/make-post.json")
-  other=$(json_field path "$work/s3.json")
+  # shellcheck source=../../tests/replay/serve_fixture.sh
+  . "$repo/tests/replay/serve_fixture.sh"
   replay=(--replay --commitment "$work/ck/commitment.bin" --spec "$fixture/run/spec.json"
-    --program "$fixture/run/program.pt" --root "$(json_field root "$fixture/record.json")"
-    --size "$(json_field size "$fixture/record.json")" --step $step --identity $identity)
+    --program "$fixture/run/program.pt" --root "$root"
+    --size "$size" --step $step --identity $identity)
 
   echo "== rust-verifier --replay: step $step, bitwise (JSON)"
   expect 0 '"check": *"ok"' "${replay[@]}" --manifest "$work/m5.bin" --pre-state "$pre" --json
