@@ -225,11 +225,6 @@ TEST(CApiProtocol, LossChecks) {
 
 namespace {
 
-std::vector<uint8_t> file_bytes(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-
 pot_bytes proof_of(pot_tree *t, uint64_t index, uint64_t size) {
   pot_bytes p{};
   EXPECT_EQ(pot_tree_inclusion_proof(&p, t, index, size, nullptr), POT_OK);
@@ -258,7 +253,7 @@ TEST(CApiProtocol, OpeningAndWitnessesEndToEnd) {
   for (uint64_t i = 0; i < samples; ++i) {
     const float x[2] = {float(i), 1.0f};
     write_tensor(dir.file("s" + std::to_string(i)), "x", x, 2);
-    payloads.push_back(file_bytes(dir.file("s" + std::to_string(i))));
+    payloads.push_back(pot::test::read_file(dir.file("s" + std::to_string(i))));
     pot_digest d;
     ASSERT_EQ(pot_sample_digest(&d, payloads.back().data(), payloads.back().size(), nullptr), POT_OK);
     ASSERT_EQ(pot_tree_append(nullptr, dataset, d.bytes, 32, nullptr), POT_OK);

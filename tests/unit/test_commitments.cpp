@@ -17,26 +17,19 @@ using namespace pot;
 using pot::test::status_of;
 using hash::Digest;
 
-namespace {
-Bytes read_all(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  return Bytes(std::istreambuf_iterator<char>(in), {});
-}
-}  // namespace
-
 TEST(Dataset, SampleDigestOfSafetensorsBytes) {
   test::TempDir dir;
   const float x[4] = {1, 2, 3, 4};
   const int64_t y[1] = {3};
   auto bytes = [](const void *p, size_t n) { return ByteView(static_cast<const uint8_t *>(p), n); };
   hash::write_safetensors(dir.file("s"), {{{"x", hash::DType::kF32, {4}}, bytes(x, 16)}, {{"y", hash::DType::kI64, {}}, bytes(y, 8)}}, {});
-  const Bytes payload = read_all(dir.file("s"));
+  const Bytes payload = test::read_file(dir.file("s"));
   std::map<std::string, Digest> t = {{"x", hash::tensor_digest({"x", hash::DType::kF32, {4}}, bytes(x, 16), 1)},
                                      {"y", hash::tensor_digest({"y", hash::DType::kI64, {}}, bytes(y, 8), 1)}};
   EXPECT_EQ(commit::sample_digest(payload), hash::tensor_set_digest("pot/v1/sample", t));
   EXPECT_NE(commit::sample_digest(payload), hash::state_digest(t));  // its own domain
   hash::write_safetensors(dir.file("empty"), {}, {});
-  EXPECT_EQ(status_of([&] { commit::sample_digest(read_all(dir.file("empty"))); }), Status::kMalformed);
+  EXPECT_EQ(status_of([&] { commit::sample_digest(test::read_file(dir.file("empty"))); }), Status::kMalformed);
   EXPECT_EQ(status_of([&] { commit::sample_digest(ByteView(payload).first(payload.size() - 1)); }), Status::kMalformed);
   EXPECT_EQ(status_of([&] { commit::sample_digest(Bytes(3)); }), Status::kMalformed);
 }

@@ -22,11 +22,6 @@ using hash::Digest;
 
 namespace {
 
-Bytes read_all(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  return Bytes(std::istreambuf_iterator<char>(in), {});
-}
-
 ByteView view_of(const std::vector<float> &v) {
   return ByteView(reinterpret_cast<const uint8_t *>(v.data()), v.size() * sizeof(float));
 }
@@ -50,7 +45,7 @@ struct TinyRun {
       const std::vector<float> x = {float(i), float(i) * 2, 1.0f};
       const std::string p = dir.file("sample-" + std::to_string(i));
       hash::write_safetensors(p, {{{"x", hash::DType::kF32, {3}}, view_of(x)}}, {});
-      samples.push_back(read_all(p));
+      samples.push_back(test::read_file(p));
       dataset->append(commit::sample_digest(samples.back()).view());
     }
     std::vector<float> w = {0.5f, -0.25f, 1.0f, 2.0f};

@@ -8,6 +8,11 @@
 
 namespace pot::test {
 
+std::vector<uint8_t> read_file(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
 nlohmann::json load_vectors(const std::string &name) {
   std::ifstream in(std::string(POT_VECTORS_DIR) + "/" + name);
   if (!in) throw std::runtime_error("cannot open vectors file " + name);

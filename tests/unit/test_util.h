@@ -14,6 +14,8 @@ namespace pot::test {
 nlohmann::json load_vectors(const std::string &name);
 std::vector<uint8_t> unhex(const std::string &hex);
 std::string hex(const uint8_t *p, size_t n);
+// The whole file, as bytes (empty when it cannot be read).
+std::vector<uint8_t> read_file(const std::string &path);
 
 // A fresh directory removed at destruction.
 class TempDir {
