@@ -42,6 +42,11 @@ static const float true_w[FEATURES] = {0.5f, -1.25f, 2.0f, 0.75f};
 static const float true_b = 0.3f;
 static model history[MAX_STEPS + 1]; /* the trainer keeps every state it digests */
 
+/* noreturn tells compilers (clang warns otherwise) that a value left unset
+   before a die() is never read. */
+#if defined(__GNUC__)
+__attribute__((noreturn))
+#endif
 static void die(const char *what, pot_error *err) {
   fprintf(stderr, "c_trainer_hook: %s: %s (%s)\n", what, pot_error_message(err), pot_status_name(pot_error_code(err)));
   pot_error_free(err);

@@ -577,7 +577,7 @@ TEST(TruncatedInputs, EveryPrefixOfEveryFormat) {
     const Decoder &d = decoder(name);
     ASSERT_EQ(d.run(full.data(), full.size(), nullptr), POT_OK) << name;
     for (size_t n = 0; n < full.size(); ++n) {
-      const Call c = measure([&](pot_error **e) { return d.run(full.data(), n, e); });
+      const Call c = measure([&, &bytes = full](pot_error **e) { return d.run(bytes.data(), n, e); });
       EXPECT_EQ(c.status, POT_E_MALFORMED) << name << " prefix " << n << ": " << c.message;
       EXPECT_LE(c.peak, kPerInputByte * n + kConstant) << name;
     }
@@ -587,7 +587,7 @@ TEST(TruncatedInputs, EveryPrefixOfEveryFormat) {
   for (const auto &[name, full] : std::vector<std::pair<std::string, Bytes>>{
            {"pot_spec_decode", vector_spec()}, {"pot_commitment_decode", vector_commitment()}})
     for (size_t n = 0; n < full.size(); ++n) {
-      const Call c = measure([&](pot_error **e) { return decoder(name).run(full.data(), n, e); });
+      const Call c = measure([&, &dec = decoder(name), &bytes = full](pot_error **e) { return dec.run(bytes.data(), n, e); });
       EXPECT_TRUE(c.status == POT_E_MALFORMED || c.status == POT_E_INVALID_ARGUMENT)
           << name << " prefix " << n << ": " << pot_status_name(c.status) << " " << c.message;
     }
