@@ -73,7 +73,7 @@ int run_concurrently(const std::vector<Read> &reads) {
 }
 
 pot_digest filled(uint8_t v) {
-  pot_digest d;
+  pot_digest d{};
   std::memset(d.bytes, v, sizeof d.bytes);
   return d;
 }
@@ -92,7 +92,7 @@ TEST(CApiConcurrent, SharedCallsOnOneHandleFromManyThreads) {
   ASSERT_EQ(pot_state_set_threads(state, 2, nullptr), POT_OK);
   reads.push_back([&]() -> std::string { return std::to_string(pot_state_tensor_count(state)); });
   reads.push_back([&]() -> std::string {
-    pot_digest d;
+    pot_digest d{};
     return status(pot_state_digest(&d, state, nullptr)) << str(d);
   });
   reads.push_back([&]() -> std::string {
@@ -137,7 +137,7 @@ TEST(CApiConcurrent, SharedCallsOnOneHandleFromManyThreads) {
     return status(st) << (v != nullptr ? v : "(null)");
   });
   reads.push_back([&]() -> std::string {
-    pot_digest d;
+    pot_digest d{};
     return status(pot_safetensors_digest(&d, file, 2, nullptr)) << str(d);
   });
   reads.push_back([&]() -> std::string {
@@ -167,7 +167,7 @@ TEST(CApiConcurrent, SharedCallsOnOneHandleFromManyThreads) {
   ASSERT_EQ(pot_tree_flush(tree, nullptr), POT_OK);
   reads.push_back([&]() -> std::string { return std::to_string(pot_log_size(log)); });
   reads.push_back([&]() -> std::string {
-    pot_digest d;
+    pot_digest d{};
     return status(pot_log_root(&d, log, nullptr)) << str(d);
   });
   reads.push_back([&]() -> std::string {
@@ -177,7 +177,7 @@ TEST(CApiConcurrent, SharedCallsOnOneHandleFromManyThreads) {
   reads.push_back([&]() -> std::string { return std::to_string(pot_tree_size(tree)); });
   for (uint64_t i : {0u, 77u, 299u}) {
     reads.push_back([&, i]() -> std::string {
-      pot_digest r, l;
+      pot_digest r{}, l{};
       pot_bytes p{}, c{};
       std::string s = status(pot_tree_root(&r, tree, i << 1, nullptr)) << str(r);
       s += status(pot_tree_leaf_hash(&l, tree, i, nullptr)) << str(l);
@@ -197,7 +197,7 @@ TEST(CApiConcurrent, SharedCallsOnOneHandleFromManyThreads) {
   ASSERT_EQ(pot_commitment_decode(&commitment, commit_bytes.data(), commit_bytes.size(), nullptr), POT_OK);
   reads.push_back([&]() -> std::string {
     pot_bytes a{}, b{};
-    pot_digest d;
+    pot_digest d{};
     pot_seed_policy p;
     uint64_t seed;
     std::string s = status(pot_spec_encode(&a, spec, nullptr)) << take(a);
@@ -208,7 +208,7 @@ TEST(CApiConcurrent, SharedCallsOnOneHandleFromManyThreads) {
   });
   reads.push_back([&]() -> std::string {
     pot_bytes a{}, b{};
-    pot_digest r, d1, d2, d3, d4;
+    pot_digest r{}, d1{}, d2{}, d3{}, d4{};
     std::string s = status(pot_commitment_encode(&a, commitment, nullptr)) << take(a);
     s += status(pot_commitment_to_json(&b, commitment, nullptr)) << take(b);
     s += status(pot_commitment_run_id(&r, commitment, nullptr)) << str(r);
@@ -223,7 +223,7 @@ TEST(CApiConcurrent, SharedCallsOnOneHandleFromManyThreads) {
   ASSERT_EQ(pot_opening_set_post_leaf(opening, leaf.data(), leaf.size(), proof.data(), proof.size(), nullptr), POT_OK);
   reads.push_back([&]() -> std::string {
     pot_bytes a{};
-    pot_digest d;
+    pot_digest d{};
     return status(pot_opening_encode(&a, opening, nullptr)) << take(a) <<
            status(pot_opening_digest(&d, opening, nullptr)) << str(d);
   });
@@ -294,7 +294,7 @@ TEST(CApiConcurrent, SharedCallsOnOneHandleFromManyThreads) {
   ASSERT_EQ(pot_tensor_assembler_add(assembler, record.data, record.len, nullptr), POT_OK);
   pot_bytes_free(&record);
   reads.push_back([&]() -> std::string {
-    pot_digest d;
+    pot_digest d{};
     return status(pot_tensor_assembler_finish(&d, assembler, nullptr)) << str(d);
   });
 
@@ -324,17 +324,17 @@ TEST(CApiConcurrent, HandleFreeFunctionsFromManyThreads) {
   const Bytes salt(16, 9), id = {'v', '1'}, beacon(8, 7);
   std::vector<Read> reads = {
       [&]() -> std::string {
-        pot_digest d;
+        pot_digest d{};
         return status(pot_sha256(&d, data.data(), data.size(), nullptr)) << str(d);
       },
       [&]() -> std::string {
-        pot_digest d;
+        pot_digest d{};
         const uint64_t shape[1] = {75000};
         return status(pot_tensor_digest(&d, "t", POT_DTYPE_F32, shape, 1, data.data(), data.size(), 2, nullptr)) <<
                str(d);
       },
       [&]() -> std::string {
-        pot_digest l, n;
+        pot_digest l{}, n{};
         pot_merkle_leaf_hash(&l, data.data(), 100, nullptr);
         pot_merkle_node_hash(&n, &l, &a, nullptr);
         const pot_status st = pot_merkle_verify_inclusion(0, 1, &l, nullptr, 0, &l, nullptr);
@@ -357,7 +357,7 @@ TEST(CApiConcurrent, HandleFreeFunctionsFromManyThreads) {
         return status(pot_seeded_schedule_entry(&e, 3, 1000, 8, 2, 77, nullptr)) << take(e);
       },
       [&]() -> std::string {
-        pot_digest c;
+        pot_digest c{};
         std::string r =
             status(pot_witness_commitment(&c, &a, 5, &b, -3, salt.data(), salt.size(), id.data(), id.size(), nullptr));
         return r + str(c) +
@@ -406,7 +406,7 @@ TEST(CApiConcurrent, ExclusiveCallsOnDistinctHandles) {
       }
       pot_bytes saved{};
       if (pot_ledger_save(&saved, l, nullptr) != POT_OK) ++failures;
-      pot_digest d;
+      pot_digest d{};
       pot_sha256(&d, saved.data, saved.len, nullptr);
       pot_bytes_free(&saved);
       finals[static_cast<size_t>(i)] = pot::test::hex(d.bytes, sizeof d.bytes);
@@ -433,7 +433,7 @@ TEST(CApiConcurrent, OnePathWrittenByManyThreads) {
     ASSERT_EQ(pot_safetensors_writer_add(writers[static_cast<size_t>(i)], "w", POT_DTYPE_F32, shape, 1, v.data(),
                                          v.size(), nullptr),
               POT_OK);
-    pot_digest d;
+    pot_digest d{};
     ASSERT_EQ(pot_tensor_digest(&d, "w", POT_DTYPE_F32, shape, 1, v.data(), v.size(), 1, nullptr), POT_OK);
     pot_state *s = nullptr;
     ASSERT_EQ(pot_state_new(&s, nullptr), POT_OK);
@@ -453,7 +453,7 @@ TEST(CApiConcurrent, OnePathWrittenByManyThreads) {
           pot_error_free(err);
         }
         // Whatever is at the path now is one whole write.
-        pot_digest d;
+        pot_digest d{};
         if (pot_safetensors_digest_file(&d, path.c_str(), 1, nullptr) != POT_OK ||
             std::find(digests.begin(), digests.end(), str(d)) == digests.end())
           ++failures;
