@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "pot.h"
@@ -147,7 +148,7 @@ TEST(CApiConcurrent, SharedCallsOnOneHandleFromManyThreads) {
   // The writer is read by writing distinct files from every thread.
   std::atomic<int> file_no{0};
   reads.push_back([&]() -> std::string {
-    const std::string path = dir.file("w" + std::to_string(file_no++));
+    const std::string path = dir.file(fmt::format("w{}", file_no++));
     pot_digest d{};
     if (pot_safetensors_writer_write(writer, path.c_str(), nullptr) != POT_OK) return std::string("write failed");
     const pot_status s = pot_safetensors_digest_file(&d, path.c_str(), 1, nullptr);

@@ -2,6 +2,7 @@
 // commitments, schedules, seeds, leaves, challenges, security, buckets and
 // loss checks, with their error paths.
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstring>
@@ -252,8 +253,8 @@ TEST(CApiProtocol, OpeningAndWitnessesEndToEnd) {
   std::vector<std::vector<uint8_t>> payloads;
   for (uint64_t i = 0; i < samples; ++i) {
     const float x[2] = {float(i), 1.0f};
-    write_tensor(dir.file("s" + std::to_string(i)), "x", x, 2);
-    payloads.push_back(pot::test::read_file(dir.file("s" + std::to_string(i))));
+    write_tensor(dir.file(fmt::format("s{}", i)), "x", x, 2);
+    payloads.push_back(pot::test::read_file(dir.file(fmt::format("s{}", i))));
     pot_digest d;
     ASSERT_EQ(pot_sample_digest(&d, payloads.back().data(), payloads.back().size(), nullptr), POT_OK);
     ASSERT_EQ(pot_tree_append(nullptr, dataset, d.bytes, 32, nullptr), POT_OK);

@@ -2,6 +2,7 @@
 // commitments, every refusal rule (status and unchanged state), and the
 // canonical state encoding.
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <functional>
@@ -47,15 +48,6 @@ namespace {
 
 Digest d(const std::string &s) { return hash::sha256(s.data(), s.size()); }
 Bytes id(const std::string &s) { return Bytes(s.begin(), s.end()); }
-// prefix + decimal i. Appending to a named string rather than writing
-// `"w" + std::to_string(i)` (a char* inserted before a temporary), which
-// GCC 12 at -O3 inlines into a memcpy it wrongly reports as overlapping
-// (a known -Wrestrict false positive of GCC 12's libstdc++).
-std::string numbered(const char *prefix, size_t i) {
-  std::string s = prefix;
-  s += std::to_string(i);
-  return s;
-}
 Bytes salt_for(const std::string &who) {
   const Digest h = d("salt of " + who);
   return Bytes(h.bytes.begin(), h.bytes.end());
@@ -595,7 +587,7 @@ TEST(Ledger, WitnessesPerChallengeAreBounded) {
   const uint64_t cid = f.challenge();
   f.open(cid);
   for (size_t i = 0; i < witness::kMaxWitnessesPerChallenge; ++i)
-    l.commit_witness(id(numbered("w", i)), cid, d(numbered("c", i)), f.now);
+    l.commit_witness(id(fmt::format("w{}", i)), cid, d(fmt::format("c{}", i)), f.now);
   EXPECT_REFUSED(l, Status::kLimit, l.commit_witness(id("one too many"), cid, d("c"), f.now));
   EXPECT_NO_OP(l, l.commit_witness(id("w0"), cid, d("c0"), f.now));
   expect_round_trip(l);

@@ -2,6 +2,7 @@
 // vectors from google/certificate-transparency and transparency-dev/merkle)
 // through the C++ merkle layer.
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 
 #include <bit>
 
@@ -216,15 +217,15 @@ TEST(Rfc6962Vectors, AggregateSubtreeHashes) {
       for (uint64_t i = start; i < end; ++i) acc.push_leaf(hash::leaf_hash(d[i]));
       const Digest mth = acc.root();
       ASSERT_EQ(mth, reference_mth(d, start, end));
-      const std::string line = "[" + std::to_string(start) + ", " + std::to_string(end) + ") " + mth.hex() + "\n";
+      const std::string line = fmt::format("[{}, {}) {}\n", start, end, mth.hex());
       roll_hash.update(line.data(), line.size());
       if (width == 0) continue;
       // Inclusion proofs inside the subtree: a stored tree of the range's leaves.
       auto tree = merkle::StoredTree::in_memory();
       for (uint64_t i = start; i < end; ++i) tree->append(d[i]);
       for (uint64_t index = start; index < end; ++index) {
-        std::string l = std::to_string(index) + " [" + std::to_string(start) + ", " + std::to_string(end) + ")";
-        for (const Digest &h : tree->inclusion_proof(index - start, width)) l += " " + h.hex();
+        std::string l = fmt::format("{} [{}, {})", index, start, end);
+        for (const Digest &h : tree->inclusion_proof(index - start, width)) l += fmt::format(" {}", h.hex());
         l += "\n";
         roll_incl.update(l.data(), l.size());
       }
