@@ -49,6 +49,10 @@ extern "C" {
 /* Changes only when a released function or type changes incompatibly; it is
  * the SONAME major of libpot.so. */
 #define POT_ABI_VERSION 1
+/* The protocol version (docs/PROTOCOL.md) this library implements: the
+ * protocol_version of the tasks and commitments it writes and the only one
+ * it reads (another is refused with POT_E_UNSUPPORTED naming it). */
+#define POT_PROTOCOL_VERSION 2
 
 #define POT_DIGEST_SIZE 32
 #define POT_CHUNK_SIZE 65536
@@ -64,6 +68,8 @@ POT_API const char *pot_version_string(void);
 /* ABI version of the library loaded at run time. Bindings compare it with
  * the POT_ABI_VERSION they were built against. */
 POT_API uint32_t pot_abi_version(void);
+/* POT_PROTOCOL_VERSION of the library loaded at run time. */
+POT_API uint32_t pot_protocol_version(void);
 /* POT_DIGEST_SIZE, for bindings that cannot read macros. */
 POT_API size_t pot_digest_size(void);
 /* POT_CHUNK_SIZE: bytes per chunk leaf of a tensor digest. */
@@ -462,7 +468,7 @@ POT_API pot_status pot_spec_from_json(pot_spec **out, const char *json, pot_erro
  * POT_E_LIMIT past 4096 bytes. */
 POT_API pot_status pot_spec_decode(pot_spec **out, const uint8_t *data, size_t len, pot_error **err);
 POT_API void pot_spec_free(pot_spec *spec);
-/* The canonical bytes (a pot.v1.ExecutionSpec message). */
+/* The canonical bytes (a pot.v2.ExecutionSpec message). */
 POT_API pot_status pot_spec_encode(pot_bytes *out, const pot_spec *spec, pot_error **err);
 /* The JSON form; out->data is also NUL-terminated (len excludes the NUL). */
 POT_API pot_status pot_spec_to_json(pot_bytes *out, const pot_spec *spec, pot_error **err);
@@ -535,7 +541,7 @@ POT_API pot_status pot_commitment_encode(pot_bytes *out, const pot_commitment *c
 /* JSON form; out->data is also NUL-terminated. */
 POT_API pot_status pot_commitment_to_json(pot_bytes *out, const pot_commitment *commitment,
                                           pot_error **err);
-/* The run id: tagged("pot/v1/run", canonical bytes). */
+/* The run id: tagged("pot/v2/run", canonical bytes). */
 POT_API pot_status pot_commitment_run_id(pot_digest *out, const pot_commitment *commitment,
                                          pot_error **err);
 /* The committed digests (each output may be NULL). */
@@ -545,6 +551,41 @@ POT_API pot_status pot_commitment_digests(pot_digest *initial_state, pot_digest 
 /* Declared steps (= schedule entries) and dataset size; 0 for NULL. */
 POT_API uint64_t pot_commitment_declared_steps(const pot_commitment *commitment);
 POT_API uint64_t pot_commitment_dataset_size(const pot_commitment *commitment);
+/* The id of the task the commitment answers to. */
+POT_API pot_status pot_commitment_task_id(pot_digest *out, const pot_commitment *commitment, pot_error **err);
+
+/* ------------------------------------------------------------------------ */
+/* Tasks                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* A validated task (docs/PROTOCOL.md section 17.1): what a task owner fixes
+ * before anyone trains (spec and model program, dataset, S_0, schedule,
+ * step bounds, challenge policy). Immutable. */
+typedef struct pot_task pot_task;
+
+/* From the JSON form (docs/cli.md "Task"); POT_E_INVALID_ARGUMENT names the
+ * rule or key, POT_E_UNSUPPORTED another protocol_version, POT_E_MALFORMED
+ * text that is not JSON, POT_E_LIMIT past POT_MAX_JSON_BYTES. */
+POT_API pot_status pot_task_from_json(pot_task **out, const char *json, pot_error **err);
+/* From canonical pot.v2.Task bytes; POT_E_UNSUPPORTED for another protocol
+ * version, POT_E_MALFORMED unless canonical, POT_E_LIMIT past 8192 bytes. */
+POT_API pot_status pot_task_decode(pot_task **out, const uint8_t *data, size_t len, pot_error **err);
+POT_API void pot_task_free(pot_task *task);
+POT_API pot_status pot_task_encode(pot_bytes *out, const pot_task *task, pot_error **err);
+/* JSON form; out->data is also NUL-terminated. */
+POT_API pot_status pot_task_to_json(pot_bytes *out, const pot_task *task, pot_error **err);
+/* The task id: tagged("pot/v2/task", canonical bytes). */
+POT_API pot_status pot_task_id(pot_digest *out, const pot_task *task, pot_error **err);
+/* A new handle holding the task's execution spec (free with pot_spec_free). */
+POT_API pot_status pot_task_spec(pot_spec **out, const pot_task *task, pot_error **err);
+/* POT_OK when the task admits the commitment. Otherwise
+ * POT_E_INVALID_ARGUMENT naming the first field that differs from what the
+ * task fixes (task_id, initial_state_digest, schedule_root, dataset_root,
+ * dataset_size, spec_digest), or POT_E_OUT_OF_RANGE for declared_steps
+ * outside the task's bounds. The ledger's start_training_commitment runs
+ * this check. */
+POT_API pot_status pot_task_check_commitment(const pot_task *task, const pot_commitment *commitment,
+                                             pot_error **err);
 
 /* ------------------------------------------------------------------------ */
 /* Openings of challenged steps                                              */
@@ -612,7 +653,7 @@ POT_API pot_status pot_opening_set_next_lr(pot_opening *opening, double next_lr,
 /* Where the state files are served (paths or URIs; NULL or "" for none). */
 POT_API pot_status pot_opening_set_state_refs(pot_opening *opening, const char *pre_state_ref,
                                               const char *post_state_ref, pot_error **err);
-/* Canonical manifest bytes (a pot.v1.OpeningManifest). POT_E_LIMIT past
+/* Canonical manifest bytes (a pot.v2.OpeningManifest). POT_E_LIMIT past
  * 256 MiB. */
 POT_API pot_status pot_opening_encode(pot_bytes *out, const pot_opening *opening, pot_error **err);
 /* tagged("pot/v1/opening", canonical bytes): what the ledger records. */

@@ -187,7 +187,7 @@ func (c *Commitment) Close() error {
 	return nil
 }
 
-// Encode returns the canonical bytes (a pot.v1.TrainingCommitment).
+// Encode returns the canonical bytes (a pot.v2.TrainingCommitment).
 func (c *Commitment) Encode() ([]byte, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

@@ -188,7 +188,7 @@ func (o *Opening) SetStateRefs(preStateRef, postStateRef string) error {
 	return toError(st, cerr)
 }
 
-// Encode returns the canonical manifest bytes (a pot.v1.OpeningManifest).
+// Encode returns the canonical manifest bytes (a pot.v2.OpeningManifest).
 // StatusLimit past 256 MiB.
 func (o *Opening) Encode() ([]byte, error) {
 	o.mu.Lock()

@@ -96,7 +96,7 @@ func (s *Spec) Close() error {
 	return nil
 }
 
-// Encode returns the canonical bytes (a pot.v1.ExecutionSpec message).
+// Encode returns the canonical bytes (a pot.v2.ExecutionSpec message).
 func (s *Spec) Encode() ([]byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

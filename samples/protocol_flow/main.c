@@ -115,10 +115,10 @@ int main(int argc, char **argv) {
   hex(h2, &sroot);
   hex(h3, &droot);
   snprintf(json, sizeof json,
-           "{\"initial_state_digest\": \"%s\", \"schedule_root\": \"%s\", \"schedule_length\": %d,\n"
+           "{\"task_id\": \"%064d\", \"initial_state_digest\": \"%s\", \"schedule_root\": \"%s\",\n"
            " \"dataset_root\": \"%s\", \"dataset_size\": %d, \"spec_digest\": \"%064d\",\n"
            " \"declared_steps\": %d, \"miner_identity\": \"6d696e6572\"}\n",
-           h, h2, STEPS, h3, SAMPLES, 0, STEPS);
+           0, h, h2, h3, SAMPLES, 0, STEPS);
   snprintf(path, sizeof path, "%s/commitment.json", dir);
   write_all(path, json, strlen(json));
   if (pot_commitment_from_json(&c, json, &err) || pot_commitment_run_id(&run_id, c, &err)) die("commitment", err);

@@ -136,4 +136,11 @@ uint64_t pot_commitment_dataset_size(const pot_commitment *commitment) {
   return commitment ? commitment->c.dataset_size : 0;
 }
 
+pot_status pot_commitment_task_id(pot_digest *out, const pot_commitment *commitment, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    from_digest(out, need(commitment, "commitment")->c.task_id);
+  });
+}
+
 }  // extern "C"

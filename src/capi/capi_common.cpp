@@ -2,11 +2,13 @@
 #include "capi/version.h"
 #include "capi/firewall.h"
 #include "hash/tensor.h"
+#include "commit/commitment.h"
 
 static_assert(POT_VERSION_MAJOR == POT_BUILD_VERSION_MAJOR &&
                   POT_VERSION_MINOR == POT_BUILD_VERSION_MINOR &&
                   POT_VERSION_PATCH == POT_BUILD_VERSION_PATCH,
               "pot.h version macros differ from the CMake project version");
+static_assert(POT_PROTOCOL_VERSION == pot::commit::kProtocolVersion, "pot.h POT_PROTOCOL_VERSION differs from the core's");
 static_assert(POT_ABI_VERSION == POT_BUILD_ABI_VERSION,
               "pot.h POT_ABI_VERSION differs from CMake's POT_ABI_VERSION");
 static_assert(POT_DIGEST_SIZE == pot::hash::kDigestSize);
@@ -56,6 +58,7 @@ extern "C" {
 
 const char *pot_version_string(void) { return POT_BUILD_VERSION_STRING; }
 uint32_t pot_abi_version(void) { return POT_BUILD_ABI_VERSION; }
+uint32_t pot_protocol_version(void) { return POT_PROTOCOL_VERSION; }
 size_t pot_digest_size(void) { return POT_DIGEST_SIZE; }
 uint32_t pot_chunk_size(void) { return POT_CHUNK_SIZE; }
 size_t pot_max_name_bytes(void) { return POT_MAX_NAME_BYTES; }

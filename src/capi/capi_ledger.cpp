@@ -1,12 +1,12 @@
 // C entry points for the reference ledger.
 #include "capi/firewall.h"
-#include "witness/ledger.h"
+#include "game/ledger.h"
 
 using namespace pot;
 using namespace pot::capi;
 
 struct pot_ledger {
-  witness::Ledger ledger;
+  game::Ledger ledger;
 };
 
 extern "C" {
@@ -15,20 +15,20 @@ pot_status pot_ledger_new(pot_ledger **out, uint64_t commit_window, uint64_t rev
                           uint32_t max_rounds, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    witness::LedgerConfig c;
+    game::LedgerConfig c;
     c.commit_window = commit_window;
     c.reveal_window = reveal_window;
     c.quorum = quorum;
     c.max_rounds = max_rounds;
     c.validate();
-    *out = new pot_ledger{witness::Ledger(c)};
+    *out = new pot_ledger{game::Ledger(c)};
   });
 }
 
 pot_status pot_ledger_load(pot_ledger **out, const uint8_t *state, size_t len, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    witness::Ledger l = witness::Ledger::load(bytes_arg(state, len, "state"));
+    game::Ledger l = game::Ledger::load(bytes_arg(state, len, "state"));
     *out = new pot_ledger{std::move(l)};
   });
 }

@@ -9,6 +9,7 @@
 #include "commit/commitment.h"
 #include "commit/spec.h"
 #include "hash/safetensors.h"
+#include "task/task.h"
 #include "pot.h"
 
 struct pot_spec {
@@ -27,4 +28,8 @@ struct pot_safetensors {
 
 struct pot_commitment {
   pot::commit::TrainingCommitment c;
+};
+
+struct pot_task {
+  pot::task::Task task;
 };

@@ -3,7 +3,7 @@
 #include "commit/canonical.h"
 #include "commit/json_fields.h"
 #include "common/error.h"
-#include "pot/v1/commitment.pb.h"
+#include "pot/v2/commitment.pb.h"
 
 namespace pot::commit {
 
@@ -16,11 +16,10 @@ void set(std::string *dst, const hash::Digest &d) { dst->assign(reinterpret_cast
 void TrainingCommitment::validate() const {
   auto rule = [](const std::string &m) { throw Error(Status::kInvalidArgument, "commitment: " + m); };
   if (protocol_version != kProtocolVersion)
-    rule(fmt::format("protocol_version {} is not supported (this SDK speaks {})", protocol_version, kProtocolVersion));
+    throw Error(Status::kUnsupported, fmt::format("commitment: protocol version {} is not supported (this SDK "
+                                                  "implements version {})",
+                                                  protocol_version, kProtocolVersion));
   if (declared_steps == 0) rule("declared_steps must be at least 1");
-  if (schedule_length != declared_steps)
-    rule(fmt::format("schedule_length {} differs from declared_steps {}: the schedule has one entry per step",
-                     schedule_length, declared_steps));
   if (dataset_size == 0) rule("dataset_size must be at least 1");
   if (miner_identity.empty() || miner_identity.size() > kMaxIdentityBytes)
     rule(fmt::format("miner_identity must be 1..{} bytes, not {}", kMaxIdentityBytes, miner_identity.size()));
@@ -28,11 +27,11 @@ void TrainingCommitment::validate() const {
 
 Bytes TrainingCommitment::encode() const {
   validate();
-  v1::TrainingCommitment p;
+  v2::TrainingCommitment p;
   p.set_protocol_version(protocol_version);
+  set(p.mutable_task_id(), task_id);
   set(p.mutable_initial_state_digest(), initial_state_digest);
   set(p.mutable_schedule_root(), schedule_root);
-  p.set_schedule_length(schedule_length);
   set(p.mutable_dataset_root(), dataset_root);
   p.set_dataset_size(dataset_size);
   set(p.mutable_spec_digest(), spec_digest);
@@ -43,12 +42,15 @@ Bytes TrainingCommitment::encode() const {
 }
 
 TrainingCommitment TrainingCommitment::decode(ByteView b) {
-  const auto p = parse_bounded<v1::TrainingCommitment>(b, kMaxCommitmentBytes, "commitment");
+  const auto p = parse_bounded<v2::TrainingCommitment>(b, kMaxCommitmentBytes, "commitment");
   TrainingCommitment c;
+  // The version decides how the other fields read: a version 1 commitment
+  // (field 4 was schedule_length) is refused here, naming its version.
   c.protocol_version = p.protocol_version();
+  if (c.protocol_version != kProtocolVersion) c.validate();
+  c.task_id = digest_field(p.task_id(), "commitment: task_id");
   c.initial_state_digest = digest_field(p.initial_state_digest(), "commitment: initial_state_digest");
   c.schedule_root = digest_field(p.schedule_root(), "commitment: schedule_root");
-  c.schedule_length = p.schedule_length();
   c.dataset_root = digest_field(p.dataset_root(), "commitment: dataset_root");
   c.dataset_size = p.dataset_size();
   c.spec_digest = digest_field(p.spec_digest(), "commitment: spec_digest");
@@ -62,19 +64,19 @@ TrainingCommitment TrainingCommitment::decode(ByteView b) {
 hash::Digest TrainingCommitment::run_id() const {
   const Bytes b = encode();
   hash::Sha256 h;
-  hash::begin_tagged(h, "pot/v1/run");
+  hash::begin_tagged(h, "pot/v2/run");
   return h.update(b).finish();
 }
 
 TrainingCommitment TrainingCommitment::from_json(const nlohmann::json &j) {
   const JsonFields f(j, "commitment");
-  f.only({"protocol_version", "initial_state_digest", "schedule_root", "schedule_length", "dataset_root",
-          "dataset_size", "spec_digest", "declared_steps", "miner_identity"});
+  f.only({"protocol_version", "task_id", "initial_state_digest", "schedule_root", "dataset_root", "dataset_size",
+          "spec_digest", "declared_steps", "miner_identity"});
   TrainingCommitment c;
   c.protocol_version = f.has("protocol_version") ? f.u32("protocol_version") : kProtocolVersion;
+  c.task_id = f.digest("task_id");
   c.initial_state_digest = f.digest("initial_state_digest");
   c.schedule_root = f.digest("schedule_root");
-  c.schedule_length = f.u64("schedule_length");
   c.dataset_root = f.digest("dataset_root");
   c.dataset_size = f.u64("dataset_size");
   c.spec_digest = f.digest("spec_digest");
@@ -86,9 +88,9 @@ TrainingCommitment TrainingCommitment::from_json(const nlohmann::json &j) {
 
 nlohmann::json TrainingCommitment::to_json() const {
   return {{"protocol_version", protocol_version},
+          {"task_id", task_id.hex()},
           {"initial_state_digest", initial_state_digest.hex()},
           {"schedule_root", schedule_root.hex()},
-          {"schedule_length", schedule_length},
           {"dataset_root", dataset_root.hex()},
           {"dataset_size", dataset_size},
           {"spec_digest", spec_digest.hex()},

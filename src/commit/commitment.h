@@ -9,27 +9,30 @@
 
 namespace pot::commit {
 
-inline constexpr uint32_t kProtocolVersion = 1;
+// The protocol version this library implements (docs/PROTOCOL.md).
+inline constexpr uint32_t kProtocolVersion = 2;
 inline constexpr size_t kMaxIdentityBytes = 256;
 inline constexpr size_t kMaxCommitmentBytes = 1024;
 
 struct TrainingCommitment {
   uint32_t protocol_version = kProtocolVersion;
+  hash::Digest task_id;
   hash::Digest initial_state_digest;
   hash::Digest schedule_root;
-  uint64_t schedule_length = 0;
   hash::Digest dataset_root;
   uint64_t dataset_size = 0;
   hash::Digest spec_digest;
   uint64_t declared_steps = 0;
   Bytes miner_identity;
 
-  // kInvalidArgument naming the rule: version 1, steps >= 1, one schedule
-  // entry per step, a non-empty dataset, identity of 1..256 bytes.
+  // kInvalidArgument naming the rule: version 2, steps >= 1, a non-empty
+  // dataset, identity of 1..256 bytes.
   void validate() const;
-  Bytes encode() const;                              // canonical pot.v1.TrainingCommitment
-  static TrainingCommitment decode(ByteView b);      // strict, as ExecutionSpec::decode
-  hash::Digest run_id() const;                       // tagged("pot/v1/run", encode())
+  Bytes encode() const;                              // canonical pot.v2.TrainingCommitment
+  // Strict, as ExecutionSpec::decode; another protocol_version is refused
+  // (kUnsupported, naming it) before any other field is read.
+  static TrainingCommitment decode(ByteView b);
+  hash::Digest run_id() const;                       // tagged("pot/v2/run", encode())
   static TrainingCommitment from_json(const nlohmann::json &j);
   nlohmann::json to_json() const;
 };

@@ -9,7 +9,7 @@
 #include "hash/rfc6962.h"
 #include "hash/safetensors.h"
 #include "merkle/proof.h"
-#include "pot/v1/opening.pb.h"
+#include "pot/v2/opening.pb.h"
 
 namespace pot::commit {
 
@@ -74,7 +74,7 @@ Bytes OpeningManifest::encode() const {
     fail(Status::kLimit, "manifest: state references are limited to {} bytes", kMaxRefBytes);
   if (!std::isfinite(next_lr) || std::signbit(next_lr))
     fail(Status::kMalformed, "manifest: next_lr = {}: a learning rate is finite and >= +0", next_lr);
-  v1::OpeningManifest p;
+  v2::OpeningManifest p;
   p.set_run_id(as_string(run_id.view()));
   p.set_step(step);
   p.set_log_size(log_size);
@@ -86,7 +86,7 @@ Bytes OpeningManifest::encode() const {
   p.set_schedule_entry(as_string(schedule_entry));
   p.set_schedule_proof(as_string(schedule_proof));
   for (const SampleOpening &s : samples) {
-    v1::SampleOpening *o = p.add_samples();
+    v2::SampleOpening *o = p.add_samples();
     o->set_index(s.index);
     o->set_payload(as_string(s.payload));
     o->set_proof(as_string(s.proof));
@@ -103,7 +103,7 @@ Bytes OpeningManifest::encode() const {
 OpeningManifest OpeningManifest::decode(ByteView b) {
   // A sample carries a payload of at least 10 bytes (the smallest safetensors
   // file), so its element (field 11) is at least 12 bytes.
-  const auto p = parse_bounded<v1::OpeningManifest>(b, kMaxManifestBytes, "manifest", {{11, 12}});
+  const auto p = parse_bounded<v2::OpeningManifest>(b, kMaxManifestBytes, "manifest", {{11, 12}});
   OpeningManifest m;
   m.run_id = digest_field(p.run_id(), "manifest: run_id");
   m.step = p.step();
@@ -115,7 +115,7 @@ OpeningManifest OpeningManifest::decode(ByteView b) {
   m.post_leaf_proof = as_bytes(p.post_leaf_proof());
   m.schedule_entry = as_bytes(p.schedule_entry());
   m.schedule_proof = as_bytes(p.schedule_proof());
-  for (const v1::SampleOpening &s : p.samples()) m.samples.push_back({s.index(), as_bytes(s.payload()), as_bytes(s.proof())});
+  for (const v2::SampleOpening &s : p.samples()) m.samples.push_back({s.index(), as_bytes(s.payload()), as_bytes(s.proof())});
   m.pre_state_ref = p.pre_state_ref();
   m.post_state_ref = p.post_state_ref();
   m.next_lr = p.next_lr();
@@ -190,7 +190,7 @@ OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t chal
       failed(OpeningCheck::kScheduleEntry, Status::kProofMismatch,
              fmt::format("schedule entry is for step {}, not {}", entry.step, t));
     under(OpeningCheck::kScheduleProof, "schedule entry", [&] {
-      merkle::verify_inclusion(t - 1, commitment.schedule_length, hash::leaf_hash(m.schedule_entry).view(),
+      merkle::verify_inclusion(t - 1, commitment.declared_steps, hash::leaf_hash(m.schedule_entry).view(),
                                merkle::decode_proof(m.schedule_proof), commitment.schedule_root.view());
     });
     r.batch = entry.indices();

@@ -9,7 +9,7 @@
 #include "commit/canonical.h"
 #include "commit/json_fields.h"
 #include "common/error.h"
-#include "pot/v1/spec.pb.h"
+#include "pot/v2/spec.pb.h"
 
 namespace pot::commit {
 
@@ -47,8 +47,8 @@ const char *policy_name(SeedPolicyKind k) {
   return "?";
 }
 
-v1::ExecutionSpec to_proto(const ExecutionSpec &s) {
-  v1::ExecutionSpec p;
+v2::ExecutionSpec to_proto(const ExecutionSpec &s) {
+  v2::ExecutionSpec p;
   p.set_framework(s.framework);
   p.set_framework_version(s.framework_version);
   p.set_model_program_digest(s.model_program_digest.bytes.data(), s.model_program_digest.bytes.size());
@@ -58,14 +58,14 @@ v1::ExecutionSpec to_proto(const ExecutionSpec &s) {
   p.set_other_rng_use(s.other_rng_use);
   const OptimizerSpec &o = s.optimizer;
   if (o.kind == OptimizerKind::kSgd) {
-    v1::Sgd *g = p.mutable_optimizer()->mutable_sgd();
+    v2::Sgd *g = p.mutable_optimizer()->mutable_sgd();
     g->set_lr(o.lr);
     g->set_momentum(o.momentum);
     g->set_dampening(o.dampening);
     g->set_nesterov(o.nesterov);
     g->set_weight_decay(o.weight_decay);
   } else {
-    v1::Adam *a = o.kind == OptimizerKind::kAdam ? p.mutable_optimizer()->mutable_adam()
+    v2::Adam *a = o.kind == OptimizerKind::kAdam ? p.mutable_optimizer()->mutable_adam()
                                                  : p.mutable_optimizer()->mutable_adamw();
     a->set_lr(o.lr);
     a->set_beta1(o.beta1);
@@ -89,7 +89,7 @@ v1::ExecutionSpec to_proto(const ExecutionSpec &s) {
   return p;
 }
 
-ExecutionSpec from_proto(const v1::ExecutionSpec &p) {
+ExecutionSpec from_proto(const v2::ExecutionSpec &p) {
   ExecutionSpec s;
   s.framework = p.framework();
   s.framework_version = p.framework_version();
@@ -100,7 +100,7 @@ ExecutionSpec from_proto(const v1::ExecutionSpec &p) {
   s.attention_backend = p.attention_backend();
   s.dropout = p.dropout();
   s.other_rng_use = p.other_rng_use();
-  const v1::Optimizer &o = p.optimizer();
+  const v2::Optimizer &o = p.optimizer();
   if (o.has_sgd()) {
     s.optimizer.kind = OptimizerKind::kSgd;
     s.optimizer.lr = o.sgd().lr();
@@ -109,7 +109,7 @@ ExecutionSpec from_proto(const v1::ExecutionSpec &p) {
     s.optimizer.nesterov = o.sgd().nesterov();
     s.optimizer.weight_decay = o.sgd().weight_decay();
   } else if (o.has_adam() || o.has_adamw()) {
-    const v1::Adam &a = o.has_adam() ? o.adam() : o.adamw();
+    const v2::Adam &a = o.has_adam() ? o.adam() : o.adamw();
     s.optimizer.kind = o.has_adam() ? OptimizerKind::kAdam : OptimizerKind::kAdamW;
     s.optimizer.lr = a.lr();
     s.optimizer.beta1 = a.beta1();
@@ -126,7 +126,7 @@ ExecutionSpec from_proto(const v1::ExecutionSpec &p) {
   s.deterministic_algorithms = p.deterministic_algorithms();
   s.intra_op_threads = p.intra_op_threads();
   s.hardware_class = p.hardware_class();
-  const v1::SeedPolicy &sp = p.seed_policy();
+  const v2::SeedPolicy &sp = p.seed_policy();
   if (sp.has_per_step()) {
     s.seed_policy = SeedPolicyKind::kPerStep;
     s.seed = sp.per_step().base_seed();
@@ -203,7 +203,7 @@ Bytes ExecutionSpec::encode() const {
 }
 
 ExecutionSpec ExecutionSpec::decode(ByteView b) {
-  ExecutionSpec s = from_proto(parse_bounded<v1::ExecutionSpec>(b, kMaxSpecBytes, "spec"));
+  ExecutionSpec s = from_proto(parse_bounded<v2::ExecutionSpec>(b, kMaxSpecBytes, "spec"));
   s.validate();
   require_canonical(s.encode(), b, "spec");
   return s;

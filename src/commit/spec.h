@@ -1,6 +1,6 @@
 // The canonical execution spec (docs/PROTOCOL.md section 14): everything a
 // verifier needs to replay a step exactly as the miner ran it. Wire form:
-// the canonical encoding of pot.v1.ExecutionSpec; hand-written form: JSON
+// the canonical encoding of pot.v2.ExecutionSpec; hand-written form: JSON
 // (docs/cli.md). Its digest is part of the training commitment.
 #pragma once
 

@@ -218,9 +218,9 @@ void Recorder::set_commitment(const commit::TrainingCommitment &c, const std::ve
   if (c.initial_state_digest != m.initial)
     fail(Status::kProofMismatch, "the commitment's initial state {} is not the recorded S_0 {}",
          c.initial_state_digest.hex(), m.initial.hex());
-  if (schedule.size() != c.schedule_length)
+  if (schedule.size() != c.declared_steps)
     fail(Status::kInvalidArgument, "{} schedule entries given, the commitment declares {}", schedule.size(),
-         c.schedule_length);
+         c.declared_steps);
   for (size_t i = 0; i < schedule.size(); ++i) {
     const commit::ScheduleEntry e = commit::ScheduleEntry::decode(schedule[i]);
     if (e.step != i + 1) fail(Status::kInvalidArgument, "schedule entry {} is for step {}", i + 1, e.step);
@@ -382,7 +382,7 @@ std::unique_ptr<CheckpointStore> CheckpointStore::open(const std::string &dir) {
   if (fs::exists(dir + "/commitment.bin")) {
     m.commitment = commit::TrainingCommitment::decode(read_all(dir + "/commitment.bin", commit::kMaxCommitmentBytes));
     m.schedule = decode_schedule(read_all(dir + "/schedule.bin", kMaxScheduleFileBytes));
-    if (m.schedule.size() != m.commitment->schedule_length || schedule_root(m.schedule) != m.commitment->schedule_root)
+    if (m.schedule.size() != m.commitment->declared_steps || schedule_root(m.schedule) != m.commitment->schedule_root)
       fail(Status::kMalformed, "'{}': schedule.bin does not match the commitment", dir);
   }
   return s;

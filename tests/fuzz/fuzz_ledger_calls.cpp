@@ -6,15 +6,15 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_common.h"
-#include "witness/ledger.h"
+#include "game/ledger.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  pot::witness::LedgerConfig cfg;
+  pot::game::LedgerConfig cfg;
   cfg.commit_window = 10;  // the configuration of tests/vectors/ledger_transcript.json,
   cfg.reveal_window = 10;  // whose calls are this target's seeds
   cfg.quorum = 2;
   cfg.max_rounds = 4;
-  pot::witness::Ledger ledger(cfg);
+  pot::game::Ledger ledger(cfg);
   const std::string text(reinterpret_cast<const char *>(data), size);
   size_t pos = 0;
   while (pos < text.size()) {

@@ -3,10 +3,10 @@
 #include <cstdlib>
 
 #include "fuzz_common.h"
-#include "witness/ledger.h"
+#include "game/ledger.h"
 
 POT_FUZZ_TARGET({
-  const auto l = pot::witness::Ledger::load(input);
+  const auto l = pot::game::Ledger::load(input);
   const pot::Bytes again = l.save();
   if (again.size() != input.size() || !std::equal(again.begin(), again.end(), input.begin())) std::abort();
 })

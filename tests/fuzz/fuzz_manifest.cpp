@@ -11,7 +11,7 @@ POT_FUZZ_TARGET({
   pot::commit::TrainingCommitment c;
   c.initial_state_digest.bytes.fill(1);
   c.schedule_root.bytes.fill(2);
-  c.schedule_length = 16;
+  c.task_id.bytes.fill(6);
   c.dataset_root.bytes.fill(3);
   c.dataset_size = 64;
   c.spec_digest.bytes.fill(4);

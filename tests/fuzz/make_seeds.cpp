@@ -20,7 +20,7 @@
 #include "common/bytes.h"
 #include "common/error.h"
 #include "hash/sha256.h"
-#include "witness/ledger.h"
+#include "game/ledger.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -195,12 +195,12 @@ void witness_seeds(const json &protocol) {
 // the saved state after every accepted call (fuzz_ledger_state).
 void ledger_seeds(const json &transcript) {
   const json &c = transcript["config"];
-  pot::witness::LedgerConfig cfg;
+  pot::game::LedgerConfig cfg;
   cfg.commit_window = c["commit_window"].get<uint64_t>();
   cfg.reveal_window = c["reveal_window"].get<uint64_t>();
   cfg.quorum = c["quorum"].get<uint32_t>();
   cfg.max_rounds = c["max_rounds"].get<uint32_t>();
-  pot::witness::Ledger ledger(cfg);
+  pot::game::Ledger ledger(cfg);
   std::string lines;
   size_t i = 0;
   seed("fuzz_ledger_state", "state_0", ledger.save());

@@ -360,13 +360,11 @@ TEST(HugeClaims, ManyTinyRepeatedFields) {
       return pot_ledger_load(&l, state.data(), state.size(), e);
     });
   }
-  // Runs of the smallest canonical size (68 bytes of run_id and task_id).
-  Bytes runs = {1 << 3, 1};
+  // Runs of the smallest size the walk lets through (34 bytes: a run_id).
+  Bytes runs = {1 << 3, 2};
   for (int i = 0; i < 15000; ++i) {
-    runs.insert(runs.end(), {5 << 3 | 2, 68, 1 << 3 | 2, 32});
+    runs.insert(runs.end(), {5 << 3 | 2, 34, 1 << 3 | 2, 32});
     runs.resize(runs.size() + 32, static_cast<uint8_t>(i));
-    runs.insert(runs.end(), {2 << 3 | 2, 32});
-    runs.resize(runs.size() + 32, 2);
   }
   expect_refused("a ledger state of 15000 smallest runs", POT_E_MALFORMED, runs.size(), [&](pot_error **e) {
     pot_ledger *l = nullptr;
@@ -936,8 +934,8 @@ TEST_F(LedgerCalls, SealedAndUnsealedRuns) {
   again["now"] = again["now"].get<uint64_t>() + 1;
   refused("a root posted after sealing", POT_E_STATE, again);
   json more = call(index_of("issue_challenge"));
-  more["rounds"] = 5;  // more rounds than the config's max_rounds (4)
-  refused("a challenge of more rounds than allowed", POT_E_INVALID_ARGUMENT, more);
+  more["rounds"] = 5;  // rounds are the task's, not an argument
+  refused("a challenge that names its own rounds", POT_E_INVALID_ARGUMENT, more);
 }
 
 TEST_F(LedgerCalls, OverflowingNumbers) {
@@ -951,9 +949,9 @@ TEST_F(LedgerCalls, OverflowingNumbers) {
   refused("a root of 2^64 - 1 steps", POT_E_STATE, post);
   for (const char *bad : {"-1", "18446744073709551616", "1e30", "1.5", "\"1\""}) {
     json c = call(index_of("issue_challenge"));
-    c["rounds"] = json::parse(bad);
+    c["now"] = json::parse(bad);
     c["beacon"] = "cc";
-    refused("rounds not a u32", POT_E_INVALID_ARGUMENT, c);
+    refused("now not a u64", POT_E_INVALID_ARGUMENT, c);
   }
 }
 

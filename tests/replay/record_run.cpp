@@ -125,10 +125,30 @@ int main(int argc, char **argv) {
     check(pot_spec_digest(&spec_digest, spec, &err), err);
     pot_tree_free(data);
     pot_tree_free(sched);
-    const nlohmann::json cj = {{"initial_state_digest", hex(initial)}, {"schedule_root", hex(sched_root)},
-                               {"schedule_length", steps},           {"dataset_root", hex(data_root)},
-                               {"dataset_size", dataset_size},       {"spec_digest", hex(spec_digest)},
-                               {"declared_steps", steps},            {"miner_identity", identity}};
+    // The task this run answers to: its S_0, schedule and dataset, one
+    // bitwise challenge per run.
+    pot_bytes spec_json{nullptr, 0};
+    check(pot_spec_to_json(&spec_json, spec, &err), err);
+    const nlohmann::json tj = {
+        {"owner", "6f776e6572"},
+        {"spec", nlohmann::json::parse(reinterpret_cast<const char *>(spec_json.data))},
+        {"dataset_root", hex(data_root)},
+        {"dataset_size", dataset_size},
+        {"initial_state", {{"published_digest", hex(initial)}}},
+        {"schedule", {{"listed_root", hex(sched_root)}}},
+        {"min_steps", steps},
+        {"max_steps", steps},
+        {"challenge_policy", {{"rounds", 1}, {"mode", "bitwise"}}}};
+    pot_bytes_free(&spec_json);
+    pot_task *task = nullptr;
+    check(pot_task_from_json(&task, tj.dump().c_str(), &err), err);
+    pot_digest task_id;
+    check(pot_task_id(&task_id, task, &err), err);
+    pot_task_free(task);
+    const nlohmann::json cj = {{"task_id", hex(task_id)},         {"initial_state_digest", hex(initial)},
+                               {"schedule_root", hex(sched_root)}, {"dataset_root", hex(data_root)},
+                               {"dataset_size", dataset_size},     {"spec_digest", hex(spec_digest)},
+                               {"declared_steps", steps},          {"miner_identity", identity}};
     check(pot_commitment_from_json(&commitment, cj.dump().c_str(), &err), err);
     std::vector<const uint8_t *> ptrs;
     std::vector<size_t> lens;

@@ -72,8 +72,8 @@ TEST(CApiProtocol, SpecRoundTripAndErrors) {
 }
 
 TEST(CApiProtocol, CommitmentScheduleAndSamples) {
-  const std::string json = R"({"initial_state_digest": ")" + std::string(64, '1') + R"(", "schedule_root": ")" +
-                           std::string(64, '2') + R"(", "schedule_length": 10, "dataset_root": ")" + std::string(64, '3') +
+  const std::string json = R"({"task_id": ")" + std::string(64, '7') + R"(", "initial_state_digest": ")" + std::string(64, '1') + R"(", "schedule_root": ")" +
+                           std::string(64, '2') + R"(", "dataset_root": ")" + std::string(64, '3') +
                            R"(", "dataset_size": 100, "spec_digest": ")" + std::string(64, '4') +
                            R"(", "declared_steps": 10, "miner_identity": "ab"})";
   pot_commitment *c = nullptr;
@@ -284,8 +284,8 @@ TEST(CApiProtocol, OpeningAndWitnessesEndToEnd) {
   ASSERT_EQ(pot_tree_root(&sroot, schedule, steps, nullptr), POT_OK);
   ASSERT_EQ(pot_tree_root(&droot, dataset, samples, nullptr), POT_OK);
   ASSERT_EQ(pot_tree_root(&lroot, log, steps, nullptr), POT_OK);
-  const std::string cj = "{\"initial_state_digest\": \"" + hex(states[0]) + "\", \"schedule_root\": \"" + hex(sroot) +
-                         "\", \"schedule_length\": 4, \"dataset_root\": \"" + hex(droot) +
+  const std::string cj = "{\"task_id\": \"" + std::string(64, '7') + "\", \"initial_state_digest\": \"" + hex(states[0]) + "\", \"schedule_root\": \"" + hex(sroot) +
+                         "\", \"dataset_root\": \"" + hex(droot) +
                          "\", \"dataset_size\": 6, \"spec_digest\": \"" + std::string(64, '0') +
                          "\", \"declared_steps\": 4, \"miner_identity\": \"01\"}";
   pot_commitment *c = nullptr;
@@ -393,23 +393,71 @@ TEST(CApiProtocol, LedgerThroughJsonCalls) {
   ASSERT_EQ(pot_ledger_save(&after, l, nullptr), POT_OK);
   ASSERT_EQ(before.len, after.len);
   EXPECT_EQ(std::memcmp(before.data, after.data, before.len), 0);
-  // A commitment accepted, then the state saved, loaded and saved again.
-  const std::string cj = R"({"initial_state_digest": ")" + std::string(64, '1') + R"(", "schedule_root": ")" +
-                         std::string(64, '2') + R"(", "schedule_length": 4, "dataset_root": ")" + std::string(64, '3') +
-                         R"(", "dataset_size": 10, "spec_digest": ")" + std::string(64, '4') +
-                         R"(", "declared_steps": 4, "miner_identity": "ab"})";
-  pot_commitment *c = nullptr;
-  ASSERT_EQ(pot_commitment_from_json(&c, cj.c_str(), nullptr), POT_OK);
+  // A task posted by its owner, a commitment that matches it accepted, then
+  // the state saved, loaded and saved again.
+  const std::string tj = std::string(R"({"owner": "ee", "spec": )") + kSpec + R"(, "dataset_root": ")" +
+                         std::string(64, '3') + R"(", "dataset_size": 10, "initial_state": {"published_digest": ")" +
+                         std::string(64, '1') + R"("}, "schedule": {"listed_root": ")" + std::string(64, '2') +
+                         R"("}, "min_steps": 4, "max_steps": 4, "challenge_policy": {"rounds": 1, "mode": "bitwise"}})";
+  pot_task *task = nullptr;
+  ASSERT_EQ(pot_task_from_json(&task, tj.c_str(), &err), POT_OK) << pot_error_message(err);
+  pot_digest task_id{}, spec_digest{};
+  ASSERT_EQ(pot_task_id(&task_id, task, nullptr), POT_OK);
+  pot_spec *task_spec = nullptr;
+  ASSERT_EQ(pot_task_spec(&task_spec, task, nullptr), POT_OK);
+  ASSERT_EQ(pot_spec_digest(&spec_digest, task_spec, nullptr), POT_OK);
+  pot_bytes task_bytes{};
+  ASSERT_EQ(pot_task_encode(&task_bytes, task, nullptr), POT_OK);
+  pot_task *decoded = nullptr;
+  ASSERT_EQ(pot_task_decode(&decoded, task_bytes.data, task_bytes.len, nullptr), POT_OK);
+  pot_digest decoded_id{};
+  ASSERT_EQ(pot_task_id(&decoded_id, decoded, nullptr), POT_OK);
+  EXPECT_EQ(std::memcmp(decoded_id.bytes, task_id.bytes, 32), 0);
+  const std::string post = R"({"call": "post_task", "caller": "ee", "now": 1, "task": ")" +
+                           pot::test::hex(task_bytes.data, task_bytes.len) + "\"}";
+  ASSERT_EQ(pot_ledger_apply(&result, l, post.c_str(), nullptr), POT_OK);
+  EXPECT_NE(std::string(reinterpret_cast<char *>(result.data)).find(pot::test::hex(task_id.bytes, 32)),
+            std::string::npos);
+  pot_bytes_free(&result);
+  auto commitment_json = [&](const std::string &initial) {
+    return R"({"task_id": ")" + pot::test::hex(task_id.bytes, 32) + R"(", "initial_state_digest": ")" + initial +
+           R"(", "schedule_root": ")" + std::string(64, '2') + R"(", "dataset_root": ")" + std::string(64, '3') +
+           R"(", "dataset_size": 10, "spec_digest": ")" + pot::test::hex(spec_digest.bytes, 32) +
+           R"(", "declared_steps": 4, "miner_identity": "ab"})";
+  };
+  pot_commitment *c = nullptr, *mine = nullptr;
+  ASSERT_EQ(pot_commitment_from_json(&c, commitment_json(std::string(64, '1')).c_str(), nullptr), POT_OK);
+  EXPECT_EQ(pot_task_check_commitment(task, c, nullptr), POT_OK);
+  pot_digest named{};
+  ASSERT_EQ(pot_commitment_task_id(&named, c, nullptr), POT_OK);
+  EXPECT_EQ(std::memcmp(named.bytes, task_id.bytes, 32), 0);
+  // An S_0 of the miner's choosing is refused, naming the field.
+  ASSERT_EQ(pot_commitment_from_json(&mine, commitment_json(std::string(64, '5')).c_str(), nullptr), POT_OK);
+  EXPECT_EQ(pot_task_check_commitment(task, mine, &err), POT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pot_error_message(err)).find("initial_state_digest"), std::string::npos);
+  pot_error_free(err);
+  err = nullptr;
   pot_bytes enc{};
   ASSERT_EQ(pot_commitment_encode(&enc, c, nullptr), POT_OK);
-  const std::string call = R"({"call": "start_training_commitment", "caller": "ab", "now": 1, "task_id": ")" +
-                           std::string(64, '9') + R"(", "commitment": ")" + pot::test::hex(enc.data, enc.len) + "\"}";
+  const std::string call = R"({"call": "start_training_commitment", "caller": "ab", "now": 1, "commitment": ")" +
+                           pot::test::hex(enc.data, enc.len) + "\"}";
   ASSERT_EQ(pot_ledger_apply(&result, l, call.c_str(), nullptr), POT_OK);
   EXPECT_NE(std::string(reinterpret_cast<char *>(result.data)).find("\"run_id\""), std::string::npos);
   pot_bytes_free(&result);
-  const std::string thief = R"({"call": "start_training_commitment", "caller": "cd", "now": 2, "task_id": ")" +
-                            std::string(64, '9') + R"(", "commitment": ")" + pot::test::hex(enc.data, enc.len) + "\"}";
+  const std::string thief = R"({"call": "start_training_commitment", "caller": "cd", "now": 2, "commitment": ")" +
+                            pot::test::hex(enc.data, enc.len) + "\"}";
   EXPECT_EQ(pot_ledger_apply(&result, l, thief.c_str(), nullptr), POT_E_PERMISSION);
+  pot_bytes mine_enc{};
+  ASSERT_EQ(pot_commitment_encode(&mine_enc, mine, nullptr), POT_OK);
+  const std::string chosen = R"({"call": "start_training_commitment", "caller": "ab", "now": 2, "commitment": ")" +
+                             pot::test::hex(mine_enc.data, mine_enc.len) + "\"}";
+  EXPECT_EQ(pot_ledger_apply(&result, l, chosen.c_str(), nullptr), POT_E_INVALID_ARGUMENT);
+  pot_bytes_free(&mine_enc);
+  pot_bytes_free(&task_bytes);
+  pot_commitment_free(mine);
+  pot_task_free(task);
+  pot_task_free(decoded);
+  pot_spec_free(task_spec);
   pot_bytes saved{}, again{};
   ASSERT_EQ(pot_ledger_save(&saved, l, nullptr), POT_OK);
   pot_ledger *back = nullptr;

@@ -89,25 +89,28 @@ TEST(Schedule, SeededEntriesRootAndEpochBoundaries) {
 }
 
 TEST(Commitment, CanonicalRunIdRulesAndStrictDecode) {
-  const nlohmann::json j = {{"initial_state_digest", std::string(64, 'a')}, {"schedule_root", std::string(64, 'b')},
-                            {"schedule_length", 200}, {"dataset_root", std::string(64, 'c')}, {"dataset_size", 5000},
+  const nlohmann::json j = {{"task_id", std::string(64, 'e')}, {"initial_state_digest", std::string(64, 'a')},
+                            {"schedule_root", std::string(64, 'b')}, {"dataset_root", std::string(64, 'c')}, {"dataset_size", 5000},
                             {"spec_digest", std::string(64, 'd')}, {"declared_steps", 200}, {"miner_identity", "6d696e6572"}};
   const auto c = commit::TrainingCommitment::from_json(j);
   const Bytes b = c.encode();
   const auto back = commit::TrainingCommitment::decode(b);
   EXPECT_EQ(back.run_id(), c.run_id());
   EXPECT_EQ(back.to_json(), c.to_json());
-  EXPECT_EQ(c.to_json()["protocol_version"], 1);
+  EXPECT_EQ(c.to_json()["protocol_version"], 2);
+  EXPECT_EQ(c.to_json()["task_id"], std::string(64, 'e'));
   auto broken = [&](const char *key, nlohmann::json v) {
     nlohmann::json k = j;
     k[key] = v;
     return status_of([&] { commit::TrainingCommitment::from_json(k); });
   };
-  EXPECT_EQ(broken("declared_steps", 199), Status::kInvalidArgument);  // schedule_length differs
+  EXPECT_EQ(broken("declared_steps", 0), Status::kInvalidArgument);
   EXPECT_EQ(broken("dataset_size", 0), Status::kInvalidArgument);
   EXPECT_EQ(broken("miner_identity", ""), Status::kInvalidArgument);
   EXPECT_EQ(broken("miner_identity", std::string(514, 'a')), Status::kInvalidArgument);
-  EXPECT_EQ(broken("protocol_version", 2), Status::kInvalidArgument);
+  EXPECT_EQ(broken("protocol_version", 1), Status::kUnsupported);
+  EXPECT_EQ(broken("protocol_version", 3), Status::kUnsupported);
+  EXPECT_EQ(broken("task_id", "ab"), Status::kInvalidArgument);
   EXPECT_EQ(broken("spec_digest", "abc"), Status::kInvalidArgument);
   EXPECT_EQ(broken("extra", 1), Status::kInvalidArgument);
   Bytes extra = b;
@@ -116,8 +119,26 @@ TEST(Commitment, CanonicalRunIdRulesAndStrictDecode) {
   EXPECT_EQ(status_of([&] { commit::TrainingCommitment::decode(extra); }), Status::kMalformed);
   EXPECT_EQ(status_of([&] { commit::TrainingCommitment::decode(Bytes(2000)); }), Status::kLimit);
   EXPECT_EQ(status_of([&] { commit::TrainingCommitment::decode(ByteView(b).first(10)); }), Status::kMalformed);
+  // A version 1 commitment (field 4 was schedule_length, a varint) is
+  // refused naming its version, not misread as version 2.
+  const Bytes v1 = {0x08, 0x01, 0x12, 0x20};
+  Bytes old = v1;
+  for (int i = 0; i < 32; ++i) old.push_back(0xaa);
+  old.push_back(0x20);
+  old.push_back(200);
+  old.push_back(1);
+  try {
+    commit::TrainingCommitment::decode(old);
+    ADD_FAILURE() << "a version 1 commitment decoded";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.status(), Status::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("protocol version 1"), std::string::npos) << e.what();
+  }
   // Any change moves the run id.
   auto other = c;
   other.miner_identity.push_back(0);
   EXPECT_NE(other.run_id(), c.run_id());
+  auto other_task = c;
+  other_task.task_id.bytes[0] ^= 1;
+  EXPECT_NE(other_task.run_id(), c.run_id());
 }

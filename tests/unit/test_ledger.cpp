@@ -13,17 +13,20 @@
 #include "commit/commitment.h"
 #include "commit/step_leaf.h"
 #include "core_test_util.h"
+#include "task_test_util.h"
 #include "merkle/proof.h"
 #include "merkle/stored_tree.h"
-#include "pot/v1/ledger.pb.h"
-#include "witness/ledger.h"
+#include "pot/v2/commitment.pb.h"
+#include "pot/v2/ledger.pb.h"
+#include "pot/v2/task.pb.h"
+#include "game/ledger.h"
 #include "witness/witness.h"
 
 using namespace pot;
 using hash::Digest;
 using pot::test::status_of;
-using witness::Ledger;
-using witness::LedgerConfig;
+using game::Ledger;
+using game::LedgerConfig;
 using witness::Mode;
 using witness::Verdict;
 
@@ -64,26 +67,28 @@ void expect_round_trip(const Ledger &l) {
   EXPECT_EQ(back.config(), l.config());
 }
 
-commit::TrainingCommitment make_commitment(const Bytes &miner, const std::string &label = "run") {
-  commit::TrainingCommitment c;
-  c.initial_state_digest = d(label + " S_0");
-  c.schedule_root = d(label + " schedule");
-  c.schedule_length = kSteps;
-  c.dataset_root = d(label + " dataset");
-  c.dataset_size = 1000;
-  c.spec_digest = d(label + " spec");
-  c.declared_steps = kSteps;
-  c.miner_identity = miner;
-  return c;
+// The task every Flow posts unless told otherwise: kSteps steps, one
+// bitwise challenge per run.
+task::Task make_task(task::ChallengeMode mode = task::ChallengeMode::kBitwise, uint32_t rounds = 1,
+                     const std::string &label = "task") {
+  return test::test_task(label, kSteps, mode, rounds);
 }
 
+commit::TrainingCommitment make_commitment(const Bytes &miner, const task::Task &t = make_task()) {
+  return test::commitment_for(t, miner);
+}
+
+constexpr task::ChallengeMode kNorm = task::ChallengeMode::kNormBucket;
+
 // One run of kSteps steps, its checkpoint log as a real StoredTree, and
-// helpers that drive the ledger as the miner and witnesses would.
+// helpers that drive the ledger as the owner, the miner and witnesses would.
 struct Flow {
   explicit Flow(bool forged = false, const LedgerConfig &config = kConfig,
-                uint64_t start_height = 100)
-      : ledger(config), now(start_height) {
-    commitment = make_commitment(miner);
+                uint64_t start_height = 100, const task::Task &t = make_task())
+      : ledger(config), now(start_height), task_value(t) {
+    task = task_value.id();
+    task_bytes = task_value.encode();
+    commitment = make_commitment(miner, task_value);
     commitment_bytes = commitment.encode();
     for (uint64_t t = 1; t <= kSteps; ++t) {
       // A forging miner logs states it never computed; honest replays
@@ -96,7 +101,11 @@ struct Flow {
 
   static Digest honest_state(uint64_t t) { return d("state " + std::to_string(t)); }
 
-  void start() { run_id = ledger.start_training_commitment(miner, task, commitment_bytes, now); }
+  // Posts the task (a no-op when it is already posted) and starts the run.
+  void start() {
+    ledger.post_task(owner, task_bytes, now);
+    run_id = ledger.start_training_commitment(miner, commitment_bytes, now);
+  }
   Bytes consistency(uint64_t size) const {
     return posted == 0 ? Bytes{} : merkle::encode_proof(tree->consistency_proof(posted, size));
   }
@@ -112,8 +121,11 @@ struct Flow {
     ++now;
     post(kSteps);
   }
-  uint64_t challenge(Mode mode = Mode::kBitwise, const std::string &beacon = "beacon 1") {
-    const std::vector<uint64_t> ids = ledger.issue_challenge(run_id, id(beacon), 1, mode, now);
+  std::vector<uint64_t> issue(const std::string &beacon = "beacon 1") {
+    return ledger.issue_challenge(run_id, id(beacon), now);
+  }
+  uint64_t challenge(const std::string &beacon = "beacon 1") {
+    const std::vector<uint64_t> ids = issue(beacon);
     EXPECT_EQ(ids.size(), 1u);
     return ids.at(0);
   }
@@ -128,7 +140,7 @@ struct Flow {
   }
   Digest witness_digest(const std::string &who, uint64_t cid, const Digest &state,
                         int64_t bucket) const {
-    return witness::witness_commitment({run_id, step_of(cid), state, bucket}, salt_for(who),
+    return witness::witness_commitment({ledger.challenge_info(cid).run_id, step_of(cid), state, bucket}, salt_for(who),
                                        id(who));
   }
   void commit(const std::string &who, uint64_t cid, const Digest &state, int64_t bucket = 0) {
@@ -142,8 +154,11 @@ struct Flow {
 
   Ledger ledger;
   uint64_t now;
+  task::Task task_value;
+  Digest task;
+  Bytes task_bytes;
+  Bytes owner = id("owner");
   Bytes miner = id("miner");
-  Digest task = d("task");
   Digest manifest = d("opening manifest");
   commit::TrainingCommitment commitment;
   Bytes commitment_bytes;
@@ -172,10 +187,11 @@ TEST(Ledger, HonestFlowPasses) {
   EXPECT_EQ(f.run_id, f.commitment.run_id());
   expect_round_trip(f.ledger);
   // The same commitment again is a no-op that returns the same run id.
-  EXPECT_NO_OP(f.ledger, EXPECT_EQ(f.ledger.start_training_commitment(f.miner, f.task,
-                                                                      f.commitment_bytes, f.now),
+  EXPECT_NO_OP(f.ledger, EXPECT_EQ(f.ledger.start_training_commitment(f.miner, f.commitment_bytes, f.now),
                                    f.run_id));
-  witness::RunInfo r = f.ledger.run_info(f.run_id);
+  EXPECT_NO_OP(f.ledger, EXPECT_EQ(f.ledger.post_task(f.owner, f.task_bytes, f.now), f.task));
+  EXPECT_EQ(f.ledger.task_info(f.task).encode(), f.task_bytes);
+  game::RunInfo r = f.ledger.run_info(f.run_id);
   EXPECT_EQ(r.run_id, f.run_id);
   EXPECT_EQ(r.task_id, f.task);
   EXPECT_EQ(r.miner_identity, f.miner);
@@ -200,7 +216,7 @@ TEST(Ledger, HonestFlowPasses) {
 
   const uint64_t cid = f.challenge();
   EXPECT_EQ(cid, 0u);
-  witness::ChallengeInfo c = f.ledger.challenge_info(cid);
+  game::ChallengeInfo c = f.ledger.challenge_info(cid);
   EXPECT_EQ(c.run_id, f.run_id);
   EXPECT_GE(c.step, 1u);
   EXPECT_LE(c.step, kSteps);
@@ -227,7 +243,7 @@ TEST(Ledger, HonestFlowPasses) {
   expect_round_trip(f.ledger);
 
   f.to_final_phase(cid);
-  const witness::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
+  const game::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
   EXPECT_EQ(v.verdict, Verdict::kPass);
   EXPECT_EQ(v.cluster_size, 3u);
   EXPECT_FALSE(v.reason.empty());
@@ -259,7 +275,7 @@ TEST(Ledger, ForgedLeafFailsAndMakesTheRunSlashable) {
   for (const char *w : {"alice", "bob", "carol"}) f.reveal(w, cid, Flow::honest_state(step));
   f.reveal("accomplice", cid, f.leaves[step - 1].state_digest);
   f.to_final_phase(cid);
-  const witness::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
+  const game::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
   EXPECT_EQ(v.verdict, Verdict::kFail);
   EXPECT_EQ(v.cluster_size, 3u);
   EXPECT_TRUE(f.ledger.run_info(f.run_id).slashable);
@@ -268,10 +284,9 @@ TEST(Ledger, ForgedLeafFailsAndMakesTheRunSlashable) {
 }
 
 TEST(Ledger, NormBucketModeAdjacentBucketsPassFarBucketsFail) {
-  Flow f;
+  Flow f(false, kConfig, 100, make_task(kNorm, 2));
   f.seal();
-  const std::vector<uint64_t> ids =
-      f.ledger.issue_challenge(f.run_id, id("beacon 1"), 2, Mode::kNormBucket, f.now);
+  const std::vector<uint64_t> ids = f.issue();
   ASSERT_EQ(ids.size(), 2u);
   const uint64_t pass = ids[0], fail_ = ids[1];
   EXPECT_NE(f.step_of(pass), f.step_of(fail_));
@@ -296,11 +311,11 @@ TEST(Ledger, NormBucketModeAdjacentBucketsPassFarBucketsFail) {
   f.reveal("bob", fail_, d("bob replay 2"), 105);
   expect_round_trip(f.ledger);
   f.to_final_phase(pass);
-  const witness::ChallengeVerdict p = f.ledger.finalize_challenge(pass, f.now);
+  const game::ChallengeVerdict p = f.ledger.finalize_challenge(pass, f.now);
   EXPECT_EQ(p.verdict, Verdict::kPass);
   EXPECT_EQ(p.cluster_size, 2u);
   EXPECT_FALSE(f.ledger.run_info(f.run_id).slashable);
-  const witness::ChallengeVerdict q = f.ledger.finalize_challenge(fail_, f.now);
+  const game::ChallengeVerdict q = f.ledger.finalize_challenge(fail_, f.now);
   EXPECT_EQ(q.verdict, Verdict::kFail);
   EXPECT_EQ(q.cluster_size, 2u);
   EXPECT_TRUE(f.ledger.run_info(f.run_id).slashable);
@@ -308,10 +323,9 @@ TEST(Ledger, NormBucketModeAdjacentBucketsPassFarBucketsFail) {
 }
 
 TEST(Ledger, TieOrTooFewRevealsIsInconclusive) {
-  Flow f;
+  Flow f(false, kConfig, 100, make_task(task::ChallengeMode::kBitwise, 2));
   f.seal();
-  const std::vector<uint64_t> ids =
-      f.ledger.issue_challenge(f.run_id, id("beacon 1"), 2, Mode::kBitwise, f.now);
+  const std::vector<uint64_t> ids = f.issue();
   const uint64_t tie = ids[0], few = ids[1];
   const uint64_t step = f.step_of(tie);
   f.open(tie);
@@ -329,10 +343,10 @@ TEST(Ledger, TieOrTooFewRevealsIsInconclusive) {
   f.reveal("dave", tie, d("other"));
   f.reveal("alice", few, Flow::honest_state(f.step_of(few)));
   f.to_final_phase(tie);
-  const witness::ChallengeVerdict t = f.ledger.finalize_challenge(tie, f.now);
+  const game::ChallengeVerdict t = f.ledger.finalize_challenge(tie, f.now);
   EXPECT_EQ(t.verdict, Verdict::kInconclusive);
   EXPECT_EQ(t.cluster_size, 2u);
-  const witness::ChallengeVerdict q = f.ledger.finalize_challenge(few, f.now);
+  const game::ChallengeVerdict q = f.ledger.finalize_challenge(few, f.now);
   EXPECT_EQ(q.verdict, Verdict::kInconclusive);  // one reveal, quorum 2
   EXPECT_EQ(q.cluster_size, 1u);
   EXPECT_FALSE(f.ledger.run_info(f.run_id).slashable);
@@ -340,10 +354,10 @@ TEST(Ledger, TieOrTooFewRevealsIsInconclusive) {
 }
 
 TEST(Ledger, NoOpeningOrNoDeclaredBucketFails) {
-  Flow f;
+  Flow f(false, kConfig, 100, make_task(kNorm));
   f.seal();
-  const uint64_t unopened = f.challenge(Mode::kBitwise, "beacon 1");
-  const uint64_t undeclared = f.challenge(Mode::kNormBucket, "beacon 2");
+  const uint64_t unopened = f.challenge("beacon 1");
+  const uint64_t undeclared = f.challenge("beacon 2");
   f.open(undeclared);
   f.commit("alice", undeclared, d("a"), 7);
   f.commit("bob", undeclared, d("b"), 7);
@@ -351,12 +365,12 @@ TEST(Ledger, NoOpeningOrNoDeclaredBucketFails) {
   f.reveal("alice", undeclared, d("a"), 7);
   f.reveal("bob", undeclared, d("b"), 7);
   f.to_final_phase(unopened);
-  const witness::ChallengeVerdict a = f.ledger.finalize_challenge(unopened, f.now);
+  const game::ChallengeVerdict a = f.ledger.finalize_challenge(unopened, f.now);
   EXPECT_EQ(a.verdict, Verdict::kFail);
   EXPECT_EQ(a.reason, "no opening");
   EXPECT_EQ(a.cluster_size, 0u);
   EXPECT_TRUE(f.ledger.run_info(f.run_id).slashable);
-  const witness::ChallengeVerdict b = f.ledger.finalize_challenge(undeclared, f.now);
+  const game::ChallengeVerdict b = f.ledger.finalize_challenge(undeclared, f.now);
   EXPECT_EQ(b.verdict, Verdict::kFail);
   EXPECT_EQ(b.reason, "no declared norm bucket");
   expect_round_trip(f.ledger);
@@ -373,11 +387,12 @@ TEST(Ledger, TimeNeverGoesBack) {
   const uint64_t s = f.step_of(cid);
   Ledger &l = f.ledger;
   EXPECT_REFUSED(l, Status::kInvalidArgument,
-                 l.start_training_commitment(f.miner, f.task, f.commitment_bytes, past));
+                 l.start_training_commitment(f.miner, f.commitment_bytes, past));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.post_task(f.owner, f.task_bytes, past));
   EXPECT_REFUSED(l, Status::kInvalidArgument,
                  l.post_checkpoint_root(f.miner, f.run_id, kSteps, f.tree->root(), {}, past));
   EXPECT_REFUSED(l, Status::kInvalidArgument,
-                 l.issue_challenge(f.run_id, id("beacon 2"), 1, Mode::kBitwise, past));
+                 l.issue_challenge(f.run_id, id("beacon 2"), past));
   EXPECT_REFUSED(
       l, Status::kInvalidArgument,
       l.submit_opening(f.miner, cid, f.manifest, f.leaf_bytes(s), f.leaf_proof(s), past));
@@ -393,36 +408,91 @@ TEST(Ledger, TimeNeverGoesBack) {
   EXPECT_REFUSED(l, Status::kInvalidArgument, l.commit_witness(id("bob"), cid, d("y"), f.now));
 }
 
+TEST(Ledger, PostTaskRefusals) {
+  Flow f;
+  Ledger &l = f.ledger;
+  const Bytes &t = f.task_bytes;
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.post_task(Bytes{}, t, f.now));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.post_task(Bytes(257, 'o'), t, f.now));
+  EXPECT_REFUSED(l, Status::kMalformed, l.post_task(f.owner, ByteView(t).first(20), f.now));
+  Bytes extra = t;
+  extra.push_back(0x78);  // field 15, varint: parses, but is not canonical
+  extra.push_back(1);
+  EXPECT_REFUSED(l, Status::kMalformed, l.post_task(f.owner, extra, f.now));
+  EXPECT_REFUSED(l, Status::kLimit, l.post_task(f.owner, Bytes(9000), f.now));
+  // Only the owner named in the task posts it.
+  EXPECT_REFUSED(l, Status::kPermission, l.post_task(id("mallory"), t, f.now));
+  // A task asking for more rounds than the ledger allows (max_rounds 4).
+  const Bytes greedy = make_task(task::ChallengeMode::kBitwise, 5).encode();
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.post_task(f.owner, greedy, f.now));
+  // Another protocol version is named, not misread.
+  v2::Task raw;
+  ASSERT_TRUE(raw.ParseFromArray(t.data(), static_cast<int>(t.size())));
+  raw.set_protocol_version(1);
+  const std::string old = raw.SerializeAsString();
+  EXPECT_REFUSED(l, Status::kUnsupported, l.post_task(f.owner, Bytes(old.begin(), old.end()), f.now));
+  EXPECT_EQ(l.post_task(f.owner, t, f.now), f.task);
+  EXPECT_NO_OP(l, l.post_task(f.owner, t, f.now));
+  EXPECT_EQ(status_of([&] { l.task_info(d("no such task")); }), Status::kNotFound);
+  expect_round_trip(l);
+}
+
 TEST(Ledger, StartTrainingCommitmentRefusals) {
   Flow f;
   Ledger &l = f.ledger;
   const Bytes &c = f.commitment_bytes;
-  EXPECT_REFUSED(l, Status::kMalformed,
-                 l.start_training_commitment(f.miner, f.task, ByteView(c).first(10), f.now));
+  // The task is not posted yet.
+  EXPECT_REFUSED(l, Status::kNotFound, l.start_training_commitment(f.miner, c, f.now));
+  l.post_task(f.owner, f.task_bytes, f.now);
+  EXPECT_REFUSED(l, Status::kMalformed, l.start_training_commitment(f.miner, ByteView(c).first(10), f.now));
   Bytes extra = c;
   extra.push_back(0x50);  // an unknown field: not canonical
   extra.push_back(1);
-  EXPECT_REFUSED(l, Status::kMalformed, l.start_training_commitment(f.miner, f.task, extra, f.now));
-  EXPECT_REFUSED(l, Status::kLimit,
-                 l.start_training_commitment(f.miner, f.task, Bytes(2000), f.now));
-  EXPECT_REFUSED(l, Status::kPermission,
-                 l.start_training_commitment(id("mallory"), f.task, c, f.now));
+  EXPECT_REFUSED(l, Status::kMalformed, l.start_training_commitment(f.miner, extra, f.now));
+  EXPECT_REFUSED(l, Status::kLimit, l.start_training_commitment(f.miner, Bytes(2000), f.now));
+  EXPECT_REFUSED(l, Status::kPermission, l.start_training_commitment(id("mallory"), c, f.now));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.start_training_commitment(Bytes{}, c, f.now));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.start_training_commitment(Bytes(257, 'm'), c, f.now));
+  // A commitment that differs from its task in any field the task fixes.
+  auto differing = [&](const std::function<void(commit::TrainingCommitment &)> &change) {
+    commit::TrainingCommitment m = f.commitment;
+    change(m);
+    return m.encode();
+  };
   EXPECT_REFUSED(l, Status::kInvalidArgument,
-                 l.start_training_commitment(Bytes{}, f.task, c, f.now));
+                 l.start_training_commitment(f.miner, differing([](auto &m) { m.initial_state_digest = d("mine"); }),
+                                             f.now));
   EXPECT_REFUSED(l, Status::kInvalidArgument,
-                 l.start_training_commitment(Bytes(257, 'm'), f.task, c, f.now));
+                 l.start_training_commitment(f.miner, differing([](auto &m) { m.schedule_root = d("mine"); }), f.now));
+  EXPECT_REFUSED(l, Status::kInvalidArgument,
+                 l.start_training_commitment(f.miner, differing([](auto &m) { m.dataset_root = d("mine"); }), f.now));
+  EXPECT_REFUSED(l, Status::kInvalidArgument,
+                 l.start_training_commitment(f.miner, differing([](auto &m) { m.dataset_size = 1; }), f.now));
+  EXPECT_REFUSED(l, Status::kInvalidArgument,
+                 l.start_training_commitment(f.miner, differing([](auto &m) { m.spec_digest = d("mine"); }), f.now));
+  EXPECT_REFUSED(l, Status::kOutOfRange,
+                 l.start_training_commitment(f.miner, differing([](auto &m) { m.declared_steps = 20000; }), f.now));
+  // A task id nobody posted.
+  EXPECT_REFUSED(l, Status::kNotFound,
+                 l.start_training_commitment(f.miner, differing([](auto &m) { m.task_id = d("mine"); }), f.now));
+  // A version 1 commitment is refused, naming its version.
+  v2::TrainingCommitment raw;
+  ASSERT_TRUE(raw.ParseFromArray(c.data(), static_cast<int>(c.size())));
+  raw.set_protocol_version(1);
+  const std::string old = raw.SerializeAsString();
+  EXPECT_REFUSED(l, Status::kUnsupported, l.start_training_commitment(f.miner, Bytes(old.begin(), old.end()), f.now));
   f.start();
   // Another commitment of the same miner for the same task.
-  const Bytes other = make_commitment(f.miner, "other").encode();
-  EXPECT_REFUSED(l, Status::kConflict, l.start_training_commitment(f.miner, f.task, other, f.now));
-  // The same commitment under a second task would give two runs one id.
-  EXPECT_REFUSED(l, Status::kConflict, l.start_training_commitment(f.miner, d("task 2"), c, f.now));
+  const task::Task other_task = make_task(task::ChallengeMode::kBitwise, 1, "other");
+  l.post_task(f.owner, other_task.encode(), f.now);
+  // (A second commitment of one miner for one task would need a field the
+  // task leaves open; this version's tasks fix every field but the miner.)
   // Other miners and other tasks are independent runs.
   const Bytes theirs = make_commitment(id("miner 2")).encode();
-  EXPECT_EQ(l.start_training_commitment(id("miner 2"), f.task, theirs, f.now),
+  EXPECT_EQ(l.start_training_commitment(id("miner 2"), theirs, f.now),
             commit::TrainingCommitment::decode(theirs).run_id());
-  EXPECT_EQ(l.start_training_commitment(f.miner, d("task 2"), other, f.now),
-            commit::TrainingCommitment::decode(other).run_id());
+  const Bytes mine2 = make_commitment(f.miner, other_task).encode();
+  EXPECT_EQ(l.start_training_commitment(f.miner, mine2, f.now), commit::TrainingCommitment::decode(mine2).run_id());
   expect_round_trip(l);
 }
 
@@ -462,53 +532,38 @@ TEST(Ledger, PostCheckpointRootRefusals) {
 }
 
 TEST(Ledger, IssueChallengeRefusals) {
-  Flow f;
+  Flow f(false, kConfig, 100, make_task(task::ChallengeMode::kBitwise, 4));
   f.start();
   Ledger &l = f.ledger;
   const Bytes beacon = id("beacon 1");
-  EXPECT_REFUSED(l, Status::kState, l.issue_challenge(f.run_id, beacon, 1, Mode::kBitwise, f.now));
+  EXPECT_REFUSED(l, Status::kState, l.issue_challenge(f.run_id, beacon, f.now));
   f.post(3);
-  EXPECT_REFUSED(l, Status::kState, l.issue_challenge(f.run_id, beacon, 1, Mode::kBitwise, f.now));
+  EXPECT_REFUSED(l, Status::kState, l.issue_challenge(f.run_id, beacon, f.now));
   f.post(kSteps);
-  EXPECT_REFUSED(l, Status::kNotFound,
-                 l.issue_challenge(d("no such run"), beacon, 1, Mode::kBitwise, f.now));
-  EXPECT_REFUSED(l, Status::kInvalidArgument,
-                 l.issue_challenge(f.run_id, beacon, 0, Mode::kBitwise, f.now));
-  EXPECT_REFUSED(l, Status::kInvalidArgument,
-                 l.issue_challenge(f.run_id, beacon, 5, Mode::kBitwise, f.now));
-  EXPECT_REFUSED(l, Status::kInvalidArgument,
-                 l.issue_challenge(f.run_id, beacon, 1, static_cast<Mode>(7), f.now));
-  EXPECT_REFUSED(l, Status::kInvalidArgument,
-                 l.issue_challenge(f.run_id, Bytes{}, 1, Mode::kBitwise, f.now));
-  EXPECT_REFUSED(l, Status::kLimit,
-                 l.issue_challenge(f.run_id, Bytes(1025, 1), 1, Mode::kBitwise, f.now));
-  const std::vector<uint64_t> ids = l.issue_challenge(f.run_id, beacon, 4, Mode::kBitwise, f.now);
+  EXPECT_REFUSED(l, Status::kNotFound, l.issue_challenge(d("no such run"), beacon, f.now));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.issue_challenge(f.run_id, Bytes{}, f.now));
+  EXPECT_REFUSED(l, Status::kLimit, l.issue_challenge(f.run_id, Bytes(1025, 1), f.now));
+  // Rounds and mode are the task's.
+  const std::vector<uint64_t> ids = l.issue_challenge(f.run_id, beacon, f.now);
   EXPECT_EQ(ids, (std::vector<uint64_t>{0, 1, 2, 3}));
-  // A beacon is used once per run, whatever the rounds or mode.
-  EXPECT_REFUSED(l, Status::kConflict,
-                 l.issue_challenge(f.run_id, beacon, 1, Mode::kNormBucket, f.now));
+  for (uint64_t cid : ids) EXPECT_EQ(l.challenge_info(cid).mode, Mode::kBitwise);
+  EXPECT_EQ(f.step_of(ids[3]), commit::derive_challenges(beacon, f.run_id, kSteps, 4).at(3));
+  // A beacon is used once per run.
+  EXPECT_REFUSED(l, Status::kConflict, l.issue_challenge(f.run_id, beacon, f.now));
   // Ids continue ledger-wide.
-  EXPECT_EQ(l.issue_challenge(f.run_id, id("beacon 2"), 1, Mode::kBitwise, f.now),
-            std::vector<uint64_t>{4});
+  EXPECT_EQ(l.issue_challenge(f.run_id, id("beacon 2"), f.now), (std::vector<uint64_t>{4, 5, 6, 7}));
 
-  // More rounds than steps: derive_challenges refuses.
-  Flow g(false, LedgerConfig{10, 10, 2, 16});
-  g.seal();
-  EXPECT_REFUSED(g.ledger, Status::kInvalidArgument,
-                 g.ledger.issue_challenge(g.run_id, beacon, kSteps + 1, Mode::kBitwise, g.now));
   // Deadlines past 2^64 - 1.
   Flow h(false, kConfig, UINT64_MAX - 15);
   h.seal();
-  EXPECT_REFUSED(h.ledger, Status::kOutOfRange,
-                 h.ledger.issue_challenge(h.run_id, beacon, 1, Mode::kBitwise, h.now));
+  EXPECT_REFUSED(h.ledger, Status::kOutOfRange, h.ledger.issue_challenge(h.run_id, beacon, h.now));
 }
 
 TEST(Ledger, SubmitOpeningRefusals) {
-  Flow f;
+  Flow f(false, kConfig, 100, make_task(task::ChallengeMode::kBitwise, 2));
   f.seal();
   Ledger &l = f.ledger;
-  const std::vector<uint64_t> ids =
-      l.issue_challenge(f.run_id, id("beacon 1"), 2, Mode::kBitwise, f.now);
+  const std::vector<uint64_t> ids = f.issue();
   const uint64_t cid = ids[0];
   const uint64_t s = f.step_of(cid);
   const uint64_t other = f.step_of(ids[1]);
@@ -539,17 +594,18 @@ TEST(Ledger, SubmitOpeningRefusals) {
 }
 
 TEST(Ledger, DeclareWitnessNormBucketRefusals) {
-  Flow f;
+  Flow f(false, kConfig, 100, make_task(kNorm, 2));
   f.seal();
   Ledger &l = f.ledger;
-  const std::vector<uint64_t> ids =
-      l.issue_challenge(f.run_id, id("beacon 1"), 2, Mode::kNormBucket, f.now);
-  const uint64_t bitwise = f.challenge(Mode::kBitwise, "beacon 2");
+  const std::vector<uint64_t> ids = f.issue();
+  Flow g;
+  g.seal();
+  const uint64_t bitwise = g.challenge();
+  EXPECT_REFUSED(g.ledger, Status::kState, g.ledger.declare_witness_norm_bucket(g.miner, bitwise, 100, g.now));
   const uint64_t cid = ids[0];
   EXPECT_REFUSED(l, Status::kNotFound, l.declare_witness_norm_bucket(f.miner, 99, 100, f.now));
   EXPECT_REFUSED(l, Status::kPermission,
                  l.declare_witness_norm_bucket(id("mallory"), cid, 100, f.now));
-  EXPECT_REFUSED(l, Status::kState, l.declare_witness_norm_bucket(f.miner, bitwise, 100, f.now));
   l.declare_witness_norm_bucket(f.miner, cid, 100, f.now);
   EXPECT_NO_OP(l, l.declare_witness_norm_bucket(f.miner, cid, 100, f.now));
   EXPECT_REFUSED(l, Status::kConflict, l.declare_witness_norm_bucket(f.miner, cid, 101, f.now));
@@ -586,7 +642,7 @@ TEST(Ledger, WitnessesPerChallengeAreBounded) {
   Ledger &l = f.ledger;
   const uint64_t cid = f.challenge();
   f.open(cid);
-  for (size_t i = 0; i < witness::kMaxWitnessesPerChallenge; ++i)
+  for (size_t i = 0; i < game::kMaxWitnessesPerChallenge; ++i)
     l.commit_witness(id(fmt::format("w{}", i)), cid, d(fmt::format("c{}", i)), f.now);
   EXPECT_REFUSED(l, Status::kLimit, l.commit_witness(id("one too many"), cid, d("c"), f.now));
   EXPECT_NO_OP(l, l.commit_witness(id("w0"), cid, d("c0"), f.now));
@@ -654,19 +710,25 @@ TEST(Ledger, FinalizeChallengeRefusals) {
 
 namespace {
 
-// A ledger with two runs, several challenges in every phase and both modes.
+// A ledger with two tasks, three runs, several challenges in every phase and
+// both modes. The norm-bucket run reuses the first run's log.
 Flow busy_flow() {
-  Flow f;
+  Flow f(false, kConfig, 100, make_task(task::ChallengeMode::kBitwise, 2));
   f.seal();
   Ledger &l = f.ledger;
-  const Bytes theirs = make_commitment(id("miner 2")).encode();
-  l.start_training_commitment(id("miner 2"), f.task, theirs, f.now);
-  const std::vector<uint64_t> ids =
-      l.issue_challenge(f.run_id, id("beacon 1"), 2, Mode::kBitwise, f.now);
-  const uint64_t norm = f.challenge(Mode::kNormBucket, "beacon 2");
+  const Bytes theirs = make_commitment(id("miner 2"), f.task_value).encode();
+  l.start_training_commitment(id("miner 2"), theirs, f.now);
+  const task::Task norm_task = make_task(kNorm, 1, "norm task");
+  l.post_task(f.owner, norm_task.encode(), f.now);
+  const Bytes norm_miner = id("miner 3");
+  const Digest norm_run = l.start_training_commitment(norm_miner, make_commitment(norm_miner, norm_task).encode(), f.now);
+  l.post_checkpoint_root(norm_miner, norm_run, kSteps, f.tree->root(), {}, f.now);
+  const std::vector<uint64_t> ids = f.issue();
+  const uint64_t norm = l.issue_challenge(norm_run, id("beacon 2"), f.now).at(0);
   for (uint64_t cid : ids) f.open(cid);
-  f.open(norm);
-  l.declare_witness_norm_bucket(f.miner, norm, -5, f.now);
+  const uint64_t ns = f.step_of(norm);
+  l.submit_opening(norm_miner, norm, f.manifest, f.leaf_bytes(ns), f.leaf_proof(ns), f.now);
+  l.declare_witness_norm_bucket(norm_miner, norm, -5, f.now);
   for (const char *w : {"alice", "bob", "carol"}) {
     f.commit(w, ids[0], Flow::honest_state(f.step_of(ids[0])));
     f.commit(w, norm, d(w), -4);
@@ -682,8 +744,8 @@ Flow busy_flow() {
   return f;
 }
 
-Bytes mutated(const Bytes &state, const std::function<void(v1::LedgerState &)> &change) {
-  v1::LedgerState p;
+Bytes mutated(const Bytes &state, const std::function<void(v2::LedgerState &)> &change) {
+  v2::LedgerState p;
   EXPECT_TRUE(p.ParseFromArray(state.data(), static_cast<int>(state.size())));
   change(p);
   const std::string s = p.SerializeAsString();
@@ -727,25 +789,27 @@ TEST(Ledger, LoadRefusesTruncatedAndModifiedBytes) {
     }
   }
   EXPECT_GT(refused, s.size() / 2);
-  EXPECT_EQ(status_of([] { Ledger::load(Bytes(witness::kMaxLedgerStateBytes + 1)); }),
+  EXPECT_EQ(status_of([] { Ledger::load(Bytes(game::kMaxLedgerStateBytes + 1)); }),
             Status::kLimit);
 }
 
 TEST(Ledger, LoadChecksInvariants) {
   Flow f = busy_flow();
   const Bytes s = f.ledger.save();
-  auto refused = [&](const char *what, const std::function<void(v1::LedgerState &)> &change) {
+  auto refused = [&](const char *what, const std::function<void(v2::LedgerState &)> &change) {
     EXPECT_EQ(status_of([&] { Ledger::load(mutated(s, change)); }), Status::kMalformed) << what;
   };
   // The untouched message re-encodes to the same bytes.
-  EXPECT_EQ(mutated(s, [](v1::LedgerState &) {}), s);
-  refused("version", [](auto &p) { p.set_format_version(2); });
+  EXPECT_EQ(mutated(s, [](v2::LedgerState &) {}), s);
+  refused("version 1", [](auto &p) { p.set_format_version(1); });
+  refused("version 3", [](auto &p) { p.set_format_version(3); });
   refused("no config", [](auto &p) { p.clear_config(); });
   refused("quorum 0", [](auto &p) { p.mutable_config()->set_quorum(0); });
   refused("window", [](auto &p) { p.mutable_config()->set_reveal_window(11); });
   refused("height before a final challenge closed",
           [](auto &p) { p.set_height(p.challenges(0).reveal_deadline()); });
-  refused("height without runs", [](auto &p) {
+  refused("height without tasks", [](auto &p) {
+    p.clear_tasks();
     p.clear_runs();
     p.clear_challenges();
     p.set_next_challenge_id(0);
@@ -756,7 +820,14 @@ TEST(Ledger, LoadChecksInvariants) {
   refused("runs unsorted", [](auto &p) { p.mutable_runs()->SwapElements(0, 1); });
   refused("run twice", [](auto &p) { *p.add_runs() = p.runs(0); });
   refused("run id", [](auto &p) { (*p.mutable_runs(0)->mutable_run_id())[0] ^= 1; });
-  refused("short task id", [](auto &p) { p.mutable_runs(0)->mutable_task_id()->pop_back(); });
+  refused("short task id", [](auto &p) { p.mutable_tasks(0)->mutable_task_id()->pop_back(); });
+  refused("task id", [](auto &p) { (*p.mutable_tasks(0)->mutable_task_id())[0] ^= 1; });
+  refused("task", [](auto &p) { p.mutable_tasks(0)->mutable_task()->push_back('\0'); });
+  refused("tasks unsorted", [](auto &p) { p.mutable_tasks()->SwapElements(0, 1); });
+  refused("task twice", [](auto &p) { *p.add_tasks() = p.tasks(0); });
+  refused("a run's task missing", [](auto &p) { p.mutable_tasks()->RemoveLast(); });
+  refused("mode not the task's",
+          [](auto &p) { p.mutable_challenges(0)->set_mode(v2::LEDGER_MODE_NORM_BUCKET); });
   refused("commitment", [](auto &p) { p.mutable_runs(0)->mutable_commitment()->push_back('\0'); });
   refused("size past the steps", [](auto &p) {
     for (auto &r : *p.mutable_runs()) r.set_latest_size(kSteps + 1);
@@ -780,9 +851,9 @@ TEST(Ledger, LoadChecksInvariants) {
   refused("step 0", [](auto &p) { p.mutable_challenges(0)->set_step(0); });
   refused("step past the run", [](auto &p) { p.mutable_challenges(0)->set_step(kSteps + 1); });
   refused("mode 0",
-          [](auto &p) { p.mutable_challenges(0)->set_mode(v1::LEDGER_MODE_UNSPECIFIED); });
+          [](auto &p) { p.mutable_challenges(0)->set_mode(v2::LEDGER_MODE_UNSPECIFIED); });
   refused("mode 7",
-          [](auto &p) { p.mutable_challenges(0)->set_mode(static_cast<v1::LedgerMode>(7)); });
+          [](auto &p) { p.mutable_challenges(0)->set_mode(static_cast<v2::LedgerMode>(7)); });
   refused("deadline", [](auto &p) {
     p.mutable_challenges(0)->set_reveal_deadline(p.challenges(0).reveal_deadline() + 1);
   });
@@ -806,7 +877,7 @@ TEST(Ledger, LoadChecksInvariants) {
   refused("reveal value",
           [](auto &p) { p.mutable_challenges(0)->mutable_reveals(0)->set_bucket(9); });
   refused("verdict", [](auto &p) {
-    p.mutable_challenges(0)->mutable_verdict()->set_verdict(v1::LEDGER_VERDICT_FAIL);
+    p.mutable_challenges(0)->mutable_verdict()->set_verdict(v2::LEDGER_VERDICT_FAIL);
   });
   refused("cluster size",
           [](auto &p) { p.mutable_challenges(0)->mutable_verdict()->set_cluster_size(2); });
@@ -825,7 +896,7 @@ TEST(Ledger, JsonCallsMatchTheCppCalls) {
   f.reveal("alice", cid, state);
   f.reveal("bob", cid, state);
   f.to_final_phase(cid);
-  const witness::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
+  const game::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
 
   Flow g;  // the same calls as JSON
   Ledger &l = g.ledger;
@@ -836,10 +907,12 @@ TEST(Ledger, JsonCallsMatchTheCppCalls) {
     return out;
   };
   uint64_t now = 100;
+  EXPECT_EQ(call({{"call", "post_task"}, {"caller", to_hex(g.owner)}, {"now", now}, {"task", to_hex(g.task_bytes)}})
+                ["task_id"],
+            g.task.hex());
   EXPECT_EQ(call({{"call", "start_training_commitment"},
                   {"caller", miner},
                   {"now", now},
-                  {"task_id", g.task.hex()},
                   {"commitment", to_hex(g.commitment_bytes)}})["run_id"],
             run);
   uint64_t prev = 0;
@@ -861,9 +934,7 @@ TEST(Ledger, JsonCallsMatchTheCppCalls) {
   const nlohmann::json issued = call({{"call", "issue_challenge"},
                                       {"now", now},
                                       {"run_id", run},
-                                      {"beacon", to_hex(id("beacon 1"))},
-                                      {"rounds", 1},
-                                      {"mode", "bitwise"}});
+                                      {"beacon", to_hex(id("beacon 1"))}});
   EXPECT_EQ(issued["challenge_ids"], nlohmann::json::array({cid}));
   EXPECT_EQ(issued["steps"], nlohmann::json::array({step}));
   call({{"call", "submit_opening"},
@@ -897,7 +968,11 @@ TEST(Ledger, JsonCallsMatchTheCppCalls) {
   // Same calls, same state, byte for byte.
   EXPECT_EQ(l.save(), f.ledger.save());
 
+  const nlohmann::json t = call({{"call", "task_info"}, {"task_id", g.task.hex()}});
+  EXPECT_EQ(t["task"], g.task_value.to_json());
+  EXPECT_EQ(t["task"]["challenge_policy"]["mode"], "bitwise");
   const nlohmann::json r = call({{"call", "run_info"}, {"run_id", run}});
+  EXPECT_EQ(r["task_id"], g.task.hex());
   EXPECT_EQ(r["miner_identity"], miner);
   EXPECT_EQ(r["declared_steps"], kSteps);
   EXPECT_EQ(r["latest_root"], g.tree->root().hex());
@@ -915,9 +990,9 @@ TEST(Ledger, JsonCallsMatchTheCppCalls) {
 }
 
 TEST(Ledger, JsonCallsAreReadStrictly) {
-  Flow f;
+  Flow f(false, kConfig, 100, make_task(kNorm));
   f.seal();
-  const uint64_t cid = f.challenge(Mode::kNormBucket);
+  const uint64_t cid = f.challenge();
   Ledger &l = f.ledger;
   const std::string miner = to_hex(f.miner);
   const nlohmann::json declare = {{"call", "declare_witness_norm_bucket"},
@@ -948,8 +1023,9 @@ TEST(Ledger, JsonCallsAreReadStrictly) {
                           {"now", f.now},
                           {"run_id", f.run_id.hex()},
                           {"beacon", "00"},
-                          {"rounds", 1},
-                          {"mode", "bits"}}));
+                          {"mode", "bitwise"}}));  // the mode is the task's, not an argument
+  EXPECT_REFUSED(l, Status::kInvalidArgument,
+                 l.apply({{"call", "post_task"}, {"caller", to_hex(f.owner)}, {"now", f.now}, {"task", "0g"}}));
   EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply({{"call", "run_info"}, {"run_id", "abc"}}));
   // The ledger's own statuses come through unchanged.
   EXPECT_REFUSED(l, Status::kPermission, l.apply(with("caller", to_hex(id("mallory")))));
@@ -957,9 +1033,9 @@ TEST(Ledger, JsonCallsAreReadStrictly) {
   EXPECT_EQ(l.apply(declare), (nlohmann::json{{"ok", true}}));
   EXPECT_EQ(l.challenge_info(cid).declared_bucket, -3);
   // The full int64 range, sentinels included.
-  Flow g;
+  Flow g(false, kConfig, 100, make_task(kNorm));
   g.seal();
-  const uint64_t other = g.challenge(Mode::kNormBucket);
+  const uint64_t other = g.challenge();
   nlohmann::json low = declare;
   low["caller"] = to_hex(g.miner);
   low["now"] = g.now;

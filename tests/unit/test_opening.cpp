@@ -60,7 +60,7 @@ struct TinyRun {
     }
     commitment.initial_state_digest = states[0];
     commitment.schedule_root = schedule->root();
-    commitment.schedule_length = kSteps;
+    commitment.task_id = hash::sha256("task", 4);
     commitment.dataset_root = dataset->root();
     commitment.dataset_size = kSamples;
     commitment.spec_digest = hash::sha256("spec", 4);

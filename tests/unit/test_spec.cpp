@@ -4,7 +4,7 @@
 
 #include "commit/spec.h"
 #include "core_test_util.h"
-#include "pot/v1/spec.pb.h"
+#include "pot/v2/spec.pb.h"
 
 using namespace pot;
 using pot::test::status_of;
@@ -124,7 +124,7 @@ TEST(Spec, DecodeRejectsNonCanonicalBytes) {
   EXPECT_EQ(status_of([&] { commit::ExecutionSpec::decode(Bytes{0xff, 0xff, 0xff}); }), Status::kMalformed);
   EXPECT_EQ(status_of([&] { commit::ExecutionSpec::decode(Bytes(5000, 0)); }), Status::kLimit);
   // Well-formed protobuf that breaks a rule is refused as invalid, not malformed.
-  v1::ExecutionSpec p;
+  v2::ExecutionSpec p;
   ASSERT_TRUE(p.ParseFromArray(b.data(), static_cast<int>(b.size())));
   p.set_intra_op_threads(0);
   const std::string unpinned = p.SerializeAsString();

@@ -317,9 +317,37 @@ ordered_json generate_protocol() {
     pot_bytes_free(&b);
     pot_spec_free(spec);
   }
-  const std::string cj = std::string(R"({"initial_state_digest": ")") + std::string(64, 'a') +
-                         R"(", "schedule_root": ")" + std::string(64, 'b') + R"(", "schedule_length": 200, "dataset_root": ")" +
-                         std::string(64, 'c') + R"(", "dataset_size": 5000, "spec_digest": ")" + std::string(64, 'd') +
+  // A task over the first spec and a commitment that matches it (section 17).
+  std::string task_hex, spec_hex;
+  {
+    pot_spec *spec = nullptr;
+    ok(pot_spec_from_json(&spec, spec_json, nullptr), nullptr, "spec");
+    pot_digest sd;
+    ok(pot_spec_digest(&sd, spec, nullptr), nullptr, "digest");
+    spec_hex = hex(sd);
+    pot_spec_free(spec);
+  }
+  const std::string tj = std::string(R"({"owner": "6f776e6572", "spec": )") + spec_json + R"(, "dataset_root": ")" +
+                         std::string(64, 'c') + R"(", "dataset_size": 5000, "initial_state": {"published_digest": ")" +
+                         std::string(64, 'a') + R"("}, "schedule": {"listed_root": ")" + std::string(64, 'b') +
+                         R"("}, "min_steps": 200, "max_steps": 200, "challenge_policy": {"rounds": 8, "mode": "bitwise"}})";
+  {
+    pot_task *t = nullptr;
+    pot_error *err = nullptr;
+    ok(pot_task_from_json(&t, tj.c_str(), &err), err, "task");
+    pot_bytes b{};
+    ok(pot_task_encode(&b, t, nullptr), nullptr, "encode");
+    pot_digest id;
+    ok(pot_task_id(&id, t, nullptr), nullptr, "task id");
+    task_hex = hex(id);
+    out["tasks"].push_back({{"comment", "canonical task and task id (section 17.1)"},
+                            {"json", nlohmann::json::parse(tj)}, {"canonical", hex(b.data, b.len)}, {"task_id", task_hex}});
+    pot_bytes_free(&b);
+    pot_task_free(t);
+  }
+  const std::string cj = R"({"task_id": ")" + task_hex + R"(", "initial_state_digest": ")" + std::string(64, 'a') +
+                         R"(", "schedule_root": ")" + std::string(64, 'b') + R"(", "dataset_root": ")" +
+                         std::string(64, 'c') + R"(", "dataset_size": 5000, "spec_digest": ")" + spec_hex +
                          R"(", "declared_steps": 200, "miner_identity": "6d696e6572"})";
   {
     pot_commitment *c = nullptr;
@@ -328,7 +356,7 @@ ordered_json generate_protocol() {
     ok(pot_commitment_encode(&b, c, nullptr), nullptr, "encode");
     pot_digest id;
     ok(pot_commitment_run_id(&id, c, nullptr), nullptr, "run id");
-    out["commitments"].push_back({{"comment", "canonical commitment and run id (section 17)"},
+    out["commitments"].push_back({{"comment", "canonical commitment of a run of the task above, and its run id (section 17)"},
                                   {"json", nlohmann::json::parse(cj)}, {"canonical", hex(b.data, b.len)}, {"run_id", hex(id)}});
     pot_bytes_free(&b);
     pot_commitment_free(c);

@@ -104,7 +104,7 @@ class Opening(Handle):
             _pot.pot_opening_set_state_refs(h, pre_state_ref, post_state_ref)
 
     def encode(self) -> bytes:
-        """Canonical manifest bytes (a pot.v1.OpeningManifest); LimitError
+        """Canonical manifest bytes (a pot.v2.OpeningManifest); LimitError
         past 256 MiB."""
         with self._use() as h:
             return _pot.pot_opening_encode(h)

@@ -58,7 +58,7 @@ class Spec(Handle):
         return _new(cls, _pot.pot_spec_decode(data))
 
     def encode(self) -> bytes:
-        """The canonical bytes (a pot.v1.ExecutionSpec message)."""
+        """The canonical bytes (a pot.v2.ExecutionSpec message)."""
         with self._read() as h:
             return _pot.pot_spec_encode(h)
 

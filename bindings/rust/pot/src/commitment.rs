@@ -297,7 +297,7 @@ impl Commitment {
         Ok(Commitment { raw: non_null(raw)? })
     }
 
-    /// The canonical bytes (a `pot.v1.TrainingCommitment`).
+    /// The canonical bytes (a `pot.v2.TrainingCommitment`).
     ///
     /// ```
     /// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "schedule_length": 200, "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 5000, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 200, "miner_identity": "6d696e6572"}"#)?;

@@ -169,7 +169,7 @@ impl Opening {
         call(|err| unsafe { sys::pot_opening_set_state_refs(self.raw.as_ptr(), opt_ptr(&pre), opt_ptr(&post), err) })
     }
 
-    /// The canonical manifest bytes (a `pot.v1.OpeningManifest`).
+    /// The canonical manifest bytes (a `pot.v2.OpeningManifest`).
     ///
     /// # Errors
     /// [`Limit`](crate::ErrorKind::Limit) past 256 MiB.

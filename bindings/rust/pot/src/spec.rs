@@ -98,7 +98,7 @@ impl Spec {
         Ok(Spec { raw: non_null(raw)? })
     }
 
-    /// The canonical bytes (a `pot.v1.ExecutionSpec` message).
+    /// The canonical bytes (a `pot.v2.ExecutionSpec` message).
     ///
     /// ```
     /// # let spec = pot::Spec::from_json(r#"{"framework": "pytorch", "framework_version": "2.3.0", "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 0.1}, "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16}"#)?;

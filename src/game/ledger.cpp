@@ -1,4 +1,4 @@
-#include "witness/ledger.h"
+#include "game/ledger.h"
 
 #include "commit/canonical.h"
 
@@ -11,15 +11,20 @@
 #include "common/error.h"
 #include "hash/rfc6962.h"
 #include "merkle/proof.h"
-#include "pot/v1/ledger.pb.h"
+#include "pot/v2/ledger.pb.h"
 
-namespace pot::witness {
+namespace pot::game {
 
 using hash::Digest;
+using witness::decide;
+using witness::Revealed;
+using witness::VerdictResult;
+using witness::verify_reveal;
+using witness::WitnessValue;
 
 namespace {
 
-constexpr uint32_t kStateFormatVersion = 1;
+constexpr uint32_t kStateFormatVersion = 2;
 
 bool same(ByteView a, ByteView b) { return std::ranges::equal(a, b); }
 Bytes to_bytes(ByteView b) { return Bytes(b.begin(), b.end()); }
@@ -112,8 +117,29 @@ Ledger::Challenge &Ledger::challenge_for(uint64_t id, const char *call) {
   return it->second;
 }
 
-Digest Ledger::start_training_commitment(ByteView caller, const Digest &task_id,
-                                         ByteView commitment, uint64_t now) {
+Digest Ledger::post_task(ByteView caller, ByteView task, uint64_t now) {
+  constexpr const char *kCall = "post_task";
+  check_now(now);
+  check_caller(caller, kCall);
+  task::Task t = task::Task::decode(task);
+  if (!same(caller, t.owner))
+    fail(Status::kPermission, "{}: the caller is not the task's owner {}", kCall, to_hex(t.owner));
+  if (t.challenge_rounds > config_.max_rounds)
+    fail(Status::kInvalidArgument, "{}: the task asks for {} challenge rounds, this ledger allows at most {}",
+         kCall, t.challenge_rounds, config_.max_rounds);
+  const Digest id = t.id();
+  // The id is the digest of the canonical bytes: an existing id holds these
+  // very bytes, and posting them again changes nothing.
+  if (!tasks_.contains(id)) {
+    std::map<Digest, TaskRecord> node;
+    node.emplace(id, TaskRecord{to_bytes(task), std::move(t)});
+    tasks_.merge(node);
+  }
+  height_ = now;
+  return id;
+}
+
+Digest Ledger::start_training_commitment(ByteView caller, ByteView commitment, uint64_t now) {
   constexpr const char *kCall = "start_training_commitment";
   check_now(now);
   check_caller(caller, kCall);
@@ -121,23 +147,21 @@ Digest Ledger::start_training_commitment(ByteView caller, const Digest &task_id,
   if (!same(caller, c.miner_identity))
     fail(Status::kPermission, "{}: the caller is not the commitment's miner identity {}", kCall,
          to_hex(c.miner_identity));
+  auto task = tasks_.find(c.task_id);
+  if (task == tasks_.end()) fail(Status::kNotFound, "{}: no task {}", kCall, c.task_id.hex());
+  task::check_commitment(task->second.task, c);
   const Digest run_id = c.run_id();
-  RunKey key{task_id, c.miner_identity};
+  RunKey key{c.task_id, c.miner_identity};
   if (auto it = run_keys_.find(key); it != run_keys_.end()) {
     if (it->second != run_id)
       fail(Status::kConflict, "{}: task {} already holds another commitment of this miner (run {})",
-           kCall, task_id.hex(), it->second.hex());
+           kCall, c.task_id.hex(), it->second.hex());
     height_ = now;
     return run_id;
   }
-  // The run id is the commitment's digest, so the same commitment under a
-  // second task would give two runs one id.
-  if (auto it = runs_.find(run_id); it != runs_.end())
-    fail(Status::kConflict, "{}: this commitment is already run {} under task {}", kCall,
-         run_id.hex(), it->second.task_id.hex());
+  // A commitment names its task and its miner, so a free key means a new run id.
   std::map<Digest, Run> run_node;
   Run &r = run_node[run_id];
-  r.task_id = task_id;
   r.commitment_bytes = to_bytes(commitment);
   r.commitment = std::move(c);
   std::map<RunKey, Digest> key_node;
@@ -183,8 +207,7 @@ void Ledger::post_checkpoint_root(ByteView caller, const Digest &run_id, uint64_
   height_ = now;
 }
 
-std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, ByteView beacon,
-                                              uint64_t rounds, Mode mode, uint64_t now) {
+std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, ByteView beacon, uint64_t now) {
   constexpr const char *kCall = "issue_challenge";
   check_now(now);
   Run &r = run_for(run_id, kCall);
@@ -192,12 +215,12 @@ std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, ByteView bea
   if (r.latest_size != n)
     fail(Status::kState, "{}: run {} is not sealed ({} of {} steps posted)", kCall, run_id.hex(),
          r.latest_size, n);
-  if (rounds == 0 || rounds > config_.max_rounds)
-    fail(Status::kInvalidArgument, "{}: rounds = {} is outside 1..{}", kCall, rounds,
-         config_.max_rounds);
-  if (mode != Mode::kBitwise && mode != Mode::kNormBucket)
-    fail(Status::kInvalidArgument, "{}: unknown witness mode {}", kCall, static_cast<int>(mode));
-  // Also validates the beacon (1..kMaxBeaconBytes) and rounds <= n.
+  // Rounds and mode are the task's: whoever triggers the draw chooses neither.
+  const task::Task &t = task_of(r);
+  const uint64_t rounds = t.challenge_rounds;
+  const Mode mode = t.challenge_mode == task::ChallengeMode::kNormBucket ? Mode::kNormBucket : Mode::kBitwise;
+  // Also validates the beacon (1..kMaxBeaconBytes); rounds <= min_steps <= n
+  // holds by the task's rules.
   const std::vector<uint64_t> steps = commit::derive_challenges(beacon, run_id, n, rounds);
   Bytes beacon_bytes = to_bytes(beacon);
   if (r.beacons.contains(beacon_bytes))
@@ -364,13 +387,19 @@ ChallengeVerdict Ledger::finalize_challenge(uint64_t challenge_id, uint64_t now)
   return v;
 }
 
+task::Task Ledger::task_info(const Digest &task_id) const {
+  auto it = tasks_.find(task_id);
+  if (it == tasks_.end()) fail(Status::kNotFound, "task_info: no task {}", task_id.hex());
+  return it->second.task;
+}
+
 RunInfo Ledger::run_info(const Digest &run_id) const {
   auto it = runs_.find(run_id);
   if (it == runs_.end()) fail(Status::kNotFound, "run_info: no run {}", run_id.hex());
   const Run &r = it->second;
   RunInfo i;
   i.run_id = run_id;
-  i.task_id = r.task_id;
+  i.task_id = r.commitment.task_id;
   i.miner_identity = r.commitment.miner_identity;
   i.declared_steps = r.commitment.declared_steps;
   i.latest_size = r.latest_size;
@@ -418,9 +447,9 @@ void put(std::string *dst, const Digest &d) {
 }  // namespace
 
 Bytes Ledger::save() const {
-  v1::LedgerState p;
+  v2::LedgerState p;
   p.set_format_version(kStateFormatVersion);
-  v1::LedgerConfig *cfg = p.mutable_config();
+  v2::LedgerConfig *cfg = p.mutable_config();
   cfg->set_commit_window(config_.commit_window);
   cfg->set_reveal_window(config_.reveal_window);
   cfg->set_quorum(config_.quorum);
@@ -428,21 +457,25 @@ Bytes Ledger::save() const {
   p.set_height(height_);
   p.set_next_challenge_id(next_challenge_id_);
   for (const auto &[run_id, r] : runs_) {  // std::map: sorted by key, bytewise
-    v1::LedgerRun *m = p.add_runs();
+    v2::LedgerRun *m = p.add_runs();
     put(m->mutable_run_id(), run_id);
-    put(m->mutable_task_id(), r.task_id);
     m->set_commitment(as_string(r.commitment_bytes));
     m->set_latest_size(r.latest_size);
     if (r.latest_size > 0) put(m->mutable_latest_root(), r.latest_root);
     for (const Bytes &b : r.beacons) m->add_beacons(as_string(b));
   }
+  for (const auto &[id, t] : tasks_) {
+    v2::LedgerTask *m = p.add_tasks();
+    put(m->mutable_task_id(), id);
+    m->set_task(as_string(t.bytes));
+  }
   for (const auto &[id, c] : challenges_) {
-    v1::LedgerChallenge *m = p.add_challenges();
+    v2::LedgerChallenge *m = p.add_challenges();
     m->set_id(id);
     put(m->mutable_run_id(), c.run_id);
     m->set_step(c.step);
-    m->set_mode(c.mode == Mode::kNormBucket ? v1::LEDGER_MODE_NORM_BUCKET
-                                            : v1::LEDGER_MODE_BITWISE);
+    m->set_mode(c.mode == Mode::kNormBucket ? v2::LEDGER_MODE_NORM_BUCKET
+                                            : v2::LEDGER_MODE_BITWISE);
     m->set_commit_deadline(c.commit_deadline);
     m->set_reveal_deadline(c.reveal_deadline);
     if (c.opening) {
@@ -451,20 +484,20 @@ Bytes Ledger::save() const {
     }
     if (c.declared_bucket) m->set_declared_bucket(*c.declared_bucket);
     for (const auto &[identity, commitment] : c.commits) {
-      v1::LedgerWitnessCommit *w = m->add_commits();
+      v2::LedgerWitnessCommit *w = m->add_commits();
       w->set_identity(as_string(identity));
       put(w->mutable_commitment(), commitment);
     }
     for (const auto &[identity, r] : c.reveals) {
-      v1::LedgerWitnessReveal *w = m->add_reveals();
+      v2::LedgerWitnessReveal *w = m->add_reveals();
       w->set_identity(as_string(identity));
       put(w->mutable_replayed_state(), r.replayed_state);
       w->set_bucket(r.bucket);
       w->set_salt(as_string(r.salt));
     }
     if (c.outcome) {
-      v1::LedgerVerdict *v = m->mutable_verdict();
-      v->set_verdict(static_cast<v1::LedgerVerdictKind>(static_cast<int>(c.outcome->verdict)));
+      v2::LedgerVerdict *v = m->mutable_verdict();
+      v->set_verdict(static_cast<v2::LedgerVerdictKind>(static_cast<int>(c.outcome->verdict)));
       v->set_cluster_size(c.outcome->cluster_size);
     }
   }
@@ -484,16 +517,18 @@ Ledger Ledger::load(ByteView b) {
     fail(Status::kLimit, "ledger state of {} bytes, the limit is {}", b.size(),
          kMaxLedgerStateBytes);
   // Canonical minimum sizes of the repeated elements (ledger.proto): a run
-  // holds run_id and task_id (34 bytes each) and a commitment; a challenge a
-  // run_id; a witness commitment an identity and a digest; a reveal an
-  // identity, a digest and a salt of 16 bytes or more; a beacon 1 byte.
+  // holds a run_id (34 bytes) and a commitment; a challenge a run_id; a
+  // witness commitment an identity and a digest; a reveal an identity, a
+  // digest and a salt of 16 bytes or more; a beacon 1 byte; a task its
+  // task_id and the task.
   commit::check_min_sizes(b,
-                          {{5, 68, {{6, 1}}},
-                           {6, 34, {{9, 37}, {10, 55}}}},
+                          {{5, 34, {{6, 1}}},
+                           {6, 34, {{9, 37}, {10, 55}}},
+                           {7, 36}},
                           "ledger state");
-  v1::LedgerState p;
+  v2::LedgerState p;
   if (!p.ParseFromArray(b.data(), static_cast<int>(b.size())))
-    bad_state("the bytes are not a pot.v1.LedgerState message");
+    bad_state("the bytes are not a pot.v2.LedgerState message");
   if (p.format_version() != kStateFormatVersion)
     bad_state(fmt::format("format_version {} is not supported (this SDK writes {})",
                           p.format_version(), kStateFormatVersion));
@@ -504,17 +539,32 @@ Ledger Ledger::load(ByteView b) {
   l.height_ = p.height();
   l.next_challenge_id_ = p.next_challenge_id();
 
-  for (const v1::LedgerRun &m : p.runs()) {
+  for (const v2::LedgerTask &m : p.tasks()) {
+    const Digest id = digest_field(m.task_id(), "task_id");
+    const std::string where = "task " + id.hex();
+    TaskRecord t;
+    t.bytes = to_bytes(view_of(m.task()));
+    t.task = as_state_check(where, [&] { return task::Task::decode(t.bytes); });
+    if (t.task.id() != id) bad_state(where + ": task_id is not the task's digest");
+    if (t.task.challenge_rounds > l.config_.max_rounds)
+      bad_state(fmt::format("{}: {} challenge rounds, the config allows {}", where, t.task.challenge_rounds,
+                            l.config_.max_rounds));
+    if (!l.tasks_.emplace(id, std::move(t)).second) bad_state(where + " is listed twice");
+  }
+
+  for (const v2::LedgerRun &m : p.runs()) {
     const Digest run_id = digest_field(m.run_id(), "run_id");
     const std::string where = "run " + run_id.hex();
     Run r;
-    r.task_id = digest_field(m.task_id(), where + ": task_id");
     r.commitment_bytes = to_bytes(view_of(m.commitment()));
     r.commitment = as_state_check(where + ": commitment", [&] {
       return commit::TrainingCommitment::decode(r.commitment_bytes);
     });
     if (r.commitment.run_id() != run_id)
       bad_state(where + ": run_id is not the commitment's digest");
+    auto task = l.tasks_.find(r.commitment.task_id);
+    if (task == l.tasks_.end()) bad_state(where + ": its task is not posted");
+    as_state_check(where, [&] { task::check_commitment(task->second.task, r.commitment); });
     r.latest_size = m.latest_size();
     if (r.latest_size > r.commitment.declared_steps)
       bad_state(fmt::format("{}: latest_size {} exceeds declared_steps {}", where, r.latest_size,
@@ -529,13 +579,13 @@ Ledger Ledger::load(ByteView b) {
       if (!r.beacons.insert(to_bytes(view_of(beacon))).second)
         bad_state(where + ": a beacon is listed twice");
     }
-    if (!l.run_keys_.emplace(RunKey{r.task_id, r.commitment.miner_identity}, run_id).second)
+    if (!l.run_keys_.emplace(RunKey{r.commitment.task_id, r.commitment.miner_identity}, run_id).second)
       bad_state(where + ": its task already holds a run of the same miner");
     if (!l.runs_.emplace(run_id, std::move(r)).second) bad_state(where + " is listed twice");
   }
 
   std::map<Digest, uint64_t> challenges_per_run;
-  for (const v1::LedgerChallenge &m : p.challenges()) {
+  for (const v2::LedgerChallenge &m : p.challenges()) {
     const std::string where = fmt::format("challenge {}", m.id());
     if (m.id() >= l.next_challenge_id_) bad_state(where + ": its id was never issued");
     Challenge c;
@@ -548,12 +598,14 @@ Ledger Ledger::load(ByteView b) {
     c.step = m.step();
     if (c.step == 0 || c.step > r.commitment.declared_steps)
       bad_state(where + ": step outside the run");
-    if (m.mode() == v1::LEDGER_MODE_BITWISE)
+    if (m.mode() == v2::LEDGER_MODE_BITWISE)
       c.mode = Mode::kBitwise;
-    else if (m.mode() == v1::LEDGER_MODE_NORM_BUCKET)
+    else if (m.mode() == v2::LEDGER_MODE_NORM_BUCKET)
       c.mode = Mode::kNormBucket;
     else
       bad_state(fmt::format("{}: unknown mode {}", where, static_cast<int>(m.mode())));
+    if ((c.mode == Mode::kNormBucket) != (l.task_of(r).challenge_mode == task::ChallengeMode::kNormBucket))
+      bad_state(where + ": its mode is not its task's");
     c.commit_deadline = m.commit_deadline();
     c.reveal_deadline = m.reveal_deadline();
     // Issued at commit_deadline - commit_window, which cannot be in the future.
@@ -575,7 +627,7 @@ Ledger Ledger::load(ByteView b) {
                             kMaxWitnessesPerChallenge));
     if (m.commits_size() > 0 && !c.opening)
       bad_state(where + ": witness commits before the opening");
-    for (const v1::LedgerWitnessCommit &w : m.commits()) {
+    for (const v2::LedgerWitnessCommit &w : m.commits()) {
       const ByteView identity = view_of(w.identity());
       as_state_check(where + ": witness", [&] { check_caller(identity, "commit_witness"); });
       if (same(identity, r.commitment.miner_identity))
@@ -587,7 +639,7 @@ Ledger Ledger::load(ByteView b) {
     }
     if (m.reveals_size() > 0 && l.height_ <= c.commit_deadline)
       bad_state(where + ": reveals during the commit phase");
-    for (const v1::LedgerWitnessReveal &w : m.reveals()) {
+    for (const v2::LedgerWitnessReveal &w : m.reveals()) {
       Bytes identity = to_bytes(view_of(w.identity()));
       auto committed = c.commits.find(identity);
       if (committed == c.commits.end()) bad_state(where + ": a reveal without a commitment");
@@ -613,22 +665,21 @@ Ledger Ledger::load(ByteView b) {
     }
     if (!l.challenges_.emplace(m.id(), std::move(c)).second) bad_state(where + " is listed twice");
   }
-  // Every accepted call needs a run (start_training_commitment creates one),
-  // so a ledger without runs has never accepted a call.
-  if (l.runs_.empty() && l.height_ != 0)
-    bad_state(fmt::format("height {} without any run", l.height_));
+  // Every accepted call needs a task (post_task creates one), so a ledger
+  // without tasks has never accepted a call.
+  if (l.tasks_.empty() && l.height_ != 0)
+    bad_state(fmt::format("height {} without any task", l.height_));
   // The ledger never deletes a challenge, so the ids are exactly
   // 0..next_challenge_id - 1 (each below it and distinct, checked above).
   if (l.challenges_.size() != l.next_challenge_id_)
     bad_state(fmt::format("{} challenges, but {} were issued", l.challenges_.size(),
                           l.next_challenge_id_));
-  // Each issue_challenge uses one new beacon and opens 1..max_rounds
-  // challenges.
+  // Each issue_challenge uses one new beacon and opens the task's rounds.
   for (const auto &[run_id, r] : l.runs_) {
     const uint64_t beacons = r.beacons.size();
     const auto it = challenges_per_run.find(run_id);
     const uint64_t challenges = it == challenges_per_run.end() ? 0 : it->second;
-    if (challenges < beacons || challenges > beacons * l.config_.max_rounds)
+    if (challenges != beacons * l.task_of(r).challenge_rounds)
       bad_state(fmt::format("run {}: {} challenges cannot come from {} beacons", run_id.hex(),
                             challenges, beacons));
   }
@@ -655,14 +706,6 @@ int64_t json_i64(const nlohmann::json &j, const commit::JsonFields &f, const cha
   fail(Status::kInvalidArgument, "{} must be an integer", f.path(key));
 }
 
-Mode json_mode(const commit::JsonFields &f, const char *key) {
-  const std::string s = f.str(key);
-  if (s == "bitwise") return Mode::kBitwise;
-  if (s == "norm_bucket") return Mode::kNormBucket;
-  fail(Status::kInvalidArgument, "{} must be \"bitwise\" or \"norm_bucket\", not \"{}\"",
-       f.path(key), s);
-}
-
 nlohmann::json verdict_json(const ChallengeVerdict &v) {
   return {
       {"verdict", verdict_name(v.verdict)}, {"reason", v.reason}, {"cluster_size", v.cluster_size}};
@@ -677,13 +720,18 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
   nlohmann::json out = {{"ok", true}};
   // Arguments are read into locals first, in the documented order, so a call
   // with several bad arguments always reports the same one.
-  if (name == "start_training_commitment") {
-    f.only({"call", "caller", "now", "task_id", "commitment"});
+  if (name == "post_task") {
+    f.only({"call", "caller", "now", "task"});
     const Bytes caller = f.hex("caller");
     const uint64_t now = f.u64("now");
-    const Digest task_id = f.digest("task_id");
+    const Bytes task = f.hex("task");
+    out["task_id"] = post_task(caller, task, now).hex();
+  } else if (name == "start_training_commitment") {
+    f.only({"call", "caller", "now", "commitment"});
+    const Bytes caller = f.hex("caller");
+    const uint64_t now = f.u64("now");
     const Bytes commitment = f.hex("commitment");
-    out["run_id"] = start_training_commitment(caller, task_id, commitment, now).hex();
+    out["run_id"] = start_training_commitment(caller, commitment, now).hex();
   } else if (name == "post_checkpoint_root") {
     f.only({"call", "caller", "now", "run_id", "size", "root", "consistency_proof"});
     const Bytes caller = f.hex("caller");
@@ -697,13 +745,11 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
     out["latest_size"] = r.latest_size;
     out["sealed"] = r.sealed;
   } else if (name == "issue_challenge") {
-    f.only({"call", "now", "run_id", "beacon", "rounds", "mode"});
+    f.only({"call", "now", "run_id", "beacon"});
     const uint64_t now = f.u64("now");
     const Digest run_id = f.digest("run_id");
     const Bytes beacon = f.hex("beacon");
-    const uint64_t rounds = f.u64("rounds");
-    const Mode mode = json_mode(f, "mode");
-    const std::vector<uint64_t> ids = issue_challenge(run_id, beacon, rounds, mode, now);
+    const std::vector<uint64_t> ids = issue_challenge(run_id, beacon, now);
     nlohmann::json steps = nlohmann::json::array();
     for (uint64_t id : ids) steps.push_back(challenges_.at(id).step);
     out["challenge_ids"] = ids;
@@ -745,6 +791,12 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
     const uint64_t now = f.u64("now");
     const uint64_t id = f.u64("challenge_id");
     out.update(verdict_json(finalize_challenge(id, now)));
+  } else if (name == "task_info") {
+    f.only({"call", "task_id"});
+    const Digest id = f.digest("task_id");
+    const task::Task t = task_info(id);
+    out["task_id"] = id.hex();
+    out["task"] = t.to_json();
   } else if (name == "run_info") {
     f.only({"call", "run_id"});
     const RunInfo r = run_info(f.digest("run_id"));
@@ -787,4 +839,4 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
   return out;
 }
 
-}  // namespace pot::witness
+}  // namespace pot::game

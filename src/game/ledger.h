@@ -1,10 +1,10 @@
 // The reference ledger (docs/ledger.md): a deterministic state machine with
-// the semantics of the on-chain calls (start_training_commitment, root posts,
-// challenges, openings, witness commit/reveal, norm-bucket declarations,
-// finalization), for chain teams to embed or mirror. Time is the block
+// the semantics of the on-chain calls (tasks, start_training_commitment, root
+// posts, challenges, openings, witness commit/reveal, norm-bucket
+// declarations, finalization), for chain teams to embed or mirror. Time is the block
 // height each call carries. Every refused call throws pot::Error with a
 // status naming the broken rule and leaves the state exactly as it was; the
-// state serialises to a canonical pot.v1.LedgerState encoding.
+// state serialises to a canonical pot.v2.LedgerState encoding.
 #pragma once
 
 #include <map>
@@ -17,9 +17,14 @@
 
 #include "commit/commitment.h"
 #include "hash/sha256.h"
+#include "task/task.h"
 #include "witness/witness.h"
 
-namespace pot::witness {
+namespace pot::game {
+
+using witness::kMaxIdentity;
+using witness::Mode;
+using witness::Verdict;
 
 // The largest saved state load accepts (and save produces).
 inline constexpr size_t kMaxLedgerStateBytes = size_t{64} << 20;
@@ -30,7 +35,7 @@ struct LedgerConfig {
   uint64_t commit_window = 1;  // blocks from issue to the end of the commit phase
   uint64_t reveal_window = 1;  // blocks from there to the end of the reveal phase
   uint32_t quorum = 1;         // reveals the winning cluster needs
-  uint32_t max_rounds = 1;     // challenges one issue_challenge may draw
+  uint32_t max_rounds = 1;     // the most challenge rounds a task may ask for
 
   // kInvalidArgument unless every field is >= 1.
   void validate() const;
@@ -79,17 +84,20 @@ class Ledger {
   // The latest `now` an accepted call carried (0 for a new ledger).
   uint64_t height() const { return height_; }
 
-  // Registers a run under (task_id, miner identity) and returns its run id.
-  hash::Digest start_training_commitment(ByteView caller, const hash::Digest &task_id,
-                                         ByteView commitment, uint64_t now);
+  // Posts a task (canonical pot.v2.Task bytes) from its owner; returns the
+  // task id.
+  hash::Digest post_task(ByteView caller, ByteView task, uint64_t now);
+  // Registers a run of the task its commitment names, under (task id, miner
+  // identity), and returns its run id. The commitment must match the task.
+  hash::Digest start_training_commitment(ByteView caller, ByteView commitment, uint64_t now);
   // Posts the root of the first `size` step leaves; seals the run at
   // size == declared_steps.
   void post_checkpoint_root(ByteView caller, const hash::Digest &run_id, uint64_t size,
                             const hash::Digest &root, ByteView consistency_proof, uint64_t now);
-  // Draws `rounds` distinct steps of a sealed run and opens one challenge
-  // per step; returns their ids in round order.
-  std::vector<uint64_t> issue_challenge(const hash::Digest &run_id, ByteView beacon,
-                                        uint64_t rounds, Mode mode, uint64_t now);
+  // Draws the task's challenge rounds (distinct steps) of a sealed run and
+  // opens one challenge per step in the task's mode; returns their ids in
+  // round order.
+  std::vector<uint64_t> issue_challenge(const hash::Digest &run_id, ByteView beacon, uint64_t now);
   void submit_opening(ByteView caller, uint64_t challenge_id, const hash::Digest &manifest_digest,
                       ByteView step_leaf, ByteView leaf_proof, uint64_t now);
   void declare_witness_norm_bucket(ByteView caller, uint64_t challenge_id, int64_t bucket,
@@ -101,11 +109,12 @@ class Ledger {
                             uint64_t now);
   ChallengeVerdict finalize_challenge(uint64_t challenge_id, uint64_t now);
 
-  // kNotFound for an unknown run or challenge.
+  // kNotFound for an unknown task, run or challenge.
+  task::Task task_info(const hash::Digest &task_id) const;
   RunInfo run_info(const hash::Digest &run_id) const;
   ChallengeInfo challenge_info(uint64_t challenge_id) const;
 
-  // Canonical pot.v1.LedgerState bytes; kLimit past kMaxLedgerStateBytes.
+  // Canonical pot.v2.LedgerState bytes; kLimit past kMaxLedgerStateBytes.
   Bytes save() const;
   // kLimit past kMaxLedgerStateBytes; kMalformed for bytes that are not a
   // canonical encoding of a state the ledger could have reached.
@@ -117,8 +126,11 @@ class Ledger {
   nlohmann::json apply(const nlohmann::json &call);
 
  private:
+  struct TaskRecord {
+    Bytes bytes;  // canonical
+    task::Task task;
+  };
   struct Run {
-    hash::Digest task_id;
     Bytes commitment_bytes;  // canonical
     commit::TrainingCommitment commitment;
     uint64_t latest_size = 0;
@@ -155,6 +167,7 @@ class Ledger {
 
   void check_now(uint64_t now) const;
   Run &run_for(const hash::Digest &run_id, const char *call);
+  const task::Task &task_of(const Run &r) const { return tasks_.at(r.commitment.task_id).task; }
   Challenge &challenge_for(uint64_t id, const char *call);
   // The verdict the challenge's current record yields (reason included).
   ChallengeVerdict evaluate(const Challenge &c) const;
@@ -163,9 +176,10 @@ class Ledger {
   LedgerConfig config_;
   uint64_t height_ = 0;
   uint64_t next_challenge_id_ = 0;
+  std::map<hash::Digest, TaskRecord> tasks_;
   std::map<hash::Digest, Run> runs_;
   std::map<RunKey, hash::Digest> run_keys_;
   std::map<uint64_t, Challenge> challenges_;
 };
 
-}  // namespace pot::witness
+}  // namespace pot::game

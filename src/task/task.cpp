@@ -1,0 +1,175 @@
+#include "task/task.h"
+
+#include "commit/canonical.h"
+#include "commit/json_fields.h"
+#include "common/error.h"
+#include "pot/v2/task.pb.h"
+
+namespace pot::task {
+
+namespace {
+
+using commit::bytes_of;
+using commit::digest_field;
+
+[[noreturn]] void rule(const std::string &what) { throw Error(Status::kInvalidArgument, "task: " + what); }
+
+void put(std::string *dst, const hash::Digest &d) {
+  dst->assign(reinterpret_cast<const char *>(d.bytes.data()), d.bytes.size());
+}
+
+void check_version(uint32_t v) {
+  if (v != commit::kProtocolVersion)
+    fail(Status::kUnsupported, "task: protocol version {} is not supported (this SDK implements version {})", v,
+         commit::kProtocolVersion);
+}
+
+ChallengeMode mode_from_name(const std::string &s, const std::string &path) {
+  if (s == "bitwise") return ChallengeMode::kBitwise;
+  if (s == "norm_bucket") return ChallengeMode::kNormBucket;
+  fail(Status::kInvalidArgument, "{} must be \"bitwise\" or \"norm_bucket\", not \"{}\"", path, s);
+}
+
+}  // namespace
+
+const char *challenge_mode_name(ChallengeMode m) noexcept {
+  return m == ChallengeMode::kNormBucket ? "norm_bucket" : "bitwise";
+}
+
+void Task::validate() const {
+  check_version(protocol_version);
+  if (owner.empty() || owner.size() > kMaxOwnerBytes)
+    rule(fmt::format("owner must be 1..{} bytes, not {}", kMaxOwnerBytes, owner.size()));
+  spec.validate();
+  if (dataset_size == 0) rule("dataset_size must be at least 1");
+  if (min_steps == 0) rule("min_steps must be at least 1");
+  if (max_steps < min_steps) rule(fmt::format("max_steps {} is below min_steps {}", max_steps, min_steps));
+  // A listed schedule root commits to a fixed number of entries, and a run
+  // has one entry per step.
+  if (min_steps != max_steps)
+    rule(fmt::format("a listed schedule fixes the number of steps: min_steps {} must equal max_steps {}", min_steps,
+                     max_steps));
+  if (challenge_rounds == 0 || challenge_rounds > kMaxChallengeRounds)
+    rule(fmt::format("challenge_policy.rounds = {} is outside 1..{}", challenge_rounds, kMaxChallengeRounds));
+  if (challenge_rounds > min_steps)
+    rule(fmt::format("challenge_policy.rounds = {} exceeds min_steps {}: a run has fewer distinct steps",
+                     challenge_rounds, min_steps));
+  if (challenge_mode != ChallengeMode::kBitwise && challenge_mode != ChallengeMode::kNormBucket)
+    rule(fmt::format("challenge_policy.mode {} is not bitwise (1) or norm_bucket (2)",
+                     static_cast<int>(challenge_mode)));
+}
+
+Bytes Task::encode() const {
+  validate();
+  v2::Task p;
+  p.set_protocol_version(protocol_version);
+  p.set_owner(std::string(owner.begin(), owner.end()));
+  const Bytes s = spec.encode();
+  p.set_spec(std::string(s.begin(), s.end()));
+  put(p.mutable_dataset_root(), dataset_root);
+  p.set_dataset_size(dataset_size);
+  put(p.mutable_initial_state()->mutable_published_digest(), initial_state_digest);
+  put(p.mutable_schedule()->mutable_listed_root(), schedule_root);
+  p.set_min_steps(min_steps);
+  p.set_max_steps(max_steps);
+  p.mutable_challenge_policy()->set_rounds(challenge_rounds);
+  p.mutable_challenge_policy()->set_mode(static_cast<v2::ChallengeMode>(challenge_mode));
+  const std::string out = p.SerializeAsString();
+  return Bytes(out.begin(), out.end());
+}
+
+Task Task::decode(ByteView b) {
+  const auto p = commit::parse_bounded<v2::Task>(b, kMaxTaskBytes, "task");
+  check_version(p.protocol_version());
+  Task t;
+  t.owner.assign(p.owner().begin(), p.owner().end());
+  try {
+    t.spec = commit::ExecutionSpec::decode(bytes_of(p.spec()));
+  } catch (const Error &e) {
+    throw Error(e.status(), std::string("task: ") + e.what());
+  }
+  t.dataset_root = digest_field(p.dataset_root(), "task: dataset_root");
+  t.dataset_size = p.dataset_size();
+  if (p.initial_state().rule_case() != v2::InitialStateRule::kPublishedDigest)
+    fail(Status::kMalformed, "task: initial_state names no rule (published_digest is the one this version has)");
+  t.initial_state_digest = digest_field(p.initial_state().published_digest(), "task: initial_state.published_digest");
+  if (p.schedule().rule_case() != v2::ScheduleRule::kListedRoot)
+    fail(Status::kMalformed, "task: schedule names no rule (listed_root is the one this version has)");
+  t.schedule_root = digest_field(p.schedule().listed_root(), "task: schedule.listed_root");
+  t.min_steps = p.min_steps();
+  t.max_steps = p.max_steps();
+  t.challenge_rounds = p.challenge_policy().rounds();
+  t.challenge_mode = static_cast<ChallengeMode>(p.challenge_policy().mode());
+  t.validate();
+  commit::require_canonical(t.encode(), b, "task");
+  return t;
+}
+
+hash::Digest Task::id() const {
+  const Bytes b = encode();
+  hash::Sha256 h;
+  hash::begin_tagged(h, "pot/v2/task");
+  return h.update(b).finish();
+}
+
+Task Task::from_json(const nlohmann::json &j) {
+  const commit::JsonFields f(j, "task");
+  f.only({"protocol_version", "owner", "spec", "dataset_root", "dataset_size", "initial_state", "schedule",
+          "min_steps", "max_steps", "challenge_policy"});
+  Task t;
+  t.protocol_version = f.has("protocol_version") ? f.u32("protocol_version") : commit::kProtocolVersion;
+  check_version(t.protocol_version);
+  t.owner = f.hex("owner");
+  t.spec = commit::ExecutionSpec::from_json(f.object("spec"));
+  t.dataset_root = f.digest("dataset_root");
+  t.dataset_size = f.u64("dataset_size");
+  const commit::JsonFields init(f.object("initial_state"), "task.initial_state");
+  init.only({"published_digest"});
+  t.initial_state_digest = init.digest("published_digest");
+  const commit::JsonFields sched(f.object("schedule"), "task.schedule");
+  sched.only({"listed_root"});
+  t.schedule_root = sched.digest("listed_root");
+  t.min_steps = f.u64("min_steps");
+  t.max_steps = f.u64("max_steps");
+  const commit::JsonFields pol(f.object("challenge_policy"), "task.challenge_policy");
+  pol.only({"rounds", "mode"});
+  t.challenge_rounds = pol.u32("rounds");
+  t.challenge_mode = mode_from_name(pol.str("mode"), pol.path("mode"));
+  t.validate();
+  return t;
+}
+
+nlohmann::json Task::to_json() const {
+  return {{"protocol_version", protocol_version},
+          {"owner", to_hex(owner)},
+          {"spec", spec.to_json()},
+          {"dataset_root", dataset_root.hex()},
+          {"dataset_size", dataset_size},
+          {"initial_state", {{"published_digest", initial_state_digest.hex()}}},
+          {"schedule", {{"listed_root", schedule_root.hex()}}},
+          {"min_steps", min_steps},
+          {"max_steps", max_steps},
+          {"challenge_policy", {{"rounds", challenge_rounds}, {"mode", challenge_mode_name(challenge_mode)}}}};
+}
+
+void check_commitment(const Task &task, const commit::TrainingCommitment &c) {
+  const hash::Digest id = task.id();
+  auto differs = [&](const char *field, const std::string &got, const std::string &want) {
+    fail(Status::kInvalidArgument, "commitment does not match task {}: {} is {}, the task fixes {}", id.hex(), field,
+         got, want);
+  };
+  if (c.task_id != id) differs("task_id", c.task_id.hex(), id.hex());
+  if (c.initial_state_digest != task.initial_state_digest)
+    differs("initial_state_digest", c.initial_state_digest.hex(), task.initial_state_digest.hex());
+  if (c.schedule_root != task.schedule_root) differs("schedule_root", c.schedule_root.hex(), task.schedule_root.hex());
+  if (c.dataset_root != task.dataset_root) differs("dataset_root", c.dataset_root.hex(), task.dataset_root.hex());
+  if (c.dataset_size != task.dataset_size)
+    differs("dataset_size", std::to_string(c.dataset_size), std::to_string(task.dataset_size));
+  const hash::Digest spec = task.spec.digest();
+  if (c.spec_digest != spec) differs("spec_digest", c.spec_digest.hex(), spec.hex());
+  if (c.declared_steps < task.min_steps || c.declared_steps > task.max_steps)
+    fail(Status::kOutOfRange, "commitment does not match task {}: declared_steps {} is outside {}..{}", id.hex(),
+         c.declared_steps, task.min_steps, task.max_steps);
+}
+
+}  // namespace pot::task

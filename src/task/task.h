@@ -1,0 +1,68 @@
+// The task a run answers to (docs/PROTOCOL.md section 17.1). A task owner
+// fixes, before anyone trains, everything a miner must not choose: the model
+// program and the execution spec (the spec carries the program digest), the
+// dataset, where S_0 comes from, the schedule, bounds on the number of steps
+// and how finished runs are challenged. The task id is the digest of its
+// canonical encoding; a training commitment names it, and check_commitment
+// says whether the commitment is one the task admits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "commit/commitment.h"
+#include "commit/spec.h"
+#include "hash/sha256.h"
+
+namespace pot::task {
+
+inline constexpr size_t kMaxTaskBytes = 8192;
+inline constexpr size_t kMaxOwnerBytes = 256;
+inline constexpr uint32_t kMaxChallengeRounds = 65536;
+
+enum class ChallengeMode { kBitwise = 1, kNormBucket = 2 };
+
+// "bitwise" or "norm_bucket".
+const char *challenge_mode_name(ChallengeMode m) noexcept;
+
+struct Task {
+  uint32_t protocol_version = commit::kProtocolVersion;
+  Bytes owner;                        // who posts the task, 1..256 bytes
+  commit::ExecutionSpec spec;         // carries the model program digest
+  hash::Digest dataset_root;          // section 15
+  uint64_t dataset_size = 0;
+  hash::Digest initial_state_digest;  // S_0 rule: the published S_0 every run starts from
+  hash::Digest schedule_root;         // schedule rule: the listed schedule every run follows
+  uint64_t min_steps = 0;             // bounds on declared_steps
+  uint64_t max_steps = 0;
+  uint32_t challenge_rounds = 0;      // challenge policy: distinct steps challenged per run
+  ChallengeMode challenge_mode = ChallengeMode::kBitwise;
+
+  // Throws naming the first rule broken: kUnsupported for another protocol
+  // version, kInvalidArgument otherwise (docs/PROTOCOL.md section 17.1).
+  void validate() const;
+  // Canonical pot.v2.Task bytes. Validates first.
+  Bytes encode() const;
+  // Strict decoding: kLimit past kMaxTaskBytes, kUnsupported for another
+  // protocol version (checked before any other field), kMalformed for bytes
+  // that are not the canonical encoding of a valid task.
+  static Task decode(ByteView b);
+  // The task id: tagged("pot/v2/task", encode()).
+  hash::Digest id() const;
+
+  // JSON form (docs/cli.md "Task"): unknown or missing keys are errors
+  // (kInvalidArgument); the spec is given as its JSON object.
+  static Task from_json(const nlohmann::json &j);
+  nlohmann::json to_json() const;
+};
+
+// Throws unless `commitment` is a run the task admits: kInvalidArgument
+// naming the first field that differs from what the task fixes (task_id,
+// initial_state_digest, schedule_root, dataset_root, dataset_size,
+// spec_digest, in that order), kOutOfRange for declared_steps outside
+// [min_steps, max_steps].
+void check_commitment(const Task &task, const commit::TrainingCommitment &commitment);
+
+}  // namespace pot::task

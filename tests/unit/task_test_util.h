@@ -1,0 +1,60 @@
+// A valid spec and task for tests of the core that need one (ledger,
+// commitments, openings). The digests stand for a program, dataset, S_0 and
+// schedule the tests never build.
+#pragma once
+
+#include <string>
+
+#include "commit/commitment.h"
+#include "commit/spec.h"
+#include "hash/sha256.h"
+#include "task/task.h"
+
+namespace pot::test {
+
+inline hash::Digest label_digest(const std::string &s) { return hash::sha256(s.data(), s.size()); }
+
+inline commit::ExecutionSpec test_spec() {
+  return commit::ExecutionSpec::from_json(nlohmann::json::parse(R"({
+    "framework": "pytorch", "framework_version": "1.13.1",
+    "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+    "dtype": "F32", "attention_backend": "math", "dropout": 0.1,
+    "optimizer": {"kind": "sgd", "lr": 0.01},
+    "grad_clip_max_norm": 0, "grad_accum_microbatches": 1, "batch_size": 4,
+    "deterministic_algorithms": true, "intra_op_threads": 1, "hardware_class": "cpu-x86_64",
+    "seed_policy": {"kind": "per_step", "base_seed": 7}, "norm_bucket_resolution": 16
+  })"));
+}
+
+// A task of `steps` steps whose digests derive from `label`.
+inline task::Task test_task(const std::string &label = "task", uint64_t steps = 8,
+                            task::ChallengeMode mode = task::ChallengeMode::kBitwise, uint32_t rounds = 1,
+                            const std::string &owner = "owner") {
+  task::Task t;
+  t.owner = Bytes(owner.begin(), owner.end());
+  t.spec = test_spec();
+  t.dataset_root = label_digest(label + " dataset");
+  t.dataset_size = 1000;
+  t.initial_state_digest = label_digest(label + " S_0");
+  t.schedule_root = label_digest(label + " schedule");
+  t.min_steps = t.max_steps = steps;
+  t.challenge_rounds = rounds;
+  t.challenge_mode = mode;
+  return t;
+}
+
+// The commitment of `miner` that matches `task`.
+inline commit::TrainingCommitment commitment_for(const task::Task &task, const Bytes &miner) {
+  commit::TrainingCommitment c;
+  c.task_id = task.id();
+  c.initial_state_digest = task.initial_state_digest;
+  c.schedule_root = task.schedule_root;
+  c.dataset_root = task.dataset_root;
+  c.dataset_size = task.dataset_size;
+  c.spec_digest = task.spec.digest();
+  c.declared_steps = task.min_steps;
+  c.miner_identity = miner;
+  return c;
+}
+
+}  // namespace pot::test

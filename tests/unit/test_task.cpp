@@ -1,0 +1,185 @@
+// Tasks: JSON in, canonical bytes out, one precise error per rule, strict
+// decoding (another protocol version named, not misread), and the check
+// that a commitment is one its task admits, naming the first field that
+// differs.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+#include "core_test_util.h"
+#include "pot/v2/task.pb.h"
+#include "task/task.h"
+#include "task_test_util.h"
+
+using namespace pot;
+using pot::test::status_of;
+
+namespace {
+
+// The status and message a call throws with ("accepted" when it returns).
+std::pair<Status, std::string> outcome(const std::function<void()> &f) {
+  try {
+    f();
+  } catch (const Error &e) {
+    return {e.status(), e.what()};
+  }
+  return {Status::kOk, "accepted"};
+}
+
+Bytes raw_with(const task::Task &t, const std::function<void(v2::Task &)> &change) {
+  const Bytes b = t.encode();
+  v2::Task p;
+  EXPECT_TRUE(p.ParseFromArray(b.data(), static_cast<int>(b.size())));
+  change(p);
+  const std::string s = p.SerializeAsString();
+  return Bytes(s.begin(), s.end());
+}
+
+}  // namespace
+
+TEST(Task, JsonRoundTripCanonicalBytesAndId) {
+  const task::Task t = test::test_task();
+  const Bytes b = t.encode();
+  const task::Task back = task::Task::decode(b);
+  EXPECT_EQ(back.encode(), b);
+  EXPECT_EQ(back.id(), t.id());
+  EXPECT_EQ(back.to_json(), t.to_json());
+  EXPECT_EQ(task::Task::from_json(t.to_json()).encode(), b);
+  EXPECT_EQ(t.to_json()["protocol_version"], 2);
+  EXPECT_EQ(t.to_json()["challenge_policy"]["mode"], "bitwise");
+  // The id is tagged("pot/v2/task", canonical bytes).
+  hash::Sha256 h;
+  hash::begin_tagged(h, "pot/v2/task");
+  EXPECT_EQ(h.update(b).finish(), t.id());
+  // Every field moves the id.
+  const std::vector<std::function<void(task::Task &)>> changes = {
+      [](task::Task &x) { x.owner.push_back('2'); },
+      [](task::Task &x) { x.spec.optimizer.lr *= 2; },
+      [](task::Task &x) { x.dataset_root.bytes[0] ^= 1; },
+      [](task::Task &x) { x.dataset_size += 1; },
+      [](task::Task &x) { x.initial_state_digest.bytes[0] ^= 1; },
+      [](task::Task &x) { x.schedule_root.bytes[0] ^= 1; },
+      [](task::Task &x) { x.min_steps = x.max_steps = 9; },
+      [](task::Task &x) { x.challenge_rounds = 2; },
+      [](task::Task &x) { x.challenge_mode = task::ChallengeMode::kNormBucket; },
+  };
+  for (size_t i = 0; i < changes.size(); ++i) {
+    task::Task x = t;
+    changes[i](x);
+    EXPECT_NE(x.id(), t.id()) << "change " << i;
+  }
+}
+
+TEST(Task, EachRuleHasItsOwnMessage) {
+  struct Case {
+    std::function<void(task::Task &)> change;
+    Status status;
+    const char *expect;
+  };
+  const Case cases[] = {
+      {[](task::Task &t) { t.protocol_version = 1; }, Status::kUnsupported, "protocol version 1 is not supported"},
+      {[](task::Task &t) { t.owner.clear(); }, Status::kInvalidArgument, "owner must be 1..256 bytes"},
+      {[](task::Task &t) { t.owner.assign(257, 'o'); }, Status::kInvalidArgument, "owner must be 1..256 bytes"},
+      {[](task::Task &t) { t.spec.intra_op_threads = 0; }, Status::kInvalidArgument, "spec:"},
+      {[](task::Task &t) { t.dataset_size = 0; }, Status::kInvalidArgument, "dataset_size must be at least 1"},
+      {[](task::Task &t) { t.min_steps = 0; }, Status::kInvalidArgument, "min_steps must be at least 1"},
+      {[](task::Task &t) { t.max_steps = 7; }, Status::kInvalidArgument, "max_steps 7 is below min_steps 8"},
+      {[](task::Task &t) { t.max_steps = 9; }, Status::kInvalidArgument, "a listed schedule fixes the number of steps"},
+      {[](task::Task &t) { t.challenge_rounds = 0; }, Status::kInvalidArgument, "challenge_policy.rounds = 0"},
+      {[](task::Task &t) { t.challenge_rounds = 9; }, Status::kInvalidArgument, "exceeds min_steps 8"},
+      {[](task::Task &t) { t.challenge_mode = static_cast<task::ChallengeMode>(3); }, Status::kInvalidArgument,
+       "challenge_policy.mode 3"},
+  };
+  for (const Case &c : cases) {
+    task::Task t = test::test_task();
+    c.change(t);
+    const auto [status, message] = outcome([&] { t.validate(); });
+    EXPECT_EQ(status, c.status) << message;
+    EXPECT_NE(message.find(c.expect), std::string::npos) << message << " // expected: " << c.expect;
+  }
+}
+
+TEST(Task, StrictDecoding) {
+  const task::Task t = test::test_task();
+  const Bytes b = t.encode();
+  EXPECT_EQ(status_of([&] { task::Task::decode(Bytes(9000)); }), Status::kLimit);
+  for (size_t n = 0; n < b.size(); ++n)
+    EXPECT_NE(status_of([&] { task::Task::decode(ByteView(b).first(n)); }), Status::kOk) << "prefix " << n;
+  Bytes extra = b;
+  extra.push_back(0x78);  // field 15, varint
+  extra.push_back(1);
+  EXPECT_EQ(status_of([&] { task::Task::decode(extra); }), Status::kMalformed);
+  // Another version is named before any field is read.
+  const auto [status, message] =
+      outcome([&] { task::Task::decode(raw_with(t, [](v2::Task &p) { p.set_protocol_version(1); })); });
+  EXPECT_EQ(status, Status::kUnsupported);
+  EXPECT_NE(message.find("protocol version 1"), std::string::npos) << message;
+  // Missing rules, a non-canonical embedded spec, a short digest.
+  EXPECT_EQ(status_of([&] { task::Task::decode(raw_with(t, [](v2::Task &p) { p.clear_initial_state(); })); }),
+            Status::kMalformed);
+  EXPECT_EQ(status_of([&] { task::Task::decode(raw_with(t, [](v2::Task &p) { p.clear_schedule(); })); }),
+            Status::kMalformed);
+  EXPECT_EQ(status_of([&] { task::Task::decode(raw_with(t, [](v2::Task &p) { p.mutable_spec()->push_back(0); })); }),
+            Status::kMalformed);
+  EXPECT_EQ(
+      status_of([&] { task::Task::decode(raw_with(t, [](v2::Task &p) { p.mutable_dataset_root()->pop_back(); })); }),
+      Status::kMalformed);
+  EXPECT_EQ(status_of([&] {
+              task::Task::decode(raw_with(t, [](v2::Task &p) { p.mutable_challenge_policy()->set_mode(v2::ChallengeMode(5)); }));
+            }),
+            Status::kInvalidArgument);
+}
+
+TEST(Task, JsonIsReadStrictly) {
+  const nlohmann::json j = test::test_task().to_json();
+  auto with = [&](const std::string &pointer, const nlohmann::json &v) {
+    nlohmann::json k = j;
+    k[nlohmann::json::json_pointer(pointer)] = v;
+    return outcome([&] { task::Task::from_json(k); });
+  };
+  EXPECT_EQ(with("/extra", 1).first, Status::kInvalidArgument);
+  EXPECT_EQ(with("/challenge_policy/mode", "bits").first, Status::kInvalidArgument);
+  EXPECT_EQ(with("/challenge_policy/extra", 1).first, Status::kInvalidArgument);
+  EXPECT_EQ(with("/initial_state/seeded", true).first, Status::kInvalidArgument);
+  EXPECT_EQ(with("/schedule/listed_root", "abc").first, Status::kInvalidArgument);
+  EXPECT_EQ(with("/protocol_version", 1).first, Status::kUnsupported);
+  nlohmann::json missing = j;
+  missing.erase("min_steps");
+  EXPECT_EQ(status_of([&] { task::Task::from_json(missing); }), Status::kInvalidArgument);
+}
+
+TEST(Task, CheckCommitmentNamesTheFirstFieldThatDiffers) {
+  const task::Task t = test::test_task();
+  const Bytes miner = {'m'};
+  const commit::TrainingCommitment good = test::commitment_for(t, miner);
+  EXPECT_EQ(status_of([&] { task::check_commitment(t, good); }), Status::kOk);
+  struct Case {
+    std::function<void(commit::TrainingCommitment &)> change;
+    Status status;
+    const char *field;
+  };
+  const Case cases[] = {
+      {[](auto &c) { c.task_id.bytes[0] ^= 1; }, Status::kInvalidArgument, "task_id is"},
+      {[](auto &c) { c.initial_state_digest.bytes[0] ^= 1; }, Status::kInvalidArgument, "initial_state_digest is"},
+      {[](auto &c) { c.schedule_root.bytes[0] ^= 1; }, Status::kInvalidArgument, "schedule_root is"},
+      {[](auto &c) { c.dataset_root.bytes[0] ^= 1; }, Status::kInvalidArgument, "dataset_root is"},
+      {[](auto &c) { c.dataset_size = 1; }, Status::kInvalidArgument, "dataset_size is 1, the task fixes 1000"},
+      {[](auto &c) { c.spec_digest.bytes[0] ^= 1; }, Status::kInvalidArgument, "spec_digest is"},
+      {[](auto &c) { c.declared_steps = 20000; }, Status::kOutOfRange, "declared_steps 20000 is outside 8..8"},
+      {[](auto &c) { c.declared_steps = 7; }, Status::kOutOfRange, "declared_steps 7 is outside 8..8"},
+      // Two fields differ: the first in the documented order is named.
+      {[](auto &c) {
+         c.spec_digest.bytes[0] ^= 1;
+         c.schedule_root.bytes[0] ^= 1;
+       },
+       Status::kInvalidArgument, "schedule_root is"},
+  };
+  for (const Case &c : cases) {
+    commit::TrainingCommitment m = good;
+    c.change(m);
+    const auto [status, message] = outcome([&] { task::check_commitment(t, m); });
+    EXPECT_EQ(status, c.status) << message;
+    EXPECT_NE(message.find(c.field), std::string::npos) << message << " // expected: " << c.field;
+  }
+}
