@@ -397,6 +397,7 @@ POT_HANDLE(pot_log, pot_log_free)
 POT_HANDLE(pot_tree, pot_tree_free)
 POT_HANDLE(pot_spec, pot_spec_free)
 POT_HANDLE(pot_commitment, pot_commitment_free)
+POT_HANDLE(pot_task, pot_task_free)
 POT_HANDLE(pot_opening, pot_opening_free)
 POT_HANDLE(pot_verdict, pot_verdict_free)
 POT_HANDLE(pot_ledger, pot_ledger_free)
@@ -417,6 +418,9 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
 %newobject pot_spec_decode;
 %newobject pot_commitment_from_json;
 %newobject pot_commitment_decode;
+%newobject pot_task_from_json;
+%newobject pot_task_decode;
+%newobject pot_task_spec;
 %newobject pot_opening_new;
 %newobject pot_verdict_new;
 %newobject pot_ledger_new;

@@ -10,6 +10,7 @@ void add_merkle_commands(CLI::App &app);
 void add_protocol_commands(CLI::App &app);
 void add_spec_commands(CLI::App &app);
 void add_commit_commands(CLI::App &app);
+void add_task_commands(CLI::App &app);
 void add_open_commands(CLI::App &app);
 void add_ledger_commands(CLI::App &app);
 void add_replay_commands(CLI::App &app);
@@ -25,6 +26,7 @@ int main(int argc, char **argv) {
   pot_cli::add_protocol_commands(app);
   pot_cli::add_spec_commands(app);
   pot_cli::add_commit_commands(app);
+  pot_cli::add_task_commands(app);
   pot_cli::add_open_commands(app);  // after protocol: adds to 'witness'
   pot_cli::add_ledger_commands(app);
   pot_cli::add_replay_commands(app);  // after open: adds to 'open'

@@ -47,6 +47,7 @@ TrainingCommitment TrainingCommitment::decode(ByteView b) {
   // The version decides how the other fields read: a version 1 commitment
   // (field 4 was schedule_length) is refused here, naming its version.
   c.protocol_version = p.protocol_version();
+  if (c.protocol_version == 0) fail(Status::kMalformed, "commitment: protocol_version is missing");
   if (c.protocol_version != kProtocolVersion) c.validate();
   c.task_id = digest_field(p.task_id(), "commitment: task_id");
   c.initial_state_digest = digest_field(p.initial_state_digest(), "commitment: initial_state_digest");

@@ -80,6 +80,7 @@ Bytes Task::encode() const {
 
 Task Task::decode(ByteView b) {
   const auto p = commit::parse_bounded<v2::Task>(b, kMaxTaskBytes, "task");
+  if (p.protocol_version() == 0) fail(Status::kMalformed, "task: protocol_version is missing");
   check_version(p.protocol_version());
   Task t;
   t.owner.assign(p.owner().begin(), p.owner().end());

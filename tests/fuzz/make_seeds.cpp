@@ -131,7 +131,11 @@ void commitment_seeds(const json &protocol, const json &transcript) {
   size_t i = 0;
   for (const auto &c : protocol["commitments"]) seed("fuzz_commitment", "vector_" + std::to_string(i++), hex(c["canonical"]));
   for (const auto &c : transcript["calls"])
-    if (c.contains("commitment")) seed("fuzz_commitment", "ledger_" + std::to_string(i++), hex(c["commitment"]));
+    if (c.contains("commitment") && c["call"] == "start_training_commitment")
+      seed("fuzz_commitment", "ledger_" + std::to_string(i++), hex(c["commitment"]));
+  for (const auto &t : protocol["tasks"]) seed("fuzz_task", "vector_" + std::to_string(i++), hex(t["canonical"]));
+  for (const auto &c : transcript["calls"])
+    if (c.contains("task")) seed("fuzz_task", "ledger_" + std::to_string(i++), hex(c["task"]));
 }
 
 // The fuzz_proofs layout: kind (bit 0: 1 inclusion, 0 consistency), u64 a,

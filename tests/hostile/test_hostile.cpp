@@ -140,6 +140,7 @@ const json &protocol() {
 
 Bytes vector_spec() { return unhex(protocol()["specs"][0]["canonical"].get<std::string>()); }
 Bytes vector_commitment() { return unhex(protocol()["commitments"][0]["canonical"].get<std::string>()); }
+Bytes vector_task() { return unhex(protocol()["tasks"][0]["canonical"].get<std::string>()); }
 
 // The vector commitment, decoded: what pot_opening_verify checks manifests against.
 using Commitment = std::unique_ptr<pot_commitment, decltype(&pot_commitment_free)>;
@@ -197,6 +198,7 @@ std::vector<Decoder> decoders() {
   return {
       {"pot_spec_decode", owning(pot_spec_decode, pot_spec_free)},
       {"pot_commitment_decode", owning(pot_commitment_decode, pot_commitment_free)},
+      {"pot_task_decode", owning(pot_task_decode, pot_task_free)},
       {"pot_schedule_entry_decode",
        [](const uint8_t *p, size_t n, pot_error **e) {
          uint64_t step = 0, indices[64];
@@ -378,7 +380,7 @@ TEST(HugeClaims, CanonicalMessages) {
   put_varint(claim, uint64_t{1} << 3 | 2);
   put_varint(claim, uint64_t{1} << 40);
   claim.insert(claim.end(), 16, 0xAB);
-  for (const char *name : {"pot_spec_decode", "pot_commitment_decode", "pot_ledger_load"})
+  for (const char *name : {"pot_spec_decode", "pot_commitment_decode", "pot_task_decode", "pot_ledger_load"})
     expect_refused(name, POT_E_MALFORMED, claim.size(),
                    [&](pot_error **e) { return decoder(name).run(claim.data(), claim.size(), e); });
   // Past the size limits: refused on the length alone.
@@ -583,7 +585,8 @@ TEST(TruncatedInputs, EveryPrefixOfEveryFormat) {
   // Canonical messages: a prefix of the spec or the commitment lacks a
   // field the rules require, so each is refused (malformed or invalid).
   for (const auto &[name, full] : std::vector<std::pair<std::string, Bytes>>{
-           {"pot_spec_decode", vector_spec()}, {"pot_commitment_decode", vector_commitment()}})
+           {"pot_spec_decode", vector_spec()}, {"pot_commitment_decode", vector_commitment()},
+           {"pot_task_decode", vector_task()}})
     for (size_t n = 0; n < full.size(); ++n) {
       const Call c = measure([&, &dec = decoder(name), &bytes = full](pot_error **e) { return dec.run(bytes.data(), n, e); });
       EXPECT_TRUE(c.status == POT_E_MALFORMED || c.status == POT_E_INVALID_ARGUMENT)
@@ -780,7 +783,8 @@ TEST(NonCanonical, EveryCanonicalDecoderRefusesOtherEncodings) {
     expect_refused(what, POT_E_MALFORMED, b.size(), [&](pot_error **e) { return d.run(b.data(), b.size(), e); });
   };
   for (const auto &[name, full] : std::vector<std::pair<std::string, Bytes>>{
-           {"pot_spec_decode", vector_spec()}, {"pot_commitment_decode", vector_commitment()}}) {
+           {"pot_spec_decode", vector_spec()}, {"pot_commitment_decode", vector_commitment()},
+           {"pot_task_decode", vector_task()}}) {
     const Decoder &d = decoder(name);
     ASSERT_EQ(d.run(full.data(), full.size(), nullptr), POT_OK);
     Bytes trailing_default = full;  // field 15 written out with its default 0

@@ -1,4 +1,4 @@
-"""An independent implementation of docs/PROTOCOL.md (sections 2-7).
+"""An independent implementation of docs/PROTOCOL.md.
 
 Written from the document alone, with nothing but hashlib and struct, so
 that the library's digests are checked against a second implementation.
@@ -280,11 +280,39 @@ def spec_canonical(j: dict) -> bytes:
 
 
 def commitment_canonical(j: dict) -> bytes:
-    return (pb_varint(1, j.get("protocol_version", 1)) + pb_bytes(2, bytes.fromhex(j["initial_state_digest"])) +
-            pb_bytes(3, bytes.fromhex(j["schedule_root"])) + pb_varint(4, j["schedule_length"]) +
+    """pot.v2.TrainingCommitment (section 17)."""
+    return (pb_varint(1, j.get("protocol_version", 2)) + pb_bytes(2, bytes.fromhex(j["task_id"])) +
+            pb_bytes(3, bytes.fromhex(j["initial_state_digest"])) + pb_bytes(4, bytes.fromhex(j["schedule_root"])) +
             pb_bytes(5, bytes.fromhex(j["dataset_root"])) + pb_varint(6, j["dataset_size"]) +
             pb_bytes(7, bytes.fromhex(j["spec_digest"])) + pb_varint(8, j["declared_steps"]) +
             pb_bytes(9, bytes.fromhex(j["miner_identity"])))
+
+
+def run_id(j: dict) -> bytes:
+    return tagged("pot/v2/run", commitment_canonical(j))
+
+
+CHALLENGE_MODES = {"bitwise": 1, "norm_bucket": 2}
+
+
+def task_canonical(j: dict) -> bytes:
+    """pot.v2.Task (section 17.1): the spec is embedded as its canonical bytes."""
+    policy = j["challenge_policy"]
+    return (pb_varint(1, j.get("protocol_version", 2)) + pb_bytes(2, bytes.fromhex(j["owner"])) +
+            pb_bytes(3, spec_canonical(j["spec"])) + pb_bytes(4, bytes.fromhex(j["dataset_root"])) +
+            pb_varint(5, j["dataset_size"]) +
+            pb_message(6, pb_bytes(1, bytes.fromhex(j["initial_state"]["published_digest"]))) +
+            pb_message(7, pb_bytes(1, bytes.fromhex(j["schedule"]["listed_root"]))) +
+            pb_varint(8, j["min_steps"]) + pb_varint(9, j["max_steps"]) +
+            pb_message(10, pb_varint(1, policy["rounds"]) + pb_varint(2, CHALLENGE_MODES[policy["mode"]])))
+
+
+def task_id(j: dict) -> bytes:
+    return tagged("pot/v2/task", task_canonical(j))
+
+
+def spec_digest(j: dict) -> bytes:
+    return tagged("pot/v1/spec", spec_canonical(j))
 
 
 # --- Schedules (section 16) and witnesses (section 19) ----------------------

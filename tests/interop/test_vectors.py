@@ -111,10 +111,25 @@ def test_canonical_spec_commitment_schedules_witnesses():
         canon = ind.spec_canonical(s["json"])
         assert canon.hex() == s["canonical"]
         assert ind.tagged("pot/v1/spec", canon).hex() == s["digest"]
+    tasks = {}
+    for t in v["tasks"]:
+        canon = ind.task_canonical(t["json"])
+        assert canon.hex() == t["canonical"]
+        assert ind.task_id(t["json"]).hex() == t["task_id"]
+        tasks[t["task_id"]] = t["json"]
+    assert tasks
     for c in v["commitments"]:
         canon = ind.commitment_canonical(c["json"])
         assert canon.hex() == c["canonical"]
-        assert ind.tagged("pot/v1/run", canon).hex() == c["run_id"]
+        assert ind.run_id(c["json"]).hex() == c["run_id"]
+        # The commitment is one its task admits: every field the task fixes agrees.
+        t = tasks[c["json"]["task_id"]]
+        assert c["json"]["initial_state_digest"] == t["initial_state"]["published_digest"]
+        assert c["json"]["schedule_root"] == t["schedule"]["listed_root"]
+        assert c["json"]["dataset_root"] == t["dataset_root"]
+        assert c["json"]["dataset_size"] == t["dataset_size"]
+        assert c["json"]["spec_digest"] == ind.spec_digest(t["spec"]).hex()
+        assert t["min_steps"] <= c["json"]["declared_steps"] <= t["max_steps"]
     for e in v["schedule_entries"]:
         assert ind.schedule_entry(e["step"], e["microbatches"]).hex() == e["entry"]
     for s in v["seeded_schedules"]:

@@ -295,7 +295,7 @@ def test_spec_and_commitment_accessors():
         assert s.seed_policy is pot.SeedPolicy.NONE and s.seed == 0
         assert s.to_dict()["model_program_digest"] == str(pot.sha256(b"p"))
         assert repr(s) == f"<pot.Spec {s.digest()}>"
-    c = pot.Commitment({"initial_state_digest": "aa" * 32, "schedule_root": "bb" * 32, "schedule_length": 3,
+    c = pot.Commitment({"initial_state_digest": "aa" * 32, "schedule_root": "bb" * 32, "task_id": "77" * 32,
                         "dataset_root": "cc" * 32, "dataset_size": 9, "spec_digest": "dd" * 32,
                         "declared_steps": 3, "miner_identity": "6d696e6572"})
     with c:
@@ -328,4 +328,4 @@ def test_pot_i_owns_every_handle():
     assert set(declared.values()) == frees
     constructors = {m.group(1) for m in re.finditer(r"\b(pot_\w+)\s*\(\s*pot_\w+\s*\*\*\s*out\b", text)}
     assert constructors == set(re.findall(r"^%newobject (pot_\w+);", iface, re.M))
-    assert len(constructors) == 20
+    assert len(constructors) == 23

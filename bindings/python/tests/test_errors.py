@@ -175,7 +175,7 @@ def test_closed_handles_raise_state_error(tmp_path):
 
 def test_opening_verify_reports_the_failed_check():
     """pot_opening_verify sets *check on failure: the exception's `check`."""
-    c = pot.Commitment({"initial_state_digest": "00" * 32, "schedule_root": "00" * 32, "schedule_length": 1,
+    c = pot.Commitment({"initial_state_digest": "00" * 32, "schedule_root": "00" * 32, "task_id": "77" * 32,
                         "dataset_root": "00" * 32, "dataset_size": 1, "spec_digest": "00" * 32,
                         "declared_steps": 1, "miner_identity": "6d696e6572"})
     with c:

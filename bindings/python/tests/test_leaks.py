@@ -15,7 +15,7 @@ from conftest import spec_json
 CYCLES = 10_000
 RSS_BOUND = 1 << 20
 HEAP_BOUND = 64 << 10
-COMMITMENT = {"initial_state_digest": "aa" * 32, "schedule_root": "bb" * 32, "schedule_length": 4,
+COMMITMENT = {"initial_state_digest": "aa" * 32, "schedule_root": "bb" * 32, "task_id": "77" * 32,
               "dataset_root": "cc" * 32, "dataset_size": 10, "spec_digest": "dd" * 32, "declared_steps": 4,
               "miner_identity": "6d696e6572"}
 

@@ -38,7 +38,7 @@ class Run:
         self.log_root = self.log.root(STEPS)
         self.commitment = pot.Commitment({
             "initial_state_digest": str(self.states[0]), "schedule_root": str(self.schedule.root()),
-            "schedule_length": STEPS, "dataset_root": str(self.dataset.root()), "dataset_size": SAMPLES,
+            "task_id": "77" * 32, "dataset_root": str(self.dataset.root()), "dataset_size": SAMPLES,
             "spec_digest": "00" * 32, "declared_steps": STEPS, "miner_identity": "6d696e6572"})
         self.run_id = self.commitment.run_id
 
@@ -118,7 +118,7 @@ def test_tampered_openings(run, case):
         args["pre_state_path"] = run.dir / "missing"
     elif case == "other run":
         other = pot.Commitment({
-            "initial_state_digest": str(run.states[0]), "schedule_root": str(run.states[0]), "schedule_length": 6,
+            "initial_state_digest": str(run.states[0]), "schedule_root": str(run.states[0]), "task_id": "77" * 32,
             "dataset_root": str(run.states[0]), "dataset_size": 8, "spec_digest": "00" * 32, "declared_steps": 6,
             "miner_identity": "6f74686572"})
         args["commitment"] = other

@@ -186,7 +186,7 @@ def record(tiny, ck, tamper_step=None, every=2, steps=3):
             d0 = rec.start(w)
         commitment = pot.Commitment({
             "initial_state_digest": str(d0), "schedule_root": str(pot.seeded_schedule_root(5, N_SAMPLES, 2, 1, steps)),
-            "schedule_length": steps, "dataset_root": str(dataset.root()), "dataset_size": N_SAMPLES,
+            "task_id": "77" * 32, "dataset_root": str(dataset.root()), "dataset_size": N_SAMPLES,
             "spec_digest": str(spec.digest()), "declared_steps": steps, "miner_identity": "6d696e6572"})
         dataset.close()
         with pytest.raises(pot.InvalidArgumentError):

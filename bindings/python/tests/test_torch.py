@@ -59,8 +59,11 @@ def train(tmp, forge_at=None, skip_seed_at=None):
     spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, microbatches=ACCUM, dropout=0.1,
                         grad_clip_max_norm=1.0, seed=2026)
     schedule = pt.plan_schedule(loader, STEPS, ACCUM)
+    # The task owner fixes S_0, the data, the schedule and the spec.
+    task = pt.make_task(model, opt, spec, dataset_dir=os.path.join(tmp, "data"), schedule=schedule, owner=b"owner",
+                        challenge_rounds=5)
     # The three lines: 1.
-    rec = pt.Recorder(model, opt, spec, program, os.path.join(tmp, "ckpt"), dataset_dir=os.path.join(tmp, "data"),
+    rec = pt.Recorder(model, opt, task, program, os.path.join(tmp, "ckpt"), dataset_dir=os.path.join(tmp, "data"),
                       schedule=schedule, checkpoint_every=EVERY)
     t = 0
     while t < STEPS:
@@ -135,8 +138,31 @@ def test_recorder_checks_the_schedule_and_the_call_order(tmp_path):
     pt.write_dataset((data.sample(i) for i in range(len(data))), os.path.join(tmp, "data"))
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True)
     spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=4, dropout=0.1, seed=1)
-    rec = pt.Recorder(model, opt, spec, program, os.path.join(tmp, "ckpt"), dataset_dir=os.path.join(tmp, "data"),
-                      schedule=[[[0, 1, 2, 3]], [[4, 5, 6, 7]]])
+    schedule = [[[0, 1, 2, 3]], [[4, 5, 6, 7]]]
+    task = pt.make_task(model, opt, spec, dataset_dir=os.path.join(tmp, "data"), schedule=schedule, owner=b"owner",
+                        challenge_rounds=1)
+    with pytest.raises(TypeError):
+        pt.Recorder(model, opt, spec, program, os.path.join(tmp, "ck0"), dataset_dir=os.path.join(tmp, "data"),
+                    schedule=schedule)
+    # What the task does not admit is refused before anything is written.
+    with pytest.raises(pot.InvalidArgumentError, match="schedule_root"):
+        pt.Recorder(model, opt, task, program, os.path.join(tmp, "ck1"), dataset_dir=os.path.join(tmp, "data"),
+                    schedule=[[[0, 1, 2, 3]], [[4, 5, 6, 8]]])
+    with pytest.raises(pot.InvalidArgumentError, match="dataset_root"):  # 63 of the 64 samples
+        pt.Recorder(model, opt, task, program, os.path.join(tmp, "ck2"), dataset_dir=os.path.join(tmp, "data"),
+                    schedule=schedule, dataset_size=63)
+    saved = model.body[0].bias.detach().clone()
+    with torch.no_grad():
+        model.body[0].bias.add_(1.0)  # a model that is not the task's S_0
+    with pytest.raises(pot.InvalidArgumentError, match="initial_state_digest"):
+        pt.Recorder(model, opt, task, program, os.path.join(tmp, "ck3"), dataset_dir=os.path.join(tmp, "data"),
+                    schedule=schedule)
+    with torch.no_grad():
+        model.body[0].bias.copy_(saved)
+    assert not any(os.path.exists(os.path.join(tmp, d)) for d in ("ck0", "ck1", "ck2", "ck3"))
+    rec = pt.Recorder(model, opt, task, program, os.path.join(tmp, "ckpt"), dataset_dir=os.path.join(tmp, "data"),
+                      schedule=schedule)
+    assert rec.commitment.task_id == task.id
     with pytest.raises(pot.StateError):
         rec.end_step(1.0)
     with pytest.raises(pot.ConflictError):

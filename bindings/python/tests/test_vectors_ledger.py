@@ -29,7 +29,7 @@ def test_ledger_transcript():
             assert outcome == expect, f"call {i} ({args['call']}): {result}"
             if "result" in call:
                 assert result == call["result"], f"call {i} ({args['call']})"
-        assert len(V["calls"]) == 16
+        assert len(V["calls"]) == 21
 
         state = ledger.save()
         assert str(pot.sha256(state)) == V["state_sha256"]
@@ -45,8 +45,10 @@ def test_ledger_transcript():
 
 
 def test_ledger_refusals_raise_their_status():
-    """The refused calls of the transcript raise PermissionDeniedError and
-    StateError, carrying the transcript's messages."""
+    """The refused calls of the transcript raise the class of their status
+    (a commitment before its task, a task from another identity than its
+    owner, a commitment the task does not admit, a root from another
+    identity, calls in the wrong phase), carrying the transcript's messages."""
     cfg = V["config"]
     seen = {}
     with pot.Ledger(cfg["commit_window"], cfg["reveal_window"], cfg["quorum"], cfg["max_rounds"]) as ledger:
@@ -59,4 +61,5 @@ def test_ledger_refusals_raise_their_status():
                 ledger.apply(args)
             seen[e.value.status] = type(e.value)
             assert e.value.message == call["result"]["message"]
-    assert seen == {"POT_E_PERMISSION": pot.PermissionDeniedError, "POT_E_STATE": pot.StateError}
+    assert seen == {"POT_E_PERMISSION": pot.PermissionDeniedError, "POT_E_STATE": pot.StateError,
+                    "POT_E_NOT_FOUND": pot.NotFoundError, "POT_E_INVALID_ARGUMENT": pot.InvalidArgumentError}

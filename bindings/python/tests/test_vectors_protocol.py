@@ -87,6 +87,25 @@ def test_spec_errors():
     want_error(e, pot.LimitError, pot.Status.LIMIT)
 
 
+@pytest.mark.parametrize("i", range(len(V["tasks"])))
+def test_tasks(i):
+    t = V["tasks"][i]
+    with pot.Task.from_json(t["json"]) as task:
+        assert task.encode().hex() == t["canonical"]
+        assert str(task.id) == t["task_id"]
+        with pot.Task.decode(task.encode()) as dec, pot.Task.from_json(dec.to_json()) as again:
+            assert again.id == task.id and dec.to_dict() == task.to_dict()
+        with task.spec as spec:
+            assert spec.to_dict() == pot.Spec(t["json"]["spec"]).to_dict()
+        # Every commitment of the vectors answers to this task.
+        for c in V["commitments"]:
+            with pot.Commitment(c["json"]) as cm:
+                assert cm.task_id == task.id
+                task.check_commitment(cm)
+        with pytest.raises(pot.MalformedError):
+            pot.Task.decode(task.encode()[:-1])
+
+
 @pytest.mark.parametrize("i", range(len(V["commitments"])))
 def test_commitments(i):
     c = V["commitments"][i]

@@ -24,6 +24,7 @@ shared between threads.
 
 from . import _pot
 from ._core import (ABI_VERSION, BUILT_VERSION, CHUNK_SIZE, DIGEST_SIZE, MAX_BEACON_BYTES, MAX_CHALLENGE_ROUNDS,
+                    PROTOCOL_VERSION, protocol_version,
                     MAX_JSON_BYTES, MAX_DIMS, MAX_NAME_BYTES, STEP_LEAF_SIZE, WITNESS_SALT_SIZE, Digest, abi_version, digest_to_hex,
                     join_proof, split_proof, status_name, version)
 from ._errors import (BackendError, ConflictError, DuplicateError, Error, InternalError, InvalidArgumentError,
@@ -39,6 +40,7 @@ from .protocol import (NORM_BUCKET_NONFINITE, NORM_BUCKET_ZERO, StepLeaf, challe
 from .spec import SeedPolicy, Spec
 from .commitment import (Commitment, CommitmentDigests, ScheduleEntry, sample_digest, schedule_entry_encode,
                          seeded_schedule_entry, seeded_schedule_root)
+from .task import Task
 from .opening import Opening, OpeningCheck, opening_check_name, verify_opening
 from .witness import (Decision, Verdict, VerdictOutcome, WitnessMode, verify_witness_reveal, witness_commitment,
                       witness_salt)
@@ -57,7 +59,8 @@ del _cls
 
 __all__ = [
     # versions and constants
-    "version", "abi_version", "ABI_VERSION", "BUILT_VERSION", "DIGEST_SIZE", "CHUNK_SIZE", "MAX_NAME_BYTES",
+    "version", "abi_version", "protocol_version", "PROTOCOL_VERSION", "ABI_VERSION", "BUILT_VERSION", "DIGEST_SIZE",
+    "CHUNK_SIZE", "MAX_NAME_BYTES",
     "MAX_DIMS", "STEP_LEAF_SIZE", "MAX_CHALLENGE_ROUNDS", "MAX_BEACON_BYTES", "MAX_JSON_BYTES", "WITNESS_SALT_SIZE",
     # errors
     "Status", "status_name", "error_class", "Error", "InvalidArgumentError", "OutOfMemoryError", "IoError",
@@ -76,7 +79,7 @@ __all__ = [
     "NORM_BUCKET_ZERO", "NORM_BUCKET_NONFINITE", "norm_bucket", "norm_buckets_match", "update_norm",
     # spec, commitments
     "SeedPolicy", "Spec", "sample_digest", "ScheduleEntry", "schedule_entry_encode", "seeded_schedule_entry",
-    "seeded_schedule_root", "CommitmentDigests", "Commitment",
+    "seeded_schedule_root", "CommitmentDigests", "Commitment", "Task",
     # openings
     "OpeningCheck", "opening_check_name", "Opening", "verify_opening",
     # witnesses

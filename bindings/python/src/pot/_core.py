@@ -9,6 +9,9 @@ from ._errors import InvalidArgumentError, MalformedError
 
 #: POT_ABI_VERSION of the pot.h this binding was built against.
 ABI_VERSION: int = _pot.POT_ABI_VERSION
+#: POT_PROTOCOL_VERSION: the protocol version (docs/PROTOCOL.md) tasks and
+#: commitments are written and read in.
+PROTOCOL_VERSION: int = _pot.POT_PROTOCOL_VERSION
 #: POT_VERSION_STRING of the pot.h this binding was built against.
 BUILT_VERSION: str = _pot.POT_VERSION_STRING
 
@@ -27,6 +30,11 @@ _check_abi(_pot.pot_abi_version(), ABI_VERSION)
 def version() -> str:
     """Version of the libpot loaded at run time (pot_version_string), e.g. "0.1.0"."""
     return _pot.pot_version_string()
+
+
+def protocol_version() -> int:
+    """Protocol version of the libpot loaded at run time (pot_protocol_version)."""
+    return _pot.pot_protocol_version()
 
 
 def abi_version() -> int:

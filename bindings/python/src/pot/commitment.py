@@ -116,9 +116,15 @@ class Commitment(Handle):
 
     @property
     def run_id(self) -> Digest:
-        """The run id: tagged("pot/v1/run", canonical bytes)."""
+        """The run id: tagged("pot/v2/run", canonical bytes)."""
         with self._read() as h:
             return _digest(_pot.pot_commitment_run_id(h))
+
+    @property
+    def task_id(self) -> Digest:
+        """The id of the task the run answers to."""
+        with self._read() as h:
+            return _digest(_pot.pot_commitment_task_id(h))
 
     @property
     def digests(self) -> CommitmentDigests:

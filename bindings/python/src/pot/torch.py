@@ -1,8 +1,10 @@
 """pot.torch: record an ordinary PyTorch training loop for Proof of Training.
 
-Three lines hook a loop (docs/python.md)::
+The task owner fixes the training first (`make_task`: the spec, the program,
+the dataset, S_0 and the schedule); three lines then hook a miner's loop
+(docs/python.md)::
 
-    rec = pot.torch.Recorder(model, optimizer, spec, "model.pt", "ckpt/", dataset_dir="data/", schedule=schedule)
+    rec = pot.torch.Recorder(model, optimizer, task, "model.pt", "ckpt/", dataset_dir="data/", schedule=schedule)
     for t, (indices, batch) in enumerate(loader, start=1):
         rec.begin_step(indices)              # seed policy applied; the batch checked against the schedule
         loss = model(*batch)
@@ -15,16 +17,17 @@ docs/PROTOCOL.md section 21.1 (`param/`, `buffer/`, `optim/<param>/<key>`,
 copying them, keeps a checkpoint directory and serves openings from it
 (re-deriving pre-states from the nearest checkpoint).
 
-Helpers prepare what the commitment needs before training: `save_program`
+Helpers prepare what the task needs before training: `save_program`
 (the TorchScript model program), `make_spec` (the execution spec from the
 optimizer and the loop's settings), `write_dataset` (one safetensors file per
-sample) and `plan_schedule` (the batches a DataLoader will draw, computed
-ahead without disturbing it).
+sample), `plan_schedule` (the batches a DataLoader will draw, computed
+ahead without disturbing it) and `make_task` (the task from all of them).
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
@@ -32,13 +35,15 @@ import torch
 
 from ._errors import ConflictError, InvalidArgumentError, StateError
 from .commitment import Commitment, sample_digest, schedule_entry_encode
+from .hash import State
 from .merkle import Tree
 from .replay import Checkpoints, Recorder as _CRecorder, program_digest_file
 from .safetensors import SafetensorsWriter
 from .spec import SeedPolicy, Spec
+from .task import Task
 
-__all__ = ["Recorder", "canonical_state", "make_spec", "plan_schedule", "save_program", "state_writer",
-           "step_loss", "write_dataset", "DTYPE_NAMES"]
+__all__ = ["Recorder", "canonical_state", "make_spec", "make_task", "plan_schedule", "save_program",
+           "state_writer", "step_loss", "write_dataset", "DTYPE_NAMES"]
 
 # torch dtype -> safetensors dtype name (docs/PROTOCOL.md section 4).
 DTYPE_NAMES: Dict[torch.dtype, str] = {
@@ -252,52 +257,121 @@ def plan_schedule(loader: "torch.utils.data.DataLoader[Any]", steps: int, microb
     return plan
 
 
+def _schedule_entries(schedule: Sequence[Sequence[Sequence[int]]], dataset_size: int) -> List[bytes]:
+    return [schedule_entry_encode(t, [int(i) for mb in step for i in mb], [len(mb) for mb in step], dataset_size)
+            for t, step in enumerate(schedule, start=1)]
+
+
+def _schedule_root(entries: Sequence[bytes]) -> bytes:
+    with Tree.in_memory() as tree:
+        for e in entries:
+            tree.append(e)
+        return tree.root()
+
+
+def _initial_state(model: torch.nn.Module, optimizer: torch.optim.Optimizer, spec: Spec) -> Dict[str, torch.Tensor]:
+    """S_0 as a run of `spec` starts from it: under single_seed the generator
+    is seeded with the spec's seed first (rng/cpu is part of S_0)."""
+    single = spec.seed_policy == SeedPolicy.SINGLE_SEED
+    if single:
+        torch.manual_seed(spec.seed)
+    return canonical_state(model, optimizer, rng=single)
+
+
+def _dataset_size(directory: str) -> int:
+    return sum(1 for f in os.listdir(directory) if f.endswith(".safetensors"))
+
+
+def make_task(model: torch.nn.Module, optimizer: torch.optim.Optimizer, spec: Spec, *,
+              dataset_dir: Union[str, "os.PathLike[str]"], schedule: Sequence[Sequence[Sequence[int]]],
+              owner: bytes, challenge_rounds: int = 8, challenge_mode: str = "bitwise",
+              dataset_size: Optional[int] = None) -> Task:
+    """The task a task owner posts before anyone trains (docs/PROTOCOL.md
+    section 17.1): the spec (which names the model program), the dataset
+    root over dataset_dir, S_0 = the model and optimizer as they are now (a
+    fresh optimizer: no state yet), the schedule root of `schedule` (one step
+    per entry, so the run has exactly len(schedule) steps) and the challenge
+    policy (`challenge_rounds` distinct steps per run, "bitwise" or
+    "norm_bucket"). Miners then train from the same S_0, data and schedule
+    and Recorder(task=...) refuses anything else."""
+    directory = os.fspath(dataset_dir)
+    if dataset_size is None:
+        dataset_size = _dataset_size(directory)
+    if not schedule:
+        raise InvalidArgumentError("the schedule is empty")
+    state = _initial_state(model, optimizer, spec)
+    with State() as st:
+        for name, t in state.items():
+            if t.dtype not in DTYPE_NAMES:
+                raise InvalidArgumentError(f"tensor '{name}' has dtype {t.dtype}, which safetensors cannot hold")
+            st.add_tensor(name, DTYPE_NAMES[t.dtype], list(t.shape), _buffer(t))
+        initial = st.digest()
+    entries = _schedule_entries(schedule, dataset_size)
+    return Task.from_json({
+        "owner": bytes(owner).hex(), "spec": json.loads(spec.to_json()),
+        "dataset_root": _dataset_root(directory, dataset_size).hex(), "dataset_size": dataset_size,
+        "initial_state": {"published_digest": initial.hex()},
+        "schedule": {"listed_root": _schedule_root(entries).hex()},
+        "min_steps": len(entries), "max_steps": len(entries),
+        "challenge_policy": {"rounds": challenge_rounds, "mode": challenge_mode},
+    })
+
+
 class Recorder:
     """Records a PyTorch training loop: begin_step() before the forward
     pass, end_step(loss) after the optimizer (and LR scheduler) step.
 
-    At construction it records S_0 (the model and optimizer as they are),
-    builds the training commitment (S_0, the schedule, the dataset in
-    dataset_dir, the spec, the declared steps, the miner identity) and
+    It trains for a task (make_task): the spec is the task's. At construction
+    it records S_0 (the model and optimizer as they are), builds the training
+    commitment (the task id, S_0, the schedule, the dataset in dataset_dir,
+    the spec, the declared steps, the miner identity), refuses it unless the
+    task admits it (InvalidArgumentError naming the field that differs: a
+    model that is not the task's S_0, another schedule, other data), and
     creates the checkpoint directory. `commitment` and `run_id` are what the
     miner publishes before training.
     """
 
-    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, spec: Spec,
+    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, task: Task,
                  program: Union[str, "os.PathLike[str]"], checkpoint_dir: Union[str, "os.PathLike[str]"], *,
                  dataset_dir: Union[str, "os.PathLike[str]"], schedule: Sequence[Sequence[Sequence[int]]],
                  dataset_size: Optional[int] = None, checkpoint_every: int = 10,
                  miner_identity: bytes = b"miner") -> None:
-        self.model, self.optimizer, self.spec = model, optimizer, spec
+        if not isinstance(task, Task):
+            raise TypeError(f"Recorder takes the task the run answers to (pot.Task, see pot.torch.make_task), "
+                            f"not {type(task).__name__}")
+        spec = task.spec
+        self._rec: Optional[_CRecorder] = None  # set once the task admits the run
+        self.task, self.model, self.optimizer, self.spec = task, model, optimizer, spec
         self.checkpoint_dir, self.dataset_dir = os.fspath(checkpoint_dir), os.fspath(dataset_dir)
         self.schedule = [[list(map(int, mb)) for mb in step] for step in schedule]
         if not self.schedule:
             raise InvalidArgumentError("the schedule is empty")
         if dataset_size is None:
-            dataset_size = sum(1 for f in os.listdir(self.dataset_dir) if f.endswith(".safetensors"))
+            dataset_size = _dataset_size(self.dataset_dir)
         self.dataset_size = dataset_size
         if spec.intra_op_threads != torch.get_num_threads():
             torch.set_num_threads(spec.intra_op_threads)
         self._single_seed = spec.seed_policy == SeedPolicy.SINGLE_SEED
-        if self._single_seed:
-            torch.manual_seed(spec.seed)
-        self._rec = _CRecorder(self.checkpoint_dir, spec, program, checkpoint_every)
-        s0 = canonical_state(model, optimizer, rng=self._single_seed)
+        s0 = _initial_state(model, optimizer, spec)
         self._rng = s0.get("rng/cpu")
-        with state_writer(s0) as w:
-            self.initial_state_digest = self._rec.start(w)
-        entries = [schedule_entry_encode(t, [i for mb in step for i in mb], [len(mb) for mb in step], dataset_size)
-                   for t, step in enumerate(self.schedule, start=1)]
-        with Tree.in_memory() as tree:
-            for e in entries:
-                tree.append(e)
-            schedule_root = tree.root()
+        with State() as st:
+            for name, t in s0.items():
+                st.add_tensor(name, DTYPE_NAMES[t.dtype], list(t.shape), _buffer(t))
+            initial = st.digest()
+        entries = _schedule_entries(self.schedule, dataset_size)
+        # Checked before anything is written: a run the task would refuse is
+        # refused here, not by the ledger after training.
         self.commitment = Commitment.from_json({
-            "initial_state_digest": self.initial_state_digest.hex(), "schedule_root": schedule_root.hex(),
-            "schedule_length": len(entries), "dataset_root": _dataset_root(self.dataset_dir, dataset_size).hex(),
-            "dataset_size": dataset_size, "spec_digest": spec.digest().hex(), "declared_steps": len(entries),
+            "task_id": task.id.hex(), "initial_state_digest": initial.hex(),
+            "schedule_root": _schedule_root(entries).hex(),
+            "dataset_root": _dataset_root(self.dataset_dir, dataset_size).hex(), "dataset_size": dataset_size,
+            "spec_digest": spec.digest().hex(), "declared_steps": len(entries),
             "miner_identity": bytes(miner_identity).hex(),
         })
+        task.check_commitment(self.commitment)
+        self._rec = _CRecorder(self.checkpoint_dir, spec, program, checkpoint_every)
+        with state_writer(s0) as w:
+            self.initial_state_digest = self._rec.start(w)
         self._rec.set_commitment(self.commitment, entries)
         self.run_id = self.commitment.run_id
         self._step = 0  # the step begun, 0 between steps
@@ -370,7 +444,8 @@ class Recorder:
             return c.state_path(step, self.dataset_dir)[0]
 
     def close(self) -> None:
-        self._rec.close()
+        if self._rec is not None:
+            self._rec.close()
 
     def __enter__(self) -> "Recorder":
         return self
@@ -379,4 +454,5 @@ class Recorder:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<pot.torch.Recorder {self.checkpoint_dir!r}: {self._rec.size} of {len(self.schedule)} steps>"
+        done = self._rec.size if self._rec is not None else 0
+        return f"<pot.torch.Recorder {self.checkpoint_dir!r}: {done} of {len(self.schedule)} steps>"

@@ -1,0 +1,74 @@
+// pot task build | check.
+#include <CLI/CLI.hpp>
+
+#include "cli_util.h"
+
+namespace pot_cli {
+
+namespace {
+
+using Task = std::unique_ptr<pot_task, decltype(&pot_task_free)>;
+using Commitment = std::unique_ptr<pot_commitment, decltype(&pot_commitment_free)>;
+
+std::string text_of(const std::string &file) {
+  const auto bytes = read_file(file);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+Task load_task(const std::string &file) {
+  pot_error *err = nullptr;
+  pot_task *t = nullptr;
+  check(pot_task_from_json(&t, text_of(file).c_str(), &err), &err, file.c_str());
+  return Task(t, pot_task_free);
+}
+
+}  // namespace
+
+void add_task_commands(CLI::App &app) {
+  CLI::App *task = app.add_subcommand("task", "Tasks: what a task owner fixes before anyone trains");
+  task->require_subcommand(1);
+  struct Opts {
+    std::string file, commitment;
+    bool json = false;
+  };
+
+  auto b = std::make_shared<Opts>();
+  CLI::App *build = task->add_subcommand("build", "Validate a task (JSON); print its task id");
+  build->add_option("FILE", b->file, "task (JSON; '-' = stdin)")->required();
+  build->add_flag("--json", b->json, "print JSON (adds the canonical bytes)");
+  build->callback([b] {
+    pot_error *err = nullptr;
+    const Task t = load_task(b->file);
+    pot_digest id;
+    check(pot_task_id(&id, t.get(), &err), &err, "task id");
+    pot_bytes enc{};
+    check(pot_task_encode(&enc, t.get(), &err), &err, "encode");
+    const std::string h = hex(enc.data, enc.len);
+    pot_bytes_free(&enc);
+    emit(b->json, {{"task_id", hex(id)}, {"canonical", h}}, {hex(id)});
+  });
+
+  auto c = std::make_shared<Opts>();
+  CLI::App *chk = task->add_subcommand("check", "Does the task admit this training commitment?");
+  chk->add_option("TASK", c->file, "task (JSON)")->required();
+  chk->add_option("COMMITMENT", c->commitment, "training commitment (JSON)")->required();
+  chk->add_flag("--json", c->json, "print JSON");
+  chk->callback([c] {
+    pot_error *err = nullptr;
+    const Task t = load_task(c->file);
+    pot_commitment *raw = nullptr;
+    check(pot_commitment_from_json(&raw, text_of(c->commitment).c_str(), &err), &err, c->commitment.c_str());
+    const Commitment m(raw, pot_commitment_free);
+    if (pot_task_check_commitment(t.get(), m.get(), &err) != POT_OK) {
+      const std::string msg = pot_error_message(err);
+      pot_error_free(err);
+      if (c->json) emit(true, {{"admitted", false}, {"reason", msg}}, {});
+      throw CliError(kExitRejected, msg);
+    }
+    pot_digest run;
+    check(pot_commitment_run_id(&run, m.get(), &err), &err, "run id");
+    emit(c->json, {{"admitted", true}, {"run_id", hex(run)}}, {"OK " + hex(run)});
+  });
+}
+
+}  // namespace pot_cli

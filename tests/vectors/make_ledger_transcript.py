@@ -1,0 +1,114 @@
+"""Writes the calls of tests/vectors/ledger_transcript.json (stdout).
+
+The docs/ledger.md example session: a task posted by its owner, a 4-step run
+of miner "miner" that answers to it, a norm-bucket challenge answered by
+witnesses "alice" and "bob", with refused calls inserted. Everything is
+computed here with tests/interop/independent.py (hashlib only); the
+results are recorded by the reference ledger:
+
+    python3 tests/vectors/make_ledger_transcript.py > /tmp/calls.json
+    build/src/cli/pot ledger --record /tmp/calls.json > tests/vectors/ledger_transcript.json
+"""
+import json
+import os
+import struct
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "interop"))
+import independent as ind  # noqa: E402
+
+OWNER, MINER, ALICE, BOB = (s.encode().hex() for s in ("owner", "miner", "alice", "bob"))
+STEPS = 4
+
+
+def digest(label: str) -> str:
+    return ind.sha256(label.encode()).hex()
+
+
+SPEC = {"framework": "pytorch", "framework_version": "1.13.1", "model_program_digest": digest("program"),
+        "dtype": "F32", "attention_backend": "math", "dropout": 0.0,
+        "optimizer": {"kind": "sgd", "lr": 0.01}, "batch_size": 4, "intra_op_threads": 1,
+        "hardware_class": "cpu-x86_64", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16}
+TASK = {"owner": OWNER, "spec": SPEC, "dataset_root": digest("dataset"), "dataset_size": 100,
+        "initial_state": {"published_digest": digest("S_0")}, "schedule": {"listed_root": digest("schedule")},
+        "min_steps": STEPS, "max_steps": STEPS, "challenge_policy": {"rounds": 1, "mode": "norm_bucket"}}
+COMMITMENT = {"task_id": ind.task_id(TASK).hex(), "initial_state_digest": digest("S_0"),
+              "schedule_root": digest("schedule"), "dataset_root": digest("dataset"), "dataset_size": 100,
+              "spec_digest": ind.spec_digest(SPEC).hex(), "declared_steps": STEPS, "miner_identity": MINER}
+RUN = ind.run_id(COMMITMENT).hex()
+
+leaves = [ind.step_leaf(t, ind.sha256(f"S_{t}".encode()), struct.pack("<d", 1.0 / t)) for t in range(1, STEPS + 1)]
+hashes = [ind.leaf_hash(x) for x in leaves]
+root2 = ind.mth(leaves[:2])
+root4 = ind.mth(leaves)
+pair = [ind.node_hash(hashes[0], hashes[1]), ind.node_hash(hashes[2], hashes[3])]
+
+
+def inclusion(i: int) -> str:
+    """RFC 6962 PATH(i, D[4]), deepest hash first."""
+    return (hashes[i ^ 1] + pair[1 - i // 2]).hex()
+
+
+BEACON = b"block 103 randomness".hex()
+STEP = ind.derive_challenges(bytes.fromhex(BEACON), bytes.fromhex(RUN), STEPS, 1)[0]
+MANIFEST = digest("opening manifest")
+WITNESSES = [(ALICE, digest("alice's replay"), -1199, "000102030405060708090a0b0c0d0e0f"),
+             (BOB, digest("bob's replay"), -1199, "ab" * 16)]
+
+
+def witness(who, replayed, bucket, salt):
+    return ind.witness_commitment(bytes.fromhex(RUN), STEP, bytes.fromhex(replayed), bucket, bytes.fromhex(salt),
+                                  bytes.fromhex(who)).hex()
+
+
+mine = dict(COMMITMENT, initial_state_digest=digest("a model obtained elsewhere"))
+calls = [
+    {"call": "start_training_commitment", "caller": MINER, "now": 99,
+     "commitment": ind.commitment_canonical(COMMITMENT).hex(), "expect": "POT_E_NOT_FOUND"},
+    {"call": "post_task", "caller": MINER, "now": 99, "task": ind.task_canonical(TASK).hex(),
+     "expect": "POT_E_PERMISSION"},
+    {"call": "post_task", "caller": OWNER, "now": 99, "task": ind.task_canonical(TASK).hex()},
+    {"call": "start_training_commitment", "caller": MINER, "now": 100,
+     "commitment": ind.commitment_canonical(mine).hex(), "expect": "POT_E_INVALID_ARGUMENT"},
+    {"call": "start_training_commitment", "caller": MINER, "now": 100,
+     "commitment": ind.commitment_canonical(COMMITMENT).hex()},
+    {"call": "post_checkpoint_root", "caller": ALICE, "now": 100, "run_id": RUN, "size": 1, "root": "00" * 32,
+     "consistency_proof": "", "expect": "POT_E_PERMISSION"},
+    {"call": "issue_challenge", "now": 101, "run_id": RUN, "beacon": "01", "expect": "POT_E_STATE"},
+    {"call": "post_checkpoint_root", "caller": MINER, "now": 101, "run_id": RUN, "size": 2, "root": root2.hex(),
+     "consistency_proof": ""},
+    # PROOF(2, D[4]) = [MTH(D[2:4])]: D[0:2] is a complete subtree of both.
+    {"call": "post_checkpoint_root", "caller": MINER, "now": 102, "run_id": RUN, "size": 4, "root": root4.hex(),
+     "consistency_proof": pair[1].hex()},
+    {"call": "issue_challenge", "now": 103, "run_id": RUN, "beacon": BEACON},
+    {"call": "submit_opening", "caller": MINER, "now": 104, "challenge_id": 0, "manifest_digest": MANIFEST,
+     "step_leaf": leaves[STEP - 1].hex(), "leaf_proof": inclusion(STEP - 1)},
+    {"call": "declare_witness_norm_bucket", "caller": MINER, "now": 104, "challenge_id": 0, "bucket": -1200},
+] + [
+    {"call": "commit_witness", "caller": w, "now": 105, "challenge_id": 0, "commitment": witness(w, r, b, s)}
+    for w, r, b, s in WITNESSES
+] + [
+    {"call": "reveal_witness_value", "caller": ALICE, "now": 106, "challenge_id": 0,
+     "replayed_state": WITNESSES[0][1], "bucket": -1199, "salt": WITNESSES[0][3], "expect": "POT_E_STATE"},
+] + [
+    {"call": "reveal_witness_value", "caller": w, "now": 114, "challenge_id": 0, "replayed_state": r, "bucket": b,
+     "salt": s} for w, r, b, s in WITNESSES
+] + [
+    {"call": "finalize_challenge", "now": 124, "challenge_id": 0},
+    {"call": "task_info", "task_id": COMMITMENT["task_id"]},
+    {"call": "run_info", "run_id": RUN},
+    {"call": "challenge_info", "challenge_id": 0},
+]
+for c in calls:
+    c.setdefault("expect", "ok")
+json.dump({
+    "description": "A ledger transcript: the docs/ledger.md example session with refused calls inserted (a "
+                   "commitment before its task is posted, a task posted by another identity than its owner, a "
+                   "commitment with an S_0 of the miner's choosing, another identity posting a root, a challenge "
+                   "before the run is sealed, a reveal before the commit phase closes). Made by "
+                   "tests/vectors/make_ledger_transcript.py; each call carries the outcome and result the "
+                   "reference ledger gives; `pot ledger` replays it and fails on any difference, including the "
+                   "final state's SHA-256.",
+    "config": {"commit_window": 10, "reveal_window": 10, "quorum": 2, "max_rounds": 4},
+    "calls": calls}, sys.stdout, indent=1, sort_keys=True)
+print()
