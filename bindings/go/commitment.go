@@ -221,7 +221,7 @@ func (c *Commitment) ToJSON() (string, error) {
 	return takeString(&out), nil
 }
 
-// RunID returns the run id, tagged("pot/v1/run", canonical bytes).
+// RunID returns the run id, tagged("pot/v2/run", canonical bytes).
 func (c *Commitment) RunID() (Digest, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -261,6 +261,20 @@ func (c *Commitment) DeclaredSteps() uint64 {
 	n := uint64(C.pot_commitment_declared_steps(c.p))
 	runtime.KeepAlive(c)
 	return n
+}
+
+// TaskID returns the id of the task the run answers to.
+func (c *Commitment) TaskID() (Digest, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.p == nil {
+		return Digest{}, closedError("Commitment")
+	}
+	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_commitment_task_id(out, c.p, cerr)
+	})
+	runtime.KeepAlive(c)
+	return d, err
 }
 
 // DatasetSize returns the committed dataset size; 0 after Close.

@@ -92,8 +92,8 @@ func newRun(t *testing.T) *run {
 	r.logRoot, err = r.log.Root(runSteps)
 	check(t, err)
 	r.commitment, err = pot.CommitmentFromJSON(fmt.Sprintf(`{"initial_state_digest": "%s", "schedule_root": "%s",
-		"schedule_length": %d, "dataset_root": "%s", "dataset_size": %d, "spec_digest": "%064d",
-		"declared_steps": %d, "miner_identity": "6d696e6572"}`, r.states[0], sroot, runSteps, droot, runSamples, 0, runSteps))
+		"task_id": "7777777777777777777777777777777777777777777777777777777777777777", "dataset_root": "%s", "dataset_size": %d, "spec_digest": "%064d",
+		"declared_steps": %d, "miner_identity": "6d696e6572"}`, r.states[0], sroot, droot, runSamples, 0, runSteps))
 	check(t, err)
 	t.Cleanup(func() { r.commitment.Close() })
 	r.runID, err = r.commitment.RunID()
@@ -193,7 +193,7 @@ func TestOpeningFlow(t *testing.T) {
 	}
 	// Another run's commitment.
 	other, err := pot.CommitmentFromJSON(fmt.Sprintf(`{"initial_state_digest": "%s", "schedule_root": "%s",
-		"schedule_length": 6, "dataset_root": "%s", "dataset_size": 8, "spec_digest": "%064d",
+		"task_id": "7777777777777777777777777777777777777777777777777777777777777777", "dataset_root": "%s", "dataset_size": 8, "spec_digest": "%064d",
 		"declared_steps": 6, "miner_identity": "6f74686572"}`, r.states[0], r.states[0], r.states[0], 0))
 	check(t, err)
 	defer other.Close()

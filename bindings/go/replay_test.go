@@ -73,7 +73,7 @@ func TestReplayAvailability(t *testing.T) {
 		_, err = pot.OpenCheckpoints(filepath.Join(dir, "ck"))
 		wantCode(t, err, pot.StatusUnsupported)
 		c, err := pot.CommitmentFromJSON(fmt.Sprintf(`{"initial_state_digest": "%064d", "schedule_root": "%064d",
-			"schedule_length": 1, "dataset_root": "%064d", "dataset_size": 1, "spec_digest": "%064d",
+			"task_id": "7777777777777777777777777777777777777777777777777777777777777777", "dataset_root": "%064d", "dataset_size": 1, "spec_digest": "%064d",
 			"declared_steps": 1, "miner_identity": "6d696e6572"}`, 0, 0, 0, 0))
 		check(t, err)
 		defer c.Close()
@@ -234,8 +234,8 @@ func TestRecorderAndCheckpoints(t *testing.T) {
 		t.Fatal("Start does not return S_0's state digest")
 	}
 	commitment, err := pot.CommitmentFromJSON(fmt.Sprintf(`{"initial_state_digest": "%s", "schedule_root": "%s",
-		"schedule_length": %d, "dataset_root": "%s", "dataset_size": %d, "spec_digest": "%s",
-		"declared_steps": %d, "miner_identity": "6d696e6572"}`, d0, sroot, steps, droot, samples, specDigest, steps))
+		"task_id": "7777777777777777777777777777777777777777777777777777777777777777", "dataset_root": "%s", "dataset_size": %d, "spec_digest": "%s",
+		"declared_steps": %d, "miner_identity": "6d696e6572"}`, d0, sroot, droot, samples, specDigest, steps))
 	check(t, err)
 	defer commitment.Close()
 	wantCode(t, rec.SetCommitment(commitment, entries[:2]), pot.StatusInvalidArgument)

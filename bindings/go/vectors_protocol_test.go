@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	pot "github.com/pot-sdk/pot/bindings/go"
@@ -47,6 +48,11 @@ type protocolVectors struct {
 		Canonical string          `json:"canonical"`
 		Digest    string          `json:"digest"`
 	} `json:"specs"`
+	Tasks []struct {
+		JSON      json.RawMessage `json:"json"`
+		Canonical string          `json:"canonical"`
+		TaskID    string          `json:"task_id"`
+	} `json:"tasks"`
 	Commitments []struct {
 		JSON      json.RawMessage `json:"json"`
 		Canonical string          `json:"canonical"`
@@ -213,6 +219,65 @@ func TestProtocolVectors(t *testing.T) {
 		wantCode(t, err, pot.StatusInvalidArgument)
 		_, err = pot.SpecFromJSON(`not json`)
 		wantCode(t, err, pot.StatusMalformed)
+	})
+
+	t.Run("tasks", func(t *testing.T) {
+		if len(v.Tasks) == 0 {
+			t.Fatal("no task vectors")
+		}
+		for i, tv := range v.Tasks {
+			task, err := pot.TaskFromJSON(string(tv.JSON))
+			check(t, err)
+			enc, err := task.Encode()
+			check(t, err)
+			if !bytes.Equal(enc, mustHex(t, tv.Canonical)) {
+				t.Errorf("task %d: canonical %x, want %s", i, enc, tv.Canonical)
+			}
+			id, err := task.ID()
+			check(t, err)
+			if id.String() != tv.TaskID {
+				t.Errorf("task %d: id %v, want %s", i, id, tv.TaskID)
+			}
+			dec, err := pot.DecodeTask(enc)
+			check(t, err)
+			if id2, _ := dec.ID(); id2 != id {
+				t.Errorf("task %d: decoding changed the id", i)
+			}
+			spec, err := dec.Spec()
+			check(t, err)
+			if spec.IntraOpThreads() == 0 {
+				t.Errorf("task %d: spec without threads", i)
+			}
+			for _, c := range v.Commitments {
+				cm, err := pot.CommitmentFromJSON(string(c.JSON))
+				check(t, err)
+				if tid, _ := cm.TaskID(); tid != id {
+					t.Errorf("task %d: the commitment names task %v", i, tid)
+				}
+				check(t, task.CheckCommitment(cm))
+				cm.Close()
+			}
+			// Another S_0 than the task's is refused, naming the field.
+			var j map[string]any
+			check(t, json.Unmarshal(v.Commitments[0].JSON, &j))
+			j["initial_state_digest"] = strings.Repeat("00", 32)
+			other, _ := json.Marshal(j)
+			cm, err := pot.CommitmentFromJSON(string(other))
+			check(t, err)
+			err = task.CheckCommitment(cm)
+			wantCode(t, err, pot.StatusInvalidArgument)
+			if !strings.Contains(err.Error(), "initial_state_digest") {
+				t.Errorf("task %d: %v does not name the field", i, err)
+			}
+			old := append([]byte(nil), enc...)
+			old[1] = 1 // protocol_version 1
+			_, err = pot.DecodeTask(old)
+			wantCode(t, err, pot.StatusUnsupported)
+			cm.Close()
+			spec.Close()
+			dec.Close()
+			task.Close()
+		}
 	})
 
 	t.Run("commitments", func(t *testing.T) {

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """The pot demo: Proof of Training end to end, on this machine.
 
-1. An honest miner trains a small GPT language model on a synthetic corpus
-   for 200 steps with PyTorch through pot.torch.Recorder (dropout, per-step
-   seeds, a shuffled schedule, AdamW, cosine LR), posting checkpoint roots
-   with consistency proofs to the reference ledger as it goes.
-2. The ledger draws challenges from beacon values; the miner serves openings
-   from its checkpoint directory (re-deriving pre-states from the nearest
-   stored checkpoint).
+0. A task owner posts the task to the reference ledger: the model program,
+   the data set, S_0, the schedule and the spec (dropout, per-step seeds,
+   AdamW), 200 steps, 4 bitwise challenges per draw.
+1. An honest miner trains the task's small GPT language model on its
+   synthetic corpus for 200 steps with PyTorch through pot.torch.Recorder
+   (a shuffled schedule, cosine LR), posting checkpoint roots with
+   consistency proofs to the reference ledger as it goes.
+2. The ledger draws challenges from beacon values (rounds and mode are the
+   task's); the miner serves openings from its checkpoint directory
+   (re-deriving pre-states from the nearest stored checkpoint).
 3. Three verifiers -- C++ (the pot CLI), Go (samples/go-verifier) and Python
    (pot.verify_step, on 2 threads instead of the spec's 1, through the
    norm-bucket path) -- verify the openings by replaying the steps, commit and
@@ -41,7 +44,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "python-trainer"))
 import trainer  # noqa: E402
 
 STEPS = 200
-TASK_ID = hashlib.sha256(b"pot demo task: a tiny language model").hexdigest()
+OWNER = b"task owner"
+ROUNDS = 4  # challenged steps per draw: the task's challenge policy
 VERIFIERS = [("C++ (pot CLI)", "C++", "616c696365"), ("Go (go-verifier)", "Go", "626f62"),
              ("Python (pot.verify_step, 2 threads)", "Python", "6361726f6c")]
 
@@ -103,7 +107,7 @@ def run_cmd(cmd):
 class Miner:
     """A trained run: its recorder, files and ledger identity."""
 
-    def __init__(self, name, out, chain, identity, **train_args):
+    def __init__(self, name, out, chain, identity, task, program, **train_args):
         self.name, self.out, self.chain, self.identity = name, out, chain, identity
         shutil.rmtree(out, ignore_errors=True)
         self.run_id = None
@@ -116,12 +120,12 @@ class Miner:
                             root=root.hex(), consistency_proof=proof.hex())
 
         def on_start(rec):  # the commitment goes on chain before training starts
-            res = self.chain.call("start_training_commitment", caller=identity, task_id=TASK_ID,
+            res = self.chain.call("start_training_commitment", caller=identity,
                                   commitment=rec.commitment.encode().hex())
             self.run_id = res["run_id"]
 
         self.r = trainer.train(out, steps=STEPS, identity=bytes.fromhex(identity), on_start=on_start,
-                               on_root=on_root, progress=bar(name), **train_args)
+                               on_root=on_root, progress=bar(name), task=task, program=program, **train_args)
         self.rec, self.spec, self.program = self.r["recorder"], self.r["spec"], self.r["program"]
         self.spec_path = os.path.join(out, "spec.json")
         with open(self.spec_path, "w") as f:
@@ -212,12 +216,13 @@ def verify_all(args, miner, t, manifest, pre, post, timings):
     return out
 
 
-def challenge(args, chain, miner, beacon, rounds, mode, timings):
-    """Issues challenges, has the miner open them and the verifiers witness
-    them (all in the commit phase), reveals, finalizes. Returns the
-    per-challenge records for the report."""
+def challenge(args, chain, miner, beacon, timings):
+    """Issues the task's challenges, has the miner open them and the
+    verifiers witness them (all in the commit phase), reveals, finalizes.
+    Returns the per-challenge records for the report."""
     chain.tick()
-    res = chain.call("issue_challenge", run_id=miner.run_id, beacon=beacon.hex(), rounds=rounds, mode=mode)
+    res = chain.call("issue_challenge", run_id=miner.run_id, beacon=beacon.hex())
+    mode = chain.call("challenge_info", challenge_id=res["challenge_ids"][0])["mode"]
     opened = []
     for cid, t in zip(res["challenge_ids"], res["steps"]):
         manifest, pre, post = miner.serve(cid, t, mode == "norm_bucket")
@@ -260,16 +265,31 @@ def main():
     timings = {"C++": 0.0, "Go": 0.0, "Python": 0.0}
     counts = {"C++": 0, "Go": 0, "Python": 0}
 
+    say("== 0. A task owner posts the task: program, data, S_0, schedule, spec, steps, challenge policy")
+    task, program = trainer.make_task(os.path.join(out, "task"), owner=OWNER, rounds=ROUNDS, steps=STEPS)
+    task_id = chain.call("post_task", caller=OWNER.hex(), task=task.encode().hex())["task_id"]
+    say(f"  task {task_id[:16]}...: {STEPS} steps, {ROUNDS} bitwise challenges per draw")
+    say("  a miner's commitment with an S_0 of its own choosing is refused:")
+    try:
+        mine = json.loads(task.to_json())
+        chain.call("start_training_commitment", caller="6c617a79", commitment=pot.Commitment({
+            "task_id": task_id, "initial_state_digest": "ab" * 32, "schedule_root": mine["schedule"]["listed_root"],
+            "dataset_root": mine["dataset_root"], "dataset_size": mine["dataset_size"],
+            "spec_digest": str(task.spec.digest()), "declared_steps": STEPS, "miner_identity": "6c617a79"})
+            .encode().hex())
+        sys.exit("the ledger admitted a commitment its task does not")
+    except pot.InvalidArgumentError as e:
+        say(f"    {e.message[:120]}...")
+
     say("== 1. An honest miner trains and records 200 steps (pot.torch.Recorder)")
-    honest = Miner("honest miner", os.path.join(out, "honest"), chain, "6d696e6572")
+    honest = Miner("honest miner", os.path.join(out, "honest"), chain, "6d696e6572", task, program)
     say(f"  run {honest.run_id[:16]}...: loss {honest.r['losses'][0]:.3f} -> {honest.r['losses'][-1]:.3f} in "
         f"{honest.r['train_seconds']:.1f} s; roots posted at sizes {honest.posts} with consistency proofs; "
         f"{len(os.listdir(os.path.join(honest.out, 'ckpt', 'checkpoints')))} of 201 states stored")
 
     say("== 2-3. The ledger draws challenges; the miner opens them; three verifiers replay and witness")
     runs = []
-    recs = challenge(args, chain, honest, b"block 1200 randomness", 4, "bitwise", timings)
-    recs += challenge(args, chain, honest, b"block 1201 randomness", 1, "norm_bucket", timings)
+    recs = challenge(args, chain, honest, b"block 1200 randomness", timings)
     for k in counts:
         counts[k] += len(recs)
     runs.append(("honest miner", honest, recs, []))
@@ -294,23 +314,26 @@ def main():
         opt.load_state_dict(osd)
         return loss
 
-    sub = Miner("substituting miner", os.path.join(out, "substituting"), chain, "6d616c6c6f7279", every=1,
-                substitute=substitute)
-    recs = challenge(args, chain, sub, b"block 1300 randomness", 8, "bitwise", timings)
+    sub = Miner("substituting miner", os.path.join(out, "substituting"), chain, "6d616c6c6f7279", task, program,
+                every=1, substitute=substitute)
+    recs = challenge(args, chain, sub, b"block 1300 randomness", timings)
+    recs += challenge(args, chain, sub, b"block 1301 randomness", timings)
     for k in counts:
         counts[k] += len(recs)
     runs.append(("substituting miner", sub, recs, []))
 
     say("  a miner commits to one data set and trains on another")
-    other = Miner("other-data miner", os.path.join(out, "other-data"), chain, "6d616c6c6f727932", every=1,
-                  train_data_seed=8)
-    recs = challenge(args, chain, other, b"block 1400 randomness", 8, "bitwise", timings)
+    other = Miner("other-data miner", os.path.join(out, "other-data"), chain, "6d616c6c6f727932", task, program,
+                  every=1, train_data_seed=8)
+    recs = challenge(args, chain, other, b"block 1400 randomness", timings)
+    recs += challenge(args, chain, other, b"block 1401 randomness", timings)
     for k in counts:
         counts[k] += len(recs)
     runs.append(("other-data miner", other, recs, []))
 
     say("  a miner that trains nothing and reports a constant loss")
-    frozen = Miner("frozen miner", os.path.join(out, "frozen"), chain, "6c617a79", every=STEPS, frozen=True)
+    frozen = Miner("frozen miner", os.path.join(out, "frozen"), chain, "6c617a79", task, program, every=STEPS,
+                   frozen=True)
     flags = pot.check_losses(frozen.r["losses"])
     for f in flags:
         say(f"    loss check: {f}")

@@ -101,11 +101,52 @@ class Corpus(torch.utils.data.Dataset):
         return i, self.seqs[i]
 
 
+def setup(out, steps=200, batch=16, data_seed=7, train_data_seed=None, init_seed=1, lr=3e-3, samples=256,
+          base_seed=20261130, program=None):
+    """The model, optimizer, LR scheduler, loader, spec and schedule of a run
+    in `out`, with its program file (saved unless `program` is given) and
+    the committed data written to out/data. A task owner and every miner of
+    the task build the same ones."""
+    torch.set_num_threads(1)
+    os.makedirs(out, exist_ok=True)
+    committed = corpus(samples, data_seed)
+    trained_on = committed if train_data_seed is None else corpus(samples, train_data_seed)
+    torch.manual_seed(init_seed)
+    model = LanguageModel()
+    if program is None:
+        program = os.path.join(out, "program.pt")
+        pt.save_program(model, program)
+    pt.write_dataset(({"tokens": s} for s in committed), os.path.join(out, "data"))
+    loader = torch.utils.data.DataLoader(Corpus(trained_on), batch_size=batch, shuffle=True, drop_last=True,
+                                         generator=torch.Generator().manual_seed(data_seed))
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
+    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=batch, dropout=0.1, seed=base_seed)
+    schedule = pt.plan_schedule(loader, steps)
+    return {"model": model, "optimizer": opt, "scheduler": sched, "loader": loader, "spec": spec,
+            "schedule": schedule, "program": program, "data": os.path.join(out, "data")}
+
+
+def make_task(out, owner=b"task owner", rounds=8, **setup_args):
+    """The task its owner posts for runs of this trainer (pot.torch.make_task
+    over setup()'s S_0, data, schedule and spec). Returns (task, program)."""
+    s = setup(out, **setup_args)
+    task = pt.make_task(s["model"], s["optimizer"], s["spec"], dataset_dir=s["data"], schedule=s["schedule"],
+                        owner=owner, challenge_rounds=rounds)
+    return task, s["program"]
+
+
 def train(out, steps=200, batch=16, every=20, data_seed=7, train_data_seed=None, init_seed=1, lr=3e-3,
           samples=256, base_seed=20261130, post_every=50, on_root=None, substitute=None, frozen=False,
-          identity=b"miner", on_start=None, after_step=None, progress=None):
+          identity=b"miner", on_start=None, after_step=None, progress=None, task=None, owner=b"task owner",
+          program=None):
     """Trains and records a run into `out`. Returns a dict of what a miner
     publishes and keeps.
+
+    The run answers to `task` (a pot.Task, with `program` the task's model
+    program file); without one, the task is built here as its owner would
+    (make_task: the same initial model, data, schedule and spec) and
+    returned as "task". The recorder refuses a run the task does not admit.
 
     Cheating options (for the demo): train_data_seed trains on another corpus
     than the committed one; substitute(t, model, optimizer) -> loss or None
@@ -116,23 +157,14 @@ def train(out, steps=200, batch=16, every=20, data_seed=7, train_data_seed=None,
     posting its checkpoint root with a consistency proof); on_start(recorder)
     once the commitment exists, before step 1 (the miner registering it);
     after_step(t, model, optimizer, loss) after each step."""
-    torch.set_num_threads(1)
-    os.makedirs(out, exist_ok=True)
-    committed = corpus(samples, data_seed)
-    trained_on = committed if train_data_seed is None else corpus(samples, train_data_seed)
-    torch.manual_seed(init_seed)
-    model = LanguageModel()
-    program = os.path.join(out, "program.pt")
-    pt.save_program(model, program)
-    pt.write_dataset(({"tokens": s} for s in committed), os.path.join(out, "data"))
-    loader = torch.utils.data.DataLoader(Corpus(trained_on), batch_size=batch, shuffle=True, drop_last=True,
-                                         generator=torch.Generator().manual_seed(data_seed))
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
-    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=batch, dropout=0.1, seed=base_seed)
-    schedule = pt.plan_schedule(loader, steps)
-    rec = pt.Recorder(model, opt, spec, program, os.path.join(out, "ckpt"), dataset_dir=os.path.join(out, "data"),
-                      schedule=schedule, checkpoint_every=every, miner_identity=identity)  # line 1
+    s = setup(out, steps=steps, batch=batch, data_seed=data_seed, train_data_seed=train_data_seed,
+              init_seed=init_seed, lr=lr, samples=samples, base_seed=base_seed, program=program)
+    model, opt, sched, loader, program = s["model"], s["optimizer"], s["scheduler"], s["loader"], s["program"]
+    if task is None:
+        task = pt.make_task(model, opt, s["spec"], dataset_dir=s["data"], schedule=s["schedule"], owner=owner,
+                            challenge_rounds=min(8, steps))
+    rec = pt.Recorder(model, opt, task, program, os.path.join(out, "ckpt"), dataset_dir=s["data"],
+                      schedule=s["schedule"], checkpoint_every=every, miner_identity=identity)  # line 1
     if on_start is not None:
         on_start(rec)
     losses, train_seconds, t, posted = [], 0.0, 0, 0
@@ -172,7 +204,8 @@ def train(out, steps=200, batch=16, every=20, data_seed=7, train_data_seed=None,
             "train_seconds": train_seconds, "checkpoint_every": every}
     with open(os.path.join(out, "run.json"), "w") as f:
         json.dump(info, f, indent=1)
-    return {"recorder": rec, "spec": spec, "program": program, "model": model, "optimizer": opt, **info}
+    return {"recorder": rec, "spec": task.spec, "task": task, "program": program, "model": model, "optimizer": opt,
+            **info}
 
 
 def main():

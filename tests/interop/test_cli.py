@@ -242,3 +242,29 @@ def test_witness_commit_reveal_verdict(tmp_path):
     assert run("witness", "verdict", str(tmp_path / "r.json"), "--committed", "33" * 32, "--quorum", "2").stdout.startswith("FAIL")
     assert run("witness", "verdict", str(tmp_path / "r.json"), "--mode", "bucket", "--declared", "-80",
                "--quorum", "2").stdout.startswith("INCONCLUSIVE")  # buckets -80, -79, 12: no cluster of 2
+
+
+def test_task_build_and_check(tmp_path):
+    with open(os.path.join(VECTORS, "protocol.json")) as f:
+        v = json.load(f)
+    task = tmp_path / "task.json"
+    task.write_text(json.dumps(v["tasks"][0]["json"]))
+    out = run("task", "build", str(task), "--json")
+    assert out.returncode == 0, out.stderr
+    j = json.loads(out.stdout)
+    assert (j["task_id"], j["canonical"]) == (v["tasks"][0]["task_id"], v["tasks"][0]["canonical"])
+    assert run("task", "build", str(task)).stdout.strip() == v["tasks"][0]["task_id"]
+    good = tmp_path / "commitment.json"
+    good.write_text(json.dumps(v["commitments"][0]["json"]))
+    out = run("task", "check", str(task), str(good))
+    assert out.returncode == 0 and out.stdout.strip() == "OK " + v["commitments"][0]["run_id"]
+    # A commitment with 20,000 steps: exit 1, the field named.
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(dict(v["commitments"][0]["json"], declared_steps=20000)))
+    out = run("task", "check", str(task), str(bad))
+    assert out.returncode == 1 and "declared_steps 20000 is outside 200..200" in out.stderr
+    # A task of protocol version 1: refused, the version named.
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(dict(v["tasks"][0]["json"], protocol_version=1)))
+    out = run("task", "build", str(old))
+    assert out.returncode != 0 and "protocol version 1" in out.stderr

@@ -214,7 +214,7 @@ impl SeededSchedule {
 }
 
 /// A validated training commitment (`pot_commitment`, docs/PROTOCOL.md
-/// section 17): the initial state, schedule, dataset and spec of a run.
+/// section 17): the task, initial state, schedule, dataset and spec of a run.
 ///
 /// `Send` and `Sync`: pot.h documents it as immutable, and every method
 /// takes `&self`.
@@ -222,11 +222,12 @@ impl SeededSchedule {
 /// ```
 /// let c = pot::Commitment::from_json(r#"{
 ///   "initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-///   "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "schedule_length": 200,
+///   "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+///   "task_id": "7777777777777777777777777777777777777777777777777777777777777777",
 ///   "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 5000,
 ///   "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd",
 ///   "declared_steps": 200, "miner_identity": "6d696e6572"}"#)?;
-/// assert_eq!(c.run_id()?.to_hex(), "d5bfaaba58fb7d646d9f1ab35b5f97921d11ec3f5305af4ed30a4b9a14281236");
+/// assert_eq!(c.run_id()?.to_hex(), "5c5b101aaaa73254c9650c4091e63c11a150869c1d8191a83190105b3630507a");
 /// assert_eq!((c.declared_steps(), c.dataset_size()), (200, 5000));
 /// assert_eq!(c.digests()?.dataset_root, pot::Digest::new([0xcc; 32]));
 /// # Ok::<(), pot::Error>(())
@@ -243,7 +244,7 @@ unsafe impl Sync for Commitment {}
 /// The digests a [`Commitment`] commits to.
 ///
 /// ```
-/// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "schedule_length": 200, "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 5000, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 200, "miner_identity": "6d696e6572"}"#)?;
+/// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "task_id": "7777777777777777777777777777777777777777777777777777777777777777", "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 5000, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 200, "miner_identity": "6d696e6572"}"#)?;
 /// let d: pot::CommitmentDigests = c.digests()?;
 /// assert_eq!(d.initial_state, pot::Digest::new([0xaa; 32]));
 /// assert_eq!(d.spec, pot::Digest::new([0xdd; 32]));
@@ -285,7 +286,7 @@ impl Commitment {
     /// [`Limit`](crate::ErrorKind::Limit) past 1024 bytes.
     ///
     /// ```
-    /// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "schedule_length": 200, "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 5000, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 200, "miner_identity": "6d696e6572"}"#)?;
+    /// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "task_id": "7777777777777777777777777777777777777777777777777777777777777777", "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 5000, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 200, "miner_identity": "6d696e6572"}"#)?;
     /// let again = pot::Commitment::decode(&c.encode()?)?;
     /// assert_eq!(again.run_id()?, c.run_id()?);
     /// assert_eq!(pot::Commitment::decode(&[0u8; 2000]).unwrap_err().kind(), pot::ErrorKind::Limit);
@@ -300,8 +301,8 @@ impl Commitment {
     /// The canonical bytes (a `pot.v2.TrainingCommitment`).
     ///
     /// ```
-    /// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "schedule_length": 200, "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 5000, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 200, "miner_identity": "6d696e6572"}"#)?;
-    /// assert_eq!(&c.encode()?[..4], &[0x08, 0x01, 0x12, 0x20]);
+    /// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "task_id": "7777777777777777777777777777777777777777777777777777777777777777", "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 5000, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 200, "miner_identity": "6d696e6572"}"#)?;
+    /// assert_eq!(&c.encode()?[..4], &[0x08, 0x02, 0x12, 0x20]);
     /// # Ok::<(), pot::Error>(())
     /// ```
     pub fn encode(&self) -> Result<Vec<u8>> {
@@ -311,7 +312,7 @@ impl Commitment {
     /// The JSON form.
     ///
     /// ```
-    /// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "schedule_length": 200, "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 5000, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 200, "miner_identity": "6d696e6572"}"#)?;
+    /// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "task_id": "7777777777777777777777777777777777777777777777777777777777777777", "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 5000, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 200, "miner_identity": "6d696e6572"}"#)?;
     /// assert_eq!(pot::Commitment::from_json(&c.to_json()?)?.run_id()?, c.run_id()?);
     /// # Ok::<(), pot::Error>(())
     /// ```
@@ -319,10 +320,10 @@ impl Commitment {
         ffi::string_out(|out, err| unsafe { sys::pot_commitment_to_json(out, self.raw.as_ptr(), err) })
     }
 
-    /// The run id, `tagged("pot/v1/run", canonical bytes)`.
+    /// The run id, `tagged("pot/v2/run", canonical bytes)`.
     ///
     /// ```
-    /// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "schedule_length": 200, "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 5000, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 200, "miner_identity": "6d696e6572"}"#)?;
+    /// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "task_id": "7777777777777777777777777777777777777777777777777777777777777777", "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 5000, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 200, "miner_identity": "6d696e6572"}"#)?;
     /// println!("run {}", c.run_id()?);
     /// # Ok::<(), pot::Error>(())
     /// ```
@@ -333,7 +334,7 @@ impl Commitment {
     /// The committed digests.
     ///
     /// ```
-    /// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "schedule_length": 200, "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 5000, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 200, "miner_identity": "6d696e6572"}"#)?;
+    /// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "task_id": "7777777777777777777777777777777777777777777777777777777777777777", "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 5000, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 200, "miner_identity": "6d696e6572"}"#)?;
     /// assert_eq!(c.digests()?.schedule_root, pot::Digest::new([0xbb; 32]));
     /// # Ok::<(), pot::Error>(())
     /// ```
@@ -352,7 +353,7 @@ impl Commitment {
     /// Declared steps (= schedule entries).
     ///
     /// ```
-    /// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "schedule_length": 200, "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 5000, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 200, "miner_identity": "6d696e6572"}"#)?;
+    /// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "task_id": "7777777777777777777777777777777777777777777777777777777777777777", "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 5000, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 200, "miner_identity": "6d696e6572"}"#)?;
     /// assert_eq!(c.declared_steps(), 200);
     /// # Ok::<(), pot::Error>(())
     /// ```
@@ -364,13 +365,24 @@ impl Commitment {
     /// Samples in the committed dataset.
     ///
     /// ```
-    /// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "schedule_length": 200, "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 5000, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 200, "miner_identity": "6d696e6572"}"#)?;
+    /// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "task_id": "7777777777777777777777777777777777777777777777777777777777777777", "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 5000, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 200, "miner_identity": "6d696e6572"}"#)?;
     /// assert_eq!(c.dataset_size(), 5000);
     /// # Ok::<(), pot::Error>(())
     /// ```
     pub fn dataset_size(&self) -> u64 {
         // SAFETY: live handle.
         unsafe { sys::pot_commitment_dataset_size(self.raw.as_ptr()) }
+    }
+
+    /// The id of the task the run answers to.
+    ///
+    /// ```
+    /// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "task_id": "7777777777777777777777777777777777777777777777777777777777777777", "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 5000, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 200, "miner_identity": "6d696e6572"}"#)?;
+    /// assert_eq!(c.task_id()?, pot::Digest::new([0x77; 32]));
+    /// # Ok::<(), pot::Error>(())
+    /// ```
+    pub fn task_id(&self) -> Result<Digest> {
+        digest_out(|out, err| unsafe { sys::pot_commitment_task_id(out, self.raw.as_ptr(), err) })
     }
 
     pub(crate) fn as_ptr(&self) -> *const sys::pot_commitment {

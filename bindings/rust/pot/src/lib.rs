@@ -65,6 +65,7 @@ pub mod recorder;
 pub mod replay;
 pub mod safetensors;
 pub mod spec;
+pub mod task;
 pub mod witness;
 
 pub use commitment::{Commitment, CommitmentDigests, ScheduleEntry, SeededSchedule, sample_digest};
@@ -80,6 +81,7 @@ pub use recorder::{Checkpoints, Recorder};
 pub use replay::{Replay, ReplayResult, StepFailure, StepVerification, VerifyMode, program_digest_file, verify_step};
 pub use safetensors::{Safetensors, SafetensorsWriter, TensorView};
 pub use spec::{SeedPolicy, Spec};
+pub use task::Task;
 pub use witness::{Decision, Verdict, VerdictOutcome, WitnessMode};
 
 use pot_sys as sys;

@@ -24,7 +24,7 @@ use std::ptr::{self, NonNull};
 /// let manifest = o.encode()?;
 /// assert_eq!(o.digest()?.0.len(), 32);
 /// // Not a complete opening: a verifier rejects it, naming the check.
-/// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "schedule_length": 4, "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 8, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 4, "miner_identity": "6d696e6572"}"#)?;
+/// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "task_id": "7777777777777777777777777777777777777777777777777777777777777777", "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 8, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 4, "miner_identity": "6d696e6572"}"#)?;
 /// let failure = pot::verify_opening(&c, 1, 4, &pot::Digest::default(), &manifest, None, None, 1).unwrap_err();
 /// assert_eq!(failure.check, Some(pot::OpeningCheck::RunId));
 /// # Ok::<(), pot::Error>(())
@@ -356,7 +356,7 @@ impl fmt::Display for OpeningCheck {
 /// [`Error`] for `?`.
 ///
 /// ```
-/// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "schedule_length": 4, "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 8, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 4, "miner_identity": "6d696e6572"}"#)?;
+/// # let c = pot::Commitment::from_json(r#"{"initial_state_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "schedule_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "task_id": "7777777777777777777777777777777777777777777777777777777777777777", "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 8, "spec_digest": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", "declared_steps": 4, "miner_identity": "6d696e6572"}"#)?;
 /// let failure = pot::verify_opening(&c, 1, 4, &pot::Digest::default(), b"junk", None, None, 1).unwrap_err();
 /// assert_eq!(failure.check, Some(pot::OpeningCheck::Manifest));
 /// assert_eq!(failure.error.kind(), pot::ErrorKind::Malformed);

@@ -184,6 +184,13 @@ impl Spec {
     }
 }
 
+impl Spec {
+    /// Takes ownership of a handle made by the C API.
+    pub(crate) fn from_raw(raw: NonNull<sys::pot_spec>) -> Spec {
+        Spec { raw }
+    }
+}
+
 impl Drop for Spec {
     fn drop(&mut self) {
         // SAFETY: we own the handle.

@@ -166,7 +166,7 @@ fn opening_failure_converts_into_error() {
         Ok(())
     }
     let json = format!(
-        r#"{{"initial_state_digest": "{0}", "schedule_root": "{0}", "schedule_length": 1, "dataset_root": "{0}",
+        r#"{{"initial_state_digest": "{0}", "schedule_root": "{0}", "task_id": "7777777777777777777777777777777777777777777777777777777777777777", "dataset_root": "{0}",
             "dataset_size": 1, "spec_digest": "{0}", "declared_steps": 1, "miner_identity": "6d"}}"#,
         "0".repeat(64)
     );

@@ -67,7 +67,7 @@ fn mine() -> Run {
     }
     assert_eq!(schedule.root(STEPS).unwrap(), sched.root(STEPS).unwrap());
     let json = format!(
-        r#"{{"initial_state_digest": "{}", "schedule_root": "{}", "schedule_length": {STEPS},
+        r#"{{"initial_state_digest": "{}", "schedule_root": "{}", "task_id": "7777777777777777777777777777777777777777777777777777777777777777",
             "dataset_root": "{}", "dataset_size": {SAMPLES}, "spec_digest": "{}",
             "declared_steps": {STEPS}, "miner_identity": "6d696e6572"}}"#,
         states[0],

@@ -63,7 +63,7 @@ fn availability_matches_what_the_calls_do() {
         assert_eq!(Checkpoints::open(dir.path("ck")).unwrap_err().kind(), ErrorKind::Unsupported);
         let zero = Digest::default();
         let c = Commitment::from_json(&format!(
-            r#"{{"initial_state_digest": "{zero}", "schedule_root": "{zero}", "schedule_length": 1,
+            r#"{{"initial_state_digest": "{zero}", "schedule_root": "{zero}", "task_id": "7777777777777777777777777777777777777777777777777777777777777777",
                 "dataset_root": "{zero}", "dataset_size": 1, "spec_digest": "{zero}",
                 "declared_steps": 1, "miner_identity": "6d696e6572"}}"#
         ))
@@ -155,7 +155,7 @@ fn recorder_and_checkpoints_serve_a_verifiable_opening() {
     let d0 = rec.start(&state_writer(&w0, &lr0)).unwrap();
     assert_eq!(d0, state_digest(&w0, &lr0));
     let json = format!(
-        r#"{{"initial_state_digest": "{d0}", "schedule_root": "{}", "schedule_length": {STEPS},
+        r#"{{"initial_state_digest": "{d0}", "schedule_root": "{}", "task_id": "7777777777777777777777777777777777777777777777777777777777777777",
             "dataset_root": "{}", "dataset_size": {SAMPLES}, "spec_digest": "{}",
             "declared_steps": {STEPS}, "miner_identity": "6d696e6572"}}"#,
         sched.root(STEPS).unwrap(),

@@ -335,6 +335,40 @@ fn protocol_specs() {
 }
 
 #[test]
+fn protocol_tasks() {
+    let v = load("protocol.json");
+    let tasks = arr(&v, "tasks");
+    assert!(!tasks.is_empty());
+    for t in tasks {
+        let task = pot::Task::from_json(&t["json"].to_string()).unwrap();
+        assert_eq!(hex(&task.encode().unwrap()), s(t, "canonical"));
+        assert_eq!(task.id().unwrap(), digest(t, "task_id"));
+        let decoded = pot::Task::decode(&unhex(s(t, "canonical"))).unwrap();
+        assert_eq!(decoded.id().unwrap(), digest(t, "task_id"));
+        assert_eq!(pot::Task::from_json(&decoded.to_json().unwrap()).unwrap().id().unwrap(), digest(t, "task_id"));
+        assert_eq!(
+            task.spec().unwrap().digest().unwrap(),
+            pot::Spec::from_json(&t["json"]["spec"].to_string()).unwrap().digest().unwrap()
+        );
+        // The vectors' commitments answer to this task; one with another S_0 does not.
+        for c in arr(&v, "commitments") {
+            let commitment = Commitment::from_json(&c["json"].to_string()).unwrap();
+            assert_eq!(commitment.task_id().unwrap(), task.id().unwrap());
+            task.check_commitment(&commitment).unwrap();
+            let mut other = c["json"].clone();
+            other["initial_state_digest"] = serde_json::Value::String("00".repeat(32));
+            let other = Commitment::from_json(&other.to_string()).unwrap();
+            let e = task.check_commitment(&other).unwrap_err();
+            assert_eq!(e.kind(), pot::ErrorKind::InvalidArgument);
+            assert!(e.message().contains("initial_state_digest"), "{}", e.message());
+        }
+        let mut bytes = unhex(s(t, "canonical"));
+        bytes[1] = 1; // protocol_version 1
+        assert_eq!(pot::Task::decode(&bytes).unwrap_err().kind(), pot::ErrorKind::Unsupported);
+    }
+}
+
+#[test]
 fn protocol_commitments_and_schedules() {
     let v = load("protocol.json");
     for c in arr(&v, "commitments") {
@@ -447,7 +481,7 @@ fn ledger_transcript() {
             }
         }
     }
-    assert_eq!((calls.len(), refused), (16, 3));
+    assert_eq!((calls.len(), refused), (21, 6));
     let state = ledger.save().unwrap();
     assert_eq!(pot::sha256(&state).unwrap(), digest(&v, "state_sha256"));
     // Save, load, save again: the same bytes.

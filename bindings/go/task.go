@@ -1,0 +1,161 @@
+package pot
+
+/*
+#include <stdlib.h>
+#include <pot.h>
+*/
+import "C"
+
+import (
+	"runtime"
+	"sync"
+)
+
+// Task is a validated task (pot_task, PROTOCOL.md section 17.1): what a
+// task owner fixes before anyone trains (the spec and model program, the
+// dataset, S_0, the schedule, the step bounds and the challenge policy). It
+// is immutable and safe for concurrent use.
+type Task struct {
+	mu sync.RWMutex
+	p  *C.pot_task
+}
+
+func newTask(p *C.pot_task) *Task {
+	t := &Task{p: p}
+	runtime.SetFinalizer(t, (*Task).Close)
+	return t
+}
+
+// TaskFromJSON parses the JSON form of a task (docs/cli.md "Task");
+// StatusInvalidArgument names the rule or key, StatusUnsupported another
+// protocol version, StatusMalformed text that is not JSON.
+func TaskFromJSON(json string) (*Task, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	cs, err := cString(json, "task JSON")
+	if err != nil {
+		return nil, err
+	}
+	defer freeString(cs)
+	var p *C.pot_task
+	var cerr *C.pot_error
+	if err := toError(C.pot_task_from_json(&p, cs, &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return newTask(p), nil
+}
+
+// DecodeTask decodes canonical pot.v2.Task bytes; StatusUnsupported for
+// another protocol version, StatusMalformed unless canonical, StatusLimit
+// past 8192 bytes.
+func DecodeTask(data []byte) (*Task, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	var p *C.pot_task
+	var cerr *C.pot_error
+	if err := toError(C.pot_task_decode(&p, bytesPtr(data), C.size_t(len(data)), &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return newTask(p), nil
+}
+
+// Close frees the task. It is safe to call more than once.
+func (t *Task) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.p != nil {
+		C.pot_task_free(t.p)
+		t.p = nil
+		runtime.SetFinalizer(t, nil)
+	}
+	return nil
+}
+
+// Encode returns the canonical bytes (what the ledger's post_task carries).
+func (t *Task) Encode() ([]byte, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.p == nil {
+		return nil, closedError("Task")
+	}
+	var out C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_task_encode(&out, t.p, &cerr)
+	runtime.KeepAlive(t)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	return takeBytes(&out), nil
+}
+
+// ToJSON returns the JSON form of the task.
+func (t *Task) ToJSON() (string, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.p == nil {
+		return "", closedError("Task")
+	}
+	var out C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_task_to_json(&out, t.p, &cerr)
+	runtime.KeepAlive(t)
+	if err := toError(st, cerr); err != nil {
+		return "", err
+	}
+	return takeString(&out), nil
+}
+
+// ID returns the task id, tagged("pot/v2/task", canonical bytes).
+func (t *Task) ID() (Digest, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.p == nil {
+		return Digest{}, closedError("Task")
+	}
+	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_task_id(out, t.p, cerr)
+	})
+	runtime.KeepAlive(t)
+	return d, err
+}
+
+// Spec returns the task's execution spec (a new Spec; Close it).
+func (t *Task) Spec() (*Spec, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.p == nil {
+		return nil, closedError("Task")
+	}
+	var p *C.pot_spec
+	var cerr *C.pot_error
+	st := C.pot_task_spec(&p, t.p, &cerr)
+	runtime.KeepAlive(t)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	return newSpec(p), nil
+}
+
+// CheckCommitment returns nil when the task admits the commitment;
+// otherwise StatusInvalidArgument naming the first field that differs from
+// what the task fixes, or StatusOutOfRange for declared steps outside the
+// task's bounds.
+func (t *Task) CheckCommitment(c *Commitment) error {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if t.p == nil {
+		return closedError("Task")
+	}
+	if c.p == nil {
+		return closedError("Commitment")
+	}
+	var cerr *C.pot_error
+	st := C.pot_task_check_commitment(t.p, c.p, &cerr)
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(c)
+	return toError(st, cerr)
+}
