@@ -153,6 +153,19 @@ nlohmann::json Task::to_json() const {
           {"challenge_policy", {{"rounds", challenge_rounds}, {"mode", challenge_mode_name(challenge_mode)}}}};
 }
 
+commit::TrainingCommitment commitment_for(const Task &task, ByteView miner, uint64_t declared_steps) {
+  commit::TrainingCommitment c;
+  c.task_id = task.id();
+  c.initial_state_digest = task.initial_state_digest;
+  c.schedule_root = task.schedule_root;
+  c.dataset_root = task.dataset_root;
+  c.dataset_size = task.dataset_size;
+  c.spec_digest = task.spec.digest();
+  c.declared_steps = declared_steps;
+  c.miner_identity.assign(miner.begin(), miner.end());
+  return c;
+}
+
 void check_commitment(const Task &task, const commit::TrainingCommitment &c) {
   const hash::Digest id = task.id();
   auto differs = [&](const char *field, const std::string &got, const std::string &want) {

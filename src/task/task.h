@@ -58,6 +58,10 @@ struct Task {
   nlohmann::json to_json() const;
 };
 
+// The commitment of `miner` for `declared_steps` steps of the task: every
+// other field is the task's (a version-2 task fixes them all).
+commit::TrainingCommitment commitment_for(const Task &task, ByteView miner, uint64_t declared_steps);
+
 // Throws unless `commitment` is a run the task admits: kInvalidArgument
 // naming the first field that differs from what the task fixes (task_id,
 // initial_state_digest, schedule_root, dataset_root, dataset_size,

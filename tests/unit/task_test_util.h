@@ -45,16 +45,7 @@ inline task::Task test_task(const std::string &label = "task", uint64_t steps = 
 
 // The commitment of `miner` that matches `task`.
 inline commit::TrainingCommitment commitment_for(const task::Task &task, const Bytes &miner) {
-  commit::TrainingCommitment c;
-  c.task_id = task.id();
-  c.initial_state_digest = task.initial_state_digest;
-  c.schedule_root = task.schedule_root;
-  c.dataset_root = task.dataset_root;
-  c.dataset_size = task.dataset_size;
-  c.spec_digest = task.spec.digest();
-  c.declared_steps = task.min_steps;
-  c.miner_identity = miner;
-  return c;
+  return task::commitment_for(task, miner, task.min_steps);
 }
 
 }  // namespace pot::test
