@@ -623,6 +623,10 @@ typedef enum pot_opening_check {
   POT_CHECK_REPLAYED_STATE = 21,  /* bitwise: replayed S_t differs from leaf t's state */
   POT_CHECK_REPLAYED_LOSS = 22,   /* bitwise: replayed loss differs from leaf t's loss */
   POT_CHECK_REPLAYED_BUCKET = 23, /* norm bucket: replayed update's bucket does not match */
+  /* After check 17 (and, in pot_verify_step, during and after the replay):
+   * a NaN or infinity in leaf t's loss, a served state, a gradient, the
+   * replayed loss or the replayed S_t. */
+  POT_CHECK_NONFINITE = 24,
   POT_CHECK_MAX_ENUM_ = 0x7FFFFFFF
 } pot_opening_check;
 

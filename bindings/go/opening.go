@@ -44,6 +44,8 @@ const (
 	CheckReplayedState  OpeningCheck = C.POT_CHECK_REPLAYED_STATE  // bitwise: the replayed S_t is leaf t's state
 	CheckReplayedLoss   OpeningCheck = C.POT_CHECK_REPLAYED_LOSS   // bitwise: the replayed loss has leaf t's bits
 	CheckReplayedBucket OpeningCheck = C.POT_CHECK_REPLAYED_BUCKET // norm bucket: the replayed update's bucket matches the served states'
+	// After the checks of VerifyOpening, and during and after VerifyStep's replay:
+	CheckNonFinite OpeningCheck = C.POT_CHECK_NONFINITE // no NaN or infinity in leaf t's loss, a served state, a gradient, the replayed loss or S_t
 )
 
 // String returns the stable lower-case name of the check

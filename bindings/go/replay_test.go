@@ -127,13 +127,13 @@ func TestOpeningCheckNames(t *testing.T) {
 	for c, name := range map[pot.OpeningCheck]string{
 		pot.CheckSpec: "spec", pot.CheckProgram: "program", pot.CheckReplay: "replay",
 		pot.CheckReplayedState: "replayed_state", pot.CheckReplayedLoss: "replayed_loss",
-		pot.CheckReplayedBucket: "replayed_bucket",
+		pot.CheckReplayedBucket: "replayed_bucket", pot.CheckNonFinite: "nonfinite",
 	} {
 		if c.String() != name {
 			t.Errorf("check %d: %q, want %q", uint32(c), c.String(), name)
 		}
 	}
-	if pot.CheckSpec != 18 || pot.CheckReplayedBucket != 23 {
+	if pot.CheckSpec != 18 || pot.CheckReplayedBucket != 23 || pot.CheckNonFinite != 24 {
 		t.Fatal("check values")
 	}
 	if pot.VerifyBitwise.String() != "bitwise" || pot.VerifyNormBucket.String() != "norm_bucket" ||

@@ -6,6 +6,7 @@
 #include "commit/dataset.h"
 #include "commit/step_leaf.h"
 #include "common/error.h"
+#include "hash/finite.h"
 #include "hash/rfc6962.h"
 #include "hash/safetensors.h"
 #include "merkle/proof.h"
@@ -65,6 +66,7 @@ const char *opening_check_name(OpeningCheck c) noexcept {
     case OpeningCheck::kReplayedState: return "replayed_state";
     case OpeningCheck::kReplayedLoss: return "replayed_loss";
     case OpeningCheck::kReplayedBucket: return "replayed_bucket";
+    case OpeningCheck::kNonFinite: return "nonfinite";
   }
   return "unknown";
 }
@@ -212,20 +214,37 @@ OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t chal
     }
 
     // The served state files, digested as they stream from disk.
+    std::unique_ptr<hash::SafetensorsFile> pre_file, post_file;
     if (pre_state_path) {
+      pre_file = under(OpeningCheck::kPreStateDigest, pre_state_path->c_str(),
+                       [&] { return hash::SafetensorsFile::open(*pre_state_path); });
       const hash::Digest d = under(OpeningCheck::kPreStateDigest, pre_state_path->c_str(),
-                                   [&] { return hash::SafetensorsFile::open(*pre_state_path)->digest(threads); });
+                                   [&] { return pre_file->digest(threads); });
       if (d != m.pre_state_digest)
         failed(OpeningCheck::kPreStateDigest, Status::kProofMismatch,
                fmt::format("served pre-state digests to {}, the opening commits to {}", d.hex(), m.pre_state_digest.hex()));
     }
     if (post_state_path) {
+      post_file = under(OpeningCheck::kPostStateDigest, post_state_path->c_str(),
+                        [&] { return hash::SafetensorsFile::open(*post_state_path); });
       const hash::Digest d = under(OpeningCheck::kPostStateDigest, post_state_path->c_str(),
-                                   [&] { return hash::SafetensorsFile::open(*post_state_path)->digest(threads); });
+                                   [&] { return post_file->digest(threads); });
       if (d != post.state_digest)
         failed(OpeningCheck::kPostStateDigest, Status::kProofMismatch,
                fmt::format("served post-state digests to {}, leaf t commits to {}", d.hex(), post.state_digest.hex()));
     }
+    // A NaN or an infinity in the committed loss or a served state is no
+    // training step, whatever a replay would say (a NaN compares like any
+    // other bits in the bitwise path).
+    if (!std::isfinite(post.loss))
+      failed(OpeningCheck::kNonFinite, Status::kNonFinite,
+             fmt::format("leaf {} commits to the loss {}", m.step, post.loss));
+    if (pre_file)
+      if (auto bad = hash::nonfinite_tensor(*pre_file))
+        failed(OpeningCheck::kNonFinite, Status::kNonFinite, fmt::format("served S_{}: {}", m.step - 1, *bad));
+    if (post_file)
+      if (auto bad = hash::nonfinite_tensor(*post_file))
+        failed(OpeningCheck::kNonFinite, Status::kNonFinite, fmt::format("served S_{}: {}", m.step, *bad));
     r.message = "all checks passed";
   } catch (const CheckFailed &f) {
     r.check = f.check;

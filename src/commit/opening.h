@@ -70,6 +70,9 @@ enum class OpeningCheck {
   kReplayedState = 21,      // bitwise: the replayed S_t is not leaf t's state
   kReplayedLoss = 22,       // bitwise: the replayed loss is not leaf t's loss
   kReplayedBucket = 23,     // norm bucket: the replayed update's bucket does not match the served one
+  // After check 17: a NaN or infinity in leaf t's loss or a served state;
+  // in pot_verify_step also in a gradient, the replayed loss or S_t.
+  kNonFinite = 24,
 };
 
 const char *opening_check_name(OpeningCheck c) noexcept;

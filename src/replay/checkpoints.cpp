@@ -1,6 +1,7 @@
 #include "replay/checkpoints.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cinttypes>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "commit/seed.h"
 #include "common/error.h"
 #include "common/tempfile.h"
+#include "hash/finite.h"
 #include "hash/state.h"
 #include "merkle/proof.h"
 #include "replay/replay.h"
@@ -196,6 +198,15 @@ hash::Digest Recorder::start(const std::vector<hash::StTensor> &s0) {
   hash::StateBuilder b(m.threads);
   for (const hash::StTensor &t : s0) b.add_tensor(t.meta, t.data);
   lr_of(s0);
+  // What a verifier refuses (docs/PROTOCOL.md 21.3, check nonfinite; the
+  // fresh optimizer state of S_0) is refused here, before training.
+  if (auto bad = hash::nonfinite_tensor(s0)) fail(Status::kNonFinite, "start: S_0: {}", *bad);
+  for (const hash::StTensor &t : s0)
+    if (t.meta.name.rfind(kOptimPrefix, 0) == 0)
+      fail(Status::kInvalidArgument,
+           "start: S_0 holds optimizer state '{}': a run starts from the optimizer's fresh state (record S_0 "
+           "before the first optimizer step)",
+           t.meta.name);
   if (m.spec.seed_policy == commit::SeedPolicyKind::kSingleSeed) {
     const hash::StTensor *rng = find(s0, kRngName);
     if (!rng) fail(Status::kInvalidArgument, "seed policy single_seed: S_0 has no '{}' tensor", kRngName);
@@ -261,6 +272,11 @@ commit::StepLeaf Recorder::end_step(const std::vector<hash::StTensor> &state, do
   Impl &m = *impl_;
   if (!m.begun) fail(Status::kState, "end_step: no step begun (call begin_step first)");
   const double next_lr = lr_of(state);
+  if (!std::isfinite(loss))
+    fail(Status::kNonFinite, "end_step: step {} has the loss {}; a step with a non-finite loss fails verification",
+         m.begun, loss);
+  if (auto bad = hash::nonfinite_tensor(state))
+    fail(Status::kNonFinite, "end_step: S_{}: {}; a non-finite state fails verification", m.begun, *bad);
   hash::StateBuilder b(m.threads);
   for (const hash::StTensor &t : state) b.add_tensor(t.meta, t.data);
   const hash::Digest digest = b.digest();

@@ -14,6 +14,7 @@
 
 #include "commit/seed.h"
 #include "common/error.h"
+#include "hash/finite.h"
 #include "hash/sha256.h"
 #include "hash/state.h"
 #include "witness/norm_bucket.h"
@@ -377,11 +378,28 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
         if (it == pre.end()) continue;
         ++present;
         used.insert(key);
-        if (k == "step")
-          ps.optim.emplace(k, need(pre, key, at::kFloat, {}).clone());
+        if (k == "step") {
+          at::Tensor count = need(pre, key, at::kFloat, {}).clone();
+          // Adam counts the parameter's updates: at most one per step before t.
+          const float c = count.item<float>();
+          if (!(c >= 1 && c <= static_cast<float>(step - 1) && c == std::floor(c)))
+            fail(Status::kInvalidArgument,
+                 "pre-state: '{}' = {}: the updates of a parameter before step {} are a whole number in 1..{}", key,
+                 c, step, step - 1);
+          ps.optim.emplace(k, std::move(count));
+        }
         else
           ps.optim.emplace(k, need(pre, key, t.scalar_type(), t.sizes()).clone());
       }
+      // S_0 holds the optimizer's fresh state: torch.optim creates a
+      // parameter's state at its first update. Seeding S_0 with state of the
+      // miner's choosing (moments so large that no gradient moves them) would
+      // let later steps be computed without a backward pass.
+      if (step == 1 && present > 0)
+        fail(Status::kInvalidArgument,
+             "S_0 holds optimizer state for '{}': a run starts from the optimizer's fresh state, with no '{}{}/...' "
+             "tensor (docs/PROTOCOL.md 21.1)",
+             name, kOptimPrefix, name);
       const bool all_or_none = o.kind == commit::OptimizerKind::kSgd || present == 0 || present == keys.size();
       if (!all_or_none) {
         for (const std::string &k : keys)
@@ -450,6 +468,13 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
   }
   if (!std::isfinite(loss) && !options.allow_nonfinite_loss)
     fail(Status::kNonFinite, "step {}: the loss is {}", step, loss);
+  if (!options.allow_nonfinite_loss)
+    for (const ParamState &p : params) {
+      const at::Tensor &g = p.param.grad();
+      if (g.defined() && !at::isfinite(g).all().item<bool>())
+        fail(Status::kNonFinite, "step {}: the gradient of '{}{}' holds a NaN or an infinity", step, kParamPrefix,
+             p.name);
+    }
 
   {
     at::NoGradGuard no_grad;
@@ -479,6 +504,9 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
     r.post.emplace(std::string(kRngName), gen.get_state().contiguous());
   }
   r.loss = loss;
+  if (!options.allow_nonfinite_loss)
+    if (auto bad = hash::nonfinite_tensor(state_views(r.post)))
+      fail(Status::kNonFinite, "S_{} after the replay: {}", step, *bad);
   r.post_digest = state_digest(r.post, options.hash_threads);
   TensorMap pre_params;
   for (const auto &[name, t] : pre)

@@ -70,10 +70,11 @@ VerifyResult verify_step(const VerifyInputs &in) {
     StepOptions opts;
     opts.hash_threads = in.hash_threads;
     opts.intra_op_threads = in.intra_op_threads;
-    // A committed NaN loss is compared like any other value.
-    opts.allow_nonfinite_loss = true;
+    // A NaN or infinity in a gradient, the replayed loss or S_t is a FAIL of
+    // its own (the committed loss and the served states were checked above).
     s = replay_step(*program, *in.spec, in.challenged_step, pre, batch, o.manifest.next_lr, opts);
   } catch (const Error &e) {
+    if (e.status() == Status::kNonFinite) return failed(r, commit::OpeningCheck::kNonFinite, e.status(), e.what());
     return failed(r, commit::OpeningCheck::kReplay, e.status(), e.what());
   } catch (const c10::Error &e) {
     return failed(r, commit::OpeningCheck::kReplay, Status::kBackend, e.what_without_backtrace());

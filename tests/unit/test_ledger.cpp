@@ -84,8 +84,8 @@ constexpr task::ChallengeMode kNorm = task::ChallengeMode::kNormBucket;
 // helpers that drive the ledger as the owner, the miner and witnesses would.
 struct Flow {
   explicit Flow(bool forged = false, const LedgerConfig &config = kConfig,
-                uint64_t start_height = 100, const task::Task &t = make_task())
-      : ledger(config), now(start_height), task_value(t) {
+                uint64_t start_height = 100, const task::Task &task_def = make_task())
+      : ledger(config), now(start_height), task_value(task_def) {
     task = task_value.id();
     task_bytes = task_value.encode();
     commitment = make_commitment(miner, task_value);

@@ -6,11 +6,14 @@
 #include <cmath>
 
 #include <fstream>
+#include <limits>
+#include <tuple>
 
 #include "commit/dataset.h"
 #include "commit/opening.h"
 #include "commit/step_leaf.h"
 #include "core_test_util.h"
+#include "hash/finite.h"
 #include "hash/safetensors.h"
 #include "merkle/proof.h"
 #include "merkle/stored_tree.h"
@@ -36,11 +39,14 @@ struct TinyRun {
   std::unique_ptr<merkle::StoredTree> schedule = merkle::StoredTree::in_memory();
   std::unique_ptr<merkle::StoredTree> log = merkle::StoredTree::in_memory();
   std::vector<Digest> states;  // digest of S_0..S_n
+  std::vector<double> losses;  // losses[t] of step t (losses[0] unused)
   commit::TrainingCommitment commitment;
 
   std::string state_path(uint64_t t) const { return dir.file("state-" + std::to_string(t) + ".safetensors"); }
 
-  TinyRun() {
+  // A run whose S_{nan_at} holds a NaN and whose step inf_loss_at has an
+  // infinite loss (0: none), committed in the log like any other value.
+  explicit TinyRun(uint64_t nan_at = 0, uint64_t inf_loss_at = 0) {
     for (uint64_t i = 0; i < kSamples; ++i) {
       const std::vector<float> x = {float(i), float(i) * 2, 1.0f};
       const std::string p = dir.file("sample-" + std::to_string(i));
@@ -54,9 +60,12 @@ struct TinyRun {
         schedule->append(commit::seeded_schedule_entry(kSeed, kSamples, kBatch, kMicro, t).encode(kSamples));
         for (float &x : w) x = x * 0.9f + 0.01f * float(t);
       }
-      hash::write_safetensors(state_path(t), {{{"model.w", hash::DType::kF32, {4}}, view_of(w)}}, {});
+      std::vector<float> stored = w;
+      if (t == nan_at && t > 0) stored[2] = std::numeric_limits<float>::quiet_NaN();
+      hash::write_safetensors(state_path(t), {{{"model.w", hash::DType::kF32, {4}}, view_of(stored)}}, {});
       states.push_back(hash::SafetensorsFile::open(state_path(t))->digest(1));
-      if (t > 0) log->append(commit::StepLeaf{t, states[t], 1.0 / double(t)}.encode());
+      losses.push_back(t == inf_loss_at ? std::numeric_limits<double>::infinity() : 1.0 / double(t));
+      if (t > 0) log->append(commit::StepLeaf{t, states[t], losses[t]}.encode());
     }
     commitment.initial_state_digest = states[0];
     commitment.schedule_root = schedule->root();
@@ -75,10 +84,10 @@ struct TinyRun {
     m.log_size = log->size();
     m.pre_state_digest = states[t - 1];
     if (t > 1) {
-      m.pre_leaf = commit::StepLeaf{t - 1, states[t - 1], 1.0 / double(t - 1)}.encode();
+      m.pre_leaf = commit::StepLeaf{t - 1, states[t - 1], losses[t - 1]}.encode();
       m.pre_leaf_proof = merkle::encode_proof(log->inclusion_proof(t - 2, log->size()));
     }
-    m.post_leaf = commit::StepLeaf{t, states[t], 1.0 / double(t)}.encode();
+    m.post_leaf = commit::StepLeaf{t, states[t], losses[t]}.encode();
     m.post_leaf_proof = merkle::encode_proof(log->inclusion_proof(t - 1, log->size()));
     const auto entry = commit::seeded_schedule_entry(kSeed, kSamples, kBatch, kMicro, t);
     m.schedule_entry = entry.encode(kSamples);
@@ -201,6 +210,62 @@ TEST(Opening, EachTamperingIsNamedByItsCheck) {
                                                  run.state_path(1), run.state_path(2), 1);
   EXPECT_EQ(wrong_step.check, OpeningCheck::kStep) << wrong_step.message;
   EXPECT_EQ(r.check, OpeningCheck::kManifest);
+}
+
+TEST(Opening, NonFiniteLossesAndStatesFail) {
+  // NaN in the committed S_3: the opening of step 4 serves it as S_{t-1},
+  // the opening of step 3 as S_t (norm-bucket path); every other check passes.
+  TinyRun nan(3);
+  for (const auto &[t, pre, post] : {std::tuple{4u, true, false}, std::tuple{3u, false, true}}) {
+    const auto m = nan.open(t);
+    const auto r = nan.verify(m, pre || post ? std::optional(nan.state_path(t - 1)) : std::nullopt,
+                              post ? std::optional(nan.state_path(t)) : std::nullopt);
+    EXPECT_EQ(r.check, OpeningCheck::kNonFinite) << r.message;
+    EXPECT_EQ(r.status, Status::kNonFinite);
+    EXPECT_NE(r.message.find("tensor 'model.w' element 2 is NaN"), std::string::npos) << r.message;
+  }
+  // Without the state files only the manifest's values are checked.
+  EXPECT_EQ(nan.verify(nan.open(4)).check, OpeningCheck::kOk);
+  // An infinite committed loss fails even without the states.
+  TinyRun inf(0, 5);
+  const auto r = inf.verify(inf.open(5));
+  EXPECT_EQ(r.check, OpeningCheck::kNonFinite) << r.message;
+  EXPECT_NE(r.message.find("loss inf"), std::string::npos) << r.message;
+  EXPECT_EQ(inf.verify(inf.open(6)).check, OpeningCheck::kOk);  // the leaf of step 5 is only S_5's binding there
+}
+
+TEST(Finite, FirstNonFiniteElementByDtype) {
+  auto bytes = [](auto... v) {
+    Bytes b;
+    for (auto x : {v...}) {
+      const size_t n = sizeof(x);
+      const auto *p = reinterpret_cast<const uint8_t *>(&x);
+      b.insert(b.end(), p, p + n);
+    }
+    return b;
+  };
+  using hash::DType;
+  const float f_nan = std::numeric_limits<float>::quiet_NaN(), f_inf = std::numeric_limits<float>::infinity();
+  const double d_max = std::numeric_limits<double>::max(), d_inf = -std::numeric_limits<double>::infinity();
+  EXPECT_EQ(hash::first_nonfinite(DType::kF32, bytes(1.0f, -0.0f, 1e-45f, 3.4e38f)), std::nullopt);
+  EXPECT_EQ(hash::first_nonfinite(DType::kF32, bytes(1.0f, f_nan)), 1u);
+  EXPECT_EQ(hash::first_nonfinite(DType::kF32, bytes(f_inf, 1.0f)), 0u);
+  EXPECT_EQ(hash::first_nonfinite(DType::kF64, bytes(d_max, 5e-324)), std::nullopt);
+  EXPECT_EQ(hash::first_nonfinite(DType::kF64, bytes(0.0, 1.0, d_inf)), 2u);
+  // F16: 0x7C00 +inf, 0xFC00 -inf, 0x7E00 NaN, 0x7BFF the largest finite.
+  EXPECT_EQ(hash::first_nonfinite(DType::kF16, bytes(uint16_t{0x7BFF}, uint16_t{0x0001})), std::nullopt);
+  EXPECT_EQ(hash::first_nonfinite(DType::kF16, bytes(uint16_t{0x3C00}, uint16_t{0xFC00})), 1u);
+  EXPECT_EQ(hash::first_nonfinite(DType::kF16, bytes(uint16_t{0x7E00})), 0u);
+  // BF16: 0x7F80 +inf, 0x7FC0 NaN, 0x7F7F the largest finite.
+  EXPECT_EQ(hash::first_nonfinite(DType::kBF16, bytes(uint16_t{0x7F7F}, uint16_t{0x8001})), std::nullopt);
+  EXPECT_EQ(hash::first_nonfinite(DType::kBF16, bytes(uint16_t{0x3F80}, uint16_t{0x7FC0})), 1u);
+  // Integer and boolean tensors have no non-finite values, whatever the bits.
+  EXPECT_EQ(hash::first_nonfinite(DType::kI32, bytes(int32_t{0x7F800000})), std::nullopt);
+  EXPECT_EQ(hash::first_nonfinite(DType::kU8, Bytes{0xFF}), std::nullopt);
+  // The message names the tensor, the element and what it holds.
+  const Bytes neg = bytes(0.5f, -f_inf);
+  EXPECT_EQ(hash::nonfinite_tensor(std::vector<hash::StTensor>{{{"param/w", DType::kF32, {2}}, neg}}),
+            "tensor 'param/w' element 1 is -infinity");
 }
 
 TEST(Opening, ManifestDecodingIsStrictAndBounded) {

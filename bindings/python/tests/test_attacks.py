@@ -146,3 +146,144 @@ def test_attack_a_task_of_the_miners_choosing_is_refused(tmp_path):
     # A task of its own can be posted, but it is another task id: a run of it
     # answers to nobody's task but the thief's.
     assert w.call("post_task", caller=THIEF.hex(), task=own.encode().hex())["task_id"] != str(w.task.id)
+
+
+def forged_run(w, tmp, corrupt, task=None, s0_path=None):
+    """A miner that trains step 1 honestly, then corrupts S_1 with
+    `corrupt(state)` (a dict of canonical tensors, changed in place) and
+    fabricates S_2..S_n without training: each is S_1 again. The run answers
+    to `task` (default: the world's), whose S_0 file is `s0_path`. Returns
+    (commitment, root, serve(t) -> (manifest, pre-state path))."""
+    task = task or w.task
+    rec_dir = os.path.join(tmp, "forged")
+    os.makedirs(rec_dir)
+    x = torch.stack([w.samples[i]["x"] for i in w.schedule[0][0]])
+    y = torch.stack([w.samples[i]["y"] for i in w.schedule[0][0]])
+    torch.manual_seed(pot.seed(7, 1))
+    loss = w.model(x, y)
+    loss.backward()
+    w.opt.step()
+    w.opt.zero_grad(set_to_none=True)
+    state = {k: v.clone() for k, v in pt.canonical_state(w.model, w.opt).items()}
+    corrupt(state)
+    paths, digests = [s0_path], [task.to_dict()["initial_state"]["published_digest"]]
+    for t in range(1, STEPS + 1):
+        path = os.path.join(rec_dir, f"S_{t}.safetensors")
+        with pt.state_writer(state) as sw:
+            sw.write(path)
+        paths.append(path)
+        digests.append(str(pot.safetensors_digest_file(path)))
+    losses = [float(loss)] + [float(loss) * 0.9 ** t for t in range(1, STEPS)]
+    log = pot.Tree()
+    for t in range(1, STEPS + 1):
+        log.append(pot.StepLeaf(t, pot.Digest(digests[t]), losses[t - 1]).encode())
+    commitment = pot.Commitment(dict(json_of(task), miner_identity=THIEF.hex(), declared_steps=STEPS))
+    dataset, sched = pot.Tree(), pot.Tree()
+    for i in range(len(w.samples)):
+        with open(os.path.join(w.data_dir, f"{i:06d}.safetensors"), "rb") as f:
+            dataset.append(pot.sample_digest(f.read()))
+    entries = [pot.ScheduleEntry(t, step).encode(len(w.samples)) for t, step in enumerate(w.schedule, start=1)]
+    for e in entries:
+        sched.append(e)
+
+    def serve(t):
+        with pot.Opening(commitment.run_id, t, STEPS, pot.Digest(digests[t - 1])) as o:
+            if t > 1:
+                o.set_pre_leaf(pot.StepLeaf(t - 1, pot.Digest(digests[t - 1]), losses[t - 2]).encode(),
+                               log.inclusion_proof(t - 2, STEPS))
+            o.set_post_leaf(pot.StepLeaf(t, pot.Digest(digests[t]), losses[t - 1]).encode(),
+                            log.inclusion_proof(t - 1, STEPS))
+            o.set_schedule(entries[t - 1], sched.inclusion_proof(t - 1, STEPS))
+            for i in w.schedule[t - 1][0]:
+                with open(os.path.join(w.data_dir, f"{i:06d}.safetensors"), "rb") as f:
+                    o.add_sample(i, f.read(), dataset.inclusion_proof(i, len(w.samples)))
+            o.set_next_lr(0.05)
+            return o.encode(), paths[t - 1]
+
+    return commitment, log.root(STEPS), serve
+
+
+def json_of(task):
+    """The commitment fields a task fixes."""
+    j = task.to_dict()
+    return {"task_id": str(task.id), "initial_state_digest": j["initial_state"]["published_digest"],
+            "schedule_root": j["schedule"]["listed_root"], "dataset_root": j["dataset_root"],
+            "dataset_size": j["dataset_size"], "spec_digest": str(task.spec.digest())}
+
+
+def test_attack_non_finite_states_fail_at_every_challenged_step(tmp_path):
+    """Attack 4: NaN weights after one real step, the remaining steps
+    fabricated (a NaN compares like any other bits, so a replay of NaN
+    reproduces NaN). Every challenged step after the NaN fails at
+    `nonfinite`; the recorder and the task builder refuse such states."""
+    w = World(tmp_path)
+
+    def nan(state):
+        state["param/body.0.weight"][0, 0] = float("nan")
+
+    commitment, root, serve = forged_run(w, str(tmp_path), nan)
+    w.task.check_commitment(commitment)  # a commitment the task admits: the forgery is in the log
+    for t in range(2, STEPS + 1):
+        manifest, pre = serve(t)
+        with pytest.raises(pot.NonFiniteError) as e:
+            pot.verify_step(commitment, w.task.spec, w.program, t, STEPS, root, manifest, pre)
+        assert e.value.check == pot.OpeningCheck.NONFINITE, t
+        assert "tensor 'param/body.0.weight' element 0 is NaN" in e.value.message
+        # The commit layer alone (no LibTorch: a chain client) refuses it too.
+        with pytest.raises(pot.NonFiniteError):
+            pot.verify_opening(commitment, t, STEPS, root, manifest, pre)
+    # The honest trainer is stopped at once: a NaN state is never recorded.
+    w2 = World(tmp_path / "again")
+    rec = pt.Recorder(w2.model, w2.opt, w2.task, w2.program, os.path.join(w2.tmp, "ckpt"), dataset_dir=w2.data_dir,
+                      schedule=w2.schedule, miner_identity=MINER)
+    rec.begin_step(w2.schedule[0][0])
+    with torch.no_grad():
+        w2.model.body[0].weight[0, 0] = float("inf")
+    with pytest.raises(pot.NonFiniteError, match="param/body.0.weight"):
+        rec.end_step(1.0)
+    with pytest.raises(pot.NonFiniteError, match="loss"):
+        rec.end_step(float("nan"))
+    rec.close()
+    # A task cannot publish a non-finite S_0.
+    with pytest.raises(pot.NonFiniteError, match="S_0"):
+        pt.make_task(w2.model, w2.opt, w2.task.spec, dataset_dir=w2.data_dir, schedule=w2.schedule, owner=OWNER)
+
+
+def test_attack_saturated_optimizer_state_in_s0_is_refused(tmp_path):
+    """Attack 3: S_0 whose optimizer moments are so large that no gradient
+    moves them (every later state computable without a backward pass). S_0
+    must be the optimizer's fresh state: the task builder, the recorder and
+    the replay of step 1 refuse optimizer state in it."""
+    w = World(tmp_path)
+    rec, run_id, root = w.train_honestly()
+    # The honest run's step 1 verifies.
+    assert pot.verify_step(rec.commitment, w.task.spec, w.program, 1, STEPS, root, rec.serve(1), rec.state_path(0)).ok
+    rec.close()
+    # After one optimizer step the optimizer holds state: not a fresh S_0.
+    torch.manual_seed(0)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    x = torch.stack([w.samples[i]["x"] for i in range(BATCH)])
+    y = torch.stack([w.samples[i]["y"] for i in range(BATCH)])
+    model(x, y).backward()
+    opt.step()
+    for buf in (opt.state[p]["momentum_buffer"] for p in model.parameters()):
+        buf.fill_(2.0 ** 63)
+    with pytest.raises(pot.InvalidArgumentError, match="optimizer state"):
+        pt.make_task(model, opt, w.task.spec, dataset_dir=w.data_dir, schedule=w.schedule, owner=OWNER)
+    # A task published by hand with that S_0: the replay of step 1 refuses it.
+    saturated = pt.canonical_state(model, opt)
+    path = str(tmp_path / "saturated.safetensors")
+    with pt.state_writer(saturated) as sw:
+        sw.write(path)
+    j = w.task.to_dict()
+    j["initial_state"]["published_digest"] = str(pot.safetensors_digest_file(path))
+    task = pot.Task(j)
+    with pytest.raises(pot.InvalidArgumentError, match="optimizer state"):
+        pt.Recorder(model, opt, task, w.program, str(tmp_path / "ck"), dataset_dir=w.data_dir, schedule=w.schedule)
+    commitment, root, serve = forged_run(w, str(tmp_path), lambda state: None, task, path)
+    manifest, pre = serve(1)
+    with pytest.raises(pot.InvalidArgumentError) as e:
+        pot.verify_step(commitment, task.spec, w.program, 1, STEPS, root, manifest, pre)
+    assert e.value.check == pot.OpeningCheck.REPLAY
+    assert "S_0 holds optimizer state" in e.value.message

@@ -42,6 +42,7 @@ class OpeningCheck(enum.IntEnum):
     REPLAYED_STATE = _pot.POT_CHECK_REPLAYED_STATE
     REPLAYED_LOSS = _pot.POT_CHECK_REPLAYED_LOSS
     REPLAYED_BUCKET = _pot.POT_CHECK_REPLAYED_BUCKET
+    NONFINITE = _pot.POT_CHECK_NONFINITE
 
     def __str__(self) -> str:
         return _pot.pot_opening_check_name(self)

@@ -33,7 +33,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import torch
 
-from ._errors import ConflictError, InvalidArgumentError, StateError
+from ._errors import ConflictError, InvalidArgumentError, NonFiniteError, StateError
 from .commitment import Commitment, sample_digest, schedule_entry_encode
 from .hash import State
 from .merkle import Tree
@@ -278,6 +278,18 @@ def _initial_state(model: torch.nn.Module, optimizer: torch.optim.Optimizer, spe
     return canonical_state(model, optimizer, rng=single)
 
 
+def _check_initial_state(state: Mapping[str, torch.Tensor]) -> None:
+    """What a verifier refuses in S_0 (docs/PROTOCOL.md 21.1, 21.3): optimizer
+    state (a run starts from the optimizer's fresh state) and non-finite
+    values."""
+    for name, t in state.items():
+        if name.startswith("optim/"):
+            raise InvalidArgumentError(f"S_0 holds optimizer state '{name}': a run starts from the optimizer's fresh "
+                                       "state (build the task before the first optimizer step)")
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            raise NonFiniteError(f"S_0: tensor '{name}' holds a NaN or an infinity")
+
+
 def _dataset_size(directory: str) -> int:
     return sum(1 for f in os.listdir(directory) if f.endswith(".safetensors"))
 
@@ -300,6 +312,7 @@ def make_task(model: torch.nn.Module, optimizer: torch.optim.Optimizer, spec: Sp
     if not schedule:
         raise InvalidArgumentError("the schedule is empty")
     state = _initial_state(model, optimizer, spec)
+    _check_initial_state(state)
     with State() as st:
         for name, t in state.items():
             if t.dtype not in DTYPE_NAMES:

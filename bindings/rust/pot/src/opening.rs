@@ -272,11 +272,15 @@ pub enum OpeningCheck {
     /// [`verify_step`](crate::verify_step) only, norm bucket: the replayed
     /// update's bucket matches the served states'.
     ReplayedBucket,
+    /// No NaN or infinity in leaf `t`'s loss or a served state (after the
+    /// checks of [`verify_opening`]) nor, in [`verify_step`](crate::verify_step),
+    /// in a gradient, the replayed loss or the replayed `S_t`.
+    NonFinite,
     /// A check this crate does not know (appended by a later libpot).
     Other(u32),
 }
 
-const CHECKS: [OpeningCheck; 23] = [
+const CHECKS: [OpeningCheck; 24] = [
     OpeningCheck::Manifest,
     OpeningCheck::RunId,
     OpeningCheck::Step,
@@ -300,6 +304,7 @@ const CHECKS: [OpeningCheck; 23] = [
     OpeningCheck::ReplayedState,
     OpeningCheck::ReplayedLoss,
     OpeningCheck::ReplayedBucket,
+    OpeningCheck::NonFinite,
 ];
 
 impl OpeningCheck {
@@ -468,6 +473,7 @@ mod tests {
         assert_eq!(OpeningCheck::ReplayedState.raw(), sys::pot_opening_check::POT_CHECK_REPLAYED_STATE.0);
         assert_eq!(OpeningCheck::ReplayedLoss.raw(), sys::pot_opening_check::POT_CHECK_REPLAYED_LOSS.0);
         assert_eq!(OpeningCheck::ReplayedBucket.raw(), sys::pot_opening_check::POT_CHECK_REPLAYED_BUCKET.0);
+        assert_eq!(OpeningCheck::NonFinite.raw(), sys::pot_opening_check::POT_CHECK_NONFINITE.0);
         for (check, name) in [
             (OpeningCheck::Spec, "spec"),
             (OpeningCheck::Program, "program"),
@@ -475,11 +481,12 @@ mod tests {
             (OpeningCheck::ReplayedState, "replayed_state"),
             (OpeningCheck::ReplayedLoss, "replayed_loss"),
             (OpeningCheck::ReplayedBucket, "replayed_bucket"),
+            (OpeningCheck::NonFinite, "nonfinite"),
         ] {
             assert_eq!(check.name(), name);
         }
-        assert_eq!(OpeningCheck::from_raw(24), Some(OpeningCheck::Other(24)));
-        for raw in 1..=23 {
+        assert_eq!(OpeningCheck::from_raw(25), Some(OpeningCheck::Other(25)));
+        for raw in 1..=24 {
             let c = OpeningCheck::from_raw(raw).unwrap();
             assert_eq!(c.raw(), raw);
             assert_ne!(c.name(), "unknown");
