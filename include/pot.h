@@ -744,15 +744,17 @@ POT_API const char *pot_verdict_reason(const pot_verdict *verdict);
 /* ------------------------------------------------------------------------ */
 
 /* A deterministic state machine with the extrinsics' rules, for chain teams
- * to embed or mirror: start_training_commitment, post_checkpoint_root,
- * issue_challenge, submit_opening, declare_witness_norm_bucket,
- * commit_witness, reveal_witness_value, finalize_challenge. Calls are JSON
+ * to embed or mirror: post_task, start_training_commitment,
+ * post_checkpoint_root, issue_challenge, submit_opening,
+ * declare_witness_norm_bucket, commit_witness, reveal_witness_value,
+ * finalize_challenge (and the queries task_info, run_info,
+ * challenge_info). Calls are JSON
  * documents (docs/ledger.md). One handle must not be used by two threads at
  * once. */
 typedef struct pot_ledger pot_ledger;
 
 /* A new ledger: witness commit and reveal windows (in blocks), the quorum
- * of the verdict and the most challenges one issue_challenge may draw (all
+ * of the verdict and the most challenge rounds a task may ask for (all
  * >= 1, else POT_E_INVALID_ARGUMENT). */
 POT_API pot_status pot_ledger_new(pot_ledger **out, uint64_t commit_window, uint64_t reveal_window,
                                   uint32_t quorum, uint32_t max_rounds, pot_error **err);

@@ -18,7 +18,7 @@ type LedgerConfig struct {
 	CommitWindow uint64 `json:"commit_window"` // blocks from issue to the end of the commit phase
 	RevealWindow uint64 `json:"reveal_window"` // blocks from there to the end of the reveal phase
 	Quorum       uint32 `json:"quorum"`        // reveals the winning cluster needs
-	MaxRounds    uint32 `json:"max_rounds"`    // challenges one issue_challenge may draw
+	MaxRounds    uint32 `json:"max_rounds"`    // the most challenge rounds a task may ask for
 }
 
 // Ledger is the reference ledger (pot_ledger, docs/ledger.md): a

@@ -22,6 +22,7 @@ struct pot_verdict {
 
 static_assert(POT_CHECK_POST_STATE_DIGEST == static_cast<int>(commit::OpeningCheck::kPostStateDigest));
 static_assert(POT_CHECK_REPLAYED_BUCKET == static_cast<int>(commit::OpeningCheck::kReplayedBucket));
+static_assert(POT_CHECK_NONFINITE == static_cast<int>(commit::OpeningCheck::kNonFinite));
 static_assert(POT_CHECK_SAMPLE_PROOF == static_cast<int>(commit::OpeningCheck::kSampleProof));
 static_assert(POT_WITNESS_SALT_SIZE == 32);
 
@@ -125,7 +126,7 @@ pot_status pot_opening_digest(pot_digest *out, const pot_opening *opening, pot_e
 
 const char *pot_opening_check_name(pot_opening_check check) {
   const int c = enum_arg(check);
-  if (c < 0 || c > POT_CHECK_REPLAYED_BUCKET) return "unknown";
+  if (c < 0 || c > POT_CHECK_NONFINITE) return "unknown";
   return commit::opening_check_name(static_cast<commit::OpeningCheck>(c));
 }
 

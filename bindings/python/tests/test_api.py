@@ -282,9 +282,10 @@ def test_losscheck():
 
 
 def test_enums_follow_pot_h():
-    assert [int(c) for c in pot.OpeningCheck] == list(range(24))
+    assert [int(c) for c in pot.OpeningCheck] == list(range(25))
     assert str(pot.OpeningCheck.POST_LEAF_PROOF) == "post_leaf_proof" == pot.opening_check_name(6)
     assert pot.opening_check_name(99) == "unknown"
+    assert str(pot.OpeningCheck.NONFINITE) == "nonfinite" and pot.OpeningCheck.NONFINITE == 24
     assert [str(m) for m in pot.VerifyMode] == ["bitwise", "norm_bucket"]
     assert [str(p) for p in pot.SeedPolicy] == ["per_step", "single_seed", "none"]
     assert [str(o) for o in pot.VerdictOutcome] == ["pass", "fail", "inconclusive"]

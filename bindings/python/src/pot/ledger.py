@@ -28,7 +28,7 @@ class Ledger(Handle):
 
     def __init__(self, commit_window: int, reveal_window: int, quorum: int, max_rounds: int) -> None:
         """A new ledger: witness commit and reveal windows (in blocks), the
-        verdict's quorum and the most challenges one issue_challenge draws
+        verdict's quorum and the most challenge rounds a task may ask for
         (all >= 1, else InvalidArgumentError)."""
         super().__init__(_pot.pot_ledger_new(commit_window, reveal_window, quorum, max_rounds))
 

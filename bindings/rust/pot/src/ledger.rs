@@ -22,7 +22,7 @@ pub struct LedgerConfig {
     pub reveal_window: u64,
     /// Reveals the winning cluster of a verdict needs.
     pub quorum: u32,
-    /// The most challenges one `issue_challenge` may draw.
+    /// The most challenge rounds a task may ask for.
     pub max_rounds: u32,
 }
 
