@@ -17,6 +17,7 @@
 #include "hash/finite.h"
 #include "hash/sha256.h"
 #include "hash/state.h"
+#include "replay/program_check.h"
 #include "witness/norm_bucket.h"
 
 namespace pot::replay {
@@ -246,6 +247,8 @@ std::unique_ptr<Program> Program::load(const std::string &path, const hash::Dige
   if (p->digest_ != expected)
     fail(Status::kProofMismatch, "model program '{}': digest {} is not the spec's model_program_digest {}", path,
          p->digest_.hex(), expected.hex());
+  // The program is the miner's code: nothing of it runs before it is checked.
+  check_program_archive(bytes, path);
   try {
     std::istringstream stream(std::move(bytes));
     p->module_ = torch::jit::load(stream, c10::Device(c10::kCPU));
@@ -253,6 +256,7 @@ std::unique_ptr<Program> Program::load(const std::string &path, const hash::Dige
     fail(Status::kInvalidArgument, "model program '{}' is not a TorchScript module LibTorch can load: {}", path,
          e.what_without_backtrace());
   }
+  check_program_operators(p->module_, path);
   auto forward = p->module_.find_method("forward");
   if (!forward) fail(Status::kInvalidArgument, "model program '{}' has no forward method", path);
   const auto &args = forward->function().getSchema().arguments();

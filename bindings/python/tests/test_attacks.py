@@ -287,3 +287,56 @@ def test_attack_saturated_optimizer_state_in_s0_is_refused(tmp_path):
         pot.verify_step(commitment, task.spec, w.program, 1, STEPS, root, manifest, pre)
     assert e.value.check == pot.OpeningCheck.REPLAY
     assert "S_0 holds optimizer state" in e.value.message
+
+
+class FileToucher(Net):
+    """Attack 6: a forward that maps a file of the verifier's and writes it."""
+
+    def __init__(self, victim: str):
+        super().__init__()
+        self.victim = victim
+
+    def forward(self, x, y):
+        hit = torch.from_file(self.victim, True, 4, dtype=torch.uint8)
+        hit.fill_(0)
+        return torch.nn.functional.cross_entropy(self.body(x), y) + hit.sum() * 0
+
+
+class Printer(Net):
+    def forward(self, x, y):
+        print("the verifier runs my code")
+        return torch.nn.functional.cross_entropy(self.body(x), y)
+
+
+def test_attack_a_program_with_side_effects_is_refused_before_it_runs(tmp_path):
+    """Attack 6: the model program is the miner's code, run by every
+    verifier. A program that maps and overwrites a file during verify_step
+    (torch.from_file(path, shared=True)), or prints, is refused when it is
+    loaded, naming the operator and the method, before any of it runs; the
+    recorder refuses it before training."""
+    w = World(tmp_path)
+    victim = tmp_path / "verifier-secret.bin"
+    victim.write_bytes(b"AAAA")
+    for model, op in ((FileToucher(str(victim)), "aten::from_file"), (Printer(), "prim::Print")):
+        program = str(tmp_path / f"{type(model).__name__}.pt")
+        pt.save_program(model, program)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, seed=7)
+        with pytest.raises(pot.UnsupportedError) as e:
+            pot.Replay(spec, program)
+        assert op in e.value.message and "forward" in e.value.message, e.value.message
+        task = pt.make_task(model, opt, spec, dataset_dir=w.data_dir, schedule=w.schedule, owner=OWNER,
+                            challenge_rounds=2)
+        with pytest.raises(pot.UnsupportedError, match=op):
+            pt.Recorder(model, opt, task, program, str(tmp_path / f"ck-{op}"), dataset_dir=w.data_dir,
+                        schedule=w.schedule)
+        # The verifier's check names the program (check 19) and touches nothing.
+        commitment, root, serve = forged_run(w, str(tmp_path / op), lambda state: None, task,
+                                             str(tmp_path / "unused"))
+        manifest, pre = serve(2)
+        with pytest.raises(pot.UnsupportedError) as e:
+            pot.verify_step(commitment, task.spec, program, 2, STEPS, root, manifest, pre)
+        assert e.value.check == pot.OpeningCheck.PROGRAM
+    assert victim.read_bytes() == b"AAAA"
+    # The honest program of the same task loads.
+    pot.Replay(w.task.spec, w.program).close()

@@ -37,7 +37,7 @@ from ._errors import ConflictError, InvalidArgumentError, NonFiniteError, StateE
 from .commitment import Commitment, sample_digest, schedule_entry_encode
 from .hash import State
 from .merkle import Tree
-from .replay import Checkpoints, Recorder as _CRecorder, program_digest_file
+from .replay import Checkpoints, Recorder as _CRecorder, Replay as _Replay, program_digest_file
 from .safetensors import SafetensorsWriter
 from .spec import SeedPolicy, Spec
 from .task import Task
@@ -382,6 +382,9 @@ class Recorder:
             "miner_identity": bytes(miner_identity).hex(),
         })
         task.check_commitment(self.commitment)
+        # A program every verifier refuses (its operators, its forward) is
+        # refused now, not after training: loading it runs those checks.
+        _Replay(spec, program).close()
         self._rec = _CRecorder(self.checkpoint_dir, spec, program, checkpoint_every)
         with state_writer(s0) as w:
             self.initial_state_digest = self._rec.start(w)
