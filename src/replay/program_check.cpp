@@ -94,9 +94,13 @@ void check_program_archive(const std::string &bytes, const std::string &what) {
 }
 
 void check_program_operators(const torch::jit::Module &module, const std::string &what) {
-  for (torch::jit::Function *f : module._ivalue()->compilation_unit()->get_functions()) check_function(*f, what);
+  // Methods are normally functions of the compilation unit too: each is walked once.
+  std::set<const torch::jit::Function *> seen;
+  for (torch::jit::Function *f : module._ivalue()->compilation_unit()->get_functions())
+    if (seen.insert(f).second) check_function(*f, what);
   for (const torch::jit::Module &m : module.modules())
-    for (const torch::jit::Method &method : m.get_methods()) check_function(method.function(), what);
+    for (const torch::jit::Method &method : m.get_methods())
+      if (seen.insert(&method.function()).second) check_function(method.function(), what);
 }
 
 }  // namespace pot::replay

@@ -278,6 +278,16 @@ def _initial_state(model: torch.nn.Module, optimizer: torch.optim.Optimizer, spe
     return canonical_state(model, optimizer, rng=single)
 
 
+def _state_digest(state: Mapping[str, torch.Tensor]) -> Any:
+    """The state digest of canonical tensors, without writing them."""
+    with State() as st:
+        for name, t in state.items():
+            if t.dtype not in DTYPE_NAMES:
+                raise InvalidArgumentError(f"tensor '{name}' has dtype {t.dtype}, which safetensors cannot hold")
+            st.add_tensor(name, DTYPE_NAMES[t.dtype], list(t.shape), _buffer(t))
+        return st.digest()
+
+
 def _check_initial_state(state: Mapping[str, torch.Tensor]) -> None:
     """What a verifier refuses in S_0 (docs/PROTOCOL.md 21.1, 21.3): optimizer
     state (a run starts from the optimizer's fresh state) and non-finite
@@ -313,12 +323,7 @@ def make_task(model: torch.nn.Module, optimizer: torch.optim.Optimizer, spec: Sp
         raise InvalidArgumentError("the schedule is empty")
     state = _initial_state(model, optimizer, spec)
     _check_initial_state(state)
-    with State() as st:
-        for name, t in state.items():
-            if t.dtype not in DTYPE_NAMES:
-                raise InvalidArgumentError(f"tensor '{name}' has dtype {t.dtype}, which safetensors cannot hold")
-            st.add_tensor(name, DTYPE_NAMES[t.dtype], list(t.shape), _buffer(t))
-        initial = st.digest()
+    initial = _state_digest(state)
     entries = _schedule_entries(schedule, dataset_size)
     return Task.from_json({
         "owner": bytes(owner).hex(), "spec": json.loads(spec.to_json()),
@@ -367,10 +372,7 @@ class Recorder:
         self._single_seed = spec.seed_policy == SeedPolicy.SINGLE_SEED
         s0 = _initial_state(model, optimizer, spec)
         self._rng = s0.get("rng/cpu")
-        with State() as st:
-            for name, t in s0.items():
-                st.add_tensor(name, DTYPE_NAMES[t.dtype], list(t.shape), _buffer(t))
-            initial = st.digest()
+        initial = _state_digest(s0)
         entries = _schedule_entries(self.schedule, dataset_size)
         # Checked before anything is written: a run the task would refuse is
         # refused here, not by the ledger after training.
