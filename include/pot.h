@@ -472,7 +472,7 @@ POT_API void pot_spec_free(pot_spec *spec);
 POT_API pot_status pot_spec_encode(pot_bytes *out, const pot_spec *spec, pot_error **err);
 /* The JSON form; out->data is also NUL-terminated (len excludes the NUL). */
 POT_API pot_status pot_spec_to_json(pot_bytes *out, const pot_spec *spec, pot_error **err);
-/* tagged("pot/v1/spec", canonical bytes). */
+/* tagged("pot/v2/spec", canonical bytes). */
 POT_API pot_status pot_spec_digest(pot_digest *out, const pot_spec *spec, pot_error **err);
 /* The seed policy and its seed (the base seed for POT_SEED_PER_STEP, 0 for
  * POT_SEED_NONE); either output may be NULL. */
@@ -482,6 +482,15 @@ POT_API pot_status pot_spec_seed_policy(pot_seed_policy *policy, uint64_t *seed,
 POT_API uint32_t pot_spec_intra_op_threads(const pot_spec *spec);
 /* Norm-bucket resolution (buckets per doubling); 0 for NULL. */
 POT_API uint32_t pot_spec_norm_bucket_resolution(const pot_spec *spec);
+/* The learning rates of training steps first..first+n-1 (first >= 1) into
+ * out[0..n-1]: the optimizer's lr through the spec's lr_schedule, as torch
+ * 1.13's schedulers give param_groups[0]["lr"] before each optimizer step
+ * (docs/PROTOCOL.md 14.3), bit for bit. S_t's hparam/lr must be the rate of
+ * step t+1. Costs O(first + n) arithmetic: fetch a run's rates in chunks,
+ * not one call per step. POT_E_INVALID_ARGUMENT for first = 0 or a rate that
+ * is not finite. */
+POT_API pot_status pot_spec_learning_rates(double *out, const pot_spec *spec, uint64_t first, size_t n,
+                                           pot_error **err);
 
 /* ------------------------------------------------------------------------ */
 /* Commitments: dataset, schedule, training                                  */
@@ -627,6 +636,10 @@ typedef enum pot_opening_check {
    * a NaN or infinity in leaf t's loss, a served state, a gradient, the
    * replayed loss or the replayed S_t. */
   POT_CHECK_NONFINITE = 24,
+  /* pot_verify_step, before the replay: hparam/lr of the served S_{t-1}
+   * (and, cross-architecture, of the served S_t) is not the rate the spec's
+   * schedule gives step t (t+1). */
+  POT_CHECK_LEARNING_RATE = 25,
   POT_CHECK_MAX_ENUM_ = 0x7FFFFFFF
 } pot_opening_check;
 
@@ -651,16 +664,13 @@ POT_API pot_status pot_opening_set_schedule(pot_opening *opening, const uint8_t 
 POT_API pot_status pot_opening_add_sample(pot_opening *opening, uint64_t index, const uint8_t *payload,
                                           size_t len, const uint8_t *proof, size_t proof_len,
                                           pot_error **err);
-/* The learning rate S_t records for step t+1 (its hparam/lr tensor), which
- * the replay writes into the replayed S_t. Finite and >= 0. */
-POT_API pot_status pot_opening_set_next_lr(pot_opening *opening, double next_lr, pot_error **err);
 /* Where the state files are served (paths or URIs; NULL or "" for none). */
 POT_API pot_status pot_opening_set_state_refs(pot_opening *opening, const char *pre_state_ref,
                                               const char *post_state_ref, pot_error **err);
 /* Canonical manifest bytes (a pot.v2.OpeningManifest). POT_E_LIMIT past
  * 256 MiB. */
 POT_API pot_status pot_opening_encode(pot_bytes *out, const pot_opening *opening, pot_error **err);
-/* tagged("pot/v1/opening", canonical bytes): what the ledger records. */
+/* tagged("pot/v2/opening", canonical bytes): what the ledger records. */
 POT_API pot_status pot_opening_digest(pot_digest *out, const pot_opening *opening, pot_error **err);
 
 /* Stable lower-case name of a check ("post_leaf_proof"), or "unknown". */
@@ -897,8 +907,10 @@ typedef struct pot_replay_result {
 /* Replays one step. schedule_entry: the step's canonical schedule entry
  * (pot_schedule_entry_encode; it gives the step and its micro-batches);
  * samples[i] (sample_lens[i] bytes): the safetensors payload of the entry's
- * i-th index, n_samples in all. next_lr: the learning rate S_t records for
- * the next step (hparam/lr). post_state_path: when not NULL, S_t is written
+ * i-th index, n_samples in all. The learning rates are the spec's
+ * (pot_spec_learning_rates): S_{t-1}'s hparam/lr must be step t's rate
+ * (POT_E_INVALID_ARGUMENT naming both values), the replayed S_t records
+ * step t+1's. post_state_path: when not NULL, S_t is written
  * there (canonical safetensors, atomically). POT_E_INVALID_ARGUMENT for a
  * state or batch that does not fit the program and spec (the message names
  * the tensor), POT_E_NONFINITE when the loss is NaN or infinite,
@@ -906,7 +918,7 @@ typedef struct pot_replay_result {
 POT_API pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay,
                                    const char *pre_state_path, const uint8_t *schedule_entry,
                                    size_t entry_len, const uint8_t *const *samples,
-                                   const size_t *sample_lens, size_t n_samples, double next_lr,
+                                   const size_t *sample_lens, size_t n_samples,
                                    const char *post_state_path, pot_error **err);
 
 /* How pot_verify_step compares the replayed step. */

@@ -23,6 +23,7 @@ struct pot_verdict {
 static_assert(POT_CHECK_POST_STATE_DIGEST == static_cast<int>(commit::OpeningCheck::kPostStateDigest));
 static_assert(POT_CHECK_REPLAYED_BUCKET == static_cast<int>(commit::OpeningCheck::kReplayedBucket));
 static_assert(POT_CHECK_NONFINITE == static_cast<int>(commit::OpeningCheck::kNonFinite));
+static_assert(POT_CHECK_LEARNING_RATE == static_cast<int>(commit::OpeningCheck::kLearningRate));
 static_assert(POT_CHECK_SAMPLE_PROOF == static_cast<int>(commit::OpeningCheck::kSampleProof));
 static_assert(POT_WITNESS_SALT_SIZE == 32);
 
@@ -89,15 +90,6 @@ pot_status pot_opening_add_sample(pot_opening *opening, uint64_t index, const ui
   });
 }
 
-pot_status pot_opening_set_next_lr(pot_opening *opening, double next_lr, pot_error **err) {
-  return guard(err, [&] {
-    need(opening, "opening");
-    if (!std::isfinite(next_lr) || std::signbit(next_lr))
-      fail(Status::kInvalidArgument, "next_lr = {}: a learning rate is finite and >= +0", next_lr);
-    opening->m.next_lr = next_lr;
-  });
-}
-
 pot_status pot_opening_set_state_refs(pot_opening *opening, const char *pre_state_ref, const char *post_state_ref,
                                       pot_error **err) {
   return guard(err, [&] {
@@ -126,7 +118,7 @@ pot_status pot_opening_digest(pot_digest *out, const pot_opening *opening, pot_e
 
 const char *pot_opening_check_name(pot_opening_check check) {
   const int c = enum_arg(check);
-  if (c < 0 || c > POT_CHECK_NONFINITE) return "unknown";
+  if (c < 0 || c > POT_CHECK_LEARNING_RATE) return "unknown";
   return commit::opening_check_name(static_cast<commit::OpeningCheck>(c));
 }
 

@@ -102,8 +102,8 @@ pot_status pot_replay_input_name(const char **name, const pot_replay *replay, si
 
 pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, const char *pre_state_path,
                            const uint8_t *schedule_entry, size_t entry_len, const uint8_t *const *samples,
-                           const size_t *sample_lens, size_t n_samples, double next_lr,
-                           const char *post_state_path, pot_error **err) {
+                           const size_t *sample_lens, size_t n_samples, const char *post_state_path,
+                           pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
     need(replay, "replay");
@@ -132,7 +132,7 @@ pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, const cha
     const auto pre_file = hash::SafetensorsFile::open(pre_path);
     replay::StepResult r = torch_call([&] {
       const replay::TensorMap pre = replay::load_state(*pre_file);
-      return replay::replay_step(*replay->program, replay->spec, entry.step, pre, batch, next_lr);
+      return replay::replay_step(*replay->program, replay->spec, entry.step, pre, batch);
     });
     if (post_state_path) {
       const std::string post_path(str_arg(post_state_path, "post_state_path"));
@@ -145,7 +145,6 @@ pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, const cha
     res.norm_bucket = r.norm_bucket;
     *out = res;
 #else
-    (void)next_lr;
     (void)post_state_path;
     no_torch();
 #endif

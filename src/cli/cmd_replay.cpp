@@ -39,7 +39,6 @@ void add_replay_commands(CLI::App &app) {
   struct Replay {
     std::string spec, program, pre, entry, out;
     std::vector<std::string> samples;
-    double next_lr = -1;
     bool json = false;
   };
   auto ro = std::make_shared<Replay>();
@@ -49,7 +48,6 @@ void add_replay_commands(CLI::App &app) {
   rp->add_option("--pre-state", ro->pre, "S_{t-1} (safetensors)")->required();
   rp->add_option("--entry", ro->entry, "schedule entry of the step (hex)")->required();
   rp->add_option("--sample", ro->samples, "sample files (safetensors), in the entry's order")->required();
-  rp->add_option("--next-lr", ro->next_lr, "hparam/lr recorded in S_t")->required();
   rp->add_option("--out", ro->out, "write the replayed S_t here");
   rp->add_flag("--json", ro->json, "print JSON");
   rp->callback([ro] {
@@ -69,7 +67,7 @@ void add_replay_commands(CLI::App &app) {
     }
     pot_replay_result res;
     check(pot_replay_step(&res, r, ro->pre.c_str(), entry.data(), entry.size(), ptrs.data(), lens.data(), ptrs.size(),
-                          ro->next_lr, or_null(ro->out), &err),
+                          or_null(ro->out), &err),
           &err, "replay");
     emit(ro->json,
          {{"state_digest", hex(res.post_state_digest)}, {"loss", res.loss}, {"update_norm", res.update_norm},

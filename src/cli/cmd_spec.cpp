@@ -1,6 +1,8 @@
-// pot spec validate | digest | encode.
+// pot spec validate | digest | encode | rates.
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <fstream>
+#include <vector>
 
 #include "cli_util.h"
 
@@ -69,6 +71,35 @@ void add_spec_commands(CLI::App &app) {
     const size_t n = b.len;
     pot_bytes_free(&b);
     emit(en->json, {{"bytes", n}, {"hex", h}}, {en->out.empty() ? h : std::to_string(n) + " bytes written"});
+  });
+
+  struct Rates {
+    std::string file;
+    uint64_t first = 1;
+    size_t count = 1;
+    bool binary = false, json = false;
+  };
+  auto ra = std::make_shared<Rates>();
+  CLI::App *rates = spec->add_subcommand("rates", "Learning rates the spec's schedule gives steps FIRST..");
+  rates->add_option("FILE", ra->file, "spec (JSON, or canonical bytes with --binary)")->required();
+  rates->add_option("--first", ra->first, "first step (>= 1)");
+  rates->add_option("--count", ra->count, "number of steps (1..2^24)")->check(CLI::Range(size_t{1}, size_t{1} << 24));
+  rates->add_flag("--binary", ra->binary, "FILE holds canonical bytes");
+  rates->add_flag("--json", ra->json, "print JSON");
+  rates->callback([ra] {
+    const Spec s = load_spec(ra->file, ra->binary);
+    std::vector<double> out(ra->count);
+    pot_error *err = nullptr;
+    check(pot_spec_learning_rates(out.data(), s.get(), ra->first, out.size(), &err), &err, "rates");
+    std::vector<std::string> lines;
+    nlohmann::json arr = nlohmann::json::array();
+    for (size_t i = 0; i < out.size(); ++i) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%llu %.17g", static_cast<unsigned long long>(ra->first + i), out[i]);
+      lines.push_back(buf);
+      arr.push_back({{"step", ra->first + i}, {"lr", out[i]}});
+    }
+    emit(ra->json, {{"rates", arr}}, lines);
   });
 }
 

@@ -22,6 +22,7 @@ class JsonFields {
   bool has(const char *key) const { return j_.contains(key); }
 
   const nlohmann::json &object(const char *key) const;
+  const nlohmann::json &value(const char *key) const { return at(key); }  // any type
   std::string str(const char *key) const;
   uint64_t u64(const char *key) const;
   uint32_t u32(const char *key) const;

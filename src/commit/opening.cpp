@@ -67,6 +67,7 @@ const char *opening_check_name(OpeningCheck c) noexcept {
     case OpeningCheck::kReplayedLoss: return "replayed_loss";
     case OpeningCheck::kReplayedBucket: return "replayed_bucket";
     case OpeningCheck::kNonFinite: return "nonfinite";
+    case OpeningCheck::kLearningRate: return "learning_rate";
   }
   return "unknown";
 }
@@ -74,8 +75,6 @@ const char *opening_check_name(OpeningCheck c) noexcept {
 Bytes OpeningManifest::encode() const {
   if (pre_state_ref.size() > kMaxRefBytes || post_state_ref.size() > kMaxRefBytes)
     fail(Status::kLimit, "manifest: state references are limited to {} bytes", kMaxRefBytes);
-  if (!std::isfinite(next_lr) || std::signbit(next_lr))
-    fail(Status::kMalformed, "manifest: next_lr = {}: a learning rate is finite and >= +0", next_lr);
   v2::OpeningManifest p;
   p.set_run_id(as_string(run_id.view()));
   p.set_step(step);
@@ -95,7 +94,6 @@ Bytes OpeningManifest::encode() const {
   }
   p.set_pre_state_ref(pre_state_ref);
   p.set_post_state_ref(post_state_ref);
-  p.set_next_lr(next_lr);
   const std::string out = p.SerializeAsString();
   if (out.size() > kMaxManifestBytes)
     fail(Status::kLimit, "manifest of {} bytes, the limit is {}", out.size(), kMaxManifestBytes);
@@ -120,7 +118,6 @@ OpeningManifest OpeningManifest::decode(ByteView b) {
   for (const v2::SampleOpening &s : p.samples()) m.samples.push_back({s.index(), as_bytes(s.payload()), as_bytes(s.proof())});
   m.pre_state_ref = p.pre_state_ref();
   m.post_state_ref = p.post_state_ref();
-  m.next_lr = p.next_lr();
   require_canonical(m.encode(), b, "manifest");
   return m;
 }
@@ -128,7 +125,7 @@ OpeningManifest OpeningManifest::decode(ByteView b) {
 hash::Digest OpeningManifest::digest() const {
   const Bytes b = encode();
   hash::Sha256 h;
-  hash::begin_tagged(h, "pot/v1/opening");
+  hash::begin_tagged(h, "pot/v2/opening");
   return h.update(b).finish();
 }
 

@@ -32,13 +32,12 @@ struct OpeningManifest {
   Bytes schedule_entry, schedule_proof;
   std::vector<SampleOpening> samples;
   std::string pre_state_ref, post_state_ref;
-  double next_lr = 0;  // hparam/lr recorded in S_t (section 21.1)
 
   Bytes encode() const;
   // Canonical decoding, bounded (kLimit past kMaxManifestBytes), kMalformed
   // for anything that is not exactly the canonical encoding.
   static OpeningManifest decode(ByteView b);
-  // tagged("pot/v1/opening", encode()).
+  // tagged("pot/v2/opening", encode()).
   hash::Digest digest() const;
 };
 
@@ -73,6 +72,9 @@ enum class OpeningCheck {
   // After check 17: a NaN or infinity in leaf t's loss or a served state;
   // in pot_verify_step also in a gradient, the replayed loss or S_t.
   kNonFinite = 24,
+  // pot_verify_step: hparam/lr of the served S_{t-1} (or, cross-architecture,
+  // of S_t) is not the rate the spec's schedule gives step t (t+1).
+  kLearningRate = 25,
 };
 
 const char *opening_check_name(OpeningCheck c) noexcept;

@@ -38,6 +38,178 @@ const char *optimizer_name(OptimizerKind k) {
   return "?";
 }
 
+const char *phase_name(LrPhaseKind k) {
+  switch (k) {
+    case LrPhaseKind::kStep: return "step";
+    case LrPhaseKind::kMultiStep: return "multi_step";
+    case LrPhaseKind::kExponential: return "exponential";
+    case LrPhaseKind::kCosine: return "cosine";
+    case LrPhaseKind::kLinear: return "linear";
+    case LrPhaseKind::kConstant: return "constant";
+  }
+  return "?";
+}
+
+void schedule_to_proto(const LrSchedule &s, v2::LrSchedule *p) {
+  for (const LrPhase &ph : s.phases) {
+    v2::LrPhase *q = p->add_phases();
+    switch (ph.kind) {
+      case LrPhaseKind::kStep:
+        q->mutable_step()->set_step_size(ph.step_size);
+        q->mutable_step()->set_gamma(ph.gamma);
+        break;
+      case LrPhaseKind::kMultiStep:
+        for (uint64_t m : ph.milestones) q->mutable_multi_step()->add_milestones(m);
+        q->mutable_multi_step()->set_gamma(ph.gamma);
+        break;
+      case LrPhaseKind::kExponential: q->mutable_exponential()->set_gamma(ph.gamma); break;
+      case LrPhaseKind::kCosine:
+        q->mutable_cosine()->set_t_max(ph.t_max);
+        q->mutable_cosine()->set_eta_min(ph.eta_min);
+        break;
+      case LrPhaseKind::kLinear:
+        q->mutable_linear()->set_start_factor(ph.start_factor);
+        q->mutable_linear()->set_end_factor(ph.end_factor);
+        q->mutable_linear()->set_total_iters(ph.total_iters);
+        break;
+      case LrPhaseKind::kConstant:
+        q->mutable_constant()->set_factor(ph.factor);
+        q->mutable_constant()->set_total_iters(ph.total_iters);
+        break;
+    }
+  }
+  for (uint64_t m : s.milestones) p->add_milestones(m);
+}
+
+LrSchedule schedule_from_proto(const v2::LrSchedule &p) {
+  LrSchedule s;
+  if (static_cast<size_t>(p.phases_size()) > kMaxLrPhases)
+    fail(Status::kMalformed, "spec: lr_schedule has {} phases, at most {}", p.phases_size(), kMaxLrPhases);
+  for (const v2::LrPhase &q : p.phases()) {
+    LrPhase ph;
+    switch (q.kind_case()) {
+      case v2::LrPhase::kStep:
+        ph.kind = LrPhaseKind::kStep;
+        ph.step_size = q.step().step_size();
+        ph.gamma = q.step().gamma();
+        break;
+      case v2::LrPhase::kMultiStep:
+        ph.kind = LrPhaseKind::kMultiStep;
+        ph.milestones.assign(q.multi_step().milestones().begin(), q.multi_step().milestones().end());
+        ph.gamma = q.multi_step().gamma();
+        break;
+      case v2::LrPhase::kExponential:
+        ph.kind = LrPhaseKind::kExponential;
+        ph.gamma = q.exponential().gamma();
+        break;
+      case v2::LrPhase::kCosine:
+        ph.kind = LrPhaseKind::kCosine;
+        ph.t_max = q.cosine().t_max();
+        ph.eta_min = q.cosine().eta_min();
+        break;
+      case v2::LrPhase::kLinear:
+        ph.kind = LrPhaseKind::kLinear;
+        ph.start_factor = q.linear().start_factor();
+        ph.end_factor = q.linear().end_factor();
+        ph.total_iters = q.linear().total_iters();
+        break;
+      case v2::LrPhase::kConstant:
+        ph.kind = LrPhaseKind::kConstant;
+        ph.factor = q.constant().factor();
+        ph.total_iters = q.constant().total_iters();
+        break;
+      default: fail(Status::kMalformed, "spec: an lr_schedule phase has no scheduler kind");
+    }
+    s.phases.push_back(std::move(ph));
+  }
+  s.milestones.assign(p.milestones().begin(), p.milestones().end());
+  return s;
+}
+
+std::vector<uint64_t> json_steps(const nlohmann::json &j, const std::string &where) {
+  if (!j.is_array()) fail(Status::kInvalidArgument, "{} must be an array of step numbers", where);
+  if (j.size() > kMaxLrMilestones) fail(Status::kInvalidArgument, "{}: at most {} entries", where, kMaxLrMilestones);
+  std::vector<uint64_t> out;
+  for (const auto &v : j) {
+    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
+      fail(Status::kInvalidArgument, "{} must hold unsigned integers", where);
+    out.push_back(v.get<uint64_t>());
+  }
+  return out;
+}
+
+LrSchedule schedule_from_json(const nlohmann::json &j) {
+  const JsonFields f(j, "spec.lr_schedule");
+  f.only({"phases", "milestones"});
+  LrSchedule s;
+  const nlohmann::json &phases = f.value("phases");
+  if (!phases.is_array() || phases.empty() || phases.size() > kMaxLrPhases)
+    fail(Status::kInvalidArgument, "spec.lr_schedule.phases must be an array of 1..{} schedulers", kMaxLrPhases);
+  for (size_t i = 0; i < phases.size(); ++i) {
+    const JsonFields p(phases[i], fmt::format("spec.lr_schedule.phases[{}]", i));
+    const std::string kind = p.str("kind");
+    LrPhase ph;
+    if (kind == "step") {
+      p.only({"kind", "step_size", "gamma"});
+      ph.kind = LrPhaseKind::kStep;
+      ph.step_size = p.u32("step_size");
+      ph.gamma = p.f64("gamma");
+    } else if (kind == "multi_step") {
+      p.only({"kind", "milestones", "gamma"});
+      ph.kind = LrPhaseKind::kMultiStep;
+      ph.milestones = json_steps(p.value("milestones"), p.path("milestones"));
+      ph.gamma = p.f64("gamma");
+    } else if (kind == "exponential") {
+      p.only({"kind", "gamma"});
+      ph.kind = LrPhaseKind::kExponential;
+      ph.gamma = p.f64("gamma");
+    } else if (kind == "cosine") {
+      p.only({"kind", "t_max", "eta_min"});
+      ph.kind = LrPhaseKind::kCosine;
+      ph.t_max = p.u32("t_max");
+      ph.eta_min = p.has("eta_min") ? p.f64("eta_min") : 0;
+    } else if (kind == "linear") {
+      p.only({"kind", "start_factor", "end_factor", "total_iters"});
+      ph.kind = LrPhaseKind::kLinear;
+      ph.start_factor = p.f64("start_factor");
+      ph.end_factor = p.f64("end_factor");
+      ph.total_iters = p.u32("total_iters");
+    } else if (kind == "constant") {
+      p.only({"kind", "factor", "total_iters"});
+      ph.kind = LrPhaseKind::kConstant;
+      ph.factor = p.f64("factor");
+      ph.total_iters = p.u32("total_iters");
+    } else {
+      fail(Status::kInvalidArgument,
+           "{}.kind '{}' is unknown (step, multi_step, exponential, cosine, linear or constant)", p.path("kind"), kind);
+    }
+    s.phases.push_back(std::move(ph));
+  }
+  if (f.has("milestones")) s.milestones = json_steps(f.value("milestones"), "spec.lr_schedule.milestones");
+  return s;
+}
+
+nlohmann::json schedule_to_json(const LrSchedule &s) {
+  nlohmann::json phases = nlohmann::json::array();
+  for (const LrPhase &ph : s.phases) {
+    nlohmann::json p = {{"kind", phase_name(ph.kind)}};
+    switch (ph.kind) {
+      case LrPhaseKind::kStep: p["step_size"] = ph.step_size; p["gamma"] = ph.gamma; break;
+      case LrPhaseKind::kMultiStep: p["milestones"] = ph.milestones; p["gamma"] = ph.gamma; break;
+      case LrPhaseKind::kExponential: p["gamma"] = ph.gamma; break;
+      case LrPhaseKind::kCosine: p["t_max"] = ph.t_max; p["eta_min"] = ph.eta_min; break;
+      case LrPhaseKind::kLinear:
+        p["start_factor"] = ph.start_factor;
+        p["end_factor"] = ph.end_factor;
+        p["total_iters"] = ph.total_iters;
+        break;
+      case LrPhaseKind::kConstant: p["factor"] = ph.factor; p["total_iters"] = ph.total_iters; break;
+    }
+    phases.push_back(std::move(p));
+  }
+  return {{"phases", phases}, {"milestones", s.milestones}};
+}
+
 const char *policy_name(SeedPolicyKind k) {
   switch (k) {
     case SeedPolicyKind::kPerStep: return "per_step";
@@ -86,6 +258,7 @@ v2::ExecutionSpec to_proto(const ExecutionSpec &s) {
     case SeedPolicyKind::kNone: p.mutable_seed_policy()->mutable_none(); break;
   }
   p.set_norm_bucket_resolution(s.norm_bucket_resolution);
+  if (!s.lr_schedule.empty()) schedule_to_proto(s.lr_schedule, p.mutable_lr_schedule());
   return p;
 }
 
@@ -139,6 +312,8 @@ ExecutionSpec from_proto(const v2::ExecutionSpec &p) {
     rule("seed_policy is missing (per_step, single_seed or none)");
   }
   s.norm_bucket_resolution = p.norm_bucket_resolution();
+  // A present but empty schedule does not re-encode: refused as not canonical.
+  if (p.has_lr_schedule()) s.lr_schedule = schedule_from_proto(p.lr_schedule());
   return s;
 }
 
@@ -194,7 +369,10 @@ void ExecutionSpec::validate() const {
   if (seed_policy == SeedPolicyKind::kNone && seed != 0) rule("seed_policy none carries no seed");
   if (norm_bucket_resolution < 1 || norm_bucket_resolution > 65536)
     rule(fmt::format("norm_bucket_resolution = {} is outside 1..65536", norm_bucket_resolution));
+  lr_schedule.validate();
 }
+
+double ExecutionSpec::learning_rate(uint64_t step) const { return commit::learning_rate(lr_schedule, optimizer.lr, step); }
 
 Bytes ExecutionSpec::encode() const {
   validate();
@@ -212,7 +390,7 @@ ExecutionSpec ExecutionSpec::decode(ByteView b) {
 hash::Digest ExecutionSpec::digest() const {
   const Bytes b = encode();
   hash::Sha256 h;
-  hash::begin_tagged(h, "pot/v1/spec");
+  hash::begin_tagged(h, "pot/v2/spec");
   return h.update(b).finish();
 }
 
@@ -221,7 +399,7 @@ ExecutionSpec ExecutionSpec::from_json(const nlohmann::json &j) {
   f.only({"framework", "framework_version", "model_program_digest", "dtype", "attention_backend", "dropout",
           "other_rng_use", "optimizer", "grad_clip_max_norm", "grad_accum_microbatches", "batch_size",
           "deterministic_algorithms", "intra_op_threads", "hardware_class", "seed_policy",
-          "norm_bucket_resolution"});
+          "norm_bucket_resolution", "lr_schedule"});
   ExecutionSpec s;
   s.framework = f.str("framework");
   s.framework_version = f.str("framework_version");
@@ -275,6 +453,7 @@ ExecutionSpec ExecutionSpec::from_json(const nlohmann::json &j) {
     fail(Status::kInvalidArgument, "spec.seed_policy.kind '{}' is unknown (per_step, single_seed or none)", policy);
   }
   s.norm_bucket_resolution = f.u32("norm_bucket_resolution");
+  if (f.has("lr_schedule")) s.lr_schedule = schedule_from_json(f.object("lr_schedule"));
   s.validate();
   return s;
 }
@@ -294,7 +473,7 @@ nlohmann::json ExecutionSpec::to_json() const {
   nlohmann::json sp = {{"kind", policy_name(seed_policy)}};
   if (seed_policy == SeedPolicyKind::kPerStep) sp["base_seed"] = seed;
   if (seed_policy == SeedPolicyKind::kSingleSeed) sp["seed"] = seed;
-  return {{"framework", framework},
+  nlohmann::json j = {{"framework", framework},
           {"framework_version", framework_version},
           {"model_program_digest", model_program_digest.hex()},
           {"dtype", std::string(hash::dtype_name(dtype))},
@@ -310,6 +489,8 @@ nlohmann::json ExecutionSpec::to_json() const {
           {"hardware_class", hardware_class},
           {"seed_policy", sp},
           {"norm_bucket_resolution", norm_bucket_resolution}};
+  if (!lr_schedule.empty()) j["lr_schedule"] = schedule_to_json(lr_schedule);
+  return j;
 }
 
 hash::Digest program_digest(ByteView file_bytes) {

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "commit/lr_schedule.h"
 #include "hash/dtype.h"
 #include "hash/sha256.h"
 
@@ -49,6 +50,11 @@ struct ExecutionSpec {
   SeedPolicyKind seed_policy = SeedPolicyKind::kNone;
   uint64_t seed = 0;  // base seed (per_step) or the seed (single_seed)
   uint32_t norm_bucket_resolution = 0;
+  LrSchedule lr_schedule;  // empty: optimizer.lr at every step
+
+  // The learning rate of training step `step` (>= 1): optimizer.lr through
+  // lr_schedule (lr_schedule.h). O(step).
+  double learning_rate(uint64_t step) const;
 
   // Throws kInvalidArgument naming the first rule broken (docs/PROTOCOL.md
   // section 14.2), e.g. dropout without a seed policy or unpinned threads.
@@ -60,7 +66,7 @@ struct ExecutionSpec {
   // canonical encoding of what they decode to: unknown fields, defaults
   // written out, fields out of order, a non-minimal varint...
   static ExecutionSpec decode(ByteView b);
-  // tagged("pot/v1/spec", encode()).
+  // tagged("pot/v2/spec", encode()).
   hash::Digest digest() const;
 
   // The JSON form (docs/cli.md "Execution spec"): unknown or missing keys

@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 namespace pot::replay {
 namespace {
 
-constexpr std::string_view kFormat = "pot-checkpoints/1";
+constexpr std::string_view kFormat = "pot-checkpoints/2";
 constexpr uint64_t kMaxScheduleFileBytes = uint64_t{1} << 34;  // 16 GiB
 
 std::string numbered(const std::string &dir, const char *sub, uint64_t t) {
@@ -111,17 +111,6 @@ const hash::StTensor *find(const std::vector<hash::StTensor> &state, std::string
   return nullptr;
 }
 
-double lr_of(const std::vector<hash::StTensor> &state) {
-  const hash::StTensor *t = find(state, kLrName);
-  if (!t) fail(Status::kInvalidArgument, "the state has no '{}' tensor (the learning rate of the next step)", kLrName);
-  if (t->meta.dtype != hash::DType::kF64 || !t->meta.shape.empty() || t->data.size() != 8)
-    fail(Status::kInvalidArgument, "'{}' must be an F64 scalar (shape [])", kLrName);
-  double lr;
-  std::memcpy(&lr, t->data.data(), 8);
-  if (!std::isfinite(lr) || std::signbit(lr))
-    fail(Status::kInvalidArgument, "'{}' = {}: a learning rate is finite and >= +0", kLrName, lr);
-  return lr;
-}
 
 std::string loss_hex(double loss) {
   uint64_t b;
@@ -154,6 +143,20 @@ struct Recorder::Impl {
   std::optional<commit::TrainingCommitment> commitment;
   uint64_t begun = 0;  // step begun and not ended, 0 when none
   Bytes last_rng;      // rng/cpu of the last recorded state (single_seed)
+  // The rates of the spec's schedule, walked forward as steps are recorded.
+  std::optional<commit::LrSequence> rates;
+  uint64_t rate_step = 0;
+  double rate_value = 0;
+
+  // The rate of `step`; steps asked for never decrease.
+  double rate(uint64_t step) {
+    if (!rates) rates.emplace(spec.lr_schedule, spec.optimizer.lr);
+    while (rate_step < step) {
+      rate_value = rates->next();
+      ++rate_step;
+    }
+    return rate_value;
+  }
 };
 
 std::unique_ptr<Recorder> Recorder::create(const std::string &dir, const commit::ExecutionSpec &spec,
@@ -197,7 +200,8 @@ hash::Digest Recorder::start(const std::vector<hash::StTensor> &s0) {
   if (m.started) fail(Status::kState, "start: S_0 is already recorded");
   hash::StateBuilder b(m.threads);
   for (const hash::StTensor &t : s0) b.add_tensor(t.meta, t.data);
-  lr_of(s0);
+  if (auto bad = learning_rate_mismatch(state_learning_rate(s0), m.rate(1), 1))
+    fail(Status::kInvalidArgument, "start: S_0 holds {}", *bad);
   // What a verifier refuses (docs/PROTOCOL.md 21.3, check nonfinite; the
   // fresh optimizer state of S_0) is refused here, before training.
   if (auto bad = hash::nonfinite_tensor(s0)) fail(Status::kNonFinite, "start: S_0: {}", *bad);
@@ -271,7 +275,8 @@ uint64_t Recorder::begin_step(uint64_t t) {
 commit::StepLeaf Recorder::end_step(const std::vector<hash::StTensor> &state, double loss) {
   Impl &m = *impl_;
   if (!m.begun) fail(Status::kState, "end_step: no step begun (call begin_step first)");
-  const double next_lr = lr_of(state);
+  if (auto bad = learning_rate_mismatch(state_learning_rate(state), m.rate(m.begun + 1), m.begun + 1))
+    fail(Status::kInvalidArgument, "end_step: S_{} holds {}", m.begun, *bad);
   if (!std::isfinite(loss))
     fail(Status::kNonFinite, "end_step: step {} has the loss {}; a step with a non-finite loss fails verification",
          m.begun, loss);
@@ -291,8 +296,7 @@ commit::StepLeaf Recorder::end_step(const std::vector<hash::StTensor> &state, do
   commit::StepLeaf leaf{t, digest, loss};
   m.log->append(leaf.encode());
   m.log->flush();
-  const nlohmann::json line = {{"step", t}, {"state_digest", digest.hex()}, {"loss_bits", loss_hex(loss)},
-                               {"next_lr", next_lr}};
+  const nlohmann::json line = {{"step", t}, {"state_digest", digest.hex()}, {"loss_bits", loss_hex(loss)}};
   m.steps << line.dump() << "\n";
   m.steps.flush();
   if (!m.steps) fail(Status::kIo, "cannot append to '{}/steps.jsonl'", m.dir);
@@ -368,7 +372,8 @@ std::unique_ptr<CheckpointStore> CheckpointStore::open(const std::string &dir) {
   try {
     const nlohmann::json meta = nlohmann::json::parse(meta_bytes.begin(), meta_bytes.end());
     if (meta.at("format").get<std::string>() != kFormat)
-      fail(Status::kUnsupported, "'{}/pot-run.json': format {} is not {}", dir, meta.at("format").dump(), kFormat);
+      fail(Status::kUnsupported, "'{}/pot-run.json': format {} is not {} (a directory of protocol version 1 cannot "
+           "be opened: record the run again)", dir, meta.at("format").dump(), kFormat);
     m.spec = commit::ExecutionSpec::decode(from_hex(meta.at("spec").get<std::string>()));
     m.every = meta.at("checkpoint_every").get<uint64_t>();
     std::ifstream in(dir + "/steps.jsonl");
@@ -380,7 +385,6 @@ std::unique_ptr<CheckpointStore> CheckpointStore::open(const std::string &dir) {
       r.step = j.at("step").get<uint64_t>();
       r.state_digest = hash::Digest::from_hex(j.at("state_digest").get<std::string>());
       r.loss = loss_from_hex(j.at("loss_bits").get<std::string>());
-      r.next_lr = j.at("next_lr").get<double>();
       if (r.step != m.steps.size() + 1)
         fail(Status::kMalformed, "'{}/steps.jsonl': line {} is for step {}", dir, m.steps.size() + 1, r.step);
       m.steps.push_back(r);
@@ -453,6 +457,8 @@ std::string CheckpointStore::state_path(uint64_t t, const std::string &dataset_d
   Program &program = m.prog();
   merkle::StoredTree &data = m.data(dataset_dir);
   (void)data;  // the samples are checked against the dataset root
+  std::vector<double> rates(t - c + 1);
+  commit::learning_rates(m.spec.lr_schedule, m.spec.optimizer.lr, c + 1, rates.size(), rates.data());
   for (uint64_t s = c + 1; s <= t; ++s) {
     const commit::ScheduleEntry entry = commit::ScheduleEntry::decode(m.entry(s));
     std::vector<std::unique_ptr<hash::SafetensorsFile>> files;
@@ -461,7 +467,8 @@ std::string CheckpointStore::state_path(uint64_t t, const std::string &dataset_d
     const Batch batch = split_batch(entry, files);
     StepOptions opts;
     opts.allow_nonfinite_loss = true;
-    StepResult r = replay_step(program, m.spec, s, state, batch, m.steps[s - 1].next_lr, opts);
+    opts.rates = std::make_pair(rates[s - c - 1], rates[s - c]);
+    StepResult r = replay_step(program, m.spec, s, state, batch, opts);
     if (r.post_digest != m.steps[s - 1].state_digest)
       fail(Status::kProofMismatch,
            "re-deriving S_{} from checkpoint {}: step {} replays to {}, the log records {}", t, c, s,
@@ -510,7 +517,6 @@ Bytes CheckpointStore::opening(uint64_t t, uint64_t log_size, const std::string 
   auto relative = [&](const std::string &path) { return fs::relative(path, m.dir).generic_string(); };
   o.pre_state_ref = relative(state_path(t - 1, dataset_dir));
   if (serve_post) o.post_state_ref = relative(state_path(t, dataset_dir));
-  o.next_lr = q.next_lr;
   return o.encode();
 }
 

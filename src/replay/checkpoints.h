@@ -5,7 +5,7 @@
 //   program.pt                   the model program (digest = the spec's)
 //   commitment.bin, schedule.bin the training commitment and every schedule entry
 //   log.tree                     the step log (stored tree file, section 7.2)
-//   steps.jsonl                  one line per step: digest, loss bits, next_lr
+//   steps.jsonl                  one line per step: digest, loss bits
 //   checkpoints/%012d.safetensors S_0 and every k-th state
 //   derived/%012d.safetensors    states re-derived for openings (a cache)
 //
@@ -32,7 +32,6 @@ struct StepRecord {
   uint64_t step = 0;
   hash::Digest state_digest;
   double loss = 0;
-  double next_lr = 0;
 };
 
 class Recorder {
@@ -46,7 +45,8 @@ class Recorder {
   ~Recorder();
 
   // Records S_0 (checkpoint 0) and returns its digest: the commitment's
-  // initial_state_digest. Once, before everything else (kState).
+  // initial_state_digest. Once, before everything else (kState). S_0's
+  // hparam/lr must be the spec's rate of step 1 (kInvalidArgument).
   hash::Digest start(const std::vector<hash::StTensor> &s0);
   // The training commitment and the full schedule it commits to (entries of
   // steps 1..declared_steps in order). Checks the spec digest, S_0's digest
@@ -58,9 +58,10 @@ class Recorder {
   // seed(base, t) (returned); single_seed restores the generator state of
   // S_{t-1}'s rng/cpu tensor (returns 0); none returns 0.
   uint64_t begin_step(uint64_t t);
-  // Ends the step begun: digests S_t (which must hold hparam/lr as an F64
-  // scalar), appends the step leaf to the log, and writes a checkpoint when
-  // t is a multiple of the interval or the last declared step.
+  // Ends the step begun: digests S_t (whose hparam/lr must be the spec's
+  // rate of step t+1, bit for bit: kInvalidArgument naming both values),
+  // appends the step leaf to the log, and writes a checkpoint when t is a
+  // multiple of the interval or the last declared step.
   commit::StepLeaf end_step(const std::vector<hash::StTensor> &state, double loss);
 
   uint64_t size() const;

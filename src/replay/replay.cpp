@@ -6,6 +6,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <unordered_set>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -110,10 +111,6 @@ class ThreadsGuard {
   int old_;
 };
 
-double scalar_f64(const TensorMap &state, std::string_view name) {
-  const at::Tensor &t = need(state, std::string(name), at::kDouble, {});
-  return t.item<double>();
-}
 
 struct ParamState {
   std::string name;
@@ -329,15 +326,37 @@ hash::Digest state_digest(const TensorMap &state, unsigned threads) {
   return b.digest();
 }
 
+double state_learning_rate(const std::vector<hash::StTensor> &state) {
+  const hash::StTensor *t = nullptr;
+  for (const hash::StTensor &v : state)
+    if (v.meta.name == kLrName) t = &v;
+  if (!t) fail(Status::kInvalidArgument, "the state has no '{}' tensor (the learning rate of the next step)", kLrName);
+  if (t->meta.dtype != hash::DType::kF64 || !t->meta.shape.empty() || t->data.size() != 8)
+    fail(Status::kInvalidArgument, "'{}' must be an F64 scalar (shape [])", kLrName);
+  double lr;
+  std::memcpy(&lr, t->data.data(), 8);
+  if (!std::isfinite(lr) || std::signbit(lr))
+    fail(Status::kInvalidArgument, "'{}' = {}: a learning rate is finite and >= +0", kLrName, lr);
+  return lr;
+}
+
+std::optional<std::string> learning_rate_mismatch(double held, double expected, uint64_t step) {
+  uint64_t a, b;
+  std::memcpy(&a, &held, 8);
+  std::memcpy(&b, &expected, 8);
+  if (a == b) return std::nullopt;
+  return fmt::format("hparam/lr = {:.17g}, the spec's learning-rate schedule gives step {} the rate {:.17g} (the "
+                     "scheduler must step once after every optimizer step, as the spec's lr_schedule says)",
+                     held, step, expected);
+}
+
 StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint64_t step, const TensorMap &pre,
-                       const Batch &batch, double next_lr, const StepOptions &options) {
+                       const Batch &batch, const StepOptions &options) {
   spec.validate();
   if (program.digest() != spec.model_program_digest)
     fail(Status::kProofMismatch, "the program's digest {} is not the spec's model_program_digest {}",
          program.digest().hex(), spec.model_program_digest.hex());
   if (step == 0) fail(Status::kInvalidArgument, "step 0 is not a training step (steps start at 1)");
-  if (!std::isfinite(next_lr) || next_lr < 0)
-    fail(Status::kInvalidArgument, "next_lr = {}: the learning rate must be finite and >= 0", next_lr);
   if (batch.size() != spec.grad_accum_microbatches)
     fail(Status::kInvalidArgument, "the batch has {} micro-batches, the spec {}", batch.size(),
          spec.grad_accum_microbatches);
@@ -350,9 +369,18 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
     fail(Status::kInvalidArgument, "the batch has {} samples, the spec's batch_size is {}", samples, spec.batch_size);
 
   const commit::OptimizerSpec &o = spec.optimizer;
-  const double lr = scalar_f64(pre, kLrName);
-  if (!std::isfinite(lr) || lr < 0)
-    fail(Status::kInvalidArgument, "pre-state: hparam/lr = {}: must be finite and >= 0", lr);
+  if (step == UINT64_MAX) fail(Status::kOutOfRange, "step {} has no successor", step);
+  double lr, next_lr;
+  if (options.rates) {
+    std::tie(lr, next_lr) = *options.rates;
+  } else {
+    double r[2];
+    commit::learning_rates(spec.lr_schedule, o.lr, step, 2, r);
+    lr = r[0];
+    next_lr = r[1];
+  }
+  if (auto bad = learning_rate_mismatch(state_learning_rate(state_views(pre)), lr, step))
+    fail(Status::kInvalidArgument, "pre-state: {}", *bad);
 
   // Every replay changes process-wide LibTorch state (the default generator,
   // the thread count, the graph executor mode): one at a time.

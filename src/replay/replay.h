@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -98,17 +99,29 @@ struct StepOptions {
   // Intra-op threads to run with; 0 = the spec's. Anything else changes the
   // bits: only for the cross-architecture (norm-bucket) path.
   unsigned intra_op_threads = 0;
+  // The rates of steps t and t+1 when the caller has them from one pass over
+  // the schedule (re-deriving a run of states); otherwise computed from the
+  // spec. Callers pass spec.learning_rate values, nothing else.
+  std::optional<std::pair<double, double>> rates;
 };
 
-// Replays step t from `pre`. next_lr is the learning rate S_t records for
-// step t+1 (hparam/lr). Errors: kInvalidArgument for a state that does not
+// A state's hparam/lr: kInvalidArgument when it holds none, or not an F64
+// scalar, or one that is not finite and >= +0.
+double state_learning_rate(const std::vector<hash::StTensor> &state);
+// The problem with a held hparam/lr, when it is not `expected` (the rate the
+// spec's schedule gives step `step`) bit for bit; nullopt when it is.
+std::optional<std::string> learning_rate_mismatch(double held, double expected, uint64_t step);
+
+// Replays step t from `pre`, with the learning rate the spec's schedule
+// gives step t; S_t records the rate of step t+1 as hparam/lr. Errors:
+// kInvalidArgument for a pre-state whose hparam/lr is not the schedule's
+// rate of step t, a state that does not
 // fit the program or the optimizer (missing, extra, or mis-shaped tensors,
 // wrong dtypes), a batch that does not fit the forward, a forward that does
 // not return a scalar; kNonFinite when the loss is NaN or infinite (unless
 // options.allow_nonfinite_loss); kProofMismatch when the program is not the
 // spec's.
 StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint64_t step,
-                       const TensorMap &pre, const Batch &batch, double next_lr,
-                       const StepOptions &options = {});
+                       const TensorMap &pre, const Batch &batch, const StepOptions &options = {});
 
 }  // namespace pot::replay

@@ -60,19 +60,51 @@ VerifyResult verify_step(const VerifyInputs &in) {
 
   StepResult s;
   std::unique_ptr<hash::SafetensorsFile> pre_file;  // also read by the norm-bucket comparison
+  std::vector<std::unique_ptr<hash::SafetensorsFile>> files;
+  Batch batch;
+  TensorMap pre;
+  StepOptions opts;
   try {
-    std::vector<std::unique_ptr<hash::SafetensorsFile>> files;
     for (const commit::SampleOpening &so : o.manifest.samples) files.push_back(hash::SafetensorsFile::from_bytes(so.payload));
     const commit::ScheduleEntry entry = commit::ScheduleEntry::decode(o.manifest.schedule_entry);
-    const Batch batch = split_batch(entry, files);
+    batch = split_batch(entry, files);
     pre_file = hash::SafetensorsFile::open(in.pre_state_path);
-    const TensorMap pre = load_state(*pre_file);
-    StepOptions opts;
+    pre = load_state(*pre_file);
+  } catch (const Error &e) {
+    return failed(r, commit::OpeningCheck::kReplay, e.status(), e.what());
+  }
+
+  // The rates are the spec's, never the miner's: S_{t-1} must hold the rate
+  // of step t, a served S_t the rate of step t+1. The replay itself derives
+  // S_t's rate, so the bitwise path compares it through the state digest.
+  double rates[2];
+  try {
+    in.spec->lr_schedule.validate();
+    commit::learning_rates(in.spec->lr_schedule, in.spec->optimizer.lr, in.challenged_step, 2, rates);
+    if (auto bad = learning_rate_mismatch(state_learning_rate(state_views(pre)), rates[0], in.challenged_step))
+      return failed(r, commit::OpeningCheck::kLearningRate, Status::kProofMismatch,
+                    fmt::format("served S_{}: {}", in.challenged_step - 1, *bad));
+    if (in.mode == VerifyMode::kNormBucket) {
+      const auto post_file = hash::SafetensorsFile::open(*in.post_state_path);
+      const long i = post_file->find(kLrName);
+      if (i < 0) fail(Status::kInvalidArgument, "served S_{} has no '{}' tensor", in.challenged_step, kLrName);
+      const double held = state_learning_rate({{post_file->entry(static_cast<size_t>(i)).meta,
+                                                post_file->data(static_cast<size_t>(i))}});
+      if (auto bad = learning_rate_mismatch(held, rates[1], in.challenged_step + 1))
+        return failed(r, commit::OpeningCheck::kLearningRate, Status::kProofMismatch,
+                      fmt::format("served S_{}: {}", in.challenged_step, *bad));
+    }
+  } catch (const Error &e) {
+    return failed(r, commit::OpeningCheck::kLearningRate, e.status(), e.what());
+  }
+
+  try {
     opts.hash_threads = in.hash_threads;
     opts.intra_op_threads = in.intra_op_threads;
+    opts.rates = std::make_pair(rates[0], rates[1]);
     // A NaN or infinity in a gradient, the replayed loss or S_t is a FAIL of
     // its own (the committed loss and the served states were checked above).
-    s = replay_step(*program, *in.spec, in.challenged_step, pre, batch, o.manifest.next_lr, opts);
+    s = replay_step(*program, *in.spec, in.challenged_step, pre, batch, opts);
   } catch (const Error &e) {
     if (e.status() == Status::kNonFinite) return failed(r, commit::OpeningCheck::kNonFinite, e.status(), e.what());
     return failed(r, commit::OpeningCheck::kReplay, e.status(), e.what());

@@ -44,6 +44,9 @@ void Task::validate() const {
   if (dataset_size == 0) rule("dataset_size must be at least 1");
   if (min_steps == 0) rule("min_steps must be at least 1");
   if (max_steps < min_steps) rule(fmt::format("max_steps {} is below min_steps {}", max_steps, min_steps));
+  // S_t records the rate of step t + 1, evaluated by walking the schedule.
+  if (max_steps >= commit::kMaxLrStep)
+    rule(fmt::format("max_steps {} is not below 2^32 (the learning-rate schedule's bound)", max_steps));
   // A listed schedule root commits to a fixed number of entries, and a run
   // has one entry per step.
   if (min_steps != max_steps)

@@ -251,8 +251,8 @@ void manifest_seeds(const json &protocol, const json &rfc, const json &hash) {
   m.pre_state_ref = "checkpoints/000000000001";
   m.post_state_ref = "derived/000000000002";
   seed("fuzz_manifest", "later_step", m.encode());
-  m.next_lr = 0.000375;
-  seed("fuzz_manifest", "next_lr", m.encode());
+  m.pre_state_ref = "checkpoints/000000000002.safetensors";
+  seed("fuzz_manifest", "state_ref", m.encode());
 }
 
 }  // namespace

@@ -153,7 +153,7 @@ Commitment decoded_commitment() {
 Bytes vector_entry() { return unhex(protocol()["schedule_entries"][0]["entry"].get<std::string>()); }
 Bytes vector_leaf() { return unhex(protocol()["step_leaves"][1]["leaf"].get<std::string>()); }
 
-// A manifest with every field set (two samples, state references, next_lr).
+// A manifest with every field set (two samples, state references).
 Bytes valid_manifest(const pot_digest &run = filled(1), uint64_t step = 2, uint64_t log_size = 8) {
   pot_error *err = nullptr;
   pot_opening *o = nullptr;
@@ -166,7 +166,6 @@ Bytes valid_manifest(const pot_digest &run = filled(1), uint64_t step = 2, uint6
   EXPECT_EQ(pot_opening_set_schedule(o, entry.data(), entry.size(), proof.data(), proof.size(), &err), POT_OK);
   for (uint64_t i : {2, 3})
     EXPECT_EQ(pot_opening_add_sample(o, i, sample.data(), sample.size(), proof.data(), proof.size(), &err), POT_OK);
-  EXPECT_EQ(pot_opening_set_next_lr(o, 0.001, &err), POT_OK);
   EXPECT_EQ(pot_opening_set_state_refs(o, "pre.safetensors", "post.safetensors", &err), POT_OK);
   pot_bytes out{};
   EXPECT_EQ(pot_opening_encode(&out, o, &err), POT_OK);

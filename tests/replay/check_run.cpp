@@ -32,31 +32,6 @@ using pot_test::hex;
 using pot_test::numbered;
 using pot_test::read_text;
 
-namespace {
-
-double read_lr(const std::string &path) {
-  pot_safetensors *f = nullptr;
-  pot_error *err = nullptr;
-  check(pot_safetensors_open(&f, path.c_str(), &err), err);
-  size_t index = 0;
-  pot_dtype dtype;
-  const void *data = nullptr;
-  size_t nbytes = 0;
-  pot_status s = pot_safetensors_find(&index, f, "hparam/lr", &err);
-  if (s == POT_OK) s = pot_safetensors_tensor(nullptr, &dtype, nullptr, nullptr, &data, &nbytes, f, index, &err);
-  double lr = 0;
-  if (s == POT_OK && (dtype != POT_DTYPE_F64 || nbytes != 8)) {
-    pot_safetensors_free(f);
-    throw Failure{POT_E_INVALID_ARGUMENT, path + ": hparam/lr is not an F64 scalar"};
-  }
-  if (s == POT_OK) std::memcpy(&lr, data, 8);
-  pot_safetensors_free(f);
-  check(s, err);
-  return lr;
-}
-
-}  // namespace
-
 int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: pot_check_run RUN_DIR [--spec F] [--pre-dir D] [--samples-dir D] [--program F] "
@@ -115,11 +90,10 @@ int main(int argc, char **argv) {
         lens.push_back(p.size());
       }
       const std::string post = numbered(run + "/states", t);
-      const double next_lr = read_lr(post);
       pot_replay_result r;
       const auto t0 = std::chrono::steady_clock::now();
       const pot_status s = pot_replay_step(&r, replay, numbered(pre_dir, t - 1).c_str(), entry.data, entry.len,
-                                           ptrs.data(), lens.data(), ptrs.size(), next_lr, nullptr, &err);
+                                           ptrs.data(), lens.data(), ptrs.size(), nullptr, &err);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       pot_bytes_free(&entry);
       check(s, err);
