@@ -482,14 +482,14 @@ POT_API pot_status pot_spec_seed_policy(pot_seed_policy *policy, uint64_t *seed,
 POT_API uint32_t pot_spec_intra_op_threads(const pot_spec *spec);
 /* Norm-bucket resolution (buckets per doubling); 0 for NULL. */
 POT_API uint32_t pot_spec_norm_bucket_resolution(const pot_spec *spec);
-/* The learning rates of training steps first..first+n-1 (first >= 1) into
- * out[0..n-1]: the optimizer's lr through the spec's lr_schedule, as torch
+/* The learning rates of training steps first..first+n-1 (first >= 1, the
+ * last at most 2^32; POT_E_OUT_OF_RANGE past it) into out[0..n-1]: the optimizer's lr through the spec's lr_schedule, as torch
  * 1.13's schedulers give param_groups[0]["lr"] before each optimizer step
  * (docs/PROTOCOL.md 14.3), bit for bit. S_t's hparam/lr must be the rate of
  * step t+1. Costs O(first + n) arithmetic: fetch a run's rates in chunks,
  * not one call per step. POT_E_INVALID_ARGUMENT for first = 0 or a rate that
  * is not finite. */
-POT_API pot_status pot_spec_learning_rates(double *out, const pot_spec *spec, uint64_t first, size_t n,
+POT_API pot_status pot_spec_learning_rates(double *out, size_t n, const pot_spec *spec, uint64_t first,
                                            pot_error **err);
 
 /* ------------------------------------------------------------------------ */

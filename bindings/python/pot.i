@@ -498,6 +498,40 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
 }
 %typemap(freearg) (const double *losses, size_t count) "PyMem_Free(arr$argnum);"
 
+/* pot_spec_learning_rates: the count in, a list of floats out (bounded: a
+ * Python caller asks for chunks, pot.Spec.learning_rates). */
+%typemap(in) (double *out, size_t n) (double *arr = NULL) {
+  unsigned long long n = PyLong_AsUnsignedLongLong($input);
+  if (PyErr_Occurred()) SWIG_fail;
+  if (n > (1ull << 24)) {
+    PyErr_SetString(PyExc_ValueError, "at most 2^24 learning rates per call");
+    SWIG_fail;
+  }
+  arr = (double *)PyMem_Malloc(n ? (size_t)n * sizeof(double) : 1);
+  if (!arr) {
+    PyErr_NoMemory();
+    SWIG_fail;
+  }
+  $1 = arr;
+  $2 = (size_t)n;
+}
+%typemap(argout) (double *out, size_t n) {
+  if (result == POT_OK) {
+    PyObject *list = PyList_New((Py_ssize_t)$2);
+    if (!list) SWIG_fail;
+    for (size_t i = 0; i < $2; ++i) {
+      PyObject *f = PyFloat_FromDouble($1[i]);
+      if (!f) {
+        Py_DECREF(list);
+        SWIG_fail;
+      }
+      PyList_SET_ITEM(list, (Py_ssize_t)i, f);
+    }
+    POT_APPEND(list)
+  }
+}
+%typemap(freearg) (double *out, size_t n) "PyMem_Free(arr$argnum);"
+
 /* ---- digests ------------------------------------------------------------- */
 
 /* A 32-byte buffer (None passes NULL, which pot refuses where it needs one). */

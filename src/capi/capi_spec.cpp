@@ -89,7 +89,7 @@ uint32_t pot_spec_norm_bucket_resolution(const pot_spec *spec) {
   return spec ? spec->spec.norm_bucket_resolution : 0;
 }
 
-pot_status pot_spec_learning_rates(double *out, const pot_spec *spec, uint64_t first, size_t n, pot_error **err) {
+pot_status pot_spec_learning_rates(double *out, size_t n, const pot_spec *spec, uint64_t first, pot_error **err) {
   return guard(err, [&] {
     need(spec, "spec");
     if (n > 0) need(out, "out");

@@ -90,7 +90,7 @@ void add_spec_commands(CLI::App &app) {
     const Spec s = load_spec(ra->file, ra->binary);
     std::vector<double> out(ra->count);
     pot_error *err = nullptr;
-    check(pot_spec_learning_rates(out.data(), s.get(), ra->first, out.size(), &err), &err, "rates");
+    check(pot_spec_learning_rates(out.data(), out.size(), s.get(), ra->first, &err), &err, "rates");
     std::vector<std::string> lines;
     nlohmann::json arr = nlohmann::json::array();
     for (size_t i = 0; i < out.size(); ++i) {

@@ -275,13 +275,13 @@ uint64_t Recorder::begin_step(uint64_t t) {
 commit::StepLeaf Recorder::end_step(const std::vector<hash::StTensor> &state, double loss) {
   Impl &m = *impl_;
   if (!m.begun) fail(Status::kState, "end_step: no step begun (call begin_step first)");
-  if (auto bad = learning_rate_mismatch(state_learning_rate(state), m.rate(m.begun + 1), m.begun + 1))
-    fail(Status::kInvalidArgument, "end_step: S_{} holds {}", m.begun, *bad);
   if (!std::isfinite(loss))
     fail(Status::kNonFinite, "end_step: step {} has the loss {}; a step with a non-finite loss fails verification",
          m.begun, loss);
   if (auto bad = hash::nonfinite_tensor(state))
     fail(Status::kNonFinite, "end_step: S_{}: {}; a non-finite state fails verification", m.begun, *bad);
+  if (auto bad = learning_rate_mismatch(state_learning_rate(state), m.rate(m.begun + 1), m.begun + 1))
+    fail(Status::kInvalidArgument, "end_step: S_{} holds {}", m.begun, *bad);
   hash::StateBuilder b(m.threads);
   for (const hash::StTensor &t : state) b.add_tensor(t.meta, t.data);
   const hash::Digest digest = b.digest();

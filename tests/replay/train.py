@@ -446,6 +446,7 @@ def main(argv=None) -> int:
         "seed_policy": ({"kind": "single_seed", "seed": a.base_seed} if single
                         else {"kind": "per_step", "base_seed": a.base_seed}),
         "norm_bucket_resolution": 16,
+        "lr_schedule": {"phases": [{"kind": "cosine", "t_max": a.steps, "eta_min": 0.0}]},
     }
     write_json(os.path.join(out, "spec.json"), spec)
     potstate.write_bytes_atomic(os.path.join(out, "schedule.json"),  # one step per line

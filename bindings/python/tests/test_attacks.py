@@ -59,7 +59,12 @@ class World:
         self.model = Net()
         pt.save_program(self.model, self.program)
         self.opt = torch.optim.SGD(self.model.parameters(), lr=0.05, momentum=0.9)
-        spec = pt.make_spec(self.opt, self.program, dtype=torch.float32, batch_size=BATCH, seed=7)
+        # Linear warm-up over 2 steps, then cosine decay: the spec fixes every step's rate.
+        L = torch.optim.lr_scheduler
+        self.sched = L.SequentialLR(self.opt, [L.LinearLR(self.opt, 0.25, 1.0, 2),
+                                               L.CosineAnnealingLR(self.opt, STEPS - 2, 0.001)], [2])
+        spec = pt.make_spec(self.opt, self.program, dtype=torch.float32, batch_size=BATCH, seed=7,
+                            scheduler=self.sched)
         self.schedule = [[[(BATCH * t + i) % len(self.samples) for i in range(BATCH)]] for t in range(STEPS)]
         self.task = pt.make_task(self.model, self.opt, spec, dataset_dir=self.data_dir, schedule=self.schedule,
                                  owner=OWNER, challenge_rounds=2)
@@ -80,6 +85,7 @@ class World:
             loss = self.model(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch]))
             loss.backward()
             self.opt.step()
+            self.sched.step()
             self.opt.zero_grad(set_to_none=True)
             rec.end_step(loss)
         root = rec.finish()
@@ -154,26 +160,35 @@ def forged_run(w, tmp, corrupt, task=None, s0_path=None):
     fabricates S_2..S_n without training: each is S_1 again. The run answers
     to `task` (default: the world's), whose S_0 file is `s0_path`. Returns
     (commitment, root, serve(t) -> (manifest, pre-state path))."""
-    task = task or w.task
-    rec_dir = os.path.join(tmp, "forged")
-    os.makedirs(rec_dir)
     x = torch.stack([w.samples[i]["x"] for i in w.schedule[0][0]])
     y = torch.stack([w.samples[i]["y"] for i in w.schedule[0][0]])
     torch.manual_seed(pot.seed(7, 1))
     loss = w.model(x, y)
     loss.backward()
     w.opt.step()
+    w.sched.step()
     w.opt.zero_grad(set_to_none=True)
     state = {k: v.clone() for k, v in pt.canonical_state(w.model, w.opt).items()}
     corrupt(state)
+    losses = [float(loss)] + [float(loss) * 0.9 ** t for t in range(1, STEPS)]
+    return served_run(w, tmp, [state] * STEPS, losses, task, s0_path)
+
+
+def served_run(w, tmp, states, losses, task=None, s0_path=None):
+    """What a miner posts and serves for the states S_1..S_n it made
+    (canonical tensors) and the losses it claims: a commitment to `task`
+    (default: the world's) under the thief's identity, the log root, and
+    serve(t) -> (manifest, pre-state path)."""
+    task = task or w.task
+    rec_dir = os.path.join(tmp, "forged")
+    os.makedirs(rec_dir)
     paths, digests = [s0_path], [task.to_dict()["initial_state"]["published_digest"]]
-    for t in range(1, STEPS + 1):
+    for t, state in enumerate(states, start=1):
         path = os.path.join(rec_dir, f"S_{t}.safetensors")
         with pt.state_writer(state) as sw:
             sw.write(path)
         paths.append(path)
         digests.append(str(pot.safetensors_digest_file(path)))
-    losses = [float(loss)] + [float(loss) * 0.9 ** t for t in range(1, STEPS)]
     log = pot.Tree()
     for t in range(1, STEPS + 1):
         log.append(pot.StepLeaf(t, pot.Digest(digests[t]), losses[t - 1]).encode())
@@ -197,7 +212,6 @@ def forged_run(w, tmp, corrupt, task=None, s0_path=None):
             for i in w.schedule[t - 1][0]:
                 with open(os.path.join(w.data_dir, f"{i:06d}.safetensors"), "rb") as f:
                     o.add_sample(i, f.read(), dataset.inclusion_proof(i, len(w.samples)))
-            o.set_next_lr(0.05)
             return o.encode(), paths[t - 1]
 
     return commitment, log.root(STEPS), serve
@@ -209,6 +223,67 @@ def json_of(task):
     return {"task_id": str(task.id), "initial_state_digest": j["initial_state"]["published_digest"],
             "schedule_root": j["schedule"]["listed_root"], "dataset_root": j["dataset_root"],
             "dataset_size": j["dataset_size"], "spec_digest": str(task.spec.digest())}
+
+
+def test_attack_learning_rate_zero_fails_at_learning_rate(tmp_path):
+    """Attack 2: the spec trains with a warm-up and cosine decay, but the
+    miner runs every step after the first at learning rate 0: forward and
+    backward passes whose update changes no weight (the loss falls only if
+    the schedule of samples is ordered by a pre-trained model's loss). Every
+    challenged step t >= 2 fails at `learning_rate` (S_{t-1} holds 0, the
+    spec's schedule gives step t another rate), step 1 at `replayed_state`
+    (the replay writes the spec's rate of step 2 into S_1), and the
+    recorder refuses to record such a state."""
+    w = World(tmp_path)
+    weights = {n: p.detach().clone() for n, p in w.model.named_parameters()}
+    states, losses = [], []
+    for t, step in enumerate(w.schedule, start=1):
+        torch.manual_seed(pot.seed(7, t))
+        batch = [w.samples[i] for i in step[0]]
+        loss = w.model(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch]))
+        loss.backward()
+        w.opt.step()
+        w.opt.zero_grad(set_to_none=True)
+        w.opt.param_groups[0]["lr"] = 0.0  # the miner's rate from step 2 on
+        states.append({k: v.clone() for k, v in pt.canonical_state(w.model, w.opt).items()})
+        losses.append(float(loss))
+    # Step 1 moved the weights; steps 2..n did not.
+    assert any(not torch.equal(weights[n], states[0]["param/" + n]) for n in weights)
+    assert all(torch.equal(states[0]["param/" + n], states[-1]["param/" + n]) for n in weights)
+    # The task's S_0 (the world's fresh model, rebuilt from its seed) as the served pre-state of step 1.
+    s0 = str(tmp_path / "S_0.safetensors")
+    torch.manual_seed(0)
+    fresh = Net()
+    fresh_opt = torch.optim.SGD(fresh.parameters(), lr=0.05, momentum=0.9)
+    L = torch.optim.lr_scheduler
+    L.SequentialLR(fresh_opt, [L.LinearLR(fresh_opt, 0.25, 1.0, 2), L.CosineAnnealingLR(fresh_opt, STEPS - 2, 0.001)],
+                   [2])
+    with pt.state_writer(pt.canonical_state(fresh, fresh_opt)) as sw:
+        sw.write(s0)
+    assert str(pot.safetensors_digest_file(s0)) == w.task.to_dict()["initial_state"]["published_digest"]
+    commitment, root, serve = served_run(w, str(tmp_path), states, losses, s0_path=s0)
+    w.task.check_commitment(commitment)
+    manifest, pre = serve(1)
+    with pytest.raises(pot.ProofMismatchError) as e:
+        pot.verify_step(commitment, w.task.spec, w.program, 1, STEPS, root, manifest, pre)
+    assert e.value.check == pot.OpeningCheck.REPLAYED_STATE
+    for t in range(2, STEPS + 1):
+        manifest, pre = serve(t)
+        with pytest.raises(pot.ProofMismatchError) as e:
+            pot.verify_step(commitment, w.task.spec, w.program, t, STEPS, root, manifest, pre)
+        assert e.value.check == pot.OpeningCheck.LEARNING_RATE, t
+        assert f"hparam/lr = 0, the spec's learning-rate schedule gives step {t} the rate" in e.value.message
+    # The recorder stops a loop whose rate is not the spec's at the first step.
+    w2 = World(tmp_path / "again")
+    rec = pt.Recorder(w2.model, w2.opt, w2.task, w2.program, os.path.join(w2.tmp, "ckpt"), dataset_dir=w2.data_dir,
+                      schedule=w2.schedule, miner_identity=MINER)
+    rec.begin_step(w2.schedule[0][0])
+    batch = [w2.samples[i] for i in w2.schedule[0][0]]
+    w2.model(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch])).backward()
+    w2.opt.step()  # and no scheduler step: S_1 would hold the rate of step 1
+    with pytest.raises(pot.InvalidArgumentError, match="gives step 2 the rate"):
+        rec.end_step(1.0)
+    rec.close()
 
 
 def test_attack_non_finite_states_fail_at_every_challenged_step(tmp_path):
@@ -272,6 +347,7 @@ def test_attack_saturated_optimizer_state_in_s0_is_refused(tmp_path):
     with pytest.raises(pot.InvalidArgumentError, match="optimizer state"):
         pt.make_task(model, opt, w.task.spec, dataset_dir=w.data_dir, schedule=w.schedule, owner=OWNER)
     # A task published by hand with that S_0: the replay of step 1 refuses it.
+    opt.param_groups[0]["lr"] = w.task.spec.learning_rate(1)  # the forger takes care of the rate
     saturated = pt.canonical_state(model, opt)
     path = str(tmp_path / "saturated.safetensors")
     with pt.state_writer(saturated) as sw:

@@ -329,8 +329,9 @@ def test_fixture_end_to_end(fixture, tmp_path):
             assert r.input_names == meta["forward_args"]
             entry = pot.ScheduleEntry(step, schedule[step - 1]).encode(meta["dataset_size"])
             batch = [(samples / f"{i:06d}.safetensors").read_bytes() for mb in schedule[step - 1] for i in mb]
-            next_lr = struct.unpack("<d", s5.tensor_data("hparam/lr"))[0]
-            got = r.step(run / "states" / f"{step - 1:06d}.safetensors", entry, batch, next_lr)
+            # The rates are the spec's: S_t's hparam/lr (torch's scheduler) is the rate of step t+1.
+            assert struct.unpack("<d", s5.tensor_data("hparam/lr"))[0] == spec.learning_rate(step + 1)
+            got = r.step(run / "states" / f"{step - 1:06d}.safetensors", entry, batch)
             assert got.post_state_digest == want and got == res.replay
             assert struct.pack("<d", got.loss).hex() == \
                 int(meta["loss_bits"][step - 1], 16).to_bytes(8, "big")[::-1].hex()

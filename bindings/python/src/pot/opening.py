@@ -43,6 +43,7 @@ class OpeningCheck(enum.IntEnum):
     REPLAYED_LOSS = _pot.POT_CHECK_REPLAYED_LOSS
     REPLAYED_BUCKET = _pot.POT_CHECK_REPLAYED_BUCKET
     NONFINITE = _pot.POT_CHECK_NONFINITE
+    LEARNING_RATE = _pot.POT_CHECK_LEARNING_RATE
 
     def __str__(self) -> str:
         return _pot.pot_opening_check_name(self)
@@ -94,11 +95,6 @@ class Opening(Handle):
         with self._use() as h:
             _pot.pot_opening_add_sample(h, index, payload, proof)
 
-    def set_next_lr(self, next_lr: float) -> None:
-        """The learning rate S_t records for step t+1 (hparam/lr); finite, >= 0."""
-        with self._use() as h:
-            _pot.pot_opening_set_next_lr(h, next_lr)
-
     def set_state_refs(self, pre_state_ref: Optional[str] = None, post_state_ref: Optional[str] = None) -> None:
         """Where the state files are served (paths or URIs; None for none)."""
         with self._use() as h:
@@ -111,7 +107,7 @@ class Opening(Handle):
             return _pot.pot_opening_encode(h)
 
     def digest(self) -> Digest:
-        """tagged("pot/v1/opening", canonical bytes): what the ledger records."""
+        """tagged("pot/v2/opening", canonical bytes): what the ledger records."""
         with self._use() as h:
             return _digest(_pot.pot_opening_digest(h))
 

@@ -132,19 +132,20 @@ class Replay(Handle):
                 except IndexError:
                     return names
 
-    def step(self, pre_state_path: PathLike, schedule_entry: Buffer, samples: Sequence[Buffer], next_lr: float,
+    def step(self, pre_state_path: PathLike, schedule_entry: Buffer, samples: Sequence[Buffer],
              post_state_path: Optional[PathLike] = None) -> ReplayResult:
         """Replays one step from the state file S_{t-1} (pot_replay_step).
 
         schedule_entry: the step's canonical entry (ScheduleEntry.encode);
-        samples: the safetensors payloads of its indices, in order; next_lr:
-        the learning rate S_t records for the next step; post_state_path:
-        where to write S_t, if given. InvalidArgumentError for a state or
-        batch that does not fit the program and spec, NonFiniteError for a
+        samples: the safetensors payloads of its indices, in order;
+        post_state_path: where to write S_t, if given. The learning rates are
+        the spec's (Spec.learning_rates): InvalidArgumentError when S_{t-1}'s
+        hparam/lr is not step t's rate, or for a state or batch that does
+        not fit the program and spec; NonFiniteError for a
         NaN or infinite loss, BackendError for a LibTorch failure.
         """
         with self._use() as h:
-            return _replay_result(_pot.pot_replay_step(h, pre_state_path, schedule_entry, list(samples), next_lr,
+            return _replay_result(_pot.pot_replay_step(h, pre_state_path, schedule_entry, list(samples),
                                                        post_state_path))
 
     def _describe(self) -> str:

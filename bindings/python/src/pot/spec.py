@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import json
-from typing import Any, Mapping, Tuple, Union
+from typing import Any, List, Mapping, Tuple, Union
 
 from . import _pot
 from ._core import Digest, _digest
@@ -72,7 +72,7 @@ class Spec(Handle):
         return json.loads(self.to_json())
 
     def digest(self) -> Digest:
-        """tagged("pot/v1/spec", canonical bytes)."""
+        """tagged("pot/v2/spec", canonical bytes)."""
         with self._read() as h:
             return _digest(_pot.pot_spec_digest(h))
 
@@ -102,6 +102,23 @@ class Spec(Handle):
         """Norm-bucket resolution (buckets per doubling)."""
         with self._read() as h:
             return _pot.pot_spec_norm_bucket_resolution(h)
+
+    def learning_rates(self, first: int, count: int) -> List[float]:
+        """The learning rates of training steps first..first+count-1
+        (pot_spec_learning_rates): the optimizer's lr through the spec's
+        lr_schedule, as torch 1.13's schedulers give
+        param_groups[0]["lr"] before each optimizer step, bit for bit. S_t's
+        hparam/lr must be the rate of step t+1. O(first + count): ask for a
+        run's rates in chunks (at most 2^24 per call), not once per step.
+        InvalidArgumentError for first = 0, OutOfRangeError past step 2^32."""
+        if count < 0:
+            raise ValueError("count must be >= 0")
+        with self._read() as h:
+            return list(_pot.pot_spec_learning_rates(count, h, first))
+
+    def learning_rate(self, step: int) -> float:
+        """The learning rate of training step `step` (>= 1)."""
+        return self.learning_rates(step, 1)[0]
 
     def _describe(self) -> str:
         return f"{self.digest()}"

@@ -42,7 +42,7 @@ from .safetensors import SafetensorsWriter
 from .spec import SeedPolicy, Spec
 from .task import Task
 
-__all__ = ["Recorder", "canonical_state", "make_spec", "make_task", "plan_schedule", "save_program",
+__all__ = ["Recorder", "canonical_state", "lr_schedule", "make_spec", "make_task", "plan_schedule", "save_program",
            "state_writer", "step_loss", "write_dataset", "DTYPE_NAMES"]
 
 # torch dtype -> safetensors dtype name (docs/PROTOCOL.md section 4).
@@ -149,23 +149,78 @@ def save_program(task: torch.nn.Module, path: Union[str, "os.PathLike[str]"]) ->
     return program_digest_file(path)
 
 
+def _phase(s: Any) -> Dict[str, Any]:
+    """One scheduler as a phase of the spec's lr_schedule. Exact types only:
+    a subclass may compute its rates otherwise."""
+    L = torch.optim.lr_scheduler
+    kind = type(s)
+    if kind is L.StepLR:
+        return {"kind": "step", "step_size": s.step_size, "gamma": float(s.gamma)}
+    if kind is L.MultiStepLR:
+        return {"kind": "multi_step", "milestones": sorted(s.milestones.elements()), "gamma": float(s.gamma)}
+    if kind is L.ExponentialLR:
+        return {"kind": "exponential", "gamma": float(s.gamma)}
+    if kind is L.CosineAnnealingLR:
+        return {"kind": "cosine", "t_max": s.T_max, "eta_min": float(s.eta_min)}
+    if kind is L.LinearLR:
+        return {"kind": "linear", "start_factor": float(s.start_factor), "end_factor": float(s.end_factor),
+                "total_iters": s.total_iters}
+    if kind is L.ConstantLR:
+        return {"kind": "constant", "factor": float(s.factor), "total_iters": s.total_iters}
+    raise InvalidArgumentError(
+        f"LR scheduler {kind.__module__}.{kind.__qualname__} is not replayed (StepLR, MultiStepLR, ExponentialLR, "
+        "CosineAnnealingLR, LinearLR, ConstantLR, or a SequentialLR of them)")
+
+
+def lr_schedule(scheduler: Any) -> Optional[Dict[str, Any]]:
+    """The spec's lr_schedule (JSON form, docs/PROTOCOL.md 14.3) of a fresh
+    torch.optim.lr_scheduler object that the loop steps once after every
+    optimizer step; None for no scheduler. InvalidArgumentError for a
+    scheduler pot does not replay or one that has already stepped."""
+    if scheduler is None:
+        return None
+    if type(scheduler) is torch.optim.lr_scheduler.SequentialLR:
+        subs, milestones = list(scheduler._schedulers), [int(m) for m in scheduler._milestones]
+    else:
+        subs, milestones = [scheduler], []
+    if scheduler.last_epoch != 0:
+        raise InvalidArgumentError(f"the LR scheduler has already stepped (last_epoch = {scheduler.last_epoch}): "
+                                   "build the spec before training")
+    if len({float(b) for s in subs for b in s.base_lrs}) != 1:
+        raise InvalidArgumentError("the schedulers have different base learning rates")
+    return {"phases": [_phase(s) for s in subs], "milestones": milestones}
+
+
 def make_spec(optimizer: torch.optim.Optimizer, program: Union[str, "os.PathLike[str]"], *, dtype: torch.dtype,
               batch_size: int, microbatches: int = 1, dropout: float = 0.0, grad_clip_max_norm: float = 0.0,
               intra_op_threads: Optional[int] = None, seed_policy: str = "per_step", seed: int = 0,
               norm_bucket_resolution: int = 16, hardware_class: str = "cpu", attention_backend: str = "math",
-              other_rng_use: bool = False, deterministic_algorithms: bool = False) -> Spec:
+              other_rng_use: bool = False, deterministic_algorithms: bool = False,
+              scheduler: Any = None) -> Spec:
     """The execution spec of a loop using this optimizer (SGD, Adam or AdamW,
     one parameter group) with the program at `program`. intra_op_threads
-    defaults to torch.get_num_threads(); the loop must keep it."""
+    defaults to torch.get_num_threads(); the loop must keep it.
+
+    scheduler: the loop's torch.optim.lr_scheduler object, fresh, stepped
+    once after every optimizer.step() (lr_schedule()); the spec then fixes
+    the learning rate of every step, and the recorder refuses a state whose
+    rate differs. An optimizer with a scheduler attached must name it."""
     if len(optimizer.param_groups) != 1:
         raise InvalidArgumentError("pot replays optimizers with one parameter group")
     g = optimizer.param_groups[0]
+    schedule = lr_schedule(scheduler)
+    if schedule is None and "initial_lr" in g:
+        raise InvalidArgumentError("the optimizer has an LR scheduler attached (param_groups[0]['initial_lr']): "
+                                   "pass it as make_spec(..., scheduler=...)")
+    # A scheduler's constructor already changed param_groups[0]["lr"]: the
+    # spec's lr is the rate the schedule starts from.
+    base = float(g["initial_lr"]) if scheduler is not None else g["lr"]
     if isinstance(optimizer, torch.optim.SGD):
-        opt = {"kind": "sgd", "lr": g["lr"], "momentum": g["momentum"], "dampening": g["dampening"],
+        opt = {"kind": "sgd", "lr": base, "momentum": g["momentum"], "dampening": g["dampening"],
                "nesterov": g["nesterov"], "weight_decay": g["weight_decay"]}
     elif isinstance(optimizer, (torch.optim.AdamW, torch.optim.Adam)):
         kind = "adamw" if isinstance(optimizer, torch.optim.AdamW) else "adam"
-        opt = {"kind": kind, "lr": g["lr"], "beta1": g["betas"][0], "beta2": g["betas"][1], "eps": g["eps"],
+        opt = {"kind": kind, "lr": base, "beta1": g["betas"][0], "beta2": g["betas"][1], "eps": g["eps"],
                "weight_decay": g["weight_decay"], "amsgrad": g["amsgrad"]}
     else:
         raise InvalidArgumentError(f"{type(optimizer).__name__}: pot replays SGD, Adam and AdamW")
@@ -179,7 +234,7 @@ def make_spec(optimizer: torch.optim.Optimizer, program: Union[str, "os.PathLike
         policy["base_seed"] = seed
     elif seed_policy == "single_seed":
         policy["seed"] = seed
-    return Spec.from_json({
+    j: Dict[str, Any] = {
         "framework": "pytorch", "framework_version": torch.__version__.split("a")[0].split("+")[0],
         "model_program_digest": program_digest_file(program).hex(), "dtype": DTYPE_NAMES[dtype],
         "attention_backend": attention_backend, "dropout": dropout, "other_rng_use": other_rng_use,
@@ -187,7 +242,14 @@ def make_spec(optimizer: torch.optim.Optimizer, program: Union[str, "os.PathLike
         "batch_size": batch_size, "deterministic_algorithms": deterministic_algorithms,
         "intra_op_threads": intra_op_threads or torch.get_num_threads(), "hardware_class": hardware_class,
         "seed_policy": policy, "norm_bucket_resolution": norm_bucket_resolution,
-    })
+    }
+    if schedule is not None:
+        j["lr_schedule"] = schedule
+    spec = Spec.from_json(j)
+    if spec.learning_rate(1) != g["lr"]:
+        raise InvalidArgumentError(f"the optimizer's rate now is {g['lr']!r}, the spec's rate of step 1 is "
+                                   f"{spec.learning_rate(1)!r}: build the spec before the first step")
+    return spec
 
 
 def write_dataset(samples: Iterable[Mapping[str, torch.Tensor]], directory: Union[str, "os.PathLike[str]"]) -> int:
