@@ -1,9 +1,10 @@
 """An independent implementation of docs/PROTOCOL.md.
 
-Written from the document alone, with nothing but hashlib and struct, so
+Written from the document alone, with nothing but hashlib, math and struct, so
 that the library's digests are checked against a second implementation.
 """
 import hashlib
+import math
 import struct
 
 CHUNK = 65536
@@ -251,6 +252,97 @@ def pb_message(field: int, body: bytes) -> bytes:
     return varint(field << 3 | 2) + varint(len(body)) + body
 
 
+def pb_packed(field: int, values) -> bytes:
+    """A packed repeated varint field; omitted when empty."""
+    body = b"".join(varint(v) for v in values)
+    return varint(field << 3 | 2) + varint(len(body)) + body if body else b""
+
+
+LR_KINDS = {"step": 1, "multi_step": 2, "exponential": 3, "cosine": 4, "linear": 5, "constant": 6}
+
+
+def lr_phase_canonical(p: dict) -> bytes:
+    k = p["kind"]
+    if k == "step":
+        body = pb_varint(1, p["step_size"]) + pb_double(2, p["gamma"])
+    elif k == "multi_step":
+        body = pb_packed(1, p["milestones"]) + pb_double(2, p["gamma"])
+    elif k == "exponential":
+        body = pb_double(1, p["gamma"])
+    elif k == "cosine":
+        body = pb_varint(1, p["t_max"]) + pb_double(2, p.get("eta_min", 0.0))
+    elif k == "linear":
+        body = pb_double(1, p["start_factor"]) + pb_double(2, p["end_factor"]) + pb_varint(3, p["total_iters"])
+    else:
+        body = pb_double(1, p["factor"]) + pb_varint(2, p["total_iters"])
+    return pb_message(LR_KINDS[k], body)
+
+
+def lr_schedule_canonical(s: dict) -> bytes:
+    """pot.v2.LrSchedule (section 14.3)."""
+    return b"".join(pb_message(1, lr_phase_canonical(p)) for p in s["phases"]) + pb_packed(2, s.get("milestones", []))
+
+
+def learning_rates(j: dict, n: int) -> list:
+    """lr(1)..lr(n) of a spec's JSON form, by section 14.3's recursion."""
+    base = float(j["optimizer"]["lr"])
+    sched = j.get("lr_schedule")
+    if not sched:
+        return [base] * n
+    phases, ms = sched["phases"], sched.get("milestones", [])
+    pi = 3.141592653589793
+
+    def init(p):
+        return base * p["start_factor"] if p["kind"] == "linear" else base * p["factor"] if p["kind"] == "constant" \
+            else base
+
+    def first(p):
+        k = p["kind"]
+        if k in ("step", "multi_step", "exponential"):
+            return base * math.pow(p["gamma"], 0.0)
+        if k == "cosine":
+            eta = p.get("eta_min", 0.0)
+            return eta + (base - eta) * (1 + math.cos(pi * 0.0 / float(p["t_max"]))) / 2
+        if k == "linear":
+            return base * (p["start_factor"] + (p["end_factor"] - p["start_factor"]) * 0.0 / float(p["total_iters"]))
+        return base * (p["factor"] + 0.0 * (1 - p["factor"]))
+
+    def nxt(p, x, l):
+        k = p["kind"]
+        if k == "step":
+            return x if l % p["step_size"] != 0 else x * p["gamma"]
+        if k == "multi_step":
+            c = p["milestones"].count(l)
+            return x if c == 0 else x * math.pow(p["gamma"], float(c))
+        if k == "exponential":
+            return x * p["gamma"]
+        if k == "cosine":
+            T, eta = p["t_max"], p.get("eta_min", 0.0)
+            if l >= T + 1 and (l - 1 - T) % (2 * T) == 0:
+                return x + (base - eta) * (1 - math.cos(pi / float(T))) / 2
+            return (1 + math.cos(pi * float(l) / float(T))) / (1 + math.cos(pi * float(l - 1) / float(T))) * \
+                (x - eta) + eta
+        if k == "linear":
+            if l > p["total_iters"]:
+                return x
+            d = p["end_factor"] - p["start_factor"]
+            return x * (1 + d / (float(p["total_iters"]) * p["start_factor"] + float(l - 1) * d))
+        return x * (1.0 / p["factor"]) if l == p["total_iters"] else x
+
+    out, x = [], 0.0
+    for e in range(n):
+        if e == 0:
+            x = init(phases[0])
+        else:
+            k = sum(1 for m in ms if m <= e)
+            if k > 0 and ms[k - 1] == e:
+                x = first(phases[k])
+            else:
+                x = nxt(phases[k], x, e - ms[k - 1] if k > 0 else e)
+        out.append(x)
+    return out
+
+
 def spec_canonical(j: dict) -> bytes:
     o = j["optimizer"]
     if o["kind"] == "sgd":
@@ -276,7 +368,8 @@ def spec_canonical(j: dict) -> bytes:
             pb_double(9, j.get("grad_clip_max_norm", 0.0)) + pb_varint(10, j.get("grad_accum_microbatches", 1)) +
             pb_varint(11, j["batch_size"]) + pb_varint(12, int(j.get("deterministic_algorithms", False))) +
             pb_varint(13, j["intra_op_threads"]) + pb_bytes(14, j["hardware_class"].encode()) +
-            pb_message(15, policy) + pb_varint(16, j["norm_bucket_resolution"]))
+            pb_message(15, policy) + pb_varint(16, j["norm_bucket_resolution"]) +
+            (pb_message(17, lr_schedule_canonical(j["lr_schedule"])) if j.get("lr_schedule") else b""))
 
 
 def commitment_canonical(j: dict) -> bytes:
@@ -312,7 +405,7 @@ def task_id(j: dict) -> bytes:
 
 
 def spec_digest(j: dict) -> bytes:
-    return tagged("pot/v1/spec", spec_canonical(j))
+    return tagged("pot/v2/spec", spec_canonical(j))
 
 
 # --- Schedules (section 16) and witnesses (section 19) ----------------------

@@ -184,7 +184,7 @@ def test_spec_validate_digest_encode(tmp_path):
     ok = run("spec", "validate", SPEC, "--json")
     assert ok.returncode == 0
     digest = json.loads(ok.stdout)["digest"]
-    assert digest == ind.tagged("pot/v1/spec", ind.spec_canonical(spec)).hex()
+    assert digest == ind.tagged("pot/v2/spec", ind.spec_canonical(spec)).hex()
     out = tmp_path / "spec.bin"
     assert run("spec", "encode", SPEC, "--out", str(out)).returncode == 0
     assert out.read_bytes() == ind.spec_canonical(spec)

@@ -1,5 +1,6 @@
 """tests/vectors/*.json checked with the independent implementation."""
 import json
+import struct
 import os
 
 import independent as ind
@@ -110,7 +111,11 @@ def test_canonical_spec_commitment_schedules_witnesses():
     for s in v["specs"]:
         canon = ind.spec_canonical(s["json"])
         assert canon.hex() == s["canonical"]
-        assert ind.tagged("pot/v1/spec", canon).hex() == s["digest"]
+        assert ind.tagged("pot/v2/spec", canon).hex() == s["digest"]
+    lr = v["learning_rates"]
+    rates = ind.learning_rates(v["specs"][lr["spec"]]["json"], len(lr["rates_le"]))
+    assert [struct.pack("<d", r).hex() for r in rates] == lr["rates_le"]
+    assert "lr_schedule" in v["specs"][lr["spec"]]["json"]
     tasks = {}
     for t in v["tasks"]:
         canon = ind.task_canonical(t["json"])

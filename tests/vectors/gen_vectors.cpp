@@ -296,7 +296,11 @@ ordered_json generate_protocol() {
     "optimizer": {"kind": "adamw", "lr": 0.001, "beta1": 0.9, "beta2": 0.999, "eps": 1e-08, "weight_decay": 0.01},
     "grad_clip_max_norm": 1.0, "batch_size": 16, "deterministic_algorithms": true, "intra_op_threads": 2,
     "hardware_class": "cpu-x86_64", "seed_policy": {"kind": "per_step", "base_seed": 20261130},
-    "norm_bucket_resolution": 16})";
+    "norm_bucket_resolution": 16,
+    "lr_schedule": {"phases": [{"kind": "linear", "start_factor": 0.1, "end_factor": 1.0, "total_iters": 5},
+                               {"kind": "cosine", "t_max": 30, "eta_min": 1e-05},
+                               {"kind": "multi_step", "milestones": [3, 7, 7], "gamma": 0.5}],
+                    "milestones": [5, 70]}})";
   const char *sgd_json = R"({"framework": "pytorch", "framework_version": "1.13.1",
     "model_program_digest": "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100",
     "dtype": "F64", "attention_backend": "math", "dropout": 0.0,
@@ -311,10 +315,22 @@ ordered_json generate_protocol() {
     ok(pot_spec_encode(&b, spec, nullptr), nullptr, "encode");
     pot_digest d;
     ok(pot_spec_digest(&d, spec, nullptr), nullptr, "digest");
-    out["specs"].push_back({{"comment", sj == spec_json ? "AdamW, dropout, per_step seeds (section 14)"
+    out["specs"].push_back({{"comment", sj == spec_json ? "AdamW, dropout, per_step seeds, warm-up, cosine with a "
+                                                          "restart, multi-step (sections 14, 14.3)"
                                                          : "SGD with nesterov in F64, accumulation, no RNG use"},
                             {"json", nlohmann::json::parse(sj)}, {"canonical", hex(b.data, b.len)}, {"digest", hex(d)}});
     pot_bytes_free(&b);
+    if (sj == spec_json) {
+      // lr(1)..lr(90): the warm-up, the cosine phase from its closed-form
+      // start through its restart branch (local epoch 31), multi-step.
+      std::vector<double> rates(90);
+      ok(pot_spec_learning_rates(rates.data(), rates.size(), spec, 1, nullptr), nullptr, "rates");
+      nlohmann::json bits = nlohmann::json::array();
+      for (double r : rates) bits.push_back(hex(reinterpret_cast<const uint8_t *>(&r), 8));
+      out["learning_rates"] = {{"comment", "lr(1)..lr(90) of the first spec, each the 8 little-endian bytes "
+                                           "of the binary64 (section 14.3)"},
+                               {"spec", 0}, {"first", 1}, {"rates_le", bits}};
+    }
     pot_spec_free(spec);
   }
   // A task over the first spec and a commitment that matches it (section 17).
