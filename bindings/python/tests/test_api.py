@@ -282,7 +282,8 @@ def test_losscheck():
 
 
 def test_enums_follow_pot_h():
-    assert [int(c) for c in pot.OpeningCheck] == list(range(25))
+    assert [int(c) for c in pot.OpeningCheck] == list(range(26))
+    assert str(pot.OpeningCheck.LEARNING_RATE) == "learning_rate" and pot.OpeningCheck.LEARNING_RATE == 25
     assert str(pot.OpeningCheck.POST_LEAF_PROOF) == "post_leaf_proof" == pot.opening_check_name(6)
     assert pot.opening_check_name(99) == "unknown"
     assert str(pot.OpeningCheck.NONFINITE) == "nonfinite" and pot.OpeningCheck.NONFINITE == 24

@@ -148,16 +148,22 @@ def test_replay_step_matches_eager_pytorch(tiny):
         assert r.input_names == ["x", "y"] and r.input_name(1) == "y"
         with pytest.raises(pot.OutOfRangeError):
             r.input_name(2)
-        got = r.step(s0, entry, batch, LR, tiny["dir"] / "s1.safetensors")
+        got = r.step(s0, entry, batch, tiny["dir"] / "s1.safetensors")
         # A NaN input gives a NaN loss: POT_E_NONFINITE.
         nan = sample_bytes(tiny["dir"], 99, nan=True)
         with pytest.raises(pot.NonFiniteError) as e:
-            r.step(s0, entry, [nan, batch[1]], LR)
+            r.step(s0, entry, [nan, batch[1]])
         want_error(e, pot.NonFiniteError, pot.Status.NONFINITE)
         with pytest.raises(pot.InvalidArgumentError):
-            r.step(s0, entry, batch[:1], LR)  # a batch that does not fit the entry
+            r.step(s0, entry, batch[:1])  # a batch that does not fit the entry
+        # The rate is the spec's, not the state's: S_0 holding another one is refused.
+        with state_writer(model, 2 * LR) as w:
+            w.write(tiny["dir"] / "s0-fast.safetensors")
+        with pytest.raises(pot.InvalidArgumentError, match="hparam/lr = 0.20000000000000001, the spec's "
+                                                            "learning-rate schedule gives step 1 the rate 0.1"):
+            r.step(tiny["dir"] / "s0-fast.safetensors", entry, batch)
     with pytest.raises(pot.StateError):
-        r.step(s0, entry, batch, LR)
+        r.step(s0, entry, batch)
 
     torch.manual_seed(pot.seed(BASE_SEED, 1))
     opt = torch.optim.SGD(model.parameters(), lr=LR)

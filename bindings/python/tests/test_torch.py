@@ -57,7 +57,7 @@ def train(tmp, forge_at=None, skip_seed_at=None):
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=STEPS)
     spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, microbatches=ACCUM, dropout=0.1,
-                        grad_clip_max_norm=1.0, seed=2026)
+                        grad_clip_max_norm=1.0, seed=2026, scheduler=sched)
     schedule = pt.plan_schedule(loader, STEPS, ACCUM)
     # The task owner fixes S_0, the data, the schedule and the spec.
     task = pt.make_task(model, opt, spec, dataset_dir=os.path.join(tmp, "data"), schedule=schedule, owner=b"owner",

@@ -25,7 +25,7 @@ MULTI = [
     (("const uint64_t *indices", "size_t count"), [("indices", "Sequence[int]")], []),
     (("const uint32_t *microbatch_sizes", "size_t microbatches"), [("microbatch_sizes", "Sequence[int]")], []),
     (("const double *losses", "size_t count"), [("losses", "Sequence[float]")], []),
-    (("double *out", "size_t n"), [("n", "int")], [("out", "List[float]")]),
+    (("double *out", "size_t n"), [("out", "int")], [("out", "List[float]")]),  # out: the count
     (("const uint8_t *const *samples", "const size_t *sample_lens", "size_t n_samples"),
      [("samples", "Sequence[Buffer]")], []),
     (("const uint8_t *const *entries", "const size_t *entry_lens", "size_t n_entries"),

@@ -114,7 +114,7 @@ class Spec(Handle):
         if count < 0:
             raise ValueError("count must be >= 0")
         with self._read() as h:
-            return list(_pot.pot_spec_learning_rates(count, h, first))
+            return list(_pot.pot_spec_learning_rates(count, h, first))  # (count, spec, first)
 
     def learning_rate(self, step: int) -> float:
         """The learning rate of training step `step` (>= 1)."""

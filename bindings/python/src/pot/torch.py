@@ -183,12 +183,13 @@ def lr_schedule(scheduler: Any) -> Optional[Dict[str, Any]]:
         subs, milestones = list(scheduler._schedulers), [int(m) for m in scheduler._milestones]
     else:
         subs, milestones = [scheduler], []
+    phases = [_phase(s) for s in subs]
     if scheduler.last_epoch != 0:
         raise InvalidArgumentError(f"the LR scheduler has already stepped (last_epoch = {scheduler.last_epoch}): "
                                    "build the spec before training")
     if len({float(b) for s in subs for b in s.base_lrs}) != 1:
         raise InvalidArgumentError("the schedulers have different base learning rates")
-    return {"phases": [_phase(s) for s in subs], "milestones": milestones}
+    return {"phases": phases, "milestones": milestones}
 
 
 def make_spec(optimizer: torch.optim.Optimizer, program: Union[str, "os.PathLike[str]"], *, dtype: torch.dtype,
