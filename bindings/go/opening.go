@@ -46,6 +46,9 @@ const (
 	CheckReplayedBucket OpeningCheck = C.POT_CHECK_REPLAYED_BUCKET // norm bucket: the replayed update's bucket matches the served states'
 	// After the checks of VerifyOpening, and during and after VerifyStep's replay:
 	CheckNonFinite OpeningCheck = C.POT_CHECK_NONFINITE // no NaN or infinity in leaf t's loss, a served state, a gradient, the replayed loss or S_t
+	// The served S_{t-1} (cross-architecture: also S_t) holds another
+	// learning rate than the spec's schedule gives step t (t+1).
+	CheckLearningRate OpeningCheck = C.POT_CHECK_LEARNING_RATE
 )
 
 // String returns the stable lower-case name of the check
@@ -147,21 +150,6 @@ func (o *Opening) AddSample(index uint64, payload, proof []byte) error {
 	var cerr *C.pot_error
 	st := C.pot_opening_add_sample(o.p, C.uint64_t(index), bytesPtr(payload), C.size_t(len(payload)), bytesPtr(proof),
 		C.size_t(len(proof)), &cerr)
-	runtime.KeepAlive(o)
-	return toError(st, cerr)
-}
-
-// SetNextLR records the learning rate S_t holds for step t+1 (its
-// hparam/lr tensor), which the replay writes into the replayed S_t.
-// StatusInvalidArgument unless finite and >= +0.
-func (o *Opening) SetNextLR(nextLR float64) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.p == nil {
-		return closedError("Opening")
-	}
-	var cerr *C.pot_error
-	st := C.pot_opening_set_next_lr(o.p, C.double(nextLR), &cerr)
 	runtime.KeepAlive(o)
 	return toError(st, cerr)
 }

@@ -170,17 +170,19 @@ func replayResult(r *C.pot_replay_result) ReplayResult {
 // scheduleEntry is the step's canonical schedule entry
 // (ScheduleEntry.Encode, SeededScheduleEntry); it gives the step and its
 // micro-batches. samples[i] is the safetensors payload of the entry's i-th
-// dataset index, in the entry's order. nextLR is the learning rate S_t
-// records for the next step (its hparam/lr tensor). When postStatePath is
-// not "", the replayed S_t is written there (canonical safetensors,
-// atomically). The samples are only read during the call.
+// dataset index, in the entry's order. The learning rates are the spec's
+// (Spec.LearningRates): S_{t-1}'s hparam/lr must be step t's rate, and the
+// replayed S_t records step t+1's. When postStatePath is not "", the
+// replayed S_t is written there (canonical safetensors, atomically). The
+// samples are only read during the call.
 //
-// Errors: StatusInvalidArgument for a state or batch that does not fit the
+// Errors: StatusInvalidArgument for a pre-state holding another learning
+// rate than the spec's, a state or batch that does not fit the
 // program and spec (the message names the tensor) or a sample count other
 // than the entry's, StatusNonFinite when the loss is NaN or infinite,
 // StatusBackend for a LibTorch failure, StatusIO for a state file that
 // cannot be read or written.
-func (r *Replay) Step(preStatePath string, scheduleEntry []byte, samples [][]byte, nextLR float64,
+func (r *Replay) Step(preStatePath string, scheduleEntry []byte, samples [][]byte,
 	postStatePath string) (ReplayResult, error) {
 	pre, err := cString(preStatePath, "pre-state path")
 	if err != nil {
@@ -203,7 +205,7 @@ func (r *Replay) Step(preStatePath string, scheduleEntry []byte, samples [][]byt
 	var out C.pot_replay_result
 	var cerr *C.pot_error
 	st := C.pot_replay_step(&out, r.p, pre, bytesPtr(scheduleEntry), C.size_t(len(scheduleEntry)),
-		unsafe.SliceData(ptrs), unsafe.SliceData(lens), C.size_t(len(samples)), C.double(nextLR), post, &cerr)
+		unsafe.SliceData(ptrs), unsafe.SliceData(lens), C.size_t(len(samples)), post, &cerr)
 	runtime.KeepAlive(r)
 	runtime.KeepAlive(samples)
 	if err := toError(st, cerr); err != nil {

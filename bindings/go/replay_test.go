@@ -1,7 +1,6 @@
 package pot_test
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -104,23 +103,37 @@ func TestReplayAvailability(t *testing.T) {
 	wantCode(t, err, pot.StatusNotFound)
 }
 
-func TestOpeningSetNextLR(t *testing.T) {
-	o, err := pot.NewOpening(pot.Digest{1}, 1, 1, pot.Digest{2})
+func TestSpecLearningRates(t *testing.T) {
+	spec, err := pot.SpecFromJSON(`{"framework": "pytorch", "framework_version": "1.13.1",
+		"model_program_digest": "` + strings.Repeat("ab", 32) + `", "dtype": "F32", "attention_backend": "math",
+		"dropout": 0, "optimizer": {"kind": "sgd", "lr": 1.0}, "batch_size": 1, "intra_op_threads": 1,
+		"hardware_class": "cpu", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16,
+		"lr_schedule": {"phases": [{"kind": "step", "step_size": 2, "gamma": 0.5}]}}`)
 	check(t, err)
-	defer o.Close()
-	before, err := o.Encode()
+	defer spec.Close()
+	got, err := spec.LearningRates(1, 6)
 	check(t, err)
-	for _, bad := range []float64{-1, math.Copysign(0, -1), math.NaN(), math.Inf(1)} {
-		wantCode(t, o.SetNextLR(bad), pot.StatusInvalidArgument)
+	want := []float64{1, 1, 0.5, 0.5, 0.25, 0.25}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("rates %v, want %v", got, want)
+		}
 	}
-	check(t, o.SetNextLR(0.25))
-	after, err := o.Encode()
+	tail, err := spec.LearningRates(5, 2)
 	check(t, err)
-	if bytes.Equal(before, after) {
-		t.Fatal("the next learning rate is not in the manifest")
+	if tail[0] != 0.25 || tail[1] != 0.25 {
+		t.Fatalf("rates of steps 5, 6: %v", tail)
 	}
-	o.Close()
-	wantCode(t, o.SetNextLR(0.25), pot.StatusState)
+	if none, err := spec.LearningRates(3, 0); err != nil || len(none) != 0 {
+		t.Fatalf("no rates: %v %v", none, err)
+	}
+	_, err = spec.LearningRates(0, 1)
+	wantCode(t, err, pot.StatusInvalidArgument)
+	_, err = spec.LearningRates(1<<32, 2)
+	wantCode(t, err, pot.StatusOutOfRange)
+	spec.Close()
+	_, err = spec.LearningRates(1, 1)
+	wantCode(t, err, pot.StatusState)
 }
 
 func TestOpeningCheckNames(t *testing.T) {
@@ -128,12 +141,14 @@ func TestOpeningCheckNames(t *testing.T) {
 		pot.CheckSpec: "spec", pot.CheckProgram: "program", pot.CheckReplay: "replay",
 		pot.CheckReplayedState: "replayed_state", pot.CheckReplayedLoss: "replayed_loss",
 		pot.CheckReplayedBucket: "replayed_bucket", pot.CheckNonFinite: "nonfinite",
+		pot.CheckLearningRate: "learning_rate",
 	} {
 		if c.String() != name {
 			t.Errorf("check %d: %q, want %q", uint32(c), c.String(), name)
 		}
 	}
-	if pot.CheckSpec != 18 || pot.CheckReplayedBucket != 23 || pot.CheckNonFinite != 24 {
+	if pot.CheckSpec != 18 || pot.CheckReplayedBucket != 23 || pot.CheckNonFinite != 24 ||
+		pot.CheckLearningRate != 25 {
 		t.Fatal("check values")
 	}
 	if pot.VerifyBitwise.String() != "bitwise" || pot.VerifyNormBucket.String() != "norm_bucket" ||
@@ -187,7 +202,14 @@ func TestRecorderAndCheckpoints(t *testing.T) {
 	check(t, os.WriteFile(program, []byte("abc"), 0o644))
 	pd, err := pot.ProgramDigestFile(program)
 	check(t, err)
-	spec := mustSpec(t, pd)
+	// The toy loop multiplies its rate by 0.9 after every step: an
+	// exponential schedule, which the spec must name (the recorder refuses a
+	// state whose rate is not the spec's).
+	sj := strings.Replace(specJSON(pd), `"norm_bucket_resolution": 16}`,
+		`"norm_bucket_resolution": 16, "lr_schedule": {"phases": [{"kind": "exponential", "gamma": 0.9}]}}`, 1)
+	spec, err := pot.SpecFromJSON(sj)
+	check(t, err)
+	defer spec.Close()
 	specDigest, err := spec.Digest()
 	check(t, err)
 
@@ -556,10 +578,15 @@ func TestReplayEndToEnd(t *testing.T) {
 	lrBytes, err := s5.TensorData(i)
 	check(t, err)
 	s5.Close()
-	nextLR := math.Float64frombits(binary.LittleEndian.Uint64(lrBytes))
+	// torch's scheduler wrote the spec's rate of step 6 into S_5.
+	rates, err := spec.LearningRates(step+1, 1)
+	check(t, err)
+	if held := math.Float64frombits(binary.LittleEndian.Uint64(lrBytes)); held != rates[0] {
+		t.Fatalf("S_%d holds hparam/lr %v, the spec's rate of step %d is %v", step, held, step+1, rates[0])
+	}
 
 	out := filepath.Join(t.TempDir(), "s5.safetensors")
-	got, err := r.Step(f.statePath(step-1), entry, batch, nextLR, out)
+	got, err := r.Step(f.statePath(step-1), entry, batch, out)
 	check(t, err)
 	if got.PostStateDigest != want {
 		t.Fatalf("Replay.Step: state %s, want %s (the digest of states/000005.safetensors)", got.PostStateDigest, want)
@@ -576,9 +603,9 @@ func TestReplayEndToEnd(t *testing.T) {
 		t.Fatalf("Replay.Step %+v differs from VerifyStep's replay %+v", got, res.Replay)
 	}
 	// A batch that does not fit the entry.
-	_, err = r.Step(f.statePath(step-1), entry, batch[1:], nextLR, "")
+	_, err = r.Step(f.statePath(step-1), entry, batch[1:], "")
 	wantCode(t, err, pot.StatusInvalidArgument)
 	r.Close()
-	_, err = r.Step(f.statePath(step-1), entry, batch, nextLR, "")
+	_, err = r.Step(f.statePath(step-1), entry, batch, "")
 	wantCode(t, err, pot.StatusState)
 }

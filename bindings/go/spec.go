@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"unsafe"
 )
 
 // SeedPolicy is the seed policy of an execution spec (pot_seed_policy).
@@ -170,6 +171,36 @@ func (s *Spec) IntraOpThreads() uint32 {
 	n := uint32(C.pot_spec_intra_op_threads(s.p))
 	runtime.KeepAlive(s)
 	return n
+}
+
+// LearningRates returns the learning rates of training steps
+// first..first+count-1 (pot_spec_learning_rates): the optimizer's lr through
+// the spec's lr_schedule, as torch 1.13's schedulers give
+// param_groups[0]["lr"] before each optimizer step, bit for bit. S_t's
+// hparam/lr must be the rate of step t+1. O(first + count): ask for a run's
+// rates in chunks, not once per step. StatusInvalidArgument for first = 0,
+// StatusOutOfRange past step 2^32.
+func (s *Spec) LearningRates(first uint64, count int) ([]float64, error) {
+	if count < 0 {
+		return nil, &Error{Code: StatusInvalidArgument, Message: "LearningRates: count < 0"}
+	}
+	out := make([]float64, count)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.p == nil {
+		return nil, closedError("Spec")
+	}
+	var ptr *C.double
+	if count > 0 {
+		ptr = (*C.double)(unsafe.Pointer(&out[0]))
+	}
+	var cerr *C.pot_error
+	st := C.pot_spec_learning_rates(ptr, C.size_t(count), s.p, C.uint64_t(first), &cerr)
+	runtime.KeepAlive(s)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // NormBucketResolution returns the norm-bucket resolution in buckets per
