@@ -139,23 +139,6 @@ impl Opening {
         })
     }
 
-    /// The learning rate `S_t` records for step `t+1` (its `hparam/lr`
-    /// tensor), which the replay writes into the replayed `S_t`.
-    ///
-    /// # Errors
-    /// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) unless finite
-    /// and `>= +0`.
-    ///
-    /// ```
-    /// # let mut o = pot::Opening::new(&pot::Digest::new([1; 32]), 2, 2, &pot::Digest::default())?;
-    /// o.set_next_lr(7.5e-4)?;
-    /// assert_eq!(o.set_next_lr(f64::NAN).unwrap_err().kind(), pot::ErrorKind::InvalidArgument);
-    /// # Ok::<(), pot::Error>(())
-    /// ```
-    pub fn set_next_lr(&mut self, next_lr: f64) -> Result<()> {
-        call(|err| unsafe { sys::pot_opening_set_next_lr(self.raw.as_ptr(), next_lr, err) })
-    }
-
     /// Where the state files are served (paths or URIs; `None` for none).
     ///
     /// ```
@@ -276,11 +259,15 @@ pub enum OpeningCheck {
     /// checks of [`verify_opening`]) nor, in [`verify_step`](crate::verify_step),
     /// in a gradient, the replayed loss or the replayed `S_t`.
     NonFinite,
+    /// [`verify_step`](crate::verify_step) only, before the replay: the
+    /// served `S_{t-1}` (cross-architecture: also `S_t`) holds the learning
+    /// rate the spec's schedule gives step `t` (`t+1`).
+    LearningRate,
     /// A check this crate does not know (appended by a later libpot).
     Other(u32),
 }
 
-const CHECKS: [OpeningCheck; 24] = [
+const CHECKS: [OpeningCheck; 25] = [
     OpeningCheck::Manifest,
     OpeningCheck::RunId,
     OpeningCheck::Step,
@@ -305,6 +292,7 @@ const CHECKS: [OpeningCheck; 24] = [
     OpeningCheck::ReplayedLoss,
     OpeningCheck::ReplayedBucket,
     OpeningCheck::NonFinite,
+    OpeningCheck::LearningRate,
 ];
 
 impl OpeningCheck {
@@ -474,6 +462,7 @@ mod tests {
         assert_eq!(OpeningCheck::ReplayedLoss.raw(), sys::pot_opening_check::POT_CHECK_REPLAYED_LOSS.0);
         assert_eq!(OpeningCheck::ReplayedBucket.raw(), sys::pot_opening_check::POT_CHECK_REPLAYED_BUCKET.0);
         assert_eq!(OpeningCheck::NonFinite.raw(), sys::pot_opening_check::POT_CHECK_NONFINITE.0);
+        assert_eq!(OpeningCheck::LearningRate.raw(), sys::pot_opening_check::POT_CHECK_LEARNING_RATE.0);
         for (check, name) in [
             (OpeningCheck::Spec, "spec"),
             (OpeningCheck::Program, "program"),
@@ -482,11 +471,12 @@ mod tests {
             (OpeningCheck::ReplayedLoss, "replayed_loss"),
             (OpeningCheck::ReplayedBucket, "replayed_bucket"),
             (OpeningCheck::NonFinite, "nonfinite"),
+            (OpeningCheck::LearningRate, "learning_rate"),
         ] {
             assert_eq!(check.name(), name);
         }
-        assert_eq!(OpeningCheck::from_raw(25), Some(OpeningCheck::Other(25)));
-        for raw in 1..=24 {
+        assert_eq!(OpeningCheck::from_raw(26), Some(OpeningCheck::Other(26)));
+        for raw in 1..=25 {
             let c = OpeningCheck::from_raw(raw).unwrap();
             assert_eq!(c.raw(), raw);
             assert_ne!(c.name(), "unknown");

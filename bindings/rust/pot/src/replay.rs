@@ -195,12 +195,14 @@ impl Replay {
     /// ([`ScheduleEntry::encode`](crate::ScheduleEntry::encode)); it gives
     /// the step and its micro-batches. `samples[i]` is the safetensors
     /// payload of the entry's `i`-th dataset index, in the entry's order.
-    /// `next_lr` is the learning rate `S_t` records for the next step (its
-    /// `hparam/lr`). With `post_state`, the replayed `S_t` is written there
-    /// (canonical safetensors, atomically).
+    /// The learning rates are the spec's ([`Spec::learning_rates`](crate::Spec::learning_rates)):
+    /// `S_{t-1}`'s `hparam/lr` must be step `t`'s rate, and the replayed
+    /// `S_t` records step `t+1`'s. With `post_state`, the replayed `S_t` is
+    /// written there (canonical safetensors, atomically).
     ///
     /// # Errors
-    /// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) for a state or
+    /// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) for a
+    /// pre-state holding another learning rate than the spec's, a state or
     /// batch that does not fit the program and spec (the message names the
     /// tensor) or a sample count other than the entry's,
     /// [`NonFinite`](crate::ErrorKind::NonFinite) when the loss is NaN or
@@ -214,7 +216,7 @@ impl Replay {
     /// let mut replay = pot::Replay::new(&spec, "run/program.pt")?;
     /// let entry = pot::ScheduleEntry { step: 5, indices: vec![3, 1], microbatch_sizes: vec![2] }.encode(8)?;
     /// let samples = [std::fs::read("run/samples/000003.safetensors")?, std::fs::read("run/samples/000001.safetensors")?];
-    /// let r = replay.step("run/states/000004.safetensors", &entry, &samples, 1e-3, None)?;
+    /// let r = replay.step("run/states/000004.safetensors", &entry, &samples, None)?;
     /// assert_eq!(r.post_state_digest, pot::safetensors::digest_file("run/states/000005.safetensors", 0)?);
     /// # Ok(())
     /// # }
@@ -224,7 +226,6 @@ impl Replay {
         pre_state: impl AsRef<Path>,
         schedule_entry: &[u8],
         samples: &[S],
-        next_lr: f64,
         post_state: Option<&Path>,
     ) -> Result<ReplayResult> {
         let pre = path_cstring(pre_state.as_ref())?;
@@ -242,7 +243,6 @@ impl Replay {
                 ptrs.as_ptr(),
                 lens.as_ptr(),
                 samples.len(),
-                next_lr,
                 opt_ptr(&post),
                 err,
             )

@@ -179,6 +179,31 @@ impl Spec {
         unsafe { sys::pot_spec_norm_bucket_resolution(self.raw.as_ptr()) }
     }
 
+    /// The learning rates of training steps `first..first+count`
+    /// (`pot_spec_learning_rates`): the optimizer's lr through the spec's
+    /// `lr_schedule`, as torch 1.13's schedulers give
+    /// `param_groups[0]["lr"]` before each optimizer step, bit for bit.
+    /// `S_t`'s `hparam/lr` must be the rate of step `t+1`. Costs
+    /// `O(first + count)`: ask for a run's rates in chunks, not once per step.
+    ///
+    /// # Errors
+    /// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) for `first = 0`,
+    /// [`OutOfRange`](crate::ErrorKind::OutOfRange) past step 2^32.
+    ///
+    /// ```
+    /// # let spec = pot::Spec::from_json(r#"{"framework": "pytorch", "framework_version": "1.13.1", "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 1.0}, "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16, "lr_schedule": {"phases": [{"kind": "exponential", "gamma": 0.5}]}}"#)?;
+    /// assert_eq!(spec.learning_rates(1, 4)?, [1.0, 0.5, 0.25, 0.125]);
+    /// assert_eq!(spec.learning_rates(3, 1)?, [0.25]);
+    /// assert_eq!(spec.learning_rates(0, 1).unwrap_err().kind(), pot::ErrorKind::InvalidArgument);
+    /// # Ok::<(), pot::Error>(())
+    /// ```
+    pub fn learning_rates(&self, first: u64, count: usize) -> Result<Vec<f64>> {
+        let mut out = vec![0.0f64; count];
+        // SAFETY: live handle; out holds count doubles.
+        call(|err| unsafe { sys::pot_spec_learning_rates(out.as_mut_ptr(), count, self.raw.as_ptr(), first, err) })?;
+        Ok(out)
+    }
+
     pub(crate) fn as_ptr(&self) -> *const sys::pot_spec {
         self.raw.as_ptr()
     }

@@ -23,13 +23,17 @@ static TORCH: Mutex<()> = Mutex::new(());
 /// `hashlib.sha256(b"\x0e" + b"pot/v1/program" + b"abc").hexdigest()`.
 const PROGRAM_ABC_DIGEST: &str = "fdfe6bb1377b889ae8fb1ccec3a96526a75d1aa9acafb8fa67f4a12a67461824";
 
+/// The spec of the toy runs: SGD whose rate shrinks by 0.9 after every step
+/// (an exponential schedule; the recorder refuses a state holding another
+/// rate than the spec's).
 fn spec_for(program: &Digest) -> Spec {
     Spec::from_json(&format!(
         r#"{{"framework": "pytorch", "framework_version": "2.3.0", "model_program_digest": "{program}",
             "dtype": "F32", "attention_backend": "math", "dropout": 0.0,
             "optimizer": {{"kind": "sgd", "lr": 0.1}}, "batch_size": 2, "intra_op_threads": 1,
             "hardware_class": "cpu", "seed_policy": {{"kind": "per_step", "base_seed": 7}},
-            "norm_bucket_resolution": 16}}"#
+            "norm_bucket_resolution": 16,
+            "lr_schedule": {{"phases": [{{"kind": "exponential", "gamma": 0.9}}]}}}}"#
     ))
     .unwrap()
 }
@@ -88,15 +92,18 @@ fn availability_matches_what_the_calls_do() {
 }
 
 #[test]
-fn next_lr_is_part_of_the_manifest() {
-    let mut o = Opening::new(&Digest::new([1; 32]), 1, 1, &Digest::new([2; 32])).unwrap();
-    let before = o.encode().unwrap();
-    for bad in [-1.0, -0.0, f64::NAN, f64::INFINITY] {
-        assert_eq!(o.set_next_lr(bad).unwrap_err().kind(), ErrorKind::InvalidArgument, "{bad}");
+fn learning_rates_are_the_specs() {
+    let spec = spec_for(&Digest::new([3; 32]));
+    let mut want = vec![0.1f64];
+    for _ in 1..6 {
+        let last = *want.last().unwrap();
+        want.push(last * 0.9); // ExponentialLR: lr * gamma after every step
     }
-    assert_eq!(o.encode().unwrap(), before);
-    o.set_next_lr(0.25).unwrap();
-    assert_ne!(o.encode().unwrap(), before);
+    assert_eq!(spec.learning_rates(1, 6).unwrap(), want);
+    assert_eq!(spec.learning_rates(4, 3).unwrap(), want[3..]);
+    assert!(spec.learning_rates(9, 0).unwrap().is_empty());
+    assert_eq!(spec.learning_rates(0, 1).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(spec.learning_rates(1 << 32, 2).unwrap_err().kind(), ErrorKind::OutOfRange);
 }
 
 fn f32s(v: &[f32]) -> Vec<u8> {
@@ -376,16 +383,18 @@ fn end_to_end_replay_of_a_recorded_run() {
         .collect();
     let s5 = Safetensors::open(fx.state(STEP)).unwrap();
     let lr = s5.get("hparam/lr").unwrap().expect("S_5 has hparam/lr");
-    let next_lr = f64::from_le_bytes(lr.data.try_into().unwrap());
+    // torch's scheduler wrote the spec's rate of step 6 into S_5.
+    let held = f64::from_le_bytes(lr.data.try_into().unwrap());
+    assert_eq!(held.to_bits(), spec.learning_rates(STEP + 1, 1).unwrap()[0].to_bits());
 
     let out = tmp.path("s5.safetensors");
-    let got = r.step(fx.state(STEP - 1), &entry, &batch, next_lr, Some(&out)).unwrap();
+    let got = r.step(fx.state(STEP - 1), &entry, &batch, Some(&out)).unwrap();
     assert_eq!(got.post_state_digest, want, "the digest of states/000005.safetensors");
     assert_eq!(safetensors::digest_file(&out, 0).unwrap(), want);
     let bits = u64::from_str_radix(fx.meta["loss_bits"][(STEP - 1) as usize].as_str().unwrap(), 16).unwrap();
     assert_eq!(got.loss.to_bits(), bits);
     assert_eq!(got, replayed);
     // A batch that does not fit the entry.
-    let err = r.step(fx.state(STEP - 1), &entry, &batch[1..], next_lr, None).unwrap_err();
+    let err = r.step(fx.state(STEP - 1), &entry, &batch[1..], None).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
 }
