@@ -91,7 +91,7 @@ static double sgd_step(model *m, uint64_t step) {
     for (i = 0; i < BATCH; ++i) g += 2.0f * err[i] / BATCH;
     m->b -= (float)m->lr * g;
   }
-  m->lr *= 0.97; /* the schedule: the next step's rate */
+  m->lr *= 0.97; /* the schedule: the next step's rate (a spec names it: exponential, gamma 0.97) */
   return loss / BATCH;
 }
 

@@ -121,7 +121,8 @@ def setup(out, steps=200, batch=16, data_seed=7, train_data_seed=None, init_seed
                                          generator=torch.Generator().manual_seed(data_seed))
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
-    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=batch, dropout=0.1, seed=base_seed)
+    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=batch, dropout=0.1, seed=base_seed,
+                        scheduler=sched)
     schedule = pt.plan_schedule(loader, steps)
     return {"model": model, "optimizer": opt, "scheduler": sched, "loader": loader, "spec": spec,
             "schedule": schedule, "program": program, "data": os.path.join(out, "data")}

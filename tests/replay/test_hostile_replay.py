@@ -52,21 +52,19 @@ def step3(pot_cli, small):
                          os.path.join(small, "schedule.json"), "--prove", 3, "--json")
     assert rc == 0, err
     indices = [i for mb in json.load(open(os.path.join(small, "schedule.json")))[2] for i in mb]
-    post = potstate.read_safetensors(os.path.join(small, "states", "000003.safetensors"))
     return {
         "spec": os.path.join(small, "spec.json"),
         "program": os.path.join(small, "program.pt"),
         "pre": os.path.join(small, "states", "000002.safetensors"),
         "entry": sched["leaf"],
         "samples": [os.path.join(small, "samples", f"{i:06d}.safetensors") for i in indices],
-        "next_lr": repr(post["hparam/lr"].item()),
     }
 
 
 def replay(pot_cli, a, **over):
     a = {**a, **over}
     return run_pot(pot_cli, "replay", "--spec", a["spec"], "--program", a["program"], "--pre-state", a["pre"],
-                   "--entry", a["entry"], "--sample", *a["samples"], "--next-lr", a["next_lr"], "--json")
+                   "--entry", a["entry"], "--sample", *a["samples"], "--json")
 
 
 def test_the_honest_step_replays(pot_cli, step3):

@@ -75,9 +75,10 @@ def honest(tmp_path_factory):
 @pytest.fixture(scope="module")
 def other(tmp_path_factory):
     # Another run of the same task: other initial weights, trained longer
-    # (a "pretrained" state a cheater could substitute).
+    # (a "pretrained" state a cheater could substitute), on the same learning
+    # rate schedule (its states hold the rates the honest spec gives).
     return train(tmp_path_factory.mktemp("other"), "--model", "transformer", "--optim", "adamw",
-                 "--steps", 2 * STEPS, "--init-seed", 99)
+                 "--steps", 2 * STEPS, "--t-max", STEPS, "--init-seed", 99)
 
 
 def test_state_of_another_run_is_detected(check_run_bin, honest, other):
@@ -375,12 +376,11 @@ def test_pot_replay_cli_reproduces_a_step(tmp_path, pot_cli, honest):
     assert rc == 0, err
     indices = [i for mb in json.load(open(os.path.join(honest, "schedule.json")))[t - 1] for i in mb]
     samples = [os.path.join(honest, "samples", f"{i:06d}.safetensors") for i in indices]
-    post = potstate.read_safetensors(os.path.join(honest, "states", f"{t:06d}.safetensors"))
     out = str(tmp_path / "s7.safetensors")
     rc, res, err = pot(pot_cli, "replay", "--spec", os.path.join(honest, "spec.json"), "--program",
                        os.path.join(honest, "program.pt"), "--pre-state",
                        os.path.join(honest, "states", f"{t - 1:06d}.safetensors"), "--entry", sched["leaf"],
-                       "--sample", *samples, "--next-lr", repr(post["hparam/lr"].item()), "--out", out, "--json")
+                       "--sample", *samples, "--out", out, "--json")
     assert rc == 0, err
     want = subprocess.run([pot_cli, "hash", "state", os.path.join(honest, "states", f"{t:06d}.safetensors")],
                           capture_output=True, text=True).stdout.strip()
@@ -392,11 +392,11 @@ def test_pot_replay_cli_reproduces_a_step(tmp_path, pot_cli, honest):
     rc, res2, err = pot(pot_cli, "replay", "--spec", os.path.join(honest, "spec.json"), "--program",
                         os.path.join(honest, "program.pt"), "--pre-state",
                         os.path.join(honest, "states", f"{t - 1:06d}.safetensors"), "--entry", sched["leaf"],
-                        "--sample", *reversed(samples), "--next-lr", repr(post["hparam/lr"].item()), "--json")
+                        "--sample", *reversed(samples), "--json")
     assert rc == 0 and res2["state_digest"] != want
     # Too few samples for the entry.
     rc, _, err = pot(pot_cli, "replay", "--spec", os.path.join(honest, "spec.json"), "--program",
                      os.path.join(honest, "program.pt"), "--pre-state",
                      os.path.join(honest, "states", f"{t - 1:06d}.safetensors"), "--entry", sched["leaf"],
-                     "--sample", *samples[:-1], "--next-lr", "0.001")
+                     "--sample", *samples[:-1])
     assert rc == 2 and "samples given" in err, err

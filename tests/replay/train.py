@@ -290,6 +290,7 @@ def main(argv=None) -> int:
     ap.add_argument("--clip", type=float, default=0.0, help="clip_grad_norm_ max norm; 0 = no clipping")
     ap.add_argument("--accum", type=int, default=1, help="micro-batches per step (gradient accumulation)")
     ap.add_argument("--steps", type=int, default=20, help="optimizer steps")
+    ap.add_argument("--t-max", type=int, default=0, help="T_max of the cosine LR schedule (default: --steps)")
     ap.add_argument("--batch", type=int, default=8, help="samples per step (a multiple of --accum)")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     ap.add_argument("--seed-policy", default="per_step", choices=["per_step", "single_seed"],
@@ -370,7 +371,8 @@ def main(argv=None) -> int:
         cls = torch.optim.Adam if a.optim == "adam" else torch.optim.AdamW
         opt = cls(task.parameters(), lr=opt_cfg["lr"], betas=(opt_cfg["beta1"], opt_cfg["beta2"]),
                   eps=opt_cfg["eps"], weight_decay=opt_cfg["weight_decay"], amsgrad=opt_cfg["amsgrad"])
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=a.steps)
+    t_max = a.t_max or a.steps
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=t_max)
 
     # 4. data order
     loader = torch.utils.data.DataLoader(dataset, batch_size=a.batch, shuffle=True,
@@ -446,7 +448,7 @@ def main(argv=None) -> int:
         "seed_policy": ({"kind": "single_seed", "seed": a.base_seed} if single
                         else {"kind": "per_step", "base_seed": a.base_seed}),
         "norm_bucket_resolution": 16,
-        "lr_schedule": {"phases": [{"kind": "cosine", "t_max": a.steps, "eta_min": 0.0}]},
+        "lr_schedule": {"phases": [{"kind": "cosine", "t_max": t_max, "eta_min": 0.0}]},
     }
     write_json(os.path.join(out, "spec.json"), spec)
     potstate.write_bytes_atomic(os.path.join(out, "schedule.json"),  # one step per line

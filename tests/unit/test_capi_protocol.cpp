@@ -507,6 +507,7 @@ TEST(CApiProtocol, ReplayAvailabilityMatchesTheBuild) {
   EXPECT_STREQ(pot_status_name(POT_E_NONFINITE), "POT_E_NONFINITE");
   EXPECT_STREQ(pot_opening_check_name(POT_CHECK_REPLAYED_STATE), "replayed_state");
   EXPECT_STREQ(pot_opening_check_name(POT_CHECK_NONFINITE), "nonfinite");
-  EXPECT_STREQ(pot_opening_check_name(static_cast<pot_opening_check>(25)), "unknown");
+  EXPECT_STREQ(pot_opening_check_name(POT_CHECK_LEARNING_RATE), "learning_rate");
+  EXPECT_STREQ(pot_opening_check_name(static_cast<pot_opening_check>(26)), "unknown");
   pot_spec_free(spec);
 }
