@@ -310,8 +310,12 @@ def main():
         if t <= STEPS // 2:
             return None
         sd, osd, loss = kept[t]
+        group = dict(opt.param_groups[0])
         model.load_state_dict(sd)
         opt.load_state_dict(osd)
+        # The forger keeps the spec's learning rate (the recorder refuses any
+        # other); the weights and moments are the pre-trained model's.
+        opt.param_groups[0]["lr"], opt.param_groups[0]["initial_lr"] = group["lr"], group["initial_lr"]
         return loss
 
     sub = Miner("substituting miner", os.path.join(out, "substituting"), chain, "6d616c6c6f7279", task, program,

@@ -185,6 +185,12 @@ void learning_rates(const LrSchedule &schedule, double base_lr, uint64_t first, 
   if (first > kMaxLrStep || n > kMaxLrStep || first + n - 1 > kMaxLrStep)
     fail(Status::kOutOfRange, "learning rates of steps {}..{}: the schedule is evaluated up to step {}", first,
          first + n - 1, kMaxLrStep);
+  if (schedule.empty()) {  // a constant rate: nothing to walk
+    if (!std::isfinite(base_lr) || std::signbit(base_lr))
+      fail(Status::kInvalidArgument, "learning rates: the rate {} is not finite and >= +0", base_lr);
+    std::fill(out, out + n, base_lr);
+    return;
+  }
   LrSequence seq(schedule, base_lr);
   for (uint64_t t = 1; t < first; ++t) seq.next();
   for (size_t i = 0; i < n; ++i) out[i] = seq.next();
