@@ -12,6 +12,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
+#include <torch/version.h>
 
 #include "commit/seed.h"
 #include "common/error.h"
@@ -340,6 +341,25 @@ double state_learning_rate(const std::vector<hash::StTensor> &state) {
   return lr;
 }
 
+void check_replayable(const commit::ExecutionSpec &spec) {
+  // A step trained on another framework or version does not replay bit for
+  // bit here (docs/determinism.md): refused, never judged. The patch level
+  // is not compared: Debian's LibTorch 1.13.1 headers say 1.13.0.
+  if (spec.framework != "pytorch")
+    fail(Status::kUnsupported, "spec: framework '{}': this verifier replays pytorch", spec.framework);
+  const std::string ours = fmt::format("{}.{}", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR);
+  const std::string &v = spec.framework_version;
+  if (v.compare(0, ours.size(), ours) != 0 || (v.size() > ours.size() && v[ours.size()] != '.'))
+    fail(Status::kUnsupported,
+         "spec: framework_version '{}': this verifier replays pytorch {}.x (LibTorch {}); a step trained on another "
+         "version does not replay bit for bit",
+         v, ours, TORCH_VERSION);
+  // The CPU replay runs attention as the program's ATen operators: the math path.
+  if (spec.attention_backend != "math")
+    fail(Status::kUnsupported, "spec: attention_backend '{}': this verifier replays 'math' only",
+         spec.attention_backend);
+}
+
 std::optional<std::string> learning_rate_mismatch(double held, double expected, uint64_t step) {
   uint64_t a, b;
   std::memcpy(&a, &held, 8);
@@ -357,6 +377,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
     fail(Status::kProofMismatch, "the program's digest {} is not the spec's model_program_digest {}",
          program.digest().hex(), spec.model_program_digest.hex());
   if (step == 0) fail(Status::kInvalidArgument, "step 0 is not a training step (steps start at 1)");
+  check_replayable(spec);
   if (batch.size() != spec.grad_accum_microbatches)
     fail(Status::kInvalidArgument, "the batch has {} micro-batches, the spec {}", batch.size(),
          spec.grad_accum_microbatches);
@@ -396,6 +417,9 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
   {
     at::NoGradGuard no_grad;
     for (const auto &[name, t] : program.params()) {
+      if (t.scalar_type() != to_torch(spec.dtype))
+        fail(Status::kInvalidArgument, "parameter '{}' of the program is {}, the spec's dtype is {}", name,
+             c10::toString(t.scalar_type()), hash::dtype_name(spec.dtype));
       ParamState ps;
       ps.name = name;
       ps.param = t;
@@ -452,6 +476,17 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
     auto it = pre.find(std::string(kRngName));
     if (it == pre.end()) fail(Status::kInvalidArgument, "pre-state: missing tensor '{}' (seed policy single_seed)", kRngName);
     used.insert(std::string(kRngName));
+    if (step == 1) {
+      // S_0's generator is the one the spec's seed makes (torch.manual_seed):
+      // a miner does not pick the random numbers of its run.
+      const at::Tensor want = at::detail::createCPUGenerator(spec.seed).get_state();
+      const at::Tensor &held = it->second;
+      if (held.scalar_type() != at::kByte || held.numel() != want.numel() ||
+          std::memcmp(held.data_ptr(), want.data_ptr(), static_cast<size_t>(want.numel())) != 0)
+        fail(Status::kInvalidArgument,
+             "S_0: '{}' is not the generator state of torch.manual_seed({}), the spec's single_seed seed", kRngName,
+             spec.seed);
+    }
     std::lock_guard<std::mutex> g(gen.mutex());
     try {
       gen.set_state(it->second);
@@ -467,6 +502,16 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
     if (!used.count(name))
       fail(Status::kInvalidArgument, "pre-state: tensor '{}' is not a parameter, buffer or optimizer entry of this "
            "program and spec", name);
+
+  // A spec that declares no RNG use (dropout 0, other_rng_use false) is held
+  // to it: a program that draws random numbers anyway would replay with
+  // whatever the generator holds (under seed policy none, the process's).
+  const bool rng_declared = spec.dropout > 0 || spec.other_rng_use;
+  at::Tensor rng_before;
+  if (!rng_declared) {
+    std::lock_guard<std::mutex> g(gen.mutex());
+    rng_before = gen.get_state();
+  }
 
   // Forward and backward, micro-batch by micro-batch.
   program.module().train(true);
@@ -497,6 +542,12 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
     }
     const double d = scaled.item<double>();
     loss = i == 0 ? d : loss + d;
+  }
+  if (!rng_declared) {
+    std::lock_guard<std::mutex> g(gen.mutex());
+    if (!at::equal(gen.get_state(), rng_before))
+      fail(Status::kInvalidArgument,
+           "the program draws random numbers, but the spec declares no RNG use (dropout 0, other_rng_use false)");
   }
   if (!std::isfinite(loss) && !options.allow_nonfinite_loss)
     fail(Status::kNonFinite, "step {}: the loss is {}", step, loss);

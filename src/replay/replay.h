@@ -105,6 +105,11 @@ struct StepOptions {
   std::optional<std::pair<double, double>> rates;
 };
 
+// Refuses (kUnsupported) a spec this build cannot replay bit for bit:
+// another framework, another framework_version (major.minor) than the
+// LibTorch it runs, an attention_backend other than "math".
+void check_replayable(const commit::ExecutionSpec &spec);
+
 // A state's hparam/lr: kInvalidArgument when it holds none, or not an F64
 // scalar, or one that is not finite and >= +0.
 double state_learning_rate(const std::vector<hash::StTensor> &state);

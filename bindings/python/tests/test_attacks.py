@@ -416,3 +416,91 @@ def test_attack_a_program_with_side_effects_is_refused_before_it_runs(tmp_path):
     assert victim.read_bytes() == b"AAAA"
     # The honest program of the same task loads.
     pot.Replay(w.task.spec, w.program).close()
+
+
+class Noisy(Net):
+    """Draws random numbers in its forward (input noise) whatever the spec says."""
+
+    def forward(self, x, y):
+        return torch.nn.functional.cross_entropy(self.body(x + 0.01 * torch.randn_like(x)), y)
+
+
+class WithDropoutZero(Net):
+    def __init__(self):
+        super().__init__()
+        self.drop = torch.nn.Dropout(0.0)
+
+    def forward(self, x, y):
+        return torch.nn.functional.cross_entropy(self.body(self.drop(x)), y)
+
+
+def replay_step_one(w, model, spec, tmp_path, s0_state=None):
+    """Replays step 1 of the world's schedule for `model` under `spec`, from
+    the model's fresh state (or s0_state); returns the result."""
+    program = str(tmp_path / f"{type(model).__name__}-{spec.digest()}.pt")
+    if not os.path.exists(program):
+        pt.save_program(model, program)
+    s0 = str(tmp_path / f"S0-{spec.digest()}.safetensors")
+    state = s0_state if s0_state is not None else dict(pt.canonical_state(model, torch.optim.SGD(model.parameters(),
+                                                                                                    lr=0.05)))
+    state["hparam/lr"] = torch.tensor(spec.learning_rate(1), dtype=torch.float64)
+    with pt.state_writer(state) as sw:
+        sw.write(s0)
+    entry = pot.ScheduleEntry(1, w.schedule[0]).encode(len(w.samples))
+    batch = [open(os.path.join(w.data_dir, f"{i:06d}.safetensors"), "rb").read() for i in w.schedule[0][0]]
+    with pot.Replay(spec, program) as r:
+        return r.step(s0, entry, batch)
+
+
+def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):
+    """Attack 7: fields declared in the spec but never read by the replay.
+    Each is now applied or checked, and a run that departs from it is
+    refused by name: undeclared RNG use, another framework version or
+    attention backend (refused as not replayable here, never judged),
+    parameters of another dtype, a single_seed S_0 whose generator is not
+    the spec's seed's. The same program under its honest spec replays."""
+    w = World(tmp_path)
+
+    def spec_for(model, **kw):
+        program = str(tmp_path / f"{type(model).__name__}.pt")
+        pt.save_program(model, program)
+        args = dict(dtype=torch.float32, batch_size=BATCH, seed_policy="none", intra_op_threads=1)
+        args.update(kw)
+        return pt.make_spec(torch.optim.SGD(model.parameters(), lr=0.05), program, **args)
+
+    # Undeclared RNG use: dropout 0, other_rng_use false, yet the forward draws noise.
+    torch.manual_seed(0)
+    noisy = Noisy()
+    with pytest.raises(pot.InvalidArgumentError, match="draws random numbers, but the spec declares no RNG use"):
+        replay_step_one(w, noisy, spec_for(noisy), tmp_path)
+    # Declared, with a seed policy: it replays.
+    assert replay_step_one(w, noisy, spec_for(noisy, other_rng_use=True, seed_policy="per_step", seed=3), tmp_path)
+    # Dropout(p=0) draws nothing: a spec without RNG use is right for it.
+    torch.manual_seed(0)
+    quiet = WithDropoutZero()
+    assert replay_step_one(w, quiet, spec_for(quiet), tmp_path)
+
+    torch.manual_seed(0)
+    model = Net()
+    honest = spec_for(model)
+    assert replay_step_one(w, model, honest, tmp_path)
+    # Another framework version, another attention backend: not replayable here.
+    j = honest.to_dict()
+    j["framework_version"] = "2.5.0"
+    with pytest.raises(pot.UnsupportedError, match="framework_version '2.5.0': this verifier replays pytorch 1.13"):
+        replay_step_one(w, model, pot.Spec(j), tmp_path)
+    with pytest.raises(pot.UnsupportedError, match="attention_backend 'flash'"):
+        replay_step_one(w, model, spec_for(model, attention_backend="flash"), tmp_path)
+    # The parameters are F32, the spec says F64.
+    with pytest.raises(pot.InvalidArgumentError, match="is Float, the spec's dtype is F64"):
+        replay_step_one(w, model, spec_for(model, dtype=torch.float64), tmp_path)
+    # single_seed: S_0's generator must be torch.manual_seed(seed)'s.
+    single = spec_for(model, seed_policy="single_seed", seed=7)
+    state = dict(pt.canonical_state(model, torch.optim.SGD(model.parameters(), lr=0.05)))
+    torch.manual_seed(7)
+    state["rng/cpu"] = torch.get_rng_state()
+    assert replay_step_one(w, model, single, tmp_path, dict(state))
+    torch.manual_seed(8)
+    state["rng/cpu"] = torch.get_rng_state()
+    with pytest.raises(pot.InvalidArgumentError, match=r"not the generator state of torch.manual_seed\(7\)"):
+        replay_step_one(w, model, single, tmp_path, dict(state))
