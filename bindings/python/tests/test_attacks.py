@@ -473,6 +473,20 @@ def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):
     noisy = Noisy()
     with pytest.raises(pot.InvalidArgumentError, match="draws random numbers, but the spec declares no RNG use"):
         replay_step_one(w, noisy, spec_for(noisy), tmp_path)
+    # The recorder refuses such a step while training, before recording it.
+    spec = spec_for(noisy)
+    task = pt.make_task(noisy, torch.optim.SGD(noisy.parameters(), lr=0.05), spec, dataset_dir=w.data_dir,
+                        schedule=w.schedule, owner=OWNER, challenge_rounds=2)
+    opt = torch.optim.SGD(noisy.parameters(), lr=0.05)
+    rec = pt.Recorder(noisy, opt, task, str(tmp_path / "Noisy.pt"), str(tmp_path / "ck-noisy"),
+                      dataset_dir=w.data_dir, schedule=w.schedule)
+    rec.begin_step(w.schedule[0][0])
+    batch = [w.samples[i] for i in w.schedule[0][0]]
+    noisy(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch])).backward()
+    opt.step()
+    with pytest.raises(pot.InvalidArgumentError, match="step 1 drew random numbers"):
+        rec.end_step(1.0)
+    rec.close()
     # Declared, with a seed policy: it replays.
     assert replay_step_one(w, noisy, spec_for(noisy, other_rng_use=True, seed_policy="per_step", seed=3), tmp_path)
     # Dropout(p=0) draws nothing: a spec without RNG use is right for it.

@@ -433,6 +433,11 @@ class Recorder:
         if spec.intra_op_threads != torch.get_num_threads():
             torch.set_num_threads(spec.intra_op_threads)
         self._single_seed = spec.seed_policy == SeedPolicy.SINGLE_SEED
+        # A spec that declares no RNG use holds the program to it: a step
+        # that moves the generator is refused here, as every verifier would.
+        declared = spec.to_dict()
+        self._no_rng = declared["dropout"] == 0 and not declared.get("other_rng_use", False)
+        self._rng_probe: Optional[torch.Tensor] = None
         s0 = _initial_state(model, optimizer, spec)
         self._rng = s0.get("rng/cpu")
         initial = _state_digest(s0)
@@ -483,6 +488,7 @@ class Recorder:
         elif self._single_seed:
             assert self._rng is not None
             torch.set_rng_state(self._rng)
+        self._rng_probe = torch.get_rng_state() if self._no_rng else None
         self._step = t
         return t
 
@@ -493,6 +499,11 @@ class Recorder:
         writes a checkpoint every k steps. Returns the state digest."""
         if not self._step:
             raise StateError("end_step: no step begun (call begin_step first)")
+        if self._rng_probe is not None and not torch.equal(torch.get_rng_state(), self._rng_probe):
+            raise InvalidArgumentError(
+                f"end_step: step {self._step} drew random numbers, but the spec declares no RNG use (dropout 0, "
+                "other_rng_use false): every verifier refuses the step; declare other_rng_use=True with a seed "
+                "policy in make_spec")
         state = canonical_state(self.model, self.optimizer, rng=self._single_seed)
         with state_writer(state) as w:
             digest = self._rec.end_step(w, step_loss(loss))
