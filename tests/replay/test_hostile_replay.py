@@ -250,6 +250,17 @@ def test_damaged_checkpoint_directories_are_refused(tmp_path, pot_cli, small, re
     assert_refused(rc, err)
 
 
+def test_a_protocol_1_checkpoint_directory_is_refused_naming_the_version(tmp_path, pot_cli, small, recorded):
+    # Format 1 carried the miner's next_lr per step; its states cannot be
+    # served under protocol 2.
+    ck = damaged(tmp_path, recorded, "pot-run.json",
+                 lambda b: b.replace(b'"pot-checkpoints/2"', b'"pot-checkpoints/1"'))
+    rc, out, err, _ = run_pot(pot_cli, "checkpoints", "state", ck, "--step", 2, "--dataset",
+                              os.path.join(small, "samples"))
+    assert_refused(rc, err, "POT_E_UNSUPPORTED")
+    assert "pot-checkpoints/1" in err and "protocol version 1" in err, err
+
+
 def test_damaged_checkpoint_files_are_not_served(tmp_path, pot_cli, small, recorded):
     # A checkpoint emptied, and a re-derived state in the cache tampered with:
     # neither is served; the tampered cache entry is derived again.
