@@ -193,6 +193,10 @@ void learning_rates(const LrSchedule &schedule, double base_lr, uint64_t first, 
   }
   LrSequence seq(schedule, base_lr);
   for (uint64_t t = 1; t < first; ++t) seq.next();
+  // The window is walked once to validate and once to write, so that a rate
+  // refused inside it leaves out untouched.
+  LrSequence check = seq;
+  for (size_t i = 0; i < n; ++i) check.next();
   for (size_t i = 0; i < n; ++i) out[i] = seq.next();
 }
 

@@ -80,7 +80,8 @@ class LrSequence {
 // The rate of training step `step` (1..kMaxLrStep, kOutOfRange past it):
 // O(step) arithmetic.
 double learning_rate(const LrSchedule &schedule, double base_lr, uint64_t step);
-// The rates of steps first..first+n-1 into out (first >= 1).
+// The rates of steps first..first+n-1 into out (first >= 1); on an error
+// out is left untouched. O(first + 2n).
 void learning_rates(const LrSchedule &schedule, double base_lr, uint64_t first, size_t n, double *out);
 
 }  // namespace pot::commit

@@ -71,6 +71,37 @@ TEST(CApiProtocol, SpecRoundTripAndErrors) {
   pot_spec_free(back);
 }
 
+TEST(CApiProtocol, LearningRatesThroughTheCApi) {
+  std::string j = kSpec;
+  j.replace(j.find("\"norm_bucket_resolution\": 32"), 28,
+            R"("norm_bucket_resolution": 32, "lr_schedule": {"phases": [{"kind": "step", "step_size": 2, "gamma": 0.5}]})");
+  pot_spec *spec = nullptr;
+  pot_error *err = nullptr;
+  ASSERT_EQ(pot_spec_from_json(&spec, j.c_str(), &err), POT_OK) << (err ? pot_error_message(err) : "");
+  double r[5] = {-1, -1, -1, -1, -1};
+  ASSERT_EQ(pot_spec_learning_rates(r, 5, spec, 1, nullptr), POT_OK);
+  EXPECT_EQ(std::vector<double>(r, r + 5), (std::vector<double>{0.1, 0.1, 0.05, 0.05, 0.025}));
+  EXPECT_EQ(pot_spec_learning_rates(r, 1, spec, 4, nullptr), POT_OK);
+  EXPECT_EQ(r[0], 0.05);
+  // Nothing asked, nothing written (out may be NULL).
+  EXPECT_EQ(pot_spec_learning_rates(nullptr, 0, spec, 1, nullptr), POT_OK);
+  // Misuse and bounds, each with its status and no output written.
+  r[0] = -1;
+  EXPECT_EQ(pot_spec_learning_rates(nullptr, 3, spec, 1, &err), POT_E_INVALID_ARGUMENT);
+  pot_error_free(err);
+  EXPECT_EQ(pot_spec_learning_rates(r, 1, nullptr, 1, &err), POT_E_INVALID_ARGUMENT);
+  pot_error_free(err);
+  EXPECT_EQ(pot_spec_learning_rates(r, 1, spec, 0, &err), POT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pot_error_message(err)).find("steps start at 1"), std::string::npos);
+  pot_error_free(err);
+  EXPECT_EQ(pot_spec_learning_rates(r, 2, spec, uint64_t{1} << 32, &err), POT_E_OUT_OF_RANGE);
+  pot_error_free(err);
+  EXPECT_EQ(pot_spec_learning_rates(r, 1, spec, UINT64_MAX, &err), POT_E_OUT_OF_RANGE);
+  pot_error_free(err);
+  EXPECT_EQ(r[0], -1);
+  pot_spec_free(spec);
+}
+
 TEST(CApiProtocol, CommitmentScheduleAndSamples) {
   const std::string json = R"({"task_id": ")" + std::string(64, '7') + R"(", "initial_state_digest": ")" + std::string(64, '1') + R"(", "schedule_root": ")" +
                            std::string(64, '2') + R"(", "dataset_root": ")" + std::string(64, '3') +

@@ -136,6 +136,22 @@ TEST(LrSchedule, RatesOfALaterRangeEqualTheWalkFromStepOne) {
             Status::kOutOfRange);
 }
 
+TEST(LrSchedule, ARateThatOverflowsIsRefusedAndNothingIsWritten) {
+  // Valid parameters at their extremes: a rate near the largest double, and
+  // a cosine phase entered at a milestone, whose closed form computes
+  // (base - eta_min) * 2 (torch overflows there too): step 4's rate is inf.
+  json j = schedule_spec_json(
+      {{"phases", {{{"kind", "constant"}, {"factor", 0.5}, {"total_iters", 2}},
+                   {{"kind", "cosine"}, {"t_max", 4}, {"eta_min", 1e6}}}},
+       {"milestones", {3}}});
+  j["optimizer"]["lr"] = 1.7e308;
+  const auto s = commit::ExecutionSpec::from_json(j);
+  std::vector<double> out(8, -1.0);
+  EXPECT_EQ(status_of([&] { commit::learning_rates(s.lr_schedule, s.optimizer.lr, 1, out.size(), out.data()); }),
+            Status::kInvalidArgument);
+  EXPECT_EQ(out, std::vector<double>(8, -1.0));
+}
+
 TEST(LrSchedule, EachRuleHasItsOwnMessage) {
   struct Case {
     json schedule;
