@@ -943,8 +943,9 @@ typedef struct pot_verify_result {
 
 /* Verifies a challenged step completely (docs/PROTOCOL.md section 21.5):
  * every check of pot_opening_verify, then the spec against the commitment,
- * the program against the spec, the replay from the served S_{t-1} (the
- * manifest's samples, schedule entry and next_lr) and the comparison of
+ * the program against the spec, the learning rate of the served states
+ * against the spec's schedule (check 25), the replay from the served S_{t-1}
+ * (the manifest's samples and schedule entry) and the comparison of
  * `mode` (NORM_BUCKET needs post_state_path). intra_op_threads: 0 runs with
  * the spec's count (anything else only makes sense with NORM_BUCKET).
  * Returns POT_OK when the step verified. Otherwise the status of the first
