@@ -181,6 +181,7 @@ double learning_rate(const LrSchedule &schedule, double base_lr, uint64_t step) 
 }
 
 void learning_rates(const LrSchedule &schedule, double base_lr, uint64_t first, size_t n, double *out) {
+  schedule.validate();  // the walk divides by step sizes and periods it must not trust
   if (first < 1) fail(Status::kInvalidArgument, "learning rates: steps start at 1, not {}", first);
   if (first > kMaxLrStep || n > kMaxLrStep || first + n - 1 > kMaxLrStep)
     fail(Status::kOutOfRange, "learning rates of steps {}..{}: the schedule is evaluated up to step {}", first,

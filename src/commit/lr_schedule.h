@@ -66,6 +66,7 @@ inline constexpr size_t kMaxLrMilestones = 256;
 // kInvalidArgument naming the step.
 class LrSequence {
  public:
+  // The schedule must be valid (LrSchedule::validate) and outlive the sequence.
   LrSequence(const LrSchedule &schedule, double base_lr);
   double next();
   uint64_t steps_done() const { return epoch_; }
@@ -74,14 +75,14 @@ class LrSequence {
   const LrSchedule &s_;
   double base_;
   double lr_ = 0;
-  uint64_t epoch_ = 0;  // scheduler steps taken + 1 once next() has run
+  uint64_t epoch_ = 0;  // rates returned so far: next() last returned the rate of step epoch_
 };
 
 // The rate of training step `step` (1..kMaxLrStep, kOutOfRange past it):
 // O(step) arithmetic.
 double learning_rate(const LrSchedule &schedule, double base_lr, uint64_t step);
-// The rates of steps first..first+n-1 into out (first >= 1); on an error
-// out is left untouched. O(first + 2n).
+// The rates of steps first..first+n-1 into out (first >= 1); validates the
+// schedule first. On an error out is left untouched. O(first + 2n).
 void learning_rates(const LrSchedule &schedule, double base_lr, uint64_t first, size_t n, double *out);
 
 }  // namespace pot::commit

@@ -111,7 +111,6 @@ const hash::StTensor *find(const std::vector<hash::StTensor> &state, std::string
   return nullptr;
 }
 
-
 std::string loss_hex(double loss) {
   uint64_t b;
   std::memcpy(&b, &loss, 8);
@@ -145,16 +144,12 @@ struct Recorder::Impl {
   Bytes last_rng;      // rng/cpu of the last recorded state (single_seed)
   // The rates of the spec's schedule, walked forward as steps are recorded.
   std::optional<commit::LrSequence> rates;
-  uint64_t rate_step = 0;
-  double rate_value = 0;
+  double rate_value = 0;  // the rate of step rates->steps_done()
 
   // The rate of `step`; steps asked for never decrease.
   double rate(uint64_t step) {
     if (!rates) rates.emplace(spec.lr_schedule, spec.optimizer.lr);
-    while (rate_step < step) {
-      rate_value = rates->next();
-      ++rate_step;
-    }
+    while (rates->steps_done() < step) rate_value = rates->next();
     return rate_value;
   }
 };

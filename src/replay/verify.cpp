@@ -59,7 +59,8 @@ VerifyResult verify_step(const VerifyInputs &in) {
   }
 
   StepResult s;
-  std::unique_ptr<hash::SafetensorsFile> pre_file;  // also read by the norm-bucket comparison
+  std::unique_ptr<hash::SafetensorsFile> pre_file;   // also read by the norm-bucket comparison
+  std::unique_ptr<hash::SafetensorsFile> post_file;  // norm-bucket path: its rate, then its update norm
   std::vector<std::unique_ptr<hash::SafetensorsFile>> files;
   Batch batch;
   TensorMap pre;
@@ -79,13 +80,12 @@ VerifyResult verify_step(const VerifyInputs &in) {
   // S_t's rate, so the bitwise path compares it through the state digest.
   double rates[2];
   try {
-    in.spec->lr_schedule.validate();
     commit::learning_rates(in.spec->lr_schedule, in.spec->optimizer.lr, in.challenged_step, 2, rates);
     if (auto bad = learning_rate_mismatch(state_learning_rate(state_views(pre)), rates[0], in.challenged_step))
       return failed(r, commit::OpeningCheck::kLearningRate, Status::kProofMismatch,
                     fmt::format("served S_{}: {}", in.challenged_step - 1, *bad));
     if (in.mode == VerifyMode::kNormBucket) {
-      const auto post_file = hash::SafetensorsFile::open(*in.post_state_path);
+      post_file = hash::SafetensorsFile::open(*in.post_state_path);
       const long i = post_file->find(kLrName);
       if (i < 0) fail(Status::kInvalidArgument, "served S_{} has no '{}' tensor", in.challenged_step, kLrName);
       const double held = state_learning_rate({{post_file->entry(static_cast<size_t>(i)).meta,
@@ -129,7 +129,6 @@ VerifyResult verify_step(const VerifyInputs &in) {
     return r;
   }
   try {
-    const auto post_file = hash::SafetensorsFile::open(*in.post_state_path);
     const double served = witness::update_norm(*pre_file, *post_file, std::string(kParamPrefix));
     r.served_norm_bucket = witness::norm_bucket(served, in.spec->norm_bucket_resolution);
   } catch (const Error &e) {
