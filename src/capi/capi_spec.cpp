@@ -18,8 +18,18 @@ nlohmann::json parse_json_arg(const char *text, const char *param) {
   if (t.size() > POT_MAX_JSON_BYTES)
     fail(Status::kLimit, "{} is {} bytes of JSON, the limit is {} (POT_MAX_JSON_BYTES)", param, t.size(),
          POT_MAX_JSON_BYTES);
+  // Every document pot reads nests a few levels (a ledger call holding a
+  // commitment holding a spec holding a schedule: 6); refusing deeper input
+  // at the first bracket past the bound keeps a hostile `[[[[...` from
+  // building half a million nested values before it is refused.
+  constexpr int kMaxDepth = 64;
+  const nlohmann::json::parser_callback_t cb = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json &) {
+    // nlohmann counts the outermost value as depth 0.
+    if (depth >= kMaxDepth) fail(Status::kInvalidArgument, "{} nests deeper than {} levels", param, kMaxDepth);
+    return true;
+  };
   try {
-    return nlohmann::json::parse(t.begin(), t.end());
+    return nlohmann::json::parse(t.begin(), t.end(), cb);
   } catch (const nlohmann::json::exception &e) {
     fail(Status::kMalformed, "{} is not valid JSON: {}", param, e.what());
   }

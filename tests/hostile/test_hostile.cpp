@@ -478,6 +478,17 @@ TEST(HugeClaims, JsonText) {
     pot_commitment *c = nullptr;
     return pot_commitment_from_json(&c, deep.c_str(), e);
   });
+  // The depth bound is exact: 64 nested arrays are parsed (and refused as no
+  // spec), 65 are refused for their depth.
+  for (const int levels : {64, 65}) {
+    const std::string nested = std::string(levels, '[') + std::string(levels, ']');
+    pot_spec *s = nullptr;
+    pot_error *e = nullptr;
+    EXPECT_EQ(pot_spec_from_json(&s, nested.c_str(), &e), POT_E_INVALID_ARGUMENT);
+    const std::string message = pot_error_message(e);
+    EXPECT_EQ(message.find("nests deeper than 64 levels") != std::string::npos, levels == 65) << message;
+    pot_error_free(e);
+  }
   const std::string too_long = "[" + std::string(POT_MAX_JSON_BYTES, ' ') + "]";
   expect_refused("a ledger call past POT_MAX_JSON_BYTES", POT_E_LIMIT, too_long.size(), [&](pot_error **e) {
     pot_bytes out{};
