@@ -13,44 +13,130 @@ namespace pot::replay {
 
 namespace {
 
-// Operators with effects outside the step's tensors (see the header).
-const std::set<std::string, std::less<>> &denied() {
+// The structural operators of TorchScript (constants, containers, control
+// flow, attribute reads, calls, type refinement): the only prim:: operators
+// a model program may hold. Anything else under prim:: (Print, fork, RPC,
+// SetAttr, profiling, Python escapes, with-statements, object creation) is
+// refused by not being here.
+const std::set<std::string, std::less<>> &allowed_prim() {
   static const std::set<std::string, std::less<>> names = {
-      "aten::from_file",     "aten::save",        "aten::load",
-      "aten::manual_seed",   "aten::seed",        "aten::set_num_threads", "aten::set_num_interop_threads",
-      "aten::wait",          "aten::to_here",     "aten::_fork",         "aten::_wait",
-      "prim::Print",         "prim::PythonOp",    "prim::IgnoredPythonOp", "prim::fork",
-      "prim::rpc_async",     "prim::rpc_sync",    "prim::rpc_remote",    "prim::TimePoint",
-      "prim::AddStatValue",  "prim::SetAttr",     "prim::awaitable",     "prim::awaitable_wait",
+      "prim::Constant",     "prim::ListConstruct",  "prim::ListUnpack",
+      "prim::TupleConstruct", "prim::TupleUnpack",  "prim::TupleIndex",
+      "prim::TupleSlice",   "prim::DictConstruct",  "prim::DictIndex",
+      "prim::GetAttr",      "prim::CallFunction",   "prim::CallMethod",
+      "prim::If",           "prim::Loop",           "prim::RaiseException",
+      "prim::Uninitialized", "prim::unchecked_cast", "prim::unchecked_unwrap_optional",
+      "prim::isinstance",   "prim::NumToTensor",    "prim::device",
+      "prim::dtype",        "prim::layout",         "prim::shape",
+      "prim::requires_grad", "prim::is_cuda",       "prim::is_cpu",
+      "prim::is_sparse",    "prim::is_quantized",   "prim::is_meta",
+      "prim::is_mkldnn",    "prim::is_vulkan",      "prim::is_xpu",
+      "prim::is_nested",    "prim::is_mps",         "prim::is_ort",
+      "prim::is_ipu",       "prim::is_xla",         "prim::is_hpu",
+      "prim::data",         "prim::min",            "prim::max",
+      "prim::abs",          "prim::name",           "prim::EnumName",
+      "prim::EnumValue",    "prim::StringIndex",    "prim::ModuleContainerIndex",
+      "prim::TypeCheck",    "prim::ConstantChunk",  "prim::AutogradZero",
+      "prim::grad",         "prim::itemsize",       "prim::index",
+      "prim::range",        "prim::id",             "prim::type",
   };
   return names;
 }
 
-bool file_argument(const torch::jit::Node *n) {
-  const c10::FunctionSchema *schema = n->maybeSchema();
-  if (!schema) return false;
-  for (const c10::Argument &a : schema->arguments())
-    if (a.name() == "filename" || a.name() == "file" || a.name() == "path" || a.name() == "f") return true;
-  return false;
+// ATen operators that pass the purity rule below but act outside the
+// step's tensors anyway: storage mapping and serialisation, the global
+// generator's seed, futures and RPC.
+const std::set<std::string, std::less<>> &denied_aten() {
+  static const std::set<std::string, std::less<>> names = {
+      "aten::from_file", "aten::save",  "aten::load",   "aten::manual_seed", "aten::seed",
+      "aten::wait",      "aten::_wait", "aten::_fork",  "aten::to_here",     "aten::set_num_threads",
+      "aten::set_num_interop_threads",
+  };
+  return names;
 }
 
 [[noreturn]] void refuse(const std::string &op, const std::string &function, const std::string &what,
-                         const char *why) {
+                         const std::string &why) {
   fail(Status::kUnsupported,
        "model program '{}': operator {} in {} is not allowed in a model program ({}; docs/security.md section 4)",
        what, op, function, why);
+}
+
+// A value an ATen operator may take or give: tensors, numbers, strings, the
+// enum-like tensor properties, None, and lists, tuples, optionals and
+// dictionaries of those (type variables of the generic list and dict
+// operators are bound to such values by the rest of the program). Not:
+// storages, streams, futures, RRefs, capsules, objects, Any.
+bool pure_type(const c10::TypePtr &t) {
+  switch (t->kind()) {
+    case c10::TypeKind::TensorType:
+    case c10::TypeKind::NumberType:
+    case c10::TypeKind::FloatType:
+    case c10::TypeKind::ComplexType:
+    case c10::TypeKind::IntType:
+    case c10::TypeKind::SymIntType:
+    case c10::TypeKind::BoolType:
+    case c10::TypeKind::StringType:
+    case c10::TypeKind::NoneType:
+    case c10::TypeKind::DeviceObjType:
+    case c10::TypeKind::LayoutType:
+    case c10::TypeKind::ScalarTypeType:
+    case c10::TypeKind::MemoryFormatType:
+    case c10::TypeKind::GeneratorType:
+    case c10::TypeKind::VarType:
+      return true;
+    case c10::TypeKind::OptionalType:
+    case c10::TypeKind::ListType:
+    case c10::TypeKind::TupleType:
+    case c10::TypeKind::DictType:
+    case c10::TypeKind::UnionType:
+      for (const c10::TypePtr &c : t->containedTypes())
+        if (!pure_type(c)) return false;
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The purity rule for an ATen operator, from its schema: every argument and
+// return is a pure_type, none is named like a file, and an operator that
+// returns nothing writes one of its own arguments (an in-place tensor or
+// list operation); one returning nothing and writing nothing acts only
+// outside its values (printing, seeding, thread counts, grad mode).
+// Returns why it fails, or nullptr.
+const char *impure(const c10::FunctionSchema &schema) {
+  bool writes = false;
+  for (const c10::Argument &a : schema.arguments()) {
+    if (!pure_type(a.type())) return "it takes a value that is not a tensor, number, string or container of those";
+    if (a.name() == "filename" || a.name() == "file" || a.name() == "path" || a.name() == "f")
+      return "it takes a file name";
+    if (a.alias_info() && a.alias_info()->isWrite()) writes = true;
+  }
+  for (const c10::Argument &r : schema.returns())
+    if (!pure_type(r.type())) return "it returns a value that is not a tensor, number, string or container of those";
+  if (schema.returns().empty() && !writes && schema.name() != "aten::warn")
+    return "it returns nothing and writes none of its arguments: its effect is outside the step's tensors";
+  return nullptr;
 }
 
 void check_block(const torch::jit::Block *b, const std::string &function, const std::string &what) {
   for (const torch::jit::Node *n : b->nodes()) {
     const c10::Symbol k = n->kind();
     const std::string op = k.toQualString();
-    if (!k.is_aten() && !k.is_prim())
+    if (k.is_prim()) {
+      if (!allowed_prim().count(op))
+        refuse(op, function, what, "the prim:: operators allowed are TorchScript's constants, containers, control "
+                                   "flow, attribute reads and calls; printing, fork, RPC, attribute writes, "
+                                   "profiling, Python and with-statements are not");
+    } else if (k.is_aten()) {
+      if (denied_aten().count(op))
+        refuse(op, function, what, "file, storage, RNG seeding, threading and RPC are side effects");
+      const c10::FunctionSchema *schema = n->maybeSchema();
+      if (!schema) refuse(op, function, what, "it has no operator schema to check");
+      if (const char *why = impure(*schema)) refuse(op, function, what, why);
+    } else {
       refuse(op, function, what, "only aten:: and prim:: operators are allowed");
-    if (denied().count(op) || std::string_view(op).rfind("prim::profile", 0) == 0)
-      refuse(op, function, what, "file, storage, printing, RNG seeding, threading, RPC, Python and attribute "
-                                  "changes are side effects");
-    if (file_argument(n)) refuse(op, function, what, "it takes a file name");
+    }
     for (const torch::jit::Block *inner : n->blocks()) check_block(inner, function, what);
   }
 }

@@ -418,6 +418,51 @@ def test_attack_a_program_with_side_effects_is_refused_before_it_runs(tmp_path):
     pot.Replay(w.task.spec, w.program).close()
 
 
+class GradSwitch(Net):
+    """Switches the thread's autograd mode, state outside the step's tensors
+    (the replay's guard restores it after the step, an embedding
+    application's own code between its calls would see it): the deny-list
+    let it through (aten::set_grad_enabled is neither a file, printing,
+    seeding nor RPC operator)."""
+
+    def forward(self, x, y):
+        torch.set_grad_enabled(False)
+        loss = torch.nn.functional.cross_entropy(self.body(x), y)
+        torch.set_grad_enabled(True)
+        return loss
+
+
+class NoGradBlock(Net):
+    """A with-statement: TorchScript creates an object and runs its
+    __enter__/__exit__ (prim::CreateObject, prim::Enter, prim::Exit)."""
+
+    def forward(self, x, y):
+        with torch.no_grad():
+            z = x * 2
+        return torch.nn.functional.cross_entropy(self.body(z), y)
+
+
+def test_attack_program_operators_outside_the_allow_list_are_refused(tmp_path):
+    """Attack 6, by allow-list rather than deny-list: a prim:: operator that
+    is not one of TorchScript's structural ones, or an ATen operator whose
+    schema returns nothing and writes none of its arguments (its effect is
+    elsewhere: grad mode, printing, seeding, threads), is refused when the
+    program is loaded, naming the operator and the function. The honest
+    program of the same task still loads."""
+    w = World(tmp_path)
+    cases = ((GradSwitch(), ("aten::set_grad_enabled",), "returns nothing and writes none of its arguments"),
+             (NoGradBlock(), ("prim::CreateObject", "prim::Enter", "aten::set_grad_enabled"), "not allowed"))
+    for model, ops, why in cases:
+        program = str(tmp_path / f"{type(model).__name__}.pt")
+        pt.save_program(model, program)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, seed_policy="none")
+        with pytest.raises(pot.UnsupportedError) as e:
+            pot.Replay(spec, program)
+        assert any(op in e.value.message for op in ops) and why in e.value.message, e.value.message
+    pot.Replay(w.task.spec, w.program).close()
+
+
 class Noisy(Net):
     """Draws random numbers in its forward (input noise) whatever the spec says."""
 
