@@ -6,6 +6,7 @@
 
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/passes/inliner.h>
 
 #include "common/error.h"
 
@@ -147,7 +148,61 @@ void check_function(torch::jit::Function &f, const std::string &what) {
   check_block(torch::jit::toGraphFunction(f).graph()->block(), f.qualname().qualifiedName(), what);
 }
 
+bool dropout_operator(const c10::Symbol k) {
+  static const std::set<std::string, std::less<>> names = {
+      "aten::dropout",       "aten::dropout_",       "aten::feature_dropout",       "aten::feature_dropout_",
+      "aten::alpha_dropout", "aten::alpha_dropout_", "aten::feature_alpha_dropout", "aten::feature_alpha_dropout_",
+  };
+  return names.count(k.toQualString()) > 0;
+}
+
+// torch.nn's dropout modules, by their TorchScript class name (a mangled
+// name, __torch__.torch.nn.modules.dropout.___torch_mangle_3.Dropout, when a
+// program holds several variants).
+bool dropout_module(const torch::jit::Module &m) {
+  const auto name = m.type()->name();
+  if (!name) return false;
+  const std::string q = name->qualifiedName();
+  constexpr std::string_view prefix = "__torch__.torch.nn.modules.dropout.";
+  if (q.rfind(prefix, 0) != 0) return false;
+  const std::string last = name->name();
+  return last == "Dropout" || last == "Dropout1d" || last == "Dropout2d" || last == "Dropout3d" ||
+         last == "AlphaDropout" || last == "FeatureAlphaDropout";
+}
+
+void check_dropout_nodes(const torch::jit::Block *b, double dropout, const std::string &what) {
+  for (const torch::jit::Node *n : b->nodes()) {
+    if (dropout_operator(n->kind()) && n->inputs().size() > 1) {
+      const c10::optional<c10::IValue> p = torch::jit::toIValue(n->input(1));
+      if (p && p->isDouble() && p->toDouble() != dropout)
+        fail(Status::kInvalidArgument,
+             "model program '{}': forward calls {} with p = {}, the spec's dropout is {} (docs/PROTOCOL.md 14.2)",
+             what, n->kind().toQualString(), p->toDouble(), dropout);
+    }
+    for (const torch::jit::Block *inner : n->blocks()) check_dropout_nodes(inner, dropout, what);
+  }
+}
+
 }  // namespace
+
+void check_program_dropout(const torch::jit::Module &module, double dropout, const std::string &what) {
+  for (const torch::jit::NameModule &nm : module.named_modules()) {
+    if (!dropout_module(nm.value)) continue;
+    const c10::IValue p = nm.value.hasattr("p") ? nm.value.attr("p") : c10::IValue();
+    if (!p.isDouble())
+      fail(Status::kInvalidArgument, "model program '{}': dropout module '{}' has no probability p", what, nm.name);
+    if (p.toDouble() != dropout)
+      fail(Status::kInvalidArgument,
+           "model program '{}': module '{}' ({}) has p = {}, the spec's dropout is {} (docs/PROTOCOL.md 14.2)", what,
+           nm.name, nm.value.type()->name()->name(), p.toDouble(), dropout);
+  }
+  // Functional dropout with a literal probability, anywhere forward reaches.
+  const auto forward = module.find_method("forward");
+  if (!forward) return;
+  const std::shared_ptr<torch::jit::Graph> g = forward->graph()->copy();
+  torch::jit::Inline(*g);
+  check_dropout_nodes(g->block(), dropout, what);
+}
 
 void check_program_archive(const std::string &bytes, const std::string &what) {
   std::istringstream stream(bytes);

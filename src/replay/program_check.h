@@ -34,4 +34,12 @@ void check_program_archive(const std::string &bytes, const std::string &what);
 // is not allowed in a model program (...)". docs/security.md section 4.
 void check_program_operators(const torch::jit::Module &module, const std::string &what);
 
+// The spec's dropout (field 6) is the program's: every torch.nn dropout
+// module (Dropout, Dropout1d/2d/3d, AlphaDropout, FeatureAlphaDropout) must
+// have p == dropout, and so must every dropout operator that the inlined
+// forward calls with a literal probability. kInvalidArgument naming the
+// module or operator otherwise. A probability computed at run time is not
+// seen (docs/security.md section 6).
+void check_program_dropout(const torch::jit::Module &module, double dropout, const std::string &what);
+
 }  // namespace pot::replay

@@ -103,6 +103,22 @@ std::vector<std::string> optimizer_keys(const commit::OptimizerSpec &o) {
 }
 
 // RAII: the intra-op thread count for the duration of a replay.
+// The spec's deterministic_algorithms (field 12), applied for the replay
+// as torch.use_deterministic_algorithms(flag) applies it: an operator with
+// no deterministic implementation then fails the replay instead of running.
+class DeterministicGuard {
+ public:
+  explicit DeterministicGuard(bool on)
+      : old_(at::globalContext().deterministicAlgorithms()),
+        old_warn_(at::globalContext().deterministicAlgorithmsWarnOnly()) {
+    at::globalContext().setDeterministicAlgorithms(on, false);
+  }
+  ~DeterministicGuard() { at::globalContext().setDeterministicAlgorithms(old_, old_warn_); }
+
+ private:
+  bool old_, old_warn_;
+};
+
 class ThreadsGuard {
  public:
   explicit ThreadsGuard(int n) : old_(at::get_num_threads()) { at::set_num_threads(n); }
@@ -378,6 +394,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
          program.digest().hex(), spec.model_program_digest.hex());
   if (step == 0) fail(Status::kInvalidArgument, "step 0 is not a training step (steps start at 1)");
   check_replayable(spec);
+  check_program_dropout(program.module(), spec.dropout, "the program");
   if (batch.size() != spec.grad_accum_microbatches)
     fail(Status::kInvalidArgument, "the batch has {} micro-batches, the spec {}", batch.size(),
          spec.grad_accum_microbatches);
@@ -409,6 +426,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
   torch::jit::GraphOptimizerEnabledGuard no_jit_opt(false);  // run the ops eager PyTorch runs
   ThreadsGuard threads(static_cast<int>(options.intra_op_threads ? options.intra_op_threads : spec.intra_op_threads));
   at::AutoGradMode grad_mode(true);
+  DeterministicGuard deterministic(spec.deterministic_algorithms);
 
   // Load S_{t-1} into the program; every name of the state must be used.
   std::set<std::string> used{std::string(kLrName)};
@@ -525,6 +543,10 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
       out = forward(std::move(inputs));
     } catch (const c10::Error &e) {
       fail(Status::kInvalidArgument, "micro-batch {}: the forward failed: {}", i + 1, e.what_without_backtrace());
+    } catch (const std::exception &e) {
+      // The TorchScript interpreter rethrows an operator's error as a
+      // std::runtime_error carrying both tracebacks.
+      fail(Status::kInvalidArgument, "micro-batch {}: the forward failed: {}", i + 1, e.what());
     }
     if (!out.isTensor())
       fail(Status::kInvalidArgument, "the forward returned {}, not a scalar loss tensor", out.tagKind());

@@ -4,6 +4,7 @@
 
 #include "commit/dataset.h"
 #include "commit/step_leaf.h"
+#include "replay/program_check.h"
 #include "common/error.h"
 #include "witness/norm_bucket.h"
 
@@ -52,6 +53,7 @@ VerifyResult verify_step(const VerifyInputs &in) {
   std::unique_ptr<Program> program;
   try {
     program = Program::load(in.program_path, in.spec->model_program_digest);
+    check_program_dropout(program->module(), in.spec->dropout, in.program_path);
   } catch (const Error &e) {
     return failed(r, commit::OpeningCheck::kProgram, e.status(), e.what());
   } catch (const c10::Error &e) {

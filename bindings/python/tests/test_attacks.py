@@ -479,6 +479,29 @@ class WithDropoutZero(Net):
         return torch.nn.functional.cross_entropy(self.body(self.drop(x)), y)
 
 
+class WithDropout(Net):
+    def __init__(self, p: float):
+        super().__init__()
+        self.drop = torch.nn.Dropout(p)
+
+    def forward(self, x, y):
+        return torch.nn.functional.cross_entropy(self.body(self.drop(x)), y)
+
+
+class FunctionalDropout(Net):
+    def forward(self, x, y):
+        return torch.nn.functional.cross_entropy(self.body(torch.nn.functional.dropout(x, 0.3, self.training)), y)
+
+
+class WithPut(Net):
+    """Uses Tensor.put_, which has no deterministic implementation."""
+
+    def forward(self, x, y):
+        z = x.clone()
+        z.put_(torch.tensor([0, 1]), torch.tensor([0.5, -0.5]))
+        return torch.nn.functional.cross_entropy(self.body(z), y)
+
+
 def replay_step_one(w, model, spec, tmp_path, s0_state=None):
     """Replays step 1 of the world's schedule for `model` under `spec`, from
     the model's fresh state (or s0_state); returns the result."""
@@ -563,3 +586,42 @@ def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):
     state["rng/cpu"] = torch.get_rng_state()
     with pytest.raises(pot.InvalidArgumentError, match=r"not the generator state of torch.manual_seed\(7\)"):
         replay_step_one(w, model, single, tmp_path, dict(state))
+    # dropout: the program's dropout modules and literal dropout probabilities
+    # are the spec's (a task declaring 0.1 for a program dropping 0.25 is
+    # refused when the program is loaded, by every verifier and the recorder).
+    torch.manual_seed(0)
+    dropped = WithDropout(0.25)
+    rng = dict(seed_policy="per_step", seed=3)
+    with pytest.raises(pot.InvalidArgumentError, match=r"module 'drop' \(Dropout\) has p = 0.25, the spec's dropout "
+                                                       r"is 0.1"):
+        replay_step_one(w, dropped, spec_for(dropped, dropout=0.1, **rng), tmp_path)
+    assert replay_step_one(w, dropped, spec_for(dropped, dropout=0.25, **rng), tmp_path)
+    torch.manual_seed(0)
+    literal = FunctionalDropout()
+    with pytest.raises(pot.InvalidArgumentError, match=r"calls aten::dropout_? with p = 0.3, the spec's dropout is 0.1"):
+        replay_step_one(w, literal, spec_for(literal, dropout=0.1, **rng), tmp_path)
+    assert replay_step_one(w, literal, spec_for(literal, dropout=0.3, **rng), tmp_path)
+    # deterministic_algorithms is applied by the replay: Tensor.put_ has no
+    # deterministic implementation, so under a spec that asks for one the
+    # step cannot be replayed (and the recorder trains in the same mode).
+    torch.manual_seed(0)
+    putter = WithPut()
+    assert replay_step_one(w, putter, spec_for(putter), tmp_path)
+    with pytest.raises(pot.InvalidArgumentError, match="the forward failed: (.|\n)*put_ does not have a deterministic "
+                                                       "implementation"):
+        replay_step_one(w, putter, spec_for(putter, deterministic_algorithms=True), tmp_path)
+    det = spec_for(putter, deterministic_algorithms=True)
+    task = pt.make_task(putter, torch.optim.SGD(putter.parameters(), lr=0.05), det, dataset_dir=w.data_dir,
+                        schedule=w.schedule, owner=OWNER, challenge_rounds=2)
+    try:
+        rec = pt.Recorder(putter, torch.optim.SGD(putter.parameters(), lr=0.05), task,
+                          str(tmp_path / f"WithPut-{det.digest()}.pt"), str(tmp_path / "ck-det"),
+                          dataset_dir=w.data_dir, schedule=w.schedule)
+        assert torch.are_deterministic_algorithms_enabled()
+        torch.use_deterministic_algorithms(False)
+        with pytest.raises(pot.StateError, match="use_deterministic_algorithms is False, the spec's "
+                                                 "deterministic_algorithms is True"):
+            rec.begin_step(w.schedule[0][0])
+        rec.close()
+    finally:
+        torch.use_deterministic_algorithms(False)

@@ -130,7 +130,7 @@ class Handle:
         return ""
 
     def __repr__(self) -> str:
-        if self._h is None:
+        if getattr(self, "_h", None) is None:  # closed, or its constructor failed
             return f"<pot.{type(self).__name__} closed>"
         try:
             desc = self._describe()

@@ -432,6 +432,10 @@ class Recorder:
         self.dataset_size = dataset_size
         if spec.intra_op_threads != torch.get_num_threads():
             torch.set_num_threads(spec.intra_op_threads)
+        # deterministic_algorithms is applied by every replay: train the same way.
+        self._deterministic = bool(spec.to_dict()["deterministic_algorithms"])
+        if torch.are_deterministic_algorithms_enabled() != self._deterministic:
+            torch.use_deterministic_algorithms(self._deterministic)
         self._single_seed = spec.seed_policy == SeedPolicy.SINGLE_SEED
         # A spec that declares no RNG use holds the program to it: a step
         # that moves the generator is refused here, as every verifier would.
@@ -482,6 +486,10 @@ class Recorder:
             if got != want:
                 raise ConflictError(f"step {t}: the batch holds dataset indices {got[:8]}..., the committed "
                                     f"schedule {want[:8]}...")
+        if torch.are_deterministic_algorithms_enabled() != self._deterministic:
+            raise StateError(f"begin_step: torch.use_deterministic_algorithms is "
+                             f"{torch.are_deterministic_algorithms_enabled()}, the spec's deterministic_algorithms "
+                             f"is {self._deterministic}: every verifier replays in the spec's mode")
         seed = self._rec.begin_step(t)
         if self.spec.seed_policy == SeedPolicy.PER_STEP:
             torch.manual_seed(seed)
