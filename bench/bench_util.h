@@ -214,6 +214,13 @@ inline std::string json_array(const std::vector<std::string> &items) {
 // a measurement, never to compute anything pot computes).
 
 // Size of a file in bytes, or -1 when it cannot be stat'ed.
+// Peak resident set of this process so far, MiB (getrusage).
+inline double peak_rss_mib() {
+  struct rusage u {};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // Linux: KiB
+}
+
 inline long long file_size(const std::string &path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return -1;

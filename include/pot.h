@@ -532,6 +532,17 @@ POT_API pot_status pot_seeded_schedule_entry(pot_bytes *out, uint64_t seed, uint
 POT_API pot_status pot_seeded_schedule_root(pot_digest *out, uint64_t seed, uint64_t dataset_size,
                                             uint32_t batch_size, uint32_t microbatches,
                                             uint64_t steps, pot_error **err);
+/* Positions first .. first + count - 1 of the seeded schedule's index
+ * stream perm_0 || perm_1 || ... (docs/PROTOCOL.md 16.2): step t's entry
+ * holds positions (t-1)*B .. t*B - 1, micro-batch j the j-th B/M of them.
+ * A call costs about count + dataset_size draws (every epoch it touches is
+ * permuted whole), so a whole schedule in one call costs what its root
+ * does, where one pot_seeded_schedule_entry per step would permute an epoch
+ * per step. POT_E_LIMIT past
+ * POT_MAX_STREAM_POSITIONS; out is untouched on error. */
+#define POT_MAX_STREAM_POSITIONS 16777216 /* 2^24 */
+POT_API pot_status pot_seeded_schedule_stream(uint64_t *out, size_t count, uint64_t seed, uint64_t dataset_size,
+                                              uint64_t first, pot_error **err);
 
 /* A validated training commitment (docs/PROTOCOL.md section 17). Immutable. */
 typedef struct pot_commitment pot_commitment;
@@ -587,14 +598,36 @@ POT_API pot_status pot_task_to_json(pot_bytes *out, const pot_task *task, pot_er
 POT_API pot_status pot_task_id(pot_digest *out, const pot_task *task, pot_error **err);
 /* A new handle holding the task's execution spec (free with pot_spec_free). */
 POT_API pot_status pot_task_spec(pot_spec **out, const pot_task *task, pot_error **err);
-/* POT_OK when the task admits the commitment. Otherwise
+/* POT_OK when the task admits the commitment. Otherwise POT_E_OUT_OF_RANGE
+ * for declared_steps outside the task's bounds (checked first), or
  * POT_E_INVALID_ARGUMENT naming the first field that differs from what the
  * task fixes (task_id, initial_state_digest, schedule_root, dataset_root,
- * dataset_size, spec_digest), or POT_E_OUT_OF_RANGE for declared_steps
- * outside the task's bounds. The ledger's start_training_commitment runs
- * this check. */
+ * dataset_size, spec_digest; under a run-seeded task the schedule root is
+ * recomputed for the commitment's miner and step count). The ledger's
+ * start_training_commitment runs this check. */
 POT_API pot_status pot_task_check_commitment(const pot_task *task, const pot_commitment *commitment,
                                              pot_error **err);
+/* The task's schedule rule (docs/PROTOCOL.md 17.1 field 7): one listed
+ * schedule every run follows, or each run's own seeded schedule (17.3). */
+typedef enum pot_schedule_rule {
+  POT_SCHEDULE_LISTED = 1,
+  POT_SCHEDULE_RUN_SEEDED = 2
+} pot_schedule_rule;
+POT_API pot_status pot_task_schedule_rule(pot_schedule_rule *out, const pot_task *task, pot_error **err);
+/* Under a run-seeded task, the seed of the run's schedule (17.3):
+ * pot_seeded_schedule_entry(seed, dataset_size, spec batch_size, spec
+ * grad_accum_microbatches, t) is the entry of step t. POT_E_INVALID_ARGUMENT
+ * for a listed task or an identity outside 1..256 bytes, POT_E_OUT_OF_RANGE
+ * for declared_steps outside the task's bounds. */
+POT_API pot_status pot_task_run_schedule_seed(uint64_t *out, const pot_task *task, const uint8_t *miner_identity,
+                                              size_t miner_identity_len, uint64_t declared_steps,
+                                              pot_error **err);
+/* The training commitment of `miner_identity` for `declared_steps` steps of
+ * the task: every other field is the task's (under a run-seeded task the
+ * schedule root is the run's own, recomputed: up to 2^24 index draws).
+ * Errors as pot_task_check_commitment and pot_commitment_from_json. */
+POT_API pot_status pot_task_commitment(pot_commitment **out, const pot_task *task, const uint8_t *miner_identity,
+                                       size_t miner_identity_len, uint64_t declared_steps, pot_error **err);
 
 /* ------------------------------------------------------------------------ */
 /* Openings of challenged steps                                              */

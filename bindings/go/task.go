@@ -159,3 +159,65 @@ func (t *Task) CheckCommitment(c *Commitment) error {
 	runtime.KeepAlive(c)
 	return toError(st, cerr)
 }
+
+// RunSeeded reports whether every run of the task trains on its own seeded
+// order (schedule rule run_seeded, PROTOCOL.md 17.3) rather than one listed
+// schedule.
+func (t *Task) RunSeeded() (bool, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.p == nil {
+		return false, closedError("Task")
+	}
+	var rule C.pot_schedule_rule
+	var cerr *C.pot_error
+	st := C.pot_task_schedule_rule(&rule, t.p, &cerr)
+	runtime.KeepAlive(t)
+	if err := toError(st, cerr); err != nil {
+		return false, err
+	}
+	return rule == C.POT_SCHEDULE_RUN_SEEDED, nil
+}
+
+// RunScheduleSeed returns, under a run-seeded task, the seed of the
+// schedule of the run of miner for declaredSteps steps: entry t is
+// SeededScheduleEntry(seed, datasetSize, batchSize, gradAccumMicrobatches,
+// t). StatusInvalidArgument for a listed task or an identity outside 1..256
+// bytes, StatusOutOfRange for a step count outside the task's bounds.
+func (t *Task) RunScheduleSeed(miner []byte, declaredSteps uint64) (uint64, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.p == nil {
+		return 0, closedError("Task")
+	}
+	var seed C.uint64_t
+	var cerr *C.pot_error
+	st := C.pot_task_run_schedule_seed(&seed, t.p, bytesPtr(miner), C.size_t(len(miner)),
+		C.uint64_t(declaredSteps), &cerr)
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(miner)
+	if err := toError(st, cerr); err != nil {
+		return 0, err
+	}
+	return uint64(seed), nil
+}
+
+// Commitment returns the training commitment of miner for declaredSteps
+// steps of the task: every other field is the task's (Close it). Errors as
+// CheckCommitment.
+func (t *Task) Commitment(miner []byte, declaredSteps uint64) (*Commitment, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.p == nil {
+		return nil, closedError("Task")
+	}
+	var p *C.pot_commitment
+	var cerr *C.pot_error
+	st := C.pot_task_commitment(&p, t.p, bytesPtr(miner), C.size_t(len(miner)), C.uint64_t(declaredSteps), &cerr)
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(miner)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	return newCommitment(p), nil
+}

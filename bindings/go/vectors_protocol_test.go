@@ -63,6 +63,12 @@ type protocolVectors struct {
 		Microbatches [][]uint64 `json:"microbatches"`
 		Entry        string     `json:"entry"`
 	} `json:"schedule_entries"`
+	RunScheduleSeeds []struct {
+		TaskID        string `json:"task_id"`
+		MinerIdentity string `json:"miner_identity"`
+		DeclaredSteps uint64 `json:"declared_steps"`
+		Seed          uint64 `json:"seed"`
+	} `json:"run_schedule_seeds"`
 	SeededSchedules []struct {
 		Seed         uint64   `json:"seed"`
 		DatasetSize  uint64   `json:"dataset_size"`
@@ -248,18 +254,52 @@ func TestProtocolVectors(t *testing.T) {
 			if spec.IntraOpThreads() == 0 {
 				t.Errorf("task %d: spec without threads", i)
 			}
+			// The vectors' commitments of this task answer to it.
+			var first json.RawMessage
 			for _, c := range v.Commitments {
 				cm, err := pot.CommitmentFromJSON(string(c.JSON))
 				check(t, err)
-				if tid, _ := cm.TaskID(); tid != id {
-					t.Errorf("task %d: the commitment names task %v", i, tid)
+				if tid, _ := cm.TaskID(); tid == id {
+					check(t, task.CheckCommitment(cm))
+					if first == nil {
+						first = c.JSON
+					}
 				}
-				check(t, task.CheckCommitment(cm))
 				cm.Close()
+			}
+			if first == nil {
+				t.Fatalf("task %d: no commitment of it in the vectors", i)
+			}
+			seeded, err := task.RunSeeded()
+			check(t, err)
+			if seeded {
+				// Each run's schedule seed, and the commitment the task gives each miner.
+				n := 0
+				for _, r := range v.RunScheduleSeeds {
+					if r.TaskID != id.String() {
+						continue
+					}
+					n++
+					miner := mustHex(t, r.MinerIdentity)
+					seed, err := task.RunScheduleSeed(miner, r.DeclaredSteps)
+					check(t, err)
+					if seed != r.Seed {
+						t.Errorf("task %d: run schedule seed %d, want %d", i, seed, r.Seed)
+					}
+					cm, err := task.Commitment(miner, r.DeclaredSteps)
+					check(t, err)
+					check(t, task.CheckCommitment(cm))
+					cm.Close()
+				}
+				if n == 0 {
+					t.Errorf("task %d: run-seeded without run_schedule_seeds vectors", i)
+				}
+			} else if _, err := task.RunScheduleSeed([]byte("m"), 1); err == nil {
+				t.Errorf("task %d: a listed task gave a run schedule seed", i)
 			}
 			// Another S_0 than the task's is refused, naming the field.
 			var j map[string]any
-			check(t, json.Unmarshal(v.Commitments[0].JSON, &j))
+			check(t, json.Unmarshal(first, &j))
 			j["initial_state_digest"] = strings.Repeat("00", 32)
 			other, _ := json.Marshal(j)
 			cm, err := pot.CommitmentFromJSON(string(other))

@@ -421,6 +421,7 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
 %newobject pot_task_from_json;
 %newobject pot_task_decode;
 %newobject pot_task_spec;
+%newobject pot_task_commitment;
 %newobject pot_opening_new;
 %newobject pot_verdict_new;
 %newobject pot_ledger_new;
@@ -456,6 +457,7 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
   (const uint8_t *manifest, size_t len),
   (const uint8_t *salt, size_t salt_len),
   (const uint8_t *identity, size_t identity_len),
+  (const uint8_t *miner_identity, size_t miner_identity_len),
   (const uint8_t *state, size_t len),
   (const uint8_t *schedule_entry, size_t entry_len)
 };
@@ -531,6 +533,40 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
   }
 }
 %typemap(freearg) (double *out, size_t n) "PyMem_Free(arr$argnum);"
+
+/* pot_seeded_schedule_stream: the count in, a list of ints out (bounded by
+ * POT_MAX_STREAM_POSITIONS; Task.run_schedule asks in chunks). */
+%typemap(in) (uint64_t *out, size_t count) (uint64_t *arr = NULL) {
+  unsigned long long n = PyLong_AsUnsignedLongLong($input);
+  if (PyErr_Occurred()) SWIG_fail;
+  if (n > POT_MAX_STREAM_POSITIONS) {
+    PyErr_SetString(PyExc_ValueError, "at most POT_MAX_STREAM_POSITIONS (2^24) positions per call");
+    SWIG_fail;
+  }
+  arr = (uint64_t *)PyMem_Malloc(n ? (size_t)n * sizeof(uint64_t) : 1);
+  if (!arr) {
+    PyErr_NoMemory();
+    SWIG_fail;
+  }
+  $1 = arr;
+  $2 = (size_t)n;
+}
+%typemap(argout) (uint64_t *out, size_t count) {
+  if (result == POT_OK) {
+    PyObject *list = PyList_New((Py_ssize_t)$2);
+    if (!list) SWIG_fail;
+    for (size_t i = 0; i < $2; ++i) {
+      PyObject *v = PyLong_FromUnsignedLongLong($1[i]);
+      if (!v) {
+        Py_DECREF(list);
+        SWIG_fail;
+      }
+      PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+    }
+    POT_APPEND(list)
+  }
+}
+%typemap(freearg) (uint64_t *out, size_t count) "PyMem_Free(arr$argnum);"
 
 /* ---- digests ------------------------------------------------------------- */
 
@@ -626,6 +662,7 @@ POT_SCALAR_OUT(size_t, PyLong_FromSize_t(*$1))
 POT_SCALAR_OUT(double, PyFloat_FromDouble(*$1))
 POT_SCALAR_OUT(pot_dtype, PyLong_FromUnsignedLong((unsigned long)*$1))
 POT_SCALAR_OUT(pot_seed_policy, PyLong_FromUnsignedLong((unsigned long)*$1))
+POT_SCALAR_OUT(pot_schedule_rule, PyLong_FromUnsignedLong((unsigned long)*$1))
 POT_SCALAR_OUT(pot_verdict_outcome, PyLong_FromUnsignedLong((unsigned long)*$1))
 POT_SCALAR_OUT(pot_loss_flag_kind, PyLong_FromUnsignedLong((unsigned long)*$1))
 

@@ -4,12 +4,18 @@
  * A toy run over 8 samples for 6 steps: the samples are committed in a
  * dataset tree, a seeded schedule assigns batches, each step's state is
  * written as a safetensors file and its step leaf appended to the log. The
- * training commitment is written as JSON. A beacon challenges 2 steps and
- * the miner writes an opening manifest for each.
+ * task that fixes all of it (spec, dataset, S_0, schedule, step count,
+ * challenge policy) and the miner's training commitment for it are written
+ * as JSON, the commitment checked against the task as the ledger's
+ * start_training_commitment checks it. A beacon challenges 2 steps and the
+ * miner writes an opening manifest for each. The toy has no model program
+ * (its "training" is arithmetic in C): the spec names a placeholder program
+ * digest, so nothing here can be replayed; pot open verify checks it all.
  *
  * Usage: protocol_flow OUT_DIR
- * Writes: commitment.json, log.json ({"size", "root"}), challenges.txt,
- *         opening-<t>.bin, state-<t>.safetensors, sample-<i>.safetensors. */
+ * Writes: task.json, commitment.json, log.json ({"size", "root"}),
+ *         challenges.txt, opening-<t>.bin, state-<t>.safetensors,
+ *         sample-<i>.safetensors. */
 #include <pot.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +25,17 @@
 #define STEPS 6
 #define BATCH 2
 #define SEED 1234
+
+/* The task's execution spec (docs/cli.md "Spec"). */
+static const char SPEC[] =
+    "{\"framework\": \"pytorch\", \"framework_version\": \"1.13.1\",\n"
+    " \"model_program_digest\": \"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\",\n"
+    " \"dtype\": \"F32\", \"attention_backend\": \"math\", \"dropout\": 0.0, \"other_rng_use\": false,\n"
+    " \"optimizer\": {\"kind\": \"sgd\", \"lr\": 0.1, \"momentum\": 0.0, \"dampening\": 0.0, \"nesterov\": false,\n"
+    "               \"weight_decay\": 0.0},\n"
+    " \"grad_clip_max_norm\": 0.0, \"grad_accum_microbatches\": 1, \"batch_size\": 2,\n"
+    " \"deterministic_algorithms\": false, \"intra_op_threads\": 1, \"hardware_class\": \"cpu-x86_64\",\n"
+    " \"seed_policy\": {\"kind\": \"none\"}, \"norm_bucket_resolution\": 16}";
 
 static void die(const char *what, pot_error *err) {
   fprintf(stderr, "protocol_flow: %s: %s\n", what, err ? pot_error_message(err) : "failed");
@@ -64,10 +81,14 @@ int main(int argc, char **argv) {
   pot_tree *dataset = NULL, *schedule = NULL, *log = NULL;
   pot_digest states[STEPS + 1], sroot, droot, lroot, run_id, d;
   pot_commitment *c = NULL;
+  pot_task *task = NULL;
+  pot_spec *spec = NULL;
+  pot_digest task_id, spec_digest;
+  char h5[65], h6[65];
   pot_error *err = NULL;
   float w[4] = {0.5f, -1.0f, 2.0f, 0.25f};
   uint64_t t, i, challenged[2];
-  char json[1024];
+  char json[4096];
   FILE *f;
 
   if (argc != 2) {
@@ -114,14 +135,31 @@ int main(int argc, char **argv) {
   hex(h, &states[0]);
   hex(h2, &sroot);
   hex(h3, &droot);
+  /* The task owner's part: the task, posted before anyone trains. */
   snprintf(json, sizeof json,
-           "{\"task_id\": \"%064d\", \"initial_state_digest\": \"%s\", \"schedule_root\": \"%s\",\n"
-           " \"dataset_root\": \"%s\", \"dataset_size\": %d, \"spec_digest\": \"%064d\",\n"
+           "{\"owner\": \"6f776e6572\", \"spec\": %s,\n"
+           " \"dataset_root\": \"%s\", \"dataset_size\": %d,\n"
+           " \"initial_state\": {\"published_digest\": \"%s\"}, \"schedule\": {\"listed_root\": \"%s\"},\n"
+           " \"min_steps\": %d, \"max_steps\": %d, \"challenge_policy\": {\"rounds\": 2, \"mode\": \"bitwise\"}}\n",
+           SPEC, h3, SAMPLES, h, h2, STEPS, STEPS);
+  snprintf(path, sizeof path, "%s/task.json", dir);
+  write_all(path, json, strlen(json));
+  if (pot_task_from_json(&task, json, &err) || pot_task_id(&task_id, task, &err) ||
+      pot_task_spec(&spec, task, &err) || pot_spec_digest(&spec_digest, spec, &err))
+    die("task", err);
+  /* The miner's commitment: every field but its identity is the task's. */
+  hex(h5, &task_id);
+  hex(h6, &spec_digest);
+  snprintf(json, sizeof json,
+           "{\"task_id\": \"%s\", \"initial_state_digest\": \"%s\", \"schedule_root\": \"%s\",\n"
+           " \"dataset_root\": \"%s\", \"dataset_size\": %d, \"spec_digest\": \"%s\",\n"
            " \"declared_steps\": %d, \"miner_identity\": \"6d696e6572\"}\n",
-           0, h, h2, h3, SAMPLES, 0, STEPS);
+           h5, h, h2, h3, SAMPLES, h6, STEPS);
   snprintf(path, sizeof path, "%s/commitment.json", dir);
   write_all(path, json, strlen(json));
-  if (pot_commitment_from_json(&c, json, &err) || pot_commitment_run_id(&run_id, c, &err)) die("commitment", err);
+  if (pot_commitment_from_json(&c, json, &err) || pot_task_check_commitment(task, c, &err) ||
+      pot_commitment_run_id(&run_id, c, &err))
+    die("commitment", err);
   hex(h4, &lroot);
   snprintf(json, sizeof json, "{\"size\": %d, \"root\": \"%s\"}\n", STEPS, h4);
   snprintf(path, sizeof path, "%s/log.json", dir);
@@ -185,6 +223,8 @@ int main(int argc, char **argv) {
   hex(h, &run_id);
   printf("run %s: %d steps, log root %s\n", h, STEPS, h4);
   pot_commitment_free(c);
+  pot_spec_free(spec);
+  pot_task_free(task);
   pot_tree_free(dataset);
   pot_tree_free(schedule);
   pot_tree_free(log);

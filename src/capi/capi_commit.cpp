@@ -1,4 +1,7 @@
 // C entry points for dataset, schedule and training commitments.
+#include <algorithm>
+#include <vector>
+
 #include "capi/firewall.h"
 #include "capi/handles.h"
 #include "commit/commitment.h"
@@ -75,6 +78,19 @@ pot_status pot_seeded_schedule_root(pot_digest *out, uint64_t seed, uint64_t dat
   return guard(err, [&] {
     need(out, "out");
     from_digest(out, commit::seeded_schedule_root(seed, dataset_size, batch_size, microbatches, steps));
+  });
+}
+
+pot_status pot_seeded_schedule_stream(uint64_t *out, size_t count, uint64_t seed, uint64_t dataset_size,
+                                      uint64_t first, pot_error **err) {
+  return guard(err, [&] {
+    if (count > POT_MAX_STREAM_POSITIONS)
+      fail(Status::kLimit, "{} positions asked, at most {} per call (POT_MAX_STREAM_POSITIONS)", count,
+           POT_MAX_STREAM_POSITIONS);
+    if (count > 0) need(out, "out");
+    std::vector<uint64_t> v(count);  // out stays untouched unless the whole window is drawn
+    commit::seeded_schedule_stream(seed, dataset_size, first, v.data(), count);
+    std::copy(v.begin(), v.end(), out);
   });
 }
 

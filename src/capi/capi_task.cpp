@@ -61,4 +61,44 @@ pot_status pot_task_check_commitment(const pot_task *task, const pot_commitment 
   });
 }
 
+pot_status pot_task_schedule_rule(pot_schedule_rule *out, const pot_task *task, pot_error **err) {
+  return guard(err, [&] {
+    *need(out, "out") = static_cast<pot_schedule_rule>(need(task, "task")->task.schedule_rule);
+  });
+}
+
+pot_status pot_task_run_schedule_seed(uint64_t *out, const pot_task *task, const uint8_t *miner_identity,
+                                      size_t miner_identity_len, uint64_t declared_steps, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    const task::Task &t = need(task, "task")->task;
+    const ByteView miner = bytes_arg(miner_identity, miner_identity_len, "miner_identity");
+    if (t.schedule_rule != task::ScheduleRule::kRunSeeded)
+      fail(Status::kInvalidArgument, "task {} has a listed schedule: every run follows its listed root",
+           t.id().hex());
+    // The commitment's rules on the identity and the step count hold first.
+    if (miner.empty() || miner.size() > commit::kMaxIdentityBytes)
+      fail(Status::kInvalidArgument, "miner_identity must be 1..{} bytes, not {}", commit::kMaxIdentityBytes,
+           miner.size());
+    const hash::Digest id = t.id();
+    if (declared_steps < t.min_steps || declared_steps > t.max_steps)
+      fail(Status::kOutOfRange, "task {}: declared_steps {} is outside {}..{}", id.hex(), declared_steps, t.min_steps,
+           t.max_steps);
+    *out = task::run_schedule_seed(id, miner, declared_steps);
+  });
+}
+
+pot_status pot_task_commitment(pot_commitment **out, const pot_task *task, const uint8_t *miner_identity,
+                               size_t miner_identity_len, uint64_t declared_steps, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    const task::Task &t = need(task, "task")->task;
+    commit::TrainingCommitment c =
+        task::commitment_for(t, bytes_arg(miner_identity, miner_identity_len, "miner_identity"), declared_steps);
+    c.validate();
+    task::check_commitment(t, c);
+    *out = new pot_commitment{std::move(c)};
+  });
+}
+
 }  // extern "C"

@@ -1,4 +1,6 @@
-// pot task build | check.
+// pot task build | check | commitment.
+#include <cstdio>
+
 #include <CLI/CLI.hpp>
 
 #include "cli_util.h"
@@ -68,6 +70,29 @@ void add_task_commands(CLI::App &app) {
     pot_digest run;
     check(pot_commitment_run_id(&run, m.get(), &err), &err, "run id");
     emit(c->json, {{"admitted", true}, {"run_id", hex(run)}}, {"OK " + hex(run)});
+  });
+
+  struct CommitOpts {
+    std::string file, miner;
+    uint64_t steps = 0;
+  };
+  auto m = std::make_shared<CommitOpts>();
+  CLI::App *com = task->add_subcommand("commitment", "Print the training commitment (JSON) a miner makes for a task");
+  com->add_option("TASK", m->file, "task (JSON)")->required();
+  com->add_option("--miner", m->miner, "miner identity (hex)")->required();
+  com->add_option("--steps", m->steps, "declared steps")->required();
+  com->callback([m] {
+    pot_error *err = nullptr;
+    const Task t = load_task(m->file);
+    const std::vector<uint8_t> miner = unhex(m->miner, "--miner");
+    pot_commitment *raw = nullptr;
+    check(pot_task_commitment(&raw, t.get(), miner.data(), miner.size(), m->steps, &err), &err, "commitment");
+    const Commitment c(raw, pot_commitment_free);
+    pot_bytes j{};
+    check(pot_commitment_to_json(&j, c.get(), &err), &err, "commitment JSON");
+    const std::string text(reinterpret_cast<const char *>(j.data), j.len);
+    pot_bytes_free(&j);
+    std::printf("%s\n", text.c_str());
   });
 }
 

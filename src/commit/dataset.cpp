@@ -170,6 +170,13 @@ ScheduleEntry seeded_schedule_entry(uint64_t seed, uint64_t dataset_size, uint32
   return take_entry(s, step, batch_size, microbatches);
 }
 
+void seeded_schedule_stream(uint64_t seed, uint64_t dataset_size, uint64_t first, uint64_t *out, size_t count) {
+  check_seeded(dataset_size, 1, 1);
+  if (count > UINT64_MAX - first) fail(Status::kOutOfRange, "positions {} + {} overflow the index stream", first, count);
+  IndexStream s(seed, dataset_size, first);
+  for (size_t i = 0; i < count; ++i) out[i] = s.next();
+}
+
 hash::Digest seeded_schedule_root(uint64_t seed, uint64_t dataset_size, uint32_t batch_size,
                                   uint32_t microbatches, uint64_t steps) {
   check_seeded(dataset_size, batch_size, microbatches);

@@ -45,6 +45,10 @@ ScheduleEntry seeded_schedule_entry(uint64_t seed, uint64_t dataset_size, uint32
 // Root of the seeded schedule of `steps` entries.
 hash::Digest seeded_schedule_root(uint64_t seed, uint64_t dataset_size, uint32_t batch_size,
                                   uint32_t microbatches, uint64_t steps);
+// Positions first .. first + count - 1 of the index stream
+// perm_0 || perm_1 || ... of the seeded schedule, written to out (a caller
+// splitting them into steps and micro-batches gets the entries).
+void seeded_schedule_stream(uint64_t seed, uint64_t dataset_size, uint64_t first, uint64_t *out, size_t count);
 // Permutation of [0, n) for an epoch (Fisher-Yates, unbiased draws).
 std::vector<uint64_t> epoch_permutation(uint64_t seed, uint64_t epoch, uint64_t n);
 

@@ -564,7 +564,9 @@ Ledger Ledger::load(ByteView b) {
       bad_state(where + ": run_id is not the commitment's digest");
     auto task = l.tasks_.find(r.commitment.task_id);
     if (task == l.tasks_.end()) bad_state(where + ": its task is not posted");
-    as_state_check(where, [&] { task::check_commitment(task->second.task, r.commitment); });
+    // Every field is re-checked but a run-seeded run's schedule root, which
+    // start_training_commitment recomputed (docs/ledger.md section 4).
+    as_state_check(where, [&] { task::check_commitment(task->second.task, r.commitment, false); });
     r.latest_size = m.latest_size();
     if (r.latest_size > r.commitment.declared_steps)
       bad_state(fmt::format("{}: latest_size {} exceeds declared_steps {}", where, r.latest_size,

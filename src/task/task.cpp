@@ -1,6 +1,7 @@
 #include "task/task.h"
 
 #include "commit/canonical.h"
+#include "commit/dataset.h"
 #include "commit/json_fields.h"
 #include "common/error.h"
 #include "pot/v2/task.pb.h"
@@ -47,11 +48,26 @@ void Task::validate() const {
   // S_t records the rate of step t + 1, evaluated by walking the schedule.
   if (max_steps >= commit::kMaxLrStep)
     rule(fmt::format("max_steps {} is not below 2^32 (the learning-rate schedule's bound)", max_steps));
-  // A listed schedule root commits to a fixed number of entries, and a run
-  // has one entry per step.
-  if (min_steps != max_steps)
-    rule(fmt::format("a listed schedule fixes the number of steps: min_steps {} must equal max_steps {}", min_steps,
-                     max_steps));
+  if (schedule_rule == ScheduleRule::kListed) {
+    // A listed schedule root commits to a fixed number of entries, and a run
+    // has one entry per step.
+    if (min_steps != max_steps)
+      rule(fmt::format("a listed schedule fixes the number of steps: min_steps {} must equal max_steps {}", min_steps,
+                       max_steps));
+  } else if (schedule_rule == ScheduleRule::kRunSeeded) {
+    if (schedule_root != hash::Digest{}) rule("a run-seeded schedule has no listed root");
+    if (spec.batch_size % spec.grad_accum_microbatches != 0)
+      rule(fmt::format("a run-seeded schedule splits each batch evenly: batch_size {} is not a multiple of {} "
+                       "micro-batches",
+                       spec.batch_size, spec.grad_accum_microbatches));
+    // What the ledger recomputes for every run it registers (17.3).
+    if (dataset_size >= kMaxRunSeededDraws || max_steps > (kMaxRunSeededDraws - dataset_size) / spec.batch_size)
+      rule(fmt::format("a run-seeded schedule of max_steps {} x batch_size {} over {} samples takes more than {} "
+                       "index draws to recompute (kMaxRunSeededDraws)",
+                       max_steps, spec.batch_size, dataset_size, kMaxRunSeededDraws));
+  } else {
+    rule(fmt::format("schedule rule {} is not listed (1) or run_seeded (2)", static_cast<int>(schedule_rule)));
+  }
   if (challenge_rounds == 0 || challenge_rounds > kMaxChallengeRounds)
     rule(fmt::format("challenge_policy.rounds = {} is outside 1..{}", challenge_rounds, kMaxChallengeRounds));
   if (challenge_rounds > min_steps)
@@ -72,7 +88,10 @@ Bytes Task::encode() const {
   put(p.mutable_dataset_root(), dataset_root);
   p.set_dataset_size(dataset_size);
   put(p.mutable_initial_state()->mutable_published_digest(), initial_state_digest);
-  put(p.mutable_schedule()->mutable_listed_root(), schedule_root);
+  if (schedule_rule == ScheduleRule::kListed)
+    put(p.mutable_schedule()->mutable_listed_root(), schedule_root);
+  else
+    p.mutable_schedule()->mutable_run_seeded();
   p.set_min_steps(min_steps);
   p.set_max_steps(max_steps);
   p.mutable_challenge_policy()->set_rounds(challenge_rounds);
@@ -97,9 +116,14 @@ Task Task::decode(ByteView b) {
   if (p.initial_state().rule_case() != v2::InitialStateRule::kPublishedDigest)
     fail(Status::kMalformed, "task: initial_state names no rule (published_digest is the one this version has)");
   t.initial_state_digest = digest_field(p.initial_state().published_digest(), "task: initial_state.published_digest");
-  if (p.schedule().rule_case() != v2::ScheduleRule::kListedRoot)
-    fail(Status::kMalformed, "task: schedule names no rule (listed_root is the one this version has)");
-  t.schedule_root = digest_field(p.schedule().listed_root(), "task: schedule.listed_root");
+  if (p.schedule().rule_case() == v2::ScheduleRule::kListedRoot) {
+    t.schedule_rule = ScheduleRule::kListed;
+    t.schedule_root = digest_field(p.schedule().listed_root(), "task: schedule.listed_root");
+  } else if (p.schedule().rule_case() == v2::ScheduleRule::kRunSeeded) {
+    t.schedule_rule = ScheduleRule::kRunSeeded;
+  } else {
+    fail(Status::kMalformed, "task: schedule names no rule (listed_root or run_seeded)");
+  }
   t.min_steps = p.min_steps();
   t.max_steps = p.max_steps();
   t.challenge_rounds = p.challenge_policy().rounds();
@@ -131,8 +155,15 @@ Task Task::from_json(const nlohmann::json &j) {
   init.only({"published_digest"});
   t.initial_state_digest = init.digest("published_digest");
   const commit::JsonFields sched(f.object("schedule"), "task.schedule");
-  sched.only({"listed_root"});
-  t.schedule_root = sched.digest("listed_root");
+  sched.only({"listed_root", "run_seeded"});
+  if (sched.has("listed_root") == sched.has("run_seeded"))
+    fail(Status::kInvalidArgument, "task.schedule must hold exactly one of listed_root and run_seeded");
+  if (sched.has("listed_root")) {
+    t.schedule_root = sched.digest("listed_root");
+  } else {
+    commit::JsonFields(sched.object("run_seeded"), "task.schedule.run_seeded").only({});
+    t.schedule_rule = ScheduleRule::kRunSeeded;
+  }
   t.min_steps = f.u64("min_steps");
   t.max_steps = f.u64("max_steps");
   const commit::JsonFields pol(f.object("challenge_policy"), "task.challenge_policy");
@@ -150,17 +181,42 @@ nlohmann::json Task::to_json() const {
           {"dataset_root", dataset_root.hex()},
           {"dataset_size", dataset_size},
           {"initial_state", {{"published_digest", initial_state_digest.hex()}}},
-          {"schedule", {{"listed_root", schedule_root.hex()}}},
+          {"schedule", schedule_rule == ScheduleRule::kListed
+                           ? nlohmann::json{{"listed_root", schedule_root.hex()}}
+                           : nlohmann::json{{"run_seeded", nlohmann::json::object()}}},
           {"min_steps", min_steps},
           {"max_steps", max_steps},
           {"challenge_policy", {{"rounds", challenge_rounds}, {"mode", challenge_mode_name(challenge_mode)}}}};
+}
+
+uint64_t run_schedule_seed(const hash::Digest &task_id, ByteView miner, uint64_t declared_steps) {
+  hash::Sha256 h;
+  hash::begin_tagged(h, "pot/v2/run-schedule");
+  h.update(task_id.view()).update_u32le(static_cast<uint32_t>(miner.size())).update(miner);
+  return get_u64le(h.update_u64le(declared_steps).finish().bytes.data());
+}
+
+namespace {
+void check_steps(const Task &task, const hash::Digest &id, uint64_t declared_steps) {
+  if (declared_steps < task.min_steps || declared_steps > task.max_steps)
+    fail(Status::kOutOfRange, "commitment does not match task {}: declared_steps {} is outside {}..{}", id.hex(),
+         declared_steps, task.min_steps, task.max_steps);
+}
+}  // namespace
+
+hash::Digest schedule_root_for(const Task &task, ByteView miner, uint64_t declared_steps) {
+  if (task.schedule_rule == ScheduleRule::kListed) return task.schedule_root;
+  const hash::Digest id = task.id();
+  check_steps(task, id, declared_steps);
+  return commit::seeded_schedule_root(run_schedule_seed(id, miner, declared_steps), task.dataset_size,
+                                      task.spec.batch_size, task.spec.grad_accum_microbatches, declared_steps);
 }
 
 commit::TrainingCommitment commitment_for(const Task &task, ByteView miner, uint64_t declared_steps) {
   commit::TrainingCommitment c;
   c.task_id = task.id();
   c.initial_state_digest = task.initial_state_digest;
-  c.schedule_root = task.schedule_root;
+  c.schedule_root = schedule_root_for(task, miner, declared_steps);
   c.dataset_root = task.dataset_root;
   c.dataset_size = task.dataset_size;
   c.spec_digest = task.spec.digest();
@@ -169,24 +225,33 @@ commit::TrainingCommitment commitment_for(const Task &task, ByteView miner, uint
   return c;
 }
 
-void check_commitment(const Task &task, const commit::TrainingCommitment &c) {
+void check_commitment(const Task &task, const commit::TrainingCommitment &c, bool recompute_run_schedule) {
   const hash::Digest id = task.id();
   auto differs = [&](const char *field, const std::string &got, const std::string &want) {
     fail(Status::kInvalidArgument, "commitment does not match task {}: {} is {}, the task fixes {}", id.hex(), field,
          got, want);
   };
+  check_steps(task, id, c.declared_steps);
   if (c.task_id != id) differs("task_id", c.task_id.hex(), id.hex());
   if (c.initial_state_digest != task.initial_state_digest)
     differs("initial_state_digest", c.initial_state_digest.hex(), task.initial_state_digest.hex());
-  if (c.schedule_root != task.schedule_root) differs("schedule_root", c.schedule_root.hex(), task.schedule_root.hex());
+  if (task.schedule_rule == ScheduleRule::kListed) {
+    if (c.schedule_root != task.schedule_root)
+      differs("schedule_root", c.schedule_root.hex(), task.schedule_root.hex());
+  } else if (recompute_run_schedule) {
+    // Another miner's (or another step count's) order is not this run's.
+    const hash::Digest want = schedule_root_for(task, c.miner_identity, c.declared_steps);
+    if (c.schedule_root != want)
+      fail(Status::kInvalidArgument,
+           "commitment does not match task {}: schedule_root is {}, the run-seeded schedule of this miner and {} "
+           "steps has root {} (docs/PROTOCOL.md 17.3)",
+           id.hex(), c.schedule_root.hex(), c.declared_steps, want.hex());
+  }
   if (c.dataset_root != task.dataset_root) differs("dataset_root", c.dataset_root.hex(), task.dataset_root.hex());
   if (c.dataset_size != task.dataset_size)
     differs("dataset_size", std::to_string(c.dataset_size), std::to_string(task.dataset_size));
   const hash::Digest spec = task.spec.digest();
   if (c.spec_digest != spec) differs("spec_digest", c.spec_digest.hex(), spec.hex());
-  if (c.declared_steps < task.min_steps || c.declared_steps > task.max_steps)
-    fail(Status::kOutOfRange, "commitment does not match task {}: declared_steps {} is outside {}..{}", id.hex(),
-         c.declared_steps, task.min_steps, task.max_steps);
 }
 
 }  // namespace pot::task

@@ -24,6 +24,15 @@ inline constexpr uint32_t kMaxChallengeRounds = 65536;
 
 enum class ChallengeMode { kBitwise = 1, kNormBucket = 2 };
 
+// The schedule rule (docs/PROTOCOL.md 17.1, field 7): one listed schedule
+// for every run, or each run's own seeded schedule (17.3).
+enum class ScheduleRule { kListed = 1, kRunSeeded = 2 };
+
+// A run-seeded task's ledger recomputes each registered run's schedule root
+// (17.3): at most this many index draws, max_steps * batch_size plus one
+// epoch's permutation of the dataset.
+inline constexpr uint64_t kMaxRunSeededDraws = uint64_t{1} << 24;  // ~5 s (bench_run_schedule)
+
 // "bitwise" or "norm_bucket".
 const char *challenge_mode_name(ChallengeMode m) noexcept;
 
@@ -34,7 +43,8 @@ struct Task {
   hash::Digest dataset_root;          // section 15
   uint64_t dataset_size = 0;
   hash::Digest initial_state_digest;  // S_0 rule: the published S_0 every run starts from
-  hash::Digest schedule_root;         // schedule rule: the listed schedule every run follows
+  ScheduleRule schedule_rule = ScheduleRule::kListed;
+  hash::Digest schedule_root;         // kListed: the listed schedule every run follows (else unused, zero)
   uint64_t min_steps = 0;             // bounds on declared_steps
   uint64_t max_steps = 0;
   uint32_t challenge_rounds = 0;      // challenge policy: distinct steps challenged per run
@@ -58,15 +68,30 @@ struct Task {
   nlohmann::json to_json() const;
 };
 
+// The seed of a run's schedule under a run-seeded task (docs/PROTOCOL.md
+// 17.3): u64le of the first 8 bytes of tagged("pot/v2/run-schedule",
+// task_id || u32le(len(miner)) || miner || u64le(declared_steps)).
+uint64_t run_schedule_seed(const hash::Digest &task_id, ByteView miner, uint64_t declared_steps);
+
+// The schedule root a run of `miner` for `declared_steps` steps must commit
+// to: the listed root, or the root of the run's seeded schedule.
+// kOutOfRange for declared_steps outside the task's bounds.
+hash::Digest schedule_root_for(const Task &task, ByteView miner, uint64_t declared_steps);
+
 // The commitment of `miner` for `declared_steps` steps of the task: every
 // other field is the task's (a version-2 task fixes them all).
 commit::TrainingCommitment commitment_for(const Task &task, ByteView miner, uint64_t declared_steps);
 
-// Throws unless `commitment` is a run the task admits: kInvalidArgument
-// naming the first field that differs from what the task fixes (task_id,
+// Throws unless `commitment` is a run the task admits: kOutOfRange for
+// declared_steps outside [min_steps, max_steps] (checked first: a
+// run-seeded schedule root depends on it), then kInvalidArgument naming the
+// first field that differs from what the task fixes (task_id,
 // initial_state_digest, schedule_root, dataset_root, dataset_size,
-// spec_digest, in that order), kOutOfRange for declared_steps outside
-// [min_steps, max_steps].
-void check_commitment(const Task &task, const commit::TrainingCommitment &commitment);
+// spec_digest, in that order).
+// With recompute_run_schedule false, a run-seeded task's schedule root is
+// not recomputed (the ledger's load: it was recomputed at registration, and
+// redoing it for every saved run could cost 2^24 draws each).
+void check_commitment(const Task &task, const commit::TrainingCommitment &commitment,
+                      bool recompute_run_schedule = true);
 
 }  // namespace pot::task

@@ -395,13 +395,30 @@ def task_canonical(j: dict) -> bytes:
             pb_bytes(3, spec_canonical(j["spec"])) + pb_bytes(4, bytes.fromhex(j["dataset_root"])) +
             pb_varint(5, j["dataset_size"]) +
             pb_message(6, pb_bytes(1, bytes.fromhex(j["initial_state"]["published_digest"]))) +
-            pb_message(7, pb_bytes(1, bytes.fromhex(j["schedule"]["listed_root"]))) +
+            (pb_message(7, pb_bytes(1, bytes.fromhex(j["schedule"]["listed_root"])))
+             if "listed_root" in j["schedule"] else pb_message(7, pb_message(2, b""))) +
             pb_varint(8, j["min_steps"]) + pb_varint(9, j["max_steps"]) +
             pb_message(10, pb_varint(1, policy["rounds"]) + pb_varint(2, CHALLENGE_MODES[policy["mode"]])))
 
 
 def task_id(j: dict) -> bytes:
     return tagged("pot/v2/task", task_canonical(j))
+
+
+def run_schedule_seed(task_id_: bytes, miner: bytes, declared_steps: int) -> int:
+    """Section 17.3: the seed of a run's schedule under a run-seeded task."""
+    body = task_id_ + struct.pack("<I", len(miner)) + miner + struct.pack("<Q", declared_steps)
+    return int.from_bytes(tagged("pot/v2/run-schedule", body)[:8], "little")
+
+
+def run_schedule_root(task: dict, miner: bytes, declared_steps: int) -> bytes:
+    """The schedule root a run of `miner` must commit to (17.1 check 3)."""
+    if "listed_root" in task["schedule"]:
+        return bytes.fromhex(task["schedule"]["listed_root"])
+    seed = run_schedule_seed(task_id(task), miner, declared_steps)
+    spec = task["spec"]
+    return mth(seeded_entries(seed, task["dataset_size"], spec["batch_size"], spec.get("grad_accum_microbatches", 1),
+                              declared_steps))
 
 
 def spec_digest(j: dict) -> bytes:

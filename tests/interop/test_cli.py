@@ -152,6 +152,15 @@ def test_protocol_flow_files_check_out_with_the_cli(tmp_path):
     sched = run("commit", "schedule", "--seed", "1234", "--dataset-size", "8", "--batch", "2", "--steps", "6")
     assert sched.stdout.strip() == commitment["schedule_root"]
     run_id = run("commit", "training", str(tmp_path / "commitment.json")).stdout.strip()
+    # The commitment is one its task admits (what the ledger's
+    # start_training_commitment checks), and the task fixes the same roots.
+    task = json.loads((tmp_path / "task.json").read_text())
+    assert task["initial_state"]["published_digest"] == commitment["initial_state_digest"]
+    assert task["schedule"]["listed_root"] == commitment["schedule_root"]
+    task_id = run("task", "build", str(tmp_path / "task.json")).stdout.strip()
+    assert task_id == commitment["task_id"]
+    checked = run("task", "check", str(tmp_path / "task.json"), str(tmp_path / "commitment.json"))
+    assert checked.returncode == 0 and checked.stdout.strip() == f"OK {run_id}", checked.stderr
     challenged = [int(x) for x in (tmp_path / "challenges.txt").read_text().split()]
     got = run("challenge", "--beacon", b"beacon".hex(), "--run-id", run_id, "--steps", "6", "--rounds", "2")
     assert [int(x) for x in got.stdout.split()] == challenged
@@ -268,3 +277,31 @@ def test_task_build_and_check(tmp_path):
     old.write_text(json.dumps(dict(v["tasks"][0]["json"], protocol_version=1)))
     out = run("task", "build", str(old))
     assert out.returncode != 0 and "protocol version 1" in out.stderr
+
+
+def test_task_commitment_of_a_run_seeded_task(tmp_path):
+    """pot task commitment prints the commitment the task gives a miner: under
+    the vectors' run-seeded task, each miner's own schedule root."""
+    import independent as ind
+    with open(os.path.join(VECTORS, "protocol.json")) as f:
+        v = json.load(f)
+    t = next(t for t in v["tasks"] if "run_seeded" in t["json"]["schedule"])
+    task = tmp_path / "task.json"
+    task.write_text(json.dumps(t["json"]))
+    canon = {c["canonical"] for c in v["commitments"] if c["json"]["task_id"] == t["task_id"]}
+    for r in (r for r in v["run_schedule_seeds"] if r["task_id"] == t["task_id"]):
+        out = run("task", "commitment", str(task), "--miner", r["miner_identity"], "--steps", str(r["declared_steps"]))
+        assert out.returncode == 0, out.stderr
+        mine = tmp_path / "mine.json"
+        mine.write_text(out.stdout)
+        checked = run("task", "check", str(task), str(mine))
+        assert checked.returncode == 0, checked.stderr
+        assert ind.commitment_canonical(json.loads(out.stdout)).hex() in canon
+    # Another miner's commitment under this miner's name: the schedule root is named.
+    theirs = json.loads(run("task", "commitment", str(task), "--miner", "6d696e6572", "--steps", "10").stdout)
+    stolen = tmp_path / "stolen.json"
+    stolen.write_text(json.dumps(dict(theirs, miner_identity=b"thief".hex())))
+    out = run("task", "check", str(task), str(stolen))
+    assert out.returncode == 1 and "the run-seeded schedule of this miner" in out.stderr
+    out = run("task", "commitment", str(task), "--miner", "6d696e6572", "--steps", "13")
+    assert out.returncode != 0 and "declared_steps 13 is outside 10..12" in out.stderr

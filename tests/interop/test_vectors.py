@@ -130,11 +130,16 @@ def test_canonical_spec_commitment_schedules_witnesses():
         # The commitment is one its task admits: every field the task fixes agrees.
         t = tasks[c["json"]["task_id"]]
         assert c["json"]["initial_state_digest"] == t["initial_state"]["published_digest"]
-        assert c["json"]["schedule_root"] == t["schedule"]["listed_root"]
+        miner = bytes.fromhex(c["json"]["miner_identity"])
+        assert c["json"]["schedule_root"] == ind.run_schedule_root(t, miner, c["json"]["declared_steps"]).hex()
         assert c["json"]["dataset_root"] == t["dataset_root"]
         assert c["json"]["dataset_size"] == t["dataset_size"]
         assert c["json"]["spec_digest"] == ind.spec_digest(t["spec"]).hex()
         assert t["min_steps"] <= c["json"]["declared_steps"] <= t["max_steps"]
+    assert any("run_seeded" in t["schedule"] for t in tasks.values())
+    for r in v["run_schedule_seeds"]:
+        assert ind.run_schedule_seed(bytes.fromhex(r["task_id"]), bytes.fromhex(r["miner_identity"]),
+                                     r["declared_steps"]) == r["seed"]
     for e in v["schedule_entries"]:
         assert ind.schedule_entry(e["step"], e["microbatches"]).hex() == e["entry"]
     for s in v["seeded_schedules"]:

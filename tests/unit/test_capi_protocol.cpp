@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <algorithm>
 #include <vector>
 
 #include "pot.h"
@@ -541,4 +542,78 @@ TEST(CApiProtocol, ReplayAvailabilityMatchesTheBuild) {
   EXPECT_STREQ(pot_opening_check_name(POT_CHECK_LEARNING_RATE), "learning_rate");
   EXPECT_STREQ(pot_opening_check_name(static_cast<pot_opening_check>(26)), "unknown");
   pot_spec_free(spec);
+}
+
+TEST(CApiProtocol, RunSeededTasksThroughTheCApi) {
+  const std::string tj = std::string(R"({"owner": "ee", "spec": )") + kSpec + R"(, "dataset_root": ")" +
+                         std::string(64, '3') + R"(", "dataset_size": 10, "initial_state": {"published_digest": ")" +
+                         std::string(64, '1') +
+                         R"("}, "schedule": {"run_seeded": {}}, "min_steps": 4, "max_steps": 6, "challenge_policy": {"rounds": 1, "mode": "bitwise"}})";
+  pot_task *task = nullptr;
+  pot_error *err = nullptr;
+  ASSERT_EQ(pot_task_from_json(&task, tj.c_str(), &err), POT_OK) << pot_error_message(err);
+  pot_schedule_rule rule = POT_SCHEDULE_LISTED;
+  ASSERT_EQ(pot_task_schedule_rule(&rule, task, nullptr), POT_OK);
+  EXPECT_EQ(rule, POT_SCHEDULE_RUN_SEEDED);
+  const uint8_t miner[] = {'a', 'b'};
+  uint64_t seed = 0;
+  ASSERT_EQ(pot_task_run_schedule_seed(&seed, task, miner, 2, 5, nullptr), POT_OK);
+  // The commitment's schedule root is the run's own seeded schedule.
+  pot_commitment *c = nullptr;
+  ASSERT_EQ(pot_task_commitment(&c, task, miner, 2, 5, &err), POT_OK) << pot_error_message(err);
+  EXPECT_EQ(pot_task_check_commitment(task, c, nullptr), POT_OK);
+  pot_digest want{}, got{};
+  ASSERT_EQ(pot_seeded_schedule_root(&want, seed, 10, 8, 1, 5, nullptr), POT_OK);  // kSpec's batch of 8
+  ASSERT_EQ(pot_commitment_digests(nullptr, &got, nullptr, nullptr, c, nullptr), POT_OK);
+  EXPECT_EQ(std::memcmp(want.bytes, got.bytes, 32), 0);
+  EXPECT_EQ(pot_commitment_declared_steps(c), 5u);
+  // The index stream, in one call, is the entries' indices in order (the
+  // 40 positions cross 4 epochs of the 10 samples).
+  std::vector<uint64_t> stream(40);
+  ASSERT_EQ(pot_seeded_schedule_stream(stream.data(), stream.size(), seed, 10, 0, nullptr), POT_OK);
+  for (uint64_t t = 1; t <= 5; ++t) {
+    pot_bytes e{};
+    ASSERT_EQ(pot_seeded_schedule_entry(&e, seed, 10, 8, 1, t, nullptr), POT_OK);
+    uint64_t step = 0, idx[8];
+    size_t count = 8, micro = 1;
+    uint32_t sizes[1];
+    ASSERT_EQ(pot_schedule_entry_decode(&step, idx, &count, sizes, &micro, e.data, e.len, nullptr), POT_OK);
+    EXPECT_TRUE(std::equal(idx, idx + 8, stream.begin() + static_cast<long>((t - 1) * 8))) << t;
+    pot_bytes_free(&e);
+  }
+  std::vector<uint64_t> tail(3, 99);
+  ASSERT_EQ(pot_seeded_schedule_stream(tail.data(), 3, seed, 10, 37, nullptr), POT_OK);
+  EXPECT_TRUE(std::equal(tail.begin(), tail.end(), stream.begin() + 37));
+  std::fill(tail.begin(), tail.end(), 99);
+  EXPECT_EQ(pot_seeded_schedule_stream(tail.data(), 3, seed, 0, 0, nullptr), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(pot_seeded_schedule_stream(tail.data(), POT_MAX_STREAM_POSITIONS + 1, seed, 10, 0, nullptr),
+            POT_E_LIMIT);
+  EXPECT_EQ(pot_seeded_schedule_stream(nullptr, 3, seed, 10, 0, nullptr), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(tail, std::vector<uint64_t>(3, 99));
+  // Outputs untouched on error: a step count outside 4..6, an empty identity.
+  uint64_t untouched = 77;
+  EXPECT_EQ(pot_task_run_schedule_seed(&untouched, task, miner, 2, 7, &err), POT_E_OUT_OF_RANGE);
+  EXPECT_NE(std::string(pot_error_message(err)).find("declared_steps 7 is outside 4..6"), std::string::npos);
+  pot_error_free(err);
+  EXPECT_EQ(pot_task_run_schedule_seed(&untouched, task, miner, 0, 5, nullptr), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(pot_task_run_schedule_seed(&untouched, nullptr, miner, 2, 5, nullptr), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(untouched, 77u);
+  pot_commitment *none = nullptr;
+  EXPECT_EQ(pot_task_commitment(&none, task, miner, 2, 3, nullptr), POT_E_OUT_OF_RANGE);
+  EXPECT_EQ(none, nullptr);
+  // A listed task has no run schedule seed.
+  const std::string listed = std::string(R"({"owner": "ee", "spec": )") + kSpec + R"(, "dataset_root": ")" +
+                             std::string(64, '3') + R"(", "dataset_size": 10, "initial_state": {"published_digest": ")" +
+                             std::string(64, '1') + R"("}, "schedule": {"listed_root": ")" + std::string(64, '2') +
+                             R"("}, "min_steps": 4, "max_steps": 4, "challenge_policy": {"rounds": 1, "mode": "bitwise"}})";
+  pot_task *lt = nullptr;
+  ASSERT_EQ(pot_task_from_json(&lt, listed.c_str(), nullptr), POT_OK);
+  EXPECT_EQ(pot_task_run_schedule_seed(&untouched, lt, miner, 2, 4, &err), POT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pot_error_message(err)).find("listed schedule"), std::string::npos);
+  pot_error_free(err);
+  ASSERT_EQ(pot_task_schedule_rule(&rule, lt, nullptr), POT_OK);
+  EXPECT_EQ(rule, POT_SCHEDULE_LISTED);
+  pot_task_free(lt);
+  pot_commitment_free(c);
+  pot_task_free(task);
 }

@@ -4,9 +4,11 @@
 // differs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <string>
 
+#include "commit/dataset.h"
 #include "core_test_util.h"
 #include "pot/v2/task.pb.h"
 #include "task/task.h"
@@ -182,4 +184,80 @@ TEST(Task, CheckCommitmentNamesTheFirstFieldThatDiffers) {
     EXPECT_EQ(status, c.status) << message;
     EXPECT_NE(message.find(c.field), std::string::npos) << message << " // expected: " << c.field;
   }
+}
+
+TEST(Task, RunSeededScheduleIsEachRunsOwn) {
+  task::Task t = test::test_task();
+  t.schedule_rule = task::ScheduleRule::kRunSeeded;
+  t.schedule_root = hash::Digest{};
+  t.min_steps = 8;
+  t.max_steps = 10;
+  // Canonical bytes: field 7 holds an empty run_seeded (3a 02 12 00); both forms round-trip.
+  const Bytes b = t.encode();
+  const Bytes rule = {0x3a, 0x02, 0x12, 0x00};
+  EXPECT_NE(std::search(b.begin(), b.end(), rule.begin(), rule.end()), b.end());
+  EXPECT_EQ(task::Task::decode(b).id(), t.id());
+  EXPECT_EQ(task::Task::from_json(t.to_json()).id(), t.id());
+  EXPECT_EQ(t.to_json()["schedule"], nlohmann::json::parse(R"({"run_seeded": {}})"));
+
+  // Each (miner, step count) has its own order, and the commitment carries its root.
+  const Bytes miner = {'m'}, thief = {'t'};
+  const commit::TrainingCommitment mine = task::commitment_for(t, miner, 8);
+  EXPECT_EQ(mine.schedule_root,
+            commit::seeded_schedule_root(task::run_schedule_seed(t.id(), miner, 8), 1000, 4, 1, 8));
+  EXPECT_EQ(status_of([&] { task::check_commitment(t, mine); }), Status::kOk);
+  EXPECT_NE(task::commitment_for(t, thief, 8).schedule_root, mine.schedule_root);
+  EXPECT_NE(task::commitment_for(t, miner, 9).schedule_root, mine.schedule_root);
+  EXPECT_NE(task::run_schedule_seed(t.id(), miner, 8), task::run_schedule_seed(t.id(), miner, 9));
+  // The length prefix keeps identity and step count apart.
+  EXPECT_NE(task::run_schedule_seed(t.id(), Bytes{'m', 0}, 8), task::run_schedule_seed(t.id(), miner, 8));
+
+  // Attack 5: the same commitment under another identity, or another step count.
+  commit::TrainingCommitment copied = mine;
+  copied.miner_identity = thief;
+  auto [status, message] = outcome([&] { task::check_commitment(t, copied); });
+  EXPECT_EQ(status, Status::kInvalidArgument);
+  EXPECT_NE(message.find("schedule_root is " + mine.schedule_root.hex() + ", the run-seeded schedule of this miner"),
+            std::string::npos)
+      << message;
+  commit::TrainingCommitment longer = mine;
+  longer.declared_steps = 9;
+  EXPECT_EQ(status_of([&] { task::check_commitment(t, longer); }), Status::kInvalidArgument);
+  longer.declared_steps = 11;
+  std::tie(status, message) = outcome([&] { task::check_commitment(t, longer); });
+  EXPECT_EQ(status, Status::kOutOfRange) << message;
+  EXPECT_NE(message.find("declared_steps 11 is outside 8..10"), std::string::npos) << message;
+
+  // The rules of a run-seeded task.
+  const struct {
+    std::function<void(task::Task &)> change;
+    const char *message;
+  } rules[] = {
+      {[](task::Task &x) { x.schedule_root = test::label_digest("a list"); }, "a run-seeded schedule has no listed root"},
+      {[](task::Task &x) { x.max_steps = task::kMaxRunSeededDraws / 4; }, "index draws to recompute"},
+      {[](task::Task &x) { x.dataset_size = task::kMaxRunSeededDraws; }, "index draws to recompute"},
+  };
+  for (const auto &r : rules) {
+    task::Task x = t;
+    r.change(x);
+    std::tie(status, message) = outcome([&] { x.validate(); });
+    EXPECT_EQ(status, Status::kInvalidArgument) << message;
+    EXPECT_NE(message.find(r.message), std::string::npos) << message;
+  }
+  task::Task bound = t;  // exactly at the bound: accepted
+  bound.dataset_size = 1000;
+  bound.max_steps = (task::kMaxRunSeededDraws - 1000) / 4;
+  EXPECT_EQ(status_of([&] { bound.validate(); }), Status::kOk);
+  // A listed task still fixes the step count.
+  task::Task listed = test::test_task();
+  listed.max_steps = 9;
+  EXPECT_EQ(status_of([&] { listed.validate(); }), Status::kInvalidArgument);
+  // JSON: exactly one rule.
+  nlohmann::json j = t.to_json();
+  j["schedule"]["listed_root"] = test::label_digest("x").hex();
+  EXPECT_EQ(status_of([&] { task::Task::from_json(j); }), Status::kInvalidArgument);
+  j["schedule"] = nlohmann::json::object();
+  EXPECT_EQ(status_of([&] { task::Task::from_json(j); }), Status::kInvalidArgument);
+  j["schedule"] = nlohmann::json::parse(R"({"run_seeded": {"seed": 1}})");
+  EXPECT_EQ(status_of([&] { task::Task::from_json(j); }), Status::kInvalidArgument);
 }

@@ -377,6 +377,51 @@ ordered_json generate_protocol() {
     pot_bytes_free(&b);
     pot_commitment_free(c);
   }
+  // A run-seeded task (section 17.3): each miner's commitment carries its own
+  // schedule root; the seeds are listed for an independent check.
+  {
+    const std::string rj = std::string(R"({"owner": "6f776e6572", "spec": )") + spec_json + R"(, "dataset_root": ")" +
+                           std::string(64, 'c') + R"(", "dataset_size": 100, "initial_state": {"published_digest": ")" +
+                           std::string(64, 'a') +
+                           R"("}, "schedule": {"run_seeded": {}}, "min_steps": 10, "max_steps": 12, "challenge_policy": {"rounds": 4, "mode": "bitwise"}})";
+    pot_task *t = nullptr;
+    pot_error *err = nullptr;
+    ok(pot_task_from_json(&t, rj.c_str(), &err), err, "run-seeded task");
+    pot_bytes b{};
+    ok(pot_task_encode(&b, t, nullptr), nullptr, "encode");
+    pot_digest id;
+    ok(pot_task_id(&id, t, nullptr), nullptr, "task id");
+    out["tasks"].push_back({{"comment", "a run-seeded task: every run trains on its own seeded order (section 17.3)"},
+                            {"json", nlohmann::json::parse(rj)}, {"canonical", hex(b.data, b.len)}, {"task_id", hex(id)}});
+    pot_bytes_free(&b);
+    out["run_schedule_seeds"] = nlohmann::json::array();
+    for (const auto &[miner, steps] : {std::pair<std::string, uint64_t>{"miner", 10}, {"miner", 12}, {"thief", 10}}) {
+      const auto *m = reinterpret_cast<const uint8_t *>(miner.data());
+      uint64_t seed = 0;
+      ok(pot_task_run_schedule_seed(&seed, t, m, miner.size(), steps, &err), err, "run schedule seed");
+      out["run_schedule_seeds"].push_back({{"comment", "the seed of a run's schedule under the run-seeded task (17.3)"},
+                                           {"task_id", hex(id)},
+                                           {"miner_identity", hex(m, miner.size())},
+                                           {"declared_steps", steps},
+                                           {"seed", seed}});
+      pot_commitment *c = nullptr;
+      ok(pot_task_commitment(&c, t, m, miner.size(), steps, &err), err, "run-seeded commitment");
+      pot_bytes cb{}, cjson{};
+      ok(pot_commitment_encode(&cb, c, nullptr), nullptr, "encode");
+      ok(pot_commitment_to_json(&cjson, c, nullptr), nullptr, "json");
+      pot_digest rid;
+      ok(pot_commitment_run_id(&rid, c, nullptr), nullptr, "run id");
+      out["commitments"].push_back(
+          {{"comment", "a run of the run-seeded task: its schedule_root is the root of the run's own seeded schedule"},
+           {"json", nlohmann::json::parse(std::string(reinterpret_cast<const char *>(cjson.data), cjson.len))},
+           {"canonical", hex(cb.data, cb.len)},
+           {"run_id", hex(rid)}});
+      pot_bytes_free(&cb);
+      pot_bytes_free(&cjson);
+      pot_commitment_free(c);
+    }
+    pot_task_free(t);
+  }
   // Schedule entries and seeded schedules (section 16).
   {
     const uint64_t idx[5] = {4, 1, 9, 0, 7};

@@ -2,6 +2,7 @@
 reference ledger and real PyTorch training (docs/security.md section 5).
 Each attack must fail at its named check while the same run built honestly
 passes."""
+import json
 import os
 
 import pytest
@@ -135,13 +136,15 @@ def test_attack_a_task_of_the_miners_choosing_is_refused(tmp_path):
         with pytest.raises(error, match=field):
             w.call("start_training_commitment", caller=THIEF.hex(), commitment=commitment(**fields))
 
-    # Everything its own: the first field the task fixes is named.
-    refused(pot.InvalidArgumentError, "initial_state_digest is")
+    # Everything its own: the step count, checked first, is named; with the
+    # task's step count, the first field the task fixes.
+    refused(pot.OutOfRangeError, "declared_steps 20000 is outside 6..6")
+    refused(pot.InvalidArgumentError, "initial_state_digest is", declared_steps=STEPS)
     # The task's S_0, schedule and data, but its own program and spec.
     copied = {"initial_state_digest": fixed["initial_state"]["published_digest"],
               "schedule_root": fixed["schedule"]["listed_root"], "dataset_root": fixed["dataset_root"],
               "dataset_size": fixed["dataset_size"]}
-    refused(pot.InvalidArgumentError, "spec_digest is", **copied)
+    refused(pot.InvalidArgumentError, "spec_digest is", declared_steps=STEPS, **copied)
     # Everything the task's, but 20,000 steps of it.
     refused(pot.OutOfRangeError, "declared_steps 20000 is outside 6..6",
             spec_digest=str(w.task.spec.digest()), **copied)
@@ -174,12 +177,14 @@ def forged_run(w, tmp, corrupt, task=None, s0_path=None):
     return served_run(w, tmp, [state] * STEPS, losses, task, s0_path)
 
 
-def served_run(w, tmp, states, losses, task=None, s0_path=None):
+def served_run(w, tmp, states, losses, task=None, s0_path=None, commitment=None, schedule=None):
     """What a miner posts and serves for the states S_1..S_n it made
     (canonical tensors) and the losses it claims: a commitment to `task`
-    (default: the world's) under the thief's identity, the log root, and
-    serve(t) -> (manifest, pre-state path)."""
+    (default: the world's; or `commitment`) under the thief's identity, the
+    log root, and serve(t) -> (manifest, pre-state path), opening the
+    entries of `schedule` (default: the world's listed one)."""
     task = task or w.task
+    schedule = schedule or w.schedule
     rec_dir = os.path.join(tmp, "forged")
     os.makedirs(rec_dir)
     paths, digests = [s0_path], [task.to_dict()["initial_state"]["published_digest"]]
@@ -192,12 +197,13 @@ def served_run(w, tmp, states, losses, task=None, s0_path=None):
     log = pot.Tree()
     for t in range(1, STEPS + 1):
         log.append(pot.StepLeaf(t, pot.Digest(digests[t]), losses[t - 1]).encode())
-    commitment = pot.Commitment(dict(json_of(task), miner_identity=THIEF.hex(), declared_steps=STEPS))
+    if commitment is None:
+        commitment = pot.Commitment(dict(json_of(task), miner_identity=THIEF.hex(), declared_steps=STEPS))
     dataset, sched = pot.Tree(), pot.Tree()
     for i in range(len(w.samples)):
         with open(os.path.join(w.data_dir, f"{i:06d}.safetensors"), "rb") as f:
             dataset.append(pot.sample_digest(f.read()))
-    entries = [pot.ScheduleEntry(t, step).encode(len(w.samples)) for t, step in enumerate(w.schedule, start=1)]
+    entries = [pot.ScheduleEntry(t, step).encode(len(w.samples)) for t, step in enumerate(schedule, start=1)]
     for e in entries:
         sched.append(e)
 
@@ -209,12 +215,96 @@ def served_run(w, tmp, states, losses, task=None, s0_path=None):
             o.set_post_leaf(pot.StepLeaf(t, pot.Digest(digests[t]), losses[t - 1]).encode(),
                             log.inclusion_proof(t - 1, STEPS))
             o.set_schedule(entries[t - 1], sched.inclusion_proof(t - 1, STEPS))
-            for i in w.schedule[t - 1][0]:
+            for i in schedule[t - 1][0]:
                 with open(os.path.join(w.data_dir, f"{i:06d}.safetensors"), "rb") as f:
                     o.add_sample(i, f.read(), dataset.inclusion_proof(i, len(w.samples)))
             return o.encode(), paths[t - 1]
 
     return commitment, log.root(STEPS), serve
+
+
+def test_attack_one_training_registered_by_two_identities(tmp_path):
+    """Attack 5: a second identity registers the honest miner's run with only
+    miner_identity changed and serves the honest states. Under a run-seeded
+    task (docs/PROTOCOL.md 17.3) every run trains on its own sample order,
+    seeded by task, miner and step count: the copied commitment is refused
+    at start_training_commitment (its schedule root is the honest miner's
+    order, not the thief's), and the thief's own commitment makes the copied
+    states fail at `replayed_state` on every step, since S_{t-1} trained on
+    the thief's batch t is not the honest S_t. Both miners' honest runs of
+    the task pass."""
+    w = World(tmp_path)
+    task = pt.make_task(w.model, w.opt, w.task.spec, dataset_dir=w.data_dir, schedule=pt.RUN_SEEDED, steps=STEPS,
+                        max_steps=STEPS + 2, owner=OWNER, challenge_rounds=2)
+    assert task.schedule_rule == "run_seeded" and w.task.schedule_rule == "listed"
+    w.call("post_task", caller=OWNER.hex(), task=task.encode().hex())
+    # Another miner, or another step count, is another order.
+    honest_order, thief_order = task.run_schedule(MINER, STEPS), task.run_schedule(THIEF, STEPS)
+    assert honest_order != thief_order and honest_order != task.run_schedule(MINER, STEPS + 1)[:STEPS]
+    with pytest.raises(pot.OutOfRangeError):
+        task.run_schedule(MINER, STEPS + 3)
+    with pytest.raises(pot.InvalidArgumentError, match="listed schedule"):
+        w.task.run_schedule(MINER, STEPS)
+
+    def train(identity, directory, ledger=True):
+        torch.manual_seed(0)
+        model = Net()
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        L = torch.optim.lr_scheduler
+        sched = L.SequentialLR(opt, [L.LinearLR(opt, 0.25, 1.0, 2), L.CosineAnnealingLR(opt, STEPS - 2, 0.001)], [2])
+        rec = pt.Recorder(model, opt, task, w.program, directory, dataset_dir=w.data_dir, steps=STEPS,
+                          checkpoint_every=2, miner_identity=identity)
+        assert rec.schedule == task.run_schedule(identity, STEPS)
+        if ledger:
+            run_id = w.call("start_training_commitment", caller=identity.hex(),
+                            commitment=rec.commitment.encode().hex())["run_id"]
+        states, losses = [], []
+        for step in rec.schedule:
+            rec.begin_step(step[0])
+            batch = [w.samples[i] for i in step[0]]
+            loss = model(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch]))
+            loss.backward()
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
+            rec.end_step(loss)
+            states.append({k: v.clone() for k, v in pt.canonical_state(model, opt).items()})
+            losses.append(float(loss))
+        root = rec.finish()
+        if ledger:
+            w.call("post_checkpoint_root", caller=identity.hex(), run_id=run_id, size=STEPS, root=root.hex(),
+                   consistency_proof="")
+        return rec, root, states, losses
+
+    rec, root, states, losses = train(MINER, str(tmp_path / "honest"))
+    for t in range(1, STEPS + 1):
+        assert pot.verify_step(rec.commitment, task.spec, w.program, t, STEPS, root, rec.serve(t),
+                               rec.state_path(t - 1)).ok, t
+    # The honest commitment under the thief's name: refused, naming the schedule root.
+    stolen = pot.Commitment(dict(json.loads(rec.commitment.to_json()), miner_identity=THIEF.hex()))
+    with pytest.raises(pot.InvalidArgumentError, match="schedule_root is .*, the run-seeded schedule of this miner"):
+        w.call("start_training_commitment", caller=THIEF.hex(), commitment=stolen.encode().hex())
+    with pytest.raises(pot.InvalidArgumentError, match="schedule_root"):
+        task.check_commitment(stolen)
+    # The thief's own commitment (its order), serving the honest states: every step fails.
+    theirs = task.commitment(THIEF, STEPS)
+    w.call("start_training_commitment", caller=THIEF.hex(), commitment=theirs.encode().hex())
+    commitment, copied_root, serve = served_run(w, str(tmp_path / "thief"), states, losses, task=task,
+                                                s0_path=rec.state_path(0), commitment=theirs, schedule=thief_order)
+    assert copied_root == root  # the same leaves: the log itself does not name the run
+    for t in range(1, STEPS + 1):
+        manifest, pre = serve(t)
+        with pytest.raises(pot.ProofMismatchError) as e:
+            pot.verify_step(theirs, task.spec, w.program, t, STEPS, copied_root, manifest, pre)
+        assert e.value.check == pot.OpeningCheck.REPLAYED_STATE, t
+    # Training its own order is what the thief has to do; that run passes.
+    mine, my_root, _, _ = train(THIEF, str(tmp_path / "retrained"), ledger=False)
+    assert mine.commitment.encode() == theirs.encode()
+    for t in range(1, STEPS + 1):
+        assert pot.verify_step(mine.commitment, task.spec, w.program, t, STEPS, my_root, mine.serve(t),
+                               mine.state_path(t - 1)).ok, t
+    rec.close()
+    mine.close()
 
 
 def json_of(task):

@@ -97,11 +97,28 @@ def test_tasks(i):
             assert again.id == task.id and dec.to_dict() == task.to_dict()
         with task.spec as spec:
             assert spec.to_dict() == pot.Spec(t["json"]["spec"]).to_dict()
-        # Every commitment of the vectors answers to this task.
-        for c in V["commitments"]:
+        # The vectors' commitments of this task answer to it.
+        own = [c for c in V["commitments"] if c["json"]["task_id"] == t["task_id"]]
+        assert own
+        for c in own:
             with pot.Commitment(c["json"]) as cm:
-                assert cm.task_id == task.id
                 task.check_commitment(cm)
+        if "run_seeded" in t["json"]["schedule"]:
+            # Each miner's schedule seed, its schedule and the commitment the task gives it.
+            assert task.schedule_rule == "run_seeded"
+            runs = [r for r in V["run_schedule_seeds"] if r["task_id"] == t["task_id"]]
+            assert runs
+            for r in runs:
+                miner = bytes.fromhex(r["miner_identity"])
+                assert task.run_schedule_seed(miner, r["declared_steps"]) == r["seed"]
+                schedule = task.run_schedule(miner, r["declared_steps"])
+                assert len(schedule) == r["declared_steps"]
+                with task.commitment(miner, r["declared_steps"]) as cm:
+                    assert any(cm.encode().hex() == c["canonical"] for c in own)
+        else:
+            assert task.schedule_rule == "listed"
+            with pytest.raises(pot.InvalidArgumentError, match="listed schedule"):
+                task.run_schedule_seed(b"m", t["json"]["min_steps"])
         with pytest.raises(pot.MalformedError):
             pot.Task.decode(task.encode()[:-1])
 

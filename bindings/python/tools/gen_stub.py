@@ -16,7 +16,8 @@ HEADER = HERE.parent.parent.parent / "include" / "pot.h"
 INTERNAL = {"pot_error_code", "pot_error_message", "pot_error_free", "pot_bytes_free"}
 PATHS = {"path", "program_path", "pre_state_path", "post_state_path", "dir", "dataset_dir"}
 ENUMS = {"pot_status", "pot_dtype", "pot_seed_policy", "pot_opening_check", "pot_witness_mode",
-         "pot_verdict_outcome", "pot_losscheck_param", "pot_loss_flag_kind", "pot_verify_mode"}
+         "pot_verdict_outcome", "pot_losscheck_param", "pot_loss_flag_kind", "pot_verify_mode",
+         "pot_schedule_rule"}
 INTS = {"uint64_t", "int64_t", "uint32_t", "size_t", "int"} | ENUMS
 
 # Multi-parameter typemaps: (C parameters) -> (Python inputs, Python outputs).
@@ -26,6 +27,7 @@ MULTI = [
     (("const uint32_t *microbatch_sizes", "size_t microbatches"), [("microbatch_sizes", "Sequence[int]")], []),
     (("const double *losses", "size_t count"), [("losses", "Sequence[float]")], []),
     (("double *out", "size_t n"), [("out", "int")], [("out", "List[float]")]),  # out: the count
+    (("uint64_t *out", "size_t count"), [("out", "int")], [("out", "List[int]")]),  # out: the count
     (("const uint8_t *const *samples", "const size_t *sample_lens", "size_t n_samples"),
      [("samples", "Sequence[Buffer]")], []),
     (("const uint8_t *const *entries", "const size_t *entry_lens", "size_t n_entries"),

@@ -4,7 +4,7 @@ anyone trains, and the check that a training commitment answers to it."""
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Mapping, Union
+from typing import Any, Dict, List, Mapping, Union
 
 from . import _pot
 from ._core import Digest, _digest
@@ -79,6 +79,45 @@ class Task(Handle):
         check."""
         with self._read() as h, commitment._read() as c:
             _pot.pot_task_check_commitment(h, c)
+
+    @property
+    def schedule_rule(self) -> str:
+        """"listed" (every run follows the task's listed schedule) or
+        "run_seeded" (each run trains on its own seeded order,
+        docs/PROTOCOL.md 17.3)."""
+        with self._read() as h:
+            return "run_seeded" if _pot.pot_task_schedule_rule(h) == 2 else "listed"
+
+    def run_schedule_seed(self, miner_identity: Buffer, declared_steps: int) -> int:
+        """Under a run-seeded task, the seed of the schedule of the run of
+        `miner_identity` for `declared_steps` steps (docs/PROTOCOL.md 17.3);
+        InvalidArgumentError for a listed task, OutOfRangeError for a step
+        count outside the task's bounds."""
+        with self._read() as h:
+            return _pot.pot_task_run_schedule_seed(h, miner_identity, declared_steps)
+
+    def run_schedule(self, miner_identity: Buffer, declared_steps: int) -> List[List[List[int]]]:
+        """The schedule of that run: for each step 1..declared_steps, its
+        micro-batches of dataset indices, in order (what the training loop
+        must feed, e.g. through a torch Sampler). A listed task's schedule
+        is its owner's list; this is for run-seeded tasks."""
+        seed = self.run_schedule_seed(miner_identity, declared_steps)
+        d = self.to_dict()
+        n, batch, micro = d["dataset_size"], d["spec"]["batch_size"], d["spec"].get("grad_accum_microbatches", 1)
+        total, chunk = declared_steps * batch, _pot.POT_MAX_STREAM_POSITIONS
+        stream: List[int] = []
+        for first in range(0, total, chunk):
+            stream += _pot.pot_seeded_schedule_stream(min(chunk, total - first), seed, n, first)
+        per = batch // micro
+        return [[stream[(t * batch) + j * per:(t * batch) + (j + 1) * per] for j in range(micro)]
+                for t in range(declared_steps)]
+
+    def commitment(self, miner_identity: Buffer, declared_steps: int) -> Commitment:
+        """The training commitment of `miner_identity` for `declared_steps`
+        steps: every other field is the task's (a run-seeded task's schedule
+        root is the run's own)."""
+        with self._read() as h:
+            return _new(Commitment, _pot.pot_task_commitment(h, miner_identity, declared_steps))
 
     def _describe(self) -> str:
         return f"task {self.id}"

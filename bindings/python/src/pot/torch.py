@@ -42,7 +42,7 @@ from .safetensors import SafetensorsWriter
 from .spec import SeedPolicy, Spec
 from .task import Task
 
-__all__ = ["Recorder", "canonical_state", "lr_schedule", "make_spec", "make_task", "plan_schedule", "save_program",
+__all__ = ["RUN_SEEDED", "Recorder", "canonical_state", "lr_schedule", "make_spec", "make_task", "plan_schedule", "save_program",
            "state_writer", "step_loss", "write_dataset", "DTYPE_NAMES"]
 
 # torch dtype -> safetensors dtype name (docs/PROTOCOL.md section 4).
@@ -367,33 +367,53 @@ def _dataset_size(directory: str) -> int:
     return sum(1 for f in os.listdir(directory) if f.endswith(".safetensors"))
 
 
+RUN_SEEDED = "run_seeded"
+
+
 def make_task(model: torch.nn.Module, optimizer: torch.optim.Optimizer, spec: Spec, *,
-              dataset_dir: Union[str, "os.PathLike[str]"], schedule: Sequence[Sequence[Sequence[int]]],
+              dataset_dir: Union[str, "os.PathLike[str]"],
+              schedule: Union[Sequence[Sequence[Sequence[int]]], str],
               owner: bytes, challenge_rounds: int = 8, challenge_mode: str = "bitwise",
-              dataset_size: Optional[int] = None) -> Task:
+              dataset_size: Optional[int] = None, steps: Optional[int] = None,
+              max_steps: Optional[int] = None) -> Task:
     """The task a task owner posts before anyone trains (docs/PROTOCOL.md
     section 17.1): the spec (which names the model program), the dataset
     root over dataset_dir, S_0 = the model and optimizer as they are now (a
-    fresh optimizer: no state yet), the schedule root of `schedule` (one step
-    per entry, so the run has exactly len(schedule) steps) and the challenge
+    fresh optimizer: no state yet), the schedule rule and the challenge
     policy (`challenge_rounds` distinct steps per run, "bitwise" or
-    "norm_bucket"). Miners then train from the same S_0, data and schedule
-    and Recorder(task=...) refuses anything else."""
+    "norm_bucket"). The schedule is either a list (one step per entry, so a
+    run has exactly len(schedule) steps, the same order for every run) or
+    RUN_SEEDED: every run trains on its own seeded order (17.3; the
+    schedule of one trajectory verifies under no other miner's commitment),
+    for steps..max_steps steps (max_steps defaults to steps). Miners then
+    train from the same S_0 and data and Recorder(task=...) refuses anything
+    else."""
     directory = os.fspath(dataset_dir)
     if dataset_size is None:
         dataset_size = _dataset_size(directory)
-    if not schedule:
-        raise InvalidArgumentError("the schedule is empty")
+    if isinstance(schedule, str):
+        if schedule != RUN_SEEDED:
+            raise InvalidArgumentError(f"schedule must be a list of steps or {RUN_SEEDED!r}, not {schedule!r}")
+        if steps is None:
+            raise InvalidArgumentError("a run-seeded task needs steps= (and optionally max_steps=)")
+        rule: Dict[str, Any] = {"run_seeded": {}}
+        bounds = (steps, steps if max_steps is None else max_steps)
+    else:
+        if not schedule:
+            raise InvalidArgumentError("the schedule is empty")
+        if steps is not None or max_steps is not None:
+            raise InvalidArgumentError("a listed schedule fixes the number of steps: pass no steps= or max_steps=")
+        rule = {"listed_root": _schedule_root(_schedule_entries(schedule, dataset_size)).hex()}
+        bounds = (len(schedule), len(schedule))
     state = _initial_state(model, optimizer, spec)
     _check_initial_state(state)
     initial = _state_digest(state)
-    entries = _schedule_entries(schedule, dataset_size)
     return Task.from_json({
         "owner": bytes(owner).hex(), "spec": json.loads(spec.to_json()),
         "dataset_root": _dataset_root(directory, dataset_size).hex(), "dataset_size": dataset_size,
         "initial_state": {"published_digest": initial.hex()},
-        "schedule": {"listed_root": _schedule_root(entries).hex()},
-        "min_steps": len(entries), "max_steps": len(entries),
+        "schedule": rule,
+        "min_steps": bounds[0], "max_steps": bounds[1],
         "challenge_policy": {"rounds": challenge_rounds, "mode": challenge_mode},
     })
 
@@ -409,14 +429,17 @@ class Recorder:
     task admits it (InvalidArgumentError naming the field that differs: a
     model that is not the task's S_0, another schedule, other data), and
     creates the checkpoint directory. `commitment` and `run_id` are what the
-    miner publishes before training.
+    miner publishes before training. Under a listed task pass its schedule;
+    under a run-seeded task pass steps= and read the run's own order from
+    `schedule` (Task.run_schedule), which the loop must feed.
     """
 
     def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, task: Task,
                  program: Union[str, "os.PathLike[str]"], checkpoint_dir: Union[str, "os.PathLike[str]"], *,
-                 dataset_dir: Union[str, "os.PathLike[str]"], schedule: Sequence[Sequence[Sequence[int]]],
+                 dataset_dir: Union[str, "os.PathLike[str]"],
+                 schedule: Optional[Sequence[Sequence[Sequence[int]]]] = None,
                  dataset_size: Optional[int] = None, checkpoint_every: int = 10,
-                 miner_identity: bytes = b"miner") -> None:
+                 miner_identity: bytes = b"miner", steps: Optional[int] = None) -> None:
         if not isinstance(task, Task):
             raise TypeError(f"Recorder takes the task the run answers to (pot.Task, see pot.torch.make_task), "
                             f"not {type(task).__name__}")
@@ -424,6 +447,15 @@ class Recorder:
         self._rec: Optional[_CRecorder] = None  # set once the task admits the run
         self.task, self.model, self.optimizer, self.spec = task, model, optimizer, spec
         self.checkpoint_dir, self.dataset_dir = os.fspath(checkpoint_dir), os.fspath(dataset_dir)
+        if schedule is None:
+            # A run-seeded task: the run's own order (Task.run_schedule).
+            if task.schedule_rule != RUN_SEEDED:
+                raise InvalidArgumentError("the task's schedule is listed: pass it as schedule=")
+            if steps is None:
+                raise InvalidArgumentError("a run-seeded task needs steps= (the run's declared steps)")
+            schedule = task.run_schedule(miner_identity, steps)
+        elif steps is not None and steps != len(schedule):
+            raise InvalidArgumentError(f"steps={steps}, but the schedule has {len(schedule)} steps")
         self.schedule = [[list(map(int, mb)) for mb in step] for step in schedule]
         if not self.schedule:
             raise InvalidArgumentError("the schedule is empty")

@@ -388,6 +388,10 @@ impl Commitment {
     pub(crate) fn as_ptr(&self) -> *const sys::pot_commitment {
         self.raw.as_ptr()
     }
+
+    pub(crate) fn from_raw(raw: NonNull<sys::pot_commitment>) -> Commitment {
+        Commitment { raw }
+    }
 }
 
 impl Drop for Commitment {

@@ -96,6 +96,60 @@ impl Task {
     pub fn check_commitment(&self, commitment: &Commitment) -> Result<()> {
         call(|err| unsafe { sys::pot_task_check_commitment(self.raw.as_ptr(), commitment.as_ptr(), err) })
     }
+
+    /// True when every run trains on its own seeded order (the task's
+    /// schedule rule is `run_seeded`, docs/PROTOCOL.md 17.3); false for one
+    /// listed schedule.
+    pub fn run_seeded(&self) -> Result<bool> {
+        let mut rule = sys::pot_schedule_rule::POT_SCHEDULE_LISTED;
+        call(|err| unsafe { sys::pot_task_schedule_rule(&mut rule, self.raw.as_ptr(), err) })?;
+        Ok(rule == sys::pot_schedule_rule::POT_SCHEDULE_RUN_SEEDED)
+    }
+
+    /// Under a run-seeded task, the seed of the schedule of the run of
+    /// `miner_identity` for `declared_steps` steps: entry t is
+    /// [`SeededSchedule`](crate::SeededSchedule)`{ seed, dataset_size,
+    /// batch_size, microbatches: grad_accum_microbatches }.entry(t)`.
+    ///
+    /// # Errors
+    /// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) for a listed
+    /// task or an identity outside 1..256 bytes,
+    /// [`OutOfRange`](crate::ErrorKind::OutOfRange) for a step count outside
+    /// the task's bounds.
+    pub fn run_schedule_seed(&self, miner_identity: &[u8], declared_steps: u64) -> Result<u64> {
+        let mut seed = 0u64;
+        call(|err| unsafe {
+            sys::pot_task_run_schedule_seed(
+                &mut seed,
+                self.raw.as_ptr(),
+                miner_identity.as_ptr(),
+                miner_identity.len(),
+                declared_steps,
+                err,
+            )
+        })?;
+        Ok(seed)
+    }
+
+    /// The training commitment of `miner_identity` for `declared_steps`
+    /// steps: every other field is the task's.
+    ///
+    /// # Errors
+    /// As [`check_commitment`](Task::check_commitment).
+    pub fn commitment(&self, miner_identity: &[u8], declared_steps: u64) -> Result<Commitment> {
+        let mut raw = ptr::null_mut();
+        call(|err| unsafe {
+            sys::pot_task_commitment(
+                &mut raw,
+                self.raw.as_ptr(),
+                miner_identity.as_ptr(),
+                miner_identity.len(),
+                declared_steps,
+                err,
+            )
+        })?;
+        Ok(Commitment::from_raw(non_null(raw)?))
+    }
 }
 
 impl Drop for Task {

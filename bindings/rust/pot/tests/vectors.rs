@@ -350,10 +350,14 @@ fn protocol_tasks() {
             task.spec().unwrap().digest().unwrap(),
             pot::Spec::from_json(&t["json"]["spec"].to_string()).unwrap().digest().unwrap()
         );
-        // The vectors' commitments answer to this task; one with another S_0 does not.
+        // The vectors' commitments of this task answer to it; one with another S_0 does not.
+        let mut own = 0;
         for c in arr(&v, "commitments") {
             let commitment = Commitment::from_json(&c["json"].to_string()).unwrap();
-            assert_eq!(commitment.task_id().unwrap(), task.id().unwrap());
+            if commitment.task_id().unwrap() != task.id().unwrap() {
+                continue;
+            }
+            own += 1;
             task.check_commitment(&commitment).unwrap();
             let mut other = c["json"].clone();
             other["initial_state_digest"] = serde_json::Value::String("00".repeat(32));
@@ -361,6 +365,21 @@ fn protocol_tasks() {
             let e = task.check_commitment(&other).unwrap_err();
             assert_eq!(e.kind(), pot::ErrorKind::InvalidArgument);
             assert!(e.message().contains("initial_state_digest"), "{}", e.message());
+        }
+        assert!(own > 0);
+        // A run-seeded task gives each miner its own schedule seed and commitment.
+        if task.run_seeded().unwrap() {
+            let seeds: Vec<_> =
+                arr(&v, "run_schedule_seeds").iter().filter(|r| digest(r, "task_id") == task.id().unwrap()).collect();
+            assert!(!seeds.is_empty());
+            for r in seeds {
+                let miner = unhex(s(r, "miner_identity"));
+                let steps = r["declared_steps"].as_u64().unwrap();
+                assert_eq!(task.run_schedule_seed(&miner, steps).unwrap(), r["seed"].as_u64().unwrap());
+                task.check_commitment(&task.commitment(&miner, steps).unwrap()).unwrap();
+            }
+        } else {
+            assert_eq!(task.run_schedule_seed(b"m", 1).unwrap_err().kind(), pot::ErrorKind::InvalidArgument);
         }
         let mut bytes = unhex(s(t, "canonical"));
         bytes[1] = 1; // protocol_version 1
