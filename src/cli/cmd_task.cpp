@@ -87,9 +87,9 @@ void add_task_commands(CLI::App &app) {
     const std::vector<uint8_t> miner = unhex(m->miner, "--miner");
     pot_commitment *raw = nullptr;
     check(pot_task_commitment(&raw, t.get(), miner.data(), miner.size(), m->steps, &err), &err, "commitment");
-    const Commitment c(raw, pot_commitment_free);
+    const Commitment made(raw, pot_commitment_free);
     pot_bytes j{};
-    check(pot_commitment_to_json(&j, c.get(), &err), &err, "commitment JSON");
+    check(pot_commitment_to_json(&j, made.get(), &err), &err, "commitment JSON");
     const std::string text(reinterpret_cast<const char *>(j.data), j.len);
     pot_bytes_free(&j);
     std::printf("%s\n", text.c_str());
