@@ -6,6 +6,18 @@
 using namespace pot;
 using namespace pot::capi;
 
+namespace {
+// A miner identity argument, held to the commitment's rule (1..kMaxIdentityBytes bytes)
+// before anything is computed from it.
+ByteView miner_arg(const uint8_t *p, size_t len) {
+  const ByteView miner = bytes_arg(p, len, "miner_identity");
+  if (miner.empty() || miner.size() > commit::kMaxIdentityBytes)
+    fail(Status::kInvalidArgument, "miner_identity must be 1..{} bytes, not {}", commit::kMaxIdentityBytes,
+         miner.size());
+  return miner;
+}
+}  // namespace
+
 extern "C" {
 
 pot_status pot_task_from_json(pot_task **out, const char *json, pot_error **err) {
@@ -72,18 +84,12 @@ pot_status pot_task_run_schedule_seed(uint64_t *out, const pot_task *task, const
   return guard(err, [&] {
     need(out, "out");
     const task::Task &t = need(task, "task")->task;
-    const ByteView miner = bytes_arg(miner_identity, miner_identity_len, "miner_identity");
+    const ByteView miner = miner_arg(miner_identity, miner_identity_len);
     if (t.schedule_rule != task::ScheduleRule::kRunSeeded)
       fail(Status::kInvalidArgument, "task {} has a listed schedule: every run follows its listed root",
            t.id().hex());
-    // The commitment's rules on the identity and the step count hold first.
-    if (miner.empty() || miner.size() > commit::kMaxIdentityBytes)
-      fail(Status::kInvalidArgument, "miner_identity must be 1..{} bytes, not {}", commit::kMaxIdentityBytes,
-           miner.size());
     const hash::Digest id = t.id();
-    if (declared_steps < t.min_steps || declared_steps > t.max_steps)
-      fail(Status::kOutOfRange, "task {}: declared_steps {} is outside {}..{}", id.hex(), declared_steps, t.min_steps,
-           t.max_steps);
+    task::check_steps(t, id, declared_steps);
     *out = task::run_schedule_seed(id, miner, declared_steps);
   });
 }
@@ -94,9 +100,11 @@ pot_status pot_task_commitment(pot_commitment **out, const pot_task *task, const
     need(out, "out");
     const task::Task &t = need(task, "task")->task;
     commit::TrainingCommitment c =
-        task::commitment_for(t, bytes_arg(miner_identity, miner_identity_len, "miner_identity"), declared_steps);
+        task::commitment_for(t, miner_arg(miner_identity, miner_identity_len), declared_steps);
     c.validate();
-    task::check_commitment(t, c);
+    // Built from the task, so it matches it; the check stays as a guard but
+    // does not redo the run-seeded schedule (up to 2^24 draws) just built.
+    task::check_commitment(t, c, /*recompute_run_schedule=*/false);
     *out = new pot_commitment{std::move(c)};
   });
 }

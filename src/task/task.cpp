@@ -196,18 +196,14 @@ uint64_t run_schedule_seed(const hash::Digest &task_id, ByteView miner, uint64_t
   return get_u64le(h.update_u64le(declared_steps).finish().bytes.data());
 }
 
-namespace {
 void check_steps(const Task &task, const hash::Digest &id, uint64_t declared_steps) {
   if (declared_steps < task.min_steps || declared_steps > task.max_steps)
-    fail(Status::kOutOfRange, "commitment does not match task {}: declared_steps {} is outside {}..{}", id.hex(),
+    fail(Status::kOutOfRange, "task {}: declared_steps {} is outside {}..{} (its min_steps..max_steps)", id.hex(),
          declared_steps, task.min_steps, task.max_steps);
 }
-}  // namespace
 
-hash::Digest schedule_root_for(const Task &task, ByteView miner, uint64_t declared_steps) {
+hash::Digest schedule_root_for(const Task &task, const hash::Digest &id, ByteView miner, uint64_t declared_steps) {
   if (task.schedule_rule == ScheduleRule::kListed) return task.schedule_root;
-  const hash::Digest id = task.id();
-  check_steps(task, id, declared_steps);
   return commit::seeded_schedule_root(run_schedule_seed(id, miner, declared_steps), task.dataset_size,
                                       task.spec.batch_size, task.spec.grad_accum_microbatches, declared_steps);
 }
@@ -215,8 +211,9 @@ hash::Digest schedule_root_for(const Task &task, ByteView miner, uint64_t declar
 commit::TrainingCommitment commitment_for(const Task &task, ByteView miner, uint64_t declared_steps) {
   commit::TrainingCommitment c;
   c.task_id = task.id();
+  check_steps(task, c.task_id, declared_steps);
   c.initial_state_digest = task.initial_state_digest;
-  c.schedule_root = schedule_root_for(task, miner, declared_steps);
+  c.schedule_root = schedule_root_for(task, c.task_id, miner, declared_steps);
   c.dataset_root = task.dataset_root;
   c.dataset_size = task.dataset_size;
   c.spec_digest = task.spec.digest();
@@ -240,7 +237,7 @@ void check_commitment(const Task &task, const commit::TrainingCommitment &c, boo
       differs("schedule_root", c.schedule_root.hex(), task.schedule_root.hex());
   } else if (recompute_run_schedule) {
     // Another miner's (or another step count's) order is not this run's.
-    const hash::Digest want = schedule_root_for(task, c.miner_identity, c.declared_steps);
+    const hash::Digest want = schedule_root_for(task, id, c.miner_identity, c.declared_steps);
     if (c.schedule_root != want)
       fail(Status::kInvalidArgument,
            "commitment does not match task {}: schedule_root is {}, the run-seeded schedule of this miner and {} "

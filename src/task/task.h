@@ -73,13 +73,19 @@ struct Task {
 // task_id || u32le(len(miner)) || miner || u64le(declared_steps)).
 uint64_t run_schedule_seed(const hash::Digest &task_id, ByteView miner, uint64_t declared_steps);
 
+// kOutOfRange unless min_steps <= declared_steps <= max_steps; `id` is
+// task.id(), which callers have at hand (it digests the whole task).
+void check_steps(const Task &task, const hash::Digest &id, uint64_t declared_steps);
+
 // The schedule root a run of `miner` for `declared_steps` steps must commit
-// to: the listed root, or the root of the run's seeded schedule.
-// kOutOfRange for declared_steps outside the task's bounds.
-hash::Digest schedule_root_for(const Task &task, ByteView miner, uint64_t declared_steps);
+// to: the listed root, or the root of the run's seeded schedule (up to
+// kMaxRunSeededDraws draws). `id` is task.id(); the caller has checked the
+// step count (check_steps).
+hash::Digest schedule_root_for(const Task &task, const hash::Digest &id, ByteView miner, uint64_t declared_steps);
 
 // The commitment of `miner` for `declared_steps` steps of the task: every
-// other field is the task's (a version-2 task fixes them all).
+// other field is the task's (a version-2 task fixes them all). kOutOfRange
+// for a step count outside the task's bounds.
 commit::TrainingCommitment commitment_for(const Task &task, ByteView miner, uint64_t declared_steps);
 
 // Throws unless `commitment` is a run the task admits: kOutOfRange for
