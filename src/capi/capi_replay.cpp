@@ -9,7 +9,6 @@
 #if POT_WITH_TORCH
 #include "replay/checkpoints.h"
 #include "replay/replay.h"
-#include "replay/program_check.h"
 #include "replay/verify.h"
 #endif
 
@@ -75,8 +74,7 @@ pot_status pot_replay_new(pot_replay **out, const pot_spec *spec, const char *pr
 #if POT_WITH_TORCH
     auto r = std::make_unique<pot_replay>();
     r->spec = spec->spec;
-    r->program = torch_call([&] { return replay::Program::load(path, spec->spec.model_program_digest); });
-    torch_call([&] { replay::check_program_dropout(r->program->module(), spec->spec.dropout, path); });
+    r->program = torch_call([&] { return replay::Program::load(path, spec->spec); });
     *out = r.release();
 #else
     no_torch();

@@ -339,7 +339,7 @@ struct CheckpointStore::Impl {
     return schedule[t - 1];
   }
   Program &prog() {
-    if (!program) program = Program::load(dir + "/program.pt", spec.model_program_digest);
+    if (!program) program = Program::load(dir + "/program.pt", spec);
     return *program;
   }
   // The dataset tree over dataset_dir, checked against the commitment.

@@ -243,7 +243,8 @@ std::vector<c10::IValue> collate(const Program &program, const std::vector<const
 
 }  // namespace
 
-std::unique_ptr<Program> Program::load(const std::string &path, const hash::Digest &expected) {
+std::unique_ptr<Program> Program::load(const std::string &path, const commit::ExecutionSpec &spec) {
+  const hash::Digest &expected = spec.model_program_digest;
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(Status::kIo, "model program '{}': cannot open: {}", path, std::strerror(errno));
   in.seekg(0, std::ios::end);
@@ -290,6 +291,8 @@ std::unique_ptr<Program> Program::load(const std::string &path, const hash::Dige
     if (seen.insert(nb.value.unsafeGetTensorImpl()).second) p->buffers_.emplace_back(nb.name, nb.value);
   }
   if (p->params_.empty()) fail(Status::kInvalidArgument, "model program '{}' has no parameter to train", path);
+  check_program_dropout(p->module_, spec.dropout, "model program '" + path + "'");
+  p->checked_dropout_ = spec.dropout;
   return p;
 }
 
@@ -394,7 +397,14 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
          program.digest().hex(), spec.model_program_digest.hex());
   if (step == 0) fail(Status::kInvalidArgument, "step 0 is not a training step (steps start at 1)");
   check_replayable(spec);
-  check_program_dropout(program.module(), spec.dropout, "the program");
+  // The dropout check ran when the program was loaded (it inlines the
+  // forward graph: too slow for every step); a spec that differs in
+  // dropout needs the program loaded for it.
+  const double checked = program.checked_dropout();
+  if (std::memcmp(&checked, &spec.dropout, sizeof(double)) != 0)
+    fail(Status::kInvalidArgument,
+         "the program was loaded for dropout {:.17g}, the spec says {:.17g}: load it for this spec", checked,
+         spec.dropout);
   if (batch.size() != spec.grad_accum_microbatches)
     fail(Status::kInvalidArgument, "the batch has {} micro-batches, the spec {}", batch.size(),
          spec.grad_accum_microbatches);

@@ -37,10 +37,15 @@ using TensorMap = std::map<std::string, at::Tensor>;
 // A loaded TorchScript model program whose forward(*inputs) returns the loss.
 class Program {
  public:
-  // Reads the file, checks its digest against `expected` (kMismatch), loads
-  // it (kInvalidArgument when LibTorch cannot), and checks that it has a
-  // forward method taking only tensors.
-  static std::unique_ptr<Program> load(const std::string &path, const hash::Digest &expected);
+  // Loads the program of `spec`, checking everything about it once: reads
+  // the file, checks its digest against spec.model_program_digest
+  // (kProofMismatch), checks the archive and every operator
+  // (check_program_archive, check_program_operators: kUnsupported), loads it
+  // (kInvalidArgument when LibTorch cannot), checks that it has a forward
+  // method taking only tensors, and that its dropout is the spec's
+  // (check_program_dropout). replay_step trusts these checks for every spec
+  // with the same digest and dropout.
+  static std::unique_ptr<Program> load(const std::string &path, const commit::ExecutionSpec &spec);
 
   const hash::Digest &digest() const { return digest_; }
   // The forward's argument names after self: the sample tensor names, in the
@@ -51,11 +56,14 @@ class Program {
   const std::vector<std::pair<std::string, at::Tensor>> &params() const { return params_; }
   const std::vector<std::pair<std::string, at::Tensor>> &buffers() const { return buffers_; }
   torch::jit::Module &module() { return module_; }
+  // The dropout probability the program was checked against at load.
+  double checked_dropout() const { return checked_dropout_; }
 
  private:
   Program() = default;
   torch::jit::Module module_;
   hash::Digest digest_{};
+  double checked_dropout_ = 0;
   std::vector<std::string> inputs_;
   std::vector<std::pair<std::string, at::Tensor>> params_;
   std::vector<std::pair<std::string, at::Tensor>> buffers_;

@@ -4,7 +4,6 @@
 
 #include "commit/dataset.h"
 #include "commit/step_leaf.h"
-#include "replay/program_check.h"
 #include "common/error.h"
 #include "witness/norm_bucket.h"
 
@@ -52,8 +51,7 @@ VerifyResult verify_step(const VerifyInputs &in) {
                               in.commitment->spec_digest.hex()));
   std::unique_ptr<Program> program;
   try {
-    program = Program::load(in.program_path, in.spec->model_program_digest);
-    check_program_dropout(program->module(), in.spec->dropout, in.program_path);
+    program = Program::load(in.program_path, *in.spec);
   } catch (const Error &e) {
     return failed(r, commit::OpeningCheck::kProgram, e.status(), e.what());
   } catch (const c10::Error &e) {
