@@ -48,7 +48,7 @@ extern "C" {
 #define POT_VERSION_STRING "0.1.0"
 /* Changes only when a released function or type changes incompatibly; it is
  * the SONAME major of libpot.so. */
-#define POT_ABI_VERSION 1
+#define POT_ABI_VERSION 2
 /* The protocol version (docs/PROTOCOL.md) this library implements: the
  * protocol_version of the tasks and commitments it writes and the only one
  * it reads (another is refused with POT_E_UNSUPPORTED naming it). */

@@ -2,6 +2,7 @@ package pot
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -15,7 +16,8 @@ func TestCheckABI(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Code != StatusUnsupported {
 		t.Fatalf("mismatch gives %v", err)
 	}
-	for _, want := range []string{"ABI", "9.0.0", "POT_ABI_VERSION 1", "version 2"} {
+	for _, want := range []string{"ABI", "9.0.0", fmt.Sprintf("POT_ABI_VERSION %d", ABIVersion),
+		fmt.Sprintf("version %d", ABIVersion+1)} {
 		if !strings.Contains(pe.Message, want) {
 			t.Errorf("message %q lacks %q", pe.Message, want)
 		}

@@ -19,7 +19,7 @@ import (
 const (
 	// ABIVersion is the POT_ABI_VERSION of the pot.h the binding was
 	// compiled with. LoadedABIVersion must report the same value.
-	ABIVersion = 1
+	ABIVersion = 2
 	// DigestSize is POT_DIGEST_SIZE, the size of a Digest in bytes.
 	DigestSize = 32
 	// ChunkSize is POT_CHUNK_SIZE, the bytes per chunk leaf of a tensor digest.
