@@ -120,6 +120,34 @@ func SeededScheduleRoot(seed, datasetSize uint64, batchSize, microbatches uint32
 	})
 }
 
+// SeededScheduleStream returns positions first .. first+count-1 of the
+// seeded schedule's index stream perm_0 || perm_1 || ... (PROTOCOL.md
+// 16.2): step t's entry holds positions (t-1)*B .. t*B-1, micro-batch j the
+// j-th B/M of them. One call costs about count + datasetSize draws, so a
+// whole schedule is read in one pass (Task.RunSchedule). StatusLimit for a
+// count above MaxStreamPositions, StatusInvalidArgument for a negative one.
+func SeededScheduleStream(seed, datasetSize, first uint64, count int) ([]uint64, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	if count < 0 {
+		return nil, newError(StatusInvalidArgument, "count %d is negative", count)
+	}
+	if count > MaxStreamPositions { // refused before allocating
+		return nil, newError(StatusLimit, "%d positions asked, at most %d per call (MaxStreamPositions)", count,
+			MaxStreamPositions)
+	}
+	out := make([]uint64, count)
+	var cerr *C.pot_error
+	st := C.pot_seeded_schedule_stream(shapePtr(out), C.size_t(count), C.uint64_t(seed), C.uint64_t(datasetSize),
+		C.uint64_t(first), &cerr)
+	runtime.KeepAlive(out)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // Commitment is a validated training commitment (pot_commitment,
 // PROTOCOL.md section 17). It is immutable and safe for concurrent use.
 type Commitment struct {

@@ -39,6 +39,9 @@ const (
 	// MaxJSONBytes is POT_MAX_JSON_BYTES, the longest JSON text accepted
 	// (SpecFromJSON, CommitmentFromJSON, Ledger.Apply): StatusLimit beyond.
 	MaxJSONBytes = 1 << 20
+	// MaxStreamPositions is POT_MAX_STREAM_POSITIONS, the most positions
+	// one SeededScheduleStream call returns.
+	MaxStreamPositions = 1 << 24
 )
 
 // Each line fails to compile unless the Go constant equals the macro of
@@ -54,6 +57,7 @@ var (
 	_ = [1]int{}[MaxBeaconBytes-C.POT_MAX_BEACON_BYTES]
 	_ = [1]int{}[WitnessSaltSize-C.POT_WITNESS_SALT_SIZE]
 	_ = [1]int{}[MaxJSONBytes-C.POT_MAX_JSON_BYTES]
+	_ = [1]int{}[MaxStreamPositions-C.POT_MAX_STREAM_POSITIONS]
 )
 
 // abiErr is set at initialisation when the loaded libpot has another ABI.

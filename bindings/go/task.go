@@ -7,6 +7,7 @@ package pot
 import "C"
 
 import (
+	"encoding/json"
 	"runtime"
 	"sync"
 )
@@ -200,6 +201,53 @@ func (t *Task) RunScheduleSeed(miner []byte, declaredSteps uint64) (uint64, erro
 		return 0, err
 	}
 	return uint64(seed), nil
+}
+
+// RunSchedule returns, under a run-seeded task, the schedule of the run of
+// miner for declaredSteps steps: for each step 1..declaredSteps its
+// micro-batches of dataset indices, in order (what the training loop must
+// feed). It reads the run's index stream in one pass (SeededScheduleStream,
+// at most MaxStreamPositions per call). Errors as RunScheduleSeed.
+func (t *Task) RunSchedule(miner []byte, declaredSteps uint64) ([][][]uint64, error) {
+	seed, err := t.RunScheduleSeed(miner, declaredSteps)
+	if err != nil {
+		return nil, err
+	}
+	text, err := t.ToJSON()
+	if err != nil {
+		return nil, err
+	}
+	var shape struct {
+		DatasetSize uint64 `json:"dataset_size"`
+		Spec        struct {
+			BatchSize    uint64 `json:"batch_size"`
+			Microbatches uint64 `json:"grad_accum_microbatches"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal([]byte(text), &shape); err != nil {
+		return nil, newError(StatusInternal, "the task's JSON form does not parse: %v", err)
+	}
+	batch, micro := shape.Spec.BatchSize, shape.Spec.Microbatches
+	// The task's bounds (checked by RunScheduleSeed) keep a run within
+	// MaxStreamPositions, so one call reads it.
+	total := declaredSteps * batch
+	if total > MaxStreamPositions {
+		return nil, newError(StatusLimit, "%d steps of %d samples exceed MaxStreamPositions", declaredSteps, batch)
+	}
+	stream, err := SeededScheduleStream(seed, shape.DatasetSize, 0, int(total))
+	if err != nil {
+		return nil, err
+	}
+	per := batch / micro
+	steps := make([][][]uint64, declaredSteps)
+	for s := range steps {
+		steps[s] = make([][]uint64, micro)
+		for j := range steps[s] {
+			at := uint64(s)*batch + uint64(j)*per
+			steps[s][j] = stream[at : at+per : at+per]
+		}
+	}
+	return steps, nil
 }
 
 // Commitment returns the training commitment of miner for declaredSteps

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -289,6 +290,30 @@ func TestProtocolVectors(t *testing.T) {
 					cm, err := task.Commitment(miner, r.DeclaredSteps)
 					check(t, err)
 					check(t, task.CheckCommitment(cm))
+					// The run's schedule, read in one pass, hashes to the
+					// root the task gives the run.
+					sched, err := task.RunSchedule(miner, r.DeclaredSteps)
+					check(t, err)
+					if uint64(len(sched)) != r.DeclaredSteps {
+						t.Fatalf("task %d: RunSchedule gave %d steps, want %d", i, len(sched), r.DeclaredSteps)
+					}
+					tree, err := pot.NewMemoryTree()
+					check(t, err)
+					for s, mbs := range sched {
+						e, err := pot.ScheduleEntry{Step: uint64(s + 1), Microbatches: mbs}.Encode(cm.DatasetSize())
+						check(t, err)
+						_, err = tree.Append(e)
+						check(t, err)
+					}
+					root, err := tree.Root(r.DeclaredSteps)
+					check(t, err)
+					ds, err := cm.Digests()
+					check(t, err)
+					if root != ds.ScheduleRoot {
+						t.Errorf("task %d: RunSchedule hashes to %s, the commitment's schedule root is %s", i, root,
+							ds.ScheduleRoot)
+					}
+					tree.Close()
 					cm.Close()
 				}
 				if n == 0 {
@@ -408,6 +433,38 @@ func TestProtocolVectors(t *testing.T) {
 				t.Errorf("seed %d: root %v (tree %v), want %s", s.Seed, root, troot, s.Root)
 			}
 			tree.Close()
+			// The index stream is the entries' indices back to back, and a
+			// window of it is the same slice whatever its first position.
+			var want []uint64
+			for _, h := range s.Entries {
+				e, err := pot.DecodeScheduleEntry(mustHex(t, h))
+				check(t, err)
+				for _, mb := range e.Microbatches {
+					want = append(want, mb...)
+				}
+			}
+			all, err := pot.SeededScheduleStream(s.Seed, s.DatasetSize, 0, len(want))
+			check(t, err)
+			if fmt.Sprint(all) != fmt.Sprint(want) {
+				t.Errorf("seed %d: stream %v, the entries hold %v", s.Seed, all, want)
+			}
+			mid := len(want) / 3
+			part, err := pot.SeededScheduleStream(s.Seed, s.DatasetSize, uint64(mid), len(want)-mid)
+			check(t, err)
+			if fmt.Sprint(part) != fmt.Sprint(want[mid:]) {
+				t.Errorf("seed %d: stream from %d is %v, want %v", s.Seed, mid, part, want[mid:])
+			}
+		}
+		_, err := pot.SeededScheduleStream(1, 10, 0, pot.MaxStreamPositions+1)
+		wantCode(t, err, pot.StatusLimit)
+		_, err = pot.SeededScheduleStream(1, 10, 0, -1)
+		wantCode(t, err, pot.StatusInvalidArgument)
+		_, err = pot.SeededScheduleStream(1, 0, 0, 4) // an empty dataset has no permutation
+		wantCode(t, err, pot.StatusInvalidArgument)
+		empty, err := pot.SeededScheduleStream(1, 10, 0, 0)
+		check(t, err)
+		if len(empty) != 0 {
+			t.Errorf("a count of 0 gave %v", empty)
 		}
 	})
 

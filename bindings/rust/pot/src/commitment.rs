@@ -189,6 +189,86 @@ impl SeededSchedule {
         })
     }
 
+    /// Positions `first .. first + count` of the schedule's index stream
+    /// `perm_0 || perm_1 || ...` (docs/PROTOCOL.md 16.2): step `t`'s entry
+    /// holds positions `(t-1)*B .. t*B`, micro-batch `j` the `j`-th `B/M`
+    /// of them. One call costs about `count + dataset_size` draws, so read a
+    /// whole schedule with one call ([`steps`](SeededSchedule::steps)), not
+    /// one [`entry`](SeededSchedule::entry) per step.
+    ///
+    /// # Errors
+    /// [`Limit`](crate::ErrorKind::Limit) for `count` above
+    /// [`MAX_STREAM_POSITIONS`](crate::MAX_STREAM_POSITIONS) (before
+    /// allocating), [`InvalidArgument`](crate::ErrorKind::InvalidArgument)
+    /// for an empty dataset.
+    ///
+    /// ```
+    /// let s = pot::SeededSchedule { seed: 3, dataset_size: 5, batch_size: 2, microbatches: 1 };
+    /// let all = s.stream(0, 12)?;
+    /// assert_eq!(s.stream(4, 8)?, all[4..]);
+    /// let mut epoch = all[..5].to_vec();
+    /// epoch.sort();
+    /// assert_eq!(epoch, [0, 1, 2, 3, 4]); // each epoch is a permutation
+    /// assert_eq!(s.stream(0, pot::MAX_STREAM_POSITIONS + 1).unwrap_err().kind(), pot::ErrorKind::Limit);
+    /// # Ok::<(), pot::Error>(())
+    /// ```
+    pub fn stream(&self, first: u64, count: usize) -> Result<Vec<u64>> {
+        if count > crate::MAX_STREAM_POSITIONS {
+            return Err(crate::Error::new(
+                crate::ErrorKind::Limit,
+                format!(
+                    "{count} positions asked, at most {} per call (MAX_STREAM_POSITIONS)",
+                    crate::MAX_STREAM_POSITIONS
+                ),
+            ));
+        }
+        let mut out = vec![0u64; count];
+        // SAFETY: out holds count u64; the call writes at most that many.
+        call(|err| unsafe {
+            sys::pot_seeded_schedule_stream(out.as_mut_ptr(), count, self.seed, self.dataset_size, first, err)
+        })?;
+        Ok(out)
+    }
+
+    /// Steps `1..=steps` of the schedule, each as its micro-batches of
+    /// dataset indices (what the training loop feeds), read from the index
+    /// stream in one call. Under a run-seeded task, the run's schedule is
+    /// this with the seed of
+    /// [`Task::run_schedule_seed`](crate::Task::run_schedule_seed), the
+    /// task's dataset size and the spec's batch size and micro-batches (the
+    /// task's bounds keep it within one call).
+    ///
+    /// # Errors
+    /// As [`entry`](SeededSchedule::entry), and
+    /// [`Limit`](crate::ErrorKind::Limit) when `steps * batch_size` exceeds
+    /// [`MAX_STREAM_POSITIONS`](crate::MAX_STREAM_POSITIONS).
+    ///
+    /// ```
+    /// let s = pot::SeededSchedule { seed: 9, dataset_size: 7, batch_size: 4, microbatches: 2 };
+    /// let steps = s.steps(3)?;
+    /// let e = pot::ScheduleEntry::decode(&s.entry(3)?)?;
+    /// assert_eq!(steps[2], e.microbatches().map(<[u64]>::to_vec).collect::<Vec<_>>());
+    /// assert_eq!(s.steps(1 << 23).unwrap_err().kind(), pot::ErrorKind::Limit);
+    /// # Ok::<(), pot::Error>(())
+    /// ```
+    pub fn steps(&self, steps: u64) -> Result<Vec<Vec<Vec<u64>>>> {
+        // Checks batch_size and microbatches the way an entry does.
+        self.entry(1)?;
+        let batch = u64::from(self.batch_size);
+        let total = steps.checked_mul(batch).filter(|&n| n <= crate::MAX_STREAM_POSITIONS as u64).ok_or_else(|| {
+            crate::Error::new(
+                crate::ErrorKind::Limit,
+                format!(
+                    "{steps} steps of {batch} samples exceed MAX_STREAM_POSITIONS ({})",
+                    crate::MAX_STREAM_POSITIONS
+                ),
+            )
+        })?;
+        let per = (self.batch_size / self.microbatches) as usize;
+        let stream = self.stream(0, total as usize)?;
+        Ok(stream.chunks(batch as usize).map(|step| step.chunks(per).map(<[u64]>::to_vec).collect()).collect())
+    }
+
     /// The root of the schedule's first `steps` entries.
     ///
     /// ```

@@ -178,6 +178,13 @@ pub const MAX_BEACON_BYTES: usize = sys::POT_MAX_BEACON_BYTES as usize;
 /// assert_eq!(pot::MAX_JSON_BYTES, 1 << 20);
 /// ```
 pub const MAX_JSON_BYTES: usize = sys::POT_MAX_JSON_BYTES as usize;
+/// The most positions one [`SeededSchedule::stream`] call returns
+/// (`POT_MAX_STREAM_POSITIONS`).
+///
+/// ```
+/// assert_eq!(pot::MAX_STREAM_POSITIONS, 1 << 24);
+/// ```
+pub const MAX_STREAM_POSITIONS: usize = sys::POT_MAX_STREAM_POSITIONS as usize;
 /// Bytes of a fresh witness salt (`POT_WITNESS_SALT_SIZE`).
 ///
 /// ```

@@ -375,8 +375,28 @@ fn protocol_tasks() {
             for r in seeds {
                 let miner = unhex(s(r, "miner_identity"));
                 let steps = r["declared_steps"].as_u64().unwrap();
-                assert_eq!(task.run_schedule_seed(&miner, steps).unwrap(), r["seed"].as_u64().unwrap());
-                task.check_commitment(&task.commitment(&miner, steps).unwrap()).unwrap();
+                let seed = task.run_schedule_seed(&miner, steps).unwrap();
+                assert_eq!(seed, r["seed"].as_u64().unwrap());
+                let commitment = task.commitment(&miner, steps).unwrap();
+                task.check_commitment(&commitment).unwrap();
+                // The run's schedule, read in one pass, hashes to the root the task gives it.
+                let spec = &t["json"]["spec"];
+                let schedule = pot::SeededSchedule {
+                    seed,
+                    dataset_size: u(&t["json"], "dataset_size"),
+                    batch_size: u(spec, "batch_size") as u32,
+                    microbatches: spec.get("grad_accum_microbatches").map_or(1, |m| m.as_u64().unwrap()) as u32,
+                };
+                let mut tree = pot::Tree::in_memory().unwrap();
+                for (i, mbs) in schedule.steps(steps).unwrap().into_iter().enumerate() {
+                    let entry = pot::ScheduleEntry {
+                        step: i as u64 + 1,
+                        microbatch_sizes: mbs.iter().map(|m| m.len() as u32).collect(),
+                        indices: mbs.concat(),
+                    };
+                    tree.append(&entry.encode(schedule.dataset_size).unwrap()).unwrap();
+                }
+                assert_eq!(tree.root(steps).unwrap(), commitment.digests().unwrap().schedule_root);
             }
         } else {
             assert_eq!(task.run_schedule_seed(b"m", 1).unwrap_err().kind(), pot::ErrorKind::InvalidArgument);
