@@ -407,9 +407,11 @@ POT_API size_t pot_step_leaf_size(void);
 POT_API uint64_t pot_max_challenge_rounds(void);
 POT_API size_t pot_max_beacon_bytes(void);
 
-/* Seed of step `step` under the per_step seed policy: the first 8 bytes
- * (little-endian) of a tagged SHA-256 of (base_seed, step). Thread-safe. */
-POT_API pot_status pot_seed_derive(uint64_t *out, uint64_t base_seed, uint64_t step,
+/* Seed of step `step` of run `run_id` under the per_step seed policy: the
+ * first 8 bytes (little-endian) of a tagged SHA-256 of (base_seed, run_id,
+ * step), docs/PROTOCOL.md section 9. Two runs of one task draw different
+ * random numbers. Thread-safe. */
+POT_API pot_status pot_seed_derive(uint64_t *out, uint64_t base_seed, const pot_digest *run_id, uint64_t step,
                                    pot_error **err);
 
 /* The leaf data the checkpoint log holds for step `step` (from 1): the tag,
@@ -937,7 +939,9 @@ typedef struct pot_replay_result {
   int64_t norm_bucket;          /* at the spec's resolution */
 } pot_replay_result;
 
-/* Replays one step. schedule_entry: the step's canonical schedule entry
+/* Replays one step of run `run_id` (the commitment's run id; it may be
+ * NULL unless the spec's seed policy is per_step, whose seeds name the run:
+ * POT_E_INVALID_ARGUMENT then). schedule_entry: the step's canonical schedule entry
  * (pot_schedule_entry_encode; it gives the step and its micro-batches);
  * samples[i] (sample_lens[i] bytes): the safetensors payload of the entry's
  * i-th index, n_samples in all. The learning rates are the spec's
@@ -948,7 +952,7 @@ typedef struct pot_replay_result {
  * state or batch that does not fit the program and spec (the message names
  * the tensor), POT_E_NONFINITE when the loss is NaN or infinite,
  * POT_E_BACKEND for a LibTorch failure. */
-POT_API pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay,
+POT_API pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, const pot_digest *run_id,
                                    const char *pre_state_path, const uint8_t *schedule_entry,
                                    size_t entry_len, const uint8_t *const *samples,
                                    const size_t *sample_lens, size_t n_samples,

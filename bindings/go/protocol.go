@@ -12,16 +12,18 @@ import (
 	"unsafe"
 )
 
-// SeedDerive returns the seed of step under the per_step seed policy: the
-// first 8 bytes (little-endian) of a tagged SHA-256 of (baseSeed, step)
-// (PROTOCOL.md section 9).
-func SeedDerive(baseSeed, step uint64) (uint64, error) {
+// SeedDerive returns the seed of step of run runID (Commitment.RunID) under
+// the per_step seed policy: the first 8 bytes (little-endian) of a tagged
+// SHA-256 of (baseSeed, runID, step) (PROTOCOL.md section 9). Two runs of
+// one task draw different seeds.
+func SeedDerive(baseSeed uint64, runID Digest, step uint64) (uint64, error) {
 	if abiErr != nil {
 		return 0, abiErr
 	}
 	var out C.uint64_t
 	var cerr *C.pot_error
-	if err := toError(C.pot_seed_derive(&out, C.uint64_t(baseSeed), C.uint64_t(step), &cerr), cerr); err != nil {
+	st := C.pot_seed_derive(&out, C.uint64_t(baseSeed), cDigest(runID), C.uint64_t(step), &cerr)
+	if err := toError(st, cerr); err != nil {
 		return 0, err
 	}
 	return uint64(out), nil

@@ -166,7 +166,9 @@ func replayResult(r *C.pot_replay_result) ReplayResult {
 	}
 }
 
-// Step replays one step from the state file at preStatePath (S_{t-1}).
+// Step replays one step of run runID (Commitment.RunID) from the state file
+// at preStatePath (S_{t-1}). runID may be nil unless the spec's seed policy
+// is per_step, whose seeds name the run (StatusInvalidArgument then).
 // scheduleEntry is the step's canonical schedule entry
 // (ScheduleEntry.Encode, SeededScheduleEntry); it gives the step and its
 // micro-batches. samples[i] is the safetensors payload of the entry's i-th
@@ -182,7 +184,7 @@ func replayResult(r *C.pot_replay_result) ReplayResult {
 // than the entry's, StatusNonFinite when the loss is NaN or infinite,
 // StatusBackend for a LibTorch failure, StatusIO for a state file that
 // cannot be read or written.
-func (r *Replay) Step(preStatePath string, scheduleEntry []byte, samples [][]byte,
+func (r *Replay) Step(runID *Digest, preStatePath string, scheduleEntry []byte, samples [][]byte,
 	postStatePath string) (ReplayResult, error) {
 	pre, err := cString(preStatePath, "pre-state path")
 	if err != nil {
@@ -204,7 +206,12 @@ func (r *Replay) Step(preStatePath string, scheduleEntry []byte, samples [][]byt
 	ptrs, lens := pinSlices(&pin, samples)
 	var out C.pot_replay_result
 	var cerr *C.pot_error
-	st := C.pot_replay_step(&out, r.p, pre, bytesPtr(scheduleEntry), C.size_t(len(scheduleEntry)),
+	var run *C.pot_digest
+	if runID != nil {
+		id := *runID // a copy: the C call reads it while the caller's may change
+		run = id.c()
+	}
+	st := C.pot_replay_step(&out, r.p, run, pre, bytesPtr(scheduleEntry), C.size_t(len(scheduleEntry)),
 		unsafe.SliceData(ptrs), unsafe.SliceData(lens), C.size_t(len(samples)), post, &cerr)
 	runtime.KeepAlive(r)
 	runtime.KeepAlive(samples)

@@ -262,6 +262,8 @@ func TestRecorderAndCheckpoints(t *testing.T) {
 	defer commitment.Close()
 	wantCode(t, rec.SetCommitment(commitment, entries[:2]), pot.StatusInvalidArgument)
 	check(t, rec.SetCommitment(commitment, entries))
+	runID, err := commitment.RunID()
+	check(t, err)
 
 	log, err := pot.NewMemoryTree()
 	check(t, err)
@@ -271,10 +273,10 @@ func TestRecorderAndCheckpoints(t *testing.T) {
 	for s := uint64(1); s <= steps; s++ {
 		got, err := rec.BeginStep(s)
 		check(t, err)
-		want, err := pot.SeedDerive(7, s)
+		want, err := pot.SeedDerive(7, runID, s)
 		check(t, err)
 		if got != want {
-			t.Fatalf("step %d: seed %d, want SeedDerive(7, %d) = %d", s, got, s, want)
+			t.Fatalf("step %d: seed %d, want SeedDerive(7, run, %d) = %d", s, got, s, want)
 		}
 		for i := range w {
 			w[i] *= 0.5
@@ -586,7 +588,10 @@ func TestReplayEndToEnd(t *testing.T) {
 	}
 
 	out := filepath.Join(t.TempDir(), "s5.safetensors")
-	got, err := r.Step(f.statePath(step-1), entry, batch, out)
+	// Under per_step the seed names the run: a step without its run is refused.
+	_, err = r.Step(nil, f.statePath(step-1), entry, batch, "")
+	wantCode(t, err, pot.StatusInvalidArgument)
+	got, err := r.Step(&runID, f.statePath(step-1), entry, batch, out)
 	check(t, err)
 	if got.PostStateDigest != want {
 		t.Fatalf("Replay.Step: state %s, want %s (the digest of states/000005.safetensors)", got.PostStateDigest, want)
@@ -603,9 +608,9 @@ func TestReplayEndToEnd(t *testing.T) {
 		t.Fatalf("Replay.Step %+v differs from VerifyStep's replay %+v", got, res.Replay)
 	}
 	// A batch that does not fit the entry.
-	_, err = r.Step(f.statePath(step-1), entry, batch[1:], "")
+	_, err = r.Step(&runID, f.statePath(step-1), entry, batch[1:], "")
 	wantCode(t, err, pot.StatusInvalidArgument)
 	r.Close()
-	_, err = r.Step(f.statePath(step-1), entry, batch, "")
+	_, err = r.Step(&runID, f.statePath(step-1), entry, batch, "")
 	wantCode(t, err, pot.StatusState)
 }

@@ -16,6 +16,7 @@ import (
 type protocolVectors struct {
 	Seeds []struct {
 		BaseSeed json.Number `json:"base_seed"`
+		RunID    string      `json:"run_id"`
 		Step     json.Number `json:"step"`
 		Seed     json.Number `json:"seed"`
 	} `json:"seeds"`
@@ -96,7 +97,7 @@ func TestProtocolVectors(t *testing.T) {
 
 	t.Run("seeds", func(t *testing.T) {
 		for _, s := range v.Seeds {
-			got, err := pot.SeedDerive(mustU64(t, s.BaseSeed), mustU64(t, s.Step))
+			got, err := pot.SeedDerive(mustU64(t, s.BaseSeed), mustDigest(t, s.RunID), mustU64(t, s.Step))
 			check(t, err)
 			if got != mustU64(t, s.Seed) {
 				t.Errorf("seed(%s, %s) = %d, want %s", s.BaseSeed, s.Step, got, s.Seed)

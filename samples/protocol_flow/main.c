@@ -26,16 +26,18 @@
 #define BATCH 2
 #define SEED 1234
 
-/* The task's execution spec (docs/cli.md "Spec"). */
+/* The task's execution spec (docs/cli.md "Spec"). A task with a listed
+ * schedule must draw per-step random numbers (dropout under per-step seeds,
+ * which name the run), or all its runs would be one trajectory. */
 static const char SPEC[] =
     "{\"framework\": \"pytorch\", \"framework_version\": \"1.13.1\",\n"
     " \"model_program_digest\": \"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\",\n"
-    " \"dtype\": \"F32\", \"attention_backend\": \"math\", \"dropout\": 0.0, \"other_rng_use\": false,\n"
+    " \"dtype\": \"F32\", \"attention_backend\": \"math\", \"dropout\": 0.1, \"other_rng_use\": false,\n"
     " \"optimizer\": {\"kind\": \"sgd\", \"lr\": 0.1, \"momentum\": 0.0, \"dampening\": 0.0, \"nesterov\": false,\n"
     "               \"weight_decay\": 0.0},\n"
     " \"grad_clip_max_norm\": 0.0, \"grad_accum_microbatches\": 1, \"batch_size\": 2,\n"
     " \"deterministic_algorithms\": false, \"intra_op_threads\": 1, \"hardware_class\": \"cpu-x86_64\",\n"
-    " \"seed_policy\": {\"kind\": \"none\"}, \"norm_bucket_resolution\": 16}";
+    " \"seed_policy\": {\"kind\": \"per_step\", \"base_seed\": 1234}, \"norm_bucket_resolution\": 16}";
 
 static void die(const char *what, pot_error *err) {
   fprintf(stderr, "protocol_flow: %s: %s\n", what, err ? pot_error_message(err) : "failed");

@@ -21,8 +21,9 @@ size_t pot_step_leaf_size(void) { return POT_STEP_LEAF_SIZE; }
 uint64_t pot_max_challenge_rounds(void) { return POT_MAX_CHALLENGE_ROUNDS; }
 size_t pot_max_beacon_bytes(void) { return POT_MAX_BEACON_BYTES; }
 
-pot_status pot_seed_derive(uint64_t *out, uint64_t base_seed, uint64_t step, pot_error **err) {
-  return guard(err, [&] { *need(out, "out") = commit::derive_seed(base_seed, step); });
+pot_status pot_seed_derive(uint64_t *out, uint64_t base_seed, const pot_digest *run_id, uint64_t step,
+                           pot_error **err) {
+  return guard(err, [&] { *need(out, "out") = commit::derive_seed(base_seed, to_digest(run_id, "run_id"), step); });
 }
 
 pot_status pot_step_leaf_encode(uint8_t out[POT_STEP_LEAF_SIZE], uint64_t step, const pot_digest *state_digest,

@@ -100,13 +100,15 @@ pot_status pot_replay_input_name(const char **name, const pot_replay *replay, si
   });
 }
 
-pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, const char *pre_state_path,
-                           const uint8_t *schedule_entry, size_t entry_len, const uint8_t *const *samples,
-                           const size_t *sample_lens, size_t n_samples, const char *post_state_path,
-                           pot_error **err) {
+pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, const pot_digest *run_id,
+                           const char *pre_state_path, const uint8_t *schedule_entry, size_t entry_len,
+                           const uint8_t *const *samples, const size_t *sample_lens, size_t n_samples,
+                           const char *post_state_path, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
     need(replay, "replay");
+    std::optional<hash::Digest> run;  // needed under per_step (the seed names the run)
+    if (run_id) run = to_digest(run_id, "run_id");
     const std::string pre_path(str_arg(pre_state_path, "pre_state_path"));
     const commit::ScheduleEntry entry =
         commit::ScheduleEntry::decode(bytes_arg(schedule_entry, entry_len, "schedule_entry"));
@@ -132,7 +134,9 @@ pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, const cha
     const auto pre_file = hash::SafetensorsFile::open(pre_path);
     replay::StepResult r = torch_call([&] {
       const replay::TensorMap pre = replay::load_state(*pre_file);
-      return replay::replay_step(*replay->program, replay->spec, entry.step, pre, batch);
+      replay::StepOptions opts;
+      opts.run_id = run;
+      return replay::replay_step(*replay->program, replay->spec, entry.step, pre, batch, opts);
     });
     if (post_state_path) {
       const std::string post_path(str_arg(post_state_path, "post_state_path"));
@@ -146,6 +150,7 @@ pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, const cha
     *out = res;
 #else
     (void)post_state_path;
+    (void)run;
     no_torch();
 #endif
   });

@@ -28,18 +28,22 @@ File open_state(const std::string &path) {
 void add_protocol_commands(CLI::App &app) {
   struct Seed {
     uint64_t base = 0, step = 0;
+    std::string run_id;
     bool json = false;
   };
   auto sd = std::make_shared<Seed>();
   CLI::App *seed = app.add_subcommand("seed", "Seed of a step under the per_step policy");
   seed->add_option("--base", sd->base, "committed base seed")->required();
+  seed->add_option("--run-id", sd->run_id, "the run (hex run id)")->required();
   seed->add_option("--step", sd->step, "step index")->required();
   seed->add_flag("--json", sd->json, "print JSON");
   seed->callback([sd] {
     pot_error *err = nullptr;
     uint64_t s;
-    check(pot_seed_derive(&s, sd->base, sd->step, &err), &err, "seed");
-    emit(sd->json, {{"base_seed", sd->base}, {"step", sd->step}, {"seed", s}}, {std::to_string(s)});
+    const pot_digest run = digest_arg(sd->run_id, "--run-id");
+    check(pot_seed_derive(&s, sd->base, &run, sd->step, &err), &err, "seed");
+    emit(sd->json, {{"base_seed", sd->base}, {"run_id", sd->run_id}, {"step", sd->step}, {"seed", s}},
+         {std::to_string(s)});
   });
 
   struct Leaf {

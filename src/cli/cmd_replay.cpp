@@ -37,7 +37,7 @@ nlohmann::json verify_json(const pot_verify_result &r) {
 void add_replay_commands(CLI::App &app) {
   // pot replay
   struct Replay {
-    std::string spec, program, pre, entry, out;
+    std::string spec, program, pre, entry, out, run_id;
     std::vector<std::string> samples;
     bool json = false;
   };
@@ -48,6 +48,7 @@ void add_replay_commands(CLI::App &app) {
   rp->add_option("--pre-state", ro->pre, "S_{t-1} (safetensors)")->required();
   rp->add_option("--entry", ro->entry, "schedule entry of the step (hex)")->required();
   rp->add_option("--sample", ro->samples, "sample files (safetensors), in the entry's order")->required();
+  rp->add_option("--run-id", ro->run_id, "the run the step belongs to (hex; required under per_step seeds)");
   rp->add_option("--out", ro->out, "write the replayed S_t here");
   rp->add_flag("--json", ro->json, "print JSON");
   rp->callback([ro] {
@@ -66,7 +67,9 @@ void add_replay_commands(CLI::App &app) {
       lens.push_back(p.size());
     }
     pot_replay_result res;
-    check(pot_replay_step(&res, r, ro->pre.c_str(), entry.data(), entry.size(), ptrs.data(), lens.data(), ptrs.size(),
+    pot_digest run{};
+    if (!ro->run_id.empty()) run = digest_arg(ro->run_id, "--run-id");
+    check(pot_replay_step(&res, r, ro->run_id.empty() ? nullptr : &run, ro->pre.c_str(), entry.data(), entry.size(), ptrs.data(), lens.data(), ptrs.size(),
                           or_null(ro->out), &err),
           &err, "replay");
     emit(ro->json,

@@ -254,7 +254,13 @@ uint64_t Recorder::begin_step(uint64_t t) {
   std::lock_guard<std::mutex> lock(torch_state_mutex());
   auto gen = at::detail::getDefaultCPUGenerator();
   if (m.spec.seed_policy == commit::SeedPolicyKind::kPerStep) {
-    seed = commit::derive_seed(m.spec.seed, t);
+    // The seed names the run, so the run must be known before it trains.
+    if (!m.commitment)
+      fail(Status::kState,
+           "begin_step({}): seed policy per_step: the step's seed names the run; set the commitment "
+           "(set_commitment) before the first step",
+           t);
+    seed = commit::derive_seed(m.spec.seed, m.commitment->run_id(), t);
     std::lock_guard<std::mutex> g(gen.mutex());
     gen.set_current_seed(seed);
   } else if (m.spec.seed_policy == commit::SeedPolicyKind::kSingleSeed) {
@@ -452,6 +458,10 @@ std::string CheckpointStore::state_path(uint64_t t, const std::string &dataset_d
   Program &program = m.prog();
   merkle::StoredTree &data = m.data(dataset_dir);
   (void)data;  // the samples are checked against the dataset root
+  std::optional<hash::Digest> run_id;  // the per-step seeds name the run
+  if (m.commitment) run_id = m.commitment->run_id();
+  else if (m.spec.seed_policy == commit::SeedPolicyKind::kPerStep)
+    fail(Status::kState, "re-deriving S_{} needs the commitment (set_commitment): the per-step seeds name the run", t);
   std::vector<double> rates(t - c + 1);
   commit::learning_rates(m.spec.lr_schedule, m.spec.optimizer.lr, c + 1, rates.size(), rates.data());
   for (uint64_t s = c + 1; s <= t; ++s) {
@@ -463,6 +473,7 @@ std::string CheckpointStore::state_path(uint64_t t, const std::string &dataset_d
     StepOptions opts;
     opts.allow_nonfinite_loss = true;
     opts.rates = std::make_pair(rates[s - c - 1], rates[s - c]);
+    opts.run_id = run_id;
     StepResult r = replay_step(program, m.spec, s, state, batch, opts);
     if (r.post_digest != m.steps[s - 1].state_digest)
       fail(Status::kProofMismatch,

@@ -291,7 +291,7 @@ std::unique_ptr<Program> Program::load(const std::string &path, const commit::Ex
     if (seen.insert(nb.value.unsafeGetTensorImpl()).second) p->buffers_.emplace_back(nb.name, nb.value);
   }
   if (p->params_.empty()) fail(Status::kInvalidArgument, "model program '{}' has no parameter to train", path);
-  check_program_dropout(p->module_, spec.dropout, "model program '" + path + "'");
+  check_program_dropout(p->module_, spec.dropout, path);
   p->checked_dropout_ = spec.dropout;
   return p;
 }
@@ -416,6 +416,9 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
   if (samples != spec.batch_size)
     fail(Status::kInvalidArgument, "the batch has {} samples, the spec's batch_size is {}", samples, spec.batch_size);
 
+  if (spec.seed_policy == commit::SeedPolicyKind::kPerStep && !options.run_id)
+    fail(Status::kInvalidArgument,
+         "seed policy per_step: the seed of step {} names its run (docs/PROTOCOL.md section 9); give the run id", step);
   const commit::OptimizerSpec &o = spec.optimizer;
   if (step == UINT64_MAX) fail(Status::kOutOfRange, "step {} has no successor", step);
   double lr, next_lr;
@@ -524,7 +527,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
     }
   } else if (spec.seed_policy == commit::SeedPolicyKind::kPerStep) {
     std::lock_guard<std::mutex> g(gen.mutex());
-    gen.set_current_seed(commit::derive_seed(spec.seed, step));
+    gen.set_current_seed(commit::derive_seed(spec.seed, *options.run_id, step));
   }
   for (const auto &[name, t] : pre)
     if (!used.count(name))

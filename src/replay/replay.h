@@ -111,6 +111,10 @@ struct StepOptions {
   // the schedule (re-deriving a run of states); otherwise computed from the
   // spec. Callers pass spec.learning_rate values, nothing else.
   std::optional<std::pair<double, double>> rates;
+  // The run the step belongs to: its per-step seed names it (docs/PROTOCOL.md
+  // section 9). Required under the per_step seed policy (kInvalidArgument
+  // otherwise), unused under the others.
+  std::optional<hash::Digest> run_id;
 };
 
 // Refuses (kUnsupported) a spec this build cannot replay bit for bit:

@@ -102,6 +102,7 @@ VerifyResult verify_step(const VerifyInputs &in) {
     opts.hash_threads = in.hash_threads;
     opts.intra_op_threads = in.intra_op_threads;
     opts.rates = std::make_pair(rates[0], rates[1]);
+    opts.run_id = in.commitment->run_id();
     // A NaN or infinity in a gradient, the replayed loss or S_t is a FAIL of
     // its own (the committed loss and the served states were checked above).
     s = replay_step(*program, *in.spec, in.challenged_step, pre, batch, opts);

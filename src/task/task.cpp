@@ -54,6 +54,15 @@ void Task::validate() const {
     if (min_steps != max_steps)
       rule(fmt::format("a listed schedule fixes the number of steps: min_steps {} must equal max_steps {}", min_steps,
                        max_steps));
+    // Every run of a listed task trains on the same samples in the same
+    // order from the same S_0: only the per-step seeds, which name the run
+    // (docs/PROTOCOL.md section 9), can make two runs differ, and only when
+    // the steps draw random numbers. Without that one training could be
+    // registered by any number of identities (attack 5).
+    if (spec.seed_policy != commit::SeedPolicyKind::kPerStep || (spec.dropout == 0 && !spec.other_rng_use))
+      rule("a listed schedule needs per-step randomness (seed policy per_step with dropout > 0 or other_rng_use): "
+           "without it every run of the task is the same trajectory, and one training could be registered by any "
+           "number of identities; give each run its own order with a run_seeded schedule");
   } else if (schedule_rule == ScheduleRule::kRunSeeded) {
     if (schedule_root != hash::Digest{}) rule("a run-seeded schedule has no listed root");
     if (spec.batch_size % spec.grad_accum_microbatches != 0)

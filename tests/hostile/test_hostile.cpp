@@ -984,9 +984,9 @@ TEST_F(LedgerCalls, OverflowingNumbers) {
 
 TEST(StepOverflow, LargestStepNumbers) {
   uint64_t seed = 0;
-  expect_ok("seed of step 2^64 - 1", [&](pot_error **e) { return pot_seed_derive(&seed, 1, UINT64_MAX, e); });
-  uint8_t leaf[POT_STEP_LEAF_SIZE];
   const pot_digest d = filled(6);
+  expect_ok("seed of step 2^64 - 1", [&](pot_error **e) { return pot_seed_derive(&seed, 1, &d, UINT64_MAX, e); });
+  uint8_t leaf[POT_STEP_LEAF_SIZE];
   expect_ok("leaf of step 2^64 - 1", [&](pot_error **e) { return pot_step_leaf_encode(leaf, UINT64_MAX, &d, 1.0, e); });
   uint64_t step = 0;
   pot_digest back;

@@ -178,8 +178,10 @@ def verify_tensor_proof(state: bytes, tensor: bytes, proof: bytes) -> bool:
 
 # --- Protocol primitives (docs/PROTOCOL.md sections 9-13) -------------------
 
-def derive_seed(base: int, step: int) -> int:
-    return int.from_bytes(tagged("pot/v1/seed", struct.pack("<QQ", base, step))[:8], "little")
+def derive_seed(base: int, run_id: bytes, step: int) -> int:
+    assert len(run_id) == 32
+    body = struct.pack("<Q", base) + run_id + struct.pack("<Q", step)
+    return int.from_bytes(tagged("pot/v2/seed", body)[:8], "little")
 
 
 def step_leaf(step: int, state: bytes, loss_bits: bytes) -> bytes:

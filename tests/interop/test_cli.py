@@ -102,7 +102,9 @@ def protocol_vectors():
 def test_seed_leaf_challenge_security_match_vectors():
     v = protocol_vectors()
     for s in v["seeds"]:
-        assert run("seed", "--base", str(s["base_seed"]), "--step", str(s["step"])).stdout.strip() == str(s["seed"])
+        out = run("seed", "--base", str(s["base_seed"]), "--run-id", s["run_id"], "--step", str(s["step"]))
+        assert out.stdout.strip() == str(s["seed"])
+    assert run("seed", "--base", "1", "--step", "1").returncode == 2  # the run is required
     l = v["step_leaves"][0]
     import struct
     loss = struct.unpack("<d", bytes.fromhex(l["loss_bits"]))[0]

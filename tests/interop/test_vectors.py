@@ -90,8 +90,9 @@ def test_protocol_worked_example():
 
 def test_protocol_seeds_leaves_challenges_buckets():
     v = load("protocol.json")
+    assert len({s["run_id"] for s in v["seeds"]}) == 2
     for s in v["seeds"]:
-        assert ind.derive_seed(s["base_seed"], s["step"]) == s["seed"]
+        assert ind.derive_seed(s["base_seed"], bytes.fromhex(s["run_id"]), s["step"]) == s["seed"]
     for l in v["step_leaves"]:
         leaf = ind.step_leaf(l["step"], bytes.fromhex(l["state_digest"]), bytes.fromhex(l["loss_bits"]))
         assert leaf.hex() == l["leaf"], l["comment"]

@@ -3,8 +3,10 @@
 // with the state the PyTorch trainer dumped: state digest and loss bits.
 //
 //   pot_check_run RUN_DIR [--spec SPEC.json] [--pre-dir DIR] [--samples-dir DIR]
-//                 [--program FILE] [--steps A-B] [--shift-batch K]
+//                 [--program FILE] [--steps A-B] [--shift-batch K] [--run-id HEX]
 //
+// Each step is replayed as a step of the run train.py trained (run.json's
+// run_id: per-step seeds name it); --run-id replays it as another run's.
 // --spec replaces the run's spec (e.g. another thread count), --pre-dir takes
 // S_{t-1} from another directory, --samples-dir the samples, --program the
 // model program, --shift-batch K feeds step t the batch of step t+K. Prints
@@ -35,12 +37,12 @@ using pot_test::read_text;
 int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: pot_check_run RUN_DIR [--spec F] [--pre-dir D] [--samples-dir D] [--program F] "
-                         "[--steps A-B] [--shift-batch K]\n");
+                         "[--steps A-B] [--shift-batch K] [--run-id HEX]\n");
     return 2;
   }
   const std::string run = argv[1];
   std::string spec_path = run + "/spec.json", pre_dir = run + "/states", samples_dir = run + "/samples",
-              program = run + "/program.pt";
+              program = run + "/program.pt", run_id;
   uint64_t first = 1, last = 0;
   long shift = 0;
   for (int i = 2; i + 1 < argc; i += 2) {
@@ -51,6 +53,7 @@ int main(int argc, char **argv) {
     else if (k == "--program") program = v;
     else if (k == "--steps") std::sscanf(v.c_str(), "%" SCNu64 "-%" SCNu64, &first, &last);
     else if (k == "--shift-batch") shift = std::stol(v);
+    else if (k == "--run-id") run_id = v;
     else {
       std::fprintf(stderr, "pot_check_run: unknown option %s\n", k.c_str());
       return 2;
@@ -64,6 +67,8 @@ int main(int argc, char **argv) {
     const nlohmann::json schedule = nlohmann::json::parse(read_text(run + "/schedule.json"));
     const uint64_t dataset_size = meta.at("dataset_size").get<uint64_t>();
     if (last == 0) last = meta.at("steps").get<uint64_t>();
+    if (run_id.empty()) run_id = meta.at("run_id").get<std::string>();
+    const pot_digest run_digest = pot_test::digest_of(run_id);
     pot_error *err = nullptr;
     check(pot_spec_from_json(&spec, read_text(spec_path).c_str(), &err), err);
     check(pot_replay_new(&replay, spec, program.c_str(), &err), err);
@@ -92,7 +97,7 @@ int main(int argc, char **argv) {
       const std::string post = numbered(run + "/states", t);
       pot_replay_result r;
       const auto t0 = std::chrono::steady_clock::now();
-      const pot_status s = pot_replay_step(&r, replay, numbered(pre_dir, t - 1).c_str(), entry.data, entry.len,
+      const pot_status s = pot_replay_step(&r, replay, &run_digest, numbered(pre_dir, t - 1).c_str(), entry.data, entry.len,
                                            ptrs.data(), lens.data(), ptrs.size(), nullptr, &err);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       pot_bytes_free(&entry);

@@ -4,7 +4,7 @@ Dependencies: the Python standard library and torch (plus the numpy that
 torch uses for Tensor.numpy()). Everything here follows docs/PROTOCOL.md:
 
 - section 2: ``tagged(tag, body)``;
-- section 9: ``step_seed(base_seed, t)``;
+- section 9: ``step_seed(base_seed, run_id, t)``;
 - section 8: the safetensors files (``write_safetensors`` / ``read_safetensors``),
   written from the format description, not copied from the safetensors package;
 - the canonical naming of a training state (``canonical_state``), which the
@@ -46,9 +46,12 @@ def _u64le(v: int) -> bytes:
     return struct.pack("<Q", v)
 
 
-def step_seed(base_seed: int, t: int) -> int:
-    """The per_step seed of step t: u64 LE of the first 8 bytes of tagged("pot/v1/seed", ...)."""
-    d = tagged("pot/v1/seed", _u64le(base_seed) + _u64le(t))
+def step_seed(base_seed: int, run_id: bytes, t: int) -> int:
+    """The per_step seed of step t of run run_id (32 bytes): u64 LE of the
+    first 8 bytes of tagged("pot/v2/seed", u64le(base) || run_id || u64le(t))."""
+    if len(run_id) != 32:
+        raise ValueError("a run id is 32 bytes")
+    d = tagged("pot/v2/seed", _u64le(base_seed) + bytes(run_id) + _u64le(t))
     return int.from_bytes(d[:8], "little")
 
 

@@ -48,4 +48,11 @@ inline std::string hex(const pot_digest &d) {
   return buf;
 }
 
+inline pot_digest digest_of(const std::string &hex_text) {
+  pot_digest d;
+  pot_error *err = nullptr;
+  check(pot_digest_from_hex(&d, hex_text.c_str(), &err), err);
+  return d;
+}
+
 }  // namespace pot_test

@@ -58,13 +58,14 @@ def step3(pot_cli, small):
         "pre": os.path.join(small, "states", "000002.safetensors"),
         "entry": sched["leaf"],
         "samples": [os.path.join(small, "samples", f"{i:06d}.safetensors") for i in indices],
+        "run_id": meta["run_id"],
     }
 
 
 def replay(pot_cli, a, **over):
     a = {**a, **over}
     return run_pot(pot_cli, "replay", "--spec", a["spec"], "--program", a["program"], "--pre-state", a["pre"],
-                   "--entry", a["entry"], "--sample", *a["samples"], "--json")
+                   "--entry", a["entry"], "--sample", *a["samples"], "--run-id", a["run_id"], "--json")
 
 
 def test_the_honest_step_replays(pot_cli, step3):

@@ -256,8 +256,12 @@ def test_recorded_run_serves_openings_that_verify(tmp_path, record_run_bin, pot_
     info = record(record_run_bin, honest, ck)
     assert info["size"] == STEPS
     meta = json.load(open(os.path.join(honest, "run.json")))
-    # begin_step's seeds are the trainer's torch.manual_seed values.
-    assert info["seeds"] == [potstate.step_seed(meta["base_seed"], t) for t in range(1, STEPS + 1)]
+    # The C API builds the commitment train.py computed with the independent
+    # implementation, and begin_step's seeds (which name the run) are the
+    # trainer's torch.manual_seed values.
+    assert info["run_id"] == meta["run_id"]
+    run_id = bytes.fromhex(meta["run_id"])
+    assert info["seeds"] == [potstate.step_seed(meta["base_seed"], run_id, t) for t in range(1, STEPS + 1)]
     # Only every 5th state is stored.
     assert sorted(os.listdir(ck / "checkpoints")) == [f"{t:012d}.safetensors" for t in range(0, STEPS + 1, EVERY)]
     rc, chal, err = pot(pot_cli, "challenge", "--beacon", "0123456789abcdef", "--run-id", info["run_id"],
@@ -287,6 +291,32 @@ def test_recorded_run_serves_openings_that_verify(tmp_path, record_run_bin, pot_
     # ... while the bitwise path on 2 threads names the replayed state.
     rc, res, err = serve_and_verify(pot_cli, honest, ck, info, 14, extra=("--threads", "2"))
     assert rc == 1 and res["check"] == "replayed_state", res
+
+
+def test_copied_run_under_another_identity_fails_every_step(tmp_path, record_run_bin, pot_cli, check_run_bin,
+                                                           honest):
+    # Attack 5 under a listed schedule: a second identity registers the
+    # honest run's states under its own commitment (same task, same S_0 and
+    # schedule). The per-step seeds name the run, so the dropout masks of
+    # the copier's run are not the ones the states were trained with.
+    ck = tmp_path / "ck"
+    info = record(record_run_bin, honest, ck, "--identity", "7468696566", "--every", 1)  # "thief"
+    meta = json.load(open(os.path.join(honest, "run.json")))
+    assert info["run_id"] != meta["run_id"]
+    for t in (1, 7, STEPS):
+        rc, res, err = serve_and_verify(pot_cli, honest, ck, info, t)
+        assert rc == 1 and res["check"] == "replayed_state", (t, res, err)
+    rc, _, summary = check(check_run_bin, honest, "--run-id", info["run_id"])
+    assert rc == 1 and summary["matched"] == 0, summary
+    # Trained for its own commitment, the second identity's run verifies.
+    own = train(tmp_path / "own", "--model", "transformer", "--optim", "adamw", "--steps", STEPS,
+                "--identity", "7468696566")
+    ck2 = tmp_path / "ck2"
+    info2 = record(record_run_bin, own, ck2, "--identity", "7468696566")
+    assert info2["run_id"] == info["run_id"]
+    for t in (1, 7, STEPS):
+        rc, res, err = serve_and_verify(pot_cli, own, ck2, info2, t)
+        assert rc == 0 and res["valid"], (t, err)
 
 
 def test_forged_step_fails_at_the_replayed_state(tmp_path, record_run_bin, pot_cli, honest):
@@ -380,7 +410,7 @@ def test_pot_replay_cli_reproduces_a_step(tmp_path, pot_cli, honest):
     rc, res, err = pot(pot_cli, "replay", "--spec", os.path.join(honest, "spec.json"), "--program",
                        os.path.join(honest, "program.pt"), "--pre-state",
                        os.path.join(honest, "states", f"{t - 1:06d}.safetensors"), "--entry", sched["leaf"],
-                       "--sample", *samples, "--out", out, "--json")
+                       "--sample", *samples, "--out", out, "--run-id", meta["run_id"], "--json")
     assert rc == 0, err
     want = subprocess.run([pot_cli, "hash", "state", os.path.join(honest, "states", f"{t:06d}.safetensors")],
                           capture_output=True, text=True).stdout.strip()
@@ -392,11 +422,17 @@ def test_pot_replay_cli_reproduces_a_step(tmp_path, pot_cli, honest):
     rc, res2, err = pot(pot_cli, "replay", "--spec", os.path.join(honest, "spec.json"), "--program",
                         os.path.join(honest, "program.pt"), "--pre-state",
                         os.path.join(honest, "states", f"{t - 1:06d}.safetensors"), "--entry", sched["leaf"],
-                        "--sample", *reversed(samples), "--json")
+                        "--sample", *reversed(samples), "--run-id", meta["run_id"], "--json")
     assert rc == 0 and res2["state_digest"] != want
     # Too few samples for the entry.
     rc, _, err = pot(pot_cli, "replay", "--spec", os.path.join(honest, "spec.json"), "--program",
                      os.path.join(honest, "program.pt"), "--pre-state",
                      os.path.join(honest, "states", f"{t - 1:06d}.safetensors"), "--entry", sched["leaf"],
-                     "--sample", *samples[:-1])
+                     "--sample", *samples[:-1], "--run-id", meta["run_id"])
     assert rc == 2 and "samples given" in err, err
+    # Without the run, a per_step step has no seed.
+    rc, _, err = pot(pot_cli, "replay", "--spec", os.path.join(honest, "spec.json"), "--program",
+                     os.path.join(honest, "program.pt"), "--pre-state",
+                     os.path.join(honest, "states", f"{t - 1:06d}.safetensors"), "--entry", sched["leaf"],
+                     "--sample", *samples)
+    assert rc == 2 and "names its run" in err, err

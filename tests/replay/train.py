@@ -16,7 +16,16 @@ Run directory (see tests/replay/README.md):
     DIR/spec.json                   execution spec (docs/cli.md "Execution spec")
     DIR/schedule.json               explicit schedule (docs/cli.md "Explicit schedule"):
                                     [[[idx, ...] per micro-batch] per step]
-    DIR/run.json                    run description, per-step losses and timings
+    DIR/task.json                   the task the run answers to (docs/cli.md "Task"): its S_0,
+                                    listed schedule and dataset, one bitwise challenge
+    DIR/commitment.json             the run's training commitment (miner --identity)
+    DIR/run.json                    run description (with the run id), per-step losses and timings
+
+Everything a commitment binds is fixed before step 1: the schedule is
+planned from a twin of the data loader, and the run id is computed with
+tests/interop/independent.py (written from docs/PROTOCOL.md alone), because
+per-step seeds name the run (section 9). pot_record_run computes the same
+commitment through the C API; the tests check that the two run ids agree.
 
 Every file is byte-identical between two runs with the same arguments,
 except the "step_seconds" of run.json (wall-clock timings).
@@ -44,6 +53,8 @@ import torch.nn.functional as F  # noqa: E402
 from torch import Tensor  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop"))
+import independent  # noqa: E402
 import potstate  # noqa: E402
 
 DROPOUT = 0.1
@@ -229,6 +240,34 @@ class FileDataset(torch.utils.data.Dataset):
         return i, self.samples[i]
 
 
+class IndexDataset(torch.utils.data.Dataset):
+    """n items that are their own index: a twin of FileDataset for planning the schedule."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int):
+        return i
+
+
+def tensor_digests(tensors: dict) -> dict:
+    """name -> tensor digest (PROTOCOL.md section 4), by the independent implementation."""
+    return {name: independent.tensor_digest(name, potstate.dtype_name(t.dtype), list(t.shape),
+                                            potstate.tensor_bytes(t))
+            for name, t in tensors.items()}
+
+
+def sample_digest(tensors: dict) -> bytes:
+    """Section 15: the state-digest construction under the tag pot/v1/sample."""
+    d = tensor_digests(tensors)
+    names = sorted(d, key=lambda s: s.encode("utf-8"))
+    return independent.tagged("pot/v1/sample", struct.pack("<Q", len(names)) +
+                              independent.mth([d[k] for k in names]))
+
+
 def batches(loader):
     while True:  # epochs until the caller stops
         for item in loader:
@@ -304,6 +343,8 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-seed", action="store_true",
                     help="negative test: per_step run that does NOT reseed before each step "
                          "(the spec still claims per_step, so a replay should not match)")
+    ap.add_argument("--identity", default="6d696e6572",
+                    help="the miner identity of the run's commitment (hex; default \"miner\")")
     ap.add_argument("--dump-states", "--no-dump-states-except", dest="dump_states", default="all",
                     help="which states S_t to write: 'all', 'none', or a list like '0,1,5-7,last'")
     a = ap.parse_args(argv)
@@ -381,7 +422,6 @@ def main(argv=None) -> int:
     stream = batches(loader)
     mb = a.batch // a.accum
 
-    # 5./6. steps
     single = a.seed_policy == "single_seed"
 
     def dump_state(t: int) -> None:
@@ -395,6 +435,52 @@ def main(argv=None) -> int:
         rng_state = torch.get_rng_state()
     dump_state(0)
 
+    # 5. everything the commitment binds, before step 1 (per-step seeds name the run)
+    spec = {
+        "framework": "pytorch",
+        "framework_version": TORCH_RELEASE,
+        "model_program_digest": digest.hex(),
+        "dtype": {"f32": "F32", "f64": "F64", "bf16": "BF16"}[a.dtype],
+        "attention_backend": "math",
+        "dropout": DROPOUT,
+        "optimizer": opt_cfg,
+        "grad_clip_max_norm": float(a.clip),
+        "grad_accum_microbatches": a.accum,
+        "batch_size": a.batch,
+        "deterministic_algorithms": False,
+        "intra_op_threads": a.threads,
+        "hardware_class": "cpu-x86_64",
+        "seed_policy": ({"kind": "single_seed", "seed": a.base_seed} if single
+                        else {"kind": "per_step", "base_seed": a.base_seed}),
+        "norm_bucket_resolution": 16,
+        "lr_schedule": {"phases": [{"kind": "cosine", "t_max": t_max, "eta_min": 0.0}]},
+    }
+    s0 = potstate.canonical_state(task, opt, rng=single)
+    initial = independent.state_digest(tensor_digests(s0))
+    del s0
+    planner = torch.utils.data.DataLoader(IndexDataset(n), batch_size=a.batch, shuffle=True,
+                                          generator=torch.Generator().manual_seed(a.data_seed),
+                                          drop_last=True, num_workers=0)
+    planned, plan = [], batches(planner)
+    for _ in range(a.steps):
+        idx = [int(i) for i in next(plan)]
+        planned.append([idx[i * mb:(i + 1) * mb] for i in range(a.accum)])
+    dataset_root = independent.mth([sample_digest(x) for x in dataset.samples])
+    schedule_root = independent.mth([independent.schedule_entry(t + 1, e) for t, e in enumerate(planned)])
+    task_json = {
+        "owner": "6f776e6572", "spec": spec, "dataset_root": dataset_root.hex(), "dataset_size": n,
+        "initial_state": {"published_digest": initial.hex()}, "schedule": {"listed_root": schedule_root.hex()},
+        "min_steps": a.steps, "max_steps": a.steps, "challenge_policy": {"rounds": 1, "mode": "bitwise"},
+    }
+    commitment_json = {
+        "task_id": independent.task_id(task_json).hex(), "initial_state_digest": initial.hex(),
+        "schedule_root": schedule_root.hex(), "dataset_root": dataset_root.hex(), "dataset_size": n,
+        "spec_digest": independent.spec_digest(spec).hex(), "declared_steps": a.steps,
+        "miner_identity": a.identity,
+    }
+    run_id = independent.run_id(commitment_json)
+
+    # 6. steps
     schedule, losses, seconds = [], [], []
     for t in range(1, a.steps + 1):
         before = torch.get_rng_state()
@@ -403,9 +489,11 @@ def main(argv=None) -> int:
             raise RuntimeError("the data loader used the global RNG")
         idx = [int(i) for i in idx]
         schedule.append([idx[i * mb:(i + 1) * mb] for i in range(a.accum)])
+        if schedule[-1] != planned[t - 1]:
+            raise RuntimeError("step %d: the loader gave %s, the planned schedule %s" % (t, schedule[-1], planned[t - 1]))
 
         if a.seed_policy == "per_step" and not a.skip_seed:
-            torch.manual_seed(potstate.step_seed(a.base_seed, t))
+            torch.manual_seed(potstate.step_seed(a.base_seed, run_id, t))
         if single:
             torch.set_rng_state(rng_state)
         t0 = time.perf_counter()
@@ -430,27 +518,9 @@ def main(argv=None) -> int:
         dump_state(t)
         print("step %d loss %.6f (%s) %.3fs" % (t, total, loss_bits(total), seconds[-1]), flush=True)
 
-    # 7. spec, schedule, run
-    spec = {
-        "framework": "pytorch",
-        "framework_version": TORCH_RELEASE,
-        "model_program_digest": digest.hex(),
-        "dtype": {"f32": "F32", "f64": "F64", "bf16": "BF16"}[a.dtype],
-        "attention_backend": "math",
-        "dropout": DROPOUT,
-        "optimizer": opt_cfg,
-        "grad_clip_max_norm": float(a.clip),
-        "grad_accum_microbatches": a.accum,
-        "batch_size": a.batch,
-        "deterministic_algorithms": False,
-        "intra_op_threads": a.threads,
-        "hardware_class": "cpu-x86_64",
-        "seed_policy": ({"kind": "single_seed", "seed": a.base_seed} if single
-                        else {"kind": "per_step", "base_seed": a.base_seed}),
-        "norm_bucket_resolution": 16,
-        "lr_schedule": {"phases": [{"kind": "cosine", "t_max": t_max, "eta_min": 0.0}]},
-    }
     write_json(os.path.join(out, "spec.json"), spec)
+    write_json(os.path.join(out, "task.json"), task_json)
+    write_json(os.path.join(out, "commitment.json"), commitment_json)
     potstate.write_bytes_atomic(os.path.join(out, "schedule.json"),  # one step per line
                                 ("[\n" + ",\n".join(json.dumps(e) for e in schedule) + "\n]\n").encode("ascii"))
     run = {
@@ -459,6 +529,7 @@ def main(argv=None) -> int:
         "threads": a.threads, "seed_policy": a.seed_policy, "skip_seed": bool(a.skip_seed),
         "base_seed": a.base_seed, "data_seed": a.data_seed, "init_seed": a.init_seed,
         "dataset_size": n, "forward_args": arg_names, "params": params,
+        "run_id": run_id.hex(), "task_id": commitment_json["task_id"], "identity": a.identity,
         "dumped_states": sorted(dump),
         "losses": losses, "loss_bits": [loss_bits(d) for d in losses],
         "step_seconds": seconds,

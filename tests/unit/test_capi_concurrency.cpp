@@ -343,7 +343,7 @@ TEST(CApiConcurrent, HandleFreeFunctionsFromManyThreads) {
       },
       [&]() -> std::string {
         uint64_t s = 0, steps[16];
-        std::string r = status(pot_seed_derive(&s, 7, 123, nullptr)) << std::to_string(s);
+        std::string r = status(pot_seed_derive(&s, 7, &a, 123, nullptr)) << std::to_string(s);
         r += status(pot_challenge_derive(steps, 16, beacon.data(), beacon.size(), &a, 100000, nullptr));
         return r + str(steps, sizeof steps);
       },

@@ -172,8 +172,11 @@ TEST(CApiProtocol, CommitmentScheduleAndSamples) {
 
 TEST(CApiProtocol, SeedsLeavesChallengesSecurityBuckets) {
   uint64_t seed = 0;
-  ASSERT_EQ(pot_seed_derive(&seed, 42, 7, nullptr), POT_OK);
+  pot_digest run;
+  ASSERT_EQ(pot_sha256(&run, "run", 3, nullptr), POT_OK);
+  ASSERT_EQ(pot_seed_derive(&seed, 42, &run, 7, nullptr), POT_OK);
   EXPECT_NE(seed, 0u);
+  EXPECT_EQ(pot_seed_derive(&seed, 42, nullptr, 7, nullptr), POT_E_INVALID_ARGUMENT);  // the run is required
   pot_digest state;
   ASSERT_EQ(pot_sha256(&state, "s", 1, nullptr), POT_OK);
   uint8_t leaf[POT_STEP_LEAF_SIZE];

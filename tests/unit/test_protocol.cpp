@@ -30,17 +30,22 @@ Bytes beacon(uint64_t i) {
 }
 }  // namespace
 
-TEST(Seed, DeterministicAndDistinct) {
-  EXPECT_EQ(commit::derive_seed(42, 7), commit::derive_seed(42, 7));
+TEST(Seed, DeterministicAndDistinctPerRun) {
+  hash::Digest run, other;
+  run.bytes.fill(0x11);
+  other.bytes.fill(0x11);
+  other.bytes[31] = 0x12;  // one bit of the run id
+  EXPECT_EQ(commit::derive_seed(42, run, 7), commit::derive_seed(42, run, 7));
   std::set<uint64_t> seen;
   for (uint64_t base : {0ull, 1ull, 42ull, ~0ull})
-    for (uint64_t step = 0; step < 100; ++step) seen.insert(commit::derive_seed(base, step));
-  EXPECT_EQ(seen.size(), 400u);
-  // Known answer: first 8 bytes LE of SHA-256(0x0b "pot/v1/seed" u64le(42) u64le(7)).
+    for (const hash::Digest *r : {&run, &other})
+      for (uint64_t step = 0; step < 100; ++step) seen.insert(commit::derive_seed(base, *r, step));
+  EXPECT_EQ(seen.size(), 800u);  // another run draws other seeds for every step
+  // Known answer: first 8 bytes LE of SHA-256(0x0b "pot/v2/seed" u64le(42) run u64le(7)).
   hash::Sha256 h;
   const uint8_t tag_len = 11;
-  h.update(&tag_len, 1).update("pot/v1/seed", 11).update_u64le(42).update_u64le(7);
-  EXPECT_EQ(commit::derive_seed(42, 7), get_u64le(h.finish().bytes.data()));
+  h.update(&tag_len, 1).update("pot/v2/seed", 11).update_u64le(42).update(run.view()).update_u64le(7);
+  EXPECT_EQ(commit::derive_seed(42, run, 7), get_u64le(h.finish().bytes.data()));
 }
 
 TEST(StepLeaf, RoundTripStrictDecodeAndHash) {

@@ -88,6 +88,19 @@ TEST(Task, EachRuleHasItsOwnMessage) {
       {[](task::Task &t) { t.min_steps = 0; }, Status::kInvalidArgument, "min_steps must be at least 1"},
       {[](task::Task &t) { t.max_steps = 7; }, Status::kInvalidArgument, "max_steps 7 is below min_steps 8"},
       {[](task::Task &t) { t.max_steps = 9; }, Status::kInvalidArgument, "a listed schedule fixes the number of steps"},
+      // Attack 5 under a listed schedule: runs that draw no per-step random
+      // numbers are all the same trajectory.
+      {[](task::Task &t) { t.spec.dropout = 0; }, Status::kInvalidArgument, "a listed schedule needs per-step randomness"},
+      {[](task::Task &t) {
+         t.spec.seed_policy = commit::SeedPolicyKind::kSingleSeed;
+       },
+       Status::kInvalidArgument, "a listed schedule needs per-step randomness"},
+      {[](task::Task &t) {
+         t.spec.dropout = 0;
+         t.spec.seed_policy = commit::SeedPolicyKind::kNone;
+         t.spec.seed = 0;
+       },
+       Status::kInvalidArgument, "a listed schedule needs per-step randomness"},
       {[](task::Task &t) { t.challenge_rounds = 0; }, Status::kInvalidArgument, "challenge_policy.rounds = 0"},
       {[](task::Task &t) { t.challenge_rounds = 9; }, Status::kInvalidArgument, "exceeds min_steps 8"},
       {[](task::Task &t) { t.challenge_mode = static_cast<task::ChallengeMode>(3); }, Status::kInvalidArgument,
@@ -199,6 +212,14 @@ TEST(Task, RunSeededScheduleIsEachRunsOwn) {
   EXPECT_EQ(task::Task::decode(b).id(), t.id());
   EXPECT_EQ(task::Task::from_json(t.to_json()).id(), t.id());
   EXPECT_EQ(t.to_json()["schedule"], nlohmann::json::parse(R"({"run_seeded": {}})"));
+  {
+    // Each run's own order makes runs differ without any random numbers.
+    task::Task quiet = t;
+    quiet.spec.dropout = 0;
+    quiet.spec.seed_policy = commit::SeedPolicyKind::kNone;
+    quiet.spec.seed = 0;
+    EXPECT_NO_THROW(quiet.validate());
+  }
 
   // Each (miner, step count) has its own order, and the commitment carries its root.
   const Bytes miner = {'m'}, thief = {'t'};

@@ -42,7 +42,7 @@ def test_every_function_of_pot_h_is_wrapped():
 
 def test_versions():
     assert pot.version() == _pot.pot_version_string() == pot.BUILT_VERSION == _pot.POT_VERSION_STRING
-    assert pot.abi_version() == pot.ABI_VERSION == 1
+    assert pot.abi_version() == pot.ABI_VERSION == 2
     assert re.fullmatch(r"\d+\.\d+\.\d+", pot.version())
     assert (pot.DIGEST_SIZE, pot.CHUNK_SIZE, pot.STEP_LEAF_SIZE, pot.WITNESS_SALT_SIZE) == (32, 65536, 60, 32)
     assert (pot.MAX_NAME_BYTES, pot.MAX_DIMS) == (_pot.POT_MAX_NAME_BYTES, _pot.POT_MAX_DIMS)
@@ -98,8 +98,9 @@ def test_worked_example_independently():
             + struct.pack("<Q", 16) + struct.pack("<I", 65536) + chunk_root)
     assert pot.tensor_digest("w", "F32", [2, 2], data) == tagged("pot/v1/tensor", body)
     # The per_step seed of section 9.
-    seed = int.from_bytes(tagged("pot/v1/seed", struct.pack("<QQ", 7, 3))[:8], "little")
-    assert pot.seed(7, 3) == seed
+    run = hashlib.sha256(b"a run").digest()
+    seed = int.from_bytes(tagged("pot/v2/seed", struct.pack("<Q", 7) + run + struct.pack("<Q", 3))[:8], "little")
+    assert pot.seed(7, run, 3) == seed
     # The program digest of section 21.2 is over the file's bytes.
     assert pot.sha256(b"abc") == hashlib.sha256(b"abc").digest()
 

@@ -2,6 +2,7 @@
 reference ledger and real PyTorch training (docs/security.md section 5).
 Each attack must fail at its named check while the same run built honestly
 passes."""
+import hashlib
 import json
 import os
 
@@ -19,9 +20,13 @@ OWNER, MINER, THIEF = b"task owner", b"honest miner", b"lazy miner"
 
 
 class Net(torch.nn.Module):
-    def __init__(self):
+    """The model: with p > 0 (the world's, 0.1), dropout on the hidden layer,
+    so that a listed task's runs differ by their per-step seeds."""
+
+    def __init__(self, p: float = 0.0):
         super().__init__()
-        self.body = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
+        drop = [torch.nn.Dropout(p)] if p > 0 else []
+        self.body = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.Tanh(), *drop, torch.nn.Linear(16, 3))
 
     def forward(self, x, y):
         return torch.nn.functional.cross_entropy(self.body(x), y)
@@ -57,14 +62,14 @@ class World:
         self.data_dir = os.path.join(self.tmp, "data")
         pt.write_dataset(self.samples, self.data_dir)
         self.program = os.path.join(self.tmp, "program.pt")
-        self.model = Net()
+        self.model = Net(0.1)
         pt.save_program(self.model, self.program)
         self.opt = torch.optim.SGD(self.model.parameters(), lr=0.05, momentum=0.9)
         # Linear warm-up over 2 steps, then cosine decay: the spec fixes every step's rate.
         L = torch.optim.lr_scheduler
         self.sched = L.SequentialLR(self.opt, [L.LinearLR(self.opt, 0.25, 1.0, 2),
                                                L.CosineAnnealingLR(self.opt, STEPS - 2, 0.001)], [2])
-        spec = pt.make_spec(self.opt, self.program, dtype=torch.float32, batch_size=BATCH, seed=7,
+        spec = pt.make_spec(self.opt, self.program, dtype=torch.float32, batch_size=BATCH, seed=7, dropout=0.1,
                             scheduler=self.sched)
         self.schedule = [[[(BATCH * t + i) % len(self.samples) for i in range(BATCH)]] for t in range(STEPS)]
         self.task = pt.make_task(self.model, self.opt, spec, dataset_dir=self.data_dir, schedule=self.schedule,
@@ -80,6 +85,7 @@ class World:
                           miner_identity=MINER)
         run_id = self.call("start_training_commitment", caller=MINER.hex(),
                            commitment=rec.commitment.encode().hex())["run_id"]
+        self.honest_states, self.honest_losses = [], []
         for step in self.schedule:
             rec.begin_step(step[0])
             batch = [self.samples[i] for i in step[0]]
@@ -89,6 +95,8 @@ class World:
             self.sched.step()
             self.opt.zero_grad(set_to_none=True)
             rec.end_step(loss)
+            self.honest_states.append({k: v.clone() for k, v in pt.canonical_state(self.model, self.opt).items()})
+            self.honest_losses.append(float(loss))
         root = rec.finish()
         self.call("post_checkpoint_root", caller=MINER.hex(), run_id=run_id, size=STEPS, root=root.hex(),
                   consistency_proof="")
@@ -118,7 +126,7 @@ def test_attack_a_task_of_the_miners_choosing_is_refused(tmp_path):
     program = os.path.join(thief_dir, "program.pt")
     pt.save_program(trivial, program)
     opt = torch.optim.SGD(trivial.parameters(), lr=0.05)
-    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=1, seed=7)
+    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=1, seed=7, other_rng_use=True)
     own = pt.make_task(trivial, opt, spec, dataset_dir=os.path.join(thief_dir, "data"), schedule=[[[0]]] * 20000,
                        owner=THIEF, challenge_rounds=2)
     fixed = w.task.to_dict()
@@ -165,7 +173,7 @@ def forged_run(w, tmp, corrupt, task=None, s0_path=None):
     (commitment, root, serve(t) -> (manifest, pre-state path))."""
     x = torch.stack([w.samples[i]["x"] for i in w.schedule[0][0]])
     y = torch.stack([w.samples[i]["y"] for i in w.schedule[0][0]])
-    torch.manual_seed(pot.seed(7, 1))
+    torch.manual_seed(pot.seed(7, thief_run_id(task or w.task), 1))
     loss = w.model(x, y)
     loss.backward()
     w.opt.step()
@@ -223,6 +231,50 @@ def served_run(w, tmp, states, losses, task=None, s0_path=None, commitment=None,
     return commitment, log.root(STEPS), serve
 
 
+def test_attack_one_listed_training_registered_by_two_identities(tmp_path):
+    """Attack 5 under a listed schedule: every run of the task trains on the
+    same samples in the same order from the same S_0, so a second identity
+    registers the honest states under its own commitment (accepted: only the
+    miner differs) and serves them. The per-step seeds name the run
+    (docs/PROTOCOL.md section 9): the dropout masks of the thief's steps are
+    not the ones the honest states were trained with, and every copied step
+    fails at `replayed_state`. A listed task whose steps draw no random
+    numbers, whose runs would all be one trajectory, cannot be built."""
+    w = World(tmp_path)
+    rec, run_id, root = w.train_honestly()
+    for t in range(1, STEPS + 1):
+        assert pot.verify_step(rec.commitment, w.task.spec, w.program, t, STEPS, root, rec.serve(t),
+                               rec.state_path(t - 1)).ok, t
+    copy = pot.Commitment(dict(json.loads(rec.commitment.to_json()), miner_identity=THIEF.hex()))
+    thief_run = w.call("start_training_commitment", caller=THIEF.hex(), commitment=copy.encode().hex())["run_id"]
+    assert thief_run == str(copy.run_id) != run_id
+    base = w.task.spec.seed
+    assert all(pot.seed(base, copy.run_id, t) != pot.seed(base, rec.commitment.run_id, t) for t in range(1, STEPS + 1))
+    commitment, copied_root, serve = served_run(w, str(tmp_path / "thief"), w.honest_states, w.honest_losses,
+                                                s0_path=rec.state_path(0), commitment=copy)
+    assert copied_root == root  # the same leaves: the log itself does not name the run
+    for t in range(1, STEPS + 1):
+        manifest, pre = serve(t)
+        with pytest.raises(pot.ProofMismatchError) as e:
+            pot.verify_step(copy, w.task.spec, w.program, t, STEPS, copied_root, manifest, pre)
+        assert e.value.check == pot.OpeningCheck.REPLAYED_STATE, t
+    rec.close()
+    # Without per-step randomness the task itself is refused.
+    torch.manual_seed(0)
+    quiet = Net(0.0)
+    program = str(tmp_path / "quiet.pt")
+    pt.save_program(quiet, program)
+    opt = torch.optim.SGD(quiet.parameters(), lr=0.05)
+    for policy in (dict(seed_policy="none"), dict(seed_policy="per_step", seed=7)):
+        spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, **policy)
+        with pytest.raises(pot.InvalidArgumentError, match="a listed schedule needs per-step randomness"):
+            pt.make_task(quiet, opt, spec, dataset_dir=w.data_dir, schedule=w.schedule, owner=OWNER,
+                         challenge_rounds=2)
+        # ... while a run-seeded one gives each run its own order instead.
+        assert pt.make_task(quiet, opt, spec, dataset_dir=w.data_dir, schedule=pt.RUN_SEEDED, steps=STEPS,
+                            owner=OWNER, challenge_rounds=2).schedule_rule == "run_seeded"
+
+
 def test_attack_one_training_registered_by_two_identities(tmp_path):
     """Attack 5: a second identity registers the honest miner's run with only
     miner_identity changed and serves the honest states. Under a run-seeded
@@ -248,7 +300,7 @@ def test_attack_one_training_registered_by_two_identities(tmp_path):
 
     def train(identity, directory, ledger=True):
         torch.manual_seed(0)
-        model = Net()
+        model = Net(0.1)
         opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
         L = torch.optim.lr_scheduler
         sched = L.SequentialLR(opt, [L.LinearLR(opt, 0.25, 1.0, 2), L.CosineAnnealingLR(opt, STEPS - 2, 0.001)], [2])
@@ -307,6 +359,12 @@ def test_attack_one_training_registered_by_two_identities(tmp_path):
     mine.close()
 
 
+def thief_run_id(task):
+    """The run id of the thief's commitment to `task` (served_run's default):
+    its per-step seeds name it, so a miner fabricating that run seeds with it."""
+    return pot.Commitment(dict(json_of(task), miner_identity=THIEF.hex(), declared_steps=STEPS)).run_id
+
+
 def json_of(task):
     """The commitment fields a task fixes."""
     j = task.to_dict()
@@ -328,7 +386,7 @@ def test_attack_learning_rate_zero_fails_at_learning_rate(tmp_path):
     weights = {n: p.detach().clone() for n, p in w.model.named_parameters()}
     states, losses = [], []
     for t, step in enumerate(w.schedule, start=1):
-        torch.manual_seed(pot.seed(7, t))
+        torch.manual_seed(pot.seed(7, thief_run_id(w.task), t))
         batch = [w.samples[i] for i in step[0]]
         loss = w.model(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch]))
         loss.backward()
@@ -343,7 +401,7 @@ def test_attack_learning_rate_zero_fails_at_learning_rate(tmp_path):
     # The task's S_0 (the world's fresh model, rebuilt from its seed) as the served pre-state of step 1.
     s0 = str(tmp_path / "S_0.safetensors")
     torch.manual_seed(0)
-    fresh = Net()
+    fresh = Net(0.1)
     fresh_opt = torch.optim.SGD(fresh.parameters(), lr=0.05, momentum=0.9)
     L = torch.optim.lr_scheduler
     L.SequentialLR(fresh_opt, [L.LinearLR(fresh_opt, 0.25, 1.0, 2), L.CosineAnnealingLR(fresh_opt, STEPS - 2, 0.001)],
@@ -426,7 +484,7 @@ def test_attack_saturated_optimizer_state_in_s0_is_refused(tmp_path):
     rec.close()
     # After one optimizer step the optimizer holds state: not a fresh S_0.
     torch.manual_seed(0)
-    model = Net()
+    model = Net(0.1)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     x = torch.stack([w.samples[i]["x"] for i in range(BATCH)])
     y = torch.stack([w.samples[i]["y"] for i in range(BATCH)])
@@ -487,7 +545,7 @@ def test_attack_a_program_with_side_effects_is_refused_before_it_runs(tmp_path):
         program = str(tmp_path / f"{type(model).__name__}.pt")
         pt.save_program(model, program)
         opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-        spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, seed=7)
+        spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, seed=7, other_rng_use=True)
         with pytest.raises(pot.UnsupportedError) as e:
             pot.Replay(spec, program)
         assert op in e.value.message and "forward" in e.value.message, e.value.message
@@ -607,7 +665,7 @@ def replay_step_one(w, model, spec, tmp_path, s0_state=None):
     entry = pot.ScheduleEntry(1, w.schedule[0]).encode(len(w.samples))
     batch = [open(os.path.join(w.data_dir, f"{i:06d}.safetensors"), "rb").read() for i in w.schedule[0][0]]
     with pot.Replay(spec, program) as r:
-        return r.step(s0, entry, batch)
+        return r.step(s0, entry, batch, run_id=hashlib.sha256(b"a run of the attack world").digest())
 
 
 def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):
@@ -633,13 +691,14 @@ def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):
         replay_step_one(w, noisy, spec_for(noisy), tmp_path)
     # The recorder refuses such a step while training, before recording it.
     spec = spec_for(noisy)
+    # (A listed task must declare per-step randomness; this one gives each run its own order.)
     task = pt.make_task(noisy, torch.optim.SGD(noisy.parameters(), lr=0.05), spec, dataset_dir=w.data_dir,
-                        schedule=w.schedule, owner=OWNER, challenge_rounds=2)
+                        schedule=pt.RUN_SEEDED, steps=STEPS, owner=OWNER, challenge_rounds=2)
     opt = torch.optim.SGD(noisy.parameters(), lr=0.05)
     rec = pt.Recorder(noisy, opt, task, str(tmp_path / "Noisy.pt"), str(tmp_path / "ck-noisy"),
-                      dataset_dir=w.data_dir, schedule=w.schedule)
-    rec.begin_step(w.schedule[0][0])
-    batch = [w.samples[i] for i in w.schedule[0][0]]
+                      dataset_dir=w.data_dir, steps=STEPS)
+    rec.begin_step(rec.schedule[0][0])
+    batch = [w.samples[i] for i in rec.schedule[0][0]]
     noisy(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch])).backward()
     opt.step()
     with pytest.raises(pot.InvalidArgumentError, match="step 1 drew random numbers"):
@@ -653,7 +712,7 @@ def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):
     assert replay_step_one(w, quiet, spec_for(quiet), tmp_path)
 
     torch.manual_seed(0)
-    model = Net()
+    model = Net()  # Dropout(p=0): a spec without RNG use is right for it
     honest = spec_for(model)
     assert replay_step_one(w, model, honest, tmp_path)
     # Another framework version, another attention backend: not replayable here.
@@ -702,16 +761,16 @@ def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):
         replay_step_one(w, putter, spec_for(putter, deterministic_algorithms=True), tmp_path)
     det = spec_for(putter, deterministic_algorithms=True)
     task = pt.make_task(putter, torch.optim.SGD(putter.parameters(), lr=0.05), det, dataset_dir=w.data_dir,
-                        schedule=w.schedule, owner=OWNER, challenge_rounds=2)
+                        schedule=pt.RUN_SEEDED, steps=STEPS, owner=OWNER, challenge_rounds=2)
     try:
         rec = pt.Recorder(putter, torch.optim.SGD(putter.parameters(), lr=0.05), task,
                           str(tmp_path / f"WithPut-{det.digest()}.pt"), str(tmp_path / "ck-det"),
-                          dataset_dir=w.data_dir, schedule=w.schedule)
+                          dataset_dir=w.data_dir, steps=STEPS)
         assert torch.are_deterministic_algorithms_enabled()
         torch.use_deterministic_algorithms(False)
         with pytest.raises(pot.StateError, match="use_deterministic_algorithms is False, the spec's "
                                                  "deterministic_algorithms is True"):
-            rec.begin_step(w.schedule[0][0])
+            rec.begin_step(rec.schedule[0][0])
         rec.close()
     finally:
         torch.use_deterministic_algorithms(False)

@@ -73,6 +73,7 @@ class Tiny(torch.nn.Module):
 
 LR = 0.1
 BASE_SEED = 7
+RUN = hashlib.sha256(b"the tiny run").digest()  # a run id for replays outside a recorded run
 N_SAMPLES = 4
 
 
@@ -148,24 +149,27 @@ def test_replay_step_matches_eager_pytorch(tiny):
         assert r.input_names == ["x", "y"] and r.input_name(1) == "y"
         with pytest.raises(pot.OutOfRangeError):
             r.input_name(2)
-        got = r.step(s0, entry, batch, tiny["dir"] / "s1.safetensors")
+        # Under per_step the seed names the run: a step without its run is refused.
+        with pytest.raises(pot.InvalidArgumentError, match="names its run"):
+            r.step(s0, entry, batch)
+        got = r.step(s0, entry, batch, tiny["dir"] / "s1.safetensors", run_id=RUN)
         # A NaN input gives a NaN loss: POT_E_NONFINITE.
         nan = sample_bytes(tiny["dir"], 99, nan=True)
         with pytest.raises(pot.NonFiniteError) as e:
-            r.step(s0, entry, [nan, batch[1]])
+            r.step(s0, entry, [nan, batch[1]], run_id=RUN)
         want_error(e, pot.NonFiniteError, pot.Status.NONFINITE)
         with pytest.raises(pot.InvalidArgumentError):
-            r.step(s0, entry, batch[:1])  # a batch that does not fit the entry
+            r.step(s0, entry, batch[:1], run_id=RUN)  # a batch that does not fit the entry
         # The rate is the spec's, not the state's: S_0 holding another one is refused.
         with state_writer(model, 2 * LR) as w:
             w.write(tiny["dir"] / "s0-fast.safetensors")
         with pytest.raises(pot.InvalidArgumentError, match="hparam/lr = 0.20000000000000001, the spec's "
                                                             "learning-rate schedule gives step 1 the rate 0.1"):
-            r.step(tiny["dir"] / "s0-fast.safetensors", entry, batch)
+            r.step(tiny["dir"] / "s0-fast.safetensors", entry, batch, run_id=RUN)
     with pytest.raises(pot.StateError):
         r.step(s0, entry, batch)
 
-    torch.manual_seed(pot.seed(BASE_SEED, 1))
+    torch.manual_seed(pot.seed(BASE_SEED, RUN, 1))
     opt = torch.optim.SGD(model.parameters(), lr=LR)
     loss = eager_step(model, opt, [load_sample(b) for b in batch])
     with state_writer(model, LR) as w:
@@ -202,7 +206,7 @@ def record(tiny, ck, tamper_step=None, every=2, steps=3):
         for t in range(1, steps + 1):
             seed = rec.begin_step(t)
             # The seed policy went to the generator torch itself uses.
-            assert seed == pot.seed(BASE_SEED, t) == torch.initial_seed()
+            assert seed == pot.seed(BASE_SEED, commitment.run_id, t) == torch.initial_seed()
             batch = [load_sample(tiny["samples"][i]) for i in pot.ScheduleEntry.decode(entries[t - 1]).indices]
             loss = eager_step(model, opt, batch)
             if t == tamper_step:
@@ -337,7 +341,7 @@ def test_fixture_end_to_end(fixture, tmp_path):
             batch = [(samples / f"{i:06d}.safetensors").read_bytes() for mb in schedule[step - 1] for i in mb]
             # The rates are the spec's: S_t's hparam/lr (torch's scheduler) is the rate of step t+1.
             assert struct.unpack("<d", s5.tensor_data("hparam/lr"))[0] == spec.learning_rate(step + 1)
-            got = r.step(run / "states" / f"{step - 1:06d}.safetensors", entry, batch)
+            got = r.step(run / "states" / f"{step - 1:06d}.safetensors", entry, batch, run_id=commitment.run_id)
             assert got.post_state_digest == want and got == res.replay
             assert struct.pack("<d", got.loss).hex() == \
                 int(meta["loss_bits"][step - 1], 16).to_bytes(8, "big")[::-1].hex()

@@ -13,9 +13,13 @@ V = load_vectors("protocol.json")
 
 
 def test_seeds():
+    runs = set()
     for s in V["seeds"]:
-        assert pot.seed(s["base_seed"], s["step"]) == s["seed"]
-        assert pot.seed_derive(s["base_seed"], s["step"]) == s["seed"]
+        run = bytes.fromhex(s["run_id"])
+        runs.add(run)
+        assert pot.seed(s["base_seed"], run, s["step"]) == s["seed"]
+        assert pot.seed_derive(s["base_seed"], run, s["step"]) == s["seed"]
+    assert len(runs) == 2  # the same steps of two runs draw other seeds
 
 
 def test_step_leaves():

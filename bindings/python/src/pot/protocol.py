@@ -12,10 +12,11 @@ from .hash import Buffer
 from .safetensors import Safetensors
 
 
-def seed(base_seed: int, step: int) -> int:
-    """Seed of step `step` under the per_step seed policy (pot_seed_derive):
-    the first 8 bytes, little-endian, of a tagged SHA-256 of (base_seed, step)."""
-    return _pot.pot_seed_derive(base_seed, step)
+def seed(base_seed: int, run_id: Buffer, step: int) -> int:
+    """Seed of step `step` of run `run_id` (32 bytes, Commitment.run_id)
+    under the per_step seed policy (pot_seed_derive): the first 8 bytes,
+    little-endian, of a tagged SHA-256 of (base_seed, run_id, step)."""
+    return _pot.pot_seed_derive(base_seed, run_id, step)
 
 
 seed_derive = seed

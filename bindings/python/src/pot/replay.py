@@ -133,9 +133,12 @@ class Replay(Handle):
                     return names
 
     def step(self, pre_state_path: PathLike, schedule_entry: Buffer, samples: Sequence[Buffer],
-             post_state_path: Optional[PathLike] = None) -> ReplayResult:
+             post_state_path: Optional[PathLike] = None, *, run_id: Optional[Buffer] = None) -> ReplayResult:
         """Replays one step from the state file S_{t-1} (pot_replay_step).
 
+        run_id: the run the step belongs to (Commitment.run_id); required
+        when the spec's seed policy is per_step, whose seeds name the run
+        (InvalidArgumentError without it).
         schedule_entry: the step's canonical entry (ScheduleEntry.encode);
         samples: the safetensors payloads of its indices, in order;
         post_state_path: where to write S_t, if given. The learning rates are
@@ -145,7 +148,7 @@ class Replay(Handle):
         NaN or infinite loss, BackendError for a LibTorch failure.
         """
         with self._use() as h:
-            return _replay_result(_pot.pot_replay_step(h, pre_state_path, schedule_entry, list(samples),
+            return _replay_result(_pot.pot_replay_step(h, run_id, pre_state_path, schedule_entry, list(samples),
                                                        post_state_path))
 
     def _describe(self) -> str:

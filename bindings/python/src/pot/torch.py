@@ -382,7 +382,9 @@ def make_task(model: torch.nn.Module, optimizer: torch.optim.Optimizer, spec: Sp
     fresh optimizer: no state yet), the schedule rule and the challenge
     policy (`challenge_rounds` distinct steps per run, "bitwise" or
     "norm_bucket"). The schedule is either a list (one step per entry, so a
-    run has exactly len(schedule) steps, the same order for every run) or
+    run has exactly len(schedule) steps, the same order for every run; only
+    for a spec whose steps draw random numbers, per_step seeds with dropout
+    or other_rng_use, since the seeds are what makes runs differ) or
     RUN_SEEDED: every run trains on its own seeded order (17.3; the
     schedule of one trajectory verifies under no other miner's commitment),
     for steps..max_steps steps (max_steps defaults to steps). Miners then

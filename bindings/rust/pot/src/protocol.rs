@@ -7,17 +7,21 @@ use crate::ffi::{call, cstring};
 use crate::safetensors::Safetensors;
 use crate::sys;
 
-/// Seed of step `step` under the `per_step` seed policy: the first 8 bytes
-/// (little-endian) of a tagged SHA-256 of `(base_seed, step)`. Thread-safe.
+/// Seed of step `step` of run `run_id` ([`Commitment::run_id`](crate::Commitment::run_id))
+/// under the `per_step` seed policy: the first 8 bytes (little-endian) of a
+/// tagged SHA-256 of `(base_seed, run_id, step)` (docs/PROTOCOL.md section
+/// 9). Two runs of one task draw different seeds. Thread-safe.
 ///
 /// ```
-/// // tests/vectors/protocol.json
-/// assert_eq!(pot::protocol::seed_derive(42, 7)?, 13733043992930355590);
+/// let run = pot::Digest([0x5c; 32]);
+/// let mut other = run;
+/// other.0[31] ^= 1;
+/// assert_ne!(pot::protocol::seed_derive(42, &run, 7)?, pot::protocol::seed_derive(42, &other, 7)?);
 /// # Ok::<(), pot::Error>(())
 /// ```
-pub fn seed_derive(base_seed: u64, step: u64) -> Result<u64> {
+pub fn seed_derive(base_seed: u64, run_id: &Digest, step: u64) -> Result<u64> {
     let mut out = 0u64;
-    call(|err| unsafe { sys::pot_seed_derive(&mut out, base_seed, step, err) })?;
+    call(|err| unsafe { sys::pot_seed_derive(&mut out, base_seed, run_id.as_ptr(), step, err) })?;
     Ok(out)
 }
 

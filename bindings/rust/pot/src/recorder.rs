@@ -167,13 +167,14 @@ impl Recorder {
     ///
     /// # Errors
     /// [`State`](crate::ErrorKind::State) for another step than the next one, or
-    /// before [`start`](Recorder::start);
+    /// before [`start`](Recorder::start), or under `per_step` before
+    /// [`set_commitment`](Recorder::set_commitment) (the seeds name the run);
     /// [`OutOfRange`](crate::ErrorKind::OutOfRange) past the declared steps.
     ///
     /// ```no_run
-    /// # let mut recorder: pot::Recorder = unimplemented!();
+    /// # let (mut recorder, commitment): (pot::Recorder, pot::Commitment) = unimplemented!();
     /// let seed = recorder.begin_step(1)?;
-    /// assert_eq!(seed, pot::protocol::seed_derive(7, 1)?); // per_step, base seed 7
+    /// assert_eq!(seed, pot::protocol::seed_derive(7, &commitment.run_id()?, 1)?); // per_step, base seed 7
     /// # Ok::<(), pot::Error>(())
     /// ```
     pub fn begin_step(&mut self, step: u64) -> Result<u64> {

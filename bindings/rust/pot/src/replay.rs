@@ -216,13 +216,15 @@ impl Replay {
     /// let mut replay = pot::Replay::new(&spec, "run/program.pt")?;
     /// let entry = pot::ScheduleEntry { step: 5, indices: vec![3, 1], microbatch_sizes: vec![2] }.encode(8)?;
     /// let samples = [std::fs::read("run/samples/000003.safetensors")?, std::fs::read("run/samples/000001.safetensors")?];
-    /// let r = replay.step("run/states/000004.safetensors", &entry, &samples, None)?;
+    /// let run_id = pot::Commitment::decode(&std::fs::read("ck/commitment.bin")?)?.run_id()?;
+    /// let r = replay.step(Some(&run_id), "run/states/000004.safetensors", &entry, &samples, None)?;
     /// assert_eq!(r.post_state_digest, pot::safetensors::digest_file("run/states/000005.safetensors", 0)?);
     /// # Ok(())
     /// # }
     /// ```
     pub fn step<S: AsRef<[u8]>>(
         &mut self,
+        run_id: Option<&Digest>,
         pre_state: impl AsRef<Path>,
         schedule_entry: &[u8],
         samples: &[S],
@@ -237,6 +239,7 @@ impl Replay {
             sys::pot_replay_step(
                 &mut out,
                 self.raw.as_ptr(),
+                run_id.map_or(std::ptr::null(), Digest::as_ptr),
                 pre.as_ptr(),
                 schedule_entry.as_ptr(),
                 schedule_entry.len(),

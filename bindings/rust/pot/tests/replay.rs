@@ -177,7 +177,7 @@ fn recorder_and_checkpoints_serve_a_verifiable_opening() {
     let mut states = vec![d0];
     let mut losses = vec![0.0];
     for t in 1..=STEPS {
-        assert_eq!(rec.begin_step(t).unwrap(), protocol::seed_derive(7, t).unwrap());
+        assert_eq!(rec.begin_step(t).unwrap(), protocol::seed_derive(7, &commitment.run_id().unwrap(), t).unwrap());
         w.iter_mut().for_each(|x| *x *= 0.5);
         lr *= 0.9;
         let (wb, lrb) = (f32s(&w), lr.to_le_bytes());
@@ -388,13 +388,18 @@ fn end_to_end_replay_of_a_recorded_run() {
     assert_eq!(held.to_bits(), spec.learning_rates(STEP + 1, 1).unwrap()[0].to_bits());
 
     let out = tmp.path("s5.safetensors");
-    let got = r.step(fx.state(STEP - 1), &entry, &batch, Some(&out)).unwrap();
+    // Under per_step the seed names the run: a step without its run is refused.
+    let err = r.step(None, fx.state(STEP - 1), &entry, &batch, None).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(err.message().contains("names its run"), "{}", err.message());
+    let run_id = commitment.run_id().unwrap();
+    let got = r.step(Some(&run_id), fx.state(STEP - 1), &entry, &batch, Some(&out)).unwrap();
     assert_eq!(got.post_state_digest, want, "the digest of states/000005.safetensors");
     assert_eq!(safetensors::digest_file(&out, 0).unwrap(), want);
     let bits = u64::from_str_radix(fx.meta["loss_bits"][(STEP - 1) as usize].as_str().unwrap(), 16).unwrap();
     assert_eq!(got.loss.to_bits(), bits);
     assert_eq!(got, replayed);
     // A batch that does not fit the entry.
-    let err = r.step(fx.state(STEP - 1), &entry, &batch[1..], None).unwrap_err();
+    let err = r.step(Some(&run_id), fx.state(STEP - 1), &entry, &batch[1..], None).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
 }

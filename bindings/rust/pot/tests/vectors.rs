@@ -259,7 +259,8 @@ fn hash_log_states() {
 fn protocol_seeds_leaves_challenges() {
     let v = load("protocol.json");
     for sd in arr(&v, "seeds") {
-        assert_eq!(protocol::seed_derive(u(sd, "base_seed"), u(sd, "step")).unwrap(), u(sd, "seed"), "{sd}");
+        let run = digest(sd, "run_id");
+        assert_eq!(protocol::seed_derive(u(sd, "base_seed"), &run, u(sd, "step")).unwrap(), u(sd, "seed"), "{sd}");
     }
     for l in arr(&v, "step_leaves") {
         let bits = u64::from_le_bytes(unhex(s(l, "loss_bits")).try_into().unwrap());
