@@ -490,7 +490,9 @@ POT_API uint32_t pot_spec_norm_bucket_resolution(const pot_spec *spec);
  * (docs/PROTOCOL.md 14.3), bit for bit. S_t's hparam/lr must be the rate of
  * step t+1. Costs O(first + n) arithmetic: fetch a run's rates in chunks,
  * not one call per step. POT_E_INVALID_ARGUMENT for first = 0 or a rate that
- * is not finite. */
+ * is not finite, POT_E_LIMIT for n above POT_MAX_RATES_PER_CALL (so that a
+ * binding allocating out for the caller never allocates more than 128 MiB). */
+#define POT_MAX_RATES_PER_CALL 16777216 /* 2^24 */
 POT_API pot_status pot_spec_learning_rates(double *out, size_t n, const pot_spec *spec, uint64_t first,
                                            pot_error **err);
 

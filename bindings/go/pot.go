@@ -42,6 +42,9 @@ const (
 	// MaxStreamPositions is POT_MAX_STREAM_POSITIONS, the most positions
 	// one SeededScheduleStream call returns.
 	MaxStreamPositions = 1 << 24
+	// MaxRatesPerCall is POT_MAX_RATES_PER_CALL, the most learning rates
+	// one Spec.LearningRates call returns.
+	MaxRatesPerCall = 1 << 24
 )
 
 // Each line fails to compile unless the Go constant equals the macro of
@@ -58,6 +61,7 @@ var (
 	_ = [1]int{}[WitnessSaltSize-C.POT_WITNESS_SALT_SIZE]
 	_ = [1]int{}[MaxJSONBytes-C.POT_MAX_JSON_BYTES]
 	_ = [1]int{}[MaxStreamPositions-C.POT_MAX_STREAM_POSITIONS]
+	_ = [1]int{}[MaxRatesPerCall-C.POT_MAX_RATES_PER_CALL]
 )
 
 // abiErr is set at initialisation when the loaded libpot has another ABI.

@@ -131,6 +131,8 @@ func TestSpecLearningRates(t *testing.T) {
 	wantCode(t, err, pot.StatusInvalidArgument)
 	_, err = spec.LearningRates(1<<32, 2)
 	wantCode(t, err, pot.StatusOutOfRange)
+	_, err = spec.LearningRates(1, pot.MaxRatesPerCall+1) // refused before 128 MiB are allocated
+	wantCode(t, err, pot.StatusLimit)
 	spec.Close()
 	_, err = spec.LearningRates(1, 1)
 	wantCode(t, err, pot.StatusState)

@@ -184,6 +184,10 @@ func (s *Spec) LearningRates(first uint64, count int) ([]float64, error) {
 	if count < 0 {
 		return nil, &Error{Code: StatusInvalidArgument, Message: "LearningRates: count < 0"}
 	}
+	if count > MaxRatesPerCall { // refused before allocating
+		return nil, newError(StatusLimit, "%d learning rates asked, at most %d per call (MaxRatesPerCall)", count,
+			MaxRatesPerCall)
+	}
 	out := make([]float64, count)
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -505,8 +505,8 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
 %typemap(in) (double *out, size_t n) (double *arr = NULL) {
   unsigned long long n = PyLong_AsUnsignedLongLong($input);
   if (PyErr_Occurred()) SWIG_fail;
-  if (n > (1ull << 24)) {
-    PyErr_SetString(PyExc_ValueError, "at most 2^24 learning rates per call");
+  if (n > POT_MAX_RATES_PER_CALL) {
+    PyErr_SetString(PyExc_ValueError, "at most POT_MAX_RATES_PER_CALL (2^24) learning rates per call");
     SWIG_fail;
   }
   arr = (double *)PyMem_Malloc(n ? (size_t)n * sizeof(double) : 1);

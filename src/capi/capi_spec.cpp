@@ -102,6 +102,9 @@ uint32_t pot_spec_norm_bucket_resolution(const pot_spec *spec) {
 pot_status pot_spec_learning_rates(double *out, size_t n, const pot_spec *spec, uint64_t first, pot_error **err) {
   return guard(err, [&] {
     need(spec, "spec");
+    if (n > POT_MAX_RATES_PER_CALL)
+      fail(Status::kLimit, "{} learning rates asked, at most {} per call (POT_MAX_RATES_PER_CALL)", n,
+           POT_MAX_RATES_PER_CALL);
     if (n > 0) need(out, "out");
     commit::learning_rates(spec->spec.lr_schedule, spec->spec.optimizer.lr, first, n, out);
   });

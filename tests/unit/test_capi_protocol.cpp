@@ -92,6 +92,11 @@ TEST(CApiProtocol, LearningRatesThroughTheCApi) {
   pot_error_free(err);
   EXPECT_EQ(pot_spec_learning_rates(r, 1, nullptr, 1, &err), POT_E_INVALID_ARGUMENT);
   pot_error_free(err);
+  // More than a call may ask (a binding allocates out first): refused, whatever out is.
+  EXPECT_EQ(pot_spec_learning_rates(r, POT_MAX_RATES_PER_CALL + 1, spec, 1, &err), POT_E_LIMIT);
+  EXPECT_NE(std::string(pot_error_message(err)).find("POT_MAX_RATES_PER_CALL"), std::string::npos);
+  pot_error_free(err);
+  EXPECT_EQ(r[0], -1);
   EXPECT_EQ(pot_spec_learning_rates(r, 1, spec, 0, &err), POT_E_INVALID_ARGUMENT);
   EXPECT_NE(std::string(pot_error_message(err)).find("steps start at 1"), std::string::npos);
   pot_error_free(err);

@@ -148,4 +148,6 @@ def test_spec_json_round_trip_and_rate_bounds(tmp_path):
         spec.learning_rates(0, 1)
     with pytest.raises(pot.OutOfRangeError):
         spec.learning_rates(2 ** 32, 2)
+    with pytest.raises(ValueError, match="POT_MAX_RATES_PER_CALL"):  # before anything is allocated
+        spec.learning_rates(1, 2 ** 24 + 1)
     assert spec.learning_rates(5, 0) == []

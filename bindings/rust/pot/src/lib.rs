@@ -185,6 +185,13 @@ pub const MAX_JSON_BYTES: usize = sys::POT_MAX_JSON_BYTES as usize;
 /// assert_eq!(pot::MAX_STREAM_POSITIONS, 1 << 24);
 /// ```
 pub const MAX_STREAM_POSITIONS: usize = sys::POT_MAX_STREAM_POSITIONS as usize;
+/// The most learning rates one [`Spec::learning_rates`] call returns
+/// (`POT_MAX_RATES_PER_CALL`).
+///
+/// ```
+/// assert_eq!(pot::MAX_RATES_PER_CALL, 1 << 24);
+/// ```
+pub const MAX_RATES_PER_CALL: usize = sys::POT_MAX_RATES_PER_CALL as usize;
 /// Bytes of a fresh witness salt (`POT_WITNESS_SALT_SIZE`).
 ///
 /// ```

@@ -188,16 +188,28 @@ impl Spec {
     ///
     /// # Errors
     /// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) for `first = 0`,
-    /// [`OutOfRange`](crate::ErrorKind::OutOfRange) past step 2^32.
+    /// [`OutOfRange`](crate::ErrorKind::OutOfRange) past step 2^32,
+    /// [`Limit`](crate::ErrorKind::Limit) for `count` above
+    /// [`MAX_RATES_PER_CALL`](crate::MAX_RATES_PER_CALL) (before allocating).
     ///
     /// ```
     /// # let spec = pot::Spec::from_json(r#"{"framework": "pytorch", "framework_version": "1.13.1", "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 1.0}, "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16, "lr_schedule": {"phases": [{"kind": "exponential", "gamma": 0.5}]}}"#)?;
     /// assert_eq!(spec.learning_rates(1, 4)?, [1.0, 0.5, 0.25, 0.125]);
     /// assert_eq!(spec.learning_rates(3, 1)?, [0.25]);
     /// assert_eq!(spec.learning_rates(0, 1).unwrap_err().kind(), pot::ErrorKind::InvalidArgument);
+    /// assert_eq!(spec.learning_rates(1, pot::MAX_RATES_PER_CALL + 1).unwrap_err().kind(), pot::ErrorKind::Limit);
     /// # Ok::<(), pot::Error>(())
     /// ```
     pub fn learning_rates(&self, first: u64, count: usize) -> Result<Vec<f64>> {
+        if count > crate::MAX_RATES_PER_CALL {
+            return Err(crate::Error::new(
+                crate::ErrorKind::Limit,
+                format!(
+                    "{count} learning rates asked, at most {} per call (MAX_RATES_PER_CALL)",
+                    crate::MAX_RATES_PER_CALL
+                ),
+            ));
+        }
         let mut out = vec![0.0f64; count];
         // SAFETY: live handle; out holds count doubles.
         call(|err| unsafe { sys::pot_spec_learning_rates(out.as_mut_ptr(), count, self.raw.as_ptr(), first, err) })?;
