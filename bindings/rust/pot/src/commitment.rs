@@ -213,15 +213,7 @@ impl SeededSchedule {
     /// # Ok::<(), pot::Error>(())
     /// ```
     pub fn stream(&self, first: u64, count: usize) -> Result<Vec<u64>> {
-        if count > crate::MAX_STREAM_POSITIONS {
-            return Err(crate::Error::new(
-                crate::ErrorKind::Limit,
-                format!(
-                    "{count} positions asked, at most {} per call (MAX_STREAM_POSITIONS)",
-                    crate::MAX_STREAM_POSITIONS
-                ),
-            ));
-        }
+        crate::error::check_count(count, crate::MAX_STREAM_POSITIONS, "positions", "MAX_STREAM_POSITIONS")?;
         let mut out = vec![0u64; count];
         // SAFETY: out holds count u64; the call writes at most that many.
         call(|err| unsafe {

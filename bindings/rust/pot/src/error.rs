@@ -256,6 +256,15 @@ pub(crate) fn abi_mismatch(loaded: u32, built: u32) -> Error {
     )
 }
 
+/// [`Limit`](ErrorKind::Limit) when a call would return more than `max`
+/// items (the bound `name` of pot.h): checked before the output is allocated.
+pub(crate) fn check_count(count: usize, max: usize, what: &str, name: &str) -> Result<()> {
+    if count > max {
+        return Err(Error::new(ErrorKind::Limit, format!("{count} {what} asked, at most {max} per call ({name})")));
+    }
+    Ok(())
+}
+
 pub(crate) fn invalid(message: impl Into<String>) -> Error {
     Error::new(ErrorKind::InvalidArgument, message)
 }

@@ -201,15 +201,7 @@ impl Spec {
     /// # Ok::<(), pot::Error>(())
     /// ```
     pub fn learning_rates(&self, first: u64, count: usize) -> Result<Vec<f64>> {
-        if count > crate::MAX_RATES_PER_CALL {
-            return Err(crate::Error::new(
-                crate::ErrorKind::Limit,
-                format!(
-                    "{count} learning rates asked, at most {} per call (MAX_RATES_PER_CALL)",
-                    crate::MAX_RATES_PER_CALL
-                ),
-            ));
-        }
+        crate::error::check_count(count, crate::MAX_RATES_PER_CALL, "learning rates", "MAX_RATES_PER_CALL")?;
         let mut out = vec![0.0f64; count];
         // SAFETY: live handle; out holds count doubles.
         call(|err| unsafe { sys::pot_spec_learning_rates(out.as_mut_ptr(), count, self.raw.as_ptr(), first, err) })?;
