@@ -7,13 +7,11 @@ using namespace pot;
 using namespace pot::capi;
 
 namespace {
-// A miner identity argument, held to the commitment's rule (1..kMaxIdentityBytes bytes)
-// before anything is computed from it.
+// A miner identity argument, held to the commitment's rule before anything
+// is computed from it.
 ByteView miner_arg(const uint8_t *p, size_t len) {
   const ByteView miner = bytes_arg(p, len, "miner_identity");
-  if (miner.empty() || miner.size() > commit::kMaxIdentityBytes)
-    fail(Status::kInvalidArgument, "miner_identity must be 1..{} bytes, not {}", commit::kMaxIdentityBytes,
-         miner.size());
+  commit::check_miner_identity(miner);
   return miner;
 }
 }  // namespace

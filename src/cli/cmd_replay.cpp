@@ -69,8 +69,8 @@ void add_replay_commands(CLI::App &app) {
     pot_replay_result res;
     pot_digest run{};
     if (!ro->run_id.empty()) run = digest_arg(ro->run_id, "--run-id");
-    check(pot_replay_step(&res, r, ro->run_id.empty() ? nullptr : &run, ro->pre.c_str(), entry.data(), entry.size(), ptrs.data(), lens.data(), ptrs.size(),
-                          or_null(ro->out), &err),
+    check(pot_replay_step(&res, r, ro->run_id.empty() ? nullptr : &run, ro->pre.c_str(), entry.data(), entry.size(),
+                          ptrs.data(), lens.data(), ptrs.size(), or_null(ro->out), &err),
           &err, "replay");
     emit(ro->json,
          {{"state_digest", hex(res.post_state_digest)}, {"loss", res.loss}, {"update_norm", res.update_norm},

@@ -21,8 +21,13 @@ void TrainingCommitment::validate() const {
                                                   protocol_version, kProtocolVersion));
   if (declared_steps == 0) rule("declared_steps must be at least 1");
   if (dataset_size == 0) rule("dataset_size must be at least 1");
-  if (miner_identity.empty() || miner_identity.size() > kMaxIdentityBytes)
-    rule(fmt::format("miner_identity must be 1..{} bytes, not {}", kMaxIdentityBytes, miner_identity.size()));
+  check_miner_identity(miner_identity, "commitment: ");
+}
+
+void check_miner_identity(ByteView miner, std::string_view context) {
+  if (miner.empty() || miner.size() > kMaxIdentityBytes)
+    throw Error(Status::kInvalidArgument, fmt::format("{}miner_identity must be 1..{} bytes, not {}", context,
+                                                      kMaxIdentityBytes, miner.size()));
 }
 
 Bytes TrainingCommitment::encode() const {

@@ -3,6 +3,8 @@
 // order, under which spec, for how many steps. The run id is its digest.
 #pragma once
 
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 
 #include "hash/sha256.h"
@@ -13,6 +15,11 @@ namespace pot::commit {
 inline constexpr uint32_t kProtocolVersion = 2;
 inline constexpr size_t kMaxIdentityBytes = 256;
 inline constexpr size_t kMaxCommitmentBytes = 1024;
+
+// kInvalidArgument "<context>miner_identity must be 1..256 bytes, not N"
+// unless 1 <= len(miner) <= kMaxIdentityBytes: the commitment's rule, for
+// callers that take an identity before they build a commitment from it.
+void check_miner_identity(ByteView miner, std::string_view context = {});
 
 struct TrainingCommitment {
   uint32_t protocol_version = kProtocolVersion;

@@ -603,11 +603,23 @@ TEST(CApiProtocol, RunSeededTasksThroughTheCApi) {
   EXPECT_EQ(pot_task_run_schedule_seed(&untouched, task, miner, 2, 7, &err), POT_E_OUT_OF_RANGE);
   EXPECT_NE(std::string(pot_error_message(err)).find("declared_steps 7 is outside 4..6"), std::string::npos);
   pot_error_free(err);
-  EXPECT_EQ(pot_task_run_schedule_seed(&untouched, task, miner, 0, 5, nullptr), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(pot_task_run_schedule_seed(&untouched, task, miner, 0, 5, &err), POT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pot_error_message(err)).find("miner_identity must be 1..256 bytes, not 0"), std::string::npos)
+      << pot_error_message(err);
+  pot_error_free(err);
   EXPECT_EQ(pot_task_run_schedule_seed(&untouched, nullptr, miner, 2, 5, nullptr), POT_E_INVALID_ARGUMENT);
   EXPECT_EQ(untouched, 77u);
   pot_commitment *none = nullptr;
   EXPECT_EQ(pot_task_commitment(&none, task, miner, 2, 3, nullptr), POT_E_OUT_OF_RANGE);
+  EXPECT_EQ(none, nullptr);
+  // The identity is held to the commitment's rule before any schedule is drawn for it.
+  const std::vector<uint8_t> long_identity(257, 'm');
+  EXPECT_EQ(pot_task_commitment(&none, task, long_identity.data(), long_identity.size(), 5, &err),
+            POT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pot_error_message(err)).find("miner_identity must be 1..256 bytes, not 257"),
+            std::string::npos)
+      << pot_error_message(err);
+  pot_error_free(err);
   EXPECT_EQ(none, nullptr);
   // A listed task has no run schedule seed.
   const std::string listed = std::string(R"({"owner": "ee", "spec": )") + kSpec + R"(, "dataset_root": ")" +
