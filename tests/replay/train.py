@@ -416,10 +416,14 @@ def main(argv=None) -> int:
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=t_max)
 
     # 4. data order
-    loader = torch.utils.data.DataLoader(dataset, batch_size=a.batch, shuffle=True,
-                                         generator=torch.Generator().manual_seed(a.data_seed),
-                                         drop_last=True, num_workers=0)
-    stream = batches(loader)
+    def loader_for(ds: torch.utils.data.Dataset) -> torch.utils.data.DataLoader:
+        # One definition for the training loader and its planning twin, so
+        # the planned schedule is the order the loader gives.
+        return torch.utils.data.DataLoader(ds, batch_size=a.batch, shuffle=True,
+                                           generator=torch.Generator().manual_seed(a.data_seed),
+                                           drop_last=True, num_workers=0)
+
+    stream = batches(loader_for(dataset))
     mb = a.batch // a.accum
 
     single = a.seed_policy == "single_seed"
@@ -458,10 +462,7 @@ def main(argv=None) -> int:
     s0 = potstate.canonical_state(task, opt, rng=single)
     initial = independent.state_digest(tensor_digests(s0))
     del s0
-    planner = torch.utils.data.DataLoader(IndexDataset(n), batch_size=a.batch, shuffle=True,
-                                          generator=torch.Generator().manual_seed(a.data_seed),
-                                          drop_last=True, num_workers=0)
-    planned, plan = [], batches(planner)
+    planned, plan = [], batches(loader_for(IndexDataset(n)))
     for _ in range(a.steps):
         idx = [int(i) for i in next(plan)]
         planned.append([idx[i * mb:(i + 1) * mb] for i in range(a.accum)])
