@@ -194,6 +194,9 @@ def record(tiny, ck, tamper_step=None, every=2, steps=3):
             rec.begin_step(1)  # S_0 first
         with state_writer(model, LR) as w:
             d0 = rec.start(w)
+        # Under per_step the seed names the run: no step before the commitment.
+        with pytest.raises(pot.StateError, match="names the run; set the commitment"):
+            rec.begin_step(1)
         commitment = pot.Commitment({
             "initial_state_digest": str(d0), "schedule_root": str(pot.seeded_schedule_root(5, N_SAMPLES, 2, 1, steps)),
             "task_id": "77" * 32, "dataset_root": str(dataset.root()), "dataset_size": N_SAMPLES,
