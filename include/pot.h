@@ -398,7 +398,7 @@ POT_API pot_status pot_tree_consistency_proof(pot_bytes *out, const pot_tree *tr
 /* Protocol: seeds, step leaves, challenges, security arithmetic             */
 /* ------------------------------------------------------------------------ */
 
-#define POT_STEP_LEAF_SIZE 60
+#define POT_STEP_LEAF_SIZE 100
 #define POT_MAX_CHALLENGE_ROUNDS 65536
 #define POT_MAX_BEACON_BYTES 1024
 
@@ -414,17 +414,22 @@ POT_API size_t pot_max_beacon_bytes(void);
 POT_API pot_status pot_seed_derive(uint64_t *out, uint64_t base_seed, const pot_digest *run_id, uint64_t step,
                                    pot_error **err);
 
-/* The leaf data the checkpoint log holds for step `step` (from 1): the tag,
- * the step, the digest of the state after it and the loss as IEEE-754
- * binary64 bits. Append it with pot_log_append / pot_tree_append (leaf index
- * step - 1). POT_E_INVALID_ARGUMENT for step 0. */
-POT_API pot_status pot_step_leaf_encode(uint8_t out[POT_STEP_LEAF_SIZE], uint64_t step,
-                                        const pot_digest *state_digest, double loss,
-                                        pot_error **err);
+/* The leaf data the checkpoint log holds for step `step` (from 1) of run
+ * `run_id`: the tag, the run, the step, the digest of the state after it,
+ * the loss and the update norm (section 13 over "param/" from S_{t-1} to
+ * S_t, as pot_update_norm computes it) as IEEE-754 binary64 bits,
+ * docs/PROTOCOL.md section 10. Append it with pot_log_append /
+ * pot_tree_append (leaf index step - 1). POT_E_INVALID_ARGUMENT for step 0
+ * or an update norm with its sign bit set. */
+POT_API pot_status pot_step_leaf_encode(uint8_t out[POT_STEP_LEAF_SIZE], const pot_digest *run_id,
+                                        uint64_t step, const pot_digest *state_digest, double loss,
+                                        double update_norm, pot_error **err);
 /* Parses step leaf data; POT_E_MALFORMED unless it is exactly what
- * pot_step_leaf_encode produces. Each output may be NULL. */
-POT_API pot_status pot_step_leaf_decode(uint64_t *step, pot_digest *state_digest, double *loss,
-                                        const uint8_t *leaf, size_t len, pot_error **err);
+ * pot_step_leaf_encode produces (a protocol-1 leaf is refused naming its
+ * version). Each output may be NULL. */
+POT_API pot_status pot_step_leaf_decode(pot_digest *run_id, uint64_t *step, pot_digest *state_digest,
+                                        double *loss, double *update_norm, const uint8_t *leaf,
+                                        size_t len, pot_error **err);
 
 /* Writes `rounds` distinct challenged steps (each in 1..num_steps, uniform,
  * without modulo bias) derived from the beacon value and the run id into
@@ -677,6 +682,11 @@ typedef enum pot_opening_check {
    * (and, cross-architecture, of the served S_t) is not the rate the spec's
    * schedule gives step t (t+1). */
   POT_CHECK_LEARNING_RATE = 25,
+  /* Leaf t's update norm is not, bit for bit, the norm (section 13, over
+   * "param/") from S_{t-1} to S_t: the served S_t, checked after check 24
+   * when it is served, else (pot_verify_step, bitwise) the replayed S_t,
+   * after check 22. */
+  POT_CHECK_COMMITTED_NORM = 26,
   POT_CHECK_MAX_ENUM_ = 0x7FFFFFFF
 } pot_opening_check;
 
@@ -777,11 +787,12 @@ POT_API pot_status pot_verdict_add_reveal(pot_verdict *verdict, const uint8_t *i
 /* The largest cluster of equal values must reach the quorum and be strictly
  * larger than any other (else INCONCLUSIVE); it is then compared with the
  * committed state digest (bitwise) or, allowing adjacent buckets, with the
- * declared bucket (norm-bucket mode; declared_bucket must not be NULL).
+ * committed bucket: the bucket of leaf t's update norm at the spec's
+ * resolution (norm-bucket mode; committed_bucket must not be NULL).
  * POT_E_INVALID_ARGUMENT for an identity revealed twice. */
 POT_API pot_status pot_verdict_decide(pot_verdict_outcome *outcome, size_t *cluster_size,
                                       pot_verdict *verdict, const pot_digest *committed_state,
-                                      const int64_t *declared_bucket, pot_error **err);
+                                      const int64_t *committed_bucket, pot_error **err);
 /* Why the last pot_verdict_decide decided as it did ("" before). Valid
  * until the next call on the handle. */
 POT_API const char *pot_verdict_reason(const pot_verdict *verdict);
@@ -792,8 +803,8 @@ POT_API const char *pot_verdict_reason(const pot_verdict *verdict);
 
 /* A deterministic state machine with the extrinsics' rules, for chain teams
  * to embed or mirror: post_task, start_training_commitment,
- * post_checkpoint_root, issue_challenge, submit_opening,
- * declare_witness_norm_bucket, commit_witness, reveal_witness_value,
+ * post_checkpoint_root, issue_challenge, submit_opening, commit_witness,
+ * reveal_witness_value,
  * finalize_challenge (and the queries task_info, run_info,
  * challenge_info). Calls are JSON
  * documents (docs/ledger.md). One handle must not be used by two threads at
@@ -892,7 +903,7 @@ POT_API int64_t pot_norm_bucket_nonfinite(void);
  * negative norm or a resolution out of range. */
 POT_API pot_status pot_norm_bucket(int64_t *out, double norm, uint32_t resolution, pot_error **err);
 /* 1 when the buckets are equal or adjacent (sentinels: only equal), else 0. */
-POT_API int pot_norm_buckets_match(int64_t declared, int64_t observed);
+POT_API int pot_norm_buckets_match(int64_t committed, int64_t observed);
 /* L2 norm of post - pre over the floating-point tensors whose names start
  * with prefix ("" = all), in float64, in the fixed order of
  * docs/PROTOCOL.md section 13. POT_E_INVALID_ARGUMENT when the two states
@@ -964,7 +975,8 @@ POT_API pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, c
 typedef enum pot_verify_mode {
   POT_VERIFY_BITWISE = 1,     /* replayed S_t and loss equal leaf t's, bit for bit */
   POT_VERIFY_NORM_BUCKET = 2, /* cross-architecture: the replayed update's norm bucket matches
-                                 the bucket of the served S_{t-1} -> S_t (section 13) */
+                                 the bucket of leaf t's committed norm (section 13), which the
+                                 served S_{t-1} -> S_t must give bit for bit (check 26) */
   POT_VERIFY_MODE_MAX_ENUM_ = 0x7FFFFFFF
 } pot_verify_mode;
 
@@ -977,7 +989,8 @@ typedef struct pot_verify_result {
   int64_t norm_bucket;
   pot_digest committed_state_digest; /* from leaf t */
   double committed_loss;             /* from leaf t */
-  int64_t served_norm_bucket;        /* POT_VERIFY_NORM_BUCKET: from the served states */
+  double committed_update_norm;      /* from leaf t */
+  int64_t committed_norm_bucket;     /* of committed_update_norm, at the spec's resolution */
 } pot_verify_result;
 
 /* Verifies a challenged step completely (docs/PROTOCOL.md section 21.5):

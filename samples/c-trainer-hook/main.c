@@ -5,15 +5,23 @@
  * every run is the same. After each step the trainer:
  *   1. digests its state: the parameters (param/w, param/b) and the learning
  *      rate the next step will use (hparam/lr, an F64 scalar);
- *   2. appends the step leaf (step, state digest, loss) to the checkpoint log,
- *      an RFC 6962 tree kept in a file;
+ *   2. appends the step leaf (run, step, state digest, loss, update norm) to
+ *      the checkpoint log, an RFC 6962 tree kept in a file; the update norm
+ *      (docs/PROTOCOL.md section 13) is computed here from the weights
+ *      before and after the step;
  *   3. every POST_EVERY steps posts the log root, with a consistency proof
  *      from the root posted before, which the chain checks.
- * At the end a verifier challenges one step: the trainer serves that step's
- * state as a safetensors file with the leaf's inclusion proof; the verifier
- * digests the file, rebuilds the leaf with the claimed loss and checks it
+ * At the end a verifier challenges one step: the trainer serves the states
+ * before and after that step as safetensors files with the leaf's inclusion
+ * proof; the verifier digests the second file, computes the update norm
+ * between the two with pot_update_norm (the trainer's own computation must
+ * agree bit for bit), rebuilds the leaf with the claimed loss and checks it
  * against the last posted root. The same state with another loss claimed is
  * rejected.
+ *
+ * A leaf names its run: a real trainer takes the run id from its training
+ * commitment (pot_commitment_run_id, after pot_task_commitment). This sample
+ * has no task, so it names its run by the SHA-256 of a label.
  *
  * Only pot.h is used, none of the LibTorch parts: it runs with any libpot.
  *
@@ -21,6 +29,7 @@
  *        (defaults: a new directory in /tmp, 60 steps, step 42)
  */
 #include <errno.h>
+#include <math.h>
 #include <pot.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,6 +104,22 @@ static double sgd_step(model *m, uint64_t step) {
   return loss / BATCH;
 }
 
+/* The update norm of docs/PROTOCOL.md section 13 from a to b, straight from
+ * memory: over the parameters in bytewise name order (param/b, then param/w
+ * element by element), each difference taken in double, squares summed in
+ * that order, then the square root. */
+static double update_norm(const model *a, const model *b) {
+  double sum = 0, d;
+  int i;
+  d = (double)b->b - (double)a->b;
+  sum += d * d;
+  for (i = 0; i < FEATURES; ++i) {
+    d = (double)b->w[i] - (double)a->w[i];
+    sum += d * d;
+  }
+  return sqrt(sum);
+}
+
 /* The trainer hook: the state digest, straight from memory. */
 static void digest_state(pot_digest *out, const model *m) {
   const uint64_t wshape[1] = {FEATURES};
@@ -123,29 +148,36 @@ static void write_state(const char *path, const model *m) {
   pot_safetensors_writer_free(w);
 }
 
-/* The verifier's check: leaf `step` = (step, digest of the served file,
- * claimed loss) is in the posted log. Returns the status. */
-static pot_status verify_served(const char *state_path, uint64_t step, double claimed_loss, const pot_bytes *proof,
-                                uint64_t size, const pot_digest *root, pot_digest *state) {
+/* The verifier's check: leaf `step` = (run, step, digest of the served
+ * S_step, claimed loss, update norm from the served S_{step-1} to S_step) is
+ * in the posted log. Returns the status. */
+static pot_status verify_served(const pot_digest *run_id, const char *pre_path, const char *post_path, uint64_t step,
+                                double claimed_loss, const pot_bytes *proof, uint64_t size, const pot_digest *root,
+                                pot_digest *state, double *norm) {
   uint8_t leaf[POT_STEP_LEAF_SIZE];
   pot_digest leaf_hash;
+  pot_safetensors *pre = NULL, *post = NULL;
   pot_error *err = NULL;
-  pot_status st;
-  if (pot_safetensors_digest_file(state, state_path, 0, &err) != POT_OK) die("digest served state", err);
-  if (pot_step_leaf_encode(leaf, step, state, claimed_loss, &err) != POT_OK ||
+  if (pot_safetensors_digest_file(state, post_path, 0, &err) != POT_OK) die("digest served state", err);
+  if (pot_safetensors_open(&pre, pre_path, &err) != POT_OK || pot_safetensors_open(&post, post_path, &err) != POT_OK ||
+      pot_update_norm(norm, pre, post, "param/", &err) != POT_OK)
+    die("update norm of the served states", err);
+  pot_safetensors_free(pre);
+  pot_safetensors_free(post);
+  if (pot_step_leaf_encode(leaf, run_id, step, state, claimed_loss, *norm, &err) != POT_OK ||
       pot_merkle_leaf_hash(&leaf_hash, leaf, sizeof leaf, &err) != POT_OK)
     die("leaf", err);
-  st = pot_merkle_verify_inclusion(step - 1, size, &leaf_hash, proof->data, proof->len, root, NULL);
-  return st;
+  return pot_merkle_verify_inclusion(step - 1, size, &leaf_hash, proof->data, proof->len, root, NULL);
 }
 
 int main(int argc, char **argv) {
-  char dir[256], tree_path[300], state_path[300], h1[2 * POT_DIGEST_SIZE + 1], h2[2 * POT_DIGEST_SIZE + 1];
+  char dir[256], tree_path[300], pre_path[300], state_path[300], h1[2 * POT_DIGEST_SIZE + 1],
+      h2[2 * POT_DIGEST_SIZE + 1];
   const uint64_t steps = argc > 2 ? strtoull(argv[2], NULL, 10) : 60;
   const uint64_t challenged = argc > 3 ? strtoull(argv[3], NULL, 10) : 42;
   uint64_t step, posted_size = 0;
-  double losses[MAX_STEPS + 1];
-  pot_digest posted_root = {{0}}, state;
+  double losses[MAX_STEPS + 1], norms[MAX_STEPS + 1], served_norm = 0;
+  pot_digest posted_root = {{0}}, state, run_id;
   pot_tree *tree = NULL;
   pot_error *err = NULL;
   pot_bytes proof = {NULL, 0};
@@ -174,14 +206,16 @@ int main(int argc, char **argv) {
   printf("work directory: %s\n\n", dir);
 
   /* The trainer: step, digest, append the step leaf, post roots. */
+  if (pot_sha256(&run_id, "c-trainer-hook run", 18, &err) != POT_OK) die("run id", err);
   if (pot_tree_open(&tree, tree_path, &err) != POT_OK) die("open tree", err);
   history[0] = m;
   for (step = 1; step <= steps; ++step) {
     uint8_t leaf[POT_STEP_LEAF_SIZE];
     losses[step] = sgd_step(&m, step);
     history[step] = m;
+    norms[step] = update_norm(&history[step - 1], &m);
     digest_state(&state, &m);
-    if (pot_step_leaf_encode(leaf, step, &state, losses[step], &err) != POT_OK ||
+    if (pot_step_leaf_encode(leaf, &run_id, step, &state, losses[step], norms[step], &err) != POT_OK ||
         pot_tree_append(NULL, tree, leaf, sizeof leaf, &err) != POT_OK)
       die("append step leaf", err);
     if (step % POST_EVERY == 0 || step == steps) {
@@ -205,9 +239,12 @@ int main(int argc, char **argv) {
   printf("\nlearned w = [%.3f %.3f %.3f %.3f] b = %.3f (data made with [%.3f %.3f %.3f %.3f] %.3f)\n\n", m.w[0],
          m.w[1], m.w[2], m.w[3], m.b, true_w[0], true_w[1], true_w[2], true_w[3], true_b);
 
-  /* Serving a challenge: the log reopened from its file, the state kept for
-   * that step written as safetensors, the leaf's inclusion proof. */
+  /* Serving a challenge: the log reopened from its file, the states kept
+   * for that step and the one before written as safetensors, the leaf's
+   * inclusion proof. */
+  snprintf(pre_path, sizeof pre_path, "%s/state-%llu.safetensors", dir, (unsigned long long)(challenged - 1));
   snprintf(state_path, sizeof state_path, "%s/state-%llu.safetensors", dir, (unsigned long long)challenged);
+  write_state(pre_path, &history[challenged - 1]);
   write_state(state_path, &history[challenged]);
   if (pot_tree_open(&tree, tree_path, &err) != POT_OK) die("reopen tree", err);
   if (pot_tree_inclusion_proof(&proof, tree, challenged - 1, posted_size, &err) != POT_OK)
@@ -215,12 +252,15 @@ int main(int argc, char **argv) {
   pot_tree_free(tree);
 
   /* The verifier, holding only the posted root and size. */
-  st = verify_served(state_path, challenged, losses[challenged], &proof, posted_size, &posted_root, &state);
-  printf("verifier: step %llu state %.12s... loss %.6f is leaf %llu of the posted log (%zu hashes): %s\n",
-         (unsigned long long)challenged, hex(h1, &state), losses[challenged], (unsigned long long)challenged,
-         proof.len / POT_DIGEST_SIZE, st == POT_OK ? "OK" : pot_status_name(st));
-  ok &= st == POT_OK;
-  st = verify_served(state_path, challenged, losses[challenged] / 2, &proof, posted_size, &posted_root, &state);
+  st = verify_served(&run_id, pre_path, state_path, challenged, losses[challenged], &proof, posted_size, &posted_root,
+                     &state, &served_norm);
+  printf("verifier: step %llu state %.12s... loss %.6f update norm %.6g is leaf %llu of the posted log (%zu hashes): "
+         "%s\n",
+         (unsigned long long)challenged, hex(h1, &state), losses[challenged], served_norm,
+         (unsigned long long)challenged, proof.len / POT_DIGEST_SIZE, st == POT_OK ? "OK" : pot_status_name(st));
+  ok &= st == POT_OK && served_norm == norms[challenged];
+  st = verify_served(&run_id, pre_path, state_path, challenged, losses[challenged] / 2, &proof, posted_size,
+                     &posted_root, &state, &served_norm);
   printf("verifier: the same state claiming loss %.6f: %s%s\n", losses[challenged] / 2,
          st == POT_OK ? "ACCEPTED (wrong!)" : "REJECTED, ", st == POT_OK ? "" : pot_status_name(st));
   ok &= st == POT_E_PROOF_MISMATCH;

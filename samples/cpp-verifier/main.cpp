@@ -195,9 +195,9 @@ int run(const Args &a) {
     std::printf("  replayed state  %s\n", hex(r.replayed_state_digest).c_str());
     std::printf("  committed state %s\n", hex(r.committed_state_digest).c_str());
     std::printf("  loss            %.9g (committed %.9g)\n", r.loss, r.committed_loss);
-    std::printf("  update norm     %.9g, norm bucket %lld", r.update_norm, static_cast<long long>(r.norm_bucket));
-    if (bucket) std::printf(" (served states: %lld)", static_cast<long long>(r.served_norm_bucket));
-    std::printf("\n");
+    std::printf("  update norm     %.9g, norm bucket %lld (committed %.9g, bucket %lld)\n", r.update_norm,
+                static_cast<long long>(r.norm_bucket), r.committed_update_norm,
+                static_cast<long long>(r.committed_norm_bucket));
 
     // The witness commits to what it replayed before anyone reveals.
     uint8_t salt[POT_WITNESS_SALT_SIZE];

@@ -55,7 +55,7 @@ case "$case" in
       "committed state $(logged_state 5)" "witness:  commitment " "verifier: step 5 OK (bitwise, 1 thread)"
     ;;
   bucket)
-    expect 0 --step 5 --mode bucket --threads 2 --identity 7631 -- "(served states: " "identity 7631" \
+    expect 0 --step 5 --mode bucket --threads 2 --identity 7631 -- "(committed " "identity 7631" \
       "verifier: step 5 OK (norm bucket, 2 threads)"
     ;;
   substituted_pre_state)

@@ -77,6 +77,24 @@ static void write_vector(const char *path, const char *name, const float *v, uin
 
 static void hex(char out[65], const pot_digest *d) { pot_digest_to_hex(out, d, NULL); }
 
+/* Leaf t of the run: it names the run and commits the loss and the update
+ * norm from S_{t-1} to S_t (section 13 over "param/"). */
+static void step_leaf(uint8_t leaf[POT_STEP_LEAF_SIZE], const char *dir, const pot_digest *run_id,
+                      const pot_digest *states, uint64_t t) {
+  char a_path[512], b_path[512];
+  pot_safetensors *a = NULL, *b = NULL;
+  pot_error *err = NULL;
+  double norm = 0;
+  snprintf(a_path, sizeof a_path, "%s/state-%llu.safetensors", dir, (unsigned long long)(t - 1));
+  snprintf(b_path, sizeof b_path, "%s/state-%llu.safetensors", dir, (unsigned long long)t);
+  if (pot_safetensors_open(&a, a_path, &err) || pot_safetensors_open(&b, b_path, &err) ||
+      pot_update_norm(&norm, a, b, "param/", &err) ||
+      pot_step_leaf_encode(leaf, run_id, t, &states[t], 1.0 / (double)t, norm, &err))
+    die("leaf", err);
+  pot_safetensors_free(a);
+  pot_safetensors_free(b);
+}
+
 int main(int argc, char **argv) {
   const char *dir;
   char path[512], h[65], h2[65], h3[65], h4[65];
@@ -110,29 +128,24 @@ int main(int argc, char **argv) {
     if (pot_sample_digest(&d, bytes, len, &err) || pot_tree_append(NULL, dataset, d.bytes, 32, &err)) die("sample", err);
     free(bytes);
   }
-  for (t = 0; t <= STEPS; ++t) { /* training: schedule, states, step leaves */
+  for (t = 0; t <= STEPS; ++t) { /* training: schedule and states */
     if (t > 0) {
       pot_bytes e = {NULL, 0};
-      uint8_t leaf[POT_STEP_LEAF_SIZE];
       for (i = 0; i < 4; ++i) w[i] = w[i] * 0.9f + 0.01f * (float)t;
       if (pot_seeded_schedule_entry(&e, SEED, SAMPLES, BATCH, 1, t, &err) ||
           pot_tree_append(NULL, schedule, e.data, e.len, &err))
         die("schedule", err);
       pot_bytes_free(&e);
       snprintf(path, sizeof path, "%s/state-%llu.safetensors", dir, (unsigned long long)t);
-      write_vector(path, "model.w", w, 4);
+      write_vector(path, "param/w", w, 4);
       if (pot_safetensors_digest_file(&states[t], path, 1, &err)) die("state", err);
-      if (pot_step_leaf_encode(leaf, t, &states[t], 1.0 / (double)t, &err) ||
-          pot_tree_append(NULL, log, leaf, sizeof leaf, &err))
-        die("leaf", err);
     } else {
       snprintf(path, sizeof path, "%s/state-0.safetensors", dir);
-      write_vector(path, "model.w", w, 4);
+      write_vector(path, "param/w", w, 4);
       if (pot_safetensors_digest_file(&states[0], path, 1, &err)) die("state", err);
     }
   }
-  if (pot_tree_root(&sroot, schedule, STEPS, &err) || pot_tree_root(&droot, dataset, SAMPLES, &err) ||
-      pot_tree_root(&lroot, log, STEPS, &err))
+  if (pot_tree_root(&sroot, schedule, STEPS, &err) || pot_tree_root(&droot, dataset, SAMPLES, &err))
     die("roots", err);
   hex(h, &states[0]);
   hex(h2, &sroot);
@@ -162,6 +175,13 @@ int main(int argc, char **argv) {
   if (pot_commitment_from_json(&c, json, &err) || pot_task_check_commitment(task, c, &err) ||
       pot_commitment_run_id(&run_id, c, &err))
     die("commitment", err);
+  /* The step log: its leaves name the run, so the commitment comes first. */
+  for (t = 1; t <= STEPS; ++t) {
+    uint8_t leaf[POT_STEP_LEAF_SIZE];
+    step_leaf(leaf, dir, &run_id, states, t);
+    if (pot_tree_append(NULL, log, leaf, sizeof leaf, &err)) die("log", err);
+  }
+  if (pot_tree_root(&lroot, log, STEPS, &err)) die("log root", err);
   hex(h4, &lroot);
   snprintf(json, sizeof json, "{\"size\": %d, \"root\": \"%s\"}\n", STEPS, h4);
   snprintf(path, sizeof path, "%s/log.json", dir);
@@ -184,14 +204,14 @@ int main(int argc, char **argv) {
     fprintf(f, "%llu\n", (unsigned long long)t);
     if (pot_opening_new(&o, &run_id, t, STEPS, &states[t - 1], &err)) die("opening", err);
     if (t > 1) {
-      if (pot_step_leaf_encode(leaf, t - 1, &states[t - 1], 1.0 / (double)(t - 1), &err) ||
-          pot_tree_inclusion_proof(&proof, log, t - 2, STEPS, &err) ||
+      step_leaf(leaf, dir, &run_id, states, t - 1);
+      if (pot_tree_inclusion_proof(&proof, log, t - 2, STEPS, &err) ||
           pot_opening_set_pre_leaf(o, leaf, sizeof leaf, proof.data, proof.len, &err))
         die("pre leaf", err);
       pot_bytes_free(&proof);
     }
-    if (pot_step_leaf_encode(leaf, t, &states[t], 1.0 / (double)t, &err) ||
-        pot_tree_inclusion_proof(&proof, log, t - 1, STEPS, &err) ||
+    step_leaf(leaf, dir, &run_id, states, t);
+    if (pot_tree_inclusion_proof(&proof, log, t - 1, STEPS, &err) ||
         pot_opening_set_post_leaf(o, leaf, sizeof leaf, proof.data, proof.len, &err))
       die("post leaf", err);
     pot_bytes_free(&proof);

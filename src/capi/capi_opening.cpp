@@ -24,6 +24,7 @@ static_assert(POT_CHECK_POST_STATE_DIGEST == static_cast<int>(commit::OpeningChe
 static_assert(POT_CHECK_REPLAYED_BUCKET == static_cast<int>(commit::OpeningCheck::kReplayedBucket));
 static_assert(POT_CHECK_NONFINITE == static_cast<int>(commit::OpeningCheck::kNonFinite));
 static_assert(POT_CHECK_LEARNING_RATE == static_cast<int>(commit::OpeningCheck::kLearningRate));
+static_assert(POT_CHECK_COMMITTED_NORM == static_cast<int>(commit::OpeningCheck::kCommittedNorm));
 static_assert(POT_CHECK_SAMPLE_PROOF == static_cast<int>(commit::OpeningCheck::kSampleProof));
 static_assert(POT_WITNESS_SALT_SIZE == 32);
 
@@ -118,7 +119,7 @@ pot_status pot_opening_digest(pot_digest *out, const pot_opening *opening, pot_e
 
 const char *pot_opening_check_name(pot_opening_check check) {
   const int c = enum_arg(check);
-  if (c < 0 || c > POT_CHECK_LEARNING_RATE) return "unknown";
+  if (c < 0 || c > POT_CHECK_COMMITTED_NORM) return "unknown";
   return commit::opening_check_name(static_cast<commit::OpeningCheck>(c));
 }
 
@@ -196,7 +197,7 @@ pot_status pot_verdict_add_reveal(pot_verdict *verdict, const uint8_t *identity,
 }
 
 pot_status pot_verdict_decide(pot_verdict_outcome *outcome, size_t *cluster_size, pot_verdict *verdict,
-                              const pot_digest *committed_state, const int64_t *declared_bucket, pot_error **err) {
+                              const pot_digest *committed_state, const int64_t *committed_bucket, pot_error **err) {
   return guard(err, [&] {
     need(outcome, "outcome");
     need(verdict, "verdict");
@@ -204,7 +205,7 @@ pot_status pot_verdict_decide(pot_verdict_outcome *outcome, size_t *cluster_size
     if (verdict->mode == witness::Mode::kBitwise && !committed_state)
       fail(Status::kInvalidArgument, "bitwise mode needs the committed state digest");
     const auto r = witness::decide(verdict->reveals, verdict->mode, committed,
-                                   declared_bucket ? std::optional<int64_t>(*declared_bucket) : std::nullopt,
+                                   committed_bucket ? std::optional<int64_t>(*committed_bucket) : std::nullopt,
                                    verdict->quorum);
     verdict->reason = r.reason;
     *outcome = static_cast<pot_verdict_outcome>(r.verdict);

@@ -6,6 +6,7 @@
 #include "commit/security.h"
 #include "commit/seed.h"
 #include "commit/step_leaf.h"
+#include "hash/update_norm.h"
 #include "witness/norm_bucket.h"
 
 static_assert(POT_STEP_LEAF_SIZE == pot::commit::StepLeaf::kSize);
@@ -26,22 +27,26 @@ pot_status pot_seed_derive(uint64_t *out, uint64_t base_seed, const pot_digest *
   return guard(err, [&] { *need(out, "out") = commit::derive_seed(base_seed, to_digest(run_id, "run_id"), step); });
 }
 
-pot_status pot_step_leaf_encode(uint8_t out[POT_STEP_LEAF_SIZE], uint64_t step, const pot_digest *state_digest,
-                                double loss, pot_error **err) {
+pot_status pot_step_leaf_encode(uint8_t out[POT_STEP_LEAF_SIZE], const pot_digest *run_id, uint64_t step,
+                                const pot_digest *state_digest, double loss, double update_norm, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    const Bytes b = commit::StepLeaf{step, to_digest(state_digest, "state_digest"), loss}.encode();
+    const Bytes b = commit::StepLeaf{to_digest(run_id, "run_id"), step, to_digest(state_digest, "state_digest"), loss,
+                                     update_norm}
+                        .encode();
     std::memcpy(out, b.data(), b.size());
   });
 }
 
-pot_status pot_step_leaf_decode(uint64_t *step, pot_digest *state_digest, double *loss, const uint8_t *leaf,
-                                size_t len, pot_error **err) {
+pot_status pot_step_leaf_decode(pot_digest *run_id, uint64_t *step, pot_digest *state_digest, double *loss,
+                                double *update_norm, const uint8_t *leaf, size_t len, pot_error **err) {
   return guard(err, [&] {
     const commit::StepLeaf l = commit::StepLeaf::decode(bytes_arg(leaf, len, "leaf"));
+    if (run_id) from_digest(run_id, l.run_id);
     if (step) *step = l.step;
     if (state_digest) from_digest(state_digest, l.state_digest);
     if (loss) *loss = l.loss;
+    if (update_norm) *update_norm = l.update_norm;
   });
 }
 
@@ -81,8 +86,8 @@ pot_status pot_norm_bucket(int64_t *out, double norm, uint32_t resolution, pot_e
   });
 }
 
-int pot_norm_buckets_match(int64_t declared, int64_t observed) {
-  return witness::buckets_match(declared, observed) ? 1 : 0;
+int pot_norm_buckets_match(int64_t committed, int64_t observed) {
+  return witness::buckets_match(committed, observed) ? 1 : 0;
 }
 
 pot_status pot_update_norm(double *out, const pot_safetensors *pre, const pot_safetensors *post,
@@ -90,7 +95,7 @@ pot_status pot_update_norm(double *out, const pot_safetensors *pre, const pot_sa
   return guard(err, [&] {
     need(out, "out");
     const std::string p(prefix ? prefix : "");
-    *out = witness::update_norm(*need(pre, "pre")->file, *need(post, "post")->file, p);
+    *out = hash::update_norm(*need(pre, "pre")->file, *need(post, "post")->file, p);
   });
 }
 

@@ -193,7 +193,8 @@ pot_status pot_verify_step(pot_verify_result *out, const pot_commitment *commitm
     res.norm_bucket = r.norm_bucket;
     from_digest(&res.committed_state_digest, r.committed_state_digest);
     res.committed_loss = r.committed_loss;
-    res.served_norm_bucket = r.served_norm_bucket;
+    res.committed_update_norm = r.committed_update_norm;
+    res.committed_norm_bucket = r.committed_norm_bucket;
     failed = r.status;
     message = r.message;
 #else

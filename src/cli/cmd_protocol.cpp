@@ -48,21 +48,24 @@ void add_protocol_commands(CLI::App &app) {
 
   struct Leaf {
     uint64_t step = 0;
-    std::string state;
-    double loss = 0;
+    std::string run_id, state;
+    double loss = 0, update_norm = 0;
     bool json = false;
   };
   auto lf = std::make_shared<Leaf>();
   CLI::App *leaf = app.add_subcommand("leaf", "Step leaf of the checkpoint log");
+  leaf->add_option("--run-id", lf->run_id, "the run the step belongs to (hex digest)")->required();
   leaf->add_option("--step", lf->step, "step index (from 1)")->required();
   leaf->add_option("--state", lf->state, "state digest after the step (hex)")->required();
   leaf->add_option("--loss", lf->loss, "loss of the step")->required();
+  leaf->add_option("--update-norm", lf->update_norm, "norm of the step's parameter update (`pot witness bucket --prefix param/ --json` prints it)")->required();
   leaf->add_flag("--json", lf->json, "print JSON");
   leaf->callback([lf] {
     pot_error *err = nullptr;
+    const pot_digest run = digest_arg(lf->run_id, "--run-id");
     const pot_digest state = digest_arg(lf->state, "--state");
     uint8_t data[POT_STEP_LEAF_SIZE];
-    check(pot_step_leaf_encode(data, lf->step, &state, lf->loss, &err), &err, "leaf");
+    check(pot_step_leaf_encode(data, &run, lf->step, &state, lf->loss, lf->update_norm, &err), &err, "leaf");
     pot_digest h;
     check(pot_merkle_leaf_hash(&h, data, sizeof data, &err), &err, "leaf hash");
     emit(lf->json, {{"leaf", hex(data, sizeof data)}, {"leaf_hash", hex(h)}}, {hex(data, sizeof data), hex(h)});

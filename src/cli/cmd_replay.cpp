@@ -27,7 +27,8 @@ nlohmann::json verify_json(const pot_verify_result &r) {
     j["committed_loss"] = r.committed_loss;
     j["update_norm"] = r.update_norm;
     j["norm_bucket"] = r.norm_bucket;
-    j["served_norm_bucket"] = r.served_norm_bucket;
+    j["committed_update_norm"] = r.committed_update_norm;
+    j["committed_norm_bucket"] = r.committed_norm_bucket;
   }
   return j;
 }

@@ -1,5 +1,6 @@
 #include "commit/opening.h"
 
+#include <bit>
 #include <cmath>
 
 #include "commit/canonical.h"
@@ -9,6 +10,7 @@
 #include "hash/finite.h"
 #include "hash/rfc6962.h"
 #include "hash/safetensors.h"
+#include "hash/update_norm.h"
 #include "merkle/proof.h"
 #include "pot/v2/opening.pb.h"
 
@@ -68,6 +70,7 @@ const char *opening_check_name(OpeningCheck c) noexcept {
     case OpeningCheck::kReplayedBucket: return "replayed_bucket";
     case OpeningCheck::kNonFinite: return "nonfinite";
     case OpeningCheck::kLearningRate: return "learning_rate";
+    case OpeningCheck::kCommittedNorm: return "committed_norm";
   }
   return "unknown";
 }
@@ -155,6 +158,9 @@ OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t chal
 
     // Leaf t: the committed result of the step.
     const StepLeaf post = under(OpeningCheck::kPostLeaf, "leaf t", [&] { return StepLeaf::decode(m.post_leaf); });
+    if (post.run_id != m.run_id)
+      failed(OpeningCheck::kPostLeaf, Status::kProofMismatch,
+             fmt::format("leaf t is a step of run {}, not of {}", post.run_id.hex(), m.run_id.hex()));
     if (post.step != t)
       failed(OpeningCheck::kPostLeaf, Status::kProofMismatch, fmt::format("leaf t names step {}, not {}", post.step, t));
     under(OpeningCheck::kPostLeafProof, "leaf t", [&] {
@@ -162,6 +168,8 @@ OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t chal
                                log_root.view());
     });
     r.post_state_digest = post.state_digest;
+    r.committed_loss = post.loss;
+    r.committed_update_norm = post.update_norm;
 
     // The pre-state: the committed initial state, or leaf t-1.
     if (t == 1) {
@@ -172,6 +180,9 @@ OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t chal
                "the pre-state of step 1 is not the committed initial state");
     } else {
       const StepLeaf pre = under(OpeningCheck::kPreLeaf, "leaf t-1", [&] { return StepLeaf::decode(m.pre_leaf); });
+      if (pre.run_id != m.run_id)
+        failed(OpeningCheck::kPreLeaf, Status::kProofMismatch,
+               fmt::format("leaf t-1 is a step of run {}, not of {}", pre.run_id.hex(), m.run_id.hex()));
       if (pre.step != t - 1)
         failed(OpeningCheck::kPreLeaf, Status::kProofMismatch, fmt::format("leaf t-1 names step {}, not {}", pre.step, t - 1));
       if (pre.state_digest != m.pre_state_digest)
@@ -236,12 +247,25 @@ OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t chal
     if (!std::isfinite(post.loss))
       failed(OpeningCheck::kNonFinite, Status::kNonFinite,
              fmt::format("leaf {} commits to the loss {}", m.step, post.loss));
+    if (!std::isfinite(post.update_norm))
+      failed(OpeningCheck::kNonFinite, Status::kNonFinite,
+             fmt::format("leaf {} commits to the update norm {}", m.step, post.update_norm));
     if (pre_file)
       if (auto bad = hash::nonfinite_tensor(*pre_file))
         failed(OpeningCheck::kNonFinite, Status::kNonFinite, fmt::format("served S_{}: {}", m.step - 1, *bad));
     if (post_file)
       if (auto bad = hash::nonfinite_tensor(*post_file))
         failed(OpeningCheck::kNonFinite, Status::kNonFinite, fmt::format("served S_{}: {}", m.step, *bad));
+    // With both states served, the committed norm is a function of them.
+    if (pre_file && post_file) {
+      const double norm = under(OpeningCheck::kCommittedNorm, "served states", [&] {
+        return hash::update_norm(*pre_file, *post_file, std::string(hash::kLeafNormPrefix));
+      });
+      if (std::bit_cast<uint64_t>(norm) != std::bit_cast<uint64_t>(post.update_norm))
+        failed(OpeningCheck::kCommittedNorm, Status::kProofMismatch,
+               fmt::format("the served S_{} and S_{} are {:.17g} apart, leaf {} commits to the update norm {:.17g}",
+                           m.step - 1, m.step, norm, m.step, post.update_norm));
+    }
     r.message = "all checks passed";
   } catch (const CheckFailed &f) {
     r.check = f.check;

@@ -49,10 +49,10 @@ enum class OpeningCheck {
   kRunId = 2,               // manifest is for another run
   kStep = 3,                // not the challenged step, outside 1..declared steps, or beyond the log
   kLogSize = 4,             // proofs made for another log size than posted
-  kPostLeaf = 5,            // leaf t malformed or names another step
+  kPostLeaf = 5,            // leaf t malformed, another run or another step
   kPostLeafProof = 6,       // leaf t not in the posted log
   kPreStateCommitted = 7,   // t = 1: pre-state is not the committed initial state
-  kPreLeaf = 8,             // leaf t-1 malformed, another step, or another digest
+  kPreLeaf = 8,             // leaf t-1 malformed, another run, another step, or another digest
   kPreLeafProof = 9,        // leaf t-1 not in the posted log
   kScheduleEntry = 10,      // entry malformed or for another step
   kScheduleProof = 11,      // entry not in the committed schedule
@@ -75,6 +75,10 @@ enum class OpeningCheck {
   // pot_verify_step: hparam/lr of the served S_{t-1} (or, cross-architecture,
   // of S_t) is not the rate the spec's schedule gives step t (t+1).
   kLearningRate = 25,
+  // After check 24 when S_t is served, else after check 22 in pot_verify_step:
+  // leaf t's update norm is not the norm from S_{t-1} to the served (or, in
+  // the bitwise path, the replayed) S_t, bit for bit.
+  kCommittedNorm = 26,
 };
 
 const char *opening_check_name(OpeningCheck c) noexcept;
@@ -87,6 +91,8 @@ struct OpeningResult {
   std::vector<uint64_t> batch;  // the scheduled dataset indices, in order
   std::vector<hash::Digest> sample_digests;
   hash::Digest post_state_digest;  // from leaf t
+  double committed_loss = 0;         // from leaf t
+  double committed_update_norm = 0;  // from leaf t
 };
 
 // Verifies an opening of the challenged step against the run's commitment

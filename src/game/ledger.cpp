@@ -3,6 +3,7 @@
 #include "commit/canonical.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "commit/challenge.h"
@@ -12,6 +13,7 @@
 #include "hash/rfc6962.h"
 #include "merkle/proof.h"
 #include "pot/v2/ledger.pb.h"
+#include "witness/norm_bucket.h"
 
 namespace pot::game {
 
@@ -265,6 +267,9 @@ void Ledger::submit_opening(ByteView caller, uint64_t challenge_id, const Digest
     fail(Status::kState, "{}: the commit phase of challenge {} closed at height {}", kCall,
          challenge_id, c.commit_deadline);
   const commit::StepLeaf leaf = commit::StepLeaf::decode(step_leaf);
+  if (leaf.run_id != c.run_id)
+    fail(Status::kInvalidArgument, "{}: the leaf is a step of run {}, challenge {} is on run {}", kCall,
+         leaf.run_id.hex(), challenge_id, c.run_id.hex());
   if (leaf.step != c.step)
     fail(Status::kInvalidArgument, "{}: the leaf names step {}, challenge {} is on step {}", kCall,
          leaf.step, challenge_id, c.step);
@@ -272,35 +277,14 @@ void Ledger::submit_opening(ByteView caller, uint64_t challenge_id, const Digest
   merkle::verify_inclusion(c.step - 1, r.commitment.declared_steps,
                            hash::leaf_hash(step_leaf).view(), merkle::decode_proof(leaf_proof),
                            r.latest_root.view());
-  const Opening o{manifest_digest, leaf.state_digest};
+  const Opening o{manifest_digest, leaf.state_digest, leaf.update_norm};
   if (c.opening) {
-    if (c.opening->manifest_digest != o.manifest_digest ||
-        c.opening->state_digest != o.state_digest)
+    // The leaf is the posted one, so only the manifest can differ.
+    if (c.opening->manifest_digest != o.manifest_digest)
       fail(Status::kConflict, "{}: challenge {} is already opened with manifest {}", kCall,
            challenge_id, c.opening->manifest_digest.hex());
   }
   c.opening = o;
-  height_ = now;
-}
-
-void Ledger::declare_witness_norm_bucket(ByteView caller, uint64_t challenge_id, int64_t bucket,
-                                         uint64_t now) {
-  constexpr const char *kCall = "declare_witness_norm_bucket";
-  check_now(now);
-  check_caller(caller, kCall);
-  Challenge &c = challenge_for(challenge_id, kCall);
-  if (!same(caller, runs_.at(c.run_id).commitment.miner_identity))
-    fail(Status::kPermission, "{}: only the run's miner declares the reference bucket", kCall);
-  if (c.mode != Mode::kNormBucket)
-    fail(Status::kState, "{}: challenge {} is in bitwise mode; it takes no bucket", kCall,
-         challenge_id);
-  if (now > c.commit_deadline)
-    fail(Status::kState, "{}: the commit phase of challenge {} closed at height {}", kCall,
-         challenge_id, c.commit_deadline);
-  if (c.declared_bucket && *c.declared_bucket != bucket)
-    fail(Status::kConflict, "{}: challenge {} already has the declared bucket {}", kCall,
-         challenge_id, *c.declared_bucket);
-  c.declared_bucket = bucket;
   height_ = now;
 }
 
@@ -359,16 +343,20 @@ void Ledger::reveal_witness_value(ByteView caller, uint64_t challenge_id,
   height_ = now;
 }
 
+std::optional<int64_t> Ledger::committed_bucket(const Challenge &c) const {
+  if (c.mode != Mode::kNormBucket || !c.opening) return std::nullopt;
+  // A decoded leaf's norm is not negative, so this never throws.
+  return witness::norm_bucket(c.opening->update_norm, task_of(runs_.at(c.run_id)).spec.norm_bucket_resolution);
+}
+
 ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
   if (!c.opening) return {Verdict::kFail, "no opening", 0};
-  if (c.mode == Mode::kNormBucket && !c.declared_bucket)
-    return {Verdict::kFail, "no declared norm bucket", 0};
   std::vector<Revealed> reveals;
   reveals.reserve(c.reveals.size());
   for (const auto &[identity, r] : c.reveals)
     reveals.push_back({identity, r.replayed_state, r.bucket});
   const VerdictResult v =
-      decide(reveals, c.mode, c.opening->state_digest, c.declared_bucket, config_.quorum);
+      decide(reveals, c.mode, c.opening->state_digest, committed_bucket(c), config_.quorum);
   return {v.verdict, v.reason, v.cluster_size};
 }
 
@@ -425,8 +413,9 @@ ChallengeInfo Ledger::challenge_info(uint64_t challenge_id) const {
   if (c.opening) {
     i.manifest_digest = c.opening->manifest_digest;
     i.opened_state = c.opening->state_digest;
+    i.opened_update_norm = c.opening->update_norm;
   }
-  i.declared_bucket = c.declared_bucket;
+  i.committed_bucket = committed_bucket(c);
   i.witness_commits = c.commits.size();
   i.witness_reveals = c.reveals.size();
   // Nothing that feeds the verdict changes after the reveal phase, so the
@@ -481,8 +470,8 @@ Bytes Ledger::save() const {
     if (c.opening) {
       put(m->mutable_opening()->mutable_manifest_digest(), c.opening->manifest_digest);
       put(m->mutable_opening()->mutable_state_digest(), c.opening->state_digest);
+      m->mutable_opening()->set_update_norm(c.opening->update_norm);
     }
-    if (c.declared_bucket) m->set_declared_bucket(*c.declared_bucket);
     for (const auto &[identity, commitment] : c.commits) {
       v2::LedgerWitnessCommit *w = m->add_commits();
       w->set_identity(as_string(identity));
@@ -618,11 +607,10 @@ Ledger Ledger::load(ByteView b) {
       bad_state(where + ": deadlines that do not follow from the config and the height");
     if (m.has_opening()) {
       c.opening = Opening{digest_field(m.opening().manifest_digest(), where + ": manifest_digest"),
-                          digest_field(m.opening().state_digest(), where + ": state_digest")};
-    }
-    if (m.has_declared_bucket()) {
-      if (c.mode != Mode::kNormBucket) bad_state(where + ": a declared bucket in bitwise mode");
-      c.declared_bucket = m.declared_bucket();
+                          digest_field(m.opening().state_digest(), where + ": state_digest"),
+                          m.opening().update_norm()};
+      // A step leaf cannot commit a norm with its sign bit set (section 10).
+      if (std::signbit(c.opening->update_norm)) bad_state(where + ": an opened update norm with its sign bit set");
     }
     if (static_cast<size_t>(m.commits_size()) > kMaxWitnessesPerChallenge)
       bad_state(fmt::format("{}: {} witnesses, more than {}", where, m.commits_size(),
@@ -765,13 +753,6 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
     const Bytes leaf = f.hex("step_leaf");
     const Bytes proof = f.hex("leaf_proof");
     submit_opening(caller, id, manifest, leaf, proof, now);
-  } else if (name == "declare_witness_norm_bucket") {
-    f.only({"call", "caller", "now", "challenge_id", "bucket"});
-    const Bytes caller = f.hex("caller");
-    const uint64_t now = f.u64("now");
-    const uint64_t id = f.u64("challenge_id");
-    const int64_t bucket = json_i64(call, f, "bucket");
-    declare_witness_norm_bucket(caller, id, bucket, now);
   } else if (name == "commit_witness") {
     f.only({"call", "caller", "now", "challenge_id", "commitment"});
     const Bytes caller = f.hex("caller");
@@ -824,7 +805,8 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
     out["opened"] = c.opened;
     out["manifest_digest"] = c.opened ? nlohmann::json(c.manifest_digest.hex()) : null;
     out["opened_state"] = c.opened ? nlohmann::json(c.opened_state.hex()) : null;
-    out["declared_bucket"] = c.declared_bucket ? nlohmann::json(*c.declared_bucket) : null;
+    out["opened_update_norm"] = c.opened ? nlohmann::json(c.opened_update_norm) : null;
+    out["committed_bucket"] = c.committed_bucket ? nlohmann::json(*c.committed_bucket) : null;
     out["witness_commits"] = c.witness_commits;
     out["witness_reveals"] = c.witness_reveals;
     out["final"] = c.verdict.has_value();

@@ -69,7 +69,10 @@ struct ChallengeInfo {
   bool opened = false;
   hash::Digest manifest_digest;  // when opened
   hash::Digest opened_state;     // when opened: the opened leaf's state digest
-  std::optional<int64_t> declared_bucket;
+  double opened_update_norm = 0;  // when opened: the opened leaf's committed update norm
+  // Norm-bucket mode, when opened: the bucket of opened_update_norm at the
+  // task spec's resolution, the value witnesses' buckets are compared with.
+  std::optional<int64_t> committed_bucket;
   size_t witness_commits = 0;
   size_t witness_reveals = 0;
   std::optional<ChallengeVerdict> verdict;  // once final
@@ -100,8 +103,6 @@ class Ledger {
   std::vector<uint64_t> issue_challenge(const hash::Digest &run_id, ByteView beacon, uint64_t now);
   void submit_opening(ByteView caller, uint64_t challenge_id, const hash::Digest &manifest_digest,
                       ByteView step_leaf, ByteView leaf_proof, uint64_t now);
-  void declare_witness_norm_bucket(ByteView caller, uint64_t challenge_id, int64_t bucket,
-                                   uint64_t now);
   void commit_witness(ByteView caller, uint64_t challenge_id, const hash::Digest &commitment,
                       uint64_t now);
   void reveal_witness_value(ByteView caller, uint64_t challenge_id,
@@ -145,7 +146,8 @@ class Ledger {
   };
   struct Opening {
     hash::Digest manifest_digest;
-    hash::Digest state_digest;
+    hash::Digest state_digest;  // the opened leaf's
+    double update_norm = 0;     // the opened leaf's, committed before any challenge
   };
   struct Final {
     Verdict verdict = Verdict::kInconclusive;
@@ -158,7 +160,6 @@ class Ledger {
     uint64_t commit_deadline = 0;
     uint64_t reveal_deadline = 0;
     std::optional<Opening> opening;
-    std::optional<int64_t> declared_bucket;
     std::map<Bytes, hash::Digest> commits;  // identity -> commitment
     std::map<Bytes, Reveal> reveals;        // identity -> revealed value
     std::optional<Final> outcome;           // once final
@@ -171,6 +172,8 @@ class Ledger {
   Challenge &challenge_for(uint64_t id, const char *call);
   // The verdict the challenge's current record yields (reason included).
   ChallengeVerdict evaluate(const Challenge &c) const;
+  // Norm-bucket mode, once opened: the bucket of the opened leaf's norm.
+  std::optional<int64_t> committed_bucket(const Challenge &c) const;
   void validate_loaded() const;
 
   LedgerConfig config_;

@@ -1,5 +1,6 @@
 #include "replay/checkpoints.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cinttypes>
@@ -18,6 +19,7 @@
 #include "common/tempfile.h"
 #include "hash/finite.h"
 #include "hash/state.h"
+#include "hash/update_norm.h"
 #include "merkle/proof.h"
 #include "replay/replay.h"
 
@@ -111,18 +113,41 @@ const hash::StTensor *find(const std::vector<hash::StTensor> &state, std::string
   return nullptr;
 }
 
-std::string loss_hex(double loss) {
+std::string bits_hex(double v) {
   uint64_t b;
-  std::memcpy(&b, &loss, 8);
+  std::memcpy(&b, &v, 8);
   return fmt::format("{:016x}", b);
 }
 
-double loss_from_hex(const std::string &h) {
-  if (h.size() != 16) fail(Status::kMalformed, "steps.jsonl: loss_bits must be 16 hex digits");
+double bits_from_hex(const std::string &h, const char *field) {
+  if (h.size() != 16 || h.find_first_not_of("0123456789abcdef") != std::string::npos)
+    fail(Status::kMalformed, "steps.jsonl: {} must be 16 lower-case hex digits", field);
   const uint64_t b = std::stoull(h, nullptr, 16);
   double d;
   std::memcpy(&d, &b, 8);
   return d;
+}
+
+// The parameters of a state, copied (the caller's tensors change with the
+// next optimizer step) and in bytewise name order, as the update norm needs.
+struct ParamCopy {
+  hash::TensorMeta meta;
+  Bytes data;
+};
+
+std::vector<ParamCopy> copy_params(const std::vector<hash::StTensor> &state) {
+  std::vector<ParamCopy> out;
+  for (const hash::StTensor &t : state)
+    if (t.meta.name.rfind(hash::kLeafNormPrefix, 0) == 0) out.push_back({t.meta, Bytes(t.data.begin(), t.data.end())});
+  std::sort(out.begin(), out.end(), [](const ParamCopy &a, const ParamCopy &b) { return a.meta.name < b.meta.name; });
+  return out;
+}
+
+std::vector<hash::StTensor> param_views(const std::vector<ParamCopy> &params) {
+  std::vector<hash::StTensor> out;
+  out.reserve(params.size());
+  for (const ParamCopy &p : params) out.push_back({p.meta, p.data});
+  return out;
 }
 
 }  // namespace
@@ -142,6 +167,9 @@ struct Recorder::Impl {
   std::optional<commit::TrainingCommitment> commitment;
   uint64_t begun = 0;  // step begun and not ended, 0 when none
   Bytes last_rng;      // rng/cpu of the last recorded state (single_seed)
+  // The parameters of the last recorded state: leaf t commits the update
+  // norm from S_{t-1} to S_t (one copy of the weights).
+  std::vector<ParamCopy> last_params;
   // The rates of the spec's schedule, walked forward as steps are recorded.
   std::optional<commit::LrSequence> rates;
   double rate_value = 0;  // the rate of step rates->steps_done()
@@ -211,6 +239,10 @@ hash::Digest Recorder::start(const std::vector<hash::StTensor> &s0) {
     if (!rng) fail(Status::kInvalidArgument, "seed policy single_seed: S_0 has no '{}' tensor", kRngName);
     m.last_rng.assign(rng->data.begin(), rng->data.end());
   }
+  m.last_params = copy_params(s0);
+  if (m.last_params.empty())
+    fail(Status::kInvalidArgument, "start: S_0 has no tensor named '{}*': a step leaf commits the norm of their update",
+         hash::kLeafNormPrefix);
   hash::write_safetensors(numbered(m.dir, "checkpoints", 0), s0, {});
   m.initial = b.digest();
   m.started = true;
@@ -248,18 +280,16 @@ uint64_t Recorder::begin_step(uint64_t t) {
   if (!m.started) fail(Status::kState, "begin_step: record S_0 (start) first");
   if (m.begun) fail(Status::kState, "begin_step({}): step {} has not ended", t, m.begun);
   if (t != m.log->size() + 1) fail(Status::kState, "begin_step({}): the next step is {}", t, m.log->size() + 1);
-  if (m.commitment && t > m.commitment->declared_steps)
+  // Step leaves and per-step seeds name the run: it is known before it trains.
+  if (!m.commitment)
+    fail(Status::kState, "begin_step({}): the step's leaf{} names the run; set the commitment (set_commitment) first",
+         t, m.spec.seed_policy == commit::SeedPolicyKind::kPerStep ? " (and, under per_step, its seed)" : "");
+  if (t > m.commitment->declared_steps)
     fail(Status::kOutOfRange, "begin_step({}): the commitment declares {} steps", t, m.commitment->declared_steps);
   uint64_t seed = 0;
   std::lock_guard<std::mutex> lock(torch_state_mutex());
   auto gen = at::detail::getDefaultCPUGenerator();
   if (m.spec.seed_policy == commit::SeedPolicyKind::kPerStep) {
-    // The seed names the run, so the run must be known before it trains.
-    if (!m.commitment)
-      fail(Status::kState,
-           "begin_step({}): seed policy per_step: the step's seed names the run; set the commitment "
-           "(set_commitment) before the first step",
-           t);
     seed = commit::derive_seed(m.spec.seed, m.commitment->run_id(), t);
     std::lock_guard<std::mutex> g(gen.mutex());
     gen.set_current_seed(seed);
@@ -292,15 +322,31 @@ commit::StepLeaf Recorder::end_step(const std::vector<hash::StTensor> &state, do
     if (!rng) fail(Status::kInvalidArgument, "seed policy single_seed: S_{} has no '{}' tensor", t, kRngName);
     m.last_rng.assign(rng->data.begin(), rng->data.end());
   }
-  const bool last = m.commitment && t == m.commitment->declared_steps;
+  // The committed update norm; the states' parameters must match (a
+  // verifier refuses a step whose parameters change name, dtype or shape).
+  std::vector<ParamCopy> params = copy_params(state);
+  double norm = 0;
+  try {
+    norm = hash::update_norm(param_views(m.last_params), param_views(params), std::string(hash::kLeafNormPrefix));
+  } catch (const Error &e) {
+    fail(e.status(), "end_step: the update norm from S_{} to S_{}: {}", t - 1, t, e.what());
+  }
+  if (!std::isfinite(norm))
+    fail(Status::kNonFinite, "end_step: the parameters of S_{} are {} away from S_{}; a verifier refuses the step", t,
+         norm, t - 1);
+  const bool last = t == m.commitment->declared_steps;
   if (t % m.every == 0 || last) hash::write_safetensors(numbered(m.dir, "checkpoints", t), state, {});
-  commit::StepLeaf leaf{t, digest, loss};
+  const commit::StepLeaf leaf{m.commitment->run_id(), t, digest, loss, norm};
   m.log->append(leaf.encode());
   m.log->flush();
-  const nlohmann::json line = {{"step", t}, {"state_digest", digest.hex()}, {"loss_bits", loss_hex(loss)}};
+  const nlohmann::json line = {{"step", t},
+                               {"state_digest", digest.hex()},
+                               {"loss_bits", bits_hex(loss)},
+                               {"update_norm_bits", bits_hex(norm)}};
   m.steps << line.dump() << "\n";
   m.steps.flush();
   if (!m.steps) fail(Status::kIo, "cannot append to '{}/steps.jsonl'", m.dir);
+  m.last_params = std::move(params);
   m.begun = 0;
   return leaf;
 }
@@ -339,6 +385,9 @@ struct CheckpointStore::Impl {
   std::unique_ptr<merkle::StoredTree> dataset;  // built on first use
   std::string dataset_dir;
 
+  commit::StepLeaf leaf(const StepRecord &r) const {
+    return {commitment->run_id(), r.step, r.state_digest, r.loss, r.update_norm};
+  }
   const Bytes &entry(uint64_t t) const {
     if (t == 0 || t > schedule.size())
       fail(Status::kNotFound, "no schedule entry for step {} (set_commitment records the schedule)", t);
@@ -385,7 +434,8 @@ std::unique_ptr<CheckpointStore> CheckpointStore::open(const std::string &dir) {
       StepRecord r;
       r.step = j.at("step").get<uint64_t>();
       r.state_digest = hash::Digest::from_hex(j.at("state_digest").get<std::string>());
-      r.loss = loss_from_hex(j.at("loss_bits").get<std::string>());
+      r.loss = bits_from_hex(j.at("loss_bits").get<std::string>(), "loss_bits");
+      r.update_norm = bits_from_hex(j.at("update_norm_bits").get<std::string>(), "update_norm_bits");
       if (r.step != m.steps.size() + 1)
         fail(Status::kMalformed, "'{}/steps.jsonl': line {} is for step {}", dir, m.steps.size() + 1, r.step);
       m.steps.push_back(r);
@@ -397,15 +447,17 @@ std::unique_ptr<CheckpointStore> CheckpointStore::open(const std::string &dir) {
   m.log = merkle::StoredTree::open(dir + "/log.tree");
   if (m.log->size() != m.steps.size())
     fail(Status::kMalformed, "'{}': the log has {} leaves, steps.jsonl {} lines", dir, m.log->size(), m.steps.size());
-  for (const StepRecord &r : m.steps)
-    if (m.log->leaf_hash(r.step - 1) != commit::StepLeaf{r.step, r.state_digest, r.loss}.leaf_hash())
-      fail(Status::kMalformed, "'{}': steps.jsonl and the log disagree at step {}", dir, r.step);
   if (fs::exists(dir + "/commitment.bin")) {
     m.commitment = commit::TrainingCommitment::decode(read_all(dir + "/commitment.bin", commit::kMaxCommitmentBytes));
     m.schedule = decode_schedule(read_all(dir + "/schedule.bin", kMaxScheduleFileBytes));
     if (m.schedule.size() != m.commitment->declared_steps || schedule_root(m.schedule) != m.commitment->schedule_root)
       fail(Status::kMalformed, "'{}': schedule.bin does not match the commitment", dir);
+  } else if (!m.steps.empty()) {
+    fail(Status::kMalformed, "'{}': steps are recorded but there is no commitment.bin (step leaves name the run)", dir);
   }
+  for (const StepRecord &r : m.steps)
+    if (m.log->leaf_hash(r.step - 1) != m.leaf(r).leaf_hash())
+      fail(Status::kMalformed, "'{}': steps.jsonl and the log disagree at step {}", dir, r.step);
   return s;
 }
 
@@ -502,11 +554,11 @@ Bytes CheckpointStore::opening(uint64_t t, uint64_t log_size, const std::string 
   o.pre_state_digest = t == 1 ? m.commitment->initial_state_digest : m.steps[t - 2].state_digest;
   if (t > 1) {
     const StepRecord &p = m.steps[t - 2];
-    o.pre_leaf = commit::StepLeaf{p.step, p.state_digest, p.loss}.encode();
+    o.pre_leaf = m.leaf(p).encode();
     o.pre_leaf_proof = merkle::encode_proof(m.log->inclusion_proof(t - 2, log_size));
   }
   const StepRecord &q = m.steps[t - 1];
-  o.post_leaf = commit::StepLeaf{q.step, q.state_digest, q.loss}.encode();
+  o.post_leaf = m.leaf(q).encode();
   o.post_leaf_proof = merkle::encode_proof(m.log->inclusion_proof(t - 1, log_size));
   o.schedule_entry = m.entry(t);
   {

@@ -5,7 +5,7 @@
 //   program.pt                   the model program (digest = the spec's)
 //   commitment.bin, schedule.bin the training commitment and every schedule entry
 //   log.tree                     the step log (stored tree file, section 7.2)
-//   steps.jsonl                  one line per step: digest, loss bits
+//   steps.jsonl                  one line per step: digest, loss and update norm bits
 //   checkpoints/%012d.safetensors S_0 and every k-th state
 //   derived/%012d.safetensors    states re-derived for openings (a cache)
 //
@@ -32,6 +32,7 @@ struct StepRecord {
   uint64_t step = 0;
   hash::Digest state_digest;
   double loss = 0;
+  double update_norm = 0;  // from S_{step-1} to S_step, committed by the leaf
 };
 
 class Recorder {
@@ -53,15 +54,17 @@ class Recorder {
   // and the schedule root (kProofMismatch). Before step 1 (kState).
   void set_commitment(const commit::TrainingCommitment &c, const std::vector<Bytes> &schedule);
 
-  // Starts step t (= last recorded + 1, kState otherwise) and applies the
+  // Starts step t (= last recorded + 1, kState otherwise; after
+  // set_commitment, kState otherwise: the leaf names the run) and applies the
   // seed policy to LibTorch's default CPU generator: per_step seeds it with
   // seed(base, t) (returned); single_seed restores the generator state of
   // S_{t-1}'s rng/cpu tensor (returns 0); none returns 0.
   uint64_t begin_step(uint64_t t);
   // Ends the step begun: digests S_t (whose hparam/lr must be the spec's
   // rate of step t+1, bit for bit: kInvalidArgument naming both values),
-  // appends the step leaf to the log, and writes a checkpoint when t is a
-  // multiple of the interval or the last declared step.
+  // computes the update norm from S_{t-1}'s parameters (kept as a copy) to
+  // S_t's, appends the step leaf to the log, and writes a checkpoint when t
+  // is a multiple of the interval or the last declared step.
   commit::StepLeaf end_step(const std::vector<hash::StTensor> &state, double loss);
 
   uint64_t size() const;

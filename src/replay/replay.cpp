@@ -20,6 +20,7 @@
 #include "hash/sha256.h"
 #include "hash/state.h"
 #include "replay/program_check.h"
+#include "hash/update_norm.h"
 #include "witness/norm_bucket.h"
 
 namespace pot::replay {
@@ -632,7 +633,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
   TensorMap post_params;
   for (const auto &[name, t] : r.post)
     if (starts_with(name, kParamPrefix)) post_params.emplace(name, t);
-  r.update_norm = witness::update_norm(state_views(pre_params), state_views(post_params), std::string(kParamPrefix));
+  r.update_norm = hash::update_norm(state_views(pre_params), state_views(post_params), std::string(kParamPrefix));
   r.norm_bucket = witness::norm_bucket(r.update_norm, spec.norm_bucket_resolution);
   return r;
 }

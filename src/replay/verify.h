@@ -1,7 +1,7 @@
 // Full verification of one challenged step (docs/PROTOCOL.md section 21.5):
 // the opening checks of section 18, then the replay of the step from the
 // served S_{t-1}, compared with leaf t bit for bit, or, on the
-// cross-architecture path, by norm bucket against the served S_t.
+// cross-architecture path, by norm bucket against leaf t's committed norm.
 #pragma once
 
 #include <optional>
@@ -26,7 +26,8 @@ struct VerifyResult {
   int64_t norm_bucket = 0;
   hash::Digest committed_state_digest;  // from leaf t
   double committed_loss = 0;
-  int64_t served_norm_bucket = 0;       // kNormBucket: from the served S_{t-1} and S_t
+  double committed_update_norm = 0;     // from leaf t (check 26 binds it to S_{t-1}, S_t)
+  int64_t committed_norm_bucket = 0;    // of committed_update_norm
 };
 
 struct VerifyInputs {

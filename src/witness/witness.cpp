@@ -38,10 +38,10 @@ void verify_reveal(const hash::Digest &commitment, const WitnessValue &v, ByteVi
 }
 
 VerdictResult decide(const std::vector<Revealed> &reveals, Mode mode, const hash::Digest &committed_state,
-                     std::optional<int64_t> declared_bucket, size_t quorum) {
+                     std::optional<int64_t> committed_bucket, size_t quorum) {
   if (quorum == 0) fail(Status::kInvalidArgument, "verdict: the quorum must be at least 1");
-  if (mode == Mode::kNormBucket && !declared_bucket)
-    fail(Status::kInvalidArgument, "verdict: norm-bucket mode needs the miner's declared bucket");
+  if (mode == Mode::kNormBucket && !committed_bucket)
+    fail(Status::kInvalidArgument, "verdict: norm-bucket mode needs the committed bucket (of the opened leaf's update norm)");
   std::set<Bytes> seen;
   std::map<Bytes, size_t> clusters;  // value bytes -> count
   for (const Revealed &r : reveals) {
@@ -85,10 +85,10 @@ VerdictResult decide(const std::vector<Revealed> &reveals, Mode mode, const hash
     out.reason = ok ? "the largest cluster reproduces the committed state digest"
                     : "the largest cluster's replayed digest differs from the committed state digest";
   } else {
-    const bool ok = buckets_match(*declared_bucket, out.cluster_bucket);
+    const bool ok = buckets_match(*committed_bucket, out.cluster_bucket);
     out.verdict = ok ? Verdict::kPass : Verdict::kFail;
-    out.reason = fmt::format("the largest cluster's bucket {} {} the declared bucket {}", out.cluster_bucket,
-                             ok ? "matches" : "does not match", *declared_bucket);
+    out.reason = fmt::format("the largest cluster's bucket {} {} the committed bucket {}", out.cluster_bucket,
+                             ok ? "matches" : "does not match", *committed_bucket);
   }
   return out;
 }

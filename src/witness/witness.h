@@ -61,9 +61,10 @@ struct VerdictResult {
 // buckets in norm-bucket mode) must hold at least `quorum` reveals and be
 // strictly larger than any other cluster; else kInconclusive, never a guess.
 // It is then compared with the committed leaf's state digest (bitwise) or,
-// allowing an adjacent bucket, with the miner's declared bucket.
+// allowing an adjacent bucket, with the bucket of the opened leaf's committed
+// update norm.
 // kInvalidArgument for quorum 0 or a repeated identity.
 VerdictResult decide(const std::vector<Revealed> &reveals, Mode mode, const hash::Digest &committed_state,
-                     std::optional<int64_t> declared_bucket, size_t quorum);
+                     std::optional<int64_t> committed_bucket, size_t quorum);
 
 }  // namespace pot::witness

@@ -208,9 +208,9 @@ std::vector<Decoder> decoders() {
       {"pot_step_leaf_decode",
        [](const uint8_t *p, size_t n, pot_error **e) {
          uint64_t step = 0;
-         pot_digest d;
-         double loss = 0;
-         return pot_step_leaf_decode(&step, &d, &loss, p, n, e);
+         pot_digest run, d;
+         double loss = 0, norm = 0;
+         return pot_step_leaf_decode(&run, &step, &d, &loss, &norm, p, n, e);
        }},
       {"pot_log_load", owning(pot_log_load, pot_log_free)},
       {"pot_ledger_load", owning(pot_ledger_load, pot_ledger_free)},
@@ -746,12 +746,11 @@ TEST(NonFinite, NormsAndLossesAreFlagged) {
   // A step leaf records a NaN loss by its bits.
   uint8_t leaf[POT_STEP_LEAF_SIZE];
   const pot_digest d = filled(3);
-  ASSERT_EQ(pot_step_leaf_encode(leaf, 1, &d, std::nan(""), nullptr), POT_OK);
-  double back = 0;
-  uint64_t step = 0;
-  pot_digest dd;
-  ASSERT_EQ(pot_step_leaf_decode(&step, &dd, &back, leaf, sizeof leaf, nullptr), POT_OK);
+  ASSERT_EQ(pot_step_leaf_encode(leaf, &d, 1, &d, std::nan(""), std::nan(""), nullptr), POT_OK);
+  double back = 0, norm = 0;
+  ASSERT_EQ(pot_step_leaf_decode(nullptr, nullptr, nullptr, &back, &norm, leaf, sizeof leaf, nullptr), POT_OK);
   EXPECT_TRUE(std::isnan(back));
+  EXPECT_TRUE(std::isnan(norm));  // encoded; a verifier fails it at check nonfinite
 }
 
 // ---------------------------------------------------------------------------
@@ -987,14 +986,14 @@ TEST(StepOverflow, LargestStepNumbers) {
   const pot_digest d = filled(6);
   expect_ok("seed of step 2^64 - 1", [&](pot_error **e) { return pot_seed_derive(&seed, 1, &d, UINT64_MAX, e); });
   uint8_t leaf[POT_STEP_LEAF_SIZE];
-  expect_ok("leaf of step 2^64 - 1", [&](pot_error **e) { return pot_step_leaf_encode(leaf, UINT64_MAX, &d, 1.0, e); });
+  expect_ok("leaf of step 2^64 - 1", [&](pot_error **e) { return pot_step_leaf_encode(leaf, &d, UINT64_MAX, &d, 1.0, 0.0, e); });
   uint64_t step = 0;
   pot_digest back;
   double loss;
-  ASSERT_EQ(pot_step_leaf_decode(&step, &back, &loss, leaf, sizeof leaf, nullptr), POT_OK);
+  ASSERT_EQ(pot_step_leaf_decode(nullptr, &step, &back, &loss, nullptr, leaf, sizeof leaf, nullptr), POT_OK);
   EXPECT_EQ(step, UINT64_MAX);
   expect_refused("leaf of step 0", POT_E_INVALID_ARGUMENT, 0,
-                 [&](pot_error **e) { return pot_step_leaf_encode(leaf, 0, &d, 1.0, e); });
+                 [&](pot_error **e) { return pot_step_leaf_encode(leaf, &d, 0, &d, 1.0, 0.0, e); });
   // Challenges over a run of 2^64 - 1 steps land in 1..2^64 - 1.
   uint64_t steps[8] = {};
   const Bytes beacon(16, 2);

@@ -184,9 +184,12 @@ def derive_seed(base: int, run_id: bytes, step: int) -> int:
     return int.from_bytes(tagged("pot/v2/seed", body)[:8], "little")
 
 
-def step_leaf(step: int, state: bytes, loss_bits: bytes) -> bytes:
-    tag = b"pot/v1/step"
-    return bytes([len(tag)]) + tag + struct.pack("<Q", step) + state + loss_bits
+def step_leaf(run_id: bytes, step: int, state: bytes, loss_bits: bytes, update_norm_bits: bytes) -> bytes:
+    """docs/PROTOCOL.md section 10: 100 bytes naming the run and committing the update norm."""
+    assert len(run_id) == 32 and len(state) == 32 and len(loss_bits) == 8 and len(update_norm_bits) == 8
+    assert update_norm_bits[7] & 0x80 == 0, "an update norm's sign bit is clear"
+    tag = b"pot/v2/step"
+    return bytes([len(tag)]) + tag + run_id + struct.pack("<Q", step) + state + loss_bits + update_norm_bits
 
 
 def derive_challenges(beacon: bytes, run_id: bytes, n: int, rounds: int):
@@ -477,7 +480,7 @@ def witness_commitment(run_id: bytes, step: int, replayed: bytes, bucket: int, s
     return tagged("pot/v1/witness", body)
 
 
-def verdict(mode: str, quorum: int, reveals, committed_state=None, declared_bucket=None):
+def verdict(mode: str, quorum: int, reveals, committed_state=None, committed_bucket=None):
     """docs/PROTOCOL.md section 19: (outcome, size of the largest cluster)."""
     from collections import Counter
     key = (lambda r: r["replayed_state"]) if mode == "bitwise" else (lambda r: r["bucket"])
@@ -490,6 +493,6 @@ def verdict(mode: str, quorum: int, reveals, committed_state=None, declared_buck
     if mode == "bitwise":
         return ("pass" if value == committed_state else "fail"), size
     sentinels = (-(1 << 63), (1 << 63) - 1)
-    if value in sentinels or declared_bucket in sentinels:
-        return ("pass" if value == declared_bucket else "fail"), size
-    return ("pass" if abs(value - declared_bucket) <= 1 else "fail"), size
+    if value in sentinels or committed_bucket in sentinels:
+        return ("pass" if value == committed_bucket else "fail"), size
+    return ("pass" if abs(value - committed_bucket) <= 1 else "fail"), size

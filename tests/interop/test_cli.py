@@ -105,11 +105,14 @@ def test_seed_leaf_challenge_security_match_vectors():
         out = run("seed", "--base", str(s["base_seed"]), "--run-id", s["run_id"], "--step", str(s["step"]))
         assert out.stdout.strip() == str(s["seed"])
     assert run("seed", "--base", "1", "--step", "1").returncode == 2  # the run is required
-    l = v["step_leaves"][0]
     import struct
-    loss = struct.unpack("<d", bytes.fromhex(l["loss_bits"]))[0]
-    out = json.loads(run("leaf", "--step", str(l["step"]), "--state", l["state_digest"], "--loss", repr(loss), "--json").stdout)
-    assert out == {"leaf": l["leaf"], "leaf_hash": l["leaf_hash"]}
+    for l in v["step_leaves"]:
+        loss = struct.unpack("<d", bytes.fromhex(l["loss_bits"]))[0]
+        norm = struct.unpack("<d", bytes.fromhex(l["update_norm_bits"]))[0]
+        out = json.loads(run("leaf", "--run-id", l["run_id"], "--step", str(l["step"]), "--state", l["state_digest"],
+                             "--loss", repr(loss), "--update-norm", repr(norm), "--json").stdout)
+        assert out == {"leaf": l["leaf"], "leaf_hash": l["leaf_hash"]}, l["comment"]
+    assert run("leaf", "--step", "1", "--state", "00" * 32, "--loss", "1", "--update-norm", "0").returncode == 2
     for c in v["challenges"]:
         out = run("challenge", "--beacon", c["beacon"], "--run-id", c["run_id"], "--steps", str(c["num_steps"]),
                   "--rounds", str(c["rounds"]), "--json")

@@ -94,7 +94,8 @@ def test_protocol_seeds_leaves_challenges_buckets():
     for s in v["seeds"]:
         assert ind.derive_seed(s["base_seed"], bytes.fromhex(s["run_id"]), s["step"]) == s["seed"]
     for l in v["step_leaves"]:
-        leaf = ind.step_leaf(l["step"], bytes.fromhex(l["state_digest"]), bytes.fromhex(l["loss_bits"]))
+        leaf = ind.step_leaf(bytes.fromhex(l["run_id"]), l["step"], bytes.fromhex(l["state_digest"]),
+                             bytes.fromhex(l["loss_bits"]), bytes.fromhex(l["update_norm_bits"]))
         assert leaf.hex() == l["leaf"], l["comment"]
         assert ind.leaf_hash(leaf).hex() == l["leaf_hash"]
     for c in v["challenges"]:
@@ -155,7 +156,7 @@ def test_canonical_spec_commitment_schedules_witnesses():
 
 def test_verdicts():
     for v in load("protocol.json")["verdicts"]:
-        got = ind.verdict(v["mode"], v["quorum"], v["reveals"], v.get("committed_state"), v.get("declared_bucket"))
+        got = ind.verdict(v["mode"], v["quorum"], v["reveals"], v.get("committed_state"), v.get("committed_bucket"))
         assert got == (v["verdict"], v["cluster_size"]), v["comment"]
 
 

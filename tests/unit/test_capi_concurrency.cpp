@@ -350,7 +350,7 @@ TEST(CApiConcurrent, HandleFreeFunctionsFromManyThreads) {
       [&]() -> std::string {
         uint8_t leaf[POT_STEP_LEAF_SIZE];
         double p = 0;
-        std::string r = status(pot_step_leaf_encode(leaf, 9, &b, 1.25, nullptr)) << str(leaf, sizeof leaf);
+        std::string r = status(pot_step_leaf_encode(leaf, &a, 9, &b, 1.25, 0.5, nullptr)) << str(leaf, sizeof leaf);
         return r + (status(pot_security_detection_probability(&p, 1000, 10, 50, nullptr)) << str(&p, sizeof p));
       },
       [&]() -> std::string {

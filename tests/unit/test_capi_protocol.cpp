@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <array>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -185,16 +186,22 @@ TEST(CApiProtocol, SeedsLeavesChallengesSecurityBuckets) {
   pot_digest state;
   ASSERT_EQ(pot_sha256(&state, "s", 1, nullptr), POT_OK);
   uint8_t leaf[POT_STEP_LEAF_SIZE];
-  ASSERT_EQ(pot_step_leaf_encode(leaf, 9, &state, 1.25, nullptr), POT_OK);
+  EXPECT_EQ(pot_step_leaf_size(), 100u);
+  ASSERT_EQ(pot_step_leaf_encode(leaf, &run, 9, &state, 1.25, 0.375, nullptr), POT_OK);
   uint64_t step = 0;
-  double loss = 0;
-  pot_digest back;
-  ASSERT_EQ(pot_step_leaf_decode(&step, &back, &loss, leaf, sizeof leaf, nullptr), POT_OK);
+  double loss = 0, norm = 0;
+  pot_digest back, back_run;
+  ASSERT_EQ(pot_step_leaf_decode(&back_run, &step, &back, &loss, &norm, leaf, sizeof leaf, nullptr), POT_OK);
   EXPECT_EQ(step, 9u);
   EXPECT_EQ(loss, 1.25);
+  EXPECT_EQ(norm, 0.375);
   EXPECT_EQ(std::memcmp(back.bytes, state.bytes, 32), 0);
-  EXPECT_EQ(pot_step_leaf_encode(leaf, 0, &state, 1.0, nullptr), POT_E_INVALID_ARGUMENT);
-  EXPECT_EQ(pot_step_leaf_decode(&step, nullptr, nullptr, leaf, 59, nullptr), POT_E_MALFORMED);
+  EXPECT_EQ(std::memcmp(back_run.bytes, run.bytes, 32), 0);
+  ASSERT_EQ(pot_step_leaf_decode(nullptr, nullptr, nullptr, nullptr, nullptr, leaf, sizeof leaf, nullptr), POT_OK);
+  EXPECT_EQ(pot_step_leaf_encode(leaf, &run, 0, &state, 1.0, 0, nullptr), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(pot_step_leaf_encode(leaf, &run, 1, &state, 1.0, -1.0, nullptr), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(pot_step_leaf_encode(leaf, nullptr, 1, &state, 1.0, 0, nullptr), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(pot_step_leaf_decode(nullptr, &step, nullptr, nullptr, nullptr, leaf, 99, nullptr), POT_E_MALFORMED);
 
   uint64_t steps[5] = {};
   const uint8_t beacon[3] = {1, 2, 3};
@@ -310,20 +317,14 @@ TEST(CApiProtocol, OpeningAndWitnessesEndToEnd) {
       pot_bytes_free(&e);
     }
     const std::string path = dir.file("state" + std::to_string(t));
-    write_tensor(path, "model.w", w, 3);
+    write_tensor(path, "param/w", w, 3);
     pot_digest d;
     ASSERT_EQ(pot_safetensors_digest_file(&d, path.c_str(), 1, nullptr), POT_OK);
     states.push_back(d);
-    if (t) {
-      uint8_t leaf[POT_STEP_LEAF_SIZE];
-      ASSERT_EQ(pot_step_leaf_encode(leaf, t, &d, 0.5, nullptr), POT_OK);
-      ASSERT_EQ(pot_tree_append(nullptr, log, leaf, sizeof leaf, nullptr), POT_OK);
-    }
   }
   pot_digest sroot, droot, lroot;
   ASSERT_EQ(pot_tree_root(&sroot, schedule, steps, nullptr), POT_OK);
   ASSERT_EQ(pot_tree_root(&droot, dataset, samples, nullptr), POT_OK);
-  ASSERT_EQ(pot_tree_root(&lroot, log, steps, nullptr), POT_OK);
   const std::string cj = "{\"task_id\": \"" + std::string(64, '7') + "\", \"initial_state_digest\": \"" + hex(states[0]) + "\", \"schedule_root\": \"" + hex(sroot) +
                          "\", \"dataset_root\": \"" + hex(droot) +
                          "\", \"dataset_size\": 6, \"spec_digest\": \"" + std::string(64, '0') +
@@ -332,17 +333,30 @@ TEST(CApiProtocol, OpeningAndWitnessesEndToEnd) {
   ASSERT_EQ(pot_commitment_from_json(&c, cj.c_str(), nullptr), POT_OK);
   pot_digest run_id;
   ASSERT_EQ(pot_commitment_run_id(&run_id, c, nullptr), POT_OK);
+  // The log: each leaf names the run and commits the update norm.
+  std::vector<std::array<uint8_t, POT_STEP_LEAF_SIZE>> leaves;
+  for (uint64_t t = 1; t <= steps; ++t) {
+    pot_safetensors *a = nullptr, *b = nullptr;
+    ASSERT_EQ(pot_safetensors_open(&a, dir.file("state" + std::to_string(t - 1)).c_str(), nullptr), POT_OK);
+    ASSERT_EQ(pot_safetensors_open(&b, dir.file("state" + std::to_string(t)).c_str(), nullptr), POT_OK);
+    double norm = 0;
+    ASSERT_EQ(pot_update_norm(&norm, a, b, "param/", nullptr), POT_OK);
+    pot_safetensors_free(a);
+    pot_safetensors_free(b);
+    leaves.emplace_back();
+    ASSERT_EQ(pot_step_leaf_encode(leaves.back().data(), &run_id, t, &states[t], 0.5, norm, nullptr), POT_OK);
+    ASSERT_EQ(pot_tree_append(nullptr, log, leaves.back().data(), POT_STEP_LEAF_SIZE, nullptr), POT_OK);
+  }
+  ASSERT_EQ(pot_tree_root(&lroot, log, steps, nullptr), POT_OK);
 
   // The miner opens step 3.
   const uint64_t t = 3;
   pot_opening *o = nullptr;
   ASSERT_EQ(pot_opening_new(&o, &run_id, t, steps, &states[t - 1], nullptr), POT_OK);
-  uint8_t pre[POT_STEP_LEAF_SIZE], post[POT_STEP_LEAF_SIZE];
-  ASSERT_EQ(pot_step_leaf_encode(pre, t - 1, &states[t - 1], 0.5, nullptr), POT_OK);
-  ASSERT_EQ(pot_step_leaf_encode(post, t, &states[t], 0.5, nullptr), POT_OK);
+  const uint8_t *pre = leaves[t - 2].data(), *post = leaves[t - 1].data();
   pot_bytes p1 = proof_of(log, t - 2, steps), p2 = proof_of(log, t - 1, steps), p3 = proof_of(schedule, t - 1, steps);
-  ASSERT_EQ(pot_opening_set_pre_leaf(o, pre, sizeof pre, p1.data, p1.len, nullptr), POT_OK);
-  ASSERT_EQ(pot_opening_set_post_leaf(o, post, sizeof post, p2.data, p2.len, nullptr), POT_OK);
+  ASSERT_EQ(pot_opening_set_pre_leaf(o, pre, POT_STEP_LEAF_SIZE, p1.data, p1.len, nullptr), POT_OK);
+  ASSERT_EQ(pot_opening_set_post_leaf(o, post, POT_STEP_LEAF_SIZE, p2.data, p2.len, nullptr), POT_OK);
   pot_bytes entry{};
   ASSERT_EQ(pot_seeded_schedule_entry(&entry, 9, samples, 2, 1, t, nullptr), POT_OK);
   ASSERT_EQ(pot_opening_set_schedule(o, entry.data, entry.len, p3.data, p3.len, nullptr), POT_OK);
@@ -368,6 +382,7 @@ TEST(CApiProtocol, OpeningAndWitnessesEndToEnd) {
                                nullptr),
             POT_OK);
   EXPECT_EQ(check, POT_CHECK_OK);
+  EXPECT_STREQ(pot_opening_check_name(POT_CHECK_COMMITTED_NORM), "committed_norm");
   pot_error *err = nullptr;
   EXPECT_EQ(pot_opening_verify(&check, c, t, steps, &lroot, manifest.data, manifest.len, s1.c_str(), nullptr, 1, &err),
             POT_E_PROOF_MISMATCH);
@@ -548,7 +563,8 @@ TEST(CApiProtocol, ReplayAvailabilityMatchesTheBuild) {
   EXPECT_STREQ(pot_opening_check_name(POT_CHECK_REPLAYED_STATE), "replayed_state");
   EXPECT_STREQ(pot_opening_check_name(POT_CHECK_NONFINITE), "nonfinite");
   EXPECT_STREQ(pot_opening_check_name(POT_CHECK_LEARNING_RATE), "learning_rate");
-  EXPECT_STREQ(pot_opening_check_name(static_cast<pot_opening_check>(26)), "unknown");
+  EXPECT_STREQ(pot_opening_check_name(POT_CHECK_COMMITTED_NORM), "committed_norm");
+  EXPECT_STREQ(pot_opening_check_name(static_cast<pot_opening_check>(27)), "unknown");
   pot_spec_free(spec);
 }
 

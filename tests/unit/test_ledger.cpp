@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <string>
@@ -90,16 +91,28 @@ struct Flow {
     task_bytes = task_value.encode();
     commitment = make_commitment(miner, task_value);
     commitment_bytes = commitment.encode();
-    for (uint64_t t = 1; t <= kSteps; ++t) {
-      // A forging miner logs states it never computed; honest replays
-      // reproduce honest_state(t).
-      leaves.push_back(
-          {t, forged ? d("forged state " + std::to_string(t)) : honest_state(t), 1.0 / double(t)});
-      tree->append(leaves.back().encode());
-    }
+    tree = log_of(commitment.run_id(), forged, &leaves);
   }
 
   static Digest honest_state(uint64_t t) { return d("state " + std::to_string(t)); }
+  // Every leaf commits an update norm in bucket 100 at the test task's
+  // resolution (16): witnesses' buckets are compared with it.
+  static double committed_norm() { return std::exp2(100.5 / 16); }
+  static constexpr int64_t kCommittedBucket = 100;
+
+  // The log of run `run`: a forging miner logs states it never computed;
+  // honest replays reproduce honest_state(t).
+  static std::unique_ptr<merkle::StoredTree> log_of(const Digest &run, bool forged = false,
+                                                    std::vector<commit::StepLeaf> *out = nullptr) {
+    auto log = merkle::StoredTree::in_memory();
+    for (uint64_t t = 1; t <= kSteps; ++t) {
+      const commit::StepLeaf leaf{run, t, forged ? d("forged state " + std::to_string(t)) : honest_state(t),
+                                  1.0 / double(t), committed_norm()};
+      log->append(leaf.encode());
+      if (out) out->push_back(leaf);
+    }
+    return log;
+  }
 
   // Posts the task (a no-op when it is already posted) and starts the run.
   void start() {
@@ -292,9 +305,13 @@ TEST(Ledger, NormBucketModeAdjacentBucketsPassFarBucketsFail) {
   EXPECT_NE(f.step_of(pass), f.step_of(fail_));
   for (uint64_t cid : ids) {
     EXPECT_EQ(f.ledger.challenge_info(cid).mode, Mode::kNormBucket);
+    EXPECT_FALSE(f.ledger.challenge_info(cid).committed_bucket.has_value());  // not opened yet
     f.open(cid);
-    f.ledger.declare_witness_norm_bucket(f.miner, cid, 100, f.now);
-    EXPECT_EQ(f.ledger.challenge_info(cid).declared_bucket, 100);
+    // The reference is the opened leaf's norm, committed at training time:
+    // nobody declares it after the challenge.
+    const game::ChallengeInfo info = f.ledger.challenge_info(cid);
+    EXPECT_EQ(info.committed_bucket, Flow::kCommittedBucket);
+    EXPECT_EQ(info.opened_update_norm, Flow::committed_norm());
   }
   // Cross-architecture witnesses: replayed digests all differ, buckets are
   // close. The largest cluster (101, two reveals) is adjacent to 100.
@@ -353,28 +370,31 @@ TEST(Ledger, TieOrTooFewRevealsIsInconclusive) {
   expect_round_trip(f.ledger);
 }
 
-TEST(Ledger, NoOpeningOrNoDeclaredBucketFails) {
+TEST(Ledger, NoOpeningFailsAndWitnessesAreComparedWithTheCommittedBucket) {
   Flow f(false, kConfig, 100, make_task(kNorm));
   f.seal();
   const uint64_t unopened = f.challenge("beacon 1");
-  const uint64_t undeclared = f.challenge("beacon 2");
-  f.open(undeclared);
-  f.commit("alice", undeclared, d("a"), 7);
-  f.commit("bob", undeclared, d("b"), 7);
-  f.to_reveal_phase(undeclared);
-  f.reveal("alice", undeclared, d("a"), 7);
-  f.reveal("bob", undeclared, d("b"), 7);
+  const uint64_t opened = f.challenge("beacon 2");
+  f.open(opened);
+  // Witnesses agreeing on a bucket far from the leaf's: the miner cannot
+  // move the reference after the challenge (it was committed in the leaf).
+  f.commit("alice", opened, d("a"), 7);
+  f.commit("bob", opened, d("b"), 7);
+  f.to_reveal_phase(opened);
+  f.reveal("alice", opened, d("a"), 7);
+  f.reveal("bob", opened, d("b"), 7);
   f.to_final_phase(unopened);
   const game::ChallengeVerdict a = f.ledger.finalize_challenge(unopened, f.now);
   EXPECT_EQ(a.verdict, Verdict::kFail);
   EXPECT_EQ(a.reason, "no opening");
   EXPECT_EQ(a.cluster_size, 0u);
   EXPECT_TRUE(f.ledger.run_info(f.run_id).slashable);
-  const game::ChallengeVerdict b = f.ledger.finalize_challenge(undeclared, f.now);
+  const game::ChallengeVerdict b = f.ledger.finalize_challenge(opened, f.now);
   EXPECT_EQ(b.verdict, Verdict::kFail);
-  EXPECT_EQ(b.reason, "no declared norm bucket");
+  EXPECT_EQ(b.reason, "the largest cluster's bucket 7 does not match the committed bucket 100");
   expect_round_trip(f.ledger);
   EXPECT_EQ(Ledger::load(f.ledger.save()).challenge_info(unopened).verdict->reason, "no opening");
+  EXPECT_EQ(Ledger::load(f.ledger.save()).challenge_info(opened).committed_bucket, Flow::kCommittedBucket);
 }
 
 TEST(Ledger, TimeNeverGoesBack) {
@@ -396,7 +416,6 @@ TEST(Ledger, TimeNeverGoesBack) {
   EXPECT_REFUSED(
       l, Status::kInvalidArgument,
       l.submit_opening(f.miner, cid, f.manifest, f.leaf_bytes(s), f.leaf_proof(s), past));
-  EXPECT_REFUSED(l, Status::kInvalidArgument, l.declare_witness_norm_bucket(f.miner, cid, 1, past));
   EXPECT_REFUSED(l, Status::kInvalidArgument, l.commit_witness(id("bob"), cid, d("y"), past));
   EXPECT_REFUSED(l, Status::kInvalidArgument,
                  l.reveal_witness_value(id("alice"), cid, d("x"), 0, salt_for("alice"), past));
@@ -574,13 +593,23 @@ TEST(Ledger, SubmitOpeningRefusals) {
   EXPECT_REFUSED(l, Status::kNotFound, open(f.miner, 99, f.manifest, leaf, proof));
   EXPECT_REFUSED(l, Status::kPermission, open(id("mallory"), cid, f.manifest, leaf, proof));
   EXPECT_REFUSED(l, Status::kMalformed,
-                 open(f.miner, cid, f.manifest, ByteView(leaf).first(59), proof));
+                 open(f.miner, cid, f.manifest, ByteView(leaf).first(99), proof));
   // A genuine leaf of the log, but of another step.
   EXPECT_REFUSED(l, Status::kInvalidArgument,
                  open(f.miner, cid, f.manifest, f.leaf_bytes(other), f.leaf_proof(other)));
-  // The right step with another state digest is not in the log.
-  const Bytes forged = commit::StepLeaf{s, d("forged"), 0.5}.encode();
-  EXPECT_REFUSED(l, Status::kProofMismatch, open(f.miner, cid, f.manifest, forged, proof));
+  // The right step with another state digest, or another committed norm,
+  // is not in the log.
+  commit::StepLeaf forged = f.leaves.at(s - 1);
+  forged.state_digest = d("forged");
+  EXPECT_REFUSED(l, Status::kProofMismatch, open(f.miner, cid, f.manifest, forged.encode(), proof));
+  forged = f.leaves.at(s - 1);
+  forged.update_norm = 1.0;
+  EXPECT_REFUSED(l, Status::kProofMismatch, open(f.miner, cid, f.manifest, forged.encode(), proof));
+  // The leaf of another run (a trajectory copied from it) does not open
+  // this run's challenge, whatever its proof.
+  commit::StepLeaf copied = f.leaves.at(s - 1);
+  copied.run_id = d("another run");
+  EXPECT_REFUSED(l, Status::kInvalidArgument, open(f.miner, cid, f.manifest, copied.encode(), proof));
   EXPECT_REFUSED(l, Status::kProofLength,
                  open(f.miner, cid, f.manifest, leaf, ByteView(proof).first(64)));
   EXPECT_REFUSED(l, Status::kMalformed,
@@ -591,26 +620,6 @@ TEST(Ledger, SubmitOpeningRefusals) {
   f.now = l.challenge_info(ids[1]).commit_deadline + 1;
   EXPECT_REFUSED(l, Status::kState, f.open(ids[1]));
   EXPECT_REFUSED(l, Status::kState, f.open(cid));  // even a repeat: the phase is over
-}
-
-TEST(Ledger, DeclareWitnessNormBucketRefusals) {
-  Flow f(false, kConfig, 100, make_task(kNorm, 2));
-  f.seal();
-  Ledger &l = f.ledger;
-  const std::vector<uint64_t> ids = f.issue();
-  Flow g;
-  g.seal();
-  const uint64_t bitwise = g.challenge();
-  EXPECT_REFUSED(g.ledger, Status::kState, g.ledger.declare_witness_norm_bucket(g.miner, bitwise, 100, g.now));
-  const uint64_t cid = ids[0];
-  EXPECT_REFUSED(l, Status::kNotFound, l.declare_witness_norm_bucket(f.miner, 99, 100, f.now));
-  EXPECT_REFUSED(l, Status::kPermission,
-                 l.declare_witness_norm_bucket(id("mallory"), cid, 100, f.now));
-  l.declare_witness_norm_bucket(f.miner, cid, 100, f.now);
-  EXPECT_NO_OP(l, l.declare_witness_norm_bucket(f.miner, cid, 100, f.now));
-  EXPECT_REFUSED(l, Status::kConflict, l.declare_witness_norm_bucket(f.miner, cid, 101, f.now));
-  f.to_reveal_phase(ids[1]);
-  EXPECT_REFUSED(l, Status::kState, l.declare_witness_norm_bucket(f.miner, ids[1], 100, f.now));
 }
 
 TEST(Ledger, CommitWitnessRefusals) {
@@ -722,21 +731,23 @@ Flow busy_flow() {
   l.post_task(f.owner, norm_task.encode(), f.now);
   const Bytes norm_miner = id("miner 3");
   const Digest norm_run = l.start_training_commitment(norm_miner, make_commitment(norm_miner, norm_task).encode(), f.now);
-  l.post_checkpoint_root(norm_miner, norm_run, kSteps, f.tree->root(), {}, f.now);
+  std::vector<commit::StepLeaf> norm_leaves;
+  const auto norm_log = Flow::log_of(norm_run, false, &norm_leaves);
+  l.post_checkpoint_root(norm_miner, norm_run, kSteps, norm_log->root(), {}, f.now);
   const std::vector<uint64_t> ids = f.issue();
   const uint64_t norm = l.issue_challenge(norm_run, id("beacon 2"), f.now).at(0);
   for (uint64_t cid : ids) f.open(cid);
   const uint64_t ns = f.step_of(norm);
-  l.submit_opening(norm_miner, norm, f.manifest, f.leaf_bytes(ns), f.leaf_proof(ns), f.now);
-  l.declare_witness_norm_bucket(norm_miner, norm, -5, f.now);
+  l.submit_opening(norm_miner, norm, f.manifest, norm_leaves.at(ns - 1).encode(),
+                   merkle::encode_proof(norm_log->inclusion_proof(ns - 1, kSteps)), f.now);
   for (const char *w : {"alice", "bob", "carol"}) {
     f.commit(w, ids[0], Flow::honest_state(f.step_of(ids[0])));
-    f.commit(w, norm, d(w), -4);
+    f.commit(w, norm, d(w), Flow::kCommittedBucket + 1);
   }
   f.to_reveal_phase(ids[0]);
   for (const char *w : {"alice", "bob", "carol"}) {
     f.reveal(w, ids[0], Flow::honest_state(f.step_of(ids[0])));
-    f.reveal(w, norm, d(w), -4);
+    f.reveal(w, norm, d(w), Flow::kCommittedBucket + 1);
   }
   f.to_final_phase(ids[0]);
   l.finalize_challenge(ids[0], f.now);
@@ -862,8 +873,9 @@ TEST(Ledger, LoadChecksInvariants) {
     c->set_commit_deadline(p.height() + 100);
     c->set_reveal_deadline(p.height() + 110);
   });
-  refused("bucket in bitwise mode",
-          [](auto &p) { p.mutable_challenges(0)->set_declared_bucket(1); });
+  refused("norm with its sign bit", [](auto &p) {
+    p.mutable_challenges(0)->mutable_opening()->set_update_norm(-1.0);
+  });
   refused("commits without an opening", [](auto &p) { p.mutable_challenges(0)->clear_opening(); });
   refused("miner as witness", [](auto &p) {
     auto *w = p.mutable_challenges(1)->add_commits();
@@ -983,7 +995,8 @@ TEST(Ledger, JsonCallsMatchTheCppCalls) {
   EXPECT_EQ(c["mode"], "bitwise");
   EXPECT_EQ(c["opened"], true);
   EXPECT_EQ(c["opened_state"], state.hex());
-  EXPECT_TRUE(c["declared_bucket"].is_null());
+  EXPECT_TRUE(c["committed_bucket"].is_null());  // bitwise mode
+  EXPECT_EQ(c["opened_update_norm"], Flow::committed_norm());
   EXPECT_EQ(c["witness_reveals"], 2);
   EXPECT_EQ(c["final"], true);
   EXPECT_EQ(c["verdict"], "pass");
@@ -994,20 +1007,30 @@ TEST(Ledger, JsonCallsAreReadStrictly) {
   f.seal();
   const uint64_t cid = f.challenge();
   Ledger &l = f.ledger;
-  const std::string miner = to_hex(f.miner);
-  const nlohmann::json declare = {{"call", "declare_witness_norm_bucket"},
-                                  {"caller", miner},
-                                  {"now", f.now},
-                                  {"challenge_id", cid},
-                                  {"bucket", -3}};
+  f.open(cid);
+  // A witness committed to the lowest int64 bucket (a sentinel): its reveal
+  // as JSON carries the full range.
+  f.commit("alice", cid, d("alice replay"), INT64_MIN);
+  f.to_reveal_phase(cid);
+  const nlohmann::json reveal = {{"call", "reveal_witness_value"},
+                                 {"caller", to_hex(id("alice"))},
+                                 {"now", f.now},
+                                 {"challenge_id", cid},
+                                 {"replayed_state", d("alice replay").hex()},
+                                 {"bucket", INT64_MIN},
+                                 {"salt", to_hex(salt_for("alice"))}};
   auto with = [&](const char *key, nlohmann::json value) {
-    nlohmann::json j = declare;
+    nlohmann::json j = reveal;
     j[key] = std::move(value);
     return j;
   };
   EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply(nlohmann::json::array()));
   EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply({{"now", 1}}));
   EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply(with("call", "no_such_call")));
+  // The call protocol 2 had for a miner's bucket declaration is gone.
+  EXPECT_REFUSED(l, Status::kInvalidArgument,
+                 l.apply({{"call", "declare_witness_norm_bucket"}, {"caller", to_hex(f.miner)}, {"now", f.now},
+                          {"challenge_id", cid}, {"bucket", 3}}));
   EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply(with("extra", 1)));
   EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply(with("caller", "zz")));
   EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply(with("now", -1)));
@@ -1015,7 +1038,7 @@ TEST(Ledger, JsonCallsAreReadStrictly) {
   EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply(with("bucket", "3")));
   EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply(with("bucket", 1.0)));
   EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply(with("bucket", uint64_t{1} << 63)));
-  nlohmann::json missing = declare;
+  nlohmann::json missing = reveal;
   missing.erase("bucket");
   EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply(missing));
   EXPECT_REFUSED(l, Status::kInvalidArgument,
@@ -1028,22 +1051,11 @@ TEST(Ledger, JsonCallsAreReadStrictly) {
                  l.apply({{"call", "post_task"}, {"caller", to_hex(f.owner)}, {"now", f.now}, {"task", "0g"}}));
   EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply({{"call", "run_info"}, {"run_id", "abc"}}));
   // The ledger's own statuses come through unchanged.
-  EXPECT_REFUSED(l, Status::kPermission, l.apply(with("caller", to_hex(id("mallory")))));
+  EXPECT_REFUSED(l, Status::kNotFound, l.apply(with("caller", to_hex(id("mallory")))));
   EXPECT_REFUSED(l, Status::kNotFound, l.apply({{"call", "challenge_info"}, {"challenge_id", 7}}));
-  EXPECT_EQ(l.apply(declare), (nlohmann::json{{"ok", true}}));
-  EXPECT_EQ(l.challenge_info(cid).declared_bucket, -3);
-  // The full int64 range, sentinels included.
-  Flow g(false, kConfig, 100, make_task(kNorm));
-  g.seal();
-  const uint64_t other = g.challenge();
-  nlohmann::json low = declare;
-  low["caller"] = to_hex(g.miner);
-  low["now"] = g.now;
-  low["challenge_id"] = other;
-  low["bucket"] = INT64_MIN;
-  g.ledger.apply(low);
-  EXPECT_EQ(g.ledger.challenge_info(other).declared_bucket, INT64_MIN);
-  EXPECT_EQ(
-      g.ledger.apply({{"call", "challenge_info"}, {"challenge_id", other}})["declared_bucket"],
-      INT64_MIN);
+  EXPECT_EQ(l.apply(reveal), (nlohmann::json{{"ok", true}}));
+  EXPECT_EQ(l.challenge_info(cid).witness_reveals, 1u);
+  const nlohmann::json c = l.apply({{"call", "challenge_info"}, {"challenge_id", cid}});
+  EXPECT_EQ(c["committed_bucket"], Flow::kCommittedBucket);
+  EXPECT_EQ(c["opened_update_norm"], Flow::committed_norm());
 }

@@ -3,6 +3,7 @@
 // every check made to fail by its own tampering.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -16,6 +17,7 @@
 #include "core_test_util.h"
 #include "hash/finite.h"
 #include "hash/safetensors.h"
+#include "hash/update_norm.h"
 #include "merkle/proof.h"
 #include "merkle/stored_tree.h"
 #include "test_util.h"
@@ -41,13 +43,16 @@ struct TinyRun {
   std::unique_ptr<merkle::StoredTree> log = merkle::StoredTree::in_memory();
   std::vector<Digest> states;  // digest of S_0..S_n
   std::vector<double> losses;  // losses[t] of step t (losses[0] unused)
+  std::vector<double> norms;   // norms[t]: the update norm leaf t commits (norms[0] unused)
   commit::TrainingCommitment commitment;
 
   std::string state_path(uint64_t t) const { return dir.file("state-" + std::to_string(t) + ".safetensors"); }
 
-  // A run whose S_{nan_at} holds a NaN and whose step inf_loss_at has an
-  // infinite loss (0: none), committed in the log like any other value.
-  explicit TinyRun(uint64_t nan_at = 0, uint64_t inf_loss_at = 0) {
+  // A run whose S_{nan_at} holds a NaN (its leaves commit the norms of the
+  // run without it), whose step inf_loss_at has an infinite loss and whose
+  // leaf norm_at commits the update norm norm_value (0: none), committed in
+  // the log like any other value.
+  explicit TinyRun(uint64_t nan_at = 0, uint64_t inf_loss_at = 0, uint64_t norm_at = 0, double norm_value = 0) {
     for (uint64_t i = 0; i < kSamples; ++i) {
       const std::vector<float> x = {float(i), float(i) * 2, 1.0f};
       const std::string p = dir.file("sample-" + std::to_string(i));
@@ -57,16 +62,19 @@ struct TinyRun {
     }
     std::vector<float> w = {0.5f, -0.25f, 1.0f, 2.0f};
     for (uint64_t t = 0; t <= kSteps; ++t) {
+      const std::vector<float> before = w;
       if (t > 0) {
         schedule->append(commit::seeded_schedule_entry(kSeed, kSamples, kBatch, kMicro, t).encode(kSamples));
         for (float &x : w) x = x * 0.9f + 0.01f * float(t);
       }
       std::vector<float> stored = w;
       if (t == nan_at && t > 0) stored[2] = std::numeric_limits<float>::quiet_NaN();
-      hash::write_safetensors(state_path(t), {{{"model.w", hash::DType::kF32, {4}}, view_of(stored)}}, {});
+      const hash::TensorMeta meta{"param/w", hash::DType::kF32, {4}};
+      hash::write_safetensors(state_path(t), {{meta, view_of(stored)}}, {});
       states.push_back(hash::SafetensorsFile::open(state_path(t))->digest(1));
       losses.push_back(t == inf_loss_at ? std::numeric_limits<double>::infinity() : 1.0 / double(t));
-      if (t > 0) log->append(commit::StepLeaf{t, states[t], losses[t]}.encode());
+      norms.push_back(t == 0 ? 0.0 : hash::update_norm({{meta, view_of(before)}}, {{meta, view_of(w)}}, "param/"));
+      if (t > 0 && t == norm_at) norms[t] = norm_value;
     }
     commitment.initial_state_digest = states[0];
     commitment.schedule_root = schedule->root();
@@ -76,7 +84,10 @@ struct TinyRun {
     commitment.spec_digest = hash::sha256("spec", 4);
     commitment.declared_steps = kSteps;
     commitment.miner_identity = {1, 2, 3};
+    for (uint64_t t = 1; t <= kSteps; ++t) log->append(leaf(t).encode());
   }
+
+  commit::StepLeaf leaf(uint64_t t) const { return {commitment.run_id(), t, states[t], losses[t], norms[t]}; }
 
   commit::OpeningManifest open(uint64_t t) const {
     commit::OpeningManifest m;
@@ -85,10 +96,10 @@ struct TinyRun {
     m.log_size = log->size();
     m.pre_state_digest = states[t - 1];
     if (t > 1) {
-      m.pre_leaf = commit::StepLeaf{t - 1, states[t - 1], losses[t - 1]}.encode();
+      m.pre_leaf = leaf(t - 1).encode();
       m.pre_leaf_proof = merkle::encode_proof(log->inclusion_proof(t - 2, log->size()));
     }
-    m.post_leaf = commit::StepLeaf{t, states[t], losses[t]}.encode();
+    m.post_leaf = leaf(t).encode();
     m.post_leaf_proof = merkle::encode_proof(log->inclusion_proof(t - 1, log->size()));
     const auto entry = commit::seeded_schedule_entry(kSeed, kSamples, kBatch, kMicro, t);
     m.schedule_entry = entry.encode(kSamples);
@@ -146,12 +157,29 @@ TEST(Opening, EachTamperingIsNamedByItsCheck) {
   }
   {
     auto m = base;  // leaf of step 6 served as leaf t
-    m.post_leaf = commit::StepLeaf{6, run.states[6], 1.0 / 6}.encode();
+    m.post_leaf = run.leaf(6).encode();
     expect(m, OpeningCheck::kPostLeaf);
   }
   {
+    auto m = base;  // the leaf of another run's step 5 (a copied trajectory)
+    commit::StepLeaf l = run.leaf(5);
+    l.run_id = hash::sha256("other", 5);
+    m.post_leaf = l.encode();
+    expect(m, OpeningCheck::kPostLeaf);
+    EXPECT_NE(run.verify(m).message.find("is a step of run"), std::string::npos);
+  }
+  {
     auto m = base;  // a forged result: right step, another state digest
-    m.post_leaf = commit::StepLeaf{5, hash::sha256("forged", 6), 0.2}.encode();
+    commit::StepLeaf l = run.leaf(5);
+    l.state_digest = hash::sha256("forged", 6);
+    m.post_leaf = l.encode();
+    expect(m, OpeningCheck::kPostLeafProof);
+  }
+  {
+    auto m = base;  // a committed norm rewritten after the root was posted
+    commit::StepLeaf l = run.leaf(5);
+    l.update_norm *= 2;
+    m.post_leaf = l.encode();
     expect(m, OpeningCheck::kPostLeafProof);
   }
   {
@@ -166,9 +194,17 @@ TEST(Opening, EachTamperingIsNamedByItsCheck) {
   }
   {
     auto m = base;
-    m.pre_leaf = commit::StepLeaf{4, hash::sha256("pretrained", 10), 0.25}.encode();
-    m.pre_state_digest = hash::sha256("pretrained", 10);
+    commit::StepLeaf l = run.leaf(4);
+    l.state_digest = m.pre_state_digest = hash::sha256("pretrained", 10);
+    m.pre_leaf = l.encode();
     expect(m, OpeningCheck::kPreLeafProof);
+  }
+  {
+    auto m = base;  // leaf t-1 of another run
+    commit::StepLeaf l = run.leaf(4);
+    l.run_id = hash::sha256("other", 5);
+    m.pre_leaf = l.encode();
+    expect(m, OpeningCheck::kPreLeaf);
   }
   {
     auto m = base;  // the batch of another step
@@ -223,7 +259,7 @@ TEST(Opening, NonFiniteLossesAndStatesFail) {
                               post ? std::optional(nan.state_path(t)) : std::nullopt);
     EXPECT_EQ(r.check, OpeningCheck::kNonFinite) << r.message;
     EXPECT_EQ(r.status, Status::kNonFinite);
-    EXPECT_NE(r.message.find("tensor 'model.w' element 2 is NaN"), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find("tensor 'param/w' element 2 is NaN"), std::string::npos) << r.message;
   }
   // Without the state files only the manifest's values are checked.
   EXPECT_EQ(nan.verify(nan.open(4)).check, OpeningCheck::kOk);
@@ -233,6 +269,36 @@ TEST(Opening, NonFiniteLossesAndStatesFail) {
   EXPECT_EQ(r.check, OpeningCheck::kNonFinite) << r.message;
   EXPECT_NE(r.message.find("loss inf"), std::string::npos) << r.message;
   EXPECT_EQ(inf.verify(inf.open(6)).check, OpeningCheck::kOk);  // the leaf of step 5 is only S_5's binding there
+  // So does a non-finite committed update norm.
+  TinyRun nan_norm(0, 0, 5, std::numeric_limits<double>::quiet_NaN());
+  const auto n = nan_norm.verify(nan_norm.open(5));
+  EXPECT_EQ(n.check, OpeningCheck::kNonFinite) << n.message;
+  EXPECT_NE(n.message.find("commits to the update norm nan"), std::string::npos) << n.message;
+}
+
+TEST(Opening, CommittedNormIsTheServedStatesNorm) {
+  // Honest: with both states served, leaf t's norm is theirs, bit for bit.
+  TinyRun run;
+  for (uint64_t t = 1; t <= TinyRun::kSteps; ++t) {
+    const auto r = run.verify(run.open(t), run.state_path(t - 1), run.state_path(t));
+    ASSERT_EQ(r.check, OpeningCheck::kOk) << r.message;
+    EXPECT_EQ(std::bit_cast<uint64_t>(r.committed_update_norm), std::bit_cast<uint64_t>(run.norms[t]));
+  }
+  // A miner committing, at training time, a norm its states do not give (to
+  // steer a cross-architecture comparison) fails check committed_norm once
+  // S_t is served, even by one unit in the last place.
+  for (double lie : {std::nextafter(run.norms[5], 1.0), 2 * run.norms[5], 0.0}) {
+    TinyRun liar(0, 0, 5, lie);
+    const auto r = liar.verify(liar.open(5), liar.state_path(4), liar.state_path(5));
+    EXPECT_EQ(r.check, OpeningCheck::kCommittedNorm) << r.message;
+    EXPECT_EQ(r.status, Status::kProofMismatch);
+    EXPECT_NE(r.message.find("leaf 5 commits to the update norm"), std::string::npos) << r.message;
+    // Served S_{t-1} alone cannot tell: the bitwise replay checks it
+    // (pot_verify_step, tests/replay).
+    EXPECT_EQ(liar.verify(liar.open(5), liar.state_path(4)).check, OpeningCheck::kOk);
+    // Its other steps are unaffected.
+    EXPECT_EQ(liar.verify(liar.open(6), liar.state_path(5), liar.state_path(6)).check, OpeningCheck::kOk);
+  }
 }
 
 TEST(Finite, FirstNonFiniteElementByDtype) {

@@ -15,6 +15,7 @@
 #include "core_test_util.h"
 #include "hash/safetensors.h"
 #include "test_util.h"
+#include "hash/update_norm.h"
 #include "witness/norm_bucket.h"
 
 using namespace pot;
@@ -49,26 +50,64 @@ TEST(Seed, DeterministicAndDistinctPerRun) {
 }
 
 TEST(StepLeaf, RoundTripStrictDecodeAndHash) {
-  commit::StepLeaf l{7, run_id("state"), 2.5};
+  const hash::Digest run = run_id("run");
+  commit::StepLeaf l{run, 7, run_id("state"), 2.5, 0.125};
   const Bytes b = l.encode();
   ASSERT_EQ(b.size(), commit::StepLeaf::kSize);
+  ASSERT_EQ(b.size(), 100u);
+  // Known layout: u8(11) "pot/v2/step" run u64le(t) state u64le(bits(loss)) u64le(bits(norm)).
+  Bytes want = {11};
+  for (char c : std::string("pot/v2/step")) want.push_back(static_cast<uint8_t>(c));
+  put_bytes(want, run.view());
+  put_u64le(want, 7);
+  put_bytes(want, l.state_digest.view());
+  put_u64le(want, std::bit_cast<uint64_t>(2.5));
+  put_u64le(want, std::bit_cast<uint64_t>(0.125));
+  EXPECT_EQ(b, want);
   const commit::StepLeaf back = commit::StepLeaf::decode(b);
+  EXPECT_EQ(back.run_id, run);
   EXPECT_EQ(back.step, 7u);
   EXPECT_EQ(back.state_digest, l.state_digest);
   EXPECT_EQ(back.loss, 2.5);
+  EXPECT_EQ(back.update_norm, 0.125);
   EXPECT_EQ(l.leaf_hash(), hash::leaf_hash(b));
+  // The run is bound: the same step of another run is another leaf.
+  commit::StepLeaf copied = l;
+  copied.run_id = run_id("thief");
+  EXPECT_NE(copied.leaf_hash(), l.leaf_hash());
   // The loss is kept as bits: a NaN payload and -0.0 survive.
-  commit::StepLeaf nan{1, l.state_digest, std::bit_cast<double>(0x7ff8000000000123ull)};
+  commit::StepLeaf nan{run, 1, l.state_digest, std::bit_cast<double>(0x7ff8000000000123ull), 0};
   EXPECT_EQ(std::bit_cast<uint64_t>(commit::StepLeaf::decode(nan.encode()).loss), 0x7ff8000000000123ull);
-  EXPECT_NE(commit::StepLeaf({1, l.state_digest, -0.0}).leaf_hash(), commit::StepLeaf({1, l.state_digest, 0.0}).leaf_hash());
-  EXPECT_EQ(status_of([&] { commit::StepLeaf({0, l.state_digest, 1.0}).encode(); }), Status::kInvalidArgument);
-  EXPECT_EQ(status_of([&] { commit::StepLeaf::decode(ByteView(b).first(59)); }), Status::kMalformed);
+  EXPECT_NE(commit::StepLeaf({run, 1, l.state_digest, -0.0, 0}).leaf_hash(),
+            commit::StepLeaf({run, 1, l.state_digest, 0.0, 0}).leaf_hash());
+  EXPECT_EQ(status_of([&] { commit::StepLeaf({run, 0, l.state_digest, 1.0, 0}).encode(); }), Status::kInvalidArgument);
+  // A norm is a square root: its sign bit is never set (-0.0 included).
+  EXPECT_EQ(status_of([&] { commit::StepLeaf({run, 1, l.state_digest, 1.0, -0.0}).encode(); }), Status::kInvalidArgument);
+  EXPECT_EQ(status_of([&] { commit::StepLeaf({run, 1, l.state_digest, 1.0, -1.0}).encode(); }), Status::kInvalidArgument);
   Bytes bad = b;
+  bad[99] |= 0x80;  // the norm's sign bit
+  EXPECT_EQ(status_of([&] { commit::StepLeaf::decode(bad); }), Status::kMalformed);
+  EXPECT_EQ(status_of([&] { commit::StepLeaf::decode(ByteView(b).first(99)); }), Status::kMalformed);
+  bad = b;
   bad[3] ^= 1;  // tag
   EXPECT_EQ(status_of([&] { commit::StepLeaf::decode(bad); }), Status::kMalformed);
   bad = b;
-  std::fill(bad.begin() + 12, bad.begin() + 20, 0);  // step 0
+  std::fill(bad.begin() + 44, bad.begin() + 52, 0);  // step 0
   EXPECT_EQ(status_of([&] { commit::StepLeaf::decode(bad); }), Status::kMalformed);
+  // A protocol-1 leaf (60 bytes, no run, no norm) is refused naming its version.
+  Bytes v1 = {11};
+  for (char c : std::string("pot/v1/step")) v1.push_back(static_cast<uint8_t>(c));
+  put_u64le(v1, 7);
+  put_bytes(v1, l.state_digest.view());
+  put_u64le(v1, std::bit_cast<uint64_t>(2.5));
+  ASSERT_EQ(v1.size(), 60u);
+  try {
+    commit::StepLeaf::decode(v1);
+    ADD_FAILURE() << "a version-1 leaf decoded";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.status(), Status::kMalformed);
+    EXPECT_NE(std::string(e.what()).find("protocol version 1"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Challenge, RangeDistinctDeterministic) {
@@ -204,15 +243,15 @@ TEST(NormBucket, UpdateNormOverTwoStates) {
   auto pre = hash::SafetensorsFile::open(dir.file("pre"));
   auto post = hash::SafetensorsFile::open(dir.file("post"));
   // Differences: w 0.5, 0, 1; v 0, 2; h 0.5, 0; b 1.
-  EXPECT_DOUBLE_EQ(witness::update_norm(*pre, *post, ""), std::sqrt(0.25 + 1 + 4 + 0.25 + 1));
-  EXPECT_DOUBLE_EQ(witness::update_norm(*pre, *post, "model.w"), std::sqrt(1.25));
-  EXPECT_EQ(witness::update_norm(*pre, *pre, ""), 0.0);
-  EXPECT_EQ(status_of([&] { witness::update_norm(*pre, *post, "nothing."); }), Status::kInvalidArgument);
+  EXPECT_DOUBLE_EQ(hash::update_norm(*pre, *post, ""), std::sqrt(0.25 + 1 + 4 + 0.25 + 1));
+  EXPECT_DOUBLE_EQ(hash::update_norm(*pre, *post, "model.w"), std::sqrt(1.25));
+  EXPECT_EQ(hash::update_norm(*pre, *pre, ""), 0.0);
+  EXPECT_EQ(status_of([&] { hash::update_norm(*pre, *post, "nothing."); }), Status::kInvalidArgument);
   hash::write_safetensors(dir.file("other"), {{{"model.w", hash::DType::kF32, {3}}, bytes(w1, 12)}}, {});
   auto other = hash::SafetensorsFile::open(dir.file("other"));
-  EXPECT_EQ(status_of([&] { witness::update_norm(*pre, *other, "model."); }), Status::kInvalidArgument);
-  EXPECT_DOUBLE_EQ(witness::update_norm(*pre, *other, "model.w"), std::sqrt(1.25));
+  EXPECT_EQ(status_of([&] { hash::update_norm(*pre, *other, "model."); }), Status::kInvalidArgument);
+  EXPECT_DOUBLE_EQ(hash::update_norm(*pre, *other, "model.w"), std::sqrt(1.25));
   hash::write_safetensors(dir.file("reshaped"), {{{"model.w", hash::DType::kF32, {1, 3}}, bytes(w1, 12)}}, {});
   auto reshaped = hash::SafetensorsFile::open(dir.file("reshaped"));
-  EXPECT_EQ(status_of([&] { witness::update_norm(*pre, *reshaped, "model.w"); }), Status::kInvalidArgument);
+  EXPECT_EQ(status_of([&] { hash::update_norm(*pre, *reshaped, "model.w"); }), Status::kInvalidArgument);
 }

@@ -247,26 +247,32 @@ ordered_json generate_protocol() {
   }
   struct LeafCase {
     std::string comment;
+    std::string run_seed;
     uint64_t step;
     std::string state_seed;
-    double loss;
+    double loss, update_norm;
   };
   const std::vector<LeafCase> leaves = {
-      {"first step", 1, "s1", 2.302585092994046},
-      {"negative zero loss is kept as its bits", 2, "s2", -0.0},
-      {"large step", 1000000, "s3", 0.125},
+      {"first step", "run-a", 1, "s1", 2.302585092994046, 0.0123456789},
+      {"the same step of another run is another leaf", "run-b", 1, "s1", 2.302585092994046, 0.0123456789},
+      {"negative zero loss is kept as its bits; an update norm of exactly 0", "run-a", 2, "s2", -0.0, 0.0},
+      {"large step", "run-a", 1000000, "s3", 0.125, 3.5},
   };
   for (const LeafCase &c : leaves) {
-    pot_digest state;
+    pot_digest state, run;
     ok(pot_sha256(&state, c.state_seed.data(), c.state_seed.size(), nullptr), nullptr, "sha");
+    ok(pot_sha256(&run, c.run_seed.data(), c.run_seed.size(), nullptr), nullptr, "sha");
     uint8_t leaf[POT_STEP_LEAF_SIZE];
-    ok(pot_step_leaf_encode(leaf, c.step, &state, c.loss, nullptr), nullptr, "leaf");
+    ok(pot_step_leaf_encode(leaf, &run, c.step, &state, c.loss, c.update_norm, nullptr), nullptr, "leaf");
     pot_digest lh;
     ok(pot_merkle_leaf_hash(&lh, leaf, sizeof leaf, nullptr), nullptr, "leaf hash");
-    uint64_t bits;
+    uint64_t bits, norm_bits;
     std::memcpy(&bits, &c.loss, 8);
-    out["step_leaves"].push_back({{"comment", c.comment}, {"step", c.step}, {"state_digest", hex(state)},
+    std::memcpy(&norm_bits, &c.update_norm, 8);
+    out["step_leaves"].push_back({{"comment", c.comment}, {"run_id", hex(run)}, {"step", c.step},
+                                  {"state_digest", hex(state)},
                                   {"loss_bits", hex(reinterpret_cast<const uint8_t *>(&bits), 8)},
+                                  {"update_norm_bits", hex(reinterpret_cast<const uint8_t *>(&norm_bits), 8)},
                                   {"leaf", hex(leaf, sizeof leaf)}, {"leaf_hash", hex(lh)}});
   }
   struct ChallengeCase {
@@ -484,7 +490,7 @@ ordered_json generate_protocol() {
     uint32_t quorum;
     std::vector<std::pair<std::string, std::pair<std::string, int64_t>>> reveals;  // identity -> (state seed, bucket)
     std::string committed;
-    int64_t declared;
+    int64_t committed_bucket;  // norm-bucket mode: of the opened leaf's norm
   };
   const std::vector<VerdictCase> verdicts = {
       {"bitwise: two of three reproduce the committed digest", POT_WITNESS_BITWISE, 2,
@@ -494,7 +500,7 @@ ordered_json generate_protocol() {
       {"bitwise: a tie is inconclusive", POT_WITNESS_BITWISE, 1, {{"a", {"honest", 0}}, {"b", {"forged", 0}}}, "honest", 0},
       {"bitwise: below quorum is inconclusive", POT_WITNESS_BITWISE, 3,
        {{"a", {"honest", 0}}, {"b", {"honest", 0}}}, "honest", 0},
-      {"bucket: the cluster is adjacent to the declared bucket", POT_WITNESS_NORM_BUCKET, 2,
+      {"bucket: the cluster is adjacent to the committed bucket", POT_WITNESS_NORM_BUCKET, 2,
        {{"a", {"x", -1199}}, {"b", {"y", -1199}}, {"c", {"z", -1200}}}, "", -1200},
       {"bucket: two buckets away", POT_WITNESS_NORM_BUCKET, 2, {{"a", {"x", 40}}, {"b", {"y", 40}}}, "", 42},
   };
@@ -515,12 +521,12 @@ ordered_json generate_protocol() {
     pot_verdict_outcome outcome;
     size_t cluster = 0;
     const bool bitwise = vc.mode == POT_WITNESS_BITWISE;
-    ok(pot_verdict_decide(&outcome, &cluster, v, bitwise ? &committed : nullptr, bitwise ? nullptr : &vc.declared, nullptr),
+    ok(pot_verdict_decide(&outcome, &cluster, v, bitwise ? &committed : nullptr, bitwise ? nullptr : &vc.committed_bucket, nullptr),
        nullptr, "decide");
     ordered_json j = {{"comment", vc.comment}, {"mode", bitwise ? "bitwise" : "norm_bucket"}, {"quorum", vc.quorum},
                       {"reveals", reveals}};
     if (bitwise) j["committed_state"] = hex(committed);
-    else j["declared_bucket"] = vc.declared;
+    else j["committed_bucket"] = vc.committed_bucket;
     j["verdict"] = outcome == POT_VERDICT_PASS ? "pass" : outcome == POT_VERDICT_FAIL ? "fail" : "inconclusive";
     j["cluster_size"] = cluster;
     out["verdicts"].push_back(j);

@@ -10,6 +10,7 @@ results are recorded by the reference ledger:
     build/src/cli/pot ledger --record /tmp/calls.json > tests/vectors/ledger_transcript.json
 """
 import json
+import math
 import os
 import struct
 import sys
@@ -38,7 +39,13 @@ COMMITMENT = {"task_id": ind.task_id(TASK).hex(), "initial_state_digest": digest
               "spec_digest": ind.spec_digest(SPEC).hex(), "declared_steps": STEPS, "miner_identity": MINER}
 RUN = ind.run_id(COMMITMENT).hex()
 
-leaves = [ind.step_leaf(t, ind.sha256(f"S_{t}".encode()), struct.pack("<d", 1.0 / t)) for t in range(1, STEPS + 1)]
+# Each leaf commits an update norm in bucket -1200 at the task's resolution
+# (16 * log2(1.02 * 2^-75) = -1199.54...): the reference witnesses are judged by.
+NORM = math.ldexp(1.02, -75)
+leaves = [ind.step_leaf(bytes.fromhex(RUN), t, ind.sha256(f"S_{t}".encode()), struct.pack("<d", 1.0 / t),
+                        struct.pack("<d", NORM)) for t in range(1, STEPS + 1)]
+# The same step of another run (a trajectory copied from it).
+OTHER_RUN = ind.sha256(b"another run")
 hashes = [ind.leaf_hash(x) for x in leaves]
 root2 = ind.mth(leaves[:2])
 root4 = ind.mth(leaves)
@@ -83,8 +90,15 @@ calls = [
      "consistency_proof": pair[1].hex()},
     {"call": "issue_challenge", "now": 103, "run_id": RUN, "beacon": BEACON},
     {"call": "submit_opening", "caller": MINER, "now": 104, "challenge_id": 0, "manifest_digest": MANIFEST,
+     "step_leaf": ind.step_leaf(OTHER_RUN, STEP, ind.sha256(f"S_{STEP}".encode()), struct.pack("<d", 1.0 / STEP),
+                                struct.pack("<d", NORM)).hex(),
+     "leaf_proof": inclusion(STEP - 1), "expect": "POT_E_INVALID_ARGUMENT"},
+    {"call": "submit_opening", "caller": MINER, "now": 104, "challenge_id": 0, "manifest_digest": MANIFEST,
      "step_leaf": leaves[STEP - 1].hex(), "leaf_proof": inclusion(STEP - 1)},
-    {"call": "declare_witness_norm_bucket", "caller": MINER, "now": 104, "challenge_id": 0, "bucket": -1200},
+    # Protocol 2 drafts let the miner declare the reference bucket after the
+    # challenge; the leaf commits it now, and the call is gone.
+    {"call": "declare_witness_norm_bucket", "caller": MINER, "now": 104, "challenge_id": 0, "bucket": -1200,
+     "expect": "POT_E_INVALID_ARGUMENT"},
 ] + [
     {"call": "commit_witness", "caller": w, "now": 105, "challenge_id": 0, "commitment": witness(w, r, b, s)}
     for w, r, b, s in WITNESSES
@@ -106,7 +120,8 @@ json.dump({
     "description": "A ledger transcript: the docs/ledger.md example session with refused calls inserted (a "
                    "commitment before its task is posted, a task posted by another identity than its owner, a "
                    "commitment with an S_0 of the miner's choosing, another identity posting a root, a challenge "
-                   "before the run is sealed, a reveal before the commit phase closes). Made by "
+                   "before the run is sealed, an opening with the leaf of another run, the withdrawn call of a miner-"
+                   "declared bucket, a reveal before the commit phase closes). Made by "
                    "tests/vectors/make_ledger_transcript.py; each call carries the outcome and result the "
                    "reference ledger gives; `pot ledger` replays it and fails on any difference, including the "
                    "final state's SHA-256.",
