@@ -378,6 +378,11 @@ func TestProtocolErrors(t *testing.T) {
 	wantCode(t, err, pot.StatusLimit)
 	_, err = pot.StepLeaf{Step: 0}.Encode()
 	wantCode(t, err, pot.StatusInvalidArgument)
+	_, err = pot.StepLeaf{Step: 1, UpdateNorm: math.Copysign(0, -1)}.Encode() // a norm's sign bit is clear
+	wantCode(t, err, pot.StatusInvalidArgument)
+	v1 := append(append([]byte{11}, "pot/v1/step"...), make([]byte, 48)...) // protocol 1: no run, no norm
+	_, err = pot.DecodeStepLeaf(v1)
+	wantCode(t, err, pot.StatusMalformed)
 	_, err = pot.ChallengesNeeded(100, 0, 0.5)
 	wantCode(t, err, pot.StatusInvalidArgument)
 	_, err = pot.DecodeScheduleEntry([]byte("nope"))
@@ -421,15 +426,15 @@ func TestVerdict(t *testing.T) {
 	defer nb.Close()
 	check(t, nb.AddReveal([]byte("alice"), other, -1199))
 	check(t, nb.AddReveal([]byte("bob"), committed, -1199))
-	declared := int64(-1200)
-	d, err = nb.Decide(nil, &declared)
+	bucket := int64(-1200) // of the opened leaf's committed update norm
+	d, err = nb.Decide(nil, &bucket)
 	check(t, err)
 	if d.Outcome != pot.VerdictPass || d.ClusterSize != 2 {
 		t.Fatalf("norm-bucket decision %+v", d)
 	}
 	check(t, nb.AddReveal([]byte("carol"), committed, 5))
 	check(t, nb.AddReveal([]byte("dave"), committed, 5))
-	d, err = nb.Decide(nil, &declared)
+	d, err = nb.Decide(nil, &bucket)
 	check(t, err)
 	if d.Outcome != pot.VerdictInconclusive || d.Outcome.String() != "INCONCLUSIVE" {
 		t.Fatalf("tie decision %+v", d)

@@ -43,12 +43,15 @@ const (
 	CheckReplay         OpeningCheck = C.POT_CHECK_REPLAY          // the step replays (the message says why not)
 	CheckReplayedState  OpeningCheck = C.POT_CHECK_REPLAYED_STATE  // bitwise: the replayed S_t is leaf t's state
 	CheckReplayedLoss   OpeningCheck = C.POT_CHECK_REPLAYED_LOSS   // bitwise: the replayed loss has leaf t's bits
-	CheckReplayedBucket OpeningCheck = C.POT_CHECK_REPLAYED_BUCKET // norm bucket: the replayed update's bucket matches the served states'
+	CheckReplayedBucket OpeningCheck = C.POT_CHECK_REPLAYED_BUCKET // norm bucket: the replayed update's bucket matches leaf t's committed one
 	// After the checks of VerifyOpening, and during and after VerifyStep's replay:
 	CheckNonFinite OpeningCheck = C.POT_CHECK_NONFINITE // no NaN or infinity in leaf t's loss, a served state, a gradient, the replayed loss or S_t
 	// The served S_{t-1} (cross-architecture: also S_t) holds another
 	// learning rate than the spec's schedule gives step t (t+1).
 	CheckLearningRate OpeningCheck = C.POT_CHECK_LEARNING_RATE
+	// CheckCommittedNorm: leaf t's update norm is not, bit for bit, the norm
+	// from S_{t-1} to the served (or, bitwise, the replayed) S_t.
+	CheckCommittedNorm OpeningCheck = C.POT_CHECK_COMMITTED_NORM
 )
 
 // String returns the stable lower-case name of the check

@@ -74,22 +74,14 @@ func newRun(t *testing.T) *run {
 			_, err = r.schedule.Append(e)
 			check(t, err)
 		}
-		writeVector(t, r.statePath(step), "model.w", w)
+		writeVector(t, r.statePath(step), "param/w", w)
 		d, err := pot.SafetensorsDigestFile(r.statePath(step), 1)
 		check(t, err)
 		r.states = append(r.states, d)
-		if step > 0 {
-			leaf, err := pot.StepLeaf{Step: step, StateDigest: d, Loss: 1 / float64(step)}.Encode()
-			check(t, err)
-			_, err = r.log.Append(leaf)
-			check(t, err)
-		}
 	}
 	sroot, err := r.schedule.Root(runSteps)
 	check(t, err)
 	droot, err := r.dataset.Root(runSamples)
-	check(t, err)
-	r.logRoot, err = r.log.Root(runSteps)
 	check(t, err)
 	r.commitment, err = pot.CommitmentFromJSON(fmt.Sprintf(`{"initial_state_digest": "%s", "schedule_root": "%s",
 		"task_id": "7777777777777777777777777777777777777777777777777777777777777777", "dataset_root": "%s", "dataset_size": %d, "spec_digest": "%064d",
@@ -98,7 +90,32 @@ func newRun(t *testing.T) *run {
 	t.Cleanup(func() { r.commitment.Close() })
 	r.runID, err = r.commitment.RunID()
 	check(t, err)
+	// The leaves name the run, so they follow the commitment.
+	for step := uint64(1); step <= runSteps; step++ {
+		_, err = r.log.Append(r.leaf(t, step))
+		check(t, err)
+	}
+	r.logRoot, err = r.log.Root(runSteps)
+	check(t, err)
 	return r
+}
+
+// leaf is leaf step of the run: its state, loss and the update norm of the
+// state files (pot.UpdateNorm over "param/").
+func (r *run) leaf(t *testing.T, step uint64) []byte {
+	t.Helper()
+	a, err := pot.OpenSafetensors(r.statePath(step - 1))
+	check(t, err)
+	defer a.Close()
+	b, err := pot.OpenSafetensors(r.statePath(step))
+	check(t, err)
+	defer b.Close()
+	norm, err := pot.UpdateNorm(a, b, "param/")
+	check(t, err)
+	leaf, err := pot.StepLeaf{RunID: r.runID, Step: step, StateDigest: r.states[step], Loss: 1 / float64(step),
+		UpdateNorm: norm}.Encode()
+	check(t, err)
+	return leaf
 }
 
 // open builds the manifest of step as the miner serves it.
@@ -108,14 +125,12 @@ func (r *run) open(t *testing.T, step uint64) []byte {
 	check(t, err)
 	defer o.Close()
 	if step > 1 {
-		leaf, err := pot.StepLeaf{Step: step - 1, StateDigest: r.states[step-1], Loss: 1 / float64(step-1)}.Encode()
-		check(t, err)
+		leaf := r.leaf(t, step-1)
 		proof, err := r.log.InclusionProof(step-2, runSteps)
 		check(t, err)
 		check(t, o.SetPreLeaf(leaf, proof))
 	}
-	leaf, err := pot.StepLeaf{Step: step, StateDigest: r.states[step], Loss: 1 / float64(step)}.Encode()
-	check(t, err)
+	leaf := r.leaf(t, step)
 	proof, err := r.log.InclusionProof(step-1, runSteps)
 	check(t, err)
 	check(t, o.SetPostLeaf(leaf, proof))

@@ -29,7 +29,7 @@ const (
 	// MaxDims is POT_MAX_DIMS, the largest tensor rank accepted.
 	MaxDims = 32
 	// StepLeafSize is POT_STEP_LEAF_SIZE, the size of step leaf data.
-	StepLeafSize = 60
+	StepLeafSize = 100
 	// MaxChallengeRounds is POT_MAX_CHALLENGE_ROUNDS.
 	MaxChallengeRounds = 65536
 	// MaxBeaconBytes is POT_MAX_BEACON_BYTES, the longest beacon value.

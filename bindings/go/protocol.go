@@ -30,24 +30,27 @@ func SeedDerive(baseSeed uint64, runID Digest, step uint64) (uint64, error) {
 }
 
 // StepLeaf is the content of the checkpoint-log leaf of one training step
-// (PROTOCOL.md section 10).
+// (PROTOCOL.md section 10): it names the run and commits, at training time,
+// the update norm the cross-architecture check compares replays with.
 type StepLeaf struct {
+	RunID       Digest  // the run the step belongs to (Commitment.RunID)
 	Step        uint64  // the step, from 1
 	StateDigest Digest  // digest of the state after the step
 	Loss        float64 // the loss, kept as its IEEE-754 binary64 bits
+	UpdateNorm  float64 // UpdateNorm over "param/" from S_{Step-1} to S_Step, kept as its bits
 }
 
 // Encode returns the StepLeafSize bytes of leaf data, to append with
 // Log.Append or Tree.Append (leaf index Step-1). StatusInvalidArgument for
-// step 0.
+// step 0 or an update norm with its sign bit set.
 func (l StepLeaf) Encode() ([]byte, error) {
 	if abiErr != nil {
 		return nil, abiErr
 	}
 	out := make([]byte, StepLeafSize)
 	var cerr *C.pot_error
-	st := C.pot_step_leaf_encode((*C.uint8_t)(unsafe.Pointer(&out[0])), C.uint64_t(l.Step), cDigest(l.StateDigest),
-		C.double(l.Loss), &cerr)
+	st := C.pot_step_leaf_encode((*C.uint8_t)(unsafe.Pointer(&out[0])), cDigest(l.RunID), C.uint64_t(l.Step),
+		cDigest(l.StateDigest), C.double(l.Loss), C.double(l.UpdateNorm), &cerr)
 	if err := toError(st, cerr); err != nil {
 		return nil, err
 	}
@@ -55,20 +58,21 @@ func (l StepLeaf) Encode() ([]byte, error) {
 }
 
 // DecodeStepLeaf parses step leaf data; StatusMalformed unless it is
-// exactly what StepLeaf.Encode produces.
+// exactly what StepLeaf.Encode produces (a protocol-1 leaf is refused
+// naming its version).
 func DecodeStepLeaf(leaf []byte) (StepLeaf, error) {
 	if abiErr != nil {
 		return StepLeaf{}, abiErr
 	}
 	var step C.uint64_t
-	var d Digest
-	var loss C.double
+	var run, d Digest
+	var loss, norm C.double
 	var cerr *C.pot_error
-	if err := toError(C.pot_step_leaf_decode(&step, d.c(), &loss, bytesPtr(leaf), C.size_t(len(leaf)), &cerr),
-		cerr); err != nil {
+	if err := toError(C.pot_step_leaf_decode(run.c(), &step, d.c(), &loss, &norm, bytesPtr(leaf), C.size_t(len(leaf)),
+		&cerr), cerr); err != nil {
 		return StepLeaf{}, err
 	}
-	return StepLeaf{Step: uint64(step), StateDigest: d, Loss: float64(loss)}, nil
+	return StepLeaf{RunID: run, Step: uint64(step), StateDigest: d, Loss: float64(loss), UpdateNorm: float64(norm)}, nil
 }
 
 // ChallengeDerive returns rounds distinct challenged steps, each in
@@ -151,8 +155,8 @@ func NormBucket(norm float64, resolution uint32) (int64, error) {
 
 // NormBucketsMatch reports whether two buckets are equal or adjacent (a
 // sentinel matches only itself).
-func NormBucketsMatch(declared, observed int64) bool {
-	return C.pot_norm_buckets_match(C.int64_t(declared), C.int64_t(observed)) != 0
+func NormBucketsMatch(committed, observed int64) bool {
+	return C.pot_norm_buckets_match(C.int64_t(committed), C.int64_t(observed)) != 0
 }
 
 // UpdateNorm returns the L2 norm of post - pre over the floating-point

@@ -256,13 +256,15 @@ type VerifyResult struct {
 	// Replay holds the replayed state digest, loss, update norm and bucket:
 	// the witness value of PROTOCOL.md section 19.
 	Replay ReplayResult
-	// CommittedStateDigest and CommittedLoss come from leaf t; they are set
-	// once the checks of VerifyOpening passed (Check >= CheckSpec or OK).
+	// CommittedStateDigest, CommittedLoss and CommittedUpdateNorm come from
+	// leaf t, CommittedNormBucket is the bucket of CommittedUpdateNorm at the
+	// spec's resolution (what VerifyNormBucket compares the replay with);
+	// they are set once the checks of VerifyOpening passed (Check >=
+	// CheckSpec or OK).
 	CommittedStateDigest Digest
 	CommittedLoss        float64
-	// ServedNormBucket is the bucket of the served S_{t-1} -> S_t update
-	// (VerifyNormBucket only, once the replay ran).
-	ServedNormBucket int64
+	CommittedUpdateNorm  float64
+	CommittedNormBucket  int64
 }
 
 // VerifyStep verifies a challenged step completely (PROTOCOL.md section
@@ -326,7 +328,8 @@ func VerifyStep(commitment *Commitment, spec *Spec, programPath string, challeng
 		Replayed:             out.replayed != 0,
 		CommittedStateDigest: *(*Digest)(unsafe.Pointer(&out.committed_state_digest)),
 		CommittedLoss:        float64(out.committed_loss),
-		ServedNormBucket:     int64(out.served_norm_bucket),
+		CommittedUpdateNorm:  float64(out.committed_update_norm),
+		CommittedNormBucket:  int64(out.committed_norm_bucket),
 	}
 	if res.Replayed {
 		res.Replay = ReplayResult{

@@ -143,14 +143,14 @@ func TestOpeningCheckNames(t *testing.T) {
 		pot.CheckSpec: "spec", pot.CheckProgram: "program", pot.CheckReplay: "replay",
 		pot.CheckReplayedState: "replayed_state", pot.CheckReplayedLoss: "replayed_loss",
 		pot.CheckReplayedBucket: "replayed_bucket", pot.CheckNonFinite: "nonfinite",
-		pot.CheckLearningRate: "learning_rate",
+		pot.CheckLearningRate: "learning_rate", pot.CheckCommittedNorm: "committed_norm",
 	} {
 		if c.String() != name {
 			t.Errorf("check %d: %q, want %q", uint32(c), c.String(), name)
 		}
 	}
 	if pot.CheckSpec != 18 || pot.CheckReplayedBucket != 23 || pot.CheckNonFinite != 24 ||
-		pot.CheckLearningRate != 25 {
+		pot.CheckLearningRate != 25 || pot.CheckCommittedNorm != 26 {
 		t.Fatal("check values")
 	}
 	if pot.VerifyBitwise.String() != "bitwise" || pot.VerifyNormBucket.String() != "norm_bucket" ||
@@ -172,6 +172,17 @@ func stateWriter(t *testing.T, w []float32, lr float64) *pot.SafetensorsWriter {
 	check(t, sw.Add("param/w", pot.DTypeF32, []uint64{uint64(len(w))}, f32bytes(w...)))
 	check(t, sw.Add("hparam/lr", pot.DTypeF64, []uint64{}, f64bytes(lr)))
 	return sw
+}
+
+// updateNormF32 is the update norm of PROTOCOL.md section 13 of one F32
+// tensor: each difference in float64, the squares summed in order.
+func updateNormF32(a, b []float32) float64 {
+	sum := 0.0
+	for i := range a {
+		d := float64(b[i]) - float64(a[i])
+		sum += d * d
+	}
+	return math.Sqrt(sum)
 }
 
 // stateDigest digests the same state through pot.State.
@@ -280,6 +291,7 @@ func TestRecorderAndCheckpoints(t *testing.T) {
 		if got != want {
 			t.Fatalf("step %d: seed %d, want SeedDerive(7, run, %d) = %d", s, got, s, want)
 		}
+		before := append([]float32(nil), w...)
 		for i := range w {
 			w[i] *= 0.5
 		}
@@ -290,7 +302,11 @@ func TestRecorderAndCheckpoints(t *testing.T) {
 		if d != stateDigest(t, w, lr) {
 			t.Fatalf("step %d: EndStep digest", s)
 		}
-		leaf, err := pot.StepLeaf{Step: s, StateDigest: d, Loss: loss}.Encode()
+		// The recorder's leaf names the run and commits the update norm;
+		// the same leaf built here (the norm by PROTOCOL.md section 13 by
+		// hand) gives the same roots below.
+		leaf, err := pot.StepLeaf{RunID: runID, Step: s, StateDigest: d, Loss: loss,
+			UpdateNorm: updateNormF32(before, w)}.Encode()
 		check(t, err)
 		_, err = log.Append(leaf)
 		check(t, err)
@@ -550,7 +566,7 @@ func TestReplayEndToEnd(t *testing.T) {
 	res, err = pot.VerifyStep(commitment, spec, program, step, f.record.Size, f.record.Root, mp, pre, post,
 		pot.VerifyNormBucket, 0)
 	if err != nil || res.Check != pot.CheckOK || !res.Replayed ||
-		!pot.NormBucketsMatch(res.ServedNormBucket, res.Replay.NormBucket) {
+		!pot.NormBucketsMatch(res.CommittedNormBucket, res.Replay.NormBucket) {
 		t.Fatalf("VerifyStep (norm bucket): %+v, %v", res, err)
 	}
 

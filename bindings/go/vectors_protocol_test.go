@@ -24,6 +24,8 @@ type protocolVectors struct {
 		Step        uint64 `json:"step"`
 		StateDigest string `json:"state_digest"`
 		LossBits    string `json:"loss_bits"`
+		RunID       string `json:"run_id"`
+		NormBits    string `json:"update_norm_bits"`
 		Leaf        string `json:"leaf"`
 		LeafHash    string `json:"leaf_hash"`
 	} `json:"step_leaves"`
@@ -108,7 +110,9 @@ func TestProtocolVectors(t *testing.T) {
 	t.Run("step_leaves", func(t *testing.T) {
 		for _, l := range v.StepLeaves {
 			bits := binary.LittleEndian.Uint64(mustHex(t, l.LossBits))
-			leaf := pot.StepLeaf{Step: l.Step, StateDigest: mustDigest(t, l.StateDigest), Loss: math.Float64frombits(bits)}
+			normBits := binary.LittleEndian.Uint64(mustHex(t, l.NormBits))
+			leaf := pot.StepLeaf{RunID: mustDigest(t, l.RunID), Step: l.Step, StateDigest: mustDigest(t, l.StateDigest),
+				Loss: math.Float64frombits(bits), UpdateNorm: math.Float64frombits(normBits)}
 			enc, err := leaf.Encode()
 			check(t, err)
 			if len(enc) != pot.StepLeafSize || !bytes.Equal(enc, mustHex(t, l.Leaf)) {
@@ -121,7 +125,8 @@ func TestProtocolVectors(t *testing.T) {
 			}
 			dec, err := pot.DecodeStepLeaf(enc)
 			check(t, err)
-			if dec.Step != leaf.Step || dec.StateDigest != leaf.StateDigest || math.Float64bits(dec.Loss) != bits {
+			if dec.RunID != leaf.RunID || dec.Step != leaf.Step || dec.StateDigest != leaf.StateDigest ||
+				math.Float64bits(dec.Loss) != bits || math.Float64bits(dec.UpdateNorm) != normBits {
 				t.Errorf("decoded %+v, want %+v", dec, leaf)
 			}
 			_, err = pot.DecodeStepLeaf(enc[:len(enc)-1])

@@ -167,17 +167,18 @@ func (v *Verdict) AddReveal(identity []byte, replayedState Digest, bucket int64)
 // values must reach the quorum and be strictly larger than any other (else
 // VerdictInconclusive); it is then compared with committedState (bitwise
 // mode: must not be nil) or, allowing adjacent buckets, with
-// declaredBucket (norm-bucket mode: must not be nil). StatusInvalidArgument
-// for an identity revealed twice or a missing argument.
-func (v *Verdict) Decide(committedState *Digest, declaredBucket *int64) (Decision, error) {
+// committedBucket, the bucket of the opened leaf's update norm (norm-bucket
+// mode: must not be nil). StatusInvalidArgument for an identity revealed
+// twice or a missing argument.
+func (v *Verdict) Decide(committedState *Digest, committedBucket *int64) (Decision, error) {
 	var committed *C.pot_digest
 	if committedState != nil {
 		committed = cDigest(*committedState)
 	}
-	var declared *C.int64_t
-	if declaredBucket != nil {
-		b := C.int64_t(*declaredBucket)
-		declared = &b
+	var bucket *C.int64_t
+	if committedBucket != nil {
+		b := C.int64_t(*committedBucket)
+		bucket = &b
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -187,7 +188,7 @@ func (v *Verdict) Decide(committedState *Digest, declaredBucket *int64) (Decisio
 	var outcome C.pot_verdict_outcome
 	var cluster C.size_t
 	var cerr *C.pot_error
-	st := C.pot_verdict_decide(&outcome, &cluster, v.p, committed, declared, &cerr)
+	st := C.pot_verdict_decide(&outcome, &cluster, v.p, committed, bucket, &cerr)
 	if err := toError(st, cerr); err != nil {
 		runtime.KeepAlive(v)
 		return Decision{}, err

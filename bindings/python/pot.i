@@ -313,13 +313,13 @@ static PyObject *pot_py_replay_result(const pot_replay_result *r) {
 }
 
 static PyObject *pot_py_verify_result(const pot_verify_result *r) {
-  return Py_BuildValue("{s:I,s:N,s:N,s:d,s:d,s:L,s:N,s:d,s:L}", "check", (unsigned)r->check,
+  return Py_BuildValue("{s:I,s:N,s:N,s:d,s:d,s:L,s:N,s:d,s:d,s:L}", "check", (unsigned)r->check,
                        "replayed", PyBool_FromLong(r->replayed), "replayed_state_digest",
                        pot_py_digest(&r->replayed_state_digest), "loss", r->loss, "update_norm",
                        r->update_norm, "norm_bucket", (long long)r->norm_bucket,
                        "committed_state_digest", pot_py_digest(&r->committed_state_digest),
-                       "committed_loss", r->committed_loss, "served_norm_bucket",
-                       (long long)r->served_norm_bucket);
+                       "committed_loss", r->committed_loss, "committed_update_norm",
+                       r->committed_update_norm, "committed_norm_bucket", (long long)r->committed_norm_bucket);
 }
 %}
 

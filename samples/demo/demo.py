@@ -136,15 +136,19 @@ class Miner:
         self.bytes_served = 0
 
     def leaf(self, t):
+        """Leaf t as the recorder wrote it: steps.jsonl holds the values, the
+        leaf names the run (docs/PROTOCOL.md section 10)."""
+        import struct
         with open(os.path.join(self.out, "ckpt", "steps.jsonl")) as f:
             rec = json.loads(f.readlines()[t - 1])
-        loss = int(rec["loss_bits"], 16).to_bytes(8, "big")
-        import struct
-        return pot.StepLeaf(t, bytes.fromhex(rec["state_digest"]), struct.unpack(">d", loss)[0]).encode()
+        bits = lambda h: struct.unpack(">d", int(h, 16).to_bytes(8, "big"))[0]  # noqa: E731
+        return pot.StepLeaf(self.rec.commitment.run_id, t, pot.Digest(rec["state_digest"]), bits(rec["loss_bits"]),
+                            bits(rec["update_norm_bits"])).encode()
 
-    def serve(self, challenge_id, t, bucket_mode):
+    def serve(self, challenge_id, t):
         """Opens step t: the manifest, the served state files, and the ledger
-        calls submit_opening (and declare_witness_norm_bucket)."""
+        call submit_opening. In norm-bucket mode the reference bucket is the
+        one of the leaf's committed norm: there is nothing to declare."""
         manifest = self.rec.serve(t, post_state=True)
         path = os.path.join(self.out, f"opening-{t}.bin")
         with open(path, "wb") as f:
@@ -154,13 +158,8 @@ class Miner:
         with pot.Tree.open(os.path.join(self.out, "ckpt", "log.tree")) as log:
             proof = log.inclusion_proof(t - 1, STEPS)
         self.chain.call("submit_opening", caller=self.identity, challenge_id=challenge_id,
-                        manifest_digest=tagged("pot/v1/opening", manifest).hex(), step_leaf=self.leaf(t).hex(),
+                        manifest_digest=tagged("pot/v2/opening", manifest).hex(), step_leaf=self.leaf(t).hex(),
                         leaf_proof=proof.hex())
-        if bucket_mode:
-            with pot.Safetensors(pre) as a, pot.Safetensors(post) as b:
-                declared = pot.norm_bucket(pot.update_norm(a, b, "param/"), self.spec.norm_bucket_resolution)
-            self.chain.call("declare_witness_norm_bucket", caller=self.identity, challenge_id=challenge_id,
-                            bucket=declared)
         return path, pre, post
 
 
@@ -225,7 +224,7 @@ def challenge(args, chain, miner, beacon, timings):
     mode = chain.call("challenge_info", challenge_id=res["challenge_ids"][0])["mode"]
     opened = []
     for cid, t in zip(res["challenge_ids"], res["steps"]):
-        manifest, pre, post = miner.serve(cid, t, mode == "norm_bucket")
+        manifest, pre, post = miner.serve(cid, t)
         witnesses = verify_all(args, miner, t, manifest, pre, post, timings)
         for ident, replayed, bucket, salt, commitment, _ in witnesses:
             if commitment:

@@ -44,7 +44,7 @@ def test_versions():
     assert pot.version() == _pot.pot_version_string() == pot.BUILT_VERSION == _pot.POT_VERSION_STRING
     assert pot.abi_version() == pot.ABI_VERSION == 2
     assert re.fullmatch(r"\d+\.\d+\.\d+", pot.version())
-    assert (pot.DIGEST_SIZE, pot.CHUNK_SIZE, pot.STEP_LEAF_SIZE, pot.WITNESS_SALT_SIZE) == (32, 65536, 60, 32)
+    assert (pot.DIGEST_SIZE, pot.CHUNK_SIZE, pot.STEP_LEAF_SIZE, pot.WITNESS_SALT_SIZE) == (32, 65536, 100, 32)
     assert (pot.MAX_NAME_BYTES, pot.MAX_DIMS) == (_pot.POT_MAX_NAME_BYTES, _pot.POT_MAX_DIMS)
     assert (pot.MAX_CHALLENGE_ROUNDS, pot.MAX_BEACON_BYTES) == (65536, 1024)
 
@@ -201,10 +201,18 @@ def test_log():
 
 
 def test_protocol_helpers():
-    leaf = pot.StepLeaf(3, pot.sha256(b"s"), float("nan"))
-    assert math.isnan(pot.StepLeaf.decode(leaf.encode()).loss)
+    run = pot.sha256(b"run")
+    leaf = pot.StepLeaf(run, 3, pot.sha256(b"s"), float("nan"), 0.5)
+    back = pot.StepLeaf.decode(leaf.encode())
+    assert math.isnan(back.loss) and back.run_id == run and back.update_norm == 0.5
     with pytest.raises(pot.InvalidArgumentError):
-        pot.StepLeaf(0, pot.sha256(b"s"), 1.0).encode()
+        pot.StepLeaf(run, 0, pot.sha256(b"s"), 1.0, 0.0).encode()
+    with pytest.raises(pot.InvalidArgumentError, match="sign bit"):
+        pot.StepLeaf(run, 1, pot.sha256(b"s"), 1.0, -0.0).encode()
+    # A protocol-1 leaf (no run, no norm) is refused naming its version.
+    v1 = bytes([11]) + b"pot/v1/step" + (3).to_bytes(8, "little") + bytes(pot.sha256(b"s")) + bytes(8)
+    with pytest.raises(pot.MalformedError, match="protocol version 1"):
+        pot.StepLeaf.decode(v1)
     steps = pot.challenge_derive(b"beacon", pot.sha256(b"run"), 10, 10)
     assert sorted(steps) == list(range(1, 11))
     with pytest.raises(pot.InvalidArgumentError):
@@ -283,8 +291,9 @@ def test_losscheck():
 
 
 def test_enums_follow_pot_h():
-    assert [int(c) for c in pot.OpeningCheck] == list(range(26))
+    assert [int(c) for c in pot.OpeningCheck] == list(range(27))
     assert str(pot.OpeningCheck.LEARNING_RATE) == "learning_rate" and pot.OpeningCheck.LEARNING_RATE == 25
+    assert str(pot.OpeningCheck.COMMITTED_NORM) == "committed_norm" and pot.OpeningCheck.COMMITTED_NORM == 26
     assert str(pot.OpeningCheck.POST_LEAF_PROOF) == "post_leaf_proof" == pot.opening_check_name(6)
     assert pot.opening_check_name(99) == "unknown"
     assert str(pot.OpeningCheck.NONFINITE) == "nonfinite" and pot.OpeningCheck.NONFINITE == 24

@@ -3,8 +3,11 @@ reference ledger and real PyTorch training (docs/security.md section 5).
 Each attack must fail at its named check while the same run built honestly
 passes."""
 import hashlib
+import dataclasses
 import json
+import math
 import os
+import struct
 
 import pytest
 
@@ -185,12 +188,13 @@ def forged_run(w, tmp, corrupt, task=None, s0_path=None):
     return served_run(w, tmp, [state] * STEPS, losses, task, s0_path)
 
 
-def served_run(w, tmp, states, losses, task=None, s0_path=None, commitment=None, schedule=None):
+def served_run(w, tmp, states, losses, task=None, s0_path=None, commitment=None, schedule=None, norm_of=None):
     """What a miner posts and serves for the states S_1..S_n it made
     (canonical tensors) and the losses it claims: a commitment to `task`
     (default: the world's; or `commitment`) under the thief's identity, the
     log root, and serve(t) -> (manifest, pre-state path), opening the
-    entries of `schedule` (default: the world's listed one)."""
+    entries of `schedule` (default: the world's listed one). Leaf t commits
+    norm_of(t, norm of the served states) (default: that norm)."""
     task = task or w.task
     schedule = schedule or w.schedule
     rec_dir = os.path.join(tmp, "forged")
@@ -202,11 +206,26 @@ def served_run(w, tmp, states, losses, task=None, s0_path=None, commitment=None,
             sw.write(path)
         paths.append(path)
         digests.append(str(pot.safetensors_digest_file(path)))
-    log = pot.Tree()
-    for t in range(1, STEPS + 1):
-        log.append(pot.StepLeaf(t, pot.Digest(digests[t]), losses[t - 1]).encode())
     if commitment is None:
         commitment = pot.Commitment(dict(json_of(task), miner_identity=THIEF.hex(), declared_steps=STEPS))
+
+    def leaf(t):
+        # The leaf names the run and commits the update norm of the served
+        # states. A forger commits a finite norm (a NaN one fails check 24 at
+        # the leaf) and, without an S_0 file, 0 for step 1.
+        norm = 0.0
+        if paths[t - 1] is not None and os.path.exists(paths[t - 1]):
+            with pot.Safetensors(paths[t - 1]) as a, pot.Safetensors(paths[t]) as b:
+                norm = pot.update_norm(a, b, "param/")
+            norm = norm if math.isfinite(norm) else 1.0
+        if norm_of is not None:
+            norm = norm_of(t, norm)
+        return pot.StepLeaf(commitment.run_id, t, pot.Digest(digests[t]), losses[t - 1], norm).encode()
+
+    leaves = [None] + [leaf(t) for t in range(1, STEPS + 1)]
+    log = pot.Tree()
+    for t in range(1, STEPS + 1):
+        log.append(leaves[t])
     dataset, sched = pot.Tree(), pot.Tree()
     for i in range(len(w.samples)):
         with open(os.path.join(w.data_dir, f"{i:06d}.safetensors"), "rb") as f:
@@ -218,16 +237,15 @@ def served_run(w, tmp, states, losses, task=None, s0_path=None, commitment=None,
     def serve(t):
         with pot.Opening(commitment.run_id, t, STEPS, pot.Digest(digests[t - 1])) as o:
             if t > 1:
-                o.set_pre_leaf(pot.StepLeaf(t - 1, pot.Digest(digests[t - 1]), losses[t - 2]).encode(),
-                               log.inclusion_proof(t - 2, STEPS))
-            o.set_post_leaf(pot.StepLeaf(t, pot.Digest(digests[t]), losses[t - 1]).encode(),
-                            log.inclusion_proof(t - 1, STEPS))
+                o.set_pre_leaf(leaves[t - 1], log.inclusion_proof(t - 2, STEPS))
+            o.set_post_leaf(leaves[t], log.inclusion_proof(t - 1, STEPS))
             o.set_schedule(entries[t - 1], sched.inclusion_proof(t - 1, STEPS))
             for i in schedule[t - 1][0]:
                 with open(os.path.join(w.data_dir, f"{i:06d}.safetensors"), "rb") as f:
                     o.add_sample(i, f.read(), dataset.inclusion_proof(i, len(w.samples)))
             return o.encode(), paths[t - 1]
 
+    serve.state_path = lambda t: paths[t]
     return commitment, log.root(STEPS), serve
 
 
@@ -252,7 +270,7 @@ def test_attack_one_listed_training_registered_by_two_identities(tmp_path):
     assert all(pot.seed(base, copy.run_id, t) != pot.seed(base, rec.commitment.run_id, t) for t in range(1, STEPS + 1))
     commitment, copied_root, serve = served_run(w, str(tmp_path / "thief"), w.honest_states, w.honest_losses,
                                                 s0_path=rec.state_path(0), commitment=copy)
-    assert copied_root == root  # the same leaves: the log itself does not name the run
+    assert copied_root != root  # the leaves name the run: the copy needs a log of its own
     for t in range(1, STEPS + 1):
         manifest, pre = serve(t)
         with pytest.raises(pot.ProofMismatchError) as e:
@@ -273,6 +291,87 @@ def test_attack_one_listed_training_registered_by_two_identities(tmp_path):
         # ... while a run-seeded one gives each run its own order instead.
         assert pt.make_task(quiet, opt, spec, dataset_dir=w.data_dir, schedule=pt.RUN_SEEDED, steps=STEPS,
                             owner=OWNER, challenge_rounds=2).schedule_rule == "run_seeded"
+
+
+def test_attack_a_copied_log_root_opens_no_challenge_of_another_run(tmp_path):
+    """Attack 5 at the ledger: a second identity registers its own commitment
+    to the task and posts the honest miner's log root, then answers its
+    challenges with the honest miner's leaves and proofs. Each leaf names
+    the run it was recorded for (docs/PROTOCOL.md section 10), so the ledger
+    refuses it as an opening of the copier's challenge, and a leaf rewritten
+    with the copier's run is not in the posted root: nothing opens, the
+    challenge ends FAIL and the copier is slashable."""
+    w = World(tmp_path)
+    rec, run_id, root = w.train_honestly()
+    copy = pot.Commitment(dict(json.loads(rec.commitment.to_json()), miner_identity=THIEF.hex()))
+    thief_run = w.call("start_training_commitment", caller=THIEF.hex(), commitment=copy.encode().hex())["run_id"]
+    w.call("post_checkpoint_root", caller=THIEF.hex(), run_id=thief_run, size=STEPS, root=root.hex(),
+           consistency_proof="")  # accepted: a root is only a hash
+    # The honest leaves, as the recorder wrote them (steps.jsonl): rebuilt
+    # here, they give the honest root.
+    with open(os.path.join(rec.checkpoint_dir, "steps.jsonl")) as f:
+        lines = [json.loads(x) for x in f]
+    bits = lambda h: struct.unpack(">d", bytes.fromhex(h))[0]  # noqa: E731
+    honest = [pot.StepLeaf(rec.commitment.run_id, x["step"], pot.Digest(x["state_digest"]), bits(x["loss_bits"]),
+                           bits(x["update_norm_bits"])) for x in lines]
+    log = pot.Tree()
+    for leaf in honest:
+        log.append(leaf.encode())
+    assert log.root() == root
+    issued = w.call("issue_challenge", run_id=thief_run, beacon=b"block 300".hex())
+    for cid, t in zip(issued["challenge_ids"], issued["steps"]):
+        proof = log.inclusion_proof(t - 1, STEPS).hex()
+        with pytest.raises(pot.InvalidArgumentError, match="is a step of run"):
+            w.call("submit_opening", caller=THIEF.hex(), challenge_id=cid, manifest_digest="00" * 32,
+                   step_leaf=honest[t - 1].encode().hex(), leaf_proof=proof)
+        rewritten = dataclasses.replace(honest[t - 1], run_id=copy.run_id).encode()
+        with pytest.raises(pot.ProofMismatchError):
+            w.call("submit_opening", caller=THIEF.hex(), challenge_id=cid, manifest_digest="00" * 32,
+                   step_leaf=rewritten.hex(), leaf_proof=proof)
+    w.now += 100
+    for cid in issued["challenge_ids"]:
+        v = w.call("finalize_challenge", challenge_id=cid)
+        assert (v["verdict"], v["reason"]) == ("fail", "no opening")
+    assert w.ledger.apply({"call": "run_info", "run_id": thief_run})["slashable"]
+    assert not w.ledger.apply({"call": "run_info", "run_id": run_id})["slashable"]
+    rec.close()
+
+
+def test_attack_committed_norm_the_states_do_not_give_fails(tmp_path):
+    """The committed norm: the cross-architecture check compares a replay's
+    update norm with the one leaf t committed at training time, never with
+    a value given after the challenge. A miner who commits a norm of its
+    choosing (here 1.5 times the real one, as it would to make a substituted
+    S_t look like one step of training) fails `committed_norm` in both
+    paths: against the replayed S_t (bitwise) and against the served S_t
+    (norm bucket), even off by one unit in the last place. The honest leaves
+    pass both."""
+    w = World(tmp_path)
+    rec, run_id, root = w.train_honestly()
+    for t in (1, 4):
+        post = rec.state_path(t)
+        r = pot.verify_step(rec.commitment, w.task.spec, w.program, t, STEPS, root, rec.serve(t, post_state=True),
+                            rec.state_path(t - 1), post, mode=pot.VerifyMode.NORM_BUCKET)
+        assert r.ok and r.committed_update_norm > 0, t
+        with pot.Safetensors(rec.state_path(t - 1)) as a, pot.Safetensors(post) as b:
+            assert r.committed_update_norm == pot.update_norm(a, b, "param/")
+    for lie in (lambda t, n: 1.5 * n, lambda t, n: math.nextafter(n, math.inf)):
+        commitment, forged_root, serve = served_run(
+            w, str(tmp_path / f"liar-{lie(1, 1.0)}"), w.honest_states, w.honest_losses,
+            s0_path=rec.state_path(0), commitment=rec.commitment, norm_of=lie)
+        for t in (1, 4):
+            manifest, pre = serve(t)
+            with pytest.raises(pot.ProofMismatchError, match="commits to") as e:
+                pot.verify_step(commitment, w.task.spec, w.program, t, STEPS, forged_root, manifest, pre)
+            assert e.value.check == pot.OpeningCheck.COMMITTED_NORM, t
+            assert e.value.result.replayed and e.value.result.replayed_state_digest == \
+                e.value.result.committed_state_digest  # the state itself is the honest one
+            with pytest.raises(pot.ProofMismatchError) as e:
+                pot.verify_step(commitment, w.task.spec, w.program, t, STEPS, forged_root, manifest, pre,
+                                serve.state_path(t), mode=pot.VerifyMode.NORM_BUCKET)
+            assert e.value.check == pot.OpeningCheck.COMMITTED_NORM, t
+            assert not e.value.result.replayed  # refused before the replay
+    rec.close()
 
 
 def test_attack_one_training_registered_by_two_identities(tmp_path):
@@ -343,7 +442,7 @@ def test_attack_one_training_registered_by_two_identities(tmp_path):
     w.call("start_training_commitment", caller=THIEF.hex(), commitment=theirs.encode().hex())
     commitment, copied_root, serve = served_run(w, str(tmp_path / "thief"), states, losses, task=task,
                                                 s0_path=rec.state_path(0), commitment=theirs, schedule=thief_order)
-    assert copied_root == root  # the same leaves: the log itself does not name the run
+    assert copied_root != root  # the leaves name the run: the copy needs a log of its own
     for t in range(1, STEPS + 1):
         manifest, pre = serve(t)
         with pytest.raises(pot.ProofMismatchError) as e:

@@ -30,17 +30,22 @@ class Run:
             if step:
                 w = [x * 0.9 + 0.01 * step for x in w]
                 self.schedule.append(pot.seeded_schedule_entry(SEED, SAMPLES, BATCH, 1, step))
-            write_vector(self.state_path(step), "model.w", w)
-            d = pot.safetensors_digest_file(self.state_path(step), 1)
-            self.states.append(d)
-            if step:
-                self.log.append(pot.StepLeaf(step, d, 1 / step).encode())
-        self.log_root = self.log.root(STEPS)
+            write_vector(self.state_path(step), "param/w", w)
+            self.states.append(pot.safetensors_digest_file(self.state_path(step), 1))
         self.commitment = pot.Commitment({
             "initial_state_digest": str(self.states[0]), "schedule_root": str(self.schedule.root()),
             "task_id": "77" * 32, "dataset_root": str(self.dataset.root()), "dataset_size": SAMPLES,
             "spec_digest": "00" * 32, "declared_steps": STEPS, "miner_identity": "6d696e6572"})
         self.run_id = self.commitment.run_id
+        # The leaves name the run and commit each step's update norm.
+        for step in range(1, STEPS + 1):
+            self.log.append(self.leaf(step).encode())
+        self.log_root = self.log.root(STEPS)
+
+    def leaf(self, step):
+        with pot.Safetensors(self.state_path(step - 1)) as a, pot.Safetensors(self.state_path(step)) as b:
+            norm = pot.update_norm(a, b, "param/")
+        return pot.StepLeaf(self.run_id, step, self.states[step], 1 / step, norm)
 
     def state_path(self, t):
         return self.dir / f"state-{t}.safetensors"
@@ -49,9 +54,9 @@ class Run:
         """The manifest of `step` as the miner serves it."""
         with pot.Opening(self.run_id, step, STEPS, self.states[step - 1]) as o:
             if step > 1:
-                o.set_pre_leaf(pot.StepLeaf(step - 1, self.states[step - 1], 1 / (step - 1)).encode(),
+                o.set_pre_leaf(self.leaf(step - 1).encode(),
                                self.log.inclusion_proof(step - 2, STEPS))
-            o.set_post_leaf(pot.StepLeaf(step, self.states[step], 1 / step).encode(),
+            o.set_post_leaf(self.leaf(step).encode(),
                             self.log.inclusion_proof(step - 1, STEPS))
             entry = pot.seeded_schedule_entry(SEED, SAMPLES, BATCH, 1, step)
             o.set_schedule(entry, self.schedule.inclusion_proof(step - 1, STEPS))

@@ -253,7 +253,7 @@ def test_recorder_checkpoints_and_verify_step(tiny):
         mp = cp.opening(2, 3, data, serve_post_state=True)
         post, _ = cp.state_path(2, data)
         res = pot.verify_step(commitment, spec, program, 2, 3, root, mp, pre, post, pot.VerifyMode.NORM_BUCKET)
-        assert res.ok and pot.norm_buckets_match(res.served_norm_bucket, res.norm_bucket)
+        assert res.ok and pot.norm_buckets_match(res.committed_norm_bucket, res.norm_bucket)
         # Failures carry the check and the partial result.
         with pytest.raises(pot.ProofMismatchError) as e:
             pot.verify_step(commitment, spec, program, 2, 3, root, m, post)  # S_2 as the pre-state

@@ -25,12 +25,14 @@ def test_seeds():
 def test_step_leaves():
     for leaf in V["step_leaves"]:
         loss = struct.unpack("<d", bytes.fromhex(leaf["loss_bits"]))[0]
-        sl = pot.StepLeaf(leaf["step"], pot.Digest(leaf["state_digest"]), loss)
+        norm = struct.unpack("<d", bytes.fromhex(leaf["update_norm_bits"]))[0]
+        sl = pot.StepLeaf(pot.Digest(leaf["run_id"]), leaf["step"], pot.Digest(leaf["state_digest"]), loss, norm)
         enc = sl.encode()
         assert len(enc) == pot.STEP_LEAF_SIZE and enc.hex() == leaf["leaf"]
         assert str(pot.leaf_hash(enc)) == leaf["leaf_hash"]
         dec = pot.StepLeaf.decode(enc)
-        assert (dec.step, dec.state_digest) == (sl.step, sl.state_digest)
+        assert (dec.run_id, dec.step, dec.state_digest) == (sl.run_id, sl.step, sl.state_digest)
+        assert struct.pack("<d", dec.update_norm) == bytes.fromhex(leaf["update_norm_bits"])
         assert struct.pack("<d", dec.loss) == bytes.fromhex(leaf["loss_bits"])  # bit for bit, NaN too
         assert dec.loss_bits == int.from_bytes(bytes.fromhex(leaf["loss_bits"]), "little")
         with pytest.raises(pot.MalformedError) as e:
@@ -191,7 +193,7 @@ def test_verdicts(v):
         for r in v["reveals"]:
             verdict.add_reveal(bytes.fromhex(r["identity"]), pot.Digest(r["replayed_state"]), r["bucket"])
         committed = v.get("committed_state")
-        decision = verdict.decide(None if committed is None else pot.Digest(committed), v.get("declared_bucket"))
+        decision = verdict.decide(None if committed is None else pot.Digest(committed), v.get("committed_bucket"))
         assert str(decision.outcome) == v["verdict"]
         assert decision.cluster_size == v["cluster_size"]
         assert decision.reason and decision.reason == verdict.reason

@@ -12,9 +12,9 @@ from .hash import Buffer
 
 class Ledger(Handle):
     """A deterministic state machine with the extrinsics' rules
-    (pot_ledger): start_training_commitment, post_checkpoint_root,
-    issue_challenge, submit_opening, declare_witness_norm_bucket,
-    commit_witness, reveal_witness_value, finalize_challenge. Calls are JSON
+    (pot_ledger): post_task, start_training_commitment,
+    post_checkpoint_root, issue_challenge, submit_opening, commit_witness,
+    reveal_witness_value, finalize_challenge. Calls are JSON
     documents (docs/ledger.md).
 
     >>> with Ledger(commit_window=10, reveal_window=10, quorum=2, max_rounds=4) as ledger:

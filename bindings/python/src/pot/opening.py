@@ -44,6 +44,7 @@ class OpeningCheck(enum.IntEnum):
     REPLAYED_BUCKET = _pot.POT_CHECK_REPLAYED_BUCKET
     NONFINITE = _pot.POT_CHECK_NONFINITE
     LEARNING_RATE = _pot.POT_CHECK_LEARNING_RATE
+    COMMITTED_NORM = _pot.POT_CHECK_COMMITTED_NORM
 
     def __str__(self) -> str:
         return _pot.pot_opening_check_name(self)

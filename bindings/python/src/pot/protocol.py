@@ -24,29 +24,41 @@ seed_derive = seed
 
 @dataclass(frozen=True)
 class StepLeaf:
-    """The leaf the checkpoint log holds for step `step` (from 1): the state
-    digest after the step and the loss (docs/PROTOCOL.md section 10)."""
+    """The leaf the checkpoint log holds for step `step` (from 1) of run
+    `run_id`: the state digest after the step, the loss and the update norm
+    from S_{step-1} to S_step over the "param/" tensors (update_norm(),
+    docs/PROTOCOL.md sections 10 and 13). The norm is committed at training
+    time: the cross-architecture check compares replays with it."""
 
+    run_id: Digest
     step: int
     state_digest: Digest
     loss: float
+    update_norm: float
 
     def encode(self) -> bytes:
         """The STEP_LEAF_SIZE leaf bytes (pot_step_leaf_encode), to append at
-        leaf index step - 1; InvalidArgumentError for step 0."""
-        return _pot.pot_step_leaf_encode(self.step, self.state_digest, self.loss)
+        leaf index step - 1; InvalidArgumentError for step 0 or a norm with
+        its sign bit set."""
+        return _pot.pot_step_leaf_encode(self.run_id, self.step, self.state_digest, self.loss, self.update_norm)
 
     @classmethod
     def decode(cls, leaf: Buffer) -> "StepLeaf":
         """Parses leaf bytes (pot_step_leaf_decode); MalformedError unless
-        they are exactly what encode() produces."""
-        step, digest, loss = _pot.pot_step_leaf_decode(leaf)
-        return cls(step, _digest(digest), loss)
+        they are exactly what encode() produces (a protocol-1 leaf is refused
+        naming its version)."""
+        run_id, step, digest, loss, norm = _pot.pot_step_leaf_decode(leaf)
+        return cls(_digest(run_id), step, _digest(digest), loss, norm)
 
     @property
     def loss_bits(self) -> int:
         """The loss's IEEE-754 binary64 bits, as the leaf holds them."""
         return int.from_bytes(struct.pack("<d", self.loss), "little")
+
+    @property
+    def update_norm_bits(self) -> int:
+        """The update norm's IEEE-754 binary64 bits, as the leaf holds them."""
+        return int.from_bytes(struct.pack("<d", self.update_norm), "little")
 
 
 def challenge_derive(beacon: Buffer, run_id: Buffer, num_steps: int, rounds: int) -> List[int]:

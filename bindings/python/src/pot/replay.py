@@ -76,7 +76,8 @@ class VerifyResult:
     norm_bucket: int
     committed_state_digest: Digest
     committed_loss: float
-    served_norm_bucket: int
+    committed_update_norm: float
+    committed_norm_bucket: int
 
     @property
     def ok(self) -> bool:
@@ -97,7 +98,7 @@ def _verify_result(d: Dict[str, Any]) -> VerifyResult:
         replayed_state_digest=_digest(d["replayed_state_digest"]), loss=d["loss"],
         update_norm=d["update_norm"], norm_bucket=d["norm_bucket"],
         committed_state_digest=_digest(d["committed_state_digest"]), committed_loss=d["committed_loss"],
-        served_norm_bucket=d["served_norm_bucket"])
+        committed_update_norm=d["committed_update_norm"], committed_norm_bucket=d["committed_norm_bucket"])
 
 
 class Replay(Handle):

@@ -76,14 +76,15 @@ class Verdict(Handle):
         with self._use() as h:
             _pot.pot_verdict_add_reveal(h, identity, replayed_state, bucket)
 
-    def decide(self, committed_state: Optional[Buffer] = None, declared_bucket: Optional[int] = None) -> Decision:
+    def decide(self, committed_state: Optional[Buffer] = None, committed_bucket: Optional[int] = None) -> Decision:
         """The largest cluster of equal values must reach the quorum and be
         strictly larger than any other (else INCONCLUSIVE); it is compared
         with the committed state digest (bitwise) or, allowing adjacent
-        buckets, with the declared bucket (norm-bucket mode).
+        buckets, with the committed bucket: the bucket of the opened leaf's
+        update norm (norm-bucket mode).
         InvalidArgumentError for an identity revealed twice."""
         with self._use() as h:
-            outcome, size = _pot.pot_verdict_decide(h, committed_state, declared_bucket)
+            outcome, size = _pot.pot_verdict_decide(h, committed_state, committed_bucket)
             return Decision(VerdictOutcome(outcome), size, _pot.pot_verdict_reason(h))
 
     @property

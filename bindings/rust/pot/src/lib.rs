@@ -156,7 +156,7 @@ pub const MAX_DIMS: usize = sys::POT_MAX_DIMS as usize;
 /// Bytes of a step leaf (`POT_STEP_LEAF_SIZE`).
 ///
 /// ```
-/// assert_eq!(pot::STEP_LEAF_SIZE, 60);
+/// assert_eq!(pot::STEP_LEAF_SIZE, 100);
 /// ```
 pub const STEP_LEAF_SIZE: usize = sys::POT_STEP_LEAF_SIZE as usize;
 /// The most challenges one derivation may draw (`POT_MAX_CHALLENGE_ROUNDS`).

@@ -57,7 +57,7 @@ impl Opening {
     ///
     /// ```
     /// # let mut o = pot::Opening::new(&pot::Digest::new([1; 32]), 2, 2, &pot::Digest::default())?;
-    /// let leaf = pot::StepLeaf { step: 1, state_digest: pot::Digest::default(), loss: 1.0 }.encode()?;
+    /// let leaf = pot::StepLeaf { run_id: pot::Digest::default(), step: 1, state_digest: pot::Digest::default(), loss: 1.0, update_norm: 0.0 }.encode()?;
     /// o.set_pre_leaf(&leaf, &[0; 32])?;
     /// # Ok::<(), pot::Error>(())
     /// ```
@@ -78,7 +78,7 @@ impl Opening {
     ///
     /// ```
     /// # let mut o = pot::Opening::new(&pot::Digest::new([1; 32]), 2, 2, &pot::Digest::default())?;
-    /// let leaf = pot::StepLeaf { step: 2, state_digest: pot::Digest::default(), loss: 0.5 }.encode()?;
+    /// let leaf = pot::StepLeaf { run_id: pot::Digest::default(), step: 2, state_digest: pot::Digest::default(), loss: 0.5, update_norm: 0.0 }.encode()?;
     /// o.set_post_leaf(&leaf, &[0; 32])?;
     /// # Ok::<(), pot::Error>(())
     /// ```

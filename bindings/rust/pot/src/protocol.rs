@@ -25,21 +25,25 @@ pub fn seed_derive(base_seed: u64, run_id: &Digest, step: u64) -> Result<u64> {
     Ok(out)
 }
 
-/// The leaf the checkpoint log holds for one step (from 1): the step, the
-/// digest of the state after it and the loss (docs/PROTOCOL.md section 10).
+/// The leaf the checkpoint log holds for one step (from 1) of a run: the
+/// run, the step, the digest of the state after it, the loss and the update
+/// norm from `S_{t-1}` to `S_t` over the `param/` tensors ([`update_norm`]),
+/// committed at training time (docs/PROTOCOL.md sections 10 and 13).
 /// Append [`encode`](StepLeaf::encode)'s bytes to a [`Log`](crate::Log) or
 /// [`Tree`](crate::Tree) (leaf index `step - 1`).
 ///
 /// ```
 /// use pot::{Digest, StepLeaf};
 ///
-/// let leaf = StepLeaf { step: 3, state_digest: Digest::new([1; 32]), loss: 0.25 };
+/// let leaf = StepLeaf { run_id: Digest::new([9; 32]), step: 3, state_digest: Digest::new([1; 32]), loss: 0.25, update_norm: 0.5 };
 /// let bytes: [u8; pot::STEP_LEAF_SIZE] = leaf.encode()?;
 /// assert_eq!(StepLeaf::decode(&bytes)?, leaf);
 /// # Ok::<(), pot::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepLeaf {
+    /// The run the step belongs to ([`Commitment::run_id`](crate::Commitment::run_id)).
+    pub run_id: Digest,
     /// The step, from 1.
     pub step: u64,
     /// Digest of the state after the step.
@@ -47,22 +51,35 @@ pub struct StepLeaf {
     /// The loss of the step (kept as its IEEE-754 bits, so `-0.0` and NaN
     /// payloads survive).
     pub loss: f64,
+    /// The update norm of the step (kept as its bits; the sign bit is clear).
+    pub update_norm: f64,
 }
 
 impl StepLeaf {
     /// The [`STEP_LEAF_SIZE`](crate::STEP_LEAF_SIZE) bytes of the leaf.
     ///
     /// # Errors
-    /// [`InvalidArgument`](ErrorKind::InvalidArgument) for step 0.
+    /// [`InvalidArgument`](ErrorKind::InvalidArgument) for step 0 or an
+    /// update norm with its sign bit set.
     ///
     /// ```
-    /// let leaf = pot::StepLeaf { step: 0, state_digest: pot::Digest::default(), loss: 1.0 };
+    /// let leaf = pot::StepLeaf { run_id: pot::Digest::default(), step: 0, state_digest: pot::Digest::default(), loss: 1.0, update_norm: 0.0 };
     /// assert_eq!(leaf.encode().unwrap_err().kind(), pot::ErrorKind::InvalidArgument);
+    /// let negative = pot::StepLeaf { step: 1, update_norm: -0.0, ..leaf };
+    /// assert_eq!(negative.encode().unwrap_err().kind(), pot::ErrorKind::InvalidArgument);
     /// ```
     pub fn encode(&self) -> Result<[u8; crate::STEP_LEAF_SIZE]> {
         let mut out = [0u8; crate::STEP_LEAF_SIZE];
         call(|err| unsafe {
-            sys::pot_step_leaf_encode(out.as_mut_ptr(), self.step, self.state_digest.as_ptr(), self.loss, err)
+            sys::pot_step_leaf_encode(
+                out.as_mut_ptr(),
+                self.run_id.as_ptr(),
+                self.step,
+                self.state_digest.as_ptr(),
+                self.loss,
+                self.update_norm,
+                err,
+            )
         })?;
         Ok(out)
     }
@@ -71,19 +88,30 @@ impl StepLeaf {
     ///
     /// # Errors
     /// [`Malformed`](ErrorKind::Malformed) unless they are exactly what
-    /// [`encode`](StepLeaf::encode) produces.
+    /// [`encode`](StepLeaf::encode) produces (a protocol-1 leaf is refused
+    /// naming its version).
     ///
     /// ```
-    /// assert_eq!(pot::StepLeaf::decode(&[0; 60]).unwrap_err().kind(), pot::ErrorKind::Malformed);
+    /// assert_eq!(pot::StepLeaf::decode(&[0; 100]).unwrap_err().kind(), pot::ErrorKind::Malformed);
     /// ```
     pub fn decode(leaf: &[u8]) -> Result<StepLeaf> {
+        let mut run = sys::pot_digest::default();
         let mut step = 0u64;
         let mut digest = sys::pot_digest::default();
-        let mut loss = 0f64;
+        let (mut loss, mut norm) = (0f64, 0f64);
         call(|err| unsafe {
-            sys::pot_step_leaf_decode(&mut step, &mut digest, &mut loss, leaf.as_ptr(), leaf.len(), err)
+            sys::pot_step_leaf_decode(
+                &mut run,
+                &mut step,
+                &mut digest,
+                &mut loss,
+                &mut norm,
+                leaf.as_ptr(),
+                leaf.len(),
+                err,
+            )
         })?;
-        Ok(StepLeaf { step, state_digest: Digest(digest.bytes), loss })
+        Ok(StepLeaf { run_id: Digest(run.bytes), step, state_digest: Digest(digest.bytes), loss, update_norm: norm })
     }
 }
 
@@ -181,7 +209,7 @@ pub fn norm_bucket(norm: f64, resolution: u32) -> Result<i64> {
     Ok(out)
 }
 
-/// Whether a declared and an observed bucket match: equal or adjacent
+/// Whether a committed and an observed bucket match: equal or adjacent
 /// (the sentinels match only themselves).
 ///
 /// ```
@@ -189,9 +217,9 @@ pub fn norm_bucket(norm: f64, resolution: u32) -> Result<i64> {
 /// assert!(norm_buckets_match(-1200, -1199));
 /// assert!(!norm_buckets_match(-1200, -1198));
 /// ```
-pub fn norm_buckets_match(declared: i64, observed: i64) -> bool {
+pub fn norm_buckets_match(committed: i64, observed: i64) -> bool {
     // SAFETY: pure function of two integers.
-    unsafe { sys::pot_norm_buckets_match(declared, observed) != 0 }
+    unsafe { sys::pot_norm_buckets_match(committed, observed) != 0 }
 }
 
 /// The bucket of an exact-zero norm (matches only itself).

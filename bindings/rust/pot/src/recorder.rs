@@ -50,11 +50,18 @@ use std::ptr::{self, NonNull};
 /// s0.add("param/w", pot::Dtype::F32, &[2], &w)?;
 /// s0.add("hparam/lr", pot::Dtype::F64, &[], &lr)?;
 /// let initial_state = recorder.start(&s0)?;
-/// // ... recorder.set_commitment(&commitment, &schedule_entries)?; to serve openings
+/// // The commitment comes before the first step: step leaves name the run.
+/// let entry = pot::ScheduleEntry { step: 1, indices: vec![0], microbatch_sizes: vec![1] }.encode(1)?;
+/// let commitment = pot::Commitment::from_json(&format!(r#"{{"task_id": "{}", "initial_state_digest": "{}",
+///     "schedule_root": "{}", "dataset_root": "{}", "dataset_size": 1, "spec_digest": "{}",
+///     "declared_steps": 1, "miner_identity": "6d696e6572"}}"#, pot::Digest::default(), initial_state,
+///     pot::merkle::leaf_hash(&entry)?, pot::Digest::default(), spec.digest()?))?;
+/// recorder.set_commitment(&commitment, &[&entry])?;
 /// assert_eq!(recorder.begin_step(1)?, 0); // seed policy "none": no seed
 /// let s1_digest = recorder.end_step(&s0, 2.5)?; // S_1 (here equal to S_0) and the loss
 /// let root = recorder.finish()?;
-/// assert_eq!(root, pot::merkle::leaf_hash(&pot::StepLeaf { step: 1, state_digest: s1_digest, loss: 2.5 }.encode()?)?);
+/// let leaf = pot::StepLeaf { run_id: commitment.run_id()?, step: 1, state_digest: s1_digest, loss: 2.5, update_norm: 0.0 };
+/// assert_eq!(root, pot::merkle::leaf_hash(&leaf.encode()?)?);
 /// assert_eq!(s1_digest, initial_state);
 /// # std::fs::remove_dir_all(&dir).unwrap();
 /// # Ok::<(), pot::Error>(())

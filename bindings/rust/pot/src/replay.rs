@@ -310,9 +310,12 @@ pub struct StepVerification {
     pub committed_state_digest: Digest,
     /// Leaf `t`'s loss; set with `committed_state_digest`.
     pub committed_loss: f64,
-    /// [`VerifyMode::NormBucket`]: the bucket of the served
-    /// `S_{t-1} -> S_t` update, once the replay ran (0 otherwise).
-    pub served_norm_bucket: i64,
+    /// Leaf `t`'s update norm, committed at training time; set with
+    /// `committed_state_digest`.
+    pub committed_update_norm: f64,
+    /// The bucket of `committed_update_norm` at the spec's resolution: what
+    /// [`VerifyMode::NormBucket`] compares the replay with.
+    pub committed_norm_bucket: i64,
 }
 
 impl StepVerification {
@@ -326,7 +329,8 @@ impl StepVerification {
             }),
             committed_state_digest: Digest(r.committed_state_digest.bytes),
             committed_loss: r.committed_loss,
-            served_norm_bucket: r.served_norm_bucket,
+            committed_update_norm: r.committed_update_norm,
+            committed_norm_bucket: r.committed_norm_bucket,
         }
     }
 }
@@ -474,7 +478,7 @@ mod tests {
 
     #[test]
     fn verification_from_a_result_without_replay() {
-        let r = sys::pot_verify_result { committed_loss: 0.5, served_norm_bucket: 3, ..Default::default() };
+        let r = sys::pot_verify_result { committed_loss: 0.5, committed_norm_bucket: 3, ..Default::default() };
         let v = StepVerification::from_sys(&r);
         assert_eq!(v.replay, None);
         assert_eq!(v.committed_loss, 0.5);

@@ -113,7 +113,8 @@ pub fn verify_reveal(
 pub enum WitnessMode {
     /// Clusters of replayed state digests, compared with the committed digest.
     Bitwise,
-    /// Clusters of norm buckets, compared with the declared bucket.
+    /// Clusters of norm buckets, compared with the committed bucket (of the
+    /// opened leaf's update norm).
     NormBucket,
 }
 
@@ -166,7 +167,7 @@ pub struct Decision {
 /// Collects revealed values and decides (`pot_verdict`): the largest cluster
 /// of equal values must reach the quorum and be strictly larger than any
 /// other (else INCONCLUSIVE); it is then compared with the committed state
-/// digest (bitwise) or, allowing adjacent buckets, with the declared bucket.
+/// digest (bitwise) or, allowing adjacent buckets, with the committed bucket.
 ///
 /// `Send`, not `Sync` (pot.h's rule for handles; `decide` also rewrites the
 /// reason).
@@ -228,7 +229,8 @@ impl Verdict {
         })
     }
 
-    /// Decides. `declared_bucket` is needed in norm-bucket mode.
+    /// Decides. `committed_bucket` (the bucket of the opened leaf's update
+    /// norm) is needed in norm-bucket mode.
     ///
     /// # Errors
     /// [`InvalidArgument`](ErrorKind::InvalidArgument) for an identity
@@ -242,10 +244,10 @@ impl Verdict {
     /// assert_eq!(d.outcome, pot::VerdictOutcome::Pass);
     /// # Ok::<(), pot::Error>(())
     /// ```
-    pub fn decide(&mut self, committed_state: &Digest, declared_bucket: Option<i64>) -> Result<Decision> {
+    pub fn decide(&mut self, committed_state: &Digest, committed_bucket: Option<i64>) -> Result<Decision> {
         let mut outcome = sys::pot_verdict_outcome(0);
         let mut cluster = 0usize;
-        let declared = declared_bucket.as_ref().map_or(ptr::null(), |b| b as *const i64);
+        let declared = committed_bucket.as_ref().map_or(ptr::null(), |b| b as *const i64);
         call(|err| unsafe {
             sys::pot_verdict_decide(
                 &mut outcome,

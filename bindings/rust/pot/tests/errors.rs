@@ -118,7 +118,10 @@ fn protocol_arguments() {
     assert_eq!(kind(protocol::challenges_needed(100, 1, 1.5)), ErrorKind::InvalidArgument);
     assert_eq!(kind(protocol::norm_bucket(-1.0, 4)), ErrorKind::InvalidArgument);
     assert_eq!(kind(protocol::norm_bucket(1.0, 0)), ErrorKind::InvalidArgument);
-    assert_eq!(kind(pot::StepLeaf { step: 0, state_digest: run, loss: 0.0 }.encode()), ErrorKind::InvalidArgument);
+    assert_eq!(
+        kind(pot::StepLeaf { run_id: run, step: 0, state_digest: run, loss: 0.0, update_norm: 0.0 }.encode()),
+        ErrorKind::InvalidArgument
+    );
     assert_eq!(kind(pot::witness::commitment(&run, 1, &run, 0, &[0; 15], b"id")), ErrorKind::InvalidArgument);
     assert_eq!(kind(pot::witness::commitment(&run, 1, &run, 0, &[0; 16], b"")), ErrorKind::InvalidArgument);
 }

@@ -58,12 +58,8 @@ fn mine() -> Run {
             }
             schedule.append(&sched.entry(t).unwrap()).unwrap();
         }
-        write_vector(&state_path(&dir, t), "model.w", &w);
+        write_vector(&state_path(&dir, t), "param/w", &w);
         states.push(safetensors::digest_file(state_path(&dir, t), 1).unwrap());
-        if t > 0 {
-            let leaf = StepLeaf { step: t, state_digest: states[t as usize], loss: 1.0 / t as f64 };
-            assert_eq!(log.append(&leaf.encode().unwrap()).unwrap(), t - 1);
-        }
     }
     assert_eq!(schedule.root(STEPS).unwrap(), sched.root(STEPS).unwrap());
     let json = format!(
@@ -77,16 +73,26 @@ fn mine() -> Run {
     );
     let commitment = Commitment::from_json(&json).unwrap();
     let run_id = commitment.run_id().unwrap();
+    // Leaf t names the run and commits the update norm of the state files.
+    let leaf = |t: u64| {
+        let pre = Safetensors::open(state_path(&dir, t - 1)).unwrap();
+        let post = Safetensors::open(state_path(&dir, t)).unwrap();
+        let update_norm = protocol::update_norm(&pre, &post, "param/").unwrap();
+        StepLeaf { run_id, step: t, state_digest: states[t as usize], loss: 1.0 / t as f64, update_norm }
+    };
+    for t in 1..=STEPS {
+        assert_eq!(log.append(&leaf(t).encode().unwrap()).unwrap(), t - 1);
+    }
     let log_root = log.root(STEPS).unwrap();
 
     let mut manifests = Vec::new();
     for t in protocol::challenge_derive(b"beacon", &run_id, STEPS, 2).unwrap() {
         let mut o = Opening::new(&run_id, t, STEPS, &states[t as usize - 1]).unwrap();
         if t > 1 {
-            let pre = StepLeaf { step: t - 1, state_digest: states[t as usize - 1], loss: 1.0 / (t - 1) as f64 };
+            let pre = leaf(t - 1);
             o.set_pre_leaf(&pre.encode().unwrap(), &log.inclusion_proof(t - 2, STEPS).unwrap()).unwrap();
         }
-        let post = StepLeaf { step: t, state_digest: states[t as usize], loss: 1.0 / t as f64 };
+        let post = leaf(t);
         o.set_post_leaf(&post.encode().unwrap(), &log.inclusion_proof(t - 1, STEPS).unwrap()).unwrap();
         let entry = sched.entry(t).unwrap();
         o.set_schedule(&entry, &schedule.inclusion_proof(t - 1, STEPS).unwrap()).unwrap();
@@ -145,7 +151,7 @@ fn tampering_is_caught_at_the_right_check() {
     assert_eq!(f.check, Some(OpeningCheck::Step));
 
     // A rewritten post-state file.
-    write_vector(&state_path(&run.dir, t), "model.w", &[1.0, 2.0, 3.0, 4.0]);
+    write_vector(&state_path(&run.dir, t), "param/w", &[1.0, 2.0, 3.0, 4.0]);
     let f = verify(&run, t, manifest).unwrap_err();
     assert_eq!(f.check, Some(OpeningCheck::PostStateDigest));
     assert_eq!(f.error.kind(), ErrorKind::ProofMismatch);

@@ -178,13 +178,23 @@ fn recorder_and_checkpoints_serve_a_verifiable_opening() {
     let mut losses = vec![0.0];
     for t in 1..=STEPS {
         assert_eq!(rec.begin_step(t).unwrap(), protocol::seed_derive(7, &commitment.run_id().unwrap(), t).unwrap());
+        let before = w.clone();
         w.iter_mut().for_each(|x| *x *= 0.5);
         lr *= 0.9;
         let (wb, lrb) = (f32s(&w), lr.to_le_bytes());
         let loss = 1.0 / (t + 1) as f64;
         let d = rec.end_step(&state_writer(&wb, &lrb), loss).unwrap();
         assert_eq!(d, state_digest(&wb, &lrb), "step {t}");
-        log.append(&StepLeaf { step: t, state_digest: d, loss }.encode().unwrap()).unwrap();
+        // The recorder's leaf names the run and commits the update norm; the
+        // same leaf built here (the norm of section 13 by hand) gives the
+        // same roots.
+        let sum: f64 = before.iter().zip(&w).fold(0.0, |s, (a, b)| {
+            let d = f64::from(*b) - f64::from(*a);
+            s + d * d
+        });
+        let leaf =
+            StepLeaf { run_id: commitment.run_id().unwrap(), step: t, state_digest: d, loss, update_norm: sum.sqrt() };
+        log.append(&leaf.encode().unwrap()).unwrap();
         states.push(d);
         losses.push(loss);
     }
@@ -358,7 +368,7 @@ fn end_to_end_replay_of_a_recorded_run() {
     )
     .unwrap_or_else(|f| panic!("{f}"));
     let br = b.replay.expect("the replay ran");
-    assert!(protocol::norm_buckets_match(b.served_norm_bucket, br.norm_bucket));
+    assert!(protocol::norm_buckets_match(b.committed_norm_bucket, br.norm_bucket));
 
     // Replay step 5 directly from the trainer's S_4.
     let mut r = Replay::new(&spec, &program).unwrap();

@@ -264,12 +264,22 @@ fn protocol_seeds_leaves_challenges() {
     }
     for l in arr(&v, "step_leaves") {
         let bits = u64::from_le_bytes(unhex(s(l, "loss_bits")).try_into().unwrap());
-        let leaf = StepLeaf { step: u(l, "step"), state_digest: digest(l, "state_digest"), loss: f64::from_bits(bits) };
+        let norm_bits = u64::from_le_bytes(unhex(s(l, "update_norm_bits")).try_into().unwrap());
+        let leaf = StepLeaf {
+            run_id: digest(l, "run_id"),
+            step: u(l, "step"),
+            state_digest: digest(l, "state_digest"),
+            loss: f64::from_bits(bits),
+            update_norm: f64::from_bits(norm_bits),
+        };
         let bytes = leaf.encode().unwrap();
         assert_eq!(hex(&bytes), s(l, "leaf"), "{}", s(l, "comment"));
         assert_eq!(leaf_hash(&bytes).unwrap(), digest(l, "leaf_hash"));
         let back = StepLeaf::decode(&bytes).unwrap();
-        assert_eq!((back.step, back.state_digest, back.loss.to_bits()), (leaf.step, leaf.state_digest, bits));
+        assert_eq!(
+            (back.run_id, back.step, back.state_digest, back.loss.to_bits(), back.update_norm.to_bits()),
+            (leaf.run_id, leaf.step, leaf.state_digest, bits, norm_bits)
+        );
     }
     for c in arr(&v, "challenges") {
         let steps = protocol::challenge_derive(
@@ -521,7 +531,7 @@ fn ledger_transcript() {
             }
         }
     }
-    assert_eq!((calls.len(), refused), (21, 6));
+    assert_eq!((calls.len(), refused), (22, 8));
     let state = ledger.save().unwrap();
     assert_eq!(pot::sha256(&state).unwrap(), digest(&v, "state_sha256"));
     // Save, load, save again: the same bytes.
