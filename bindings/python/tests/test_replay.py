@@ -228,6 +228,42 @@ def record(tiny, ck, tamper_step=None, every=2, steps=3):
 
 
 @needs_torch
+def test_recorder_refuses_states_its_leaf_norm_cannot_cover(tiny):
+    """Each leaf commits the update norm over the param/ tensors from S_{t-1}
+    to S_t (docs/PROTOCOL.md section 10): a state without parameters, or a
+    step whose parameters change shape, is refused when it is recorded, not
+    when a verifier meets it."""
+    model, spec = tiny["model"], tiny["spec"]
+    with pot.Recorder(tiny["dir"] / "ck-noparam", spec, tiny["program"], 1) as rec:
+        with pot.SafetensorsWriter() as w:
+            w.add("hparam/lr", "F64", [], struct.pack("<d", LR))
+            with pytest.raises(pot.InvalidArgumentError, match=r"S_0 has no tensor named 'param/\*'"):
+                rec.start(w)
+    entries = [pot.seeded_schedule_entry(5, N_SAMPLES, 2, 1, 1)]
+    dataset = pot.Tree()
+    for raw in tiny["samples"]:
+        dataset.append(pot.sample_digest(raw))
+    with pot.Recorder(tiny["dir"] / "ck-reshape", spec, tiny["program"], 1) as rec:
+        with state_writer(model, LR) as w:
+            d0 = rec.start(w)
+        commitment = pot.Commitment({
+            "initial_state_digest": str(d0), "schedule_root": str(pot.seeded_schedule_root(5, N_SAMPLES, 2, 1, 1)),
+            "task_id": "77" * 32, "dataset_root": str(dataset.root()), "dataset_size": N_SAMPLES,
+            "spec_digest": str(spec.digest()), "declared_steps": 1, "miner_identity": "6d696e6572"})
+        rec.set_commitment(commitment, entries)
+        rec.begin_step(1)
+        with pot.SafetensorsWriter() as w:
+            for name, p in model.named_parameters():
+                t = p.detach().reshape(-1) if p.dim() > 1 else p.detach()
+                w.add("param/" + name, "F32", t.shape, t)
+            w.add("hparam/lr", "F64", [], struct.pack("<d", LR))
+            with pytest.raises(pot.InvalidArgumentError, match="the update norm from S_0 to S_1: tensor 'param/"):
+                rec.end_step(w, 1.0)
+        assert rec.size == 0  # nothing was appended
+    dataset.close()
+
+
+@needs_torch
 def test_recorder_checkpoints_and_verify_step(tiny):
     ck = tiny["dir"] / "ck"
     commitment, root, entries, states = record(tiny, ck)

@@ -253,7 +253,7 @@ pub enum OpeningCheck {
     /// has leaf `t`'s bits.
     ReplayedLoss,
     /// [`verify_step`](crate::verify_step) only, norm bucket: the replayed
-    /// update's bucket matches the served states'.
+    /// update's bucket matches the bucket of leaf `t`'s committed norm.
     ReplayedBucket,
     /// No NaN or infinity in leaf `t`'s loss or a served state (after the
     /// checks of [`verify_opening`]) nor, in [`verify_step`](crate::verify_step),
@@ -263,11 +263,16 @@ pub enum OpeningCheck {
     /// served `S_{t-1}` (cross-architecture: also `S_t`) holds the learning
     /// rate the spec's schedule gives step `t` (`t+1`).
     LearningRate,
+    /// Leaf `t`'s update norm is, bit for bit, the norm from `S_{t-1}` to the
+    /// served `S_t` (after [`NonFinite`](OpeningCheck::NonFinite), when
+    /// `S_t` is served) or, in [`verify_step`](crate::verify_step)'s bitwise
+    /// path, to the replayed `S_t`.
+    CommittedNorm,
     /// A check this crate does not know (appended by a later libpot).
     Other(u32),
 }
 
-const CHECKS: [OpeningCheck; 25] = [
+const CHECKS: [OpeningCheck; 26] = [
     OpeningCheck::Manifest,
     OpeningCheck::RunId,
     OpeningCheck::Step,
@@ -293,6 +298,7 @@ const CHECKS: [OpeningCheck; 25] = [
     OpeningCheck::ReplayedBucket,
     OpeningCheck::NonFinite,
     OpeningCheck::LearningRate,
+    OpeningCheck::CommittedNorm,
 ];
 
 impl OpeningCheck {
@@ -463,6 +469,7 @@ mod tests {
         assert_eq!(OpeningCheck::ReplayedBucket.raw(), sys::pot_opening_check::POT_CHECK_REPLAYED_BUCKET.0);
         assert_eq!(OpeningCheck::NonFinite.raw(), sys::pot_opening_check::POT_CHECK_NONFINITE.0);
         assert_eq!(OpeningCheck::LearningRate.raw(), sys::pot_opening_check::POT_CHECK_LEARNING_RATE.0);
+        assert_eq!(OpeningCheck::CommittedNorm.raw(), sys::pot_opening_check::POT_CHECK_COMMITTED_NORM.0);
         for (check, name) in [
             (OpeningCheck::Spec, "spec"),
             (OpeningCheck::Program, "program"),
@@ -472,11 +479,12 @@ mod tests {
             (OpeningCheck::ReplayedBucket, "replayed_bucket"),
             (OpeningCheck::NonFinite, "nonfinite"),
             (OpeningCheck::LearningRate, "learning_rate"),
+            (OpeningCheck::CommittedNorm, "committed_norm"),
         ] {
             assert_eq!(check.name(), name);
         }
-        assert_eq!(OpeningCheck::from_raw(26), Some(OpeningCheck::Other(26)));
-        for raw in 1..=25 {
+        assert_eq!(OpeningCheck::from_raw(27), Some(OpeningCheck::Other(27)));
+        for raw in 1..=26 {
             let c = OpeningCheck::from_raw(raw).unwrap();
             assert_eq!(c.raw(), raw);
             assert_ne!(c.name(), "unknown");
