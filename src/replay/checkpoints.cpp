@@ -317,11 +317,6 @@ commit::StepLeaf Recorder::end_step(const std::vector<hash::StTensor> &state, do
   for (const hash::StTensor &t : state) b.add_tensor(t.meta, t.data);
   const hash::Digest digest = b.digest();
   const uint64_t t = m.begun;
-  if (m.spec.seed_policy == commit::SeedPolicyKind::kSingleSeed) {
-    const hash::StTensor *rng = find(state, kRngName);
-    if (!rng) fail(Status::kInvalidArgument, "seed policy single_seed: S_{} has no '{}' tensor", t, kRngName);
-    m.last_rng.assign(rng->data.begin(), rng->data.end());
-  }
   // The committed update norm; the states' parameters must match (a
   // verifier refuses a step whose parameters change name, dtype or shape).
   std::vector<ParamCopy> params = copy_params(state);
@@ -334,6 +329,11 @@ commit::StepLeaf Recorder::end_step(const std::vector<hash::StTensor> &state, do
   if (!std::isfinite(norm))
     fail(Status::kNonFinite, "end_step: the parameters of S_{} are {} away from S_{}; a verifier refuses the step", t,
          norm, t - 1);
+  if (m.spec.seed_policy == commit::SeedPolicyKind::kSingleSeed) {
+    const hash::StTensor *rng = find(state, kRngName);
+    if (!rng) fail(Status::kInvalidArgument, "seed policy single_seed: S_{} has no '{}' tensor", t, kRngName);
+    m.last_rng.assign(rng->data.begin(), rng->data.end());
+  }
   const bool last = t == m.commitment->declared_steps;
   if (t % m.every == 0 || last) hash::write_safetensors(numbered(m.dir, "checkpoints", t), state, {});
   const commit::StepLeaf leaf{m.commitment->run_id(), t, digest, loss, norm};
