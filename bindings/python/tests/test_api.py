@@ -263,7 +263,7 @@ def test_witness_and_verdict():
         d = v.decide(None, 11)
         assert d == pot.Decision(pot.VerdictOutcome.PASS, 2, v.reason) and str(d.outcome) == "pass"
         with pytest.raises(pot.InvalidArgumentError):
-            v.decide(None, None)  # norm-bucket mode needs the declared bucket
+            v.decide(None, None)  # norm-bucket mode needs the committed bucket
 
 
 def test_losscheck():

@@ -234,7 +234,7 @@ impl Verdict {
     ///
     /// # Errors
     /// [`InvalidArgument`](ErrorKind::InvalidArgument) for an identity
-    /// revealed twice, or a norm-bucket verdict without a declared bucket.
+    /// revealed twice, or a norm-bucket verdict without a committed bucket.
     ///
     /// ```
     /// let mut v = pot::Verdict::new(pot::WitnessMode::NormBucket, 2)?;
