@@ -20,11 +20,13 @@
 #include "commit/dataset.h"
 #include "commit/spec.h"
 #include "hash/safetensors.h"
+#include "hash/update_norm.h"
 
 namespace pot::replay {
 
-// Canonical state names (docs/PROTOCOL.md section 21.1).
-inline constexpr std::string_view kParamPrefix = "param/";
+// Canonical state names (docs/PROTOCOL.md section 21.1). The parameters are
+// the tensors a step leaf's update norm covers, so the two names are one.
+inline constexpr std::string_view kParamPrefix = hash::kLeafNormPrefix;
 inline constexpr std::string_view kBufferPrefix = "buffer/";
 inline constexpr std::string_view kOptimPrefix = "optim/";
 inline constexpr std::string_view kLrName = "hparam/lr";
