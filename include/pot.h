@@ -687,6 +687,13 @@ typedef enum pot_opening_check {
    * when it is served, else (pot_verify_step, bitwise) the replayed S_t,
    * after check 22. */
   POT_CHECK_COMMITTED_NORM = 26,
+  /* pot_verify_step, after check 26 (bitwise) or 23 (norm bucket): the
+   * replayed S_t does not depend on the step's gradient. The replay applies
+   * the update a second time with a zero gradient; at a learning rate above
+   * 0 the gradient must change a parameter element when any moved, else an
+   * optimizer-state element when the optimizer keeps state (section 21.5).
+   * Saturated optimizer state fails here. */
+  POT_CHECK_GRADIENT_IGNORED = 27,
   POT_CHECK_MAX_ENUM_ = 0x7FFFFFFF
 } pot_opening_check;
 
@@ -945,11 +952,26 @@ POT_API void pot_replay_free(pot_replay *replay);
 POT_API pot_status pot_replay_input_name(const char **name, const pot_replay *replay, size_t index,
                                          pot_error **err);
 
+/* What the step's gradient did (check 27, docs/PROTOCOL.md section 21.5):
+ * the update applied with the step's gradient and, from the same S_{t-1},
+ * with a zero gradient. An element differs when its bits differ; parameters
+ * without a gradient are not updated and not counted. */
+typedef struct pot_gradient_trace {
+  double learning_rate;             /* the spec's rate of the step */
+  uint64_t param_elements;          /* elements of the updated parameters */
+  uint64_t moved_elements;          /* ... that differ from S_{t-1} */
+  uint64_t gradient_elements;       /* ... that differ from the zero-gradient update */
+  uint64_t optim_elements;          /* optimizer-state elements written (no step counters) */
+  uint64_t optim_gradient_elements; /* ... that differ from the zero-gradient update */
+  int ignored;                      /* 1 when check 27 fails on this trace */
+} pot_gradient_trace;
+
 typedef struct pot_replay_result {
   pot_digest post_state_digest; /* digest of the replayed S_t */
   double loss;                  /* the step leaf's loss (section 21.3) */
   double update_norm;           /* section 13 over "param/" tensors */
   int64_t norm_bucket;          /* at the spec's resolution */
+  pot_gradient_trace gradient;  /* what the step's gradient did */
 } pot_replay_result;
 
 /* Replays one step of run `run_id` (the commitment's run id; it may be
@@ -991,6 +1013,7 @@ typedef struct pot_verify_result {
   double committed_loss;             /* from leaf t */
   double committed_update_norm;      /* from leaf t */
   int64_t committed_norm_bucket;     /* of committed_update_norm, at the spec's resolution */
+  pot_gradient_trace gradient;       /* of the replay, when it ran */
 } pot_verify_result;
 
 /* Verifies a challenged step completely (docs/PROTOCOL.md section 21.5):

@@ -52,6 +52,10 @@ const (
 	// CheckCommittedNorm: leaf t's update norm is not, bit for bit, the norm
 	// from S_{t-1} to the served (or, bitwise, the replayed) S_t.
 	CheckCommittedNorm OpeningCheck = C.POT_CHECK_COMMITTED_NORM
+	// CheckGradientIgnored: the replayed S_t does not depend on the step's
+	// gradient (a zero gradient gives the same state: saturated optimizer
+	// state).
+	CheckGradientIgnored OpeningCheck = C.POT_CHECK_GRADIENT_IGNORED
 )
 
 // String returns the stable lower-case name of the check

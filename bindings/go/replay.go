@@ -151,10 +151,38 @@ func (r *Replay) InputNames() ([]string, error) {
 
 // ReplayResult is what a replayed step gives (pot_replay_result).
 type ReplayResult struct {
-	PostStateDigest Digest  // digest of the replayed S_t
-	Loss            float64 // the step leaf's loss (PROTOCOL.md section 21.3)
-	UpdateNorm      float64 // L2 norm of S_t - S_{t-1} over the "param/" tensors (section 13)
-	NormBucket      int64   // the update norm's bucket at the spec's resolution
+	PostStateDigest Digest        // digest of the replayed S_t
+	Loss            float64       // the step leaf's loss (PROTOCOL.md section 21.3)
+	UpdateNorm      float64       // L2 norm of S_t - S_{t-1} over the "param/" tensors (section 13)
+	NormBucket      int64         // the update norm's bucket at the spec's resolution
+	Gradient        GradientTrace // what the step's gradient did (check 27)
+}
+
+// GradientTrace is what a replayed step's gradient did (pot_gradient_trace,
+// check 27 gradient_ignored, PROTOCOL.md section 21.5): the update applied
+// with the step's gradient and, from the same S_{t-1}, with a zero
+// gradient. An element differs when its bits differ; parameters without a
+// gradient are not counted.
+type GradientTrace struct {
+	LearningRate          float64 // the spec's rate of the step
+	ParamElements         uint64  // elements of the updated parameters
+	MovedElements         uint64  // ... that differ from S_{t-1}
+	GradientElements      uint64  // ... that differ from the zero-gradient update
+	OptimElements         uint64  // optimizer-state elements written (no step counters)
+	OptimGradientElements uint64  // ... that differ from the zero-gradient update
+	Ignored               bool    // check 27 fails on this trace
+}
+
+func gradientTrace(g *C.pot_gradient_trace) GradientTrace {
+	return GradientTrace{
+		LearningRate:          float64(g.learning_rate),
+		ParamElements:         uint64(g.param_elements),
+		MovedElements:         uint64(g.moved_elements),
+		GradientElements:      uint64(g.gradient_elements),
+		OptimElements:         uint64(g.optim_elements),
+		OptimGradientElements: uint64(g.optim_gradient_elements),
+		Ignored:               g.ignored != 0,
+	}
 }
 
 func replayResult(r *C.pot_replay_result) ReplayResult {
@@ -163,6 +191,7 @@ func replayResult(r *C.pot_replay_result) ReplayResult {
 		Loss:            float64(r.loss),
 		UpdateNorm:      float64(r.update_norm),
 		NormBucket:      int64(r.norm_bucket),
+		Gradient:        gradientTrace(&r.gradient),
 	}
 }
 
@@ -337,6 +366,7 @@ func VerifyStep(commitment *Commitment, spec *Spec, programPath string, challeng
 			Loss:            float64(out.loss),
 			UpdateNorm:      float64(out.update_norm),
 			NormBucket:      int64(out.norm_bucket),
+			Gradient:        gradientTrace(&out.gradient),
 		}
 	}
 	return res, toError(st, cerr)

@@ -144,13 +144,14 @@ func TestOpeningCheckNames(t *testing.T) {
 		pot.CheckReplayedState: "replayed_state", pot.CheckReplayedLoss: "replayed_loss",
 		pot.CheckReplayedBucket: "replayed_bucket", pot.CheckNonFinite: "nonfinite",
 		pot.CheckLearningRate: "learning_rate", pot.CheckCommittedNorm: "committed_norm",
+		pot.CheckGradientIgnored: "gradient_ignored",
 	} {
 		if c.String() != name {
 			t.Errorf("check %d: %q, want %q", uint32(c), c.String(), name)
 		}
 	}
 	if pot.CheckSpec != 18 || pot.CheckReplayedBucket != 23 || pot.CheckNonFinite != 24 ||
-		pot.CheckLearningRate != 25 || pot.CheckCommittedNorm != 26 {
+		pot.CheckLearningRate != 25 || pot.CheckCommittedNorm != 26 || pot.CheckGradientIgnored != 27 {
 		t.Fatal("check values")
 	}
 	if pot.VerifyBitwise.String() != "bitwise" || pot.VerifyNormBucket.String() != "norm_bucket" ||
@@ -624,6 +625,13 @@ func TestReplayEndToEnd(t *testing.T) {
 	}
 	if got != res.Replay {
 		t.Fatalf("Replay.Step %+v differs from VerifyStep's replay %+v", got, res.Replay)
+	}
+	// Check 27's evidence: the honest step's gradient moved parameters.
+	own, err := spec.LearningRates(step, 1)
+	check(t, err)
+	if g := got.Gradient; g.Ignored || g.GradientElements == 0 || g.GradientElements > g.ParamElements ||
+		g.LearningRate != own[0] {
+		t.Fatalf("Replay.Step gradient trace %+v (rate of the step %v)", g, own[0])
 	}
 	// A batch that does not fit the entry.
 	_, err = r.Step(&runID, f.statePath(step-1), entry, batch[1:], "")

@@ -306,20 +306,30 @@ static int pot_py_getbufs(PyObject *o, pot_pybufs *b) {
 
 /* ---- structured results -------------------------------------------------- */
 
+static PyObject *pot_py_gradient_trace(const pot_gradient_trace *g) {
+  return Py_BuildValue("{s:d,s:K,s:K,s:K,s:K,s:K,s:N}", "learning_rate", g->learning_rate, "param_elements",
+                       (unsigned long long)g->param_elements, "moved_elements",
+                       (unsigned long long)g->moved_elements, "gradient_elements",
+                       (unsigned long long)g->gradient_elements, "optim_elements",
+                       (unsigned long long)g->optim_elements, "optim_gradient_elements",
+                       (unsigned long long)g->optim_gradient_elements, "ignored", PyBool_FromLong(g->ignored));
+}
+
 static PyObject *pot_py_replay_result(const pot_replay_result *r) {
-  return Py_BuildValue("{s:N,s:d,s:d,s:L}", "post_state_digest", pot_py_digest(&r->post_state_digest),
+  return Py_BuildValue("{s:N,s:d,s:d,s:L,s:N}", "post_state_digest", pot_py_digest(&r->post_state_digest),
                        "loss", r->loss, "update_norm", r->update_norm, "norm_bucket",
-                       (long long)r->norm_bucket);
+                       (long long)r->norm_bucket, "gradient", pot_py_gradient_trace(&r->gradient));
 }
 
 static PyObject *pot_py_verify_result(const pot_verify_result *r) {
-  return Py_BuildValue("{s:I,s:N,s:N,s:d,s:d,s:L,s:N,s:d,s:d,s:L}", "check", (unsigned)r->check,
+  return Py_BuildValue("{s:I,s:N,s:N,s:d,s:d,s:L,s:N,s:d,s:d,s:L,s:N}", "check", (unsigned)r->check,
                        "replayed", PyBool_FromLong(r->replayed), "replayed_state_digest",
                        pot_py_digest(&r->replayed_state_digest), "loss", r->loss, "update_norm",
                        r->update_norm, "norm_bucket", (long long)r->norm_bucket,
                        "committed_state_digest", pot_py_digest(&r->committed_state_digest),
                        "committed_loss", r->committed_loss, "committed_update_norm",
-                       r->committed_update_norm, "committed_norm_bucket", (long long)r->committed_norm_bucket);
+                       r->committed_update_norm, "committed_norm_bucket", (long long)r->committed_norm_bucket,
+                       "gradient", pot_py_gradient_trace(&r->gradient));
 }
 %}
 
@@ -813,6 +823,7 @@ POT_SCALAR_OUT(pot_loss_flag_kind, PyLong_FromUnsignedLong((unsigned long)*$1))
 %ignore pot_bytes_free;
 %ignore pot_digest;
 %ignore pot_bytes;
+%ignore pot_gradient_trace;
 %ignore pot_replay_result;
 %ignore pot_verify_result;
 %rename("$ignore", regextarget=1) "_MAX_ENUM_$";

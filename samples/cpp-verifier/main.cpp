@@ -198,6 +198,12 @@ int run(const Args &a) {
     std::printf("  update norm     %.9g, norm bucket %lld (committed %.9g, bucket %lld)\n", r.update_norm,
                 static_cast<long long>(r.norm_bucket), r.committed_update_norm,
                 static_cast<long long>(r.committed_norm_bucket));
+    // Check 27: the step's S_t needs its gradient (a zero gradient gives another state).
+    std::printf("  gradient        changed %llu of %llu parameter and %llu of %llu optimizer-state elements\n",
+                static_cast<unsigned long long>(r.gradient.gradient_elements),
+                static_cast<unsigned long long>(r.gradient.param_elements),
+                static_cast<unsigned long long>(r.gradient.optim_gradient_elements),
+                static_cast<unsigned long long>(r.gradient.optim_elements));
 
     // The witness commits to what it replayed before anyone reveals.
     uint8_t salt[POT_WITNESS_SALT_SIZE];

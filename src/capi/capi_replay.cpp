@@ -41,6 +41,18 @@ auto torch_call(F &&f) -> decltype(f()) {
   }
 }
 
+pot_gradient_trace trace_of(const witness::GradientTrace &t, uint64_t step) {
+  pot_gradient_trace out{};
+  out.learning_rate = t.learning_rate;
+  out.param_elements = t.param_elements;
+  out.moved_elements = t.moved_elements;
+  out.gradient_elements = t.gradient_elements;
+  out.optim_elements = t.optim_elements;
+  out.optim_gradient_elements = t.optim_gradient_elements;
+  out.ignored = witness::gradient_ignored(t, step) ? 1 : 0;
+  return out;
+}
+
 }  // namespace
 #else
 struct pot_replay {};
@@ -142,11 +154,12 @@ pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, const pot
       const std::string post_path(str_arg(post_state_path, "post_state_path"));
       hash::write_safetensors(post_path, replay::state_views(r.post), {});
     }
-    pot_replay_result res;
+    pot_replay_result res{};
     std::memcpy(res.post_state_digest.bytes, r.post_digest.bytes.data(), POT_DIGEST_SIZE);
     res.loss = r.loss;
     res.update_norm = r.update_norm;
     res.norm_bucket = r.norm_bucket;
+    res.gradient = trace_of(r.gradient, entry.step);
     *out = res;
 #else
     (void)post_state_path;
@@ -195,6 +208,7 @@ pot_status pot_verify_step(pot_verify_result *out, const pot_commitment *commitm
     res.committed_loss = r.committed_loss;
     res.committed_update_norm = r.committed_update_norm;
     res.committed_norm_bucket = r.committed_norm_bucket;
+    if (r.replayed) res.gradient = trace_of(r.gradient, challenged_step);
     failed = r.status;
     message = r.message;
 #else

@@ -18,6 +18,16 @@ std::string text_of(pot_bytes &b) {
   return s;
 }
 
+nlohmann::json gradient_json(const pot_gradient_trace &g) {
+  return {{"learning_rate", g.learning_rate},
+          {"param_elements", g.param_elements},
+          {"moved_elements", g.moved_elements},
+          {"gradient_elements", g.gradient_elements},
+          {"optim_elements", g.optim_elements},
+          {"optim_gradient_elements", g.optim_gradient_elements},
+          {"ignored", g.ignored != 0}};
+}
+
 nlohmann::json verify_json(const pot_verify_result &r) {
   nlohmann::json j = {{"check", pot_opening_check_name(r.check)}, {"replayed", r.replayed != 0}};
   if (r.replayed) {
@@ -29,6 +39,7 @@ nlohmann::json verify_json(const pot_verify_result &r) {
     j["norm_bucket"] = r.norm_bucket;
     j["committed_update_norm"] = r.committed_update_norm;
     j["committed_norm_bucket"] = r.committed_norm_bucket;
+    j["gradient"] = gradient_json(r.gradient);
   }
   return j;
 }
@@ -67,7 +78,7 @@ void add_replay_commands(CLI::App &app) {
       ptrs.push_back(p.data());
       lens.push_back(p.size());
     }
-    pot_replay_result res;
+    pot_replay_result res{};
     pot_digest run{};
     if (!ro->run_id.empty()) run = digest_arg(ro->run_id, "--run-id");
     check(pot_replay_step(&res, r, ro->run_id.empty() ? nullptr : &run, ro->pre.c_str(), entry.data(), entry.size(),
@@ -75,7 +86,7 @@ void add_replay_commands(CLI::App &app) {
           &err, "replay");
     emit(ro->json,
          {{"state_digest", hex(res.post_state_digest)}, {"loss", res.loss}, {"update_norm", res.update_norm},
-          {"norm_bucket", res.norm_bucket}},
+          {"norm_bucket", res.norm_bucket}, {"gradient", gradient_json(res.gradient)}},
          {hex(res.post_state_digest), nlohmann::json(res.loss).dump()});
   });
 

@@ -71,6 +71,7 @@ const char *opening_check_name(OpeningCheck c) noexcept {
     case OpeningCheck::kNonFinite: return "nonfinite";
     case OpeningCheck::kLearningRate: return "learning_rate";
     case OpeningCheck::kCommittedNorm: return "committed_norm";
+    case OpeningCheck::kGradientIgnored: return "gradient_ignored";
   }
   return "unknown";
 }

@@ -79,6 +79,9 @@ enum class OpeningCheck {
   // leaf t's update norm is not the norm from S_{t-1} to the served (or, in
   // the bitwise path, the replayed) S_t, bit for bit.
   kCommittedNorm = 26,
+  // pot_verify_step, after 26 (bitwise) or 23 (norm bucket): the replayed
+  // S_t does not depend on the step's gradient (replay::gradient_ignored).
+  kGradientIgnored = 27,
 };
 
 const char *opening_check_name(OpeningCheck c) noexcept;

@@ -156,9 +156,10 @@ void clip_grad_norm(const std::vector<ParamState> &params, double max_norm) {
   for (const at::Tensor &g : grads) g.detach().mul_(clamped);
 }
 
-// torch.optim.SGD._single_tensor_sgd, one parameter.
-void sgd_update(ParamState &p, const commit::OptimizerSpec &o, double lr) {
-  at::Tensor d_p = p.param.grad();
+// torch.optim.SGD._single_tensor_sgd, one parameter whose gradient is
+// `grad`.
+void sgd_update(ParamState &p, const at::Tensor &grad, const commit::OptimizerSpec &o, double lr) {
+  at::Tensor d_p = grad;
   if (o.weight_decay != 0) d_p = d_p.add(p.param, o.weight_decay);
   if (o.momentum != 0) {
     auto it = p.optim.find("momentum_buffer");
@@ -176,15 +177,16 @@ void sgd_update(ParamState &p, const commit::OptimizerSpec &o, double lr) {
 }
 
 // torch.optim.Adam / AdamW ._single_tensor_adam(w) (capturable and
-// differentiable off), one parameter.
-void adam_update(ParamState &p, const commit::OptimizerSpec &o, double lr, bool decoupled) {
+// differentiable off), one parameter whose gradient is `grad`.
+void adam_update(ParamState &p, const at::Tensor &grad_in, const commit::OptimizerSpec &o, double lr,
+                 bool decoupled) {
   if (p.optim.empty()) {  // torch.optim's lazy state initialisation
     p.optim.emplace("step", at::zeros({}, at::kFloat));
     p.optim.emplace("exp_avg", at::zeros_like(p.param, at::MemoryFormat::Preserve));
     p.optim.emplace("exp_avg_sq", at::zeros_like(p.param, at::MemoryFormat::Preserve));
     if (o.amsgrad) p.optim.emplace("max_exp_avg_sq", at::zeros_like(p.param, at::MemoryFormat::Preserve));
   }
-  at::Tensor grad = p.param.grad();
+  at::Tensor grad = grad_in;
   at::Tensor &exp_avg = p.optim.at("exp_avg");
   at::Tensor &exp_avg_sq = p.optim.at("exp_avg_sq");
   at::Tensor &step_t = p.optim.at("step");
@@ -210,6 +212,50 @@ void adam_update(ParamState &p, const commit::OptimizerSpec &o, double lr, bool 
     denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(o.eps);
   }
   p.param.addcdiv_(exp_avg, denom, -step_size);
+}
+
+void optimizer_update(ParamState &p, const at::Tensor &grad, const commit::OptimizerSpec &o, double lr) {
+  switch (o.kind) {
+    case commit::OptimizerKind::kSgd: sgd_update(p, grad, o, lr); return;
+    case commit::OptimizerKind::kAdam: adam_update(p, grad, o, lr, false); return;
+    case commit::OptimizerKind::kAdamW: adam_update(p, grad, o, lr, true); return;
+  }
+  fail(Status::kInternal, "unknown optimizer");
+}
+
+// The elements of two tensors of one dtype and shape whose bit patterns
+// differ (+0 and -0 differ; the states are finite here).
+uint64_t differing_elements(const at::Tensor &a, const at::Tensor &b) {
+  const at::Tensor x = a.contiguous(), y = b.contiguous();
+  at::ScalarType as;
+  switch (x.element_size()) {
+    case 8: as = at::kLong; break;
+    case 4: as = at::kInt; break;
+    case 2: as = at::kShort; break;
+    case 1: as = at::kByte; break;
+    default: fail(Status::kInternal, "differing_elements: element size {}", x.element_size());
+  }
+  return static_cast<uint64_t>(x.view(as).ne(y.view(as)).sum().item<int64_t>());
+}
+
+// One parameter's update, applied as the step applies it and a second time
+// from the same state with a zero gradient (check 27, docs/PROTOCOL.md
+// section 21.5): the difference is what the gradient did.
+void traced_update(ParamState &p, const at::Tensor &pre_param, const commit::OptimizerSpec &o, double lr,
+                   witness::GradientTrace &trace) {
+  const at::Tensor grad = p.param.grad();
+  ParamState zero{p.name, p.param.detach().clone(), {}};
+  for (const auto &[k, t] : p.optim) zero.optim.emplace(k, t.clone());
+  optimizer_update(zero, at::zeros_like(grad), o, lr);
+  optimizer_update(p, grad, o, lr);
+  trace.param_elements += static_cast<uint64_t>(p.param.numel());
+  trace.moved_elements += differing_elements(p.param, pre_param);
+  trace.gradient_elements += differing_elements(p.param, zero.param);
+  for (const auto &[k, t] : p.optim) {
+    if (k == "step") continue;  // a counter: no gradient reaches it
+    trace.optim_elements += static_cast<uint64_t>(t.numel());
+    trace.optim_gradient_elements += differing_elements(t, zero.optim.at(k));
+  }
 }
 
 // Stacks the named tensor of every sample of a micro-batch along a new
@@ -595,20 +641,19 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
              p.name);
     }
 
+  witness::GradientTrace trace;
+  trace.learning_rate = lr;
   {
     at::NoGradGuard no_grad;
     if (spec.grad_clip_max_norm > 0) clip_grad_norm(params, spec.grad_clip_max_norm);
     for (ParamState &p : params) {
       if (!p.param.grad().defined()) continue;  // torch.optim skips parameters without a gradient
-      switch (o.kind) {
-        case commit::OptimizerKind::kSgd: sgd_update(p, o, lr); break;
-        case commit::OptimizerKind::kAdam: adam_update(p, o, lr, false); break;
-        case commit::OptimizerKind::kAdamW: adam_update(p, o, lr, true); break;
-      }
+      traced_update(p, pre.at(std::string(kParamPrefix) + p.name), o, lr, trace);
     }
   }
 
   StepResult r;
+  r.gradient = trace;
   for (ParamState &p : params) {
     r.post.emplace(std::string(kParamPrefix) + p.name, p.param.detach().clone().contiguous());
     for (auto &[k, t] : p.optim)

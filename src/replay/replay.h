@@ -21,6 +21,7 @@
 #include "commit/spec.h"
 #include "hash/safetensors.h"
 #include "hash/update_norm.h"
+#include "witness/gradient_trace.h"
 
 namespace pot::replay {
 
@@ -98,6 +99,7 @@ struct StepResult {
   double loss = 0;           // the step leaf's loss (section 21.3)
   double update_norm = 0;    // section 13, prefix "param/"
   int64_t norm_bucket = 0;   // at the spec's resolution
+  witness::GradientTrace gradient;  // check 27's evidence
 };
 
 struct StepOptions {

@@ -22,6 +22,14 @@ uint64_t bits(double d) {
   return b;
 }
 
+// Check 27, last: the step's S_t (the committed one in the bitwise path) is
+// one a zero gradient would give as well.
+VerifyResult gradient_check(VerifyResult r, uint64_t step) {
+  if (auto why = witness::gradient_ignored(r.gradient, step))
+    return failed(std::move(r), commit::OpeningCheck::kGradientIgnored, Status::kProofMismatch, *why);
+  return r;
+}
+
 }  // namespace
 
 VerifyResult verify_step(const VerifyInputs &in) {
@@ -119,6 +127,7 @@ VerifyResult verify_step(const VerifyInputs &in) {
   r.loss = s.loss;
   r.update_norm = s.update_norm;
   r.norm_bucket = s.norm_bucket;
+  r.gradient = s.gradient;
 
   if (in.mode == VerifyMode::kBitwise) {
     if (s.post_digest != o.post_state_digest)
@@ -135,7 +144,7 @@ VerifyResult verify_step(const VerifyInputs &in) {
       return failed(r, commit::OpeningCheck::kCommittedNorm, Status::kProofMismatch,
                     fmt::format("step {} replays to the update norm {:.17g}, leaf {} commits to {:.17g}",
                                 in.challenged_step, s.update_norm, in.challenged_step, r.committed_update_norm));
-    return r;
+    return gradient_check(r, in.challenged_step);
   }
   // The served S_t gave leaf t's norm bit for bit (check 26 of the opening).
   if (!witness::buckets_match(r.committed_norm_bucket, r.norm_bucket))
@@ -143,7 +152,7 @@ VerifyResult verify_step(const VerifyInputs &in) {
                   fmt::format("the replayed update has norm {:.17g} (bucket {}), leaf {} commits to {:.17g} (bucket {})",
                               s.update_norm, s.norm_bucket, in.challenged_step, r.committed_update_norm,
                               r.committed_norm_bucket));
-  return r;
+  return gradient_check(r, in.challenged_step);
 }
 
 }  // namespace pot::replay

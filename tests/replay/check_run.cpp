@@ -137,6 +137,12 @@ int main(int argc, char **argv) {
                              {"norm_bucket", r.norm_bucket},
                              {"committed_norm_bucket", honest_bucket},
                              {"bucket_match", bucket_ok},
+                             {"param_elements", r.gradient.param_elements},
+                             {"moved_elements", r.gradient.moved_elements},
+                             {"gradient_elements", r.gradient.gradient_elements},
+                             {"optim_elements", r.gradient.optim_elements},
+                             {"optim_gradient_elements", r.gradient.optim_gradient_elements},
+                             {"gradient_ignored", r.gradient.ignored != 0},
                              {"replay_seconds", seconds}};
       std::cout << line.dump() << "\n";
       (digest_ok && loss_ok ? matched : mismatched) += 1;

@@ -64,7 +64,12 @@ def test_every_step_replays_bit_for_bit(tmp_path, check_run_bin, name, args):
     # The loss the replay reports is the trainer's, bit for bit.
     meta = json.load(open(os.path.join(run, "run.json")))
     assert [r["loss_bits"] for r in rows] == meta["loss_bits"]
-    print(f"\nDETERMINISM {name}: {STEPS}/{STEPS} steps bit-exact")
+    # Check 27: every honest step's update depends on its gradient.
+    ignored = [r["step"] for r in rows if r["gradient_ignored"]]
+    assert not ignored, f"{name}: honest steps {ignored} fail gradient_ignored"
+    least = min(rows, key=lambda r: r["gradient_elements"])
+    print(f"\nDETERMINISM {name}: {STEPS}/{STEPS} steps bit-exact; the gradient changed at least "
+          f"{least['gradient_elements']} of {least['param_elements']} parameter elements (step {least['step']})")
 
 
 @pytest.fixture(scope="module")
@@ -141,6 +146,11 @@ def test_thread_count_other_than_spec(tmp_path, check_run_bin):
           f"relative norm difference max {max(rel):.3e} median {sorted(rel)[len(rel) // 2]:.3e}")
     assert mismatched > 0, "a different thread count changed no bit: the spec's pin would be pointless"
     assert false_rejects == 0
+    # Check 27 over a whole cosine schedule, down to the last step's rate.
+    assert not [r["step"] for r in rows if r["gradient_ignored"]]
+    least = min(rows, key=lambda r: r["gradient_elements"])
+    print(f"GRADIENT the gradient changed at least {least['gradient_elements']} of {least['param_elements']} "
+          f"parameter elements (step {least['step']}); step {steps}: {rows[-1]['gradient_elements']}")
 
 
 def edit_state(src_dir, dst_dir, t, edit):

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core_test_util.h"
+#include "witness/gradient_trace.h"
 #include "witness/norm_bucket.h"
 #include "witness/witness.h"
 
@@ -79,4 +80,41 @@ TEST(Witness, NormBucketVerdictAllowsAdjacentBuckets) {
               witness::decide({rev("a", "x", 1)}, witness::Mode::kNormBucket, Digest{}, std::nullopt, 1);
             }),
             Status::kInvalidArgument);
+}
+
+// Check 27's rule, branch by branch (the replay's measurements of honest and
+// saturated runs are in tests/replay and bindings/python/tests/test_attacks.py).
+TEST(GradientTrace, TheGradientMustLeaveATraceWhenTheStepChangedSomething) {
+  witness::GradientTrace t;
+  t.learning_rate = 1e-3;
+  t.param_elements = 100;
+  // Saturated state: the parameters moved, a zero gradient moves them the same.
+  t.moved_elements = 100;
+  t.optim_elements = 200;
+  auto why = witness::gradient_ignored(t, 7);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("a zero gradient gives the same S_7"), std::string::npos) << *why;
+  EXPECT_NE(why->find("100 parameter elements (100 moved)"), std::string::npos) << *why;
+  // One element of the gradient in the parameters, or in the optimizer
+  // state (parameters moved by momentum alone late in a schedule), passes.
+  t.gradient_elements = 1;
+  EXPECT_FALSE(witness::gradient_ignored(t, 7));
+  t.gradient_elements = 0;
+  t.optim_gradient_elements = 1;
+  EXPECT_FALSE(witness::gradient_ignored(t, 7));
+  // Nothing moved and the moments ignore the gradient: still a FAIL.
+  t.optim_gradient_elements = 0;
+  t.moved_elements = 0;
+  EXPECT_TRUE(witness::gradient_ignored(t, 7));
+  // Plain SGD (no state) at a rate too small to move a parameter: nowhere
+  // for the gradient to go, not a FAIL.
+  t.optim_elements = 0;
+  EXPECT_FALSE(witness::gradient_ignored(t, 7));
+  t.moved_elements = 3;  // ... but parameters that moved without it are
+  EXPECT_TRUE(witness::gradient_ignored(t, 7));
+  // A rate of 0 trains nothing: not applicable.
+  t.learning_rate = 0;
+  EXPECT_FALSE(witness::gradient_ignored(t, 7));
+  t.learning_rate = -0.0;
+  EXPECT_FALSE(witness::gradient_ignored(t, 7));
 }

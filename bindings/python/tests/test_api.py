@@ -291,7 +291,8 @@ def test_losscheck():
 
 
 def test_enums_follow_pot_h():
-    assert [int(c) for c in pot.OpeningCheck] == list(range(27))
+    assert [int(c) for c in pot.OpeningCheck] == list(range(28))
+    assert str(pot.OpeningCheck.GRADIENT_IGNORED) == "gradient_ignored" and pot.OpeningCheck.GRADIENT_IGNORED == 27
     assert str(pot.OpeningCheck.LEARNING_RATE) == "learning_rate" and pot.OpeningCheck.LEARNING_RATE == 25
     assert str(pot.OpeningCheck.COMMITTED_NORM) == "committed_norm" and pot.OpeningCheck.COMMITTED_NORM == 26
     assert str(pot.OpeningCheck.POST_LEAF_PROOF) == "post_leaf_proof" == pot.opening_check_name(6)

@@ -53,9 +53,10 @@ def data(n=32):
 
 
 class World:
-    """A task owner's task on a reference ledger, and an honest run of it."""
+    """A task owner's task on a reference ledger, and an honest run of it.
+    The optimizer is SGD with momentum, or Adam (lr 0.01) with adam=True."""
 
-    def __init__(self, tmp):
+    def __init__(self, tmp, adam=False):
         self.tmp = str(tmp)
         self.ledger = pot.Ledger(commit_window=5, reveal_window=5, quorum=1, max_rounds=8)
         self.now = 100
@@ -67,7 +68,10 @@ class World:
         self.program = os.path.join(self.tmp, "program.pt")
         self.model = Net(0.1)
         pt.save_program(self.model, self.program)
-        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.05, momentum=0.9)
+        if adam:
+            self.opt = torch.optim.Adam(self.model.parameters(), lr=0.01)
+        else:
+            self.opt = torch.optim.SGD(self.model.parameters(), lr=0.05, momentum=0.9)
         # Linear warm-up over 2 steps, then cosine decay: the spec fixes every step's rate.
         L = torch.optim.lr_scheduler
         self.sched = L.SequentialLR(self.opt, [L.LinearLR(self.opt, 0.25, 1.0, 2),
@@ -610,6 +614,90 @@ def test_attack_saturated_optimizer_state_in_s0_is_refused(tmp_path):
         pot.verify_step(commitment, task.spec, w.program, 1, STEPS, root, manifest, pre)
     assert e.value.check == pot.OpeningCheck.REPLAY
     assert "S_0 holds optimizer state" in e.value.message
+
+
+def saturate(opt):
+    """What a forged step 1 leaves: the optimizer's moments (or momentum
+    buffers) set so large that a gradient's share rounds away in float32."""
+    g = torch.Generator().manual_seed(3)
+    for st in opt.state.values():
+        for k in ("exp_avg", "momentum_buffer"):
+            if k in st:
+                st[k].copy_(torch.where(torch.rand(st[k].shape, generator=g) < 0.5, -1.0, 1.0) * 2.0 ** 63)
+        if "exp_avg_sq" in st:
+            st["exp_avg_sq"].fill_(2.0 ** 126)
+
+
+def saturated_run(w, tmp):
+    """A miner that runs one backward pass, for step 1, forges S_1 with
+    saturated optimizer state, and then makes every later S_t without a
+    backward pass: a forward for the loss (under the run's seed, as the
+    replay draws dropout), a zero gradient, the optimizer step."""
+    run = thief_run_id(w.task)
+    s0 = os.path.join(tmp, "S_0.safetensors")  # the task's published S_0
+    with pt.state_writer(pt.canonical_state(w.model, w.opt)) as sw:
+        sw.write(s0)
+    states, losses = [], []
+    for t, step in enumerate(w.schedule, start=1):
+        x = torch.stack([w.samples[i]["x"] for i in step[0]])
+        y = torch.stack([w.samples[i]["y"] for i in step[0]])
+        torch.manual_seed(pot.seed(7, run, t))
+        if t == 1:
+            loss = w.model(x, y)
+            loss.backward()
+        else:
+            with torch.no_grad():
+                loss = w.model(x, y)
+            for p in w.model.parameters():
+                p.grad = torch.zeros_like(p)
+        w.opt.step()
+        w.sched.step()
+        w.opt.zero_grad(set_to_none=True)
+        if t == 1:
+            saturate(w.opt)
+        states.append({k: v.clone() for k, v in pt.canonical_state(w.model, w.opt).items()})
+        losses.append(float(loss))
+    return served_run(w, tmp, states, losses, s0_path=s0)
+
+
+@pytest.mark.parametrize("adam", [False, True], ids=["sgd-momentum", "adam"])
+def test_attack_saturated_optimizer_state_after_a_forged_step_fails_gradient_ignored(tmp_path, adam):
+    """Attack 3 after step 1: S_0 must be fresh, so the forger saturates the
+    state it serves as S_1 and computes S_2..S_n from zero gradients (no
+    backward pass). Step 1 fails at `replayed_state`; every later step
+    replays bit for bit to the committed state and loss, and fails at
+    `gradient_ignored` (check 27), in both comparison modes. The same task
+    trained honestly passes every step, its gradient moving parameters."""
+    honest = World(tmp_path / "honest", adam)
+    rec, run_id, root = honest.train_honestly()
+    for t in range(1, STEPS + 1):
+        r = pot.verify_step(rec.commitment, honest.task.spec, honest.program, t, STEPS, root, rec.serve(t),
+                            rec.state_path(t - 1))
+        assert r.ok and not r.gradient.ignored and r.gradient.gradient_elements > 0, t
+    rec.close()
+
+    w = World(tmp_path / "forger", adam)
+    commitment, root, serve = saturated_run(w, str(tmp_path))
+    manifest, pre = serve(1)
+    with pytest.raises(pot.ProofMismatchError) as e:
+        pot.verify_step(commitment, w.task.spec, w.program, 1, STEPS, root, manifest, pre)
+    assert e.value.check == pot.OpeningCheck.REPLAYED_STATE
+    for t in range(2, STEPS + 1):
+        manifest, pre = serve(t)
+        with pytest.raises(pot.ProofMismatchError, match="a zero gradient gives the same") as e:
+            pot.verify_step(commitment, w.task.spec, w.program, t, STEPS, root, manifest, pre)
+        r = e.value.result
+        assert r.check == pot.OpeningCheck.GRADIENT_IGNORED, t
+        # Every other check passed: the replay agrees with the forger bit for bit.
+        assert r.replayed_state_digest == r.committed_state_digest and r.loss == r.committed_loss, t
+        g = r.gradient
+        assert g.ignored and g.gradient_elements == 0 and g.optim_gradient_elements == 0 and g.moved_elements > 0, t
+    # Cross-architecture: the verifier's own replay from the served S_{t-1}.
+    manifest, pre = serve(3)
+    with pytest.raises(pot.ProofMismatchError) as e:
+        pot.verify_step(commitment, w.task.spec, w.program, 3, STEPS, root, manifest, pre, serve.state_path(3),
+                        pot.VerifyMode.NORM_BUCKET)
+    assert e.value.check == pot.OpeningCheck.GRADIENT_IGNORED
 
 
 class FileToucher(Net):

@@ -284,7 +284,11 @@ def test_recorder_checkpoints_and_verify_step(tiny):
         res = pot.verify_step(commitment, spec, program, 2, 3, root, m, pre)
         assert res.ok and res.check is pot.OpeningCheck.OK and res.replayed
         assert res.replayed_state_digest == res.committed_state_digest == states[2]
-        assert res.replay == pot.ReplayResult(states[2], res.loss, res.update_norm, res.norm_bucket)
+        assert res.replay == pot.ReplayResult(states[2], res.loss, res.update_norm, res.norm_bucket, res.gradient)
+        # Check 27's evidence: the honest step's gradient moved its parameters.
+        g = res.gradient
+        assert isinstance(g, pot.GradientTrace) and not g.ignored and g.learning_rate == spec.learning_rate(2)
+        assert 0 < g.gradient_elements <= g.param_elements and 0 < g.moved_elements <= g.param_elements
         # The cross-architecture path, S_2 served too.
         mp = cp.opening(2, 3, data, serve_post_state=True)
         post, _ = cp.state_path(2, data)

@@ -45,6 +45,7 @@ class OpeningCheck(enum.IntEnum):
     NONFINITE = _pot.POT_CHECK_NONFINITE
     LEARNING_RATE = _pot.POT_CHECK_LEARNING_RATE
     COMMITTED_NORM = _pot.POT_CHECK_COMMITTED_NORM
+    GRADIENT_IGNORED = _pot.POT_CHECK_GRADIENT_IGNORED
 
     def __str__(self) -> str:
         return _pot.pot_opening_check_name(self)

@@ -50,6 +50,25 @@ class VerifyMode(enum.IntEnum):
         return self.name.lower()
 
 
+class GradientTrace(NamedTuple):
+    """What the step's gradient did (pot_gradient_trace, check 27
+    `gradient_ignored`): the update applied with the step's gradient and, from
+    the same S_{t-1}, with a zero gradient. An element differs when its bits
+    differ; parameters without a gradient are not counted."""
+
+    learning_rate: float
+    param_elements: int           # elements of the updated parameters
+    moved_elements: int           # ... that differ from S_{t-1}
+    gradient_elements: int        # ... that differ from the zero-gradient update
+    optim_elements: int           # optimizer-state elements written (no step counters)
+    optim_gradient_elements: int  # ... that differ from the zero-gradient update
+    ignored: bool                 # check 27 fails on this trace
+
+
+def _gradient_trace(d: Dict[str, Any]) -> GradientTrace:
+    return GradientTrace(**d)
+
+
 class ReplayResult(NamedTuple):
     """What a replayed step gives (pot_replay_result)."""
 
@@ -57,10 +76,12 @@ class ReplayResult(NamedTuple):
     loss: float
     update_norm: float
     norm_bucket: int
+    gradient: GradientTrace
 
 
 def _replay_result(d: Dict[str, Any]) -> ReplayResult:
-    return ReplayResult(_digest(d["post_state_digest"]), d["loss"], d["update_norm"], d["norm_bucket"])
+    return ReplayResult(_digest(d["post_state_digest"]), d["loss"], d["update_norm"], d["norm_bucket"],
+                        _gradient_trace(d["gradient"]))
 
 
 @dataclass(frozen=True)
@@ -78,6 +99,7 @@ class VerifyResult:
     committed_loss: float
     committed_update_norm: float
     committed_norm_bucket: int
+    gradient: GradientTrace  # of the replay, when it ran
 
     @property
     def ok(self) -> bool:
@@ -89,7 +111,7 @@ class VerifyResult:
         """The replay's result, when the replay ran."""
         if not self.replayed:
             return None
-        return ReplayResult(self.replayed_state_digest, self.loss, self.update_norm, self.norm_bucket)
+        return ReplayResult(self.replayed_state_digest, self.loss, self.update_norm, self.norm_bucket, self.gradient)
 
 
 def _verify_result(d: Dict[str, Any]) -> VerifyResult:
@@ -98,7 +120,8 @@ def _verify_result(d: Dict[str, Any]) -> VerifyResult:
         replayed_state_digest=_digest(d["replayed_state_digest"]), loss=d["loss"],
         update_norm=d["update_norm"], norm_bucket=d["norm_bucket"],
         committed_state_digest=_digest(d["committed_state_digest"]), committed_loss=d["committed_loss"],
-        committed_update_norm=d["committed_update_norm"], committed_norm_bucket=d["committed_norm_bucket"])
+        committed_update_norm=d["committed_update_norm"], committed_norm_bucket=d["committed_norm_bucket"],
+        gradient=_gradient_trace(d["gradient"]))
 
 
 class Replay(Handle):
@@ -304,5 +327,6 @@ class Checkpoints(Handle):
         return f"{self.dir!r}, {self.size} steps"
 
 
-__all__ = ["program_digest_file", "replay_available", "VerifyMode", "ReplayResult", "VerifyResult", "Replay",
+__all__ = ["program_digest_file", "replay_available", "VerifyMode", "GradientTrace", "ReplayResult", "VerifyResult",
+           "Replay",
            "verify_step", "Recorder", "Checkpoints"]

@@ -78,7 +78,9 @@ pub use merkle::{Log, Tree};
 pub use opening::{Opening, OpeningCheck, OpeningFailure, verify_opening};
 pub use protocol::StepLeaf;
 pub use recorder::{Checkpoints, Recorder};
-pub use replay::{Replay, ReplayResult, StepFailure, StepVerification, VerifyMode, program_digest_file, verify_step};
+pub use replay::{
+    GradientTrace, Replay, ReplayResult, StepFailure, StepVerification, VerifyMode, program_digest_file, verify_step,
+};
 pub use safetensors::{Safetensors, SafetensorsWriter, TensorView};
 pub use spec::{SeedPolicy, Spec};
 pub use task::Task;

@@ -268,11 +268,16 @@ pub enum OpeningCheck {
     /// `S_t` is served) or, in [`verify_step`](crate::verify_step)'s bitwise
     /// path, to the replayed `S_t`.
     CommittedNorm,
+    /// [`verify_step`](crate::verify_step) only, last: the replayed `S_t`
+    /// depends on the step's gradient (a zero gradient does not give the same
+    /// state). Saturated optimizer state fails here
+    /// ([`GradientTrace`](crate::GradientTrace)).
+    GradientIgnored,
     /// A check this crate does not know (appended by a later libpot).
     Other(u32),
 }
 
-const CHECKS: [OpeningCheck; 26] = [
+const CHECKS: [OpeningCheck; 27] = [
     OpeningCheck::Manifest,
     OpeningCheck::RunId,
     OpeningCheck::Step,
@@ -299,6 +304,7 @@ const CHECKS: [OpeningCheck; 26] = [
     OpeningCheck::NonFinite,
     OpeningCheck::LearningRate,
     OpeningCheck::CommittedNorm,
+    OpeningCheck::GradientIgnored,
 ];
 
 impl OpeningCheck {
@@ -470,6 +476,7 @@ mod tests {
         assert_eq!(OpeningCheck::NonFinite.raw(), sys::pot_opening_check::POT_CHECK_NONFINITE.0);
         assert_eq!(OpeningCheck::LearningRate.raw(), sys::pot_opening_check::POT_CHECK_LEARNING_RATE.0);
         assert_eq!(OpeningCheck::CommittedNorm.raw(), sys::pot_opening_check::POT_CHECK_COMMITTED_NORM.0);
+        assert_eq!(OpeningCheck::GradientIgnored.raw(), sys::pot_opening_check::POT_CHECK_GRADIENT_IGNORED.0);
         for (check, name) in [
             (OpeningCheck::Spec, "spec"),
             (OpeningCheck::Program, "program"),
@@ -480,11 +487,12 @@ mod tests {
             (OpeningCheck::NonFinite, "nonfinite"),
             (OpeningCheck::LearningRate, "learning_rate"),
             (OpeningCheck::CommittedNorm, "committed_norm"),
+            (OpeningCheck::GradientIgnored, "gradient_ignored"),
         ] {
             assert_eq!(check.name(), name);
         }
-        assert_eq!(OpeningCheck::from_raw(27), Some(OpeningCheck::Other(27)));
-        for raw in 1..=26 {
+        assert_eq!(OpeningCheck::from_raw(28), Some(OpeningCheck::Other(28)));
+        for raw in 1..=27 {
             let c = OpeningCheck::from_raw(raw).unwrap();
             assert_eq!(c.raw(), raw);
             assert_ne!(c.name(), "unknown");

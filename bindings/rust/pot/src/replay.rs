@@ -59,7 +59,13 @@ pub fn available() -> bool {
 /// What a replayed step gives (`pot_replay_result`).
 ///
 /// ```
-/// let r = pot::ReplayResult { post_state_digest: pot::Digest::default(), loss: 1.5, update_norm: 0.25, norm_bucket: -32 };
+/// let r = pot::ReplayResult {
+///     post_state_digest: pot::Digest::default(),
+///     loss: 1.5,
+///     update_norm: 0.25,
+///     norm_bucket: -32,
+///     gradient: pot::GradientTrace::default(),
+/// };
 /// assert_eq!(pot::protocol::norm_bucket(r.update_norm, 16)?, r.norm_bucket);
 /// # Ok::<(), pot::Error>(())
 /// ```
@@ -73,6 +79,8 @@ pub struct ReplayResult {
     pub update_norm: f64,
     /// The update norm's bucket at the spec's resolution.
     pub norm_bucket: i64,
+    /// What the step's gradient did (check 27).
+    pub gradient: GradientTrace,
 }
 
 impl ReplayResult {
@@ -82,6 +90,44 @@ impl ReplayResult {
             loss: r.loss,
             update_norm: r.update_norm,
             norm_bucket: r.norm_bucket,
+            gradient: GradientTrace::from_sys(&r.gradient),
+        }
+    }
+}
+
+/// What a replayed step's gradient did (`pot_gradient_trace`, check 27
+/// [`GradientIgnored`](crate::OpeningCheck::GradientIgnored), PROTOCOL.md
+/// section 21.5): the update applied with the step's gradient and, from the
+/// same `S_{t-1}`, with a zero gradient. An element differs when its bits
+/// differ; parameters without a gradient are not counted.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct GradientTrace {
+    /// The spec's learning rate of the step.
+    pub learning_rate: f64,
+    /// Elements of the updated parameters.
+    pub param_elements: u64,
+    /// ... that differ from `S_{t-1}`.
+    pub moved_elements: u64,
+    /// ... that differ from the zero-gradient update.
+    pub gradient_elements: u64,
+    /// Optimizer-state elements the update wrote (no step counters).
+    pub optim_elements: u64,
+    /// ... that differ from the zero-gradient update.
+    pub optim_gradient_elements: u64,
+    /// Check 27 fails on this trace.
+    pub ignored: bool,
+}
+
+impl GradientTrace {
+    fn from_sys(g: &sys::pot_gradient_trace) -> GradientTrace {
+        GradientTrace {
+            learning_rate: g.learning_rate,
+            param_elements: g.param_elements,
+            moved_elements: g.moved_elements,
+            gradient_elements: g.gradient_elements,
+            optim_elements: g.optim_elements,
+            optim_gradient_elements: g.optim_gradient_elements,
+            ignored: g.ignored != 0,
         }
     }
 }
@@ -326,6 +372,7 @@ impl StepVerification {
                 loss: r.loss,
                 update_norm: r.update_norm,
                 norm_bucket: r.norm_bucket,
+                gradient: GradientTrace::from_sys(&r.gradient),
             }),
             committed_state_digest: Digest(r.committed_state_digest.bytes),
             committed_loss: r.committed_loss,

@@ -339,6 +339,10 @@ fn end_to_end_replay_of_a_recorded_run() {
     assert_eq!(replayed.post_state_digest, v.committed_state_digest);
     assert_eq!(v.committed_state_digest, want);
     assert_eq!(replayed.loss.to_bits(), v.committed_loss.to_bits());
+    // Check 27's evidence: the honest step's gradient moved parameters.
+    let g = replayed.gradient;
+    assert!(!g.ignored && g.gradient_elements > 0 && g.gradient_elements <= g.param_elements, "{g:?}");
+    assert_eq!(g.learning_rate.to_bits(), spec.learning_rates(STEP, 1).unwrap()[0].to_bits());
 
     // The same manifest with the pre-state of another step (S_2, re-derived
     // from S_0 with two replays).
