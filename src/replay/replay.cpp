@@ -584,9 +584,14 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
   // A spec that declares no RNG use (dropout 0, other_rng_use false) is held
   // to it: a program that draws random numbers anyway would replay with
   // whatever the generator holds (under seed policy none, the process's).
+  // And one that declares other RNG use without dropout must draw: its
+  // per-step seeds are what makes the runs of a listed task differ
+  // (docs/PROTOCOL.md 17.1), and a program that draws nothing would make
+  // them all one trajectory.
   const bool rng_declared = spec.dropout > 0 || spec.other_rng_use;
+  const bool must_draw = spec.dropout == 0 && spec.other_rng_use;
   at::Tensor rng_before;
-  if (!rng_declared) {
+  if (!rng_declared || must_draw) {
     std::lock_guard<std::mutex> g(gen.mutex());
     rng_before = gen.get_state();
   }
@@ -625,11 +630,17 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
     const double d = scaled.item<double>();
     loss = i == 0 ? d : loss + d;
   }
-  if (!rng_declared) {
+  if (!rng_declared || must_draw) {
     std::lock_guard<std::mutex> g(gen.mutex());
-    if (!at::equal(gen.get_state(), rng_before))
+    const bool drew = !at::equal(gen.get_state(), rng_before);
+    if (!rng_declared && drew)
       fail(Status::kInvalidArgument,
            "the program draws random numbers, but the spec declares no RNG use (dropout 0, other_rng_use false)");
+    if (must_draw && !drew)
+      fail(Status::kInvalidArgument,
+           "step {}: the spec declares other_rng_use (dropout 0), but the program drew no random numbers: declared "
+           "randomness is what makes the runs of a task differ (docs/PROTOCOL.md 17.1)",
+           step);
   }
   if (!std::isfinite(loss) && !options.allow_nonfinite_loss)
     fail(Status::kNonFinite, "step {}: the loss is {}", step, loss);

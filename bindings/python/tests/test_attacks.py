@@ -858,7 +858,8 @@ def replay_step_one(w, model, spec, tmp_path, s0_state=None):
 def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):
     """Attack 7: fields declared in the spec but never read by the replay.
     Each is now applied or checked, and a run that departs from it is
-    refused by name: undeclared RNG use, another framework version or
+    refused by name: undeclared RNG use, declared RNG use the program does
+    not make, another framework version or
     attention backend (refused as not replayable here, never judged),
     parameters of another dtype, a single_seed S_0 whose generator is not
     the spec's seed's. The same program under its honest spec replays."""
@@ -897,6 +898,25 @@ def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):
     torch.manual_seed(0)
     quiet = WithDropoutZero()
     assert replay_step_one(w, quiet, spec_for(quiet), tmp_path)
+    # Declared but unused: other_rng_use for a program that draws nothing.
+    # A listed task is accepted only with per-step randomness (what tells its
+    # runs apart); with this program every run would be one trajectory. The
+    # replay refuses each step, the recorder the first one.
+    unused = spec_for(quiet, other_rng_use=True, seed_policy="per_step", seed=3)
+    with pytest.raises(pot.InvalidArgumentError, match="declares other_rng_use .dropout 0., but the program drew no"):
+        replay_step_one(w, quiet, unused, tmp_path)
+    opt = torch.optim.SGD(quiet.parameters(), lr=0.05)
+    listed = pt.make_task(quiet, opt, unused, dataset_dir=w.data_dir, schedule=w.schedule, owner=OWNER,
+                          challenge_rounds=2)
+    rec = pt.Recorder(quiet, opt, listed, str(tmp_path / "WithDropoutZero.pt"), str(tmp_path / "ck-unused"),
+                      dataset_dir=w.data_dir, schedule=w.schedule)
+    rec.begin_step(w.schedule[0][0])
+    batch = [w.samples[i] for i in w.schedule[0][0]]
+    quiet(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch])).backward()
+    opt.step()
+    with pytest.raises(pot.InvalidArgumentError, match="step 1 drew no random numbers"):
+        rec.end_step(1.0)
+    rec.close()
 
     torch.manual_seed(0)
     model = Net()  # Dropout(p=0): a spec without RNG use is right for it

@@ -472,9 +472,11 @@ class Recorder:
             torch.use_deterministic_algorithms(self._deterministic)
         self._single_seed = spec.seed_policy == SeedPolicy.SINGLE_SEED
         # A spec that declares no RNG use holds the program to it: a step
-        # that moves the generator is refused here, as every verifier would.
+        # that moves the generator is refused here, as every verifier would;
+        # one that declares other_rng_use without dropout must move it.
         declared = spec.to_dict()
         self._no_rng = declared["dropout"] == 0 and not declared.get("other_rng_use", False)
+        self._must_draw = declared["dropout"] == 0 and bool(declared.get("other_rng_use", False))
         self._rng_probe: Optional[torch.Tensor] = None
         s0 = _initial_state(model, optimizer, spec)
         self._rng = s0.get("rng/cpu")
@@ -530,7 +532,7 @@ class Recorder:
         elif self._single_seed:
             assert self._rng is not None
             torch.set_rng_state(self._rng)
-        self._rng_probe = torch.get_rng_state() if self._no_rng else None
+        self._rng_probe = torch.get_rng_state() if self._no_rng or self._must_draw else None
         self._step = t
         return t
 
@@ -541,11 +543,16 @@ class Recorder:
         writes a checkpoint every k steps. Returns the state digest."""
         if not self._step:
             raise StateError("end_step: no step begun (call begin_step first)")
-        if self._rng_probe is not None and not torch.equal(torch.get_rng_state(), self._rng_probe):
+        drew = self._rng_probe is not None and not torch.equal(torch.get_rng_state(), self._rng_probe)
+        if self._no_rng and drew:
             raise InvalidArgumentError(
                 f"end_step: step {self._step} drew random numbers, but the spec declares no RNG use (dropout 0, "
                 "other_rng_use false): every verifier refuses the step; declare other_rng_use=True with a seed "
                 "policy in make_spec")
+        if self._must_draw and not drew:
+            raise InvalidArgumentError(
+                f"end_step: step {self._step} drew no random numbers, but the spec declares other_rng_use (dropout "
+                "0): every verifier refuses the step; declare other_rng_use only for a program that draws")
         state = canonical_state(self.model, self.optimizer, rng=self._single_seed)
         with state_writer(state) as w:
             digest = self._rec.end_step(w, step_loss(loss))
