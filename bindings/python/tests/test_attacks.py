@@ -462,6 +462,17 @@ def test_attack_one_training_registered_by_two_identities(tmp_path):
     mine.close()
 
 
+def refused_at(w, commitment, root, serve, t, check, match=None):
+    """verify_step of step t of a served run of the world's task fails at
+    `check` (with a message matching `match`); returns the error (its
+    .message, its .result)."""
+    manifest, pre = serve(t)
+    with pytest.raises(pot.ProofMismatchError, match=match) as e:
+        pot.verify_step(commitment, w.task.spec, w.program, t, STEPS, root, manifest, pre)
+    assert e.value.check == check, t
+    return e.value
+
+
 def thief_run_id(task):
     """The run id of the thief's commitment to `task` (served_run's default):
     its per-step seeds name it, so a miner fabricating that run seeds with it."""
@@ -514,16 +525,10 @@ def test_attack_learning_rate_zero_fails_at_learning_rate(tmp_path):
     assert str(pot.safetensors_digest_file(s0)) == w.task.to_dict()["initial_state"]["published_digest"]
     commitment, root, serve = served_run(w, str(tmp_path), states, losses, s0_path=s0)
     w.task.check_commitment(commitment)
-    manifest, pre = serve(1)
-    with pytest.raises(pot.ProofMismatchError) as e:
-        pot.verify_step(commitment, w.task.spec, w.program, 1, STEPS, root, manifest, pre)
-    assert e.value.check == pot.OpeningCheck.REPLAYED_STATE
+    refused_at(w, commitment, root, serve, 1, pot.OpeningCheck.REPLAYED_STATE)
     for t in range(2, STEPS + 1):
-        manifest, pre = serve(t)
-        with pytest.raises(pot.ProofMismatchError) as e:
-            pot.verify_step(commitment, w.task.spec, w.program, t, STEPS, root, manifest, pre)
-        assert e.value.check == pot.OpeningCheck.LEARNING_RATE, t
-        assert f"hparam/lr = 0, the spec's learning-rate schedule gives step {t} the rate" in e.value.message
+        e = refused_at(w, commitment, root, serve, t, pot.OpeningCheck.LEARNING_RATE)
+        assert f"hparam/lr = 0, the spec's learning-rate schedule gives step {t} the rate" in e.message
     # The recorder stops a loop whose rate is not the spec's at the first step.
     w2 = World(tmp_path / "again")
     rec = pt.Recorder(w2.model, w2.opt, w2.task, w2.program, os.path.join(w2.tmp, "ckpt"), dataset_dir=w2.data_dir,
@@ -678,16 +683,10 @@ def test_attack_saturated_optimizer_state_after_a_forged_step_fails_gradient_ign
 
     w = World(tmp_path / "forger", adam)
     commitment, root, serve = saturated_run(w, str(tmp_path))
-    manifest, pre = serve(1)
-    with pytest.raises(pot.ProofMismatchError) as e:
-        pot.verify_step(commitment, w.task.spec, w.program, 1, STEPS, root, manifest, pre)
-    assert e.value.check == pot.OpeningCheck.REPLAYED_STATE
+    refused_at(w, commitment, root, serve, 1, pot.OpeningCheck.REPLAYED_STATE)
     for t in range(2, STEPS + 1):
-        manifest, pre = serve(t)
-        with pytest.raises(pot.ProofMismatchError, match="a zero gradient gives the same") as e:
-            pot.verify_step(commitment, w.task.spec, w.program, t, STEPS, root, manifest, pre)
-        r = e.value.result
-        assert r.check == pot.OpeningCheck.GRADIENT_IGNORED, t
+        r = refused_at(w, commitment, root, serve, t, pot.OpeningCheck.GRADIENT_IGNORED,
+                       "a zero gradient gives the same").result
         # Every other check passed: the replay agrees with the forger bit for bit.
         assert r.replayed_state_digest == r.committed_state_digest and r.loss == r.committed_loss, t
         g = r.gradient
@@ -855,6 +854,18 @@ def replay_step_one(w, model, spec, tmp_path, s0_state=None):
         return r.step(s0, entry, batch, run_id=hashlib.sha256(b"a run of the attack world").digest())
 
 
+def first_step_refused(w, model, opt, rec, match):
+    """Trains step 1 of `rec`'s schedule on `model` and expects end_step to
+    refuse it with `match`."""
+    rec.begin_step(rec.schedule[0][0])
+    batch = [w.samples[i] for i in rec.schedule[0][0]]
+    model(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch])).backward()
+    opt.step()
+    with pytest.raises(pot.InvalidArgumentError, match=match):
+        rec.end_step(1.0)
+    rec.close()
+
+
 def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):
     """Attack 7: fields declared in the spec but never read by the replay.
     Each is now applied or checked, and a run that departs from it is
@@ -885,13 +896,7 @@ def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):
     opt = torch.optim.SGD(noisy.parameters(), lr=0.05)
     rec = pt.Recorder(noisy, opt, task, str(tmp_path / "Noisy.pt"), str(tmp_path / "ck-noisy"),
                       dataset_dir=w.data_dir, steps=STEPS)
-    rec.begin_step(rec.schedule[0][0])
-    batch = [w.samples[i] for i in rec.schedule[0][0]]
-    noisy(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch])).backward()
-    opt.step()
-    with pytest.raises(pot.InvalidArgumentError, match="step 1 drew random numbers"):
-        rec.end_step(1.0)
-    rec.close()
+    first_step_refused(w, noisy, opt, rec, "step 1 drew random numbers")
     # Declared, with a seed policy: it replays.
     assert replay_step_one(w, noisy, spec_for(noisy, other_rng_use=True, seed_policy="per_step", seed=3), tmp_path)
     # Dropout(p=0) draws nothing: a spec without RNG use is right for it.
@@ -910,13 +915,7 @@ def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):
                           challenge_rounds=2)
     rec = pt.Recorder(quiet, opt, listed, str(tmp_path / "WithDropoutZero.pt"), str(tmp_path / "ck-unused"),
                       dataset_dir=w.data_dir, schedule=w.schedule)
-    rec.begin_step(w.schedule[0][0])
-    batch = [w.samples[i] for i in w.schedule[0][0]]
-    quiet(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch])).backward()
-    opt.step()
-    with pytest.raises(pot.InvalidArgumentError, match="step 1 drew no random numbers"):
-        rec.end_step(1.0)
-    rec.close()
+    first_step_refused(w, quiet, opt, rec, "step 1 drew no random numbers")
 
     torch.manual_seed(0)
     model = Net()  # Dropout(p=0): a spec without RNG use is right for it
