@@ -1045,7 +1045,9 @@ typedef struct pot_recorder pot_recorder;
 
 /* Creates the checkpoint directory (POT_E_CONFLICT when it holds a run) and
  * copies the program in (POT_E_PROOF_MISMATCH when its digest is not the
- * spec's). checkpoint_every >= 1. */
+ * spec's). checkpoint_every >= 1. POT_E_UNSUPPORTED for a spec this build's
+ * verifiers refuse to replay (another framework, framework_version
+ * major.minor or attention_backend; docs/PROTOCOL.md 21.3). */
 POT_API pot_status pot_recorder_new(pot_recorder **out, const char *dir, const pot_spec *spec,
                                     const char *program_path, uint64_t checkpoint_every,
                                     pot_error **err);

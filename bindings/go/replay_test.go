@@ -19,7 +19,7 @@ import (
 // specJSON is a valid execution spec whose model program has the given
 // digest (per_step seeds from base seed 7).
 func specJSON(program pot.Digest) string {
-	return fmt.Sprintf(`{"framework": "pytorch", "framework_version": "2.3.0",
+	return fmt.Sprintf(`{"framework": "pytorch", "framework_version": "1.13.1",
 		"model_program_digest": "%s", "dtype": "F32", "attention_backend": "math", "dropout": 0.0,
 		"optimizer": {"kind": "sgd", "lr": 0.1}, "batch_size": 2, "intra_op_threads": 1,
 		"hardware_class": "cpu", "seed_policy": {"kind": "per_step", "base_seed": 7},

@@ -196,6 +196,14 @@ std::unique_ptr<Recorder> Recorder::create(const std::string &dir, const commit:
   if (d != spec.model_program_digest)
     fail(Status::kProofMismatch, "model program '{}': digest {} is not the spec's model_program_digest {}",
          program_path, d.hex(), spec.model_program_digest.hex());
+  // A spec this build cannot replay (another framework, version, attention
+  // backend) would have every step refused by its verifiers: refused here,
+  // before training.
+  try {
+    check_replayable(spec);
+  } catch (const Error &e) {
+    fail(e.status(), "recorder: every verifier of this build would refuse the run's steps: {}", e.what());
+  }
   fs::copy_file(program_path, dir + "/program.pt", fs::copy_options::overwrite_existing, ec);
   if (ec) fail(Status::kIo, "cannot copy '{}' into '{}': {}", program_path, dir, ec.message());
   fs::create_directories(dir + "/checkpoints", ec);

@@ -928,6 +928,10 @@ def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):
         replay_step_one(w, model, pot.Spec(j), tmp_path)
     with pytest.raises(pot.UnsupportedError, match="attention_backend 'flash'"):
         replay_step_one(w, model, spec_for(model, attention_backend="flash"), tmp_path)
+    # The recorder refuses both before training: every verifier would.
+    for i, other in enumerate((pot.Spec(j), spec_for(model, attention_backend="flash"))):
+        with pytest.raises(pot.UnsupportedError, match="recorder: every verifier of this build would refuse"):
+            pot.Recorder(str(tmp_path / f"ck-unreplayable-{i}"), other, str(tmp_path / "Net.pt"), 1)
     # The parameters are F32, the spec says F64.
     with pytest.raises(pot.InvalidArgumentError, match="is Float, the spec's dtype is F64"):
         replay_step_one(w, model, spec_for(model, dtype=torch.float64), tmp_path)

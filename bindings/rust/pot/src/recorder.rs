@@ -33,7 +33,7 @@ use std::ptr::{self, NonNull};
 /// # std::fs::create_dir_all(&dir).unwrap();
 /// let program = dir.join("program.pt");
 /// std::fs::write(&program, b"the TorchScript file").unwrap();
-/// let spec = pot::Spec::from_json(&format!(r#"{{"framework": "pytorch", "framework_version": "2.3.0",
+/// let spec = pot::Spec::from_json(&format!(r#"{{"framework": "pytorch", "framework_version": "1.13.1",
 ///     "model_program_digest": "{}", "dtype": "F32", "attention_backend": "math", "dropout": 0.0,
 ///     "optimizer": {{"kind": "sgd", "lr": 0.1}}, "batch_size": 8, "intra_op_threads": 1,
 ///     "hardware_class": "cpu", "seed_policy": {{"kind": "none"}}, "norm_bucket_resolution": 16}}"#,

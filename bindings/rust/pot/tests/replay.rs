@@ -28,7 +28,7 @@ const PROGRAM_ABC_DIGEST: &str = "fdfe6bb1377b889ae8fb1ccec3a96526a75d1aa9acafb8
 /// rate than the spec's).
 fn spec_for(program: &Digest) -> Spec {
     Spec::from_json(&format!(
-        r#"{{"framework": "pytorch", "framework_version": "2.3.0", "model_program_digest": "{program}",
+        r#"{{"framework": "pytorch", "framework_version": "1.13.1", "model_program_digest": "{program}",
             "dtype": "F32", "attention_backend": "math", "dropout": 0.0,
             "optimizer": {{"kind": "sgd", "lr": 0.1}}, "batch_size": 2, "intra_op_threads": 1,
             "hardware_class": "cpu", "seed_policy": {{"kind": "per_step", "base_seed": 7}},
