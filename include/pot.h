@@ -690,9 +690,10 @@ typedef enum pot_opening_check {
   /* pot_verify_step, after check 26 (bitwise) or 23 (norm bucket): the
    * replayed S_t does not depend on the step's gradient. The replay applies
    * the update a second time with a zero gradient; at a learning rate above
-   * 0 the gradient must change a parameter element when any moved, else an
-   * optimizer-state element when the optimizer keeps state (section 21.5).
-   * Saturated optimizer state fails here. */
+   * 0, a step that moved a parameter or keeps optimizer state fails when no
+   * element of S_t (parameters or optimizer state) differs from that
+   * zero-gradient update (section 21.5). Saturated optimizer state fails
+   * here. */
   POT_CHECK_GRADIENT_IGNORED = 27,
   POT_CHECK_MAX_ENUM_ = 0x7FFFFFFF
 } pot_opening_check;

@@ -80,7 +80,7 @@ enum class OpeningCheck {
   // the bitwise path, the replayed) S_t, bit for bit.
   kCommittedNorm = 26,
   // pot_verify_step, after 26 (bitwise) or 23 (norm bucket): the replayed
-  // S_t does not depend on the step's gradient (replay::gradient_ignored).
+  // S_t does not depend on the step's gradient (witness::gradient_ignored).
   kGradientIgnored = 27,
 };
 

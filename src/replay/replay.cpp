@@ -581,17 +581,16 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
       fail(Status::kInvalidArgument, "pre-state: tensor '{}' is not a parameter, buffer or optimizer entry of this "
            "program and spec", name);
 
-  // A spec that declares no RNG use (dropout 0, other_rng_use false) is held
-  // to it: a program that draws random numbers anyway would replay with
-  // whatever the generator holds (under seed policy none, the process's).
-  // And one that declares other RNG use without dropout must draw: its
+  // Without dropout the program's RNG use is other_rng_use, both ways. A
+  // spec that declares none is held to it: a program that draws random
+  // numbers anyway would replay with whatever the generator holds (under
+  // seed policy none, the process's). One that declares it must draw: its
   // per-step seeds are what makes the runs of a listed task differ
   // (docs/PROTOCOL.md 17.1), and a program that draws nothing would make
   // them all one trajectory.
-  const bool rng_declared = spec.dropout > 0 || spec.other_rng_use;
-  const bool must_draw = spec.dropout == 0 && spec.other_rng_use;
+  const bool probe_rng = spec.dropout == 0;
   at::Tensor rng_before;
-  if (!rng_declared || must_draw) {
+  if (probe_rng) {
     std::lock_guard<std::mutex> g(gen.mutex());
     rng_before = gen.get_state();
   }
@@ -630,13 +629,13 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
     const double d = scaled.item<double>();
     loss = i == 0 ? d : loss + d;
   }
-  if (!rng_declared || must_draw) {
+  if (probe_rng) {
     std::lock_guard<std::mutex> g(gen.mutex());
     const bool drew = !at::equal(gen.get_state(), rng_before);
-    if (!rng_declared && drew)
+    if (drew && !spec.other_rng_use)
       fail(Status::kInvalidArgument,
            "the program draws random numbers, but the spec declares no RNG use (dropout 0, other_rng_use false)");
-    if (must_draw && !drew)
+    if (!drew && spec.other_rng_use)
       fail(Status::kInvalidArgument,
            "step {}: the spec declares other_rng_use (dropout 0), but the program drew no random numbers: declared "
            "randomness is what makes the runs of a task differ (docs/PROTOCOL.md 17.1)",

@@ -47,8 +47,7 @@ from .witness import (Decision, Verdict, VerdictOutcome, WitnessMode, verify_wit
 from .ledger import Ledger
 from .losscheck import LossCheck, LossCheckParam, LossCheckParams, LossFlag, LossFlagKind, check_losses
 from .replay import (Checkpoints, GradientTrace, Recorder, Replay, ReplayResult, VerifyMode, VerifyResult,
-                     program_digest_file,
-                     replay_available, verify_step)
+                     program_digest_file, replay_available, verify_step)
 
 __version__ = BUILT_VERSION
 

@@ -328,5 +328,4 @@ class Checkpoints(Handle):
 
 
 __all__ = ["program_digest_file", "replay_available", "VerifyMode", "GradientTrace", "ReplayResult", "VerifyResult",
-           "Replay",
-           "verify_step", "Recorder", "Checkpoints"]
+           "Replay", "verify_step", "Recorder", "Checkpoints"]

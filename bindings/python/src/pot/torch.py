@@ -471,12 +471,13 @@ class Recorder:
         if torch.are_deterministic_algorithms_enabled() != self._deterministic:
             torch.use_deterministic_algorithms(self._deterministic)
         self._single_seed = spec.seed_policy == SeedPolicy.SINGLE_SEED
-        # A spec that declares no RNG use holds the program to it: a step
-        # that moves the generator is refused here, as every verifier would;
-        # one that declares other_rng_use without dropout must move it.
+        # Without dropout the program's RNG use is other_rng_use, both ways:
+        # a step that moves the generator under a spec declaring none, or
+        # leaves it under one declaring other_rng_use, is refused here, as
+        # every verifier would.
         declared = spec.to_dict()
-        self._no_rng = declared["dropout"] == 0 and not declared.get("other_rng_use", False)
-        self._must_draw = declared["dropout"] == 0 and bool(declared.get("other_rng_use", False))
+        self._probe_rng = declared["dropout"] == 0
+        self._other_rng_use = bool(declared.get("other_rng_use", False))
         self._rng_probe: Optional[torch.Tensor] = None
         s0 = _initial_state(model, optimizer, spec)
         self._rng = s0.get("rng/cpu")
@@ -532,7 +533,7 @@ class Recorder:
         elif self._single_seed:
             assert self._rng is not None
             torch.set_rng_state(self._rng)
-        self._rng_probe = torch.get_rng_state() if self._no_rng or self._must_draw else None
+        self._rng_probe = torch.get_rng_state() if self._probe_rng else None
         self._step = t
         return t
 
@@ -544,12 +545,12 @@ class Recorder:
         if not self._step:
             raise StateError("end_step: no step begun (call begin_step first)")
         drew = self._rng_probe is not None and not torch.equal(torch.get_rng_state(), self._rng_probe)
-        if self._no_rng and drew:
+        if self._probe_rng and drew and not self._other_rng_use:
             raise InvalidArgumentError(
                 f"end_step: step {self._step} drew random numbers, but the spec declares no RNG use (dropout 0, "
                 "other_rng_use false): every verifier refuses the step; declare other_rng_use=True with a seed "
                 "policy in make_spec")
-        if self._must_draw and not drew:
+        if self._probe_rng and not drew and self._other_rng_use:
             raise InvalidArgumentError(
                 f"end_step: step {self._step} drew no random numbers, but the spec declares other_rng_use (dropout "
                 "0): every verifier refuses the step; declare other_rng_use only for a program that draws")
