@@ -31,7 +31,7 @@ std::string spec_json(const std::string &schedule) {
     "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
     "dtype": "F32", "attention_backend": "math", "dropout": 0.0,
     "optimizer": {"kind": "adamw", "lr": 0.0003, "beta1": 0.9, "beta2": 0.95, "eps": 1e-08},
-    "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu",
+    "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2",
     "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16)";
   if (!schedule.empty()) j += R"(, "lr_schedule": )" + schedule;
   return j + "}";

@@ -46,7 +46,7 @@ int main(int argc, char **argv) {
     "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
     "dtype": "F32", "attention_backend": "math", "dropout": 0.0,
     "optimizer": {"kind": "sgd", "lr": 0.1}, "batch_size": )" + std::to_string(batch) + R"(,
-    "intra_op_threads": 1, "hardware_class": "cpu", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16})";
+    "intra_op_threads": 1, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16})";
   std::string points;
   std::fprintf(report, "%-10s %12s %12s %10s %10s\n", "steps", "draws", "median s", "ns/draw", "peak MiB");
   for (uint64_t draws = uint64_t{1} << 20; draws <= max_draws; draws *= 2) {

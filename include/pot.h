@@ -934,6 +934,16 @@ POT_API pot_status pot_program_digest_file(pot_digest *out, const char *path, po
  * LibTorch returns POT_E_UNSUPPORTED. */
 POT_API int pot_replay_available(void);
 
+/* This process's hardware class (docs/PROTOCOL.md 14.4), the value a spec's
+ * hardware_class must hold for its steps to be trained or replayed bit for
+ * bit here: "cpu-<arch>/aten:<capability>/onednn:<isa>", from the build's
+ * architecture, ATen's CPU capability (ATEN_CPU_CAPABILITY or the CPU) and
+ * oneDNN's instruction set (ONEDNN_MAX_CPU_ISA or the CPU). *out is a
+ * NUL-terminated string that lives as long as the process. POT_E_UNSUPPORTED
+ * in a build without LibTorch, or when LibTorch does not tell its CPU
+ * capability or oneDNN's ISA. Thread-safe. */
+POT_API pot_status pot_replay_hardware_class(const char **out, pot_error **err);
+
 /* A loaded model program bound to a spec. A replay changes process-wide
  * LibTorch state (the default CPU generator, the intra-op thread count), so
  * replays are serialised inside pot: concurrent calls on distinct handles
@@ -987,7 +997,10 @@ typedef struct pot_replay_result {
  * there (canonical safetensors, atomically). POT_E_INVALID_ARGUMENT for a
  * state or batch that does not fit the program and spec (the message names
  * the tensor), POT_E_NONFINITE when the loss is NaN or infinite,
- * POT_E_BACKEND for a LibTorch failure. */
+ * POT_E_UNSUPPORTED for a spec this process cannot replay bit for bit
+ * (another framework_version or attention_backend, or a hardware_class
+ * other than pot_replay_hardware_class's), POT_E_BACKEND for a LibTorch
+ * failure. */
 POT_API pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, const pot_digest *run_id,
                                    const char *pre_state_path, const uint8_t *schedule_entry,
                                    size_t entry_len, const uint8_t *const *samples,
@@ -1024,6 +1037,9 @@ typedef struct pot_verify_result {
  * (the manifest's samples and schedule entry) and the comparison of
  * `mode` (NORM_BUCKET needs post_state_path). intra_op_threads: 0 runs with
  * the spec's count (anything else only makes sense with NORM_BUCKET).
+ * BITWISE refuses a spec whose hardware_class is not this process's
+ * (POT_CHECK_REPLAY, POT_E_UNSUPPORTED: the bits would differ, so the step
+ * is not judged); NORM_BUCKET replays on this process's class.
  * Returns POT_OK when the step verified. Otherwise the status of the first
  * failed check (POT_E_PROOF_MISMATCH for a replay that differs), an error
  * naming it, and, unlike other outputs, *out filled with out->check set to
@@ -1048,7 +1064,9 @@ typedef struct pot_recorder pot_recorder;
  * copies the program in (POT_E_PROOF_MISMATCH when its digest is not the
  * spec's). checkpoint_every >= 1. POT_E_UNSUPPORTED for a spec this build's
  * verifiers refuse to replay (another framework, framework_version
- * major.minor or attention_backend; docs/PROTOCOL.md 21.3). */
+ * major.minor or attention_backend; docs/PROTOCOL.md 21.3), or whose
+ * hardware_class is not this process's (pot_replay_hardware_class: the
+ * trainer would not compute the spec's steps). */
 POT_API pot_status pot_recorder_new(pot_recorder **out, const char *dir, const pot_spec *spec,
                                     const char *program_path, uint64_t checkpoint_every,
                                     pot_error **err);

@@ -534,7 +534,7 @@ func TestClosedHandles(t *testing.T) {
 }
 
 const sampleSpecJSON = `{"attention_backend": "math", "batch_size": 2, "dropout": 0.0, "dtype": "F32",
- "framework": "pytorch", "framework_version": "1.13.1", "hardware_class": "cpu", "intra_op_threads": 1,
+ "framework": "pytorch", "framework_version": "1.13.1", "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2", "intra_op_threads": 1,
  "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
  "norm_bucket_resolution": 16, "optimizer": {"kind": "sgd", "lr": 0.1}, "seed_policy": {"kind": "none"}}`
 

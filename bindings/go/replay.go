@@ -38,6 +38,24 @@ func ProgramDigestFile(path string) (Digest, error) {
 // return an *Error with code StatusUnsupported.
 func ReplayAvailable() bool { return C.pot_replay_available() != 0 }
 
+// HardwareClass returns this process's hardware class
+// (pot_replay_hardware_class, PROTOCOL.md section 14.4), the value a spec's
+// hardware_class must hold for its steps to be trained or replayed bit for
+// bit here, e.g. "cpu-x86_64/aten:avx2/onednn:avx2". It is fixed for the
+// process (ATEN_CPU_CAPABILITY and ONEDNN_MAX_CPU_ISA are read when LibTorch
+// first needs them). StatusUnsupported without LibTorch.
+func HardwareClass() (string, error) {
+	if abiErr != nil {
+		return "", abiErr
+	}
+	var s *C.char
+	var cerr *C.pot_error
+	if err := toError(C.pot_replay_hardware_class(&s, &cerr), cerr); err != nil {
+		return "", err
+	}
+	return C.GoString(s), nil // the string lives as long as the process
+}
+
 // pinSlices returns C views of bufs for a `const uint8_t *const *` and a
 // `const size_t *` argument: pointers to the slices' first bytes (nil for
 // an empty slice), pinned with p so that the pointer array may be passed to

@@ -17,13 +17,42 @@ import (
 )
 
 // specJSON is a valid execution spec whose model program has the given
-// digest (per_step seeds from base seed 7).
+// digest (per_step seeds from base seed 7), of this process's hardware
+// class where libpot has the replay.
 func specJSON(program pot.Digest) string {
+	class, err := pot.HardwareClass()
+	if err != nil {
+		class = "cpu-x86_64/aten:avx2/onednn:avx2"
+	}
 	return fmt.Sprintf(`{"framework": "pytorch", "framework_version": "1.13.1",
 		"model_program_digest": "%s", "dtype": "F32", "attention_backend": "math", "dropout": 0.0,
 		"optimizer": {"kind": "sgd", "lr": 0.1}, "batch_size": 2, "intra_op_threads": 1,
-		"hardware_class": "cpu", "seed_policy": {"kind": "per_step", "base_seed": 7},
-		"norm_bucket_resolution": 16}`, program)
+		"hardware_class": "%s", "seed_policy": {"kind": "per_step", "base_seed": 7},
+		"norm_bucket_resolution": 16}`, program, class)
+}
+
+// The hardware class is this process's: the form of PROTOCOL.md 14.4, a
+// valid spec field, and what ATEN_CPU_CAPABILITY selects.
+func TestHardwareClass(t *testing.T) {
+	class, err := pot.HardwareClass()
+	if !pot.ReplayAvailable() {
+		wantCode(t, err, pot.StatusUnsupported)
+		return
+	}
+	check(t, err)
+	if !strings.HasPrefix(class, "cpu-") || !strings.Contains(class, "/aten:") || !strings.Contains(class, "/onednn:") {
+		t.Fatalf("hardware class %q is not of the form cpu-<arch>/aten:<capability>/onednn:<isa>", class)
+	}
+	if c := os.Getenv("ATEN_CPU_CAPABILITY"); c != "" && !strings.Contains(class, "/aten:"+c+"/") {
+		t.Fatalf("hardware class %q under ATEN_CPU_CAPABILITY=%s", class, c)
+	}
+	js, err := mustSpec(t, pot.Digest{}).ToJSON()
+	check(t, err)
+	var fields map[string]any
+	check(t, json.Unmarshal([]byte(js), &fields))
+	if got := fields["hardware_class"]; got != class {
+		t.Fatalf("spec hardware_class %v, want %q", got, class)
+	}
 }
 
 func mustSpec(t *testing.T, program pot.Digest) *pot.Spec {
@@ -107,7 +136,7 @@ func TestSpecLearningRates(t *testing.T) {
 	spec, err := pot.SpecFromJSON(`{"framework": "pytorch", "framework_version": "1.13.1",
 		"model_program_digest": "` + strings.Repeat("ab", 32) + `", "dtype": "F32", "attention_backend": "math",
 		"dropout": 0, "optimizer": {"kind": "sgd", "lr": 1.0}, "batch_size": 1, "intra_op_threads": 1,
-		"hardware_class": "cpu", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16,
+		"hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16,
 		"lr_schedule": {"phases": [{"kind": "step", "step_size": 2, "gamma": 0.5}]}}`)
 	check(t, err)
 	defer spec.Close()

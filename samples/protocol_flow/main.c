@@ -36,7 +36,7 @@ static const char SPEC[] =
     " \"optimizer\": {\"kind\": \"sgd\", \"lr\": 0.1, \"momentum\": 0.0, \"dampening\": 0.0, \"nesterov\": false,\n"
     "               \"weight_decay\": 0.0},\n"
     " \"grad_clip_max_norm\": 0.0, \"grad_accum_microbatches\": 1, \"batch_size\": 2,\n"
-    " \"deterministic_algorithms\": false, \"intra_op_threads\": 1, \"hardware_class\": \"cpu-x86_64\",\n"
+    " \"deterministic_algorithms\": false, \"intra_op_threads\": 1, \"hardware_class\": \"cpu-x86_64/aten:avx2/onednn:avx2\",\n"
     " \"seed_policy\": {\"kind\": \"per_step\", \"base_seed\": 1234}, \"norm_bucket_resolution\": 16}";
 
 static void die(const char *what, pot_error *err) {

@@ -8,6 +8,7 @@
 
 #if POT_WITH_TORCH
 #include "replay/checkpoints.h"
+#include "replay/hardware_class.h"
 #include "replay/replay.h"
 #include "replay/verify.h"
 #endif
@@ -77,6 +78,17 @@ pot_status pot_program_digest_file(pot_digest *out, const char *path, pot_error 
 }
 
 int pot_replay_available(void) { return POT_WITH_TORCH ? 1 : 0; }
+
+pot_status pot_replay_hardware_class(const char **out, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+#if POT_WITH_TORCH
+    *out = torch_call([] { return replay::hardware_class().c_str(); });
+#else
+    no_torch();
+#endif
+  });
+}
 
 pot_status pot_replay_new(pot_replay **out, const pot_spec *spec, const char *program_path, pot_error **err) {
   return guard(err, [&] {

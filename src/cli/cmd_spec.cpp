@@ -20,7 +20,7 @@ pot_digest spec_digest(const Spec &s) {
 }  // namespace
 
 void add_spec_commands(CLI::App &app) {
-  CLI::App *spec = app.add_subcommand("spec", "Execution specs: validate, digest, encode");
+  CLI::App *spec = app.add_subcommand("spec", "Execution specs: validate, digest, encode, rates, hardware class");
   spec->require_subcommand(1);
   struct Opts {
     std::string file, out;
@@ -100,6 +100,17 @@ void add_spec_commands(CLI::App &app) {
       arr.push_back({{"step", ra->first + i}, {"lr", out[i]}});
     }
     emit(ra->json, {{"rates", arr}}, lines);
+  });
+
+  auto hw_json = std::make_shared<bool>(false);
+  CLI::App *hw = spec->add_subcommand(
+      "hardware-class", "This process's hardware class: the spec's hardware_class for steps trained or replayed here");
+  hw->add_flag("--json", *hw_json, "print JSON");
+  hw->callback([hw_json] {
+    const char *cls = nullptr;
+    pot_error *err = nullptr;
+    check(pot_replay_hardware_class(&cls, &err), &err, "hardware-class");
+    emit(*hw_json, {{"hardware_class", cls}}, {cls});
   });
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "commit/canonical.h"
+#include "commit/hardware_class.h"
 #include "commit/json_fields.h"
 #include "common/error.h"
 #include "pot/v2/spec.pb.h"
@@ -363,6 +364,7 @@ void ExecutionSpec::validate() const {
     rule(fmt::format("intra_op_threads = {}: the thread count must be pinned to 1..1024 (it changes the bits)",
                      intra_op_threads));
   label(hardware_class, "hardware_class");
+  parse_hardware_class(hardware_class);
   if (seed_policy != SeedPolicyKind::kPerStep && seed_policy != SeedPolicyKind::kSingleSeed &&
       seed_policy != SeedPolicyKind::kNone)
     rule("seed_policy is unknown");

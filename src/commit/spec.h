@@ -46,7 +46,7 @@ struct ExecutionSpec {
   uint32_t batch_size = 1;
   bool deterministic_algorithms = false;
   uint32_t intra_op_threads = 0;
-  std::string hardware_class;
+  std::string hardware_class;  // cpu-<arch>/aten:<capability>/onednn:<isa> (commit/hardware_class.h)
   SeedPolicyKind seed_policy = SeedPolicyKind::kNone;
   uint64_t seed = 0;  // base seed (per_step) or the seed (single_seed)
   uint32_t norm_bucket_resolution = 0;

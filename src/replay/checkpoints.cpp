@@ -21,6 +21,7 @@
 #include "hash/state.h"
 #include "hash/update_norm.h"
 #include "merkle/proof.h"
+#include "replay/hardware_class.h"
 #include "replay/replay.h"
 
 namespace fs = std::filesystem;
@@ -187,23 +188,31 @@ std::unique_ptr<Recorder> Recorder::create(const std::string &dir, const commit:
                                            unsigned hash_threads) {
   spec.validate();
   if (checkpoint_every == 0) fail(Status::kInvalidArgument, "checkpoint_every must be >= 1");
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) fail(Status::kIo, "cannot create '{}': {}", dir, ec.message());
-  if (fs::exists(dir + "/pot-run.json") || fs::exists(dir + "/log.tree"))
-    fail(Status::kConflict, "'{}' already holds a recorded run", dir);
   const hash::Digest d = commit::program_digest_file(program_path);
   if (d != spec.model_program_digest)
     fail(Status::kProofMismatch, "model program '{}': digest {} is not the spec's model_program_digest {}",
          program_path, d.hex(), spec.model_program_digest.hex());
   // A spec this build cannot replay (another framework, version, attention
   // backend) would have every step refused by its verifiers: refused here,
-  // before training.
+  // before training. So is a hardware class this process does not compute
+  // as: the trainer's steps would not be the spec's, and a bitwise verifier
+  // of the spec's class would fail them.
   try {
     check_replayable(spec);
   } catch (const Error &e) {
     fail(e.status(), "recorder: every verifier of this build would refuse the run's steps: {}", e.what());
   }
+  try {
+    check_hardware_class(spec);
+  } catch (const Error &e) {
+    fail(e.status(), "recorder: this process would not train the spec's steps: {}", e.what());
+  }
+  // Nothing is written for a spec refused above.
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail(Status::kIo, "cannot create '{}': {}", dir, ec.message());
+  if (fs::exists(dir + "/pot-run.json") || fs::exists(dir + "/log.tree"))
+    fail(Status::kConflict, "'{}' already holds a recorded run", dir);
   fs::copy_file(program_path, dir + "/program.pt", fs::copy_options::overwrite_existing, ec);
   if (ec) fail(Status::kIo, "cannot copy '{}' into '{}': {}", program_path, dir, ec.message());
   fs::create_directories(dir + "/checkpoints", ec);

@@ -19,6 +19,7 @@
 #include "hash/finite.h"
 #include "hash/sha256.h"
 #include "hash/state.h"
+#include "replay/hardware_class.h"
 #include "replay/program_check.h"
 #include "hash/update_norm.h"
 #include "witness/norm_bucket.h"
@@ -444,6 +445,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
          program.digest().hex(), spec.model_program_digest.hex());
   if (step == 0) fail(Status::kInvalidArgument, "step 0 is not a training step (steps start at 1)");
   check_replayable(spec);
+  if (!options.other_hardware_class) check_hardware_class(spec);
   // The dropout check ran when the program was loaded (it inlines the
   // forward graph: too slow for every step); a spec that differs in
   // dropout needs the program loaded for it.

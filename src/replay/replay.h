@@ -111,6 +111,10 @@ struct StepOptions {
   // Intra-op threads to run with; 0 = the spec's. Anything else changes the
   // bits: only for the cross-architecture (norm-bucket) path.
   unsigned intra_op_threads = 0;
+  // Replay on this process's hardware class although the spec names another
+  // (kUnsupported otherwise: the bits differ). Only for the
+  // cross-architecture (norm-bucket) path.
+  bool other_hardware_class = false;
   // The rates of steps t and t+1 when the caller has them from one pass over
   // the schedule (re-deriving a run of states); otherwise computed from the
   // spec. Callers pass spec.learning_rate values, nothing else.
@@ -123,7 +127,9 @@ struct StepOptions {
 
 // Refuses (kUnsupported) a spec this build cannot replay bit for bit:
 // another framework, another framework_version (major.minor) than the
-// LibTorch it runs, an attention_backend other than "math".
+// LibTorch it runs, an attention_backend other than "math". The hardware
+// class, a property of the process rather than the build, is
+// check_hardware_class's (replay/hardware_class.h).
 void check_replayable(const commit::ExecutionSpec &spec);
 
 // A state's hparam/lr: kInvalidArgument when it holds none, or not an F64

@@ -111,6 +111,8 @@ VerifyResult verify_step(const VerifyInputs &in) {
   try {
     opts.hash_threads = in.hash_threads;
     opts.intra_op_threads = in.intra_op_threads;
+    // Cross-architecture: the norm bucket tolerates another class's bits.
+    opts.other_hardware_class = in.mode == VerifyMode::kNormBucket;
     opts.rates = std::make_pair(rates[0], rates[1]);
     opts.run_id = in.commitment->run_id();
     // A NaN or infinity in a gradient, the replayed loss or S_t is a FAIL of

@@ -17,15 +17,44 @@ torch uses for Tensor.numpy()). Everything here follows docs/PROTOCOL.md:
                                 step, exp_avg, exp_avg_sq, max_exp_avg_sq, momentum_buffer
       hparam/lr                 F64 scalar: the lr the NEXT step will use
       rng/cpu                   U8 [5056]: torch.get_rng_state() (single_seed runs only)
+
+- section 14.4: ``hardware_class()``, this process's hardware class, read from
+  torch's own report and oneDNN's C API (not from libpot).
 """
 
+import ctypes
 import hashlib
 import json
 import os
+import platform
+import re
 import struct
 import sys
 
 import torch
+
+ATEN_CAPABILITIES = {"NO AVX": "default", "DEFAULT": "default", "AVX2": "avx2", "AVX512": "avx512", "VSX": "vsx",
+                     "Z VECTOR": "zvector"}
+
+
+def hardware_class() -> str:
+    """cpu-<arch>/aten:<capability>/onednn:<isa> (docs/PROTOCOL.md 14.4) of this
+    process: ATen's CPU capability as torch.__config__.show() prints it, and
+    oneDNN's effective ISA from the libdnnl torch loaded."""
+    m = re.search(r"CPU capability usage: ([^\n]*)", torch.__config__.show())
+    if not m or m.group(1).strip() not in ATEN_CAPABILITIES:
+        raise SystemExit("potstate: torch does not report a known CPU capability")
+    aten = ATEN_CAPABILITIES[m.group(1).strip()]
+    isa = "none"
+    if torch.backends.mkldnn.is_available():
+        dnnl = ctypes.CDLL("libdnnl.so.2", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+        dnnl.dnnl_get_effective_cpu_isa.restype = ctypes.c_int
+        dnnl.dnnl_cpu_isa2str.restype = ctypes.c_char_p
+        dnnl.dnnl_cpu_isa2str.argtypes = [ctypes.c_int]
+        isa = dnnl.dnnl_cpu_isa2str(dnnl.dnnl_get_effective_cpu_isa()).decode()
+        isa = isa[len("cpu_isa_"):] if isa.startswith("cpu_isa_") else isa
+    return f"cpu-{platform.machine()}/aten:{aten}/onednn:{isa}"
+
 
 if sys.byteorder != "little":  # the raw bytes below are the machine's
     raise RuntimeError("potstate assumes a little-endian machine")

@@ -240,13 +240,14 @@ def record(record_run_bin, run, out, *args):
     return info
 
 
-def pot(pot_cli, *args):
-    p = subprocess.run([pot_cli, *map(str, args)], capture_output=True, text=True)
+def pot(pot_cli, *args, env=None):
+    p = subprocess.run([pot_cli, *map(str, args)], capture_output=True, text=True,
+                       env=None if env is None else {**os.environ, **env})
     out = p.stdout.strip()
     return p.returncode, (json.loads(out) if out.startswith("{") else out), p.stderr.strip()
 
 
-def serve_and_verify(pot_cli, run, ck, info, t, samples=None, extra=()):
+def serve_and_verify(pot_cli, run, ck, info, t, samples=None, extra=(), verifier_env=None):
     samples = samples or os.path.join(run, "samples")
     manifest = os.path.join(str(ck), f"m{t}.bin")
     bucket = "bucket" in extra
@@ -257,7 +258,7 @@ def serve_and_verify(pot_cli, run, ck, info, t, samples=None, extra=()):
     rc, res, err = pot(pot_cli, "verify", manifest, "--step", t, "--commitment", os.path.join(str(ck), "commitment.bin"),
                        "--spec", os.path.join(run, "spec.json"), "--program", os.path.join(run, "program.pt"),
                        "--root", info["root"], "--size", info["size"], "--pre-state", served["pre_state"],
-                       *post, "--json", *extra)
+                       *post, "--json", *extra, env=verifier_env)
     return rc, res, err
 
 
@@ -301,6 +302,38 @@ def test_recorded_run_serves_openings_that_verify(tmp_path, record_run_bin, pot_
     # ... while the bitwise path on 2 threads names the replayed state.
     rc, res, err = serve_and_verify(pot_cli, honest, ck, info, 14, extra=("--threads", "2"))
     assert rc == 1 and res["check"] == "replayed_state", res
+
+
+def test_a_verifier_of_another_hardware_class_refuses_bitwise_and_compares_buckets(tmp_path, record_run_bin,
+                                                                                    pot_cli, honest):
+    """docs/PROTOCOL.md 14.4. The trainer (train.py, torch's own report),
+    the recorder and `pot spec hardware-class` (libpot) name one class. A
+    verifier computing as another class (ATen's baseline kernels, or
+    oneDNN's SSE4.1 ones) replays other bits: bitwise it would FAIL the
+    honest miner, so it refuses instead (check 20, UNSUPPORTED, naming both
+    classes); its norm-bucket path verifies the step."""
+    spec = json.load(open(os.path.join(honest, "spec.json")))
+    rc, ours, err = pot(pot_cli, "spec", "hardware-class")
+    assert rc == 0 and ours == spec["hardware_class"] == potstate.hardware_class(), (ours, spec, err)
+    other_env = ({"ATEN_CPU_CAPABILITY": "default"} if "/aten:default/" not in ours
+                 else {"ONEDNN_MAX_CPU_ISA": "SSE41"})
+    rc, theirs, err = pot(pot_cli, "spec", "hardware-class", env=other_env)
+    assert rc == 0 and theirs != ours, (other_env, theirs, err)
+    ck = tmp_path / "ck"
+    info = record(record_run_bin, honest, ck)
+    for t in (1, 9):
+        rc, res, err = serve_and_verify(pot_cli, honest, ck, info, t, verifier_env=other_env)
+        assert rc == 1 and res["check"] == "replay" and res["status"] == "POT_E_UNSUPPORTED", (t, res, err)
+        assert f"hardware_class '{ours}': this process computes as '{theirs}'" in res["message"], res
+        assert not res["replayed"]
+        rc, res, err = serve_and_verify(pot_cli, honest, ck, info, t, extra=("--mode", "bucket"),
+                                        verifier_env=other_env)
+        assert rc == 0 and res["valid"], (t, res, err)
+        # The class changed the bits: a bitwise comparison would have failed.
+        assert res["replayed_state"] != res["committed_state"], t
+        # ... while on the spec's class the same step verifies bit for bit.
+        rc, res, err = serve_and_verify(pot_cli, honest, ck, info, t)
+        assert rc == 0 and res["replayed_state"] == res["committed_state"], (t, res, err)
 
 
 def test_copied_run_under_another_identity_fails_every_step(tmp_path, record_run_bin, pot_cli, check_run_bin,

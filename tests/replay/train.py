@@ -453,7 +453,7 @@ def main(argv=None) -> int:
         "batch_size": a.batch,
         "deterministic_algorithms": False,
         "intra_op_threads": a.threads,
-        "hardware_class": "cpu-x86_64",
+        "hardware_class": potstate.hardware_class(),
         "seed_policy": ({"kind": "single_seed", "seed": a.base_seed} if single
                         else {"kind": "per_step", "base_seed": a.base_seed}),
         "norm_bucket_resolution": 16,

@@ -21,7 +21,7 @@ inline commit::ExecutionSpec test_spec() {
     "dtype": "F32", "attention_backend": "math", "dropout": 0.1,
     "optimizer": {"kind": "sgd", "lr": 0.01},
     "grad_clip_max_norm": 0, "grad_accum_microbatches": 1, "batch_size": 4,
-    "deterministic_algorithms": true, "intra_op_threads": 1, "hardware_class": "cpu-x86_64",
+    "deterministic_algorithms": true, "intra_op_threads": 1, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2",
     "seed_policy": {"kind": "per_step", "base_seed": 7}, "norm_bucket_resolution": 16
   })"));
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <array>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <algorithm>
@@ -22,7 +23,7 @@ const char *kSpec = R"({
   "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
   "dtype": "F32", "attention_backend": "math", "dropout": 0.1,
   "optimizer": {"kind": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": true},
-  "batch_size": 8, "intra_op_threads": 2, "hardware_class": "cpu",
+  "batch_size": 8, "intra_op_threads": 2, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2",
   "seed_policy": {"kind": "per_step", "base_seed": 77}, "norm_bucket_resolution": 32
 })";
 
@@ -525,6 +526,58 @@ TEST(CApiProtocol, LedgerThroughJsonCalls) {
   pot_commitment_free(c);
   pot_ledger_free(l);
   pot_ledger_free(back);
+}
+
+// docs/PROTOCOL.md 14.4: the process's hardware class is a valid spec field;
+// a recorder for a spec of another class is refused before anything is
+// written. Without LibTorch the call refuses clearly.
+TEST(CApiProtocol, HardwareClassIsTheProcesssOwn) {
+  const char *cls = nullptr;
+  pot_error *err = nullptr;
+  const pot_status s = pot_replay_hardware_class(&cls, &err);
+  if (!pot_replay_available()) {
+    EXPECT_EQ(s, POT_E_UNSUPPORTED);
+    EXPECT_EQ(cls, nullptr);  // outputs untouched on failure
+    pot_error_free(err);
+    return;
+  }
+  ASSERT_EQ(s, POT_OK) << pot_error_message(err);
+  ASSERT_NE(cls, nullptr);
+  const std::string ours = cls;
+  const char *again = nullptr;
+  ASSERT_EQ(pot_replay_hardware_class(&again, nullptr), POT_OK);
+  EXPECT_EQ(again, cls);  // one string for the process
+  std::string j = kSpec;
+  const std::string label = "cpu-x86_64/aten:avx2/onednn:avx2";
+  j.replace(j.find(label), label.size(), ours);
+  pot_spec *spec = nullptr;
+  ASSERT_EQ(pot_spec_from_json(&spec, j.c_str(), &err), POT_OK) << pot_error_message(err);
+  pot_spec_free(spec);
+  // Another class: the recorder refuses, naming both, and writes nothing.
+  const std::string other = ours.find("/aten:default/") == std::string::npos
+                                ? ours.substr(0, ours.find("/aten:")) + "/aten:default" + ours.substr(ours.find("/onednn:"))
+                                : ours.substr(0, ours.find("/onednn:")) + "/onednn:sse41";
+  j = kSpec;
+  j.replace(j.find(label), label.size(), other);
+  ASSERT_EQ(pot_spec_from_json(&spec, j.c_str(), &err), POT_OK) << pot_error_message(err);
+  const std::string program = ::testing::TempDir() + "/hw_program.bin";
+  { std::ofstream(program, std::ios::binary) << "abc"; }
+  const std::string dir = ::testing::TempDir() + "/hw_recorder";
+  std::filesystem::remove_all(dir);
+  // The spec names another program digest: use the file's so that only the class differs.
+  pot_digest d;
+  ASSERT_EQ(pot_program_digest_file(&d, program.c_str(), nullptr), POT_OK);
+  pot_spec_free(spec);
+  j.replace(j.find("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"), 64, hex(d));
+  ASSERT_EQ(pot_spec_from_json(&spec, j.c_str(), &err), POT_OK) << pot_error_message(err);
+  pot_recorder *rec = nullptr;
+  EXPECT_EQ(pot_recorder_new(&rec, dir.c_str(), spec, program.c_str(), 1, &err), POT_E_UNSUPPORTED);
+  EXPECT_EQ(rec, nullptr);
+  const std::string m = pot_error_message(err);
+  EXPECT_NE(m.find("hardware_class '" + other + "': this process computes as '" + ours + "'"), std::string::npos) << m;
+  EXPECT_FALSE(std::filesystem::exists(dir)) << "the refused recorder wrote its directory";
+  pot_error_free(err);
+  pot_spec_free(spec);
 }
 
 TEST(CApiProtocol, ReplayAvailabilityMatchesTheBuild) {

@@ -24,7 +24,7 @@ json schedule_spec_json(const json &schedule) {
     "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
     "dtype": "F32", "attention_backend": "math", "dropout": 0,
     "optimizer": {"kind": "sgd", "lr": 1.0},
-    "batch_size": 1, "intra_op_threads": 1, "hardware_class": "cpu-x86_64",
+    "batch_size": 1, "intra_op_threads": 1, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2",
     "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16
   })");
   if (!schedule.is_null()) j["lr_schedule"] = schedule;

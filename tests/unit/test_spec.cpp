@@ -20,7 +20,7 @@ json base_json() {
     "optimizer": {"kind": "adamw", "lr": 0.001, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8,
                   "weight_decay": 0.01, "amsgrad": false},
     "grad_clip_max_norm": 1.0, "grad_accum_microbatches": 2, "batch_size": 32,
-    "deterministic_algorithms": true, "intra_op_threads": 2, "hardware_class": "cpu-x86_64",
+    "deterministic_algorithms": true, "intra_op_threads": 2, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2",
     "seed_policy": {"kind": "per_step", "base_seed": 1234}, "norm_bucket_resolution": 16
   })");
 }
@@ -100,6 +100,44 @@ TEST(Spec, EachRuleHasItsOwnMessage) {
   json missing = base_json();
   missing.erase("batch_size");
   EXPECT_NE(rule_message(missing).find("missing key 'batch_size'"), std::string::npos);
+}
+
+// docs/PROTOCOL.md 14.4: the hardware class names the architecture, ATen's
+// CPU capability and oneDNN's ISA; anything else (protocol version 1's
+// free labels included) is refused naming the part that is wrong.
+TEST(Spec, HardwareClassHasOneForm) {
+  for (const char *ok : {"cpu-x86_64/aten:avx2/onednn:avx2", "cpu-x86_64/aten:default/onednn:sse41",
+                         "cpu-x86_64/aten:avx512/onednn:avx512_core_bf16", "cpu-aarch64/aten:default/onednn:none",
+                         "cpu-ppc64le/aten:vsx/onednn:none", "cpu-s390x/aten:zvector/onednn:none"}) {
+    json j = base_json();
+    j["hardware_class"] = ok;
+    EXPECT_EQ(rule_message(j), "accepted") << ok;
+  }
+  struct Case {
+    const char *value;
+    const char *expect;
+  } cases[] = {
+      {"cpu", "does not start with 'cpu-'"},
+      {"cpu-x86_64", "it has no '/aten:' part followed by an '/onednn:' part"},
+      {"gpu-sm_80/aten:default/onednn:none", "does not start with 'cpu-'"},
+      {"cpu-x86_64/onednn:avx2/aten:avx2", "it has no '/aten:' part followed by an '/onednn:' part"},
+      {"cpu-riscv64/aten:default/onednn:none", "architecture 'riscv64' is none of"},
+      {"cpu-x86_64/aten:AVX2/onednn:avx2", "'AVX2' is not an ATen CPU capability of x86_64 (default, avx2, avx512)"},
+      {"cpu-aarch64/aten:avx2/onednn:none", "'avx2' is not an ATen CPU capability of aarch64 (default)"},
+      {"cpu-x86_64/aten:/onednn:avx2", "'' is not an ATen CPU capability"},
+      {"cpu-x86_64/aten:avx2/onednn:", "the oneDNN ISA must be 1..32 of [a-z0-9_]"},
+      {"cpu-x86_64/aten:avx2/onednn:AVX2", "the oneDNN ISA must be"},
+      {"cpu-x86_64/aten:avx2/onednn:avx2/x", "the oneDNN ISA must be"},
+      {"cpu-x86_64/aten:avx2/onednn:avx512_core_amx_fp16_and_more_things", "the oneDNN ISA must be"},
+  };
+  for (const Case &c : cases) {
+    json j = base_json();
+    j["hardware_class"] = c.value;
+    const std::string m = rule_message(j);
+    EXPECT_NE(m.find(c.expect), std::string::npos) << c.value << ": " << m;
+    EXPECT_NE(m.find("hardware_class '" + std::string(c.value) + "'"), std::string::npos) << m;
+    EXPECT_NE(m.find("protocol version 2"), std::string::npos) << m;
+  }
 }
 
 TEST(Spec, DecodeRejectsNonCanonicalBytes) {

@@ -314,7 +314,7 @@ ordered_json generate_protocol() {
     "dtype": "F32", "attention_backend": "math", "dropout": 0.1,
     "optimizer": {"kind": "adamw", "lr": 0.001, "beta1": 0.9, "beta2": 0.999, "eps": 1e-08, "weight_decay": 0.01},
     "grad_clip_max_norm": 1.0, "batch_size": 16, "deterministic_algorithms": true, "intra_op_threads": 2,
-    "hardware_class": "cpu-x86_64", "seed_policy": {"kind": "per_step", "base_seed": 20261130},
+    "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2", "seed_policy": {"kind": "per_step", "base_seed": 20261130},
     "norm_bucket_resolution": 16,
     "lr_schedule": {"phases": [{"kind": "linear", "start_factor": 0.1, "end_factor": 1.0, "total_iters": 5},
                                {"kind": "cosine", "t_max": 30, "eta_min": 1e-05},
@@ -324,7 +324,7 @@ ordered_json generate_protocol() {
     "model_program_digest": "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100",
     "dtype": "F64", "attention_backend": "math", "dropout": 0.0,
     "optimizer": {"kind": "sgd", "lr": 0.5, "momentum": 0.9, "nesterov": true},
-    "batch_size": 4, "grad_accum_microbatches": 2, "intra_op_threads": 1, "hardware_class": "cpu",
+    "batch_size": 4, "grad_accum_microbatches": 2, "intra_op_threads": 1, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2",
     "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 1})";
   for (const char *sj : {spec_json, sgd_json}) {
     pot_spec *spec = nullptr;

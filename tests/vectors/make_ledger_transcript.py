@@ -29,7 +29,7 @@ def digest(label: str) -> str:
 SPEC = {"framework": "pytorch", "framework_version": "1.13.1", "model_program_digest": digest("program"),
         "dtype": "F32", "attention_backend": "math", "dropout": 0.1,
         "optimizer": {"kind": "sgd", "lr": 0.01}, "batch_size": 4, "intra_op_threads": 1,
-        "hardware_class": "cpu-x86_64", "seed_policy": {"kind": "per_step", "base_seed": 7},
+        "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2", "seed_policy": {"kind": "per_step", "base_seed": 7},
         "norm_bucket_resolution": 16}  # a listed task draws per-step random numbers (docs/PROTOCOL.md 17.1)
 TASK = {"owner": OWNER, "spec": SPEC, "dataset_root": digest("dataset"), "dataset_size": 100,
         "initial_state": {"published_digest": digest("S_0")}, "schedule": {"listed_root": digest("schedule")},

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import struct
 
 import pytest
@@ -870,8 +871,9 @@ def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):
     """Attack 7: fields declared in the spec but never read by the replay.
     Each is now applied or checked, and a run that departs from it is
     refused by name: undeclared RNG use, declared RNG use the program does
-    not make, another framework version or
-    attention backend (refused as not replayable here, never judged),
+    not make, another framework version,
+    attention backend or hardware class (refused as not replayable here,
+    never judged),
     parameters of another dtype, a single_seed S_0 whose generator is not
     the spec's seed's. The same program under its honest spec replays."""
     w = World(tmp_path)
@@ -932,6 +934,22 @@ def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):
     for i, other in enumerate((pot.Spec(j), spec_for(model, attention_backend="flash"))):
         with pytest.raises(pot.UnsupportedError, match="recorder: every verifier of this build would refuse"):
             pot.Recorder(str(tmp_path / f"ck-unreplayable-{i}"), other, str(tmp_path / "Net.pt"), 1)
+    # Another hardware class (section 14.4): ATen's capability or oneDNN's ISA
+    # changes the bits, so the bitwise replay refuses a step of another class
+    # rather than failing it, and the recorder refuses to train one. The
+    # spec make_spec writes is this process's class.
+    ours = pot.hardware_class()
+    assert honest.to_dict()["hardware_class"] == ours
+    aten = "default" if "/aten:default/" not in ours else "avx2"
+    elsewhere = spec_for(model, hardware_class=ours.replace(ours.split("/")[1], "aten:" + aten))
+    with pytest.raises(pot.UnsupportedError, match=f"hardware_class '{re.escape(elsewhere.to_dict()['hardware_class'])}'"
+                                                   f": this process computes as '{re.escape(ours)}'"):
+        replay_step_one(w, model, elsewhere, tmp_path)
+    with pytest.raises(pot.UnsupportedError, match="recorder: this process would not train the spec's steps"):
+        pot.Recorder(str(tmp_path / "ck-elsewhere"), elsewhere, str(tmp_path / "Net.pt"), 1)
+    # A label of protocol version 1 is no class at all.
+    with pytest.raises(pot.InvalidArgumentError, match="hardware_class 'cpu-x86_64': it has no '/aten:' part"):
+        spec_for(model, hardware_class="cpu-x86_64")
     # The parameters are F32, the spec says F64.
     with pytest.raises(pot.InvalidArgumentError, match="is Float, the spec's dtype is F64"):
         replay_step_one(w, model, spec_for(model, dtype=torch.float64), tmp_path)

@@ -47,7 +47,7 @@ from .witness import (Decision, Verdict, VerdictOutcome, WitnessMode, verify_wit
 from .ledger import Ledger
 from .losscheck import LossCheck, LossCheckParam, LossCheckParams, LossFlag, LossFlagKind, check_losses
 from .replay import (Checkpoints, GradientTrace, Recorder, Replay, ReplayResult, VerifyMode, VerifyResult,
-                     program_digest_file, replay_available, verify_step)
+                     hardware_class, program_digest_file, replay_available, verify_step)
 
 __version__ = BUILT_VERSION
 
@@ -88,6 +88,6 @@ __all__ = [
     # ledger, loss checks
     "Ledger", "LossCheckParam", "LossFlagKind", "LossFlag", "LossCheck", "LossCheckParams", "check_losses",
     # replay
-    "program_digest_file", "replay_available", "VerifyMode", "GradientTrace", "ReplayResult", "VerifyResult", "Replay",
+    "hardware_class", "program_digest_file", "replay_available", "VerifyMode", "GradientTrace", "ReplayResult", "VerifyResult", "Replay",
     "verify_step", "Recorder", "Checkpoints",
 ]

@@ -40,6 +40,16 @@ def replay_available() -> bool:
     return bool(_pot.pot_replay_available())
 
 
+def hardware_class() -> str:
+    """This process's hardware class (pot_replay_hardware_class,
+    docs/PROTOCOL.md 14.4): the value a spec's hardware_class must hold for
+    its steps to be trained or replayed bit for bit here, e.g.
+    "cpu-x86_64/aten:avx2/onednn:avx2". ATen's CPU capability
+    (ATEN_CPU_CAPABILITY) and oneDNN's ISA (ONEDNN_MAX_CPU_ISA) are fixed
+    when torch first uses them. UnsupportedError without LibTorch."""
+    return _pot.pot_replay_hardware_class()
+
+
 class VerifyMode(enum.IntEnum):
     """How verify_step compares the replayed step (pot_verify_mode)."""
 

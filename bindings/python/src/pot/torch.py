@@ -38,6 +38,7 @@ from .commitment import Commitment, sample_digest, schedule_entry_encode
 from .hash import State
 from .merkle import Tree
 from .replay import Checkpoints, Recorder as _CRecorder, Replay as _Replay, program_digest_file
+from .replay import hardware_class as _hardware_class
 from .safetensors import SafetensorsWriter
 from .spec import SeedPolicy, Spec
 from .task import Task
@@ -195,12 +196,15 @@ def lr_schedule(scheduler: Any) -> Optional[Dict[str, Any]]:
 def make_spec(optimizer: torch.optim.Optimizer, program: Union[str, "os.PathLike[str]"], *, dtype: torch.dtype,
               batch_size: int, microbatches: int = 1, dropout: float = 0.0, grad_clip_max_norm: float = 0.0,
               intra_op_threads: Optional[int] = None, seed_policy: str = "per_step", seed: int = 0,
-              norm_bucket_resolution: int = 16, hardware_class: str = "cpu", attention_backend: str = "math",
+              norm_bucket_resolution: int = 16, hardware_class: Optional[str] = None, attention_backend: str = "math",
               other_rng_use: bool = False, deterministic_algorithms: bool = False,
               scheduler: Any = None) -> Spec:
     """The execution spec of a loop using this optimizer (SGD, Adam or AdamW,
     one parameter group) with the program at `program`. intra_op_threads
-    defaults to torch.get_num_threads(); the loop must keep it.
+    defaults to torch.get_num_threads(); the loop must keep it. hardware_class
+    defaults to this process's (pot.hardware_class(), docs/PROTOCOL.md 14.4):
+    the recorder refuses any other, and a task owner writing a spec for
+    other machines names theirs.
 
     scheduler: the loop's torch.optim.lr_scheduler object, fresh, stepped
     once after every optimizer.step() (lr_schedule()); the spec then fixes
@@ -241,7 +245,8 @@ def make_spec(optimizer: torch.optim.Optimizer, program: Union[str, "os.PathLike
         "attention_backend": attention_backend, "dropout": dropout, "other_rng_use": other_rng_use,
         "optimizer": opt, "grad_clip_max_norm": grad_clip_max_norm, "grad_accum_microbatches": microbatches,
         "batch_size": batch_size, "deterministic_algorithms": deterministic_algorithms,
-        "intra_op_threads": intra_op_threads or torch.get_num_threads(), "hardware_class": hardware_class,
+        "intra_op_threads": intra_op_threads or torch.get_num_threads(),
+        "hardware_class": hardware_class or _hardware_class(),
         "seed_policy": policy, "norm_bucket_resolution": norm_bucket_resolution,
     }
     if schedule is not None:

@@ -33,10 +33,12 @@ use std::ptr::{self, NonNull};
 /// # std::fs::create_dir_all(&dir).unwrap();
 /// let program = dir.join("program.pt");
 /// std::fs::write(&program, b"the TorchScript file").unwrap();
+/// // The recorder refuses a class other than this process's.
+/// let class = pot::replay::hardware_class().unwrap_or("cpu-x86_64/aten:avx2/onednn:avx2");
 /// let spec = pot::Spec::from_json(&format!(r#"{{"framework": "pytorch", "framework_version": "1.13.1",
 ///     "model_program_digest": "{}", "dtype": "F32", "attention_backend": "math", "dropout": 0.0,
 ///     "optimizer": {{"kind": "sgd", "lr": 0.1}}, "batch_size": 8, "intra_op_threads": 1,
-///     "hardware_class": "cpu", "seed_policy": {{"kind": "none"}}, "norm_bucket_resolution": 16}}"#,
+///     "hardware_class": "{class}", "seed_policy": {{"kind": "none"}}, "norm_bucket_resolution": 16}}"#,
 ///     pot::program_digest_file(&program)?))?;
 /// let mut recorder = match pot::Recorder::new(dir.join("ck"), &spec, &program, 1) {
 ///     Ok(r) => r,
@@ -86,7 +88,7 @@ impl Recorder {
     /// [`Unsupported`](crate::ErrorKind::Unsupported) without LibTorch.
     ///
     /// ```
-    /// # let spec = pot::Spec::from_json(r#"{"framework": "pytorch", "framework_version": "2.3.0", "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 0.1}, "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16}"#)?;
+    /// # let spec = pot::Spec::from_json(r#"{"framework": "pytorch", "framework_version": "2.3.0", "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 0.1}, "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16}"#)?;
     /// let dir = std::env::temp_dir().join(format!("pot-doc-recorder-new-{}", std::process::id()));
     /// let err = pot::Recorder::new(&dir, &spec, "/nonexistent/model.pt", 10).unwrap_err();
     /// let want = if pot::replay::available() { pot::ErrorKind::Io } else { pot::ErrorKind::Unsupported };

@@ -56,6 +56,28 @@ pub fn available() -> bool {
     unsafe { sys::pot_replay_available() != 0 }
 }
 
+/// This process's hardware class (`pot_replay_hardware_class`,
+/// docs/PROTOCOL.md 14.4): the value a spec's `hardware_class` must hold for
+/// its steps to be trained or replayed bit for bit here, e.g.
+/// `cpu-x86_64/aten:avx2/onednn:avx2`. Fixed for the process
+/// (`ATEN_CPU_CAPABILITY` and `ONEDNN_MAX_CPU_ISA` are read when LibTorch
+/// first needs them). [`Unsupported`](crate::ErrorKind::Unsupported) without
+/// LibTorch.
+///
+/// ```
+/// match pot::replay::hardware_class() {
+///     Ok(class) => assert!(class.starts_with("cpu-") && class.contains("/aten:") && class.contains("/onednn:")),
+///     Err(e) => assert!(!pot::replay::available() && e.kind() == pot::ErrorKind::Unsupported),
+/// }
+/// ```
+pub fn hardware_class() -> Result<&'static str> {
+    let mut s = ptr::null();
+    // SAFETY: `s` is a valid out-pointer; the call has no other preconditions.
+    call(|err| unsafe { sys::pot_replay_hardware_class(&mut s, err) })?;
+    // SAFETY: the string lives as long as the process.
+    unsafe { ffi::borrowed_str(s) }
+}
+
 /// What a replayed step gives (`pot_replay_result`).
 ///
 /// ```
@@ -150,7 +172,7 @@ impl GradientTrace {
 /// let spec = pot::Spec::from_json(&format!(r#"{{"framework": "pytorch", "framework_version": "2.3.0",
 ///     "model_program_digest": "{}", "dtype": "F32", "attention_backend": "math", "dropout": 0.0,
 ///     "optimizer": {{"kind": "sgd", "lr": 0.1}}, "batch_size": 8, "intra_op_threads": 1,
-///     "hardware_class": "cpu", "seed_policy": {{"kind": "none"}}, "norm_bucket_resolution": 16}}"#,
+///     "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2", "seed_policy": {{"kind": "none"}}, "norm_bucket_resolution": 16}}"#,
 ///     pot::program_digest_file(&program)?))?;
 /// let err = pot::Replay::new(&spec, &program).unwrap_err();
 /// if pot::replay::available() {
@@ -183,7 +205,7 @@ impl Replay {
     /// [`Unsupported`](crate::ErrorKind::Unsupported) without LibTorch.
     ///
     /// ```
-    /// # let spec = pot::Spec::from_json(r#"{"framework": "pytorch", "framework_version": "2.3.0", "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 0.1}, "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16}"#)?;
+    /// # let spec = pot::Spec::from_json(r#"{"framework": "pytorch", "framework_version": "2.3.0", "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 0.1}, "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16}"#)?;
     /// let err = pot::Replay::new(&spec, "/nonexistent/model.pt").unwrap_err();
     /// let want = if pot::replay::available() { pot::ErrorKind::Io } else { pot::ErrorKind::Unsupported };
     /// assert_eq!(err.kind(), want);

@@ -18,7 +18,7 @@ use std::ptr::{self, NonNull};
 ///   "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
 ///   "dtype": "F32", "attention_backend": "math", "dropout": 0.0,
 ///   "optimizer": {"kind": "sgd", "lr": 0.1},
-///   "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu",
+///   "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2",
 ///   "seed_policy": {"kind": "per_step", "base_seed": 7}, "norm_bucket_resolution": 16}"#;
 /// let spec = pot::Spec::from_json(json)?;
 /// assert_eq!(spec.seed_policy()?, pot::SeedPolicy::PerStep { base_seed: 7 });
@@ -101,7 +101,7 @@ impl Spec {
     /// The canonical bytes (a `pot.v2.ExecutionSpec` message).
     ///
     /// ```
-    /// # let spec = pot::Spec::from_json(r#"{"framework": "pytorch", "framework_version": "2.3.0", "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 0.1}, "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16}"#)?;
+    /// # let spec = pot::Spec::from_json(r#"{"framework": "pytorch", "framework_version": "2.3.0", "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 0.1}, "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16}"#)?;
     /// let bytes = spec.encode()?;
     /// assert_eq!(&bytes[..9], b"\x0a\x07pytorch");
     /// # Ok::<(), pot::Error>(())
@@ -113,7 +113,7 @@ impl Spec {
     /// The JSON form.
     ///
     /// ```
-    /// # let spec = pot::Spec::from_json(r#"{"framework": "pytorch", "framework_version": "2.3.0", "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 0.1}, "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16}"#)?;
+    /// # let spec = pot::Spec::from_json(r#"{"framework": "pytorch", "framework_version": "2.3.0", "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 0.1}, "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16}"#)?;
     /// let json = spec.to_json()?;
     /// assert_eq!(pot::Spec::from_json(&json)?.digest()?, spec.digest()?);
     /// # Ok::<(), pot::Error>(())
@@ -125,7 +125,7 @@ impl Spec {
     /// The spec digest, `tagged("pot/v1/spec", canonical bytes)`.
     ///
     /// ```
-    /// # let spec = pot::Spec::from_json(r#"{"framework": "pytorch", "framework_version": "2.3.0", "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 0.1}, "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16}"#)?;
+    /// # let spec = pot::Spec::from_json(r#"{"framework": "pytorch", "framework_version": "2.3.0", "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 0.1}, "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16}"#)?;
     /// let digest: pot::Digest = spec.digest()?;
     /// # Ok::<(), pot::Error>(())
     /// ```
@@ -136,7 +136,7 @@ impl Spec {
     /// The seed policy and its seed.
     ///
     /// ```
-    /// # let spec = pot::Spec::from_json(r#"{"framework": "pytorch", "framework_version": "2.3.0", "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 0.1}, "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16}"#)?;
+    /// # let spec = pot::Spec::from_json(r#"{"framework": "pytorch", "framework_version": "2.3.0", "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 0.1}, "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16}"#)?;
     /// assert_eq!(spec.seed_policy()?, pot::SeedPolicy::None);
     /// # Ok::<(), pot::Error>(())
     /// ```
@@ -158,7 +158,7 @@ impl Spec {
     /// The pinned intra-op thread count.
     ///
     /// ```
-    /// # let spec = pot::Spec::from_json(r#"{"framework": "pytorch", "framework_version": "2.3.0", "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 0.1}, "batch_size": 8, "intra_op_threads": 4, "hardware_class": "cpu", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16}"#)?;
+    /// # let spec = pot::Spec::from_json(r#"{"framework": "pytorch", "framework_version": "2.3.0", "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 0.1}, "batch_size": 8, "intra_op_threads": 4, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16}"#)?;
     /// assert_eq!(spec.intra_op_threads(), 4);
     /// # Ok::<(), pot::Error>(())
     /// ```
@@ -170,7 +170,7 @@ impl Spec {
     /// The norm-bucket resolution (buckets per doubling).
     ///
     /// ```
-    /// # let spec = pot::Spec::from_json(r#"{"framework": "pytorch", "framework_version": "2.3.0", "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 0.1}, "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16}"#)?;
+    /// # let spec = pot::Spec::from_json(r#"{"framework": "pytorch", "framework_version": "2.3.0", "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 0.1}, "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16}"#)?;
     /// assert_eq!(spec.norm_bucket_resolution(), 16);
     /// # Ok::<(), pot::Error>(())
     /// ```
@@ -193,7 +193,7 @@ impl Spec {
     /// [`MAX_RATES_PER_CALL`](crate::MAX_RATES_PER_CALL) (before allocating).
     ///
     /// ```
-    /// # let spec = pot::Spec::from_json(r#"{"framework": "pytorch", "framework_version": "1.13.1", "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 1.0}, "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16, "lr_schedule": {"phases": [{"kind": "exponential", "gamma": 0.5}]}}"#)?;
+    /// # let spec = pot::Spec::from_json(r#"{"framework": "pytorch", "framework_version": "1.13.1", "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 1.0}, "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2", "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16, "lr_schedule": {"phases": [{"kind": "exponential", "gamma": 0.5}]}}"#)?;
     /// assert_eq!(spec.learning_rates(1, 4)?, [1.0, 0.5, 0.25, 0.125]);
     /// assert_eq!(spec.learning_rates(3, 1)?, [0.25]);
     /// assert_eq!(spec.learning_rates(0, 1).unwrap_err().kind(), pot::ErrorKind::InvalidArgument);

@@ -27,11 +27,13 @@ const PROGRAM_ABC_DIGEST: &str = "fdfe6bb1377b889ae8fb1ccec3a96526a75d1aa9acafb8
 /// (an exponential schedule; the recorder refuses a state holding another
 /// rate than the spec's).
 fn spec_for(program: &Digest) -> Spec {
+    // The recorder and the bitwise replay refuse a class other than this process's.
+    let class = pot::replay::hardware_class().unwrap_or("cpu-x86_64/aten:avx2/onednn:avx2");
     Spec::from_json(&format!(
         r#"{{"framework": "pytorch", "framework_version": "1.13.1", "model_program_digest": "{program}",
             "dtype": "F32", "attention_backend": "math", "dropout": 0.0,
             "optimizer": {{"kind": "sgd", "lr": 0.1}}, "batch_size": 2, "intra_op_threads": 1,
-            "hardware_class": "cpu", "seed_policy": {{"kind": "per_step", "base_seed": 7}},
+            "hardware_class": "{class}", "seed_policy": {{"kind": "per_step", "base_seed": 7}},
             "norm_bucket_resolution": 16,
             "lr_schedule": {{"phases": [{{"kind": "exponential", "gamma": 0.9}}]}}}}"#
     ))
