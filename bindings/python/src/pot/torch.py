@@ -204,7 +204,8 @@ def make_spec(optimizer: torch.optim.Optimizer, program: Union[str, "os.PathLike
     defaults to torch.get_num_threads(); the loop must keep it. hardware_class
     defaults to this process's (pot.hardware_class(), docs/PROTOCOL.md 14.4):
     the recorder refuses any other, and a task owner writing a spec for
-    other machines names theirs.
+    other machines names theirs (a libpot without LibTorch needs it named:
+    UnsupportedError otherwise).
 
     scheduler: the loop's torch.optim.lr_scheduler object, fresh, stepped
     once after every optimizer.step() (lr_schedule()); the spec then fixes
