@@ -941,7 +941,7 @@ POT_API int pot_replay_available(void);
  * oneDNN's instruction set (ONEDNN_MAX_CPU_ISA or the CPU). *out is a
  * NUL-terminated string that lives as long as the process. POT_E_UNSUPPORTED
  * in a build without LibTorch, or when LibTorch does not tell its CPU
- * capability or oneDNN's ISA. Thread-safe. */
+ * capability or oneDNN's ISA, or names one outside the form. Thread-safe. */
 POT_API pot_status pot_replay_hardware_class(const char **out, pot_error **err);
 
 /* A loaded model program bound to a spec. A replay changes process-wide

@@ -47,7 +47,8 @@ HardwareClass parse_hardware_class(const std::string &s) {
   c.capability = s.substr(aten + kAten.size(), onednn - aten - kAten.size());
   c.onednn = s.substr(onednn + kOnednn.size());
   const auto arch = std::find_if(kArches.begin(), kArches.end(), [&](const Arch &a) { return a.name == c.arch; });
-  if (arch == kArches.end()) bad(s, fmt::format("architecture '{}' is none of x86_64, aarch64, ppc64le, s390x", c.arch));
+  if (arch == kArches.end())
+    bad(s, fmt::format("architecture '{}' is none of x86_64, aarch64, ppc64le, s390x", c.arch));
   if (c.capability.empty() ||
       std::find(arch->capabilities.begin(), arch->capabilities.end(), c.capability) == arch->capabilities.end()) {
     std::string known;

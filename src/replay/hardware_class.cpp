@@ -66,7 +66,14 @@ std::string onednn_isa() {
 std::string compute() {
   commit::HardwareClass c{build_arch(), aten_capability(), onednn_isa()};
   const std::string s = c.str();
-  commit::parse_hardware_class(s);  // a value oneDNN names outside the grammar is refused, never committed
+  // A name outside the form (a future oneDNN ISA, say) is no class of this
+  // protocol version: this process cannot train or replay bitwise.
+  try {
+    commit::parse_hardware_class(s);
+  } catch (const Error &e) {
+    fail(Status::kUnsupported,
+         "hardware class: this process computes as '{}', which protocol version 2 cannot name: {}", s, e.what());
+  }
   return s;
 }
 

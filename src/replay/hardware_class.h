@@ -11,7 +11,8 @@
 namespace pot::replay {
 
 // The class; kUnsupported when this LibTorch does not say its CPU
-// capability or uses a oneDNN whose ISA cannot be read. Thread-safe.
+// capability, uses a oneDNN whose ISA cannot be read, or names one outside
+// the form of protocol version 2. Thread-safe.
 const std::string &hardware_class();
 
 // Refuses (kUnsupported, naming both classes and the environment variables
