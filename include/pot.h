@@ -811,19 +811,19 @@ POT_API const char *pot_verdict_reason(const pot_verdict *verdict);
 
 /* A deterministic state machine with the extrinsics' rules, for chain teams
  * to embed or mirror: post_task, start_training_commitment,
- * post_checkpoint_root, issue_challenge, submit_opening, commit_witness,
- * reveal_witness_value,
- * finalize_challenge (and the queries task_info, run_info,
- * challenge_info). Calls are JSON
- * documents (docs/ledger.md). One handle must not be used by two threads at
- * once. */
+ * post_checkpoint_root, post_randomness (the runtime's, once per block),
+ * issue_challenge, submit_opening, commit_witness, reveal_witness_value,
+ * finalize_challenge (and the queries ledger_info, task_info, run_info,
+ * challenge_info). Calls are JSON documents (docs/ledger.md). One handle
+ * must not be used by two threads at once. */
 typedef struct pot_ledger pot_ledger;
 
-/* A new ledger: witness commit and reveal windows (in blocks), the quorum
- * of the verdict and the most challenge rounds a task may ask for (all
- * >= 1, else POT_E_INVALID_ARGUMENT). */
-POT_API pot_status pot_ledger_new(pot_ledger **out, uint64_t commit_window, uint64_t reveal_window,
-                                  uint32_t quorum, uint32_t max_rounds, pot_error **err);
+/* A new ledger from its config, a JSON object with exactly the integer keys
+ * draw_delay, opening_window, commit_window, reveal_window (blocks), quorum
+ * and max_rounds, each >= 1 (docs/ledger.md section 1); otherwise
+ * POT_E_INVALID_ARGUMENT naming the key, POT_E_MALFORMED for text that is
+ * not JSON. */
+POT_API pot_status pot_ledger_new(pot_ledger **out, const char *config_json, pot_error **err);
 /* Restores a saved state; POT_E_MALFORMED unless the bytes are exactly a
  * state pot_ledger_save produces (every invariant re-checked), POT_E_LIMIT
  * past 64 MiB. */

@@ -11,16 +11,10 @@ struct pot_ledger {
 
 extern "C" {
 
-pot_status pot_ledger_new(pot_ledger **out, uint64_t commit_window, uint64_t reveal_window, uint32_t quorum,
-                          uint32_t max_rounds, pot_error **err) {
+pot_status pot_ledger_new(pot_ledger **out, const char *config_json, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    game::LedgerConfig c;
-    c.commit_window = commit_window;
-    c.reveal_window = reveal_window;
-    c.quorum = quorum;
-    c.max_rounds = max_rounds;
-    c.validate();
+    const game::LedgerConfig c = game::LedgerConfig::from_json(parse_json_arg(config_json, "config_json"));
     *out = new pot_ledger{game::Ledger(c)};
   });
 }

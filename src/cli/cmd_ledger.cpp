@@ -40,14 +40,9 @@ void add_ledger_commands(CLI::App &app) {
       const auto state = read_file(o->state_in);
       check(pot_ledger_load(&l, state.data(), state.size(), &err), &err, o->state_in.c_str());
     } else {
-      const auto &c = t.value("config", nlohmann::json::object());
-      try {
-        check(pot_ledger_new(&l, c.at("commit_window").get<uint64_t>(), c.at("reveal_window").get<uint64_t>(),
-                             c.at("quorum").get<uint32_t>(), c.at("max_rounds").get<uint32_t>(), &err),
-              &err, "config");
-      } catch (const nlohmann::json::exception &e) {
-        throw CliError(kExitUsage, "config needs commit_window, reveal_window, quorum and max_rounds (integers)");
-      }
+      if (!t.contains("config"))
+        throw CliError(kExitUsage, o->file + ": no \"config\" (docs/ledger.md section 1) and no --state");
+      check(pot_ledger_new(&l, t["config"].dump().c_str(), &err), &err, "config");
     }
     Ledger guard(l, pot_ledger_free);
     nlohmann::json results = nlohmann::json::array(), recorded = t;

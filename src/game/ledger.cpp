@@ -87,10 +87,32 @@ void LedgerConfig::validate() const {
   auto need = [](uint64_t v, const char *name) {
     if (v == 0) fail(Status::kInvalidArgument, "ledger config: {} must be at least 1", name);
   };
+  need(draw_delay, "draw_delay");
+  need(opening_window, "opening_window");
   need(commit_window, "commit_window");
   need(reveal_window, "reveal_window");
   need(quorum, "quorum");
   need(max_rounds, "max_rounds");
+}
+
+LedgerConfig LedgerConfig::from_json(const nlohmann::json &j) {
+  const commit::JsonFields f(j, "ledger config");
+  f.only({"draw_delay", "opening_window", "commit_window", "reveal_window", "quorum", "max_rounds"});
+  LedgerConfig c;
+  c.draw_delay = f.u64("draw_delay");
+  c.opening_window = f.u64("opening_window");
+  c.commit_window = f.u64("commit_window");
+  c.reveal_window = f.u64("reveal_window");
+  c.quorum = f.u32("quorum");
+  c.max_rounds = f.u32("max_rounds");
+  c.validate();
+  return c;
+}
+
+nlohmann::json LedgerConfig::to_json() const {
+  return {{"draw_delay", draw_delay},         {"opening_window", opening_window},
+          {"commit_window", commit_window},   {"reveal_window", reveal_window},
+          {"quorum", quorum},                 {"max_rounds", max_rounds}};
 }
 
 Ledger::Ledger(const LedgerConfig &config) : config_(config) { config_.validate(); }
@@ -204,37 +226,83 @@ void Ledger::post_checkpoint_root(ByteView caller, const Digest &run_id, uint64_
     // For a re-post of the latest (size, root) this demands an empty proof.
     merkle::verify_consistency(r.latest_size, size, r.latest_root.view(), root.view(), proof);
   }
+  const bool seals = size == n;
+  if (seals && config_.draw_delay > UINT64_MAX - now)
+    fail(Status::kOutOfRange, "{}: the draw height of a run sealed at height {} does not fit 64 bits",
+         kCall, now);
+  if (seals) ++waiting_[now + config_.draw_delay];  // the one step that may allocate
   r.latest_size = size;
   r.latest_root = root;
+  if (seals) r.seal_height = now;
   height_ = now;
 }
 
-std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, ByteView beacon, uint64_t now) {
+bool Ledger::needed(std::map<uint64_t, Digest>::const_iterator entry) const {
+  // A run waiting since d is drawn from the first entry at a height >= d, so
+  // this entry serves the draw heights above the previous entry's height.
+  const uint64_t from = entry == randomness_.begin() ? 0 : std::prev(entry)->first + 1;
+  const auto w = waiting_.lower_bound(from);
+  return w != waiting_.end() && w->first <= entry->first;
+}
+
+void Ledger::post_randomness(const Digest &randomness, uint64_t now) {
+  constexpr const char *kCall = "post_randomness";
+  check_now(now);
+  if (last_randomness_ && last_randomness_->height == now) {
+    if (last_randomness_->value != randomness)
+      fail(Status::kConflict, "{}: height {} already has the randomness {}", kCall, now,
+           last_randomness_->value.hex());
+    height_ = now;
+    return;
+  }
+  // Keep the value only when a waiting run is drawn from it: one waiting
+  // since a height after the last kept entry, and not after now.
+  const uint64_t after = randomness_.empty() ? 0 : randomness_.rbegin()->first + 1;
+  const auto w = waiting_.lower_bound(after);
+  if (w != waiting_.end() && w->first <= now) {
+    std::map<uint64_t, Digest> node;
+    node.emplace(now, randomness);
+    randomness_.merge(node);
+  }
+  last_randomness_ = BlockRandomness{now, randomness};
+  height_ = now;
+}
+
+std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, uint64_t now) {
   constexpr const char *kCall = "issue_challenge";
   check_now(now);
   Run &r = run_for(run_id, kCall);
   const uint64_t n = r.commitment.declared_steps;
-  if (r.latest_size != n)
+  if (!r.sealed())
     fail(Status::kState, "{}: run {} is not sealed ({} of {} steps posted)", kCall, run_id.hex(),
          r.latest_size, n);
+  if (r.drawn_from) {  // once per run: a repeat names the same challenges
+    std::vector<uint64_t> ids = r.challenge_ids;
+    height_ = now;
+    return ids;
+  }
+  // Nobody chooses the steps: they come from the chain's randomness of a
+  // block after the seal, unknown to the miner when it sealed the run.
+  const uint64_t draw_height = r.seal_height + config_.draw_delay;
+  const auto entry = randomness_for(draw_height);
+  if (entry == randomness_.end())
+    fail(Status::kState, "{}: run {} waits for the chain randomness of a height >= {} (latest: {})",
+         kCall, run_id.hex(), draw_height,
+         last_randomness_ ? std::to_string(last_randomness_->height) : std::string("none"));
   // Rounds and mode are the task's: whoever triggers the draw chooses neither.
   const task::Task &t = task_of(r);
   const uint64_t rounds = t.challenge_rounds;
   const Mode mode = t.challenge_mode == task::ChallengeMode::kNormBucket ? Mode::kNormBucket : Mode::kBitwise;
-  // Also validates the beacon (1..kMaxBeaconBytes); rounds <= min_steps <= n
-  // holds by the task's rules.
-  const std::vector<uint64_t> steps = commit::derive_challenges(beacon, run_id, n, rounds);
-  Bytes beacon_bytes = to_bytes(beacon);
-  if (r.beacons.contains(beacon_bytes))
-    fail(Status::kConflict, "{}: this beacon was already used for run {}", kCall, run_id.hex());
-  if (config_.commit_window > UINT64_MAX - now ||
-      config_.reveal_window > UINT64_MAX - now - config_.commit_window)
+  // rounds <= min_steps <= n holds by the task's rules.
+  const std::vector<uint64_t> steps = commit::derive_challenges(entry->second.view(), run_id, n, rounds);
+  if (config_.opening_window > UINT64_MAX - now ||
+      config_.commit_window > UINT64_MAX - now - config_.opening_window ||
+      config_.reveal_window > UINT64_MAX - now - config_.opening_window - config_.commit_window)
     fail(Status::kOutOfRange,
          "{}: the deadlines of a challenge issued at height {} do not fit 64 bits", kCall, now);
   if (rounds > UINT64_MAX - next_challenge_id_)
     fail(Status::kLimit, "{}: challenge ids are exhausted", kCall);
 
-  const uint64_t commit_deadline = now + config_.commit_window;
   std::map<uint64_t, Challenge> fresh;
   std::vector<uint64_t> ids;
   ids.reserve(steps.size());
@@ -243,11 +311,17 @@ std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, ByteView bea
     c.run_id = run_id;
     c.step = steps[i];
     c.mode = mode;
-    c.commit_deadline = commit_deadline;
-    c.reveal_deadline = commit_deadline + config_.reveal_window;
+    c.issued_height = now;
     ids.push_back(next_challenge_id_ + i);
   }
-  r.beacons.insert(std::move(beacon_bytes));  // the last step that may allocate
+  std::vector<uint64_t> kept_ids = ids;  // the last step that may allocate
+  // Nothing below allocates or throws.
+  const BlockRandomness used{entry->first, entry->second};
+  auto w = waiting_.find(draw_height);
+  if (--w->second == 0) waiting_.erase(w);
+  if (!needed(entry)) randomness_.erase(entry);
+  r.drawn_from = used;
+  r.challenge_ids = std::move(kept_ids);
   challenges_.merge(fresh);
   next_challenge_id_ += rounds;
   height_ = now;
@@ -263,9 +337,9 @@ void Ledger::submit_opening(ByteView caller, uint64_t challenge_id, const Digest
   const Run &r = runs_.at(c.run_id);
   if (!same(caller, r.commitment.miner_identity))
     fail(Status::kPermission, "{}: only the run's miner opens its challenges", kCall);
-  if (now > c.commit_deadline)
-    fail(Status::kState, "{}: the commit phase of challenge {} closed at height {}", kCall,
-         challenge_id, c.commit_deadline);
+  if (now > opening_deadline(c))
+    fail(Status::kState, "{}: the opening phase of challenge {} closed at height {}", kCall,
+         challenge_id, opening_deadline(c));
   const commit::StepLeaf leaf = commit::StepLeaf::decode(step_leaf);
   if (leaf.run_id != c.run_id)
     fail(Status::kInvalidArgument, "{}: the leaf is a step of run {}, challenge {} is on run {}", kCall,
@@ -277,14 +351,17 @@ void Ledger::submit_opening(ByteView caller, uint64_t challenge_id, const Digest
   merkle::verify_inclusion(c.step - 1, r.commitment.declared_steps,
                            hash::leaf_hash(step_leaf).view(), merkle::decode_proof(leaf_proof),
                            r.latest_root.view());
-  const Opening o{manifest_digest, leaf.state_digest, leaf.update_norm};
   if (c.opening) {
-    // The leaf is the posted one, so only the manifest can differ.
-    if (c.opening->manifest_digest != o.manifest_digest)
+    // The leaf is the posted one, so only the manifest can differ; a repeat
+    // keeps the first opening's height, so it never moves the deadlines.
+    if (c.opening->manifest_digest != manifest_digest)
       fail(Status::kConflict, "{}: challenge {} is already opened with manifest {}", kCall,
            challenge_id, c.opening->manifest_digest.hex());
+    height_ = now;
+    return;
   }
-  c.opening = o;
+  // Witnesses get the whole commit window, however late the miner opens.
+  c.opening = Opening{now, manifest_digest, leaf.state_digest, leaf.update_norm};
   height_ = now;
 }
 
@@ -297,9 +374,9 @@ void Ledger::commit_witness(ByteView caller, uint64_t challenge_id, const Digest
   if (same(caller, runs_.at(c.run_id).commitment.miner_identity))
     fail(Status::kPermission, "{}: the miner cannot witness its own challenge", kCall);
   if (!c.opening) fail(Status::kState, "{}: challenge {} is not opened yet", kCall, challenge_id);
-  if (now > c.commit_deadline)
+  if (now > commit_deadline(c))
     fail(Status::kState, "{}: the commit phase of challenge {} closed at height {}", kCall,
-         challenge_id, c.commit_deadline);
+         challenge_id, commit_deadline(c));
   Bytes identity = to_bytes(caller);
   if (auto it = c.commits.find(identity); it != c.commits.end()) {
     if (it->second != commitment)
@@ -323,13 +400,14 @@ void Ledger::reveal_witness_value(ByteView caller, uint64_t challenge_id,
   check_caller(caller, kCall);
   Challenge &c = challenge_for(challenge_id, kCall);
   // Revealing while commits are still accepted would let a late witness
-  // copy an early reveal.
-  if (now <= c.commit_deadline)
+  // copy an early reveal. Without an opening there is no commit phase.
+  if (!c.opening) fail(Status::kState, "{}: challenge {} is not opened", kCall, challenge_id);
+  if (now <= commit_deadline(c))
     fail(Status::kState, "{}: the commit phase of challenge {} is open until height {}", kCall,
-         challenge_id, c.commit_deadline);
-  if (now > c.reveal_deadline)
+         challenge_id, commit_deadline(c));
+  if (now > reveal_deadline(c))
     fail(Status::kState, "{}: the reveal phase of challenge {} closed at height {}", kCall,
-         challenge_id, c.reveal_deadline);
+         challenge_id, reveal_deadline(c));
   Bytes identity = to_bytes(caller);
   auto it = c.commits.find(identity);
   if (it == c.commits.end())
@@ -350,7 +428,7 @@ std::optional<int64_t> Ledger::committed_bucket(const Challenge &c) const {
 }
 
 ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
-  if (!c.opening) return {Verdict::kFail, "no opening", 0};
+  if (!c.opening) return {Verdict::kFail, "no opening within the opening window", 0};
   std::vector<Revealed> reveals;
   reveals.reserve(c.reveals.size());
   for (const auto &[identity, r] : c.reveals)
@@ -364,9 +442,9 @@ ChallengeVerdict Ledger::finalize_challenge(uint64_t challenge_id, uint64_t now)
   constexpr const char *kCall = "finalize_challenge";
   check_now(now);
   Challenge &c = challenge_for(challenge_id, kCall);
-  if (now <= c.reveal_deadline)
-    fail(Status::kState, "{}: the reveal phase of challenge {} is open until height {}", kCall,
-         challenge_id, c.reveal_deadline);
+  if (now <= final_after(c))
+    fail(Status::kState, "{}: the {} phase of challenge {} is open until height {}", kCall,
+         c.opening ? "reveal" : "opening", challenge_id, final_after(c));
   if (c.outcome) fail(Status::kState, "{}: challenge {} is already final", kCall, challenge_id);
   ChallengeVerdict v = evaluate(c);
   c.outcome = Final{v.verdict, v.cluster_size};
@@ -392,7 +470,12 @@ RunInfo Ledger::run_info(const Digest &run_id) const {
   i.declared_steps = r.commitment.declared_steps;
   i.latest_size = r.latest_size;
   i.latest_root = r.latest_root;
-  i.sealed = r.latest_size == r.commitment.declared_steps;
+  i.sealed = r.sealed();
+  if (i.sealed) {
+    i.seal_height = r.seal_height;
+    i.draw_height = r.seal_height + config_.draw_delay;
+  }
+  i.drawn_from = r.drawn_from;
   i.slashable = r.slashable;
   return i;
 }
@@ -407,10 +490,13 @@ ChallengeInfo Ledger::challenge_info(uint64_t challenge_id) const {
   i.run_id = c.run_id;
   i.step = c.step;
   i.mode = c.mode;
-  i.commit_deadline = c.commit_deadline;
-  i.reveal_deadline = c.reveal_deadline;
+  i.issued_height = c.issued_height;
+  i.opening_deadline = opening_deadline(c);
   i.opened = c.opening.has_value();
   if (c.opening) {
+    i.opened_height = c.opening->height;
+    i.commit_deadline = commit_deadline(c);
+    i.reveal_deadline = reveal_deadline(c);
     i.manifest_digest = c.opening->manifest_digest;
     i.opened_state = c.opening->state_digest;
     i.opened_update_norm = c.opening->update_norm;
@@ -433,6 +519,11 @@ void put(std::string *dst, const Digest &d) {
   dst->assign(reinterpret_cast<const char *>(d.bytes.data()), d.bytes.size());
 }
 
+void put(v2::LedgerRandomness *dst, uint64_t height, const Digest &value) {
+  dst->set_height(height);
+  put(dst->mutable_value(), value);
+}
+
 }  // namespace
 
 Bytes Ledger::save() const {
@@ -443,6 +534,8 @@ Bytes Ledger::save() const {
   cfg->set_reveal_window(config_.reveal_window);
   cfg->set_quorum(config_.quorum);
   cfg->set_max_rounds(config_.max_rounds);
+  cfg->set_opening_window(config_.opening_window);
+  cfg->set_draw_delay(config_.draw_delay);
   p.set_height(height_);
   p.set_next_challenge_id(next_challenge_id_);
   for (const auto &[run_id, r] : runs_) {  // std::map: sorted by key, bytewise
@@ -451,7 +544,8 @@ Bytes Ledger::save() const {
     m->set_commitment(as_string(r.commitment_bytes));
     m->set_latest_size(r.latest_size);
     if (r.latest_size > 0) put(m->mutable_latest_root(), r.latest_root);
-    for (const Bytes &b : r.beacons) m->add_beacons(as_string(b));
+    if (r.sealed()) m->set_seal_height(r.seal_height);
+    if (r.drawn_from) put(m->mutable_drawn_from(), r.drawn_from->height, r.drawn_from->value);
   }
   for (const auto &[id, t] : tasks_) {
     v2::LedgerTask *m = p.add_tasks();
@@ -465,12 +559,11 @@ Bytes Ledger::save() const {
     m->set_step(c.step);
     m->set_mode(c.mode == Mode::kNormBucket ? v2::LEDGER_MODE_NORM_BUCKET
                                             : v2::LEDGER_MODE_BITWISE);
-    m->set_commit_deadline(c.commit_deadline);
-    m->set_reveal_deadline(c.reveal_deadline);
     if (c.opening) {
       put(m->mutable_opening()->mutable_manifest_digest(), c.opening->manifest_digest);
       put(m->mutable_opening()->mutable_state_digest(), c.opening->state_digest);
       m->mutable_opening()->set_update_norm(c.opening->update_norm);
+      m->mutable_opening()->set_height(c.opening->height);
     }
     for (const auto &[identity, commitment] : c.commits) {
       v2::LedgerWitnessCommit *w = m->add_commits();
@@ -489,7 +582,10 @@ Bytes Ledger::save() const {
       v->set_verdict(static_cast<v2::LedgerVerdictKind>(static_cast<int>(c.outcome->verdict)));
       v->set_cluster_size(c.outcome->cluster_size);
     }
+    m->set_issued_height(c.issued_height);
   }
+  if (last_randomness_) put(p.mutable_last_randomness(), last_randomness_->height, last_randomness_->value);
+  for (const auto &[height, value] : randomness_) put(p.add_randomness(), height, value);
   // Saving more than load accepts would produce a state nobody can restore.
   const size_t n = p.ByteSizeLong();
   if (n > kMaxLedgerStateBytes)
@@ -508,12 +604,13 @@ Ledger Ledger::load(ByteView b) {
   // Canonical minimum sizes of the repeated elements (ledger.proto): a run
   // holds a run_id (34 bytes) and a commitment; a challenge a run_id; a
   // witness commitment an identity and a digest; a reveal an identity, a
-  // digest and a salt of 16 bytes or more; a beacon 1 byte; a task its
-  // task_id and the task.
+  // digest and a salt of 16 bytes or more; a task its task_id and the task;
+  // a randomness entry its value.
   commit::check_min_sizes(b,
-                          {{5, 34, {{6, 1}}},
+                          {{5, 34},
                            {6, 34, {{9, 37}, {10, 55}}},
-                           {7, 36}},
+                           {7, 36},
+                           {9, 34}},
                           "ledger state");
   v2::LedgerState p;
   if (!p.ParseFromArray(b.data(), static_cast<int>(b.size())))
@@ -522,11 +619,26 @@ Ledger Ledger::load(ByteView b) {
     bad_state(fmt::format("format_version {} is not supported (this SDK writes {})",
                           p.format_version(), kStateFormatVersion));
   if (!p.has_config()) bad_state("the config is missing");
-  const LedgerConfig config{p.config().commit_window(), p.config().reveal_window(),
-                            p.config().quorum(), p.config().max_rounds()};
+  LedgerConfig config;
+  config.draw_delay = p.config().draw_delay();
+  config.opening_window = p.config().opening_window();
+  config.commit_window = p.config().commit_window();
+  config.reveal_window = p.config().reveal_window();
+  config.quorum = p.config().quorum();
+  config.max_rounds = p.config().max_rounds();
   Ledger l = as_state_check("config", [&] { return Ledger(config); });
   l.height_ = p.height();
   l.next_challenge_id_ = p.next_challenge_id();
+
+  auto randomness_of = [&](const v2::LedgerRandomness &m, const std::string &where) {
+    return BlockRandomness{m.height(), digest_field(m.value(), where + " value")};
+  };
+  if (p.has_last_randomness()) {
+    l.last_randomness_ = randomness_of(p.last_randomness(), "last_randomness");
+    if (l.last_randomness_->height > l.height_)
+      bad_state(fmt::format("randomness of height {} posted above the height {}",
+                            l.last_randomness_->height, l.height_));
+  }
 
   for (const v2::LedgerTask &m : p.tasks()) {
     const Digest id = digest_field(m.task_id(), "task_id");
@@ -564,18 +676,50 @@ Ledger Ledger::load(ByteView b) {
       r.latest_root = digest_field(m.latest_root(), where + ": latest_root");
     else if (!m.latest_root().empty())
       bad_state(where + ": a root without a posted size");
-    for (const std::string &beacon : m.beacons()) {
-      if (beacon.empty() || beacon.size() > commit::kMaxBeaconBytes)
-        bad_state(fmt::format("{}: a beacon of {} bytes", where, beacon.size()));
-      if (!r.beacons.insert(to_bytes(view_of(beacon))).second)
-        bad_state(where + ": a beacon is listed twice");
+    r.seal_height = m.seal_height();
+    if (!r.sealed() && r.seal_height != 0) bad_state(where + ": a seal height, but not sealed");
+    if (r.seal_height > l.height_) bad_state(where + ": sealed above the height");
+    if (r.sealed() && l.config_.draw_delay > UINT64_MAX - r.seal_height)
+      bad_state(where + ": a draw height past 64 bits");
+    if (m.has_drawn_from()) {
+      r.drawn_from = randomness_of(m.drawn_from(), where + ": drawn_from");
+      if (!r.sealed()) bad_state(where + ": drawn before it was sealed");
+      // Posted at most at the latest post's height, with its value there.
+      if (r.drawn_from->height < r.seal_height + l.config_.draw_delay || !l.last_randomness_ ||
+          r.drawn_from->height > l.last_randomness_->height ||
+          (r.drawn_from->height == l.last_randomness_->height &&
+           r.drawn_from->value != l.last_randomness_->value))
+        bad_state(where + ": drawn from randomness no post could have given it");
+    } else if (r.sealed()) {
+      ++l.waiting_[r.seal_height + l.config_.draw_delay];
     }
     if (!l.run_keys_.emplace(RunKey{r.commitment.task_id, r.commitment.miner_identity}, run_id).second)
       bad_state(where + ": its task already holds a run of the same miner");
     if (!l.runs_.emplace(run_id, std::move(r)).second) bad_state(where + " is listed twice");
   }
 
-  std::map<Digest, uint64_t> challenges_per_run;
+  // Every stored randomness entry is one a waiting run is drawn from, and
+  // every waiting run whose draw height was posted has its entry.
+  for (const v2::LedgerRandomness &m : p.randomness()) {
+    const BlockRandomness e = randomness_of(m, fmt::format("randomness of height {}", m.height()));
+    const std::string where = fmt::format("randomness of height {}", e.height);
+    if (!l.last_randomness_ || e.height > l.last_randomness_->height ||
+        (e.height == l.last_randomness_->height && e.value != l.last_randomness_->value))
+      bad_state(where + ": not a value that was posted");
+    if (!l.randomness_.emplace(e.height, e.value).second) bad_state(where + " is listed twice");
+  }
+  for (auto e = l.randomness_.cbegin(); e != l.randomness_.cend(); ++e)
+    if (!l.needed(e)) bad_state(fmt::format("randomness of height {} that no run waits for", e->first));
+  if (l.last_randomness_)
+    for (const auto &[d, count] : l.waiting_)
+      if (d <= l.last_randomness_->height && l.randomness_for(d) == l.randomness_.end())
+        bad_state(fmt::format("a run waits for the randomness of height {}, which was posted but not kept", d));
+  for (const auto &[run_id, r] : l.runs_)
+    if (r.drawn_from)
+      if (auto e = l.randomness_.find(r.drawn_from->height); e != l.randomness_.end() && e->second != r.drawn_from->value)
+        bad_state(fmt::format("run {}: drawn from another value than the one kept for its height", run_id.hex()));
+
+  std::map<Digest, std::vector<std::pair<uint64_t, uint64_t>>> challenges_per_run;  // (id, step)
   for (const v2::LedgerChallenge &m : p.challenges()) {
     const std::string where = fmt::format("challenge {}", m.id());
     if (m.id() >= l.next_challenge_id_) bad_state(where + ": its id was never issued");
@@ -584,8 +728,8 @@ Ledger Ledger::load(ByteView b) {
     auto run = l.runs_.find(c.run_id);
     if (run == l.runs_.end()) bad_state(where + ": its run is unknown");
     Run &r = run->second;
-    if (r.latest_size != r.commitment.declared_steps) bad_state(where + ": its run is not sealed");
-    ++challenges_per_run[c.run_id];
+    if (!r.drawn_from) bad_state(where + ": its run was not drawn");
+    challenges_per_run[c.run_id].emplace_back(m.id(), m.step());
     c.step = m.step();
     if (c.step == 0 || c.step > r.commitment.declared_steps)
       bad_state(where + ": step outside the run");
@@ -597,20 +741,25 @@ Ledger Ledger::load(ByteView b) {
       bad_state(fmt::format("{}: unknown mode {}", where, static_cast<int>(m.mode())));
     if ((c.mode == Mode::kNormBucket) != (l.task_of(r).challenge_mode == task::ChallengeMode::kNormBucket))
       bad_state(where + ": its mode is not its task's");
-    c.commit_deadline = m.commit_deadline();
-    c.reveal_deadline = m.reveal_deadline();
-    // Issued at commit_deadline - commit_window, which cannot be in the future.
-    if (c.commit_deadline < l.config_.commit_window ||
-        c.commit_deadline - l.config_.commit_window > l.height_ ||
-        c.reveal_deadline < c.commit_deadline ||
-        c.reveal_deadline - c.commit_deadline != l.config_.reveal_window)
-      bad_state(where + ": deadlines that do not follow from the config and the height");
+    c.issued_height = m.issued_height();
+    // Issued once the randomness was posted, at most at the height, with
+    // deadlines that fit 64 bits (issue_challenge checks it).
+    if (c.issued_height < r.drawn_from->height || c.issued_height > l.height_ ||
+        l.config_.opening_window > UINT64_MAX - c.issued_height ||
+        l.config_.commit_window > UINT64_MAX - c.issued_height - l.config_.opening_window ||
+        l.config_.reveal_window >
+            UINT64_MAX - c.issued_height - l.config_.opening_window - l.config_.commit_window)
+      bad_state(where + ": an issue height that does not follow from its run, the config and the height");
     if (m.has_opening()) {
-      c.opening = Opening{digest_field(m.opening().manifest_digest(), where + ": manifest_digest"),
+      c.opening = Opening{m.opening().height(),
+                          digest_field(m.opening().manifest_digest(), where + ": manifest_digest"),
                           digest_field(m.opening().state_digest(), where + ": state_digest"),
                           m.opening().update_norm()};
       // A step leaf cannot commit a norm with its sign bit set (section 10).
       if (std::signbit(c.opening->update_norm)) bad_state(where + ": an opened update norm with its sign bit set");
+      if (c.opening->height < c.issued_height || c.opening->height > l.opening_deadline(c) ||
+          c.opening->height > l.height_)
+        bad_state(where + ": opened outside its opening phase");
     }
     if (static_cast<size_t>(m.commits_size()) > kMaxWitnessesPerChallenge)
       bad_state(fmt::format("{}: {} witnesses, more than {}", where, m.commits_size(),
@@ -627,7 +776,7 @@ Ledger Ledger::load(ByteView b) {
                .second)
         bad_state(where + ": a witness committed twice");
     }
-    if (m.reveals_size() > 0 && l.height_ <= c.commit_deadline)
+    if (m.reveals_size() > 0 && l.height_ <= l.commit_deadline(c))
       bad_state(where + ": reveals during the commit phase");
     for (const v2::LedgerWitnessReveal &w : m.reveals()) {
       Bytes identity = to_bytes(view_of(w.identity()));
@@ -644,8 +793,7 @@ Ledger Ledger::load(ByteView b) {
         bad_state(where + ": a witness revealed twice");
     }
     if (m.has_verdict()) {
-      if (l.height_ <= c.reveal_deadline)
-        bad_state(where + ": final before its reveal phase closed");
+      if (l.height_ <= l.final_after(c)) bad_state(where + ": final before its last phase closed");
       const ChallengeVerdict v = l.evaluate(c);
       if (static_cast<int>(m.verdict().verdict()) != static_cast<int>(v.verdict) ||
           m.verdict().cluster_size() != v.cluster_size)
@@ -664,14 +812,23 @@ Ledger Ledger::load(ByteView b) {
   if (l.challenges_.size() != l.next_challenge_id_)
     bad_state(fmt::format("{} challenges, but {} were issued", l.challenges_.size(),
                           l.next_challenge_id_));
-  // Each issue_challenge uses one new beacon and opens the task's rounds.
-  for (const auto &[run_id, r] : l.runs_) {
-    const uint64_t beacons = r.beacons.size();
+  // A drawn run's challenges are the steps its randomness draws, in round
+  // order, under consecutive ids, issued together.
+  for (auto &[run_id, r] : l.runs_) {
+    if (!r.drawn_from) continue;
+    const std::string where = "run " + run_id.hex();
     const auto it = challenges_per_run.find(run_id);
-    const uint64_t challenges = it == challenges_per_run.end() ? 0 : it->second;
-    if (challenges != beacons * l.task_of(r).challenge_rounds)
-      bad_state(fmt::format("run {}: {} challenges cannot come from {} beacons", run_id.hex(),
-                            challenges, beacons));
+    if (it == challenges_per_run.end()) bad_state(where + ": drawn, but without challenges");
+    const std::vector<std::pair<uint64_t, uint64_t>> &got = it->second;  // sorted by id
+    const std::vector<uint64_t> steps = commit::derive_challenges(
+        r.drawn_from->value.view(), run_id, r.commitment.declared_steps, l.task_of(r).challenge_rounds);
+    bool same_draw = got.size() == steps.size();
+    for (size_t i = 0; same_draw && i < got.size(); ++i)
+      same_draw = got[i].first == got[0].first + i && got[i].second == steps[i] &&
+                  l.challenges_.at(got[i].first).issued_height ==
+                      l.challenges_.at(got[0].first).issued_height;
+    if (!same_draw) bad_state(where + ": challenges that are not the draw of its randomness");
+    for (const auto &[cid, step] : got) r.challenge_ids.push_back(cid);
   }
   // Sorted, unique keys, no default values, no unknown fields: all follow
   // from re-encoding the state and comparing.
@@ -694,6 +851,10 @@ int64_t json_i64(const nlohmann::json &j, const commit::JsonFields &f, const cha
   }
   if (v.is_number_integer()) return v.get<int64_t>();
   fail(Status::kInvalidArgument, "{} must be an integer", f.path(key));
+}
+
+nlohmann::json randomness_json(const BlockRandomness &r) {
+  return {{"height", r.height}, {"value", r.value.hex()}};
 }
 
 nlohmann::json verdict_json(const ChallengeVerdict &v) {
@@ -734,12 +895,16 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
     const RunInfo r = run_info(run_id);
     out["latest_size"] = r.latest_size;
     out["sealed"] = r.sealed;
+  } else if (name == "post_randomness") {
+    f.only({"call", "now", "randomness"});
+    const uint64_t now = f.u64("now");
+    const Digest randomness = f.digest("randomness");
+    post_randomness(randomness, now);
   } else if (name == "issue_challenge") {
-    f.only({"call", "now", "run_id", "beacon"});
+    f.only({"call", "now", "run_id"});
     const uint64_t now = f.u64("now");
     const Digest run_id = f.digest("run_id");
-    const Bytes beacon = f.hex("beacon");
-    const std::vector<uint64_t> ids = issue_challenge(run_id, beacon, now);
+    const std::vector<uint64_t> ids = issue_challenge(run_id, now);
     nlohmann::json steps = nlohmann::json::array();
     for (uint64_t id : ids) steps.push_back(challenges_.at(id).step);
     out["challenge_ids"] = ids;
@@ -791,6 +956,9 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
     out["latest_root"] =
         r.latest_size > 0 ? nlohmann::json(r.latest_root.hex()) : nlohmann::json(nullptr);
     out["sealed"] = r.sealed;
+    out["seal_height"] = r.sealed ? nlohmann::json(r.seal_height) : nlohmann::json(nullptr);
+    out["draw_height"] = r.sealed ? nlohmann::json(r.draw_height) : nlohmann::json(nullptr);
+    out["drawn_from"] = r.drawn_from ? randomness_json(*r.drawn_from) : nlohmann::json(nullptr);
     out["slashable"] = r.slashable;
   } else if (name == "challenge_info") {
     f.only({"call", "challenge_id"});
@@ -800,9 +968,12 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
     out["run_id"] = c.run_id.hex();
     out["step"] = c.step;
     out["mode"] = mode_name(c.mode);
-    out["commit_deadline"] = c.commit_deadline;
-    out["reveal_deadline"] = c.reveal_deadline;
+    out["issued_height"] = c.issued_height;
+    out["opening_deadline"] = c.opening_deadline;
     out["opened"] = c.opened;
+    out["opened_height"] = c.opened ? nlohmann::json(c.opened_height) : null;
+    out["commit_deadline"] = c.opened ? nlohmann::json(c.commit_deadline) : null;
+    out["reveal_deadline"] = c.opened ? nlohmann::json(c.reveal_deadline) : null;
     out["manifest_digest"] = c.opened ? nlohmann::json(c.manifest_digest.hex()) : null;
     out["opened_state"] = c.opened ? nlohmann::json(c.opened_state.hex()) : null;
     out["opened_update_norm"] = c.opened ? nlohmann::json(c.opened_update_norm) : null;
@@ -817,6 +988,12 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
       out["reason"] = null;
       out["cluster_size"] = null;
     }
+  } else if (name == "ledger_info") {
+    f.only({"call"});
+    out["config"] = config_.to_json();
+    out["height"] = height_;
+    out["latest_randomness"] =
+        last_randomness_ ? randomness_json(*last_randomness_) : nlohmann::json(nullptr);
   } else {
     fail(Status::kInvalidArgument, "call: unknown call \"{}\"", name);
   }

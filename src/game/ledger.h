@@ -1,8 +1,8 @@
 // The reference ledger (docs/ledger.md): a deterministic state machine with
 // the semantics of the on-chain calls (tasks, start_training_commitment, root
-// posts, challenges, openings, witness commit/reveal, norm-bucket
-// declarations, finalization), for chain teams to embed or mirror. Time is the block
-// height each call carries. Every refused call throws pot::Error with a
+// posts, the chain's randomness, challenges drawn from it, openings, witness
+// commit/reveal, finalization), for chain teams to embed or mirror. Time is
+// the block height each call carries. Every refused call throws pot::Error with a
 // status naming the broken rule and leaves the state exactly as it was; the
 // state serialises to a canonical pot.v2.LedgerState encoding.
 #pragma once
@@ -32,14 +32,27 @@ inline constexpr size_t kMaxLedgerStateBytes = size_t{64} << 20;
 inline constexpr size_t kMaxWitnessesPerChallenge = 1024;
 
 struct LedgerConfig {
-  uint64_t commit_window = 1;  // blocks from issue to the end of the commit phase
-  uint64_t reveal_window = 1;  // blocks from there to the end of the reveal phase
-  uint32_t quorum = 1;         // reveals the winning cluster needs
-  uint32_t max_rounds = 1;     // the most challenge rounds a task may ask for
+  uint64_t draw_delay = 1;      // blocks from a run's seal to the randomness its challenges use
+  uint64_t opening_window = 1;  // blocks from issue to the end of the opening phase
+  uint64_t commit_window = 1;   // blocks from the opening to the end of the commit phase
+  uint64_t reveal_window = 1;   // blocks from there to the end of the reveal phase
+  uint32_t quorum = 1;          // reveals the winning cluster needs
+  uint32_t max_rounds = 1;      // the most challenge rounds a task may ask for
 
   // kInvalidArgument unless every field is >= 1.
   void validate() const;
+  // The JSON form (docs/ledger.md section 1): an object with exactly these
+  // keys, every one an integer; kInvalidArgument naming the key otherwise.
+  static LedgerConfig from_json(const nlohmann::json &j);
+  nlohmann::json to_json() const;
   bool operator==(const LedgerConfig &) const = default;
+};
+
+// The chain's randomness of one block (docs/ledger.md section 2.4).
+struct BlockRandomness {
+  uint64_t height = 0;
+  hash::Digest value;
+  bool operator==(const BlockRandomness &) const = default;
 };
 
 struct RunInfo {
@@ -50,6 +63,11 @@ struct RunInfo {
   uint64_t latest_size = 0;  // 0 before the first root is posted
   hash::Digest latest_root;  // all zero while latest_size == 0
   bool sealed = false;       // latest_size == declared_steps
+  uint64_t seal_height = 0;  // when sealed: the height of the sealing post
+  uint64_t draw_height = 0;  // when sealed: seal_height + draw_delay
+  // Once its challenges are issued: the randomness they were drawn from
+  // (the first posted at a height >= draw_height).
+  std::optional<BlockRandomness> drawn_from;
   bool slashable = false;    // some challenge of the run finalized FAIL
 };
 
@@ -64,9 +82,12 @@ struct ChallengeInfo {
   hash::Digest run_id;
   uint64_t step = 0;
   Mode mode = Mode::kBitwise;
-  uint64_t commit_deadline = 0;  // last height of the commit phase
-  uint64_t reveal_deadline = 0;  // last height of the reveal phase
+  uint64_t issued_height = 0;
+  uint64_t opening_deadline = 0;  // last height of the opening phase
   bool opened = false;
+  uint64_t opened_height = 0;     // when opened: the phases below start here
+  uint64_t commit_deadline = 0;   // when opened: last height of the commit phase
+  uint64_t reveal_deadline = 0;   // when opened: last height of the reveal phase
   hash::Digest manifest_digest;  // when opened
   hash::Digest opened_state;     // when opened: the opened leaf's state digest
   double opened_update_norm = 0;  // when opened: the opened leaf's committed update norm
@@ -97,10 +118,14 @@ class Ledger {
   // size == declared_steps.
   void post_checkpoint_root(ByteView caller, const hash::Digest &run_id, uint64_t size,
                             const hash::Digest &root, ByteView consistency_proof, uint64_t now);
-  // Draws the task's challenge rounds (distinct steps) of a sealed run and
-  // opens one challenge per step in the task's mode; returns their ids in
-  // round order.
-  std::vector<uint64_t> issue_challenge(const hash::Digest &run_id, ByteView beacon, uint64_t now);
+  // The chain's randomness of block `now`, supplied by the embedding runtime
+  // (never a user's call): 32 bytes of drand, a VRF output or the like.
+  void post_randomness(const hash::Digest &randomness, uint64_t now);
+  // Draws the task's challenge rounds (distinct steps) of a sealed run from
+  // the randomness of its draw height and opens one challenge per step in
+  // the task's mode; returns their ids in round order. Once per run: a later
+  // call returns the same ids and changes nothing.
+  std::vector<uint64_t> issue_challenge(const hash::Digest &run_id, uint64_t now);
   void submit_opening(ByteView caller, uint64_t challenge_id, const hash::Digest &manifest_digest,
                       ByteView step_leaf, ByteView leaf_proof, uint64_t now);
   void commit_witness(ByteView caller, uint64_t challenge_id, const hash::Digest &commitment,
@@ -114,6 +139,8 @@ class Ledger {
   task::Task task_info(const hash::Digest &task_id) const;
   RunInfo run_info(const hash::Digest &run_id) const;
   ChallengeInfo challenge_info(uint64_t challenge_id) const;
+  // The latest posted randomness (nullopt before the first post).
+  std::optional<BlockRandomness> latest_randomness() const { return last_randomness_; }
 
   // Canonical pot.v2.LedgerState bytes; kLimit past kMaxLedgerStateBytes.
   Bytes save() const;
@@ -136,8 +163,11 @@ class Ledger {
     commit::TrainingCommitment commitment;
     uint64_t latest_size = 0;
     hash::Digest latest_root;
-    std::set<Bytes> beacons;
+    uint64_t seal_height = 0;  // meaningful once sealed
+    std::optional<BlockRandomness> drawn_from;  // once its challenges are issued
+    std::vector<uint64_t> challenge_ids;  // derived: issued in round order, consecutive
     bool slashable = false;  // derived from the challenges, kept for queries
+    bool sealed() const { return latest_size == commitment.declared_steps; }
   };
   struct Reveal {
     hash::Digest replayed_state;
@@ -145,6 +175,7 @@ class Ledger {
     Bytes salt;
   };
   struct Opening {
+    uint64_t height = 0;  // when it landed: the commit phase starts here
     hash::Digest manifest_digest;
     hash::Digest state_digest;  // the opened leaf's
     double update_norm = 0;     // the opened leaf's, committed before any challenge
@@ -157,8 +188,7 @@ class Ledger {
     hash::Digest run_id;
     uint64_t step = 0;
     Mode mode = Mode::kBitwise;
-    uint64_t commit_deadline = 0;
-    uint64_t reveal_deadline = 0;
+    uint64_t issued_height = 0;
     std::optional<Opening> opening;
     std::map<Bytes, hash::Digest> commits;  // identity -> commitment
     std::map<Bytes, Reveal> reveals;        // identity -> revealed value
@@ -167,6 +197,21 @@ class Ledger {
   using RunKey = std::pair<hash::Digest, Bytes>;  // (task id, miner identity)
 
   void check_now(uint64_t now) const;
+  uint64_t opening_deadline(const Challenge &c) const { return c.issued_height + config_.opening_window; }
+  // Once opened.
+  uint64_t commit_deadline(const Challenge &c) const { return c.opening->height + config_.commit_window; }
+  uint64_t reveal_deadline(const Challenge &c) const { return commit_deadline(c) + config_.reveal_window; }
+  // The height after which finalize_challenge is accepted.
+  uint64_t final_after(const Challenge &c) const {
+    return c.opening ? reveal_deadline(c) : opening_deadline(c);
+  }
+  // The stored randomness a run waiting since draw height `d` is drawn
+  // from, or end().
+  std::map<uint64_t, hash::Digest>::const_iterator randomness_for(uint64_t d) const {
+    return randomness_.lower_bound(d);
+  }
+  // Whether a stored randomness entry is still needed by a waiting run.
+  bool needed(std::map<uint64_t, hash::Digest>::const_iterator entry) const;
   Run &run_for(const hash::Digest &run_id, const char *call);
   const task::Task &task_of(const Run &r) const { return tasks_.at(r.commitment.task_id).task; }
   Challenge &challenge_for(uint64_t id, const char *call);
@@ -183,6 +228,11 @@ class Ledger {
   std::map<hash::Digest, Run> runs_;
   std::map<RunKey, hash::Digest> run_keys_;
   std::map<uint64_t, Challenge> challenges_;
+  // Randomness: the latest post, and the posted values some sealed run
+  // still waits for (no other value is kept).
+  std::optional<BlockRandomness> last_randomness_;
+  std::map<uint64_t, hash::Digest> randomness_;  // height -> value
+  std::map<uint64_t, uint64_t> waiting_;         // draw height -> sealed runs not yet drawn
 };
 
 }  // namespace pot::game

@@ -10,8 +10,10 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   pot::game::LedgerConfig cfg;
-  cfg.commit_window = 10;  // the configuration of tests/vectors/ledger_transcript.json,
-  cfg.reveal_window = 10;  // whose calls are this target's seeds
+  cfg.draw_delay = 1;       // the configuration of tests/vectors/ledger_transcript.json,
+  cfg.opening_window = 10;  // whose calls are this target's seeds
+  cfg.commit_window = 10;
+  cfg.reveal_window = 10;
   cfg.quorum = 2;
   cfg.max_rounds = 4;
   pot::game::Ledger ledger(cfg);

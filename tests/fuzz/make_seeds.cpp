@@ -198,13 +198,7 @@ void witness_seeds(const json &protocol) {
 // The transcript's calls, one JSON object per line (fuzz_ledger_calls), and
 // the saved state after every accepted call (fuzz_ledger_state).
 void ledger_seeds(const json &transcript) {
-  const json &c = transcript["config"];
-  pot::game::LedgerConfig cfg;
-  cfg.commit_window = c["commit_window"].get<uint64_t>();
-  cfg.reveal_window = c["reveal_window"].get<uint64_t>();
-  cfg.quorum = c["quorum"].get<uint32_t>();
-  cfg.max_rounds = c["max_rounds"].get<uint32_t>();
-  pot::game::Ledger ledger(cfg);
+  pot::game::Ledger ledger(pot::game::LedgerConfig::from_json(transcript["config"]));
   std::string lines;
   size_t i = 0;
   seed("fuzz_ledger_state", "state_0", ledger.save());

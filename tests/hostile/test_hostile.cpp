@@ -465,7 +465,7 @@ TEST(HugeClaims, JsonText) {
   // numbers past 2^64: refused without recursion or a matching allocation.
   const std::string deep = std::string(500000, '[') + std::string(500000, ']');
   pot_ledger *l = nullptr;
-  ASSERT_EQ(pot_ledger_new(&l, 10, 10, 2, 4, nullptr), POT_OK);
+  ASSERT_EQ(pot_ledger_new(&l, pot::test::kLedgerConfigJson, nullptr), POT_OK);
   expect_refused("ledger call nested 500000 deep", POT_E_INVALID_ARGUMENT, deep.size(), [&](pot_error **e) {
     pot_bytes out{};
     return pot_ledger_apply(&out, l, deep.c_str(), e);
@@ -526,7 +526,7 @@ TEST(EmptyInputs, EveryDecoderRefusesNothing) {
     expect_refused("pot_commitment_from_json", want, 1,
                    [&](pot_error **e) { return pot_commitment_from_json(&c, text, e); });
     pot_ledger *l = nullptr;
-    ASSERT_EQ(pot_ledger_new(&l, 10, 10, 2, 4, nullptr), POT_OK);
+    ASSERT_EQ(pot_ledger_new(&l, pot::test::kLedgerConfigJson, nullptr), POT_OK);
     expect_refused("pot_ledger_apply", want, 1, [&](pot_error **e) {
       pot_bytes out{};
       return pot_ledger_apply(&out, l, text, e);
@@ -854,8 +854,7 @@ class LedgerCalls : public ::testing::Test {
   void SetUp() override {
     transcript_ = pot::test::load_vectors("ledger_transcript.json");
     const json &c = transcript_["config"];
-    ASSERT_EQ(pot_ledger_new(&ledger_, c["commit_window"], c["reveal_window"], c["quorum"], c["max_rounds"], nullptr),
-              POT_OK);
+    ASSERT_EQ(pot_ledger_new(&ledger_, c.dump().c_str(), nullptr), POT_OK);
   }
   void TearDown() override { pot_ledger_free(ledger_); }
 
@@ -927,7 +926,6 @@ TEST_F(LedgerCalls, UnknownRunsAndChallengesAreRefused) {
   refused("a witness commitment for an unknown challenge", POT_E_NOT_FOUND, commit);
   json issue = call(index_of("issue_challenge"));
   issue["run_id"] = std::string(64, '0');
-  issue["beacon"] = "aa";
   issue["now"] = 200;
   refused("a challenge for an unknown run", POT_E_NOT_FOUND, issue);
   json post = call(index_of("post_checkpoint_root"));
@@ -959,21 +957,26 @@ TEST_F(LedgerCalls, SealedAndUnsealedRuns) {
   json more = call(index_of("issue_challenge"));
   more["rounds"] = 5;  // rounds are the task's, not an argument
   refused("a challenge that names its own rounds", POT_E_INVALID_ARGUMENT, more);
+  json beacon = call(index_of("issue_challenge"));
+  beacon["beacon"] = "aa";  // the steps come from the chain's randomness
+  refused("a challenge that names its own beacon", POT_E_INVALID_ARGUMENT, beacon);
 }
 
 TEST_F(LedgerCalls, OverflowingNumbers) {
-  replay(index_of("post_checkpoint_root", 1) + 1);
+  replay(index_of("post_randomness", 1) + 1);
   json issue = call(index_of("issue_challenge"));
   issue["now"] = UINT64_MAX;
-  issue["beacon"] = "bb";
   refused("a challenge whose deadlines pass 2^64 - 1", POT_E_OUT_OF_RANGE, issue);
+  json randomness = call(index_of("post_randomness"));
+  randomness["now"] = json::parse("18446744073709551616");
+  refused("randomness of height 2^64", POT_E_INVALID_ARGUMENT, randomness);
   json post = call(index_of("post_checkpoint_root", 1));
   post["size"] = UINT64_MAX;
+  post["now"] = 200;
   refused("a root of 2^64 - 1 steps", POT_E_STATE, post);
   for (const char *bad : {"-1", "18446744073709551616", "1e30", "1.5", "\"1\""}) {
     json c = call(index_of("issue_challenge"));
     c["now"] = json::parse(bad);
-    c["beacon"] = "cc";
     refused("now not a u64", POT_E_INVALID_ARGUMENT, c);
   }
 }

@@ -249,7 +249,7 @@ TEST(CApiConcurrent, SharedCallsOnOneHandleFromManyThreads) {
   ASSERT_EQ(pot_verdict_decide(&outcome, &cluster, verdict, &st, nullptr, nullptr), POT_OK);
   reads.push_back([&]() -> std::string { return std::string(pot_verdict_reason(verdict)); });
   pot_ledger *ledger = nullptr;
-  ASSERT_EQ(pot_ledger_new(&ledger, 10, 10, 2, 4, nullptr), POT_OK);
+  ASSERT_EQ(pot_ledger_new(&ledger, pot::test::kLedgerConfigJson, nullptr), POT_OK);
   reads.push_back([&]() -> std::string {
     pot_bytes b{};
     return status(pot_ledger_save(&b, ledger, nullptr)) << take(b);
@@ -392,7 +392,7 @@ TEST(CApiConcurrent, ExclusiveCallsOnDistinctHandles) {
     threads.emplace_back([&, i] {
       pot_ledger *l = nullptr;
       const auto &c = t["config"];
-      if (pot_ledger_new(&l, c["commit_window"], c["reveal_window"], c["quorum"], c["max_rounds"], nullptr) != POT_OK) {
+      if (pot_ledger_new(&l, c.dump().c_str(), nullptr) != POT_OK) {
         ++failures;
         return;
       }

@@ -435,9 +435,18 @@ TEST(CApiProtocol, OpeningAndWitnessesEndToEnd) {
 TEST(CApiProtocol, LedgerThroughJsonCalls) {
   pot_ledger *l = nullptr;
   pot_error *err = nullptr;
-  EXPECT_EQ(pot_ledger_new(&l, 0, 1, 1, 1, &err), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(pot_ledger_new(&l, R"({"draw_delay": 1, "opening_window": 0, "commit_window": 1, "reveal_window": 1,
+                                  "quorum": 1, "max_rounds": 1})",
+                           &err),
+            POT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pot_error_message(err)).find("opening_window"), std::string::npos) << pot_error_message(err);
   pot_error_free(err);
-  ASSERT_EQ(pot_ledger_new(&l, 10, 10, 2, 4, nullptr), POT_OK);
+  // The config of protocol 2's drafts, without the opening window and the draw delay.
+  EXPECT_EQ(pot_ledger_new(&l, R"({"commit_window": 10, "reveal_window": 10, "quorum": 2, "max_rounds": 4})", nullptr),
+            POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(pot_ledger_new(&l, "not json", nullptr), POT_E_MALFORMED);
+  EXPECT_EQ(pot_ledger_new(&l, nullptr, nullptr), POT_E_INVALID_ARGUMENT);
+  ASSERT_EQ(pot_ledger_new(&l, pot::test::kLedgerConfigJson, nullptr), POT_OK);
   pot_bytes before{}, after{}, result{};
   ASSERT_EQ(pot_ledger_save(&before, l, nullptr), POT_OK);
   // A refused call: unknown run. The state is unchanged.

@@ -58,7 +58,8 @@ Bytes salt_for(const std::string &who) {
 }
 
 constexpr uint64_t kSteps = 8;
-const LedgerConfig kConfig{10, 10, 2, 4};
+const LedgerConfig kConfig{
+    .draw_delay = 1, .opening_window = 10, .commit_window = 10, .reveal_window = 10, .quorum = 2, .max_rounds = 4};
 
 void expect_round_trip(const Ledger &l) {
   const Bytes s = l.save();
@@ -134,11 +135,18 @@ struct Flow {
     ++now;
     post(kSteps);
   }
-  std::vector<uint64_t> issue(const std::string &beacon = "beacon 1") {
-    return ledger.issue_challenge(run_id, id(beacon), now);
+  // The runtime's randomness of the run's draw height (moving there first).
+  static Digest randomness(uint64_t height) { return d("randomness of block " + std::to_string(height)); }
+  void draw() {
+    now = std::max(now, ledger.run_info(run_id).draw_height);
+    ledger.post_randomness(randomness(now), now);
   }
-  uint64_t challenge(const std::string &beacon = "beacon 1") {
-    const std::vector<uint64_t> ids = issue(beacon);
+  std::vector<uint64_t> issue() {
+    draw();
+    return ledger.issue_challenge(run_id, now);
+  }
+  uint64_t challenge() {
+    const std::vector<uint64_t> ids = issue();
     EXPECT_EQ(ids.size(), 1u);
     return ids.at(0);
   }
@@ -184,10 +192,34 @@ struct Flow {
 }  // namespace
 
 TEST(Ledger, ConfigIsValidated) {
-  EXPECT_EQ(status_of([] { Ledger(LedgerConfig{0, 1, 1, 1}); }), Status::kInvalidArgument);
-  EXPECT_EQ(status_of([] { Ledger(LedgerConfig{1, 0, 1, 1}); }), Status::kInvalidArgument);
-  EXPECT_EQ(status_of([] { Ledger(LedgerConfig{1, 1, 0, 1}); }), Status::kInvalidArgument);
-  EXPECT_EQ(status_of([] { Ledger(LedgerConfig{1, 1, 1, 0}); }), Status::kInvalidArgument);
+  for (auto zero : {&LedgerConfig::draw_delay, &LedgerConfig::opening_window, &LedgerConfig::commit_window,
+                    &LedgerConfig::reveal_window}) {
+    LedgerConfig c = kConfig;
+    c.*zero = 0;
+    EXPECT_EQ(status_of([&] { Ledger{c}; }), Status::kInvalidArgument);
+  }
+  for (auto zero : {&LedgerConfig::quorum, &LedgerConfig::max_rounds}) {
+    LedgerConfig c = kConfig;
+    c.*zero = 0;
+    EXPECT_EQ(status_of([&] { Ledger{c}; }), Status::kInvalidArgument);
+  }
+  // The JSON form: every key, integers only, nothing else.
+  EXPECT_EQ(LedgerConfig::from_json(kConfig.to_json()), kConfig);
+  for (const char *key : {"draw_delay", "opening_window", "commit_window", "reveal_window", "quorum", "max_rounds"}) {
+    nlohmann::json j = kConfig.to_json();
+    j.erase(key);
+    EXPECT_EQ(status_of([&] { LedgerConfig::from_json(j); }), Status::kInvalidArgument) << key;
+    j[key] = "1";
+    EXPECT_EQ(status_of([&] { LedgerConfig::from_json(j); }), Status::kInvalidArgument) << key;
+    j[key] = 0;
+    EXPECT_EQ(status_of([&] { LedgerConfig::from_json(j); }), Status::kInvalidArgument) << key;
+  }
+  nlohmann::json extra = kConfig.to_json();
+  extra["beacon_rounds"] = 1;
+  EXPECT_EQ(status_of([&] { LedgerConfig::from_json(extra); }), Status::kInvalidArgument);
+  nlohmann::json wide = kConfig.to_json();
+  wide["quorum"] = uint64_t{1} << 32;
+  EXPECT_EQ(status_of([&] { LedgerConfig::from_json(wide); }), Status::kInvalidArgument);
   const Ledger l(kConfig);
   EXPECT_EQ(l.config(), kConfig);
   EXPECT_EQ(l.height(), 0u);
@@ -224,25 +256,40 @@ TEST(Ledger, HonestFlowPasses) {
   r = f.ledger.run_info(f.run_id);
   EXPECT_TRUE(r.sealed);
   EXPECT_EQ(r.latest_root, f.tree->root());
+  EXPECT_EQ(r.seal_height, f.now);
+  EXPECT_EQ(r.draw_height, f.now + 1);
+  EXPECT_FALSE(r.drawn_from);
   EXPECT_FALSE(r.slashable);
   expect_round_trip(f.ledger);
 
+  // The steps come from the runtime's randomness of the draw height.
+  const uint64_t sealed_at = f.now;
   const uint64_t cid = f.challenge();
   EXPECT_EQ(cid, 0u);
+  EXPECT_EQ(f.now, sealed_at + 1);
+  r = f.ledger.run_info(f.run_id);
+  ASSERT_TRUE(r.drawn_from);
+  EXPECT_EQ(*r.drawn_from, (game::BlockRandomness{f.now, Flow::randomness(f.now)}));
   game::ChallengeInfo c = f.ledger.challenge_info(cid);
   EXPECT_EQ(c.run_id, f.run_id);
   EXPECT_GE(c.step, 1u);
   EXPECT_LE(c.step, kSteps);
-  EXPECT_EQ(c.step, commit::derive_challenges(id("beacon 1"), f.run_id, kSteps, 1).at(0));
+  EXPECT_EQ(c.step, commit::derive_challenges(Flow::randomness(f.now).view(), f.run_id, kSteps, 1).at(0));
   EXPECT_EQ(c.mode, Mode::kBitwise);
-  EXPECT_EQ(c.commit_deadline, f.now + 10);
-  EXPECT_EQ(c.reveal_deadline, f.now + 20);
+  EXPECT_EQ(c.issued_height, f.now);
+  EXPECT_EQ(c.opening_deadline, f.now + 10);
   EXPECT_FALSE(c.opened);
   EXPECT_FALSE(c.verdict);
+  expect_round_trip(f.ledger);
 
+  // The commit phase starts when the opening lands.
+  f.now += 3;
   f.open(cid);
   c = f.ledger.challenge_info(cid);
   EXPECT_TRUE(c.opened);
+  EXPECT_EQ(c.opened_height, f.now);
+  EXPECT_EQ(c.commit_deadline, f.now + 10);
+  EXPECT_EQ(c.reveal_deadline, f.now + 20);
   EXPECT_EQ(c.manifest_digest, f.manifest);
   EXPECT_EQ(c.opened_state, Flow::honest_state(c.step));
   expect_round_trip(f.ledger);
@@ -371,11 +418,25 @@ TEST(Ledger, TieOrTooFewRevealsIsInconclusive) {
 }
 
 TEST(Ledger, NoOpeningFailsAndWitnessesAreComparedWithTheCommittedBucket) {
-  Flow f(false, kConfig, 100, make_task(kNorm));
+  Flow f(false, kConfig, 100, make_task(kNorm, 2));
   f.seal();
-  const uint64_t unopened = f.challenge("beacon 1");
-  const uint64_t opened = f.challenge("beacon 2");
+  const std::vector<uint64_t> ids = f.issue();
+  const uint64_t unopened = ids[0], opened = ids[1];
+  // The miner opens one challenge in the last block of its opening phase:
+  // witnesses still get the whole commit phase.
+  f.now = f.ledger.challenge_info(opened).opening_deadline;
   f.open(opened);
+  EXPECT_EQ(f.ledger.challenge_info(opened).commit_deadline, f.now + kConfig.commit_window);
+  // An unopened challenge is final once its opening phase closes; the
+  // miner cannot open it any more.
+  EXPECT_REFUSED(f.ledger, Status::kState, f.ledger.finalize_challenge(unopened, f.now));
+  ++f.now;
+  EXPECT_REFUSED(f.ledger, Status::kState, f.open(unopened));
+  const game::ChallengeVerdict a = f.ledger.finalize_challenge(unopened, f.now);
+  EXPECT_EQ(a.verdict, Verdict::kFail);
+  EXPECT_EQ(a.reason, "no opening within the opening window");
+  EXPECT_EQ(a.cluster_size, 0u);
+  EXPECT_TRUE(f.ledger.run_info(f.run_id).slashable);
   // Witnesses agreeing on a bucket far from the leaf's: the miner cannot
   // move the reference after the challenge (it was committed in the leaf).
   f.commit("alice", opened, d("a"), 7);
@@ -383,17 +444,13 @@ TEST(Ledger, NoOpeningFailsAndWitnessesAreComparedWithTheCommittedBucket) {
   f.to_reveal_phase(opened);
   f.reveal("alice", opened, d("a"), 7);
   f.reveal("bob", opened, d("b"), 7);
-  f.to_final_phase(unopened);
-  const game::ChallengeVerdict a = f.ledger.finalize_challenge(unopened, f.now);
-  EXPECT_EQ(a.verdict, Verdict::kFail);
-  EXPECT_EQ(a.reason, "no opening");
-  EXPECT_EQ(a.cluster_size, 0u);
-  EXPECT_TRUE(f.ledger.run_info(f.run_id).slashable);
+  f.to_final_phase(opened);
   const game::ChallengeVerdict b = f.ledger.finalize_challenge(opened, f.now);
   EXPECT_EQ(b.verdict, Verdict::kFail);
   EXPECT_EQ(b.reason, "the largest cluster's bucket 7 does not match the committed bucket 100");
   expect_round_trip(f.ledger);
-  EXPECT_EQ(Ledger::load(f.ledger.save()).challenge_info(unopened).verdict->reason, "no opening");
+  EXPECT_EQ(Ledger::load(f.ledger.save()).challenge_info(unopened).verdict->reason,
+            "no opening within the opening window");
   EXPECT_EQ(Ledger::load(f.ledger.save()).challenge_info(opened).committed_bucket, Flow::kCommittedBucket);
 }
 
@@ -411,8 +468,8 @@ TEST(Ledger, TimeNeverGoesBack) {
   EXPECT_REFUSED(l, Status::kInvalidArgument, l.post_task(f.owner, f.task_bytes, past));
   EXPECT_REFUSED(l, Status::kInvalidArgument,
                  l.post_checkpoint_root(f.miner, f.run_id, kSteps, f.tree->root(), {}, past));
-  EXPECT_REFUSED(l, Status::kInvalidArgument,
-                 l.issue_challenge(f.run_id, id("beacon 2"), past));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.issue_challenge(f.run_id, past));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.post_randomness(d("r"), past));
   EXPECT_REFUSED(
       l, Status::kInvalidArgument,
       l.submit_opening(f.miner, cid, f.manifest, f.leaf_bytes(s), f.leaf_proof(s), past));
@@ -554,28 +611,96 @@ TEST(Ledger, IssueChallengeRefusals) {
   Flow f(false, kConfig, 100, make_task(task::ChallengeMode::kBitwise, 4));
   f.start();
   Ledger &l = f.ledger;
-  const Bytes beacon = id("beacon 1");
-  EXPECT_REFUSED(l, Status::kState, l.issue_challenge(f.run_id, beacon, f.now));
+  EXPECT_REFUSED(l, Status::kState, l.issue_challenge(f.run_id, f.now));
   f.post(3);
-  EXPECT_REFUSED(l, Status::kState, l.issue_challenge(f.run_id, beacon, f.now));
+  EXPECT_REFUSED(l, Status::kState, l.issue_challenge(f.run_id, f.now));
   f.post(kSteps);
-  EXPECT_REFUSED(l, Status::kNotFound, l.issue_challenge(d("no such run"), beacon, f.now));
-  EXPECT_REFUSED(l, Status::kInvalidArgument, l.issue_challenge(f.run_id, Bytes{}, f.now));
-  EXPECT_REFUSED(l, Status::kLimit, l.issue_challenge(f.run_id, Bytes(1025, 1), f.now));
+  const uint64_t sealed_at = f.now;
+  EXPECT_REFUSED(l, Status::kNotFound, l.issue_challenge(d("no such run"), f.now));
+  // The randomness of the sealing block itself is not used: the miner may
+  // have seen it before it sealed.
+  l.post_randomness(Flow::randomness(f.now), f.now);
+  EXPECT_REFUSED(l, Status::kState, l.issue_challenge(f.run_id, f.now));
+  f.now += 5;
+  EXPECT_REFUSED(l, Status::kState, l.issue_challenge(f.run_id, f.now));
+  // A runtime that skipped heights: the first value posted at or after the
+  // draw height is the one.
+  l.post_randomness(Flow::randomness(f.now), f.now);
   // Rounds and mode are the task's.
-  const std::vector<uint64_t> ids = l.issue_challenge(f.run_id, beacon, f.now);
+  const std::vector<uint64_t> ids = l.issue_challenge(f.run_id, f.now);
   EXPECT_EQ(ids, (std::vector<uint64_t>{0, 1, 2, 3}));
   for (uint64_t cid : ids) EXPECT_EQ(l.challenge_info(cid).mode, Mode::kBitwise);
-  EXPECT_EQ(f.step_of(ids[3]), commit::derive_challenges(beacon, f.run_id, kSteps, 4).at(3));
-  // A beacon is used once per run.
-  EXPECT_REFUSED(l, Status::kConflict, l.issue_challenge(f.run_id, beacon, f.now));
-  // Ids continue ledger-wide.
-  EXPECT_EQ(l.issue_challenge(f.run_id, id("beacon 2"), f.now), (std::vector<uint64_t>{4, 5, 6, 7}));
+  const std::vector<uint64_t> steps = commit::derive_challenges(Flow::randomness(f.now).view(), f.run_id, kSteps, 4);
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(f.step_of(ids[i]), steps[i]);
+  EXPECT_EQ(l.run_info(f.run_id).drawn_from, (game::BlockRandomness{sealed_at + 5, Flow::randomness(sealed_at + 5)}));
+  // Once per run: anyone may call it again, and gets the same challenges.
+  ++f.now;
+  l.post_randomness(Flow::randomness(f.now), f.now);
+  for (int i = 0; i < 50; ++i) EXPECT_NO_OP(l, EXPECT_EQ(l.issue_challenge(f.run_id, f.now), ids));
+  expect_round_trip(l);
 
   // Deadlines past 2^64 - 1.
-  Flow h(false, kConfig, UINT64_MAX - 15);
+  Flow h(false, kConfig, UINT64_MAX - 25);
   h.seal();
-  EXPECT_REFUSED(h.ledger, Status::kOutOfRange, h.ledger.issue_challenge(h.run_id, beacon, h.now));
+  h.draw();
+  EXPECT_REFUSED(h.ledger, Status::kOutOfRange, h.ledger.issue_challenge(h.run_id, h.now));
+  // A draw height past 2^64 - 1.
+  Flow g(false, kConfig, UINT64_MAX - 2);
+  g.start();
+  g.post(3);
+  ++g.now;
+  g.post(6);
+  ++g.now;
+  EXPECT_REFUSED(g.ledger, Status::kOutOfRange,
+                 g.ledger.post_checkpoint_root(g.miner, g.run_id, kSteps, g.tree->root(), g.consistency(kSteps), g.now));
+}
+
+TEST(Ledger, RandomnessIsKeptOnlyWhileARunWaitsForIt) {
+  Flow f;
+  f.seal();
+  Ledger &l = f.ledger;
+  EXPECT_FALSE(l.latest_randomness());
+  // Posts nobody waits for are not kept (the state stays bounded by the
+  // runs waiting), but the latest is known.
+  const size_t before = l.save().size();
+  l.post_randomness(d("r0"), f.now);
+  EXPECT_EQ(l.latest_randomness(), (game::BlockRandomness{f.now, d("r0")}));
+  EXPECT_EQ(l.save().size(), before + 38);  // the latest post: height and value
+  // One value per height: the same again is a no-op, another is a conflict.
+  EXPECT_NO_OP(l, l.post_randomness(d("r0"), f.now));
+  EXPECT_REFUSED(l, Status::kConflict, l.post_randomness(d("another r0"), f.now));
+  // The draw height's value is kept until the run is drawn, then dropped.
+  ++f.now;
+  l.post_randomness(d("r1"), f.now);
+  const Bytes kept = l.save();
+  expect_round_trip(l);
+  ++f.now;
+  l.post_randomness(d("r2"), f.now);
+  EXPECT_EQ(l.issue_challenge(f.run_id, f.now).size(), 1u);
+  EXPECT_EQ(l.run_info(f.run_id).drawn_from, (game::BlockRandomness{f.now - 1, d("r1")}));
+  expect_round_trip(l);
+  EXPECT_LT(l.save().size(), kept.size() + 100);  // r1 dropped: no run waits any more
+
+  // Two runs waiting for the same value: it stays until both are drawn.
+  Flow g;
+  g.seal();
+  const Digest second_run = [&] {
+    g.ledger.post_task(g.owner, g.task_bytes, g.now);
+    const commit::TrainingCommitment c = make_commitment(id("miner 2"), g.task_value);
+    const Digest run = g.ledger.start_training_commitment(id("miner 2"), c.encode(), g.now);
+    auto log = Flow::log_of(run);
+    g.ledger.post_checkpoint_root(id("miner 2"), run, kSteps, log->root(), {}, g.now);
+    return run;
+  }();
+  ++g.now;
+  g.ledger.post_randomness(d("shared"), g.now);
+  ++g.now;
+  g.ledger.post_randomness(d("later"), g.now);
+  EXPECT_EQ(g.ledger.issue_challenge(g.run_id, g.now).size(), 1u);
+  expect_round_trip(g.ledger);
+  EXPECT_EQ(g.ledger.issue_challenge(second_run, g.now).size(), 1u);
+  EXPECT_EQ(g.ledger.run_info(second_run).drawn_from, (game::BlockRandomness{g.now - 1, d("shared")}));
+  expect_round_trip(g.ledger);
 }
 
 TEST(Ledger, SubmitOpeningRefusals) {
@@ -615,11 +740,17 @@ TEST(Ledger, SubmitOpeningRefusals) {
   EXPECT_REFUSED(l, Status::kMalformed,
                  open(f.miner, cid, f.manifest, leaf, ByteView(proof).first(63)));
   f.open(cid);
+  const uint64_t opened_at = f.now;
+  // A repeat is a no-op and never moves the phases that follow the opening.
+  ++f.now;
+  f.open(cid);
+  EXPECT_EQ(l.challenge_info(cid).opened_height, opened_at);
   EXPECT_NO_OP(l, f.open(cid));
   EXPECT_REFUSED(l, Status::kConflict, open(f.miner, cid, d("another manifest"), leaf, proof));
-  f.now = l.challenge_info(ids[1]).commit_deadline + 1;
-  EXPECT_REFUSED(l, Status::kState, f.open(ids[1]));
-  EXPECT_REFUSED(l, Status::kState, f.open(cid));  // even a repeat: the phase is over
+  f.now = l.challenge_info(ids[1]).opening_deadline;  // the last height of the phase still counts
+  f.open(ids[1]);
+  ++f.now;
+  EXPECT_REFUSED(l, Status::kState, f.open(ids[1]));  // even a repeat: the phase is over
 }
 
 TEST(Ledger, CommitWitnessRefusals) {
@@ -701,6 +832,15 @@ TEST(Ledger, RevealAfterTheRevealPhaseIsRefused) {
   EXPECT_REFUSED(l, Status::kState, f.reveal("alice", cid, d("x")));
 }
 
+TEST(Ledger, NothingIsRevealedOnAnUnopenedChallenge) {
+  Flow f;
+  f.seal();
+  Ledger &l = f.ledger;
+  const uint64_t cid = f.challenge();
+  f.now = l.challenge_info(cid).opening_deadline + 1;
+  EXPECT_REFUSED(l, Status::kState, f.reveal("alice", cid, d("x")));
+}
+
 TEST(Ledger, FinalizeChallengeRefusals) {
   Flow f;
   f.seal();
@@ -708,10 +848,14 @@ TEST(Ledger, FinalizeChallengeRefusals) {
   const uint64_t cid = f.challenge();
   EXPECT_REFUSED(l, Status::kNotFound, l.finalize_challenge(99, f.now));
   EXPECT_REFUSED(l, Status::kState, l.finalize_challenge(cid, f.now));
+  f.open(cid);
+  // Opened: final after the reveal phase, not the opening phase.
+  f.now = l.challenge_info(cid).opening_deadline + 1;
+  EXPECT_REFUSED(l, Status::kState, l.finalize_challenge(cid, f.now));
   f.now = l.challenge_info(cid).reveal_deadline;
   EXPECT_REFUSED(l, Status::kState, l.finalize_challenge(cid, f.now));
   ++f.now;
-  EXPECT_EQ(l.finalize_challenge(cid, f.now).verdict, Verdict::kFail);
+  EXPECT_EQ(l.finalize_challenge(cid, f.now).verdict, Verdict::kInconclusive);
   EXPECT_REFUSED(l, Status::kState, l.finalize_challenge(cid, f.now));
   EXPECT_EQ(status_of([&] { l.run_info(d("no such run")); }), Status::kNotFound);
   EXPECT_EQ(status_of([&] { l.challenge_info(99); }), Status::kNotFound);
@@ -735,11 +879,13 @@ Flow busy_flow() {
   const auto norm_log = Flow::log_of(norm_run, false, &norm_leaves);
   l.post_checkpoint_root(norm_miner, norm_run, kSteps, norm_log->root(), {}, f.now);
   const std::vector<uint64_t> ids = f.issue();
-  const uint64_t norm = l.issue_challenge(norm_run, id("beacon 2"), f.now).at(0);
-  for (uint64_t cid : ids) f.open(cid);
+  const uint64_t norm = l.issue_challenge(norm_run, f.now).at(0);
+  f.open(ids[0]);
   const uint64_t ns = f.step_of(norm);
   l.submit_opening(norm_miner, norm, f.manifest, norm_leaves.at(ns - 1).encode(),
                    merkle::encode_proof(norm_log->inclusion_proof(ns - 1, kSteps)), f.now);
+  f.now += 2;
+  f.open(ids[1]);  // two blocks into its opening phase
   for (const char *w : {"alice", "bob", "carol"}) {
     f.commit(w, ids[0], Flow::honest_state(f.step_of(ids[0])));
     f.commit(w, norm, d(w), Flow::kCommittedBucket + 1);
@@ -752,6 +898,12 @@ Flow busy_flow() {
   f.to_final_phase(ids[0]);
   l.finalize_challenge(ids[0], f.now);
   l.finalize_challenge(norm, f.now);
+  // A sealed run waiting to be drawn, its randomness posted and kept.
+  const Bytes waiting_miner = id("miner 4");
+  const Digest waiting = l.start_training_commitment(waiting_miner, make_commitment(waiting_miner, f.task_value).encode(), f.now);
+  l.post_checkpoint_root(waiting_miner, waiting, kSteps, Flow::log_of(waiting)->root(), {}, f.now);
+  ++f.now;
+  l.post_randomness(Flow::randomness(f.now), f.now);
   return f;
 }
 
@@ -816,10 +968,11 @@ TEST(Ledger, LoadChecksInvariants) {
   refused("version 3", [](auto &p) { p.set_format_version(3); });
   refused("no config", [](auto &p) { p.clear_config(); });
   refused("quorum 0", [](auto &p) { p.mutable_config()->set_quorum(0); });
-  refused("window", [](auto &p) { p.mutable_config()->set_reveal_window(11); });
-  refused("height before a final challenge closed",
-          [](auto &p) { p.set_height(p.challenges(0).reveal_deadline()); });
+  refused("window", [](auto &p) { p.mutable_config()->set_reveal_window(100); });  // a final challenge still open
+  refused("opening window", [](auto &p) { p.mutable_config()->set_opening_window(1); });  // opened after it
   refused("height without tasks", [](auto &p) {
+    p.clear_last_randomness();
+    p.clear_randomness();
     p.clear_tasks();
     p.clear_runs();
     p.clear_challenges();
@@ -847,16 +1000,47 @@ TEST(Ledger, LoadChecksInvariants) {
     for (auto &r : *p.mutable_runs())
       if (r.latest_size() == 0) r.set_latest_root(std::string(32, 'r'));
   });
-  refused("beacons dropped", [](auto &p) {
-    for (auto &r : *p.mutable_runs()) r.clear_beacons();
-  });
-  refused("beacons added", [](auto &p) {
+  // The randomness: runs draw from values that were posted, after their
+  // seal; the kept values are exactly those a waiting run needs.
+  auto drawn_run = [](v2::LedgerState &p) -> v2::LedgerRun & {
     for (auto &r : *p.mutable_runs())
-      if (r.beacons_size() > 0) {
-        r.add_beacons("zzz1");  // more beacons than challenges
-        r.add_beacons("zzz2");
-      }
+      if (r.has_drawn_from()) return r;
+    throw std::logic_error("no drawn run");
+  };
+  auto unsealed_run = [](v2::LedgerState &p) -> v2::LedgerRun & {
+    for (auto &r : *p.mutable_runs())
+      if (r.seal_height() == 0) return r;
+    throw std::logic_error("no unsealed run");
+  };
+  ASSERT_EQ(f.ledger.save(), s);
+  refused("drawn_from dropped", [&](auto &p) { drawn_run(p).clear_drawn_from(); });
+  refused("drawn_from value", [&](auto &p) { *drawn_run(p).mutable_drawn_from()->mutable_value() = std::string(32, 'v'); });
+  refused("drawn_from value short", [&](auto &p) { drawn_run(p).mutable_drawn_from()->mutable_value()->pop_back(); });
+  refused("drawn before the draw height", [&](auto &p) {
+    drawn_run(p).mutable_drawn_from()->set_height(drawn_run(p).seal_height());
   });
+  refused("drawn from a height never posted", [&](auto &p) {
+    drawn_run(p).mutable_drawn_from()->set_height(p.last_randomness().height() + 1);
+  });
+  refused("drawn from the latest height, another value", [&](auto &p) {
+    drawn_run(p).mutable_drawn_from()->set_height(p.last_randomness().height());
+  });
+  refused("seal height of an unsealed run", [&](auto &p) { unsealed_run(p).set_seal_height(1); });
+  refused("sealed above the height", [&](auto &p) { drawn_run(p).set_seal_height(p.height() + 1); });
+  refused("no latest randomness", [](auto &p) { p.clear_last_randomness(); });
+  refused("latest randomness above the height",
+          [](auto &p) { p.mutable_last_randomness()->set_height(p.height() + 1); });
+  refused("latest randomness short", [](auto &p) { p.mutable_last_randomness()->mutable_value()->pop_back(); });
+  refused("kept randomness dropped", [](auto &p) { p.clear_randomness(); });
+  refused("kept randomness twice", [](auto &p) { *p.add_randomness() = p.randomness(0); });
+  refused("kept randomness nobody waits for", [](auto &p) {
+    auto *e = p.add_randomness();
+    e->set_height(p.randomness(0).height() - 1);
+    e->set_value(std::string(32, 'x'));
+    p.mutable_randomness()->SwapElements(0, 1);
+  });
+  refused("kept randomness not the posted value",
+          [](auto &p) { (*p.mutable_randomness(0)->mutable_value())[0] ^= 1; });
   refused("challenges unsorted", [](auto &p) { p.mutable_challenges()->SwapElements(0, 1); });
   refused("unknown run", [](auto &p) { (*p.mutable_challenges(0)->mutable_run_id())[0] ^= 1; });
   refused("step 0", [](auto &p) { p.mutable_challenges(0)->set_step(0); });
@@ -865,13 +1049,28 @@ TEST(Ledger, LoadChecksInvariants) {
           [](auto &p) { p.mutable_challenges(0)->set_mode(v2::LEDGER_MODE_UNSPECIFIED); });
   refused("mode 7",
           [](auto &p) { p.mutable_challenges(0)->set_mode(static_cast<v2::LedgerMode>(7)); });
-  refused("deadline", [](auto &p) {
-    p.mutable_challenges(0)->set_reveal_deadline(p.challenges(0).reveal_deadline() + 1);
+  refused("issued before the draw", [](auto &p) {
+    for (auto &c : *p.mutable_challenges()) c.set_issued_height(c.issued_height() - 1);
   });
+  refused("issued apart", [](auto &p) { p.mutable_challenges(1)->set_issued_height(p.challenges(1).issued_height() + 1); });
   refused("issued in the future", [](auto &p) {
-    auto *c = p.mutable_challenges(1);
-    c->set_commit_deadline(p.height() + 100);
-    c->set_reveal_deadline(p.height() + 110);
+    for (auto &c : *p.mutable_challenges()) c.set_issued_height(p.height() + 1);
+  });
+  refused("opened after its opening phase", [](auto &p) {
+    auto *o = p.mutable_challenges(0)->mutable_opening();
+    o->set_height(p.challenges(0).issued_height() + 11);
+  });
+  refused("opened before its issue", [](auto &p) {
+    auto *o = p.mutable_challenges(0)->mutable_opening();
+    o->set_height(p.challenges(0).issued_height() - 1);
+  });
+  refused("a drawn run's challenge dropped", [](auto &p) {
+    p.mutable_challenges()->RemoveLast();
+    p.set_next_challenge_id(p.next_challenge_id() - 1);
+  });
+  refused("another step than the draw's", [](auto &p) {
+    auto *c = p.mutable_challenges(1);  // no reveals: only the draw can tell
+    c->set_step(c->step() % kSteps + 1);
   });
   refused("norm with its sign bit", [](auto &p) {
     p.mutable_challenges(0)->mutable_opening()->set_update_norm(-1.0);
@@ -943,10 +1142,9 @@ TEST(Ledger, JsonCallsMatchTheCppCalls) {
     prev = size;
     if (size != kSteps) ++now;
   }
-  const nlohmann::json issued = call({{"call", "issue_challenge"},
-                                      {"now", now},
-                                      {"run_id", run},
-                                      {"beacon", to_hex(id("beacon 1"))}});
+  ++now;
+  call({{"call", "post_randomness"}, {"now", now}, {"randomness", Flow::randomness(now).hex()}});
+  const nlohmann::json issued = call({{"call", "issue_challenge"}, {"now", now}, {"run_id", run}});
   EXPECT_EQ(issued["challenge_ids"], nlohmann::json::array({cid}));
   EXPECT_EQ(issued["steps"], nlohmann::json::array({step}));
   call({{"call", "submit_opening"},
@@ -989,17 +1187,29 @@ TEST(Ledger, JsonCallsMatchTheCppCalls) {
   EXPECT_EQ(r["declared_steps"], kSteps);
   EXPECT_EQ(r["latest_root"], g.tree->root().hex());
   EXPECT_EQ(r["sealed"], true);
+  EXPECT_EQ(r["seal_height"], 102);
+  EXPECT_EQ(r["draw_height"], 103);
+  EXPECT_EQ(r["drawn_from"], (nlohmann::json{{"height", 103}, {"value", Flow::randomness(103).hex()}}));
   EXPECT_EQ(r["slashable"], false);
   const nlohmann::json c = call({{"call", "challenge_info"}, {"challenge_id", cid}});
   EXPECT_EQ(c["step"], step);
   EXPECT_EQ(c["mode"], "bitwise");
+  EXPECT_EQ(c["issued_height"], 103);
+  EXPECT_EQ(c["opening_deadline"], 113);
   EXPECT_EQ(c["opened"], true);
+  EXPECT_EQ(c["opened_height"], 103);
+  EXPECT_EQ(c["commit_deadline"], 113);
+  EXPECT_EQ(c["reveal_deadline"], 123);
   EXPECT_EQ(c["opened_state"], state.hex());
   EXPECT_TRUE(c["committed_bucket"].is_null());  // bitwise mode
   EXPECT_EQ(c["opened_update_norm"], Flow::committed_norm());
   EXPECT_EQ(c["witness_reveals"], 2);
   EXPECT_EQ(c["final"], true);
   EXPECT_EQ(c["verdict"], "pass");
+  const nlohmann::json info = call({{"call", "ledger_info"}});
+  EXPECT_EQ(info["config"], kConfig.to_json());
+  EXPECT_EQ(info["height"], now);
+  EXPECT_EQ(info["latest_randomness"], r["drawn_from"]);
 }
 
 TEST(Ledger, JsonCallsAreReadStrictly) {
@@ -1041,12 +1251,15 @@ TEST(Ledger, JsonCallsAreReadStrictly) {
   nlohmann::json missing = reveal;
   missing.erase("bucket");
   EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply(missing));
+  // The steps come from the chain's randomness: a caller's beacon is no
+  // argument, nor is the mode (the task's).
   EXPECT_REFUSED(l, Status::kInvalidArgument,
-                 l.apply({{"call", "issue_challenge"},
-                          {"now", f.now},
-                          {"run_id", f.run_id.hex()},
-                          {"beacon", "00"},
-                          {"mode", "bitwise"}}));  // the mode is the task's, not an argument
+                 l.apply({{"call", "issue_challenge"}, {"now", f.now}, {"run_id", f.run_id.hex()}, {"beacon", "00"}}));
+  EXPECT_REFUSED(l, Status::kInvalidArgument,
+                 l.apply({{"call", "issue_challenge"}, {"now", f.now}, {"run_id", f.run_id.hex()}, {"mode", "bitwise"}}));
+  EXPECT_REFUSED(l, Status::kInvalidArgument,
+                 l.apply({{"call", "post_randomness"}, {"now", f.now}, {"randomness", "00"}}));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply({{"call", "ledger_info"}, {"now", f.now}}));
   EXPECT_REFUSED(l, Status::kInvalidArgument,
                  l.apply({{"call", "post_task"}, {"caller", to_hex(f.owner)}, {"now", f.now}, {"task", "0g"}}));
   EXPECT_REFUSED(l, Status::kInvalidArgument, l.apply({{"call", "run_info"}, {"run_id", "abc"}}));

@@ -1,8 +1,9 @@
 """Writes the calls of tests/vectors/ledger_transcript.json (stdout).
 
 The docs/ledger.md example session: a task posted by its owner, a 4-step run
-of miner "miner" that answers to it, a norm-bucket challenge answered by
-witnesses "alice" and "bob", with refused calls inserted. Everything is
+of miner "miner" that answers to it, the runtime's randomness of each block,
+a norm-bucket challenge drawn from it and answered by witnesses "alice" and
+"bob", with refused calls inserted. Everything is
 computed here with tests/interop/independent.py (hashlib only); the
 results are recorded by the reference ledger:
 
@@ -57,8 +58,11 @@ def inclusion(i: int) -> str:
     return (hashes[i ^ 1] + pair[1 - i // 2]).hex()
 
 
-BEACON = b"block 103 randomness".hex()
-STEP = ind.derive_challenges(bytes.fromhex(BEACON), bytes.fromhex(RUN), STEPS, 1)[0]
+# The runtime's randomness of blocks 102 and 103 (drand or a VRF output on a
+# chain). The run is sealed at 102 and the draw delay is 1: its steps come
+# from the value of block 103, which the miner could not know when it sealed.
+RANDOMNESS = {h: digest(f"randomness of block {h}") for h in (102, 103)}
+STEP = ind.derive_challenges(bytes.fromhex(RANDOMNESS[103]), bytes.fromhex(RUN), STEPS, 1)[0]
 MANIFEST = digest("opening manifest")
 WITNESSES = [(ALICE, digest("alice's replay"), -1199, "000102030405060708090a0b0c0d0e0f"),
              (BOB, digest("bob's replay"), -1199, "ab" * 16)]
@@ -82,13 +86,23 @@ calls = [
      "commitment": ind.commitment_canonical(COMMITMENT).hex()},
     {"call": "post_checkpoint_root", "caller": ALICE, "now": 100, "run_id": RUN, "size": 1, "root": "00" * 32,
      "consistency_proof": "", "expect": "POT_E_PERMISSION"},
-    {"call": "issue_challenge", "now": 101, "run_id": RUN, "beacon": "01", "expect": "POT_E_STATE"},
+    {"call": "issue_challenge", "now": 101, "run_id": RUN, "expect": "POT_E_STATE"},
     {"call": "post_checkpoint_root", "caller": MINER, "now": 101, "run_id": RUN, "size": 2, "root": root2.hex(),
      "consistency_proof": ""},
     # PROOF(2, D[4]) = [MTH(D[2:4])]: D[0:2] is a complete subtree of both.
     {"call": "post_checkpoint_root", "caller": MINER, "now": 102, "run_id": RUN, "size": 4, "root": root4.hex(),
      "consistency_proof": pair[1].hex()},
-    {"call": "issue_challenge", "now": 103, "run_id": RUN, "beacon": BEACON},
+    {"call": "post_randomness", "now": 102, "randomness": RANDOMNESS[102]},
+    # Sealed at 102: the value of block 102 is not the one.
+    {"call": "issue_challenge", "now": 102, "run_id": RUN, "expect": "POT_E_STATE"},
+    {"call": "post_randomness", "now": 103, "randomness": RANDOMNESS[103]},
+    {"call": "post_randomness", "now": 103, "randomness": RANDOMNESS[102], "expect": "POT_E_CONFLICT"},
+    # Protocol 2 drafts took a beacon from the caller.
+    {"call": "issue_challenge", "now": 103, "run_id": RUN, "beacon": digest("a ground beacon"),
+     "expect": "POT_E_INVALID_ARGUMENT"},
+    {"call": "issue_challenge", "now": 103, "run_id": RUN},
+    # Once per run: anyone may ask again and gets the same challenge.
+    {"call": "issue_challenge", "now": 104, "run_id": RUN},
     {"call": "submit_opening", "caller": MINER, "now": 104, "challenge_id": 0, "manifest_digest": MANIFEST,
      "step_leaf": ind.step_leaf(OTHER_RUN, STEP, ind.sha256(f"S_{STEP}".encode()), struct.pack("<d", 1.0 / STEP),
                                 struct.pack("<d", NORM)).hex(),
@@ -106,10 +120,12 @@ calls = [
     {"call": "reveal_witness_value", "caller": ALICE, "now": 106, "challenge_id": 0,
      "replayed_state": WITNESSES[0][1], "bucket": -1199, "salt": WITNESSES[0][3], "expect": "POT_E_STATE"},
 ] + [
-    {"call": "reveal_witness_value", "caller": w, "now": 114, "challenge_id": 0, "replayed_state": r, "bucket": b,
+    {"call": "reveal_witness_value", "caller": w, "now": 115, "challenge_id": 0, "replayed_state": r, "bucket": b,
      "salt": s} for w, r, b, s in WITNESSES
 ] + [
-    {"call": "finalize_challenge", "now": 124, "challenge_id": 0},
+    {"call": "finalize_challenge", "now": 124, "challenge_id": 0, "expect": "POT_E_STATE"},
+    {"call": "finalize_challenge", "now": 125, "challenge_id": 0},
+    {"call": "ledger_info"},
     {"call": "task_info", "task_id": COMMITMENT["task_id"]},
     {"call": "run_info", "run_id": RUN},
     {"call": "challenge_info", "challenge_id": 0},
@@ -120,11 +136,14 @@ json.dump({
     "description": "A ledger transcript: the docs/ledger.md example session with refused calls inserted (a "
                    "commitment before its task is posted, a task posted by another identity than its owner, a "
                    "commitment with an S_0 of the miner's choosing, another identity posting a root, a challenge "
-                   "before the run is sealed, an opening with the leaf of another run, the withdrawn call of a miner-"
-                   "declared bucket, a reveal before the commit phase closes). Made by "
+                   "before the run is sealed, a challenge drawn from the randomness of the sealing block, a second "
+                   "value for one block, a challenge with a caller's beacon, an opening with the leaf of another "
+                   "run, the withdrawn call of a miner-declared bucket, a reveal before the commit phase closes, a "
+                   "finalization before the reveal phase closes). Made by "
                    "tests/vectors/make_ledger_transcript.py; each call carries the outcome and result the "
                    "reference ledger gives; `pot ledger` replays it and fails on any difference, including the "
                    "final state's SHA-256.",
-    "config": {"commit_window": 10, "reveal_window": 10, "quorum": 2, "max_rounds": 4},
+    "config": {"draw_delay": 1, "opening_window": 10, "commit_window": 10, "reveal_window": 10, "quorum": 2,
+               "max_rounds": 4},
     "calls": calls}, sys.stdout, indent=1, sort_keys=True)
 print()
