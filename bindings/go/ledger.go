@@ -7,18 +7,21 @@ package pot
 import "C"
 
 import (
+	"encoding/json"
 	"runtime"
 	"sync"
 )
 
 // LedgerConfig configures a new Ledger (docs/ledger.md section 1). Every
 // field must be at least 1. The JSON names are those of the "config" of a
-// `pot ledger` transcript.
+// `pot ledger` transcript, and of the JSON object pot_ledger_new takes.
 type LedgerConfig struct {
-	CommitWindow uint64 `json:"commit_window"` // blocks from issue to the end of the commit phase
-	RevealWindow uint64 `json:"reveal_window"` // blocks from there to the end of the reveal phase
-	Quorum       uint32 `json:"quorum"`        // reveals the winning cluster needs
-	MaxRounds    uint32 `json:"max_rounds"`    // the most challenge rounds a task may ask for
+	DrawDelay     uint64 `json:"draw_delay"`     // blocks from a run's seal to the randomness its challenges use
+	OpeningWindow uint64 `json:"opening_window"` // blocks from issue to the end of the opening phase
+	CommitWindow  uint64 `json:"commit_window"`  // blocks from the opening to the end of the commit phase
+	RevealWindow  uint64 `json:"reveal_window"`  // blocks from there to the end of the reveal phase
+	Quorum        uint32 `json:"quorum"`         // reveals the winning cluster needs
+	MaxRounds     uint32 `json:"max_rounds"`     // the most challenge rounds a task may ask for
 }
 
 // Ledger is the reference ledger (pot_ledger, docs/ledger.md): a
@@ -42,10 +45,18 @@ func NewLedger(config LedgerConfig) (*Ledger, error) {
 	if abiErr != nil {
 		return nil, abiErr
 	}
+	text, err := json.Marshal(config)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := cString(string(text), "ledger config")
+	if err != nil {
+		return nil, err
+	}
+	defer freeString(cs)
 	var p *C.pot_ledger
 	var cerr *C.pot_error
-	if err := toError(C.pot_ledger_new(&p, C.uint64_t(config.CommitWindow), C.uint64_t(config.RevealWindow),
-		C.uint32_t(config.Quorum), C.uint32_t(config.MaxRounds), &cerr), cerr); err != nil {
+	if err := toError(C.pot_ledger_new(&p, cs, &cerr), cerr); err != nil {
 		return nil, err
 	}
 	return newLedger(p), nil

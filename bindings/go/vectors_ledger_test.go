@@ -76,8 +76,8 @@ func TestLedgerTranscript(t *testing.T) {
 			t.Errorf("call %d (%s): result %s, want %s", i, args["call"], result, wantResult)
 		}
 	}
-	if len(v.Calls) != 22 {
-		t.Fatalf("%d calls, want 22", len(v.Calls))
+	if len(v.Calls) != 30 {
+		t.Fatalf("%d calls, want 30", len(v.Calls))
 	}
 
 	state, err := ledger.Save()

@@ -3,13 +3,14 @@
 
 0. A task owner posts the task to the reference ledger: the model program,
    the data set, S_0, the schedule and the spec (dropout, per-step seeds,
-   AdamW), 200 steps, 4 bitwise challenges per draw.
+   AdamW), 200 steps, 8 bitwise challenges per run.
 1. An honest miner trains the task's small GPT language model on its
    synthetic corpus for 200 steps with PyTorch through pot.torch.Recorder
    (a shuffled schedule, cosine LR), posting checkpoint roots with
    consistency proofs to the reference ledger as it goes.
-2. The ledger draws challenges from beacon values (rounds and mode are the
-   task's); the miner serves openings from its checkpoint directory
+2. The ledger draws each run's challenges, once, from the chain's randomness
+   of the block after the run is sealed (rounds and mode are the task's;
+   nobody chooses the steps); the miner serves openings from its checkpoint directory
    (re-deriving pre-states from the nearest stored checkpoint).
 3. Three verifiers -- C++ (the pot CLI), Go (samples/go-verifier) and Python
    (pot.verify_step, on 2 threads instead of the spec's 1, through the
@@ -45,7 +46,7 @@ import trainer  # noqa: E402
 
 STEPS = 200
 OWNER = b"task owner"
-ROUNDS = 4  # challenged steps per draw: the task's challenge policy
+ROUNDS = 8  # challenged steps per run: the task's challenge policy
 VERIFIERS = [("C++ (pot CLI)", "C++", "616c696365"), ("Go (go-verifier)", "Go", "626f62"),
              ("Python (pot.verify_step, 2 threads)", "Python", "6361726f6c")]
 
@@ -74,22 +75,31 @@ def tagged(tag, body):
 
 
 class Chain:
-    """The reference ledger and a block height that the demo advances."""
+    """The reference ledger and a block height that the demo advances. Each
+    block begins with the runtime posting its randomness (here a SHA-256 of
+    the height, standing in for a drand round)."""
 
     def __init__(self):
-        self.ledger = pot.Ledger(commit_window=5, reveal_window=5, quorum=2, max_rounds=8)
+        self.ledger = pot.Ledger(draw_delay=1, opening_window=5, commit_window=5, reveal_window=5, quorum=2,
+                                 max_rounds=ROUNDS)
         self.height = 100
+        self.post_randomness()
 
     def call(self, name, **args):
         if name not in ("run_info", "challenge_info"):
             args["now"] = self.height
         return self.ledger.apply({"call": name, **args})
 
+    def post_randomness(self):
+        self.call("post_randomness", randomness=hashlib.sha256(b"drand round %d" % self.height).hexdigest())
+
     def tick(self):
         self.height += 1
+        self.post_randomness()
 
     def wait_until(self, height):
-        self.height = max(self.height, height)
+        while self.height < height:
+            self.tick()
 
 
 def run_cmd(cmd):
@@ -215,12 +225,13 @@ def verify_all(args, miner, t, manifest, pre, post, timings):
     return out
 
 
-def challenge(args, chain, miner, beacon, timings):
-    """Issues the task's challenges, has the miner open them and the
-    verifiers witness them (all in the commit phase), reveals, finalizes.
-    Returns the per-challenge records for the report."""
-    chain.tick()
-    res = chain.call("issue_challenge", run_id=miner.run_id, beacon=beacon.hex())
+def challenge(args, chain, miner, timings):
+    """Issues the run's challenges from the randomness of the block after its
+    seal, has the miner open them and the verifiers witness them (all in the
+    commit phase), reveals, finalizes. Returns the per-challenge records for
+    the report."""
+    chain.wait_until(chain.call("run_info", run_id=miner.run_id)["draw_height"])
+    res = chain.call("issue_challenge", run_id=miner.run_id)
     mode = chain.call("challenge_info", challenge_id=res["challenge_ids"][0])["mode"]
     opened = []
     for cid, t in zip(res["challenge_ids"], res["steps"]):
@@ -267,7 +278,7 @@ def main():
     say("== 0. A task owner posts the task: program, data, S_0, schedule, spec, steps, challenge policy")
     task, program = trainer.make_task(os.path.join(out, "task"), owner=OWNER, rounds=ROUNDS, steps=STEPS)
     task_id = chain.call("post_task", caller=OWNER.hex(), task=task.encode().hex())["task_id"]
-    say(f"  task {task_id[:16]}...: {STEPS} steps, {ROUNDS} bitwise challenges per draw")
+    say(f"  task {task_id[:16]}...: {STEPS} steps, {ROUNDS} bitwise challenges per run")
     say("  a miner's commitment with an S_0 of its own choosing is refused:")
     try:
         mine = json.loads(task.to_json())
@@ -288,7 +299,7 @@ def main():
 
     say("== 2-3. The ledger draws challenges; the miner opens them; three verifiers replay and witness")
     runs = []
-    recs = challenge(args, chain, honest, b"block 1200 randomness", timings)
+    recs = challenge(args, chain, honest, timings)
     for k in counts:
         counts[k] += len(recs)
     runs.append(("honest miner", honest, recs, []))
@@ -319,8 +330,7 @@ def main():
 
     sub = Miner("substituting miner", os.path.join(out, "substituting"), chain, "6d616c6c6f7279", task, program,
                 every=1, substitute=substitute)
-    recs = challenge(args, chain, sub, b"block 1300 randomness", timings)
-    recs += challenge(args, chain, sub, b"block 1301 randomness", timings)
+    recs = challenge(args, chain, sub, timings)
     for k in counts:
         counts[k] += len(recs)
     runs.append(("substituting miner", sub, recs, []))
@@ -328,8 +338,7 @@ def main():
     say("  a miner commits to one data set and trains on another")
     other = Miner("other-data miner", os.path.join(out, "other-data"), chain, "6d616c6c6f727932", task, program,
                   every=1, train_data_seed=8)
-    recs = challenge(args, chain, other, b"block 1400 randomness", timings)
-    recs += challenge(args, chain, other, b"block 1401 randomness", timings)
+    recs = challenge(args, chain, other, timings)
     for k in counts:
         counts[k] += len(recs)
     runs.append(("other-data miner", other, recs, []))

@@ -59,7 +59,8 @@ class World:
 
     def __init__(self, tmp, adam=False):
         self.tmp = str(tmp)
-        self.ledger = pot.Ledger(commit_window=5, reveal_window=5, quorum=1, max_rounds=8)
+        self.ledger = pot.Ledger(draw_delay=1, opening_window=5, commit_window=5, reveal_window=5, quorum=1,
+                                 max_rounds=8)
         self.now = 100
         torch.manual_seed(0)
         torch.set_num_threads(1)
@@ -86,6 +87,13 @@ class World:
 
     def call(self, name, **args):
         return self.ledger.apply({"call": name, "now": self.now, **args})
+
+    def issue(self, run_id):
+        """The next block, its randomness as the runtime posts it, and the
+        run's challenges drawn from it."""
+        self.now += 1
+        self.call("post_randomness", randomness=hashlib.sha256(b"block %d" % self.now).hexdigest())
+        return self.call("issue_challenge", run_id=run_id)
 
     def train_honestly(self):
         rec = pt.Recorder(self.model, self.opt, self.task, self.program, os.path.join(self.tmp, "ckpt"),
@@ -114,7 +122,7 @@ class World:
 def test_honest_run_of_the_task_passes(tmp_path):
     w = World(tmp_path)
     rec, run_id, root = w.train_honestly()
-    issued = w.call("issue_challenge", run_id=run_id, beacon=b"block 200".hex())
+    issued = w.issue(run_id)
     assert len(issued["steps"]) == 2  # the task's rounds, not the caller's
     for t in issued["steps"]:
         r = pot.verify_step(rec.commitment, w.task.spec, w.program, t, STEPS, root, rec.serve(t), rec.state_path(t - 1))
@@ -323,7 +331,7 @@ def test_attack_a_copied_log_root_opens_no_challenge_of_another_run(tmp_path):
     for leaf in honest:
         log.append(leaf.encode())
     assert log.root() == root
-    issued = w.call("issue_challenge", run_id=thief_run, beacon=b"block 300".hex())
+    issued = w.issue(thief_run)
     for cid, t in zip(issued["challenge_ids"], issued["steps"]):
         proof = log.inclusion_proof(t - 1, STEPS).hex()
         with pytest.raises(pot.InvalidArgumentError, match="is a step of run"):
@@ -336,7 +344,7 @@ def test_attack_a_copied_log_root_opens_no_challenge_of_another_run(tmp_path):
     w.now += 100
     for cid in issued["challenge_ids"]:
         v = w.call("finalize_challenge", challenge_id=cid)
-        assert (v["verdict"], v["reason"]) == ("fail", "no opening")
+        assert (v["verdict"], v["reason"]) == ("fail", "no opening within the opening window")
     assert w.ledger.apply({"call": "run_info", "run_id": thief_run})["slashable"]
     assert not w.ledger.apply({"call": "run_info", "run_id": run_id})["slashable"]
     rec.close()

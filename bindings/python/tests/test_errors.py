@@ -65,9 +65,9 @@ def test_unknown_status_is_the_base_class():
     assert type(e) is pot.Error and e.code == 99 and e.status == "POT_E_UNKNOWN"
 
 
-def expect(cls, code, fn, *args):
+def expect(cls, code, fn, *args, **kwargs):
     with pytest.raises(pot.Error) as e:
-        fn(*args)
+        fn(*args, **kwargs)
     return want_error(e, cls, code)
 
 
@@ -91,13 +91,18 @@ def test_provoked(tmp_path):
         expect(pot.DuplicateError, S.DUPLICATE, st.add_tensor, "w", "U8", [1], b"\1")
         expect(pot.NotFoundError, S.NOT_FOUND, st.tensor_proof, "v")
     expect(pot.UnsupportedError, S.UNSUPPORTED, pot.DType.from_name, "F128")
-    with pot.Ledger(1, 1, 1, 1) as ledger:
+    with pot.Ledger(draw_delay=1, opening_window=1, commit_window=1, reveal_window=1, quorum=1, max_rounds=1) as ledger:
         e = expect(pot.NotFoundError, S.NOT_FOUND, ledger.apply, {"call": "post_checkpoint_root", "caller": "00",
                                                                  "now": 1, "run_id": "00" * 32, "size": 1,
                                                                  "root": "00" * 32, "consistency_proof": ""})
         assert "run" in e.message
         assert pot.MAX_JSON_BYTES == 1 << 20
         expect(pot.LimitError, S.LIMIT, ledger.apply_json, " " * pot.MAX_JSON_BYTES + "{}")
+    e = expect(pot.InvalidArgumentError, S.INVALID_ARGUMENT, pot.Ledger, draw_delay=1, opening_window=0,
+               commit_window=1, reveal_window=1, quorum=1, max_rounds=1)
+    assert "opening_window" in e.message
+    with pytest.raises(TypeError, match="quorum must be an int"):
+        pot.Ledger(draw_delay=1, opening_window=1, commit_window=1, reveal_window=1, quorum=1.0, max_rounds=1)
     with pot.Verdict(pot.WitnessMode.BITWISE, 1) as v:
         v.add_reveal(b"a", bytes(32))
         v.add_reveal(b"a", bytes(32))
@@ -117,7 +122,7 @@ def test_conflict_from_the_ledger():
     v = load_vectors("ledger_transcript.json")
     calls = [{k: x for k, x in c.items() if k not in ("expect", "result")} for c in v["calls"]]
     cfg = v["config"]
-    with pot.Ledger(cfg["commit_window"], cfg["reveal_window"], cfg["quorum"], cfg["max_rounds"]) as ledger:
+    with pot.Ledger(**cfg) as ledger:
         posted = None
         for c, raw in zip(calls, v["calls"]):
             if raw.get("expect", "ok") != "ok":

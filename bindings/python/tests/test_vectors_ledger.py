@@ -10,7 +10,7 @@ V = load_vectors("ledger_transcript.json")
 
 def test_ledger_transcript():
     cfg = V["config"]
-    ledger = pot.Ledger(cfg["commit_window"], cfg["reveal_window"], cfg["quorum"], cfg["max_rounds"])
+    ledger = pot.Ledger(**cfg)
     with ledger:
         for i, call in enumerate(V["calls"]):
             expect = call.get("expect", "ok")
@@ -29,7 +29,7 @@ def test_ledger_transcript():
             assert outcome == expect, f"call {i} ({args['call']}): {result}"
             if "result" in call:
                 assert result == call["result"], f"call {i} ({args['call']})"
-        assert len(V["calls"]) == 22
+        assert len(V["calls"]) == 30
 
         state = ledger.save()
         assert str(pot.sha256(state)) == V["state_sha256"]
@@ -51,7 +51,7 @@ def test_ledger_refusals_raise_their_status():
     identity, calls in the wrong phase), carrying the transcript's messages."""
     cfg = V["config"]
     seen = {}
-    with pot.Ledger(cfg["commit_window"], cfg["reveal_window"], cfg["quorum"], cfg["max_rounds"]) as ledger:
+    with pot.Ledger(**cfg) as ledger:
         for call in V["calls"]:
             args = {k: v for k, v in call.items() if k not in ("expect", "result")}
             if call.get("expect", "ok") == "ok":
@@ -62,4 +62,5 @@ def test_ledger_refusals_raise_their_status():
             seen[e.value.status] = type(e.value)
             assert e.value.message == call["result"]["message"]
     assert seen == {"POT_E_PERMISSION": pot.PermissionDeniedError, "POT_E_STATE": pot.StateError,
-                    "POT_E_NOT_FOUND": pot.NotFoundError, "POT_E_INVALID_ARGUMENT": pot.InvalidArgumentError}
+                    "POT_E_NOT_FOUND": pot.NotFoundError, "POT_E_INVALID_ARGUMENT": pot.InvalidArgumentError,
+                    "POT_E_CONFLICT": pot.ConflictError}

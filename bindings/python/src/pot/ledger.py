@@ -14,10 +14,11 @@ class Ledger(Handle):
     """A deterministic state machine with the extrinsics' rules
     (pot_ledger): post_task, start_training_commitment,
     post_checkpoint_root, issue_challenge, submit_opening, commit_witness,
-    reveal_witness_value, finalize_challenge. Calls are JSON
-    documents (docs/ledger.md).
+    reveal_witness_value, finalize_challenge, and the runtime's
+    post_randomness. Calls are JSON documents (docs/ledger.md).
 
-    >>> with Ledger(commit_window=10, reveal_window=10, quorum=2, max_rounds=4) as ledger:
+    >>> with Ledger(draw_delay=1, opening_window=10, commit_window=10, reveal_window=10,
+    ...             quorum=2, max_rounds=4) as ledger:
     ...     ledger.apply({"call": "no_such_call"})
     Traceback (most recent call last):
     ...
@@ -26,11 +27,22 @@ class Ledger(Handle):
 
     _free = staticmethod(_pot.pot_ledger_free)
 
-    def __init__(self, commit_window: int, reveal_window: int, quorum: int, max_rounds: int) -> None:
-        """A new ledger: witness commit and reveal windows (in blocks), the
-        verdict's quorum and the most challenge rounds a task may ask for
-        (all >= 1, else InvalidArgumentError)."""
-        super().__init__(_pot.pot_ledger_new(commit_window, reveal_window, quorum, max_rounds))
+    def __init__(self, *, draw_delay: int, opening_window: int, commit_window: int, reveal_window: int,
+                 quorum: int, max_rounds: int) -> None:
+        """A new ledger (docs/ledger.md section 1): the blocks from a run's
+        seal to the randomness that draws its challenges, the opening,
+        commit and reveal windows (in blocks), the verdict's quorum and the
+        most challenge rounds a task may ask for; all >= 1, else
+        InvalidArgumentError naming the field. A transcript's ``config`` is
+        passed as ``Ledger(**config)``."""
+        config = {"draw_delay": draw_delay, "opening_window": opening_window, "commit_window": commit_window,
+                  "reveal_window": reveal_window, "quorum": quorum, "max_rounds": max_rounds}
+        for key, value in config.items():
+            # JSON has no other integers; a float or a bool would be refused
+            # by the C API with a less direct message.
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"Ledger: {key} must be an int, not {type(value).__name__}")
+        super().__init__(_pot.pot_ledger_new(json.dumps(config)))
 
     @classmethod
     def load(cls, state: Buffer) -> "Ledger":

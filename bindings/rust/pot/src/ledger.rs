@@ -10,13 +10,18 @@ use std::ptr::{self, NonNull};
 /// The configuration of a new [`Ledger`]; every field must be at least 1.
 ///
 /// ```
-/// let config = pot::LedgerConfig { commit_window: 10, reveal_window: 10, quorum: 2, max_rounds: 4 };
+/// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, quorum: 2, max_rounds: 4 };
 /// let ledger = pot::Ledger::new(config)?;
 /// # Ok::<(), pot::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LedgerConfig {
-    /// Blocks from a challenge's issue to the end of its commit phase.
+    /// Blocks from a run's seal to the height whose randomness draws its
+    /// challenges.
+    pub draw_delay: u64,
+    /// Blocks from a challenge's issue to the end of its opening phase.
+    pub opening_window: u64,
+    /// Blocks from the opening to the end of the commit phase.
     pub commit_window: u64,
     /// Blocks from there to the end of the reveal phase.
     pub reveal_window: u64,
@@ -24,6 +29,25 @@ pub struct LedgerConfig {
     pub quorum: u32,
     /// The most challenge rounds a task may ask for.
     pub max_rounds: u32,
+}
+
+impl LedgerConfig {
+    /// The JSON object `pot_ledger_new` takes, the `config` of a `pot ledger`
+    /// transcript (docs/ledger.md section 1).
+    ///
+    /// ```
+    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 2, commit_window: 3, reveal_window: 4, quorum: 5, max_rounds: 6 };
+    /// assert_eq!(
+    ///     config.to_json(),
+    ///     r#"{"draw_delay": 1, "opening_window": 2, "commit_window": 3, "reveal_window": 4, "quorum": 5, "max_rounds": 6}"#
+    /// );
+    /// ```
+    pub fn to_json(&self) -> String {
+        format!(
+            r#"{{"draw_delay": {}, "opening_window": {}, "commit_window": {}, "reveal_window": {}, "quorum": {}, "max_rounds": {}}}"#,
+            self.draw_delay, self.opening_window, self.commit_window, self.reveal_window, self.quorum, self.max_rounds
+        )
+    }
 }
 
 /// The reference ledger (`pot_ledger`): runs, checkpoint roots, challenges,
@@ -34,7 +58,7 @@ pub struct LedgerConfig {
 /// threads at once (as a runtime executes extrinsics one at a time).
 ///
 /// ```
-/// let config = pot::LedgerConfig { commit_window: 10, reveal_window: 10, quorum: 2, max_rounds: 4 };
+/// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, quorum: 2, max_rounds: 4 };
 /// let mut ledger = pot::Ledger::new(config)?;
 /// let refused = ledger.apply(r#"{"call": "run_info", "run_id": "00000000000000000000000000000000000000000000000000000000000000ff"}"#);
 /// assert_eq!(refused.unwrap_err().kind(), pot::ErrorKind::NotFound);
@@ -58,21 +82,15 @@ impl Ledger {
     /// that is 0.
     ///
     /// ```
-    /// let bad = pot::LedgerConfig { commit_window: 0, reveal_window: 1, quorum: 1, max_rounds: 1 };
-    /// assert_eq!(pot::Ledger::new(bad).unwrap_err().kind(), pot::ErrorKind::InvalidArgument);
+    /// let bad = pot::LedgerConfig { draw_delay: 1, opening_window: 0, commit_window: 1, reveal_window: 1, quorum: 1, max_rounds: 1 };
+    /// let err = pot::Ledger::new(bad).unwrap_err();
+    /// assert_eq!(err.kind(), pot::ErrorKind::InvalidArgument);
+    /// assert!(err.message().contains("opening_window"));
     /// ```
     pub fn new(config: LedgerConfig) -> Result<Ledger> {
+        let json = cstring(&config.to_json(), "ledger config")?;
         let mut raw = ptr::null_mut();
-        call(|err| unsafe {
-            sys::pot_ledger_new(
-                &mut raw,
-                config.commit_window,
-                config.reveal_window,
-                config.quorum,
-                config.max_rounds,
-                err,
-            )
-        })?;
+        call(|err| unsafe { sys::pot_ledger_new(&mut raw, json.as_ptr(), err) })?;
         Ok(Ledger { raw: non_null(raw)? })
     }
 
@@ -96,7 +114,7 @@ impl Ledger {
     /// same bytes.
     ///
     /// ```
-    /// let config = pot::LedgerConfig { commit_window: 1, reveal_window: 1, quorum: 1, max_rounds: 1 };
+    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 1, commit_window: 1, reveal_window: 1, quorum: 1, max_rounds: 1 };
     /// assert!(!pot::Ledger::new(config)?.save()?.is_empty());
     /// # Ok::<(), pot::Error>(())
     /// ```
@@ -117,7 +135,7 @@ impl Ledger {
     /// and leaves the ledger exactly as it was.
     ///
     /// ```
-    /// let config = pot::LedgerConfig { commit_window: 10, reveal_window: 10, quorum: 2, max_rounds: 4 };
+    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, quorum: 2, max_rounds: 4 };
     /// let mut ledger = pot::Ledger::new(config)?;
     /// let result = ledger.apply(r#"{"call": "challenge_info", "challenge_id": 0}"#);
     /// let err = result.unwrap_err();

@@ -497,6 +497,8 @@ fn ledger_transcript() {
     let v = load("ledger_transcript.json");
     let config = &v["config"];
     let mut ledger = Ledger::new(LedgerConfig {
+        draw_delay: u(config, "draw_delay"),
+        opening_window: u(config, "opening_window"),
         commit_window: u(config, "commit_window"),
         reveal_window: u(config, "reveal_window"),
         quorum: u(config, "quorum") as u32,
@@ -531,7 +533,7 @@ fn ledger_transcript() {
             }
         }
     }
-    assert_eq!((calls.len(), refused), (22, 8));
+    assert_eq!((calls.len(), refused), (30, 12));
     let state = ledger.save().unwrap();
     assert_eq!(pot::sha256(&state).unwrap(), digest(&v, "state_sha256"));
     // Save, load, save again: the same bytes.

@@ -1,0 +1,235 @@
+"""The challenge and witness game on the reference ledger (docs/ledger.md),
+attacked as an adversarial miner would (docs/security.md section 6). Each
+attack is rebuilt through the public API on real commitments, leaves, RFC
+6962 trees and witness commitments, and must end in FAIL or be refused,
+while the honest counterpart ends in PASS. The chain's runtime is played by
+`Chain`: it posts each block's randomness (a SHA-256 of the height, standing
+in for a drand round) as the block begins."""
+
+import hashlib
+
+import pytest
+
+import pot
+from conftest import spec_json
+
+STEPS, ROUNDS = 200, 8
+OWNER = b"task owner"
+MINER = b"miner"
+WITNESSES = [b"alice", b"bob", b"carol"]
+CONFIG = dict(draw_delay=1, opening_window=5, commit_window=5, reveal_window=5, quorum=2, max_rounds=ROUNDS)
+
+
+def d(label: str) -> pot.Digest:
+    return pot.sha256(label.encode())
+
+
+def honest_state(t: int) -> pot.Digest:
+    """What a replay of step t gives (the leaves' state digests stand for
+    real states: the ledger only compares digests)."""
+    return d(f"S_{t}")
+
+
+class Chain:
+    """A task on a reference ledger, and the runtime that posts each block's
+    randomness."""
+
+    def __init__(self):
+        self.ledger = pot.Ledger(**CONFIG)
+        self.now = 100
+        self.post_randomness()
+        self.task = pot.Task({
+            "owner": OWNER.hex(), "spec": spec_json(d("program"), dropout=0.1), "dataset_root": d("dataset").hex(),
+            "dataset_size": 1000, "initial_state": {"published_digest": d("S_0").hex()},
+            "schedule": {"listed_root": d("schedule").hex()}, "min_steps": STEPS, "max_steps": STEPS,
+            "challenge_policy": {"rounds": ROUNDS, "mode": "bitwise"}})
+        self.call("post_task", caller=OWNER.hex(), task=self.task.encode().hex())
+
+    @staticmethod
+    def randomness(height: int) -> bytes:
+        return hashlib.sha256(b"drand round %d" % height).digest()
+
+    def post_randomness(self):
+        self.ledger.apply({"call": "post_randomness", "now": self.now, "randomness": self.randomness(self.now).hex()})
+
+    def block(self, n: int = 1):
+        """The next n blocks, each with its randomness."""
+        for _ in range(n):
+            self.now += 1
+            self.post_randomness()
+
+    def call(self, name, **args):
+        return self.ledger.apply({"call": name, "now": self.now, **args})
+
+    def run(self, miner: bytes, forged=()):
+        """Registers and seals a run of the task: its log holds honest
+        states, except the listed steps, whose states the miner never
+        computed. Returns (run id, leaves, log)."""
+        c = pot.Commitment({
+            "task_id": self.task.id.hex(), "initial_state_digest": d("S_0").hex(),
+            "schedule_root": d("schedule").hex(), "dataset_root": d("dataset").hex(), "dataset_size": 1000,
+            "spec_digest": self.task.spec.digest().hex(), "declared_steps": STEPS, "miner_identity": miner.hex()})
+        run = self.call("start_training_commitment", caller=miner.hex(), commitment=c.encode().hex())["run_id"]
+        assert run == c.run_id.hex()
+        leaves = [pot.StepLeaf(c.run_id, t, d(f"forged {t}") if t in forged else honest_state(t), 1.0 / t, 0.5)
+                  for t in range(1, STEPS + 1)]
+        log = pot.Tree()
+        for leaf in leaves:
+            log.append(leaf.encode())
+        self.call("post_checkpoint_root", caller=miner.hex(), run_id=run, size=STEPS, root=log.root().hex(),
+                  consistency_proof="")
+        return run, leaves, log
+
+    def open(self, miner: bytes, cid: int, step: int, leaves, log):
+        self.call("submit_opening", caller=miner.hex(), challenge_id=cid, manifest_digest=d("manifest").hex(),
+                  step_leaf=leaves[step - 1].encode().hex(), leaf_proof=log.inclusion_proof(step - 1, STEPS).hex())
+
+    def witness(self, run: str, challenges):
+        """Every witness commits what its replay of each challenged step gave
+        (the honest state), reveals it once the commit phase is over, and the
+        challenges are finalized. `challenges` are (id, step) pairs opened at
+        one height. Returns the verdicts, in order."""
+        opened = {self.ledger.apply({"call": "challenge_info", "challenge_id": cid})["opened_height"]
+                  for cid, _ in challenges}
+        assert len(opened) == 1, "opened at different heights"
+        opened = opened.pop()
+
+        def salt(w, cid):
+            return hashlib.sha256(w + b"salt %d" % cid).digest()
+        for cid, step in challenges:
+            for w in WITNESSES:
+                c = pot.witness_commitment(bytes.fromhex(run), step, honest_state(step), 0, salt(w, cid), w)
+                self.call("commit_witness", caller=w.hex(), challenge_id=cid, commitment=c.hex())
+        self.now = max(self.now, opened + CONFIG["commit_window"] + 1)
+        for cid, step in challenges:
+            for w in WITNESSES:
+                self.call("reveal_witness_value", caller=w.hex(), challenge_id=cid,
+                          replayed_state=honest_state(step).hex(), bucket=0, salt=salt(w, cid).hex())
+        self.now = max(self.now, opened + CONFIG["commit_window"] + CONFIG["reveal_window"] + 1)
+        return [self.call("finalize_challenge", challenge_id=cid) for cid, _ in challenges]
+
+
+def test_attack_a_ground_beacon_is_no_argument():
+    """Attack 4: a miner that forged half of a 200-step run ground a beacon
+    in a few hundred tries that draws none of its forged steps (the stated
+    detection probability with 8 rounds is 0.9966), and issued the challenge
+    with it. Now the ledger draws the steps itself from the randomness of the
+    block after the seal: a beacon is not an argument, and a value the miner
+    may have seen or produced in its sealing block is not used."""
+    chain = Chain()
+    forged = set(range(2, STEPS + 1, 2))
+    assert pot.detection_probability(STEPS, len(forged), ROUNDS) > 0.996
+    run, leaves, log = chain.run(MINER, forged)
+    run_id = bytes.fromhex(run)
+    ground = next(b for b in (b"beacon %d" % i for i in range(100000))
+                  if not set(pot.challenge_derive(b, run_id, STEPS, ROUNDS)) & forged)
+    with pytest.raises(pot.InvalidArgumentError, match="unknown key 'beacon'"):
+        chain.call("issue_challenge", run_id=run, beacon=ground.hex())
+    # The sealing block's randomness is known to the miner: not the one.
+    with pytest.raises(pot.StateError, match="waits for the chain randomness"):
+        chain.call("issue_challenge", run_id=run)
+    chain.block()
+    issued = chain.call("issue_challenge", run_id=run)
+    assert issued["steps"] == pot.challenge_derive(Chain.randomness(chain.now), run_id, STEPS, ROUNDS)
+    assert chain.ledger.apply({"call": "run_info", "run_id": run})["drawn_from"] == {
+        "height": chain.now, "value": Chain.randomness(chain.now).hex()}
+    caught = [s for s in issued["steps"] if s in forged]
+    assert caught, "this block's randomness draws no forged step"
+    for cid, step in zip(issued["challenge_ids"], issued["steps"]):
+        chain.open(MINER, cid, step, leaves, log)
+    pairs = list(zip(issued["challenge_ids"], issued["steps"]))
+    verdicts = {step: v["verdict"] for (_, step), v in zip(pairs, chain.witness(run, pairs))}
+    assert all(v == ("fail" if s in forged else "pass") for s, v in verdicts.items()), verdicts
+    assert chain.ledger.apply({"call": "run_info", "run_id": run})["slashable"]
+
+
+def test_attack_free_challenges_do_not_bury_an_offline_honest_miner():
+    """Attack 4, the other half: 50 issue_challenge calls by anyone opened
+    400 challenges on a 200-step run, and an honest miner offline for 5
+    blocks was slashable. Now a run is drawn once: every later call returns
+    the same challenges. The honest miner, back in the last block of the
+    opening window, opens them all; each ends in PASS."""
+    chain = Chain()
+    run, leaves, log = chain.run(MINER)
+    chain.block()
+    first = chain.call("issue_challenge", run_id=run)
+    assert len(first["challenge_ids"]) == ROUNDS  # the task's rounds
+    for _ in range(50):
+        chain.block()
+        assert chain.call("issue_challenge", run_id=run) == first
+    with pytest.raises(pot.NotFoundError):
+        chain.ledger.apply({"call": "challenge_info", "challenge_id": ROUNDS})
+    # 50 blocks later the opening window (5 blocks from the issue) is over:
+    # had the miner been offline that long, each challenge would be a FAIL.
+    # Back within the window instead, on a fresh chain:
+    chain = Chain()
+    run, leaves, log = chain.run(MINER)
+    chain.block()
+    issued = chain.call("issue_challenge", run_id=run)
+    for _ in range(CONFIG["opening_window"]):
+        chain.block()
+        chain.call("issue_challenge", run_id=run)  # anyone, every block
+    for cid, step in zip(issued["challenge_ids"], issued["steps"]):
+        chain.open(MINER, cid, step, leaves, log)
+    for v in chain.witness(run, list(zip(issued["challenge_ids"], issued["steps"]))):
+        assert (v["verdict"], v["cluster_size"]) == ("pass", len(WITNESSES)), v
+    assert not chain.ledger.apply({"call": "run_info", "run_id": run})["slashable"]
+
+
+def test_attack_an_opening_in_the_last_block_leaves_witnesses_their_window():
+    """Attack 2, the late opening: a forger that opened in the last block of
+    the commit window left witnesses no block to commit in, and the
+    challenge ended INCONCLUSIVE. Now the commit phase starts when the
+    opening lands, so an opening in the last block of the opening window
+    still gets the whole commit window, and the forged step ends in FAIL.
+    A forger that does not open at all is FAIL once the window closes."""
+    chain = Chain()
+    forged = set(range(1, STEPS + 1))  # nothing was trained
+    run, leaves, log = chain.run(MINER, forged)
+    chain.block()
+    issued = chain.call("issue_challenge", run_id=run)
+    (late_cid, late_step), *rest = zip(issued["challenge_ids"], issued["steps"])
+    info = chain.ledger.apply({"call": "challenge_info", "challenge_id": late_cid})
+    chain.now = info["opening_deadline"]
+    chain.open(MINER, late_cid, late_step, leaves, log)
+    info = chain.ledger.apply({"call": "challenge_info", "challenge_id": late_cid})
+    assert info["commit_deadline"] == chain.now + CONFIG["commit_window"]
+    chain.now += 1
+    for cid, step in rest:  # the opening window is over
+        with pytest.raises(pot.StateError, match="opening phase of challenge .* closed"):
+            chain.open(MINER, cid, step, leaves, log)
+    [v] = chain.witness(run, [(late_cid, late_step)])
+    assert (v["verdict"], v["cluster_size"]) == ("fail", len(WITNESSES)), v
+    for cid, _ in rest:
+        v = chain.call("finalize_challenge", challenge_id=cid)
+        assert (v["verdict"], v["reason"]) == ("fail", "no opening within the opening window")
+    assert chain.ledger.apply({"call": "run_info", "run_id": run})["slashable"]
+
+
+def test_the_state_keeps_only_the_randomness_a_run_waits_for():
+    """A block's randomness is kept only while a sealed run waits for it:
+    a thousand blocks leave the saved state as large as one."""
+    chain = Chain()
+    size = len(chain.ledger.save())
+    chain.block(1000)
+    # Only the heights grew (the ledger's and the latest post's: 100 and 1100
+    # are 1 and 2 varint bytes); none of the thousand values is kept.
+    assert len(chain.ledger.save()) == size + 2
+    run, _, _ = chain.run(MINER)
+    draw = chain.ledger.apply({"call": "run_info", "run_id": run})["draw_height"]
+    assert draw == chain.now + CONFIG["draw_delay"]
+    chain.block(3)
+    state = chain.ledger.save()
+    # The draw height's value is kept until the draw, the next one is not,
+    # the latest post is.
+    assert Chain.randomness(draw) in state
+    assert Chain.randomness(draw + 1) not in state
+    assert Chain.randomness(chain.now) in state
+    # Drawn: the run records the value it was drawn from, and it is no
+    # longer kept for waiting runs (it would then appear twice).
+    chain.call("issue_challenge", run_id=run)
+    assert chain.ledger.apply({"call": "run_info", "run_id": run})["drawn_from"]["height"] == draw
+    assert chain.ledger.save().count(Chain.randomness(draw)) == 1
+    state = chain.ledger.save()
+    with pot.Ledger.load(state) as loaded:
+        assert loaded.save() == state
