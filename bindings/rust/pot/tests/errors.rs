@@ -137,8 +137,15 @@ fn verdict_and_ledger() {
     assert_eq!(kind(nb.decide(&Digest::default(), None)), ErrorKind::InvalidArgument);
     assert_eq!(kind(pot::Verdict::new(pot::WitnessMode::Bitwise, 0)), ErrorKind::InvalidArgument);
 
-    let mut ledger =
-        Ledger::new(LedgerConfig { draw_delay: 1, opening_window: 1, commit_window: 1, reveal_window: 1, quorum: 1, max_rounds: 1 }).unwrap();
+    let mut ledger = Ledger::new(LedgerConfig {
+        draw_delay: 1,
+        opening_window: 1,
+        commit_window: 1,
+        reveal_window: 1,
+        quorum: 1,
+        max_rounds: 1,
+    })
+    .unwrap();
     assert_eq!(kind(ledger.apply("{")), ErrorKind::Malformed);
     assert_eq!(kind(ledger.apply(r#"{"call": "no_such_call"}"#)), ErrorKind::InvalidArgument);
     assert_eq!(kind(ledger.apply("{\"call\": \"run_info\"}\0")), ErrorKind::InvalidArgument);

@@ -87,8 +87,15 @@ fn each_thread_with_its_own_handles() {
                     tree.append(&i.to_le_bytes()).unwrap();
                 }
                 assert_eq!(log.root().unwrap(), tree.root(tree.size()).unwrap());
-                let mut ledger =
-                    Ledger::new(LedgerConfig { draw_delay: 1, opening_window: 1, commit_window: 1, reveal_window: 1, quorum: 1, max_rounds: 1 }).unwrap();
+                let mut ledger = Ledger::new(LedgerConfig {
+                    draw_delay: 1,
+                    opening_window: 1,
+                    commit_window: 1,
+                    reveal_window: 1,
+                    quorum: 1,
+                    max_rounds: 1,
+                })
+                .unwrap();
                 let e = ledger.apply(r#"{"call": "challenge_info", "challenge_id": 7}"#).unwrap_err();
                 assert_eq!(e.kind(), ErrorKind::NotFound);
                 log.save().unwrap()
