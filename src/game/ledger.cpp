@@ -18,9 +18,6 @@
 namespace pot::game {
 
 using hash::Digest;
-using witness::decide;
-using witness::Revealed;
-using witness::VerdictResult;
 using witness::verify_reveal;
 using witness::WitnessValue;
 
@@ -91,19 +88,25 @@ void LedgerConfig::validate() const {
   need(opening_window, "opening_window");
   need(commit_window, "commit_window");
   need(reveal_window, "reveal_window");
-  need(quorum, "quorum");
+  need(committee_size, "committee_size");
+  need(min_stake, "min_stake");
   need(max_rounds, "max_rounds");
+  if (committee_size > kMaxCommitteeSize)
+    fail(Status::kInvalidArgument, "ledger config: committee_size {} is above the limit of {}", committee_size,
+         kMaxCommitteeSize);
 }
 
 LedgerConfig LedgerConfig::from_json(const nlohmann::json &j) {
   const commit::JsonFields f(j, "ledger config");
-  f.only({"draw_delay", "opening_window", "commit_window", "reveal_window", "quorum", "max_rounds"});
+  f.only({"draw_delay", "opening_window", "commit_window", "reveal_window", "committee_size", "min_stake",
+          "max_rounds"});
   LedgerConfig c;
   c.draw_delay = f.u64("draw_delay");
   c.opening_window = f.u64("opening_window");
   c.commit_window = f.u64("commit_window");
   c.reveal_window = f.u64("reveal_window");
-  c.quorum = f.u32("quorum");
+  c.committee_size = f.u32("committee_size");
+  c.min_stake = f.u64("min_stake");
   c.max_rounds = f.u32("max_rounds");
   c.validate();
   return c;
@@ -112,7 +115,8 @@ LedgerConfig LedgerConfig::from_json(const nlohmann::json &j) {
 nlohmann::json LedgerConfig::to_json() const {
   return {{"draw_delay", draw_delay},         {"opening_window", opening_window},
           {"commit_window", commit_window},   {"reveal_window", reveal_window},
-          {"quorum", quorum},                 {"max_rounds", max_rounds}};
+          {"committee_size", committee_size}, {"min_stake", min_stake},
+          {"max_rounds", max_rounds}};
 }
 
 Ledger::Ledger(const LedgerConfig &config) : config_(config) { config_.validate(); }
@@ -268,6 +272,38 @@ void Ledger::post_randomness(const Digest &randomness, uint64_t now) {
   height_ = now;
 }
 
+void Ledger::register_verifier(ByteView caller, uint64_t stake, uint64_t now) {
+  constexpr const char *kCall = "register_verifier";
+  check_now(now);
+  check_caller(caller, kCall);
+  if (stake < config_.min_stake)
+    fail(Status::kInvalidArgument, "{}: a stake of {}, the least is {}", kCall, stake, config_.min_stake);
+  Bytes identity = to_bytes(caller);
+  if (auto it = verifiers_.find(identity); it != verifiers_.end()) {
+    if (it->second.stake != stake)
+      fail(Status::kConflict, "{}: {} is registered with a stake of {}", kCall, to_hex(identity),
+           it->second.stake);
+    height_ = now;
+    return;
+  }
+  if (stake > UINT64_MAX - total_stake_)
+    fail(Status::kOutOfRange, "{}: the verifiers' stakes would sum past 2^64 - 1", kCall);
+  verifiers_.emplace(std::move(identity), Verifier{stake, now});
+  total_stake_ += stake;
+  height_ = now;
+}
+
+std::vector<Candidate> Ledger::committee_for(const Run &r, const Digest &run_id, uint32_t round, uint64_t height,
+                                             const Digest &value) const {
+  // Registered before the value existed, so no registration was chosen
+  // knowing it; never the run's own miner.
+  std::vector<Candidate> candidates;
+  for (const auto &[identity, v] : verifiers_)
+    if (v.registered_height < height && !same(identity, r.commitment.miner_identity))
+      candidates.push_back({identity, v.stake});
+  return draw_committee(value.view(), run_id, round, candidates, config_.committee_size);
+}
+
 std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, uint64_t now) {
   constexpr const char *kCall = "issue_challenge";
   check_now(now);
@@ -312,6 +348,8 @@ std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, uint64_t now
     c.step = steps[i];
     c.mode = mode;
     c.issued_height = now;
+    for (Candidate &m : committee_for(r, run_id, static_cast<uint32_t>(i), entry->first, entry->second))
+      c.committee.emplace(std::move(m.identity), m.stake);
     ids.push_back(next_challenge_id_ + i);
   }
   std::vector<uint64_t> kept_ids = ids;  // the last step that may allocate
@@ -371,8 +409,9 @@ void Ledger::commit_witness(ByteView caller, uint64_t challenge_id, const Digest
   check_now(now);
   check_caller(caller, kCall);
   Challenge &c = challenge_for(challenge_id, kCall);
-  if (same(caller, runs_.at(c.run_id).commitment.miner_identity))
-    fail(Status::kPermission, "{}: the miner cannot witness its own challenge", kCall);
+  if (!c.committee.contains(to_bytes(caller)))
+    fail(Status::kPermission, "{}: {} is not on the committee of challenge {}", kCall, to_hex(caller),
+         challenge_id);
   if (!c.opening) fail(Status::kState, "{}: challenge {} is not opened yet", kCall, challenge_id);
   if (now > commit_deadline(c))
     fail(Status::kState, "{}: the commit phase of challenge {} closed at height {}", kCall,
@@ -385,9 +424,6 @@ void Ledger::commit_witness(ByteView caller, uint64_t challenge_id, const Digest
     height_ = now;
     return;
   }
-  if (c.commits.size() >= kMaxWitnessesPerChallenge)
-    fail(Status::kLimit, "{}: challenge {} already has {} witnesses", kCall, challenge_id,
-         kMaxWitnessesPerChallenge);
   c.commits.emplace(std::move(identity), commitment);
   height_ = now;
 }
@@ -428,14 +464,60 @@ std::optional<int64_t> Ledger::committed_bucket(const Challenge &c) const {
 }
 
 ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
-  if (!c.opening) return {Verdict::kFail, "no opening within the opening window", 0};
-  std::vector<Revealed> reveals;
-  reveals.reserve(c.reveals.size());
-  for (const auto &[identity, r] : c.reveals)
-    reveals.push_back({identity, r.replayed_state, r.bucket});
-  const VerdictResult v =
-      decide(reveals, c.mode, c.opening->state_digest, committed_bucket(c), config_.quorum);
-  return {v.verdict, v.reason, v.cluster_size};
+  if (!c.opening) return {Verdict::kFail, "no opening within the opening window", 0, 0};
+  uint64_t committee_stake = 0;  // fits: the registry's stakes sum below 2^64
+  for (const auto &[identity, stake] : c.committee) committee_stake += stake;
+  if (committee_stake == 0)
+    return {Verdict::kInconclusive, "no committee: no verifier was registered before the draw", 0, 0};
+  // The reveals that agree with the opened step (its state digest; in
+  // norm-bucket mode a bucket adjacent to the committed one), and the
+  // others by value.
+  const std::optional<int64_t> committed = committed_bucket(c);
+  uint64_t agree_stake = 0, agree_count = 0;
+  std::map<std::pair<Digest, int64_t>, std::pair<uint64_t, uint64_t>> other;  // value -> (stake, count)
+  for (const auto &[identity, r] : c.reveals) {
+    const uint64_t stake = c.committee.at(identity);
+    const bool agrees = c.mode == Mode::kBitwise ? r.replayed_state == c.opening->state_digest
+                                                 : witness::buckets_match(*committed, r.bucket);
+    if (agrees) {
+      agree_stake += stake;
+      ++agree_count;
+    } else {
+      auto &o = other[c.mode == Mode::kBitwise ? std::pair{r.replayed_state, int64_t{0}}
+                                               : std::pair{Digest{}, r.bucket}];
+      o.first += stake;
+      ++o.second;
+    }
+  }
+  auto best = other.end();
+  uint64_t other_stake = 0;
+  for (auto it = other.begin(); it != other.end(); ++it) {
+    other_stake += it->second.first;
+    if (best == other.end() || it->second.first > best->second.first) best = it;
+  }
+  const char *reference = c.mode == Mode::kBitwise ? "the opened state digest" : "the committed bucket";
+  // A strict majority of the committee's stake, revealed or not, decides.
+  if (agree_stake > committee_stake - agree_stake)
+    return {Verdict::kPass,
+            fmt::format("members holding {} of the committee's stake {} agree with {}", agree_stake,
+                        committee_stake, reference),
+            agree_count, agree_stake};
+  if (best != other.end() && best->second.first > committee_stake - best->second.first) {
+    const std::string value = c.mode == Mode::kBitwise ? "digest " + best->first.first.hex()
+                                                       : fmt::format("bucket {}", best->first.second);
+    return {Verdict::kFail,
+            fmt::format("members holding {} of the committee's stake {} revealed {}, not {}", best->second.first,
+                        committee_stake, value, reference),
+            best->second.second, best->second.first};
+  }
+  const bool agree_larger = best == other.end() || agree_stake >= best->second.first;
+  return {Verdict::kInconclusive,
+          fmt::format("no value holds a majority of the committee's stake {}: {} agree with {}, {} on the largest "
+                      "other value, {} unrevealed",
+                      committee_stake, agree_stake, reference, best == other.end() ? 0 : best->second.first,
+                      committee_stake - agree_stake - other_stake),
+          agree_larger ? agree_count : best->second.second,
+          agree_larger ? agree_stake : best->second.first};
 }
 
 ChallengeVerdict Ledger::finalize_challenge(uint64_t challenge_id, uint64_t now) {
@@ -447,7 +529,7 @@ ChallengeVerdict Ledger::finalize_challenge(uint64_t challenge_id, uint64_t now)
          c.opening ? "reveal" : "opening", challenge_id, final_after(c));
   if (c.outcome) fail(Status::kState, "{}: challenge {} is already final", kCall, challenge_id);
   ChallengeVerdict v = evaluate(c);
-  c.outcome = Final{v.verdict, v.cluster_size};
+  c.outcome = Final{v.verdict, v.cluster_size, v.cluster_stake};
   if (v.verdict == Verdict::kFail) runs_.at(c.run_id).slashable = true;
   height_ = now;
   return v;
@@ -480,6 +562,12 @@ RunInfo Ledger::run_info(const Digest &run_id) const {
   return i;
 }
 
+VerifierInfo Ledger::verifier_info(ByteView identity) const {
+  auto it = verifiers_.find(to_bytes(identity));
+  if (it == verifiers_.end()) fail(Status::kNotFound, "verifier_info: no verifier {}", to_hex(identity));
+  return {it->first, it->second.stake, it->second.registered_height};
+}
+
 ChallengeInfo Ledger::challenge_info(uint64_t challenge_id) const {
   auto it = challenges_.find(challenge_id);
   if (it == challenges_.end())
@@ -502,12 +590,17 @@ ChallengeInfo Ledger::challenge_info(uint64_t challenge_id) const {
     i.opened_update_norm = c.opening->update_norm;
   }
   i.committed_bucket = committed_bucket(c);
+  for (const auto &[identity, stake] : c.committee) {
+    i.committee.push_back({identity, stake, c.commits.contains(identity), c.reveals.contains(identity)});
+    i.committee_stake += stake;
+  }
   i.witness_commits = c.commits.size();
   i.witness_reveals = c.reveals.size();
   // Nothing that feeds the verdict changes after the reveal phase, so the
   // reason is recomputed rather than stored.
   if (c.outcome)
-    i.verdict = ChallengeVerdict{c.outcome->verdict, evaluate(c).reason, c.outcome->cluster_size};
+    i.verdict = ChallengeVerdict{c.outcome->verdict, evaluate(c).reason, c.outcome->cluster_size,
+                                 c.outcome->cluster_stake};
   return i;
 }
 
@@ -532,7 +625,8 @@ Bytes Ledger::save() const {
   v2::LedgerConfig *cfg = p.mutable_config();
   cfg->set_commit_window(config_.commit_window);
   cfg->set_reveal_window(config_.reveal_window);
-  cfg->set_quorum(config_.quorum);
+  cfg->set_committee_size(config_.committee_size);
+  cfg->set_min_stake(config_.min_stake);
   cfg->set_max_rounds(config_.max_rounds);
   cfg->set_opening_window(config_.opening_window);
   cfg->set_draw_delay(config_.draw_delay);
@@ -581,8 +675,20 @@ Bytes Ledger::save() const {
       v2::LedgerVerdict *v = m->mutable_verdict();
       v->set_verdict(static_cast<v2::LedgerVerdictKind>(static_cast<int>(c.outcome->verdict)));
       v->set_cluster_size(c.outcome->cluster_size);
+      v->set_cluster_stake(c.outcome->cluster_stake);
     }
     m->set_issued_height(c.issued_height);
+    for (const auto &[identity, stake] : c.committee) {
+      v2::LedgerMember *w = m->add_committee();
+      w->set_identity(as_string(identity));
+      w->set_stake(stake);
+    }
+  }
+  for (const auto &[identity, v] : verifiers_) {
+    v2::LedgerVerifier *w = p.add_verifiers();
+    w->set_identity(as_string(identity));
+    w->set_stake(v.stake);
+    w->set_registered_height(v.registered_height);
   }
   if (last_randomness_) put(p.mutable_last_randomness(), last_randomness_->height, last_randomness_->value);
   for (const auto &[height, value] : randomness_) put(p.add_randomness(), height, value);
@@ -608,9 +714,10 @@ Ledger Ledger::load(ByteView b) {
   // a randomness entry its value.
   commit::check_min_sizes(b,
                           {{5, 34},
-                           {6, 34, {{9, 37}, {10, 55}}},
+                           {6, 34, {{9, 37}, {10, 55}, {13, 5}}},
                            {7, 36},
-                           {9, 34}},
+                           {9, 34},
+                           {10, 5}},
                           "ledger state");
   v2::LedgerState p;
   if (!p.ParseFromArray(b.data(), static_cast<int>(b.size())))
@@ -624,7 +731,8 @@ Ledger Ledger::load(ByteView b) {
   config.opening_window = p.config().opening_window();
   config.commit_window = p.config().commit_window();
   config.reveal_window = p.config().reveal_window();
-  config.quorum = p.config().quorum();
+  config.committee_size = p.config().committee_size();
+  config.min_stake = p.config().min_stake();
   config.max_rounds = p.config().max_rounds();
   Ledger l = as_state_check("config", [&] { return Ledger(config); });
   l.height_ = p.height();
@@ -638,6 +746,18 @@ Ledger Ledger::load(ByteView b) {
     if (l.last_randomness_->height > l.height_)
       bad_state(fmt::format("randomness of height {} posted above the height {}",
                             l.last_randomness_->height, l.height_));
+  }
+
+  for (const v2::LedgerVerifier &m : p.verifiers()) {
+    const ByteView identity = view_of(m.identity());
+    const std::string where = "verifier " + to_hex(identity);
+    as_state_check(where, [&] { check_caller(identity, "register_verifier"); });
+    if (m.stake() < l.config_.min_stake) bad_state(where + ": a stake below min_stake");
+    if (m.registered_height() > l.height_) bad_state(where + ": registered above the height");
+    if (m.stake() > UINT64_MAX - l.total_stake_) bad_state(where + ": the stakes sum past 2^64 - 1");
+    if (!l.verifiers_.emplace(to_bytes(identity), Verifier{m.stake(), m.registered_height()}).second)
+      bad_state(where + " is listed twice");
+    l.total_stake_ += m.stake();
   }
 
   for (const v2::LedgerTask &m : p.tasks()) {
@@ -761,16 +881,15 @@ Ledger Ledger::load(ByteView b) {
           c.opening->height > l.height_)
         bad_state(where + ": opened outside its opening phase");
     }
-    if (static_cast<size_t>(m.commits_size()) > kMaxWitnessesPerChallenge)
-      bad_state(fmt::format("{}: {} witnesses, more than {}", where, m.commits_size(),
-                            kMaxWitnessesPerChallenge));
+    for (const v2::LedgerMember &w : m.committee())
+      if (!c.committee.emplace(to_bytes(view_of(w.identity())), w.stake()).second)
+        bad_state(where + ": a committee member listed twice");  // checked against the draw below
     if (m.commits_size() > 0 && !c.opening)
       bad_state(where + ": witness commits before the opening");
     for (const v2::LedgerWitnessCommit &w : m.commits()) {
       const ByteView identity = view_of(w.identity());
       as_state_check(where + ": witness", [&] { check_caller(identity, "commit_witness"); });
-      if (same(identity, r.commitment.miner_identity))
-        bad_state(where + ": the miner is a witness");
+      if (!c.committee.contains(to_bytes(identity))) bad_state(where + ": a witness not on the committee");
       if (!c.commits
                .emplace(to_bytes(identity), digest_field(w.commitment(), where + ": commitment"))
                .second)
@@ -796,17 +915,18 @@ Ledger Ledger::load(ByteView b) {
       if (l.height_ <= l.final_after(c)) bad_state(where + ": final before its last phase closed");
       const ChallengeVerdict v = l.evaluate(c);
       if (static_cast<int>(m.verdict().verdict()) != static_cast<int>(v.verdict) ||
-          m.verdict().cluster_size() != v.cluster_size)
+          m.verdict().cluster_size() != v.cluster_size || m.verdict().cluster_stake() != v.cluster_stake)
         bad_state(where + ": the stored verdict is not the one its reveals yield");
-      c.outcome = Final{v.verdict, v.cluster_size};
+      c.outcome = Final{v.verdict, v.cluster_size, v.cluster_stake};
       if (v.verdict == Verdict::kFail) r.slashable = true;
     }
     if (!l.challenges_.emplace(m.id(), std::move(c)).second) bad_state(where + " is listed twice");
   }
-  // Every accepted call needs a task (post_task creates one), so a ledger
-  // without tasks has never accepted a call.
-  if (l.tasks_.empty() && l.height_ != 0)
-    bad_state(fmt::format("height {} without any task", l.height_));
+  // Every accepted call leaves a task, a verifier or a randomness behind
+  // (every other call needs a task), so a ledger with none of them has never
+  // accepted a call.
+  if (l.tasks_.empty() && l.verifiers_.empty() && !l.last_randomness_ && l.height_ != 0)
+    bad_state(fmt::format("height {} without any task, verifier or randomness", l.height_));
   // The ledger never deletes a challenge, so the ids are exactly
   // 0..next_challenge_id - 1 (each below it and distinct, checked above).
   if (l.challenges_.size() != l.next_challenge_id_)
@@ -828,7 +948,20 @@ Ledger Ledger::load(ByteView b) {
                   l.challenges_.at(got[i].first).issued_height ==
                       l.challenges_.at(got[0].first).issued_height;
     if (!same_draw) bad_state(where + ": challenges that are not the draw of its randomness");
-    for (const auto &[cid, step] : got) r.challenge_ids.push_back(cid);
+    for (size_t i = 0; i < got.size(); ++i) {
+      // The committee is the draw of the registry as it stood at the value's
+      // height (registrations are never removed).
+      const std::vector<Candidate> drawn =
+          l.committee_for(r, run_id, static_cast<uint32_t>(i), r.drawn_from->height, r.drawn_from->value);
+      const std::map<Bytes, uint64_t> want = [&] {
+        std::map<Bytes, uint64_t> m;
+        for (const Candidate &c : drawn) m.emplace(c.identity, c.stake);
+        return m;
+      }();
+      if (l.challenges_.at(got[i].first).committee != want)
+        bad_state(fmt::format("challenge {}: a committee that is not the draw of its run's randomness", got[i].first));
+      r.challenge_ids.push_back(got[i].first);
+    }
   }
   // Sorted, unique keys, no default values, no unknown fields: all follow
   // from re-encoding the state and comparing.
@@ -859,7 +992,8 @@ nlohmann::json randomness_json(const BlockRandomness &r) {
 
 nlohmann::json verdict_json(const ChallengeVerdict &v) {
   return {
-      {"verdict", verdict_name(v.verdict)}, {"reason", v.reason}, {"cluster_size", v.cluster_size}};
+      {"verdict", verdict_name(v.verdict)}, {"reason", v.reason}, {"cluster_size", v.cluster_size},
+      {"cluster_stake", v.cluster_stake}};
 }
 
 }  // namespace
@@ -900,6 +1034,12 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
     const uint64_t now = f.u64("now");
     const Digest randomness = f.digest("randomness");
     post_randomness(randomness, now);
+  } else if (name == "register_verifier") {
+    f.only({"call", "caller", "now", "stake"});
+    const Bytes caller = f.hex("caller");
+    const uint64_t now = f.u64("now");
+    const uint64_t stake = f.u64("stake");
+    register_verifier(caller, stake, now);
   } else if (name == "issue_challenge") {
     f.only({"call", "now", "run_id"});
     const uint64_t now = f.u64("now");
@@ -978,6 +1118,14 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
     out["opened_state"] = c.opened ? nlohmann::json(c.opened_state.hex()) : null;
     out["opened_update_norm"] = c.opened ? nlohmann::json(c.opened_update_norm) : null;
     out["committed_bucket"] = c.committed_bucket ? nlohmann::json(*c.committed_bucket) : null;
+    nlohmann::json committee = nlohmann::json::array();
+    for (const MemberInfo &m : c.committee)
+      committee.push_back({{"identity", to_hex(m.identity)},
+                           {"stake", m.stake},
+                           {"committed", m.committed},
+                           {"revealed", m.revealed}});
+    out["committee"] = std::move(committee);
+    out["committee_stake"] = c.committee_stake;
     out["witness_commits"] = c.witness_commits;
     out["witness_reveals"] = c.witness_reveals;
     out["final"] = c.verdict.has_value();
@@ -987,11 +1135,20 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
       out["verdict"] = null;
       out["reason"] = null;
       out["cluster_size"] = null;
+      out["cluster_stake"] = null;
     }
+  } else if (name == "verifier_info") {
+    f.only({"call", "identity"});
+    const VerifierInfo v = verifier_info(f.hex("identity"));
+    out["identity"] = to_hex(v.identity);
+    out["stake"] = v.stake;
+    out["registered_height"] = v.registered_height;
   } else if (name == "ledger_info") {
     f.only({"call"});
     out["config"] = config_.to_json();
     out["height"] = height_;
+    out["verifiers"] = verifiers_.size();
+    out["total_stake"] = total_stake_;
     out["latest_randomness"] =
         last_randomness_ ? randomness_json(*last_randomness_) : nlohmann::json(nullptr);
   } else {

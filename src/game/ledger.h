@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "commit/commitment.h"
+#include "game/committee.h"
 #include "hash/sha256.h"
 #include "task/task.h"
 #include "witness/witness.h"
@@ -28,18 +29,18 @@ using witness::Verdict;
 
 // The largest saved state load accepts (and save produces).
 inline constexpr size_t kMaxLedgerStateBytes = size_t{64} << 20;
-// Witness commitments one challenge accepts; bounds the work of finalize.
-inline constexpr size_t kMaxWitnessesPerChallenge = 1024;
 
 struct LedgerConfig {
   uint64_t draw_delay = 1;      // blocks from a run's seal to the randomness its challenges use
   uint64_t opening_window = 1;  // blocks from issue to the end of the opening phase
   uint64_t commit_window = 1;   // blocks from the opening to the end of the commit phase
   uint64_t reveal_window = 1;   // blocks from there to the end of the reveal phase
-  uint32_t quorum = 1;          // reveals the winning cluster needs
+  uint32_t committee_size = 1;  // verifiers drawn to judge each challenge, 1..kMaxCommitteeSize
+  uint64_t min_stake = 1;       // the least stake a verifier registers with
   uint32_t max_rounds = 1;      // the most challenge rounds a task may ask for
 
-  // kInvalidArgument unless every field is >= 1.
+  // kInvalidArgument unless every field is >= 1 and committee_size is at
+  // most kMaxCommitteeSize.
   void validate() const;
   // The JSON form (docs/ledger.md section 1): an object with exactly these
   // keys, every one an integer; kInvalidArgument naming the key otherwise.
@@ -74,7 +75,22 @@ struct RunInfo {
 struct ChallengeVerdict {
   Verdict verdict = Verdict::kInconclusive;
   std::string reason;
-  uint64_t cluster_size = 0;
+  uint64_t cluster_size = 0;   // reveals in the deciding cluster (the largest by stake when none decides)
+  uint64_t cluster_stake = 0;  // their committee stake
+};
+
+// A committee member of a challenge, and what it did.
+struct MemberInfo {
+  Bytes identity;
+  uint64_t stake = 0;
+  bool committed = false;
+  bool revealed = false;
+};
+
+struct VerifierInfo {
+  Bytes identity;
+  uint64_t stake = 0;
+  uint64_t registered_height = 0;
 };
 
 struct ChallengeInfo {
@@ -94,6 +110,8 @@ struct ChallengeInfo {
   // Norm-bucket mode, when opened: the bucket of opened_update_norm at the
   // task spec's resolution, the value witnesses' buckets are compared with.
   std::optional<int64_t> committed_bucket;
+  std::vector<MemberInfo> committee;  // sorted by identity
+  uint64_t committee_stake = 0;
   size_t witness_commits = 0;
   size_t witness_reveals = 0;
   std::optional<ChallengeVerdict> verdict;  // once final
@@ -121,6 +139,10 @@ class Ledger {
   // The chain's randomness of block `now`, supplied by the embedding runtime
   // (never a user's call): 32 bytes of drand, a VRF output or the like.
   void post_randomness(const hash::Digest &randomness, uint64_t now);
+  // Registers the caller as a verifier with a stake of at least min_stake
+  // (locked by the runtime). A verifier is drawn into the committees of
+  // challenges drawn from randomness posted after its registration.
+  void register_verifier(ByteView caller, uint64_t stake, uint64_t now);
   // Draws the task's challenge rounds (distinct steps) of a sealed run from
   // the randomness of its draw height and opens one challenge per step in
   // the task's mode; returns their ids in round order. Once per run: a later
@@ -139,6 +161,7 @@ class Ledger {
   task::Task task_info(const hash::Digest &task_id) const;
   RunInfo run_info(const hash::Digest &run_id) const;
   ChallengeInfo challenge_info(uint64_t challenge_id) const;
+  VerifierInfo verifier_info(ByteView identity) const;
   // The latest posted randomness (nullopt before the first post).
   std::optional<BlockRandomness> latest_randomness() const { return last_randomness_; }
 
@@ -183,12 +206,18 @@ class Ledger {
   struct Final {
     Verdict verdict = Verdict::kInconclusive;
     uint64_t cluster_size = 0;
+    uint64_t cluster_stake = 0;
+  };
+  struct Verifier {
+    uint64_t stake = 0;
+    uint64_t registered_height = 0;
   };
   struct Challenge {
     hash::Digest run_id;
     uint64_t step = 0;
     Mode mode = Mode::kBitwise;
     uint64_t issued_height = 0;
+    std::map<Bytes, uint64_t> committee;    // identity -> stake when drawn
     std::optional<Opening> opening;
     std::map<Bytes, hash::Digest> commits;  // identity -> commitment
     std::map<Bytes, Reveal> reveals;        // identity -> revealed value
@@ -210,6 +239,10 @@ class Ledger {
   std::map<uint64_t, hash::Digest>::const_iterator randomness_for(uint64_t d) const {
     return randomness_.lower_bound(d);
   }
+  // The committee of round `round` of run `r`, drawn from `value` of height
+  // `height`: verifiers registered below that height, the miner excluded.
+  std::vector<Candidate> committee_for(const Run &r, const hash::Digest &run_id, uint32_t round,
+                                       uint64_t height, const hash::Digest &value) const;
   // Whether a stored randomness entry is still needed by a waiting run.
   bool needed(std::map<uint64_t, hash::Digest>::const_iterator entry) const;
   Run &run_for(const hash::Digest &run_id, const char *call);
@@ -233,6 +266,8 @@ class Ledger {
   std::optional<BlockRandomness> last_randomness_;
   std::map<uint64_t, hash::Digest> randomness_;  // height -> value
   std::map<uint64_t, uint64_t> waiting_;         // draw height -> sealed runs not yet drawn
+  std::map<Bytes, Verifier> verifiers_;          // identity -> registration
+  uint64_t total_stake_ = 0;                     // derived: the verifiers' stakes, below 2^64
 };
 
 }  // namespace pot::game

@@ -14,7 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cfg.opening_window = 10;  // whose calls are this target's seeds
   cfg.commit_window = 10;
   cfg.reveal_window = 10;
-  cfg.quorum = 2;
+  cfg.committee_size = 3;
+  cfg.min_stake = 1;
   cfg.max_rounds = 4;
   pot::game::Ledger ledger(cfg);
   const std::string text(reinterpret_cast<const char *>(data), size);

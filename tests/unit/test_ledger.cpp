@@ -58,8 +58,14 @@ Bytes salt_for(const std::string &who) {
 }
 
 constexpr uint64_t kSteps = 8;
-const LedgerConfig kConfig{
-    .draw_delay = 1, .opening_window = 10, .commit_window = 10, .reveal_window = 10, .quorum = 2, .max_rounds = 4};
+const LedgerConfig kConfig{.draw_delay = 1,
+                           .opening_window = 10,
+                           .commit_window = 10,
+                           .reveal_window = 10,
+                           .committee_size = 8,
+                           .min_stake = 1,
+                           .max_rounds = 4};
+constexpr uint64_t kStake = 10;  // each Flow verifier's
 
 void expect_round_trip(const Ledger &l) {
   const Bytes s = l.save();
@@ -115,9 +121,11 @@ struct Flow {
     return log;
   }
 
-  // Posts the task (a no-op when it is already posted) and starts the run.
+  // Posts the task (a no-op when it is already posted), registers the
+  // verifiers (stake kStake each) and starts the run.
   void start() {
     ledger.post_task(owner, task_bytes, now);
+    for (const std::string &v : verifiers) ledger.register_verifier(id(v), kStake, now);
     run_id = ledger.start_training_commitment(miner, commitment_bytes, now);
   }
   Bytes consistency(uint64_t size) const {
@@ -175,6 +183,8 @@ struct Flow {
 
   Ledger ledger;
   uint64_t now;
+  // Registered by start(): with committee_size 8, each challenge's committee.
+  std::vector<std::string> verifiers = {"alice", "bob", "carol"};
   task::Task task_value;
   Digest task;
   Bytes task_bytes;
@@ -193,19 +203,25 @@ struct Flow {
 
 TEST(Ledger, ConfigIsValidated) {
   for (auto zero : {&LedgerConfig::draw_delay, &LedgerConfig::opening_window, &LedgerConfig::commit_window,
-                    &LedgerConfig::reveal_window}) {
+                    &LedgerConfig::reveal_window, &LedgerConfig::min_stake}) {
     LedgerConfig c = kConfig;
     c.*zero = 0;
     EXPECT_EQ(status_of([&] { Ledger{c}; }), Status::kInvalidArgument);
   }
-  for (auto zero : {&LedgerConfig::quorum, &LedgerConfig::max_rounds}) {
+  for (auto zero : {&LedgerConfig::committee_size, &LedgerConfig::max_rounds}) {
     LedgerConfig c = kConfig;
     c.*zero = 0;
     EXPECT_EQ(status_of([&] { Ledger{c}; }), Status::kInvalidArgument);
   }
+  LedgerConfig large = kConfig;
+  large.committee_size = game::kMaxCommitteeSize;
+  EXPECT_EQ(Ledger(large).config(), large);
+  ++large.committee_size;
+  EXPECT_EQ(status_of([&] { Ledger{large}; }), Status::kInvalidArgument);
   // The JSON form: every key, integers only, nothing else.
   EXPECT_EQ(LedgerConfig::from_json(kConfig.to_json()), kConfig);
-  for (const char *key : {"draw_delay", "opening_window", "commit_window", "reveal_window", "quorum", "max_rounds"}) {
+  for (const char *key : {"draw_delay", "opening_window", "commit_window", "reveal_window", "committee_size",
+                          "min_stake", "max_rounds"}) {
     nlohmann::json j = kConfig.to_json();
     j.erase(key);
     EXPECT_EQ(status_of([&] { LedgerConfig::from_json(j); }), Status::kInvalidArgument) << key;
@@ -218,7 +234,7 @@ TEST(Ledger, ConfigIsValidated) {
   extra["beacon_rounds"] = 1;
   EXPECT_EQ(status_of([&] { LedgerConfig::from_json(extra); }), Status::kInvalidArgument);
   nlohmann::json wide = kConfig.to_json();
-  wide["quorum"] = uint64_t{1} << 32;
+  wide["committee_size"] = uint64_t{1} << 32;
   EXPECT_EQ(status_of([&] { LedgerConfig::from_json(wide); }), Status::kInvalidArgument);
   const Ledger l(kConfig);
   EXPECT_EQ(l.config(), kConfig);
@@ -321,6 +337,7 @@ TEST(Ledger, HonestFlowPasses) {
 
 TEST(Ledger, ForgedLeafFailsAndMakesTheRunSlashable) {
   Flow f(/*forged=*/true);
+  f.verifiers.push_back("accomplice");
   f.seal();
   const uint64_t cid = f.challenge();
   const uint64_t step = f.step_of(cid);
@@ -338,6 +355,7 @@ TEST(Ledger, ForgedLeafFailsAndMakesTheRunSlashable) {
   const game::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
   EXPECT_EQ(v.verdict, Verdict::kFail);
   EXPECT_EQ(v.cluster_size, 3u);
+  EXPECT_EQ(v.cluster_stake, 3 * kStake);
   EXPECT_TRUE(f.ledger.run_info(f.run_id).slashable);
   expect_round_trip(f.ledger);
   EXPECT_TRUE(Ledger::load(f.ledger.save()).run_info(f.run_id).slashable);
@@ -361,7 +379,7 @@ TEST(Ledger, NormBucketModeAdjacentBucketsPassFarBucketsFail) {
     EXPECT_EQ(info.opened_update_norm, Flow::committed_norm());
   }
   // Cross-architecture witnesses: replayed digests all differ, buckets are
-  // close. The largest cluster (101, two reveals) is adjacent to 100.
+  // close: 101 and 100 are both adjacent to the committed 100.
   f.commit("alice", pass, d("alice replay"), 101);
   f.commit("bob", pass, d("bob replay"), 101);
   f.commit("carol", pass, d("carol replay"), 100);
@@ -377,7 +395,7 @@ TEST(Ledger, NormBucketModeAdjacentBucketsPassFarBucketsFail) {
   f.to_final_phase(pass);
   const game::ChallengeVerdict p = f.ledger.finalize_challenge(pass, f.now);
   EXPECT_EQ(p.verdict, Verdict::kPass);
-  EXPECT_EQ(p.cluster_size, 2u);
+  EXPECT_EQ(p.cluster_size, 3u);
   EXPECT_FALSE(f.ledger.run_info(f.run_id).slashable);
   const game::ChallengeVerdict q = f.ledger.finalize_challenge(fail_, f.now);
   EXPECT_EQ(q.verdict, Verdict::kFail);
@@ -388,6 +406,7 @@ TEST(Ledger, NormBucketModeAdjacentBucketsPassFarBucketsFail) {
 
 TEST(Ledger, TieOrTooFewRevealsIsInconclusive) {
   Flow f(false, kConfig, 100, make_task(task::ChallengeMode::kBitwise, 2));
+  f.verifiers.push_back("dave");
   f.seal();
   const std::vector<uint64_t> ids = f.issue();
   const uint64_t tie = ids[0], few = ids[1];
@@ -411,8 +430,11 @@ TEST(Ledger, TieOrTooFewRevealsIsInconclusive) {
   EXPECT_EQ(t.verdict, Verdict::kInconclusive);
   EXPECT_EQ(t.cluster_size, 2u);
   const game::ChallengeVerdict q = f.ledger.finalize_challenge(few, f.now);
-  EXPECT_EQ(q.verdict, Verdict::kInconclusive);  // one reveal, quorum 2
+  EXPECT_EQ(q.verdict, Verdict::kInconclusive);  // 10 of the committee's 40: no majority
   EXPECT_EQ(q.cluster_size, 1u);
+  EXPECT_EQ(q.reason,
+            "no value holds a majority of the committee's stake 40: 10 agree with the opened state digest, 0 on "
+            "the largest other value, 30 unrevealed");
   EXPECT_FALSE(f.ledger.run_info(f.run_id).slashable);
   expect_round_trip(f.ledger);
 }
@@ -447,7 +469,7 @@ TEST(Ledger, NoOpeningFailsAndWitnessesAreComparedWithTheCommittedBucket) {
   f.to_final_phase(opened);
   const game::ChallengeVerdict b = f.ledger.finalize_challenge(opened, f.now);
   EXPECT_EQ(b.verdict, Verdict::kFail);
-  EXPECT_EQ(b.reason, "the largest cluster's bucket 7 does not match the committed bucket 100");
+  EXPECT_EQ(b.reason, "members holding 20 of the committee's stake 30 revealed bucket 7, not the committed bucket");
   expect_round_trip(f.ledger);
   EXPECT_EQ(Ledger::load(f.ledger.save()).challenge_info(unopened).verdict->reason,
             "no opening within the opening window");
@@ -776,17 +798,131 @@ TEST(Ledger, CommitWitnessRefusals) {
   EXPECT_REFUSED(l, Status::kState, l.commit_witness(id("carol"), cid, d("carol"), f.now));
 }
 
-TEST(Ledger, WitnessesPerChallengeAreBounded) {
+TEST(Ledger, OnlyTheDrawnCommitteeWitnesses) {
   Flow f;
-  f.seal();
+  f.verifiers.clear();
+  f.start();
   Ledger &l = f.ledger;
-  const uint64_t cid = f.challenge();
+  // 40 verifiers of different stakes, and the miner registered as one with
+  // the largest stake: it never judges its own run.
+  for (uint64_t i = 0; i < 40; ++i) l.register_verifier(id(fmt::format("v{:02}", i)), i + 1, f.now);
+  l.register_verifier(f.miner, 1000, f.now);
+  f.post(kSteps);
+  // Registered at the draw height itself: the value may already be known.
+  const uint64_t draw = l.run_info(f.run_id).draw_height;
+  f.now = draw;
+  l.post_randomness(Flow::randomness(f.now), f.now);
+  l.register_verifier(id("late"), 1000, f.now);
+  const uint64_t cid = l.issue_challenge(f.run_id, f.now).at(0);
+  std::vector<game::Candidate> candidates;
+  for (uint64_t i = 0; i < 40; ++i) candidates.push_back({id(fmt::format("v{:02}", i)), i + 1});
+  std::vector<game::Candidate> want =
+      game::draw_committee(Flow::randomness(draw).view(), f.run_id, 0, candidates, kConfig.committee_size);
+  std::ranges::sort(want, {}, &game::Candidate::identity);
+  const game::ChallengeInfo info = l.challenge_info(cid);
+  ASSERT_EQ(info.committee.size(), kConfig.committee_size);
+  uint64_t stake = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(info.committee[i].identity, want[i].identity);
+    EXPECT_EQ(info.committee[i].stake, want[i].stake);
+    stake += want[i].stake;
+  }
+  EXPECT_EQ(info.committee_stake, stake);
   f.open(cid);
-  for (size_t i = 0; i < game::kMaxWitnessesPerChallenge; ++i)
-    l.commit_witness(id(fmt::format("w{}", i)), cid, d(fmt::format("c{}", i)), f.now);
-  EXPECT_REFUSED(l, Status::kLimit, l.commit_witness(id("one too many"), cid, d("c"), f.now));
-  EXPECT_NO_OP(l, l.commit_witness(id("w0"), cid, d("c0"), f.now));
+  // Nobody else commits: not the miner, not a late registrant, not 1024
+  // fillers, not a registered verifier left out of the draw.
+  const Bytes outsider = [&] {
+    for (const game::Candidate &c : candidates)
+      if (std::ranges::find(want, c.identity, &game::Candidate::identity) == want.end()) return c.identity;
+    return Bytes{};
+  }();
+  for (const Bytes &who : {f.miner, id("late"), outsider, id("filler")})
+    EXPECT_REFUSED(l, Status::kPermission, l.commit_witness(who, cid, d("c"), f.now));
+  for (size_t i = 0; i < 1024; ++i)
+    EXPECT_EQ(status_of([&] { l.commit_witness(id(fmt::format("filler {}", i)), cid, d("c"), f.now); }),
+              Status::kPermission);
+  l.commit_witness(want[0].identity, cid, d("c"), f.now);
+  EXPECT_TRUE(l.challenge_info(cid).committee[0].committed);
   expect_round_trip(l);
+}
+
+TEST(Ledger, TheCommitteeDrawIsByStake) {
+  // A verifier holding 90% of the stake is in almost every one-member
+  // committee; the draw is exactly uniform over the stake.
+  std::vector<game::Candidate> candidates = {{id("a"), 9}, {id("b"), 1}};
+  int a = 0;
+  for (uint32_t round = 0; round < 2000; ++round)
+    a += game::draw_committee(id("value"), d("run"), round, candidates, 1).at(0).identity == id("a");
+  EXPECT_NEAR(a, 1800, 60);  // 4.5 standard deviations
+  // Without replacement: everyone, once, when the size allows.
+  EXPECT_EQ(game::draw_committee(id("value"), d("run"), 0, candidates, 5).size(), 2u);
+  EXPECT_TRUE(game::draw_committee(id("value"), d("run"), 0, {}, 5).empty());
+  EXPECT_EQ(status_of([&] { game::draw_committee({}, d("run"), 0, candidates, 1); }), Status::kInvalidArgument);
+  EXPECT_EQ(status_of([&] { game::draw_committee(id("v"), d("run"), 0, {{id("b"), 1}, {id("a"), 1}}, 1); }),
+            Status::kInvalidArgument);
+  EXPECT_EQ(status_of([&] { game::draw_committee(id("v"), d("run"), 0, {{id("a"), 0}}, 1); }),
+            Status::kInvalidArgument);
+  EXPECT_EQ(status_of([&] { game::draw_committee(id("v"), d("run"), 0, {{id("a"), UINT64_MAX}, {id("b"), 1}}, 1); }),
+            Status::kInvalidArgument);
+}
+
+TEST(Ledger, RegisterVerifierRefusals) {
+  LedgerConfig config = kConfig;
+  config.min_stake = 5;
+  Ledger l(config);
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.register_verifier(id("alice"), 4, 1));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.register_verifier(Bytes{}, 5, 1));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.register_verifier(Bytes(257, 'a'), 5, 1));
+  l.register_verifier(id("alice"), 5, 1);
+  EXPECT_EQ(l.verifier_info(id("alice")).registered_height, 1u);
+  EXPECT_NO_OP(l, l.register_verifier(id("alice"), 5, 1));
+  EXPECT_REFUSED(l, Status::kConflict, l.register_verifier(id("alice"), 6, 1));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.register_verifier(id("bob"), 5, 0));  // time goes back
+  l.register_verifier(id("bob"), UINT64_MAX - 5, 2);
+  EXPECT_REFUSED(l, Status::kOutOfRange, l.register_verifier(id("carol"), 5, 2));
+  EXPECT_EQ(status_of([&] { l.verifier_info(id("carol")); }), Status::kNotFound);
+  expect_round_trip(l);
+}
+
+TEST(Ledger, StakeNotHeadcountDecides) {
+  // Four colluders echo a forged digest; one honest verifier holds more
+  // stake than the four together: FAIL. With the stakes swapped: PASS for
+  // the forgery is what four colluders holding the majority could do.
+  for (const bool honest_whale : {true, false}) {
+    Flow f(/*forged=*/true);
+    f.verifiers.clear();
+    f.start();
+    f.ledger.register_verifier(id("honest"), honest_whale ? 50 : 5, f.now);
+    for (const char *w : {"c1", "c2", "c3", "c4"}) f.ledger.register_verifier(id(w), honest_whale ? 10 : 20, f.now);
+    f.post(kSteps);
+    const uint64_t cid = f.challenge();
+    const uint64_t step = f.step_of(cid);
+    f.open(cid);
+    f.commit("honest", cid, Flow::honest_state(step));
+    for (const char *w : {"c1", "c2", "c3", "c4"}) f.commit(w, cid, f.leaves[step - 1].state_digest);
+    f.to_reveal_phase(cid);
+    f.reveal("honest", cid, Flow::honest_state(step));
+    for (const char *w : {"c1", "c2", "c3", "c4"}) f.reveal(w, cid, f.leaves[step - 1].state_digest);
+    f.to_final_phase(cid);
+    const game::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
+    EXPECT_EQ(v.verdict, honest_whale ? Verdict::kFail : Verdict::kPass);
+    EXPECT_EQ(v.cluster_size, honest_whale ? 1u : 4u);
+    expect_round_trip(f.ledger);
+  }
+}
+
+TEST(Ledger, AChallengeWithoutACommitteeIsInconclusive) {
+  Flow f;
+  f.verifiers.clear();
+  f.seal();
+  const uint64_t cid = f.challenge();
+  EXPECT_TRUE(f.ledger.challenge_info(cid).committee.empty());
+  f.open(cid);
+  f.to_final_phase(cid);
+  const game::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
+  EXPECT_EQ(v.verdict, Verdict::kInconclusive);
+  EXPECT_EQ(v.reason, "no committee: no verifier was registered before the draw");
+  expect_round_trip(f.ledger);
 }
 
 TEST(Ledger, RevealWitnessValueRefusals) {
@@ -967,17 +1103,12 @@ TEST(Ledger, LoadChecksInvariants) {
   refused("version 1", [](auto &p) { p.set_format_version(1); });
   refused("version 3", [](auto &p) { p.set_format_version(3); });
   refused("no config", [](auto &p) { p.clear_config(); });
-  refused("quorum 0", [](auto &p) { p.mutable_config()->set_quorum(0); });
+  refused("committee size 0", [](auto &p) { p.mutable_config()->set_committee_size(0); });
+  refused("committee size 1025", [](auto &p) { p.mutable_config()->set_committee_size(1025); });
+  refused("committee size 2", [](auto &p) { p.mutable_config()->set_committee_size(2); });  // committees of 3
+  refused("min stake above a stake", [](auto &p) { p.mutable_config()->set_min_stake(kStake + 1); });
   refused("window", [](auto &p) { p.mutable_config()->set_reveal_window(100); });  // a final challenge still open
   refused("opening window", [](auto &p) { p.mutable_config()->set_opening_window(1); });  // opened after it
-  refused("height without tasks", [](auto &p) {
-    p.clear_last_randomness();
-    p.clear_randomness();
-    p.clear_tasks();
-    p.clear_runs();
-    p.clear_challenges();
-    p.set_next_challenge_id(0);
-  });
   refused("too few challenges",
           [](auto &p) { p.set_next_challenge_id(p.next_challenge_id() + 1); });
   refused("unissued id", [](auto &p) { p.set_next_challenge_id(1); });
@@ -1076,6 +1207,30 @@ TEST(Ledger, LoadChecksInvariants) {
     p.mutable_challenges(0)->mutable_opening()->set_update_norm(-1.0);
   });
   refused("commits without an opening", [](auto &p) { p.mutable_challenges(0)->clear_opening(); });
+  refused("height without tasks, verifiers or randomness", [](auto &p) {
+    p.clear_last_randomness();
+    p.clear_randomness();
+    p.clear_verifiers();
+    p.clear_tasks();
+    p.clear_runs();
+    p.clear_challenges();
+    p.set_next_challenge_id(0);
+  });
+  refused("verifiers unsorted", [](auto &p) { p.mutable_verifiers()->SwapElements(0, 1); });
+  refused("verifier twice", [](auto &p) { *p.add_verifiers() = p.verifiers(0); });
+  refused("verifier registered above the height",
+          [](auto &p) { p.mutable_verifiers(0)->set_registered_height(p.height() + 1); });
+  refused("verifier registered after a draw it is in",
+          [](auto &p) { p.mutable_verifiers(0)->set_registered_height(p.height()); });
+  refused("verifier dropped", [](auto &p) { p.mutable_verifiers()->RemoveLast(); });
+  refused("verifier with another stake", [](auto &p) { p.mutable_verifiers(0)->set_stake(kStake + 1); });
+  refused("committee member dropped", [](auto &p) { p.mutable_challenges(1)->mutable_committee()->RemoveLast(); });
+  refused("committee member's stake", [](auto &p) { p.mutable_challenges(1)->mutable_committee(0)->set_stake(1); });
+  refused("committee member twice", [](auto &p) {
+    auto *c = p.mutable_challenges(1);
+    *c->add_committee() = c->committee(0);
+  });
+  refused("cluster stake", [](auto &p) { p.mutable_challenges(0)->mutable_verdict()->set_cluster_stake(1); });
   refused("miner as witness", [](auto &p) {
     auto *w = p.mutable_challenges(1)->add_commits();
     w->set_identity("miner");
@@ -1126,6 +1281,8 @@ TEST(Ledger, JsonCallsMatchTheCppCalls) {
                   {"now", now},
                   {"commitment", to_hex(g.commitment_bytes)}})["run_id"],
             run);
+  for (const char *w : {"alice", "bob", "carol"})
+    call({{"call", "register_verifier"}, {"caller", to_hex(id(w))}, {"now", now}, {"stake", kStake}});
   uint64_t prev = 0;
   for (uint64_t size : {3, 6, 8}) {
     const nlohmann::json out =

@@ -31,8 +31,8 @@ class TempDir {
 
 // A ledger config (docs/ledger.md section 1) for tests of the C API.
 inline constexpr const char *kLedgerConfigJson =
-    R"({"draw_delay": 1, "opening_window": 10, "commit_window": 10, "reveal_window": 10, "quorum": 2,
-        "max_rounds": 4})";
+    R"({"draw_delay": 1, "opening_window": 10, "commit_window": 10, "reveal_window": 10, "committee_size": 3,
+        "min_stake": 1, "max_rounds": 4})";
 
 // Deterministic pseudo-random bytes (splitmix64) for test tensors.
 std::vector<uint8_t> pseudo_random_bytes(size_t n, uint64_t seed);

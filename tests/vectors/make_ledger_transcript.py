@@ -1,9 +1,10 @@
 """Writes the calls of tests/vectors/ledger_transcript.json (stdout).
 
 The docs/ledger.md example session: a task posted by its owner, a 4-step run
-of miner "miner" that answers to it, the runtime's randomness of each block,
-a norm-bucket challenge drawn from it and answered by witnesses "alice" and
-"bob", with refused calls inserted. Everything is
+of miner "miner" that answers to it, verifiers "alice" and "bob" registered
+with stakes 60 and 40, the runtime's randomness of each block, a norm-bucket
+challenge drawn from it whose committee (alice and bob) witnesses it, with
+refused calls inserted. Everything is
 computed here with tests/interop/independent.py (hashlib only); the
 results are recorded by the reference ledger:
 
@@ -19,7 +20,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "interop"))
 import independent as ind  # noqa: E402
 
-OWNER, MINER, ALICE, BOB = (s.encode().hex() for s in ("owner", "miner", "alice", "bob"))
+OWNER, MINER, ALICE, BOB, MALLORY = (s.encode().hex() for s in ("owner", "miner", "alice", "bob", "mallory"))
 STEPS = 4
 
 
@@ -84,6 +85,11 @@ calls = [
      "commitment": ind.commitment_canonical(mine).hex(), "expect": "POT_E_INVALID_ARGUMENT"},
     {"call": "start_training_commitment", "caller": MINER, "now": 100,
      "commitment": ind.commitment_canonical(COMMITMENT).hex()},
+    # Verifiers register with a stake before the randomness that draws
+    # their committees exists.
+    {"call": "register_verifier", "caller": ALICE, "now": 100, "stake": 0, "expect": "POT_E_INVALID_ARGUMENT"},
+    {"call": "register_verifier", "caller": ALICE, "now": 100, "stake": 60},
+    {"call": "register_verifier", "caller": BOB, "now": 100, "stake": 40},
     {"call": "post_checkpoint_root", "caller": ALICE, "now": 100, "run_id": RUN, "size": 1, "root": "00" * 32,
      "consistency_proof": "", "expect": "POT_E_PERMISSION"},
     {"call": "issue_challenge", "now": 101, "run_id": RUN, "expect": "POT_E_STATE"},
@@ -117,6 +123,10 @@ calls = [
     {"call": "commit_witness", "caller": w, "now": 105, "challenge_id": 0, "commitment": witness(w, r, b, s)}
     for w, r, b, s in WITNESSES
 ] + [
+    # Not on the committee (not even registered): refused.
+    {"call": "commit_witness", "caller": MALLORY, "now": 105, "challenge_id": 0,
+     "commitment": witness(MALLORY, digest("mallory's copy"), -1200, "cd" * 16), "expect": "POT_E_PERMISSION"},
+] + [
     {"call": "reveal_witness_value", "caller": ALICE, "now": 106, "challenge_id": 0,
      "replayed_state": WITNESSES[0][1], "bucket": -1199, "salt": WITNESSES[0][3], "expect": "POT_E_STATE"},
 ] + [
@@ -126,6 +136,7 @@ calls = [
     {"call": "finalize_challenge", "now": 124, "challenge_id": 0, "expect": "POT_E_STATE"},
     {"call": "finalize_challenge", "now": 125, "challenge_id": 0},
     {"call": "ledger_info"},
+    {"call": "verifier_info", "identity": ALICE},
     {"call": "task_info", "task_id": COMMITMENT["task_id"]},
     {"call": "run_info", "run_id": RUN},
     {"call": "challenge_info", "challenge_id": 0},
@@ -135,15 +146,16 @@ for c in calls:
 json.dump({
     "description": "A ledger transcript: the docs/ledger.md example session with refused calls inserted (a "
                    "commitment before its task is posted, a task posted by another identity than its owner, a "
-                   "commitment with an S_0 of the miner's choosing, another identity posting a root, a challenge "
-                   "before the run is sealed, a challenge drawn from the randomness of the sealing block, a second "
-                   "value for one block, a challenge with a caller's beacon, an opening with the leaf of another "
-                   "run, the withdrawn call of a miner-declared bucket, a reveal before the commit phase closes, a "
-                   "finalization before the reveal phase closes). Made by "
+                   "commitment with an S_0 of the miner's choosing, a verifier without stake, another identity "
+                   "posting a root, a challenge before the run is sealed, a challenge drawn from the randomness of "
+                   "the sealing block, a second value for one block, a challenge with a caller's beacon, an opening "
+                   "with the leaf of another run, the withdrawn call of a miner-declared bucket, a witness not on "
+                   "the committee, a reveal before the commit phase closes, a finalization before the reveal phase "
+                   "closes). Made by "
                    "tests/vectors/make_ledger_transcript.py; each call carries the outcome and result the "
                    "reference ledger gives; `pot ledger` replays it and fails on any difference, including the "
                    "final state's SHA-256.",
-    "config": {"draw_delay": 1, "opening_window": 10, "commit_window": 10, "reveal_window": 10, "quorum": 2,
-               "max_rounds": 4},
+    "config": {"draw_delay": 1, "opening_window": 10, "commit_window": 10, "reveal_window": 10, "committee_size": 3,
+               "min_stake": 1, "max_rounds": 4},
     "calls": calls}, sys.stdout, indent=1, sort_keys=True)
 print()
