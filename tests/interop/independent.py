@@ -212,6 +212,33 @@ def derive_challenges(beacon: bytes, run_id: bytes, n: int, rounds: int):
     return out
 
 
+def draw_committee(randomness: bytes, run_id: bytes, rnd: int, candidates, size: int):
+    """PROTOCOL.md section 11.1: candidates are (identity, stake) pairs; the
+    members in draw order."""
+    pool = sorted(candidates)
+    out = []
+    for j in range(min(size, len(pool))):
+        total = sum(stake for _, stake in pool)
+        excess = (1 << 64) % total
+        counter = 0
+        while True:
+            d = tagged("pot/v2/committee", struct.pack("<I", len(randomness)) + randomness + run_id +
+                       struct.pack("<IIQ", rnd, j, counter))
+            counter += 1
+            x = int.from_bytes(d[:8], "little")
+            if x >= (1 << 64) - excess:
+                continue
+            y = x % total
+            break
+        before = 0
+        for i, (_, stake) in enumerate(pool):
+            if y < before + stake:
+                break
+            before += stake
+        out.append(pool.pop(i))
+    return out
+
+
 def detection_probability(n: int, m: int, k: int):
     from fractions import Fraction
     from math import comb

@@ -166,3 +166,26 @@ def test_every_vector_entry_says_what_it_exercises():
             if isinstance(entries, list):
                 for e in entries:
                     assert "comment" in e, (name, key, e)
+
+
+def test_ledger_transcript_draws():
+    """The ledger transcript's challenged step and committee are the draws
+    of section 11 and 11.1, recomputed here from its calls: the randomness
+    of the first block at or after the seal height + draw_delay, and the
+    verifiers registered below that height."""
+    t = load("ledger_transcript.json")
+    ok = [c for c in t["calls"] if c["expect"] == "ok"]
+    run = next(c for c in ok if c["call"] == "run_info")["result"]
+    assert run["drawn_from"]["height"] >= run["seal_height"] + t["config"]["draw_delay"]
+    posts = {c["now"]: c["randomness"] for c in ok if c["call"] == "post_randomness"}
+    height = min(h for h in posts if h >= run["draw_height"])
+    assert run["drawn_from"] == {"height": height, "value": posts[height]}
+    value, run_id = bytes.fromhex(posts[height]), bytes.fromhex(run["run_id"])
+    issued = next(c for c in ok if c["call"] == "issue_challenge")["result"]
+    assert issued["steps"] == ind.derive_challenges(value, run_id, run["declared_steps"], len(issued["steps"]))
+    candidates = [(bytes.fromhex(c["caller"]), c["stake"]) for c in ok
+                  if c["call"] == "register_verifier" and c["now"] < height and c["caller"] != run["miner_identity"]]
+    want = ind.draw_committee(value, run_id, 0, candidates, t["config"]["committee_size"])
+    assert len(want) == t["config"]["committee_size"] < len(candidates)  # a real draw, not everyone
+    info = next(c for c in ok if c["call"] == "challenge_info")["result"]
+    assert [(m["identity"], m["stake"]) for m in info["committee"]] == sorted((i.hex(), s) for i, s in want)

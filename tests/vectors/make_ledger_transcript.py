@@ -20,7 +20,12 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "interop"))
 import independent as ind  # noqa: E402
 
-OWNER, MINER, ALICE, BOB, MALLORY = (s.encode().hex() for s in ("owner", "miner", "alice", "bob", "mallory"))
+OWNER, MINER, MALLORY = (s.encode().hex() for s in ("owner", "miner", "mallory"))
+# The registered verifiers and their stakes; a committee of 3 is drawn by
+# stake (docs/PROTOCOL.md section 11.1).
+VERIFIERS = [(name.encode(), stake) for name, stake in
+             (("alice", 60), ("bob", 40), ("carol", 25), ("dave", 10), ("erin", 5))]
+COMMITTEE_SIZE = 3
 STEPS = 4
 
 
@@ -64,9 +69,13 @@ def inclusion(i: int) -> str:
 # from the value of block 103, which the miner could not know when it sealed.
 RANDOMNESS = {h: digest(f"randomness of block {h}") for h in (102, 103)}
 STEP = ind.derive_challenges(bytes.fromhex(RANDOMNESS[103]), bytes.fromhex(RUN), STEPS, 1)[0]
+COMMITTEE = ind.draw_committee(bytes.fromhex(RANDOMNESS[103]), bytes.fromhex(RUN), 0, VERIFIERS, COMMITTEE_SIZE)
 MANIFEST = digest("opening manifest")
-WITNESSES = [(ALICE, digest("alice's replay"), -1199, "000102030405060708090a0b0c0d0e0f"),
-             (BOB, digest("bob's replay"), -1199, "ab" * 16)]
+# The first two members drawn witness (the third stays silent); each
+# replays on its own architecture, so digests differ and buckets are close.
+WITNESSES = [(who.hex(), digest(f"{who.decode()}'s replay"), -1199, salt)
+             for (who, _), salt in zip(COMMITTEE[:2], ("000102030405060708090a0b0c0d0e0f", "ab" * 16))]
+OUTSIDER = next(who for who, _ in VERIFIERS if all(who != m for m, _ in COMMITTEE)).hex()
 
 
 def witness(who, replayed, bucket, salt):
@@ -87,10 +96,12 @@ calls = [
      "commitment": ind.commitment_canonical(COMMITMENT).hex()},
     # Verifiers register with a stake before the randomness that draws
     # their committees exists.
-    {"call": "register_verifier", "caller": ALICE, "now": 100, "stake": 0, "expect": "POT_E_INVALID_ARGUMENT"},
-    {"call": "register_verifier", "caller": ALICE, "now": 100, "stake": 60},
-    {"call": "register_verifier", "caller": BOB, "now": 100, "stake": 40},
-    {"call": "post_checkpoint_root", "caller": ALICE, "now": 100, "run_id": RUN, "size": 1, "root": "00" * 32,
+    {"call": "register_verifier", "caller": VERIFIERS[0][0].hex(), "now": 100, "stake": 0,
+     "expect": "POT_E_INVALID_ARGUMENT"},
+] + [
+    {"call": "register_verifier", "caller": who.hex(), "now": 100, "stake": stake} for who, stake in VERIFIERS
+] + [
+    {"call": "post_checkpoint_root", "caller": MALLORY, "now": 100, "run_id": RUN, "size": 1, "root": "00" * 32,
      "consistency_proof": "", "expect": "POT_E_PERMISSION"},
     {"call": "issue_challenge", "now": 101, "run_id": RUN, "expect": "POT_E_STATE"},
     {"call": "post_checkpoint_root", "caller": MINER, "now": 101, "run_id": RUN, "size": 2, "root": root2.hex(),
@@ -123,11 +134,14 @@ calls = [
     {"call": "commit_witness", "caller": w, "now": 105, "challenge_id": 0, "commitment": witness(w, r, b, s)}
     for w, r, b, s in WITNESSES
 ] + [
-    # Not on the committee (not even registered): refused.
+    # Not on the committee: a registered verifier left out of the draw, and
+    # an identity that never registered. Both refused.
+    {"call": "commit_witness", "caller": OUTSIDER, "now": 105, "challenge_id": 0,
+     "commitment": witness(OUTSIDER, digest("a copy"), -1200, "cd" * 16), "expect": "POT_E_PERMISSION"},
     {"call": "commit_witness", "caller": MALLORY, "now": 105, "challenge_id": 0,
      "commitment": witness(MALLORY, digest("mallory's copy"), -1200, "cd" * 16), "expect": "POT_E_PERMISSION"},
 ] + [
-    {"call": "reveal_witness_value", "caller": ALICE, "now": 106, "challenge_id": 0,
+    {"call": "reveal_witness_value", "caller": WITNESSES[0][0], "now": 106, "challenge_id": 0,
      "replayed_state": WITNESSES[0][1], "bucket": -1199, "salt": WITNESSES[0][3], "expect": "POT_E_STATE"},
 ] + [
     {"call": "reveal_witness_value", "caller": w, "now": 115, "challenge_id": 0, "replayed_state": r, "bucket": b,
@@ -136,7 +150,7 @@ calls = [
     {"call": "finalize_challenge", "now": 124, "challenge_id": 0, "expect": "POT_E_STATE"},
     {"call": "finalize_challenge", "now": 125, "challenge_id": 0},
     {"call": "ledger_info"},
-    {"call": "verifier_info", "identity": ALICE},
+    {"call": "verifier_info", "identity": VERIFIERS[0][0].hex()},
     {"call": "task_info", "task_id": COMMITMENT["task_id"]},
     {"call": "run_info", "run_id": RUN},
     {"call": "challenge_info", "challenge_id": 0},
@@ -149,13 +163,14 @@ json.dump({
                    "commitment with an S_0 of the miner's choosing, a verifier without stake, another identity "
                    "posting a root, a challenge before the run is sealed, a challenge drawn from the randomness of "
                    "the sealing block, a second value for one block, a challenge with a caller's beacon, an opening "
-                   "with the leaf of another run, the withdrawn call of a miner-declared bucket, a witness not on "
+                   "with the leaf of another run, the withdrawn call of a miner-declared bucket, two witnesses not on "
                    "the committee, a reveal before the commit phase closes, a finalization before the reveal phase "
                    "closes). Made by "
                    "tests/vectors/make_ledger_transcript.py; each call carries the outcome and result the "
                    "reference ledger gives; `pot ledger` replays it and fails on any difference, including the "
                    "final state's SHA-256.",
-    "config": {"draw_delay": 1, "opening_window": 10, "commit_window": 10, "reveal_window": 10, "committee_size": 3,
+    "config": {"draw_delay": 1, "opening_window": 10, "commit_window": 10, "reveal_window": 10,
+               "committee_size": COMMITTEE_SIZE,
                "min_stake": 1, "max_rounds": 4},
     "calls": calls}, sys.stdout, indent=1, sort_keys=True)
 print()
