@@ -20,7 +20,8 @@ type LedgerConfig struct {
 	OpeningWindow uint64 `json:"opening_window"` // blocks from issue to the end of the opening phase
 	CommitWindow  uint64 `json:"commit_window"`  // blocks from the opening to the end of the commit phase
 	RevealWindow  uint64 `json:"reveal_window"`  // blocks from there to the end of the reveal phase
-	Quorum        uint32 `json:"quorum"`         // reveals the winning cluster needs
+	CommitteeSize uint32 `json:"committee_size"` // verifiers drawn to judge each challenge, 1..1024
+	MinStake      uint64 `json:"min_stake"`      // the least stake a verifier registers with
 	MaxRounds     uint32 `json:"max_rounds"`     // the most challenge rounds a task may ask for
 }
 

@@ -49,6 +49,7 @@ OWNER = b"task owner"
 ROUNDS = 8  # challenged steps per run: the task's challenge policy
 VERIFIERS = [("C++ (pot CLI)", "C++", "616c696365"), ("Go (go-verifier)", "Go", "626f62"),
              ("Python (pot.verify_step, 2 threads)", "Python", "6361726f6c")]
+STAKES = {"C++": 40, "Go": 35, "Python": 25}  # registered stakes: a committee's majority decides
 
 
 def say(msg=""):
@@ -80,8 +81,8 @@ class Chain:
     the height, standing in for a drand round)."""
 
     def __init__(self):
-        self.ledger = pot.Ledger(draw_delay=1, opening_window=5, commit_window=5, reveal_window=5, quorum=2,
-                                 max_rounds=ROUNDS)
+        self.ledger = pot.Ledger(draw_delay=1, opening_window=5, commit_window=5, reveal_window=5,
+                                 committee_size=len(VERIFIERS), min_stake=10, max_rounds=ROUNDS)
         self.height = 100
         self.post_randomness()
 
@@ -279,6 +280,10 @@ def main():
     task, program = trainer.make_task(os.path.join(out, "task"), owner=OWNER, rounds=ROUNDS, steps=STEPS)
     task_id = chain.call("post_task", caller=OWNER.hex(), task=task.encode().hex())["task_id"]
     say(f"  task {task_id[:16]}...: {STEPS} steps, {ROUNDS} bitwise challenges per run")
+    for _, lang, ident in VERIFIERS:
+        chain.call("register_verifier", caller=ident, stake=STAKES[lang])
+    say("  verifiers registered with stakes " + ", ".join(f"{lang} {STAKES[lang]}" for _, lang, _ in VERIFIERS) +
+        f"; each challenge's committee of {len(VERIFIERS)} is drawn by stake, and its stake majority decides")
     say("  a miner's commitment with an S_0 of its own choosing is refused:")
     try:
         mine = json.loads(task.to_json())

@@ -7,6 +7,7 @@ while the honest counterpart ends in PASS. The chain's runtime is played by
 in for a drand round) as the block begins."""
 
 import hashlib
+import random
 
 import pytest
 
@@ -16,8 +17,9 @@ from conftest import spec_json
 STEPS, ROUNDS = 200, 8
 OWNER = b"task owner"
 MINER = b"miner"
-WITNESSES = [b"alice", b"bob", b"carol"]
-CONFIG = dict(draw_delay=1, opening_window=5, commit_window=5, reveal_window=5, quorum=2, max_rounds=ROUNDS)
+WITNESSES = [b"alice", b"bob", b"carol"]  # registered with stake 10 each unless a test says otherwise
+CONFIG = dict(draw_delay=1, opening_window=5, commit_window=5, reveal_window=5, committee_size=8, min_stake=1,
+              max_rounds=ROUNDS)
 
 
 def d(label: str) -> pot.Digest:
@@ -34,10 +36,13 @@ class Chain:
     """A task on a reference ledger, and the runtime that posts each block's
     randomness."""
 
-    def __init__(self):
+    def __init__(self, verifiers=None):
         self.ledger = pot.Ledger(**CONFIG)
         self.now = 100
         self.post_randomness()
+        self.verifiers = dict(verifiers or {w: 10 for w in WITNESSES})
+        for who, stake in self.verifiers.items():
+            self.call("register_verifier", caller=who.hex(), stake=stake)
         self.task = pot.Task({
             "owner": OWNER.hex(), "spec": spec_json(d("program"), dropout=0.1), "dataset_root": d("dataset").hex(),
             "dataset_size": 1000, "initial_state": {"published_digest": d("S_0").hex()},
@@ -83,6 +88,29 @@ class Chain:
     def open(self, miner: bytes, cid: int, step: int, leaves, log):
         self.call("submit_opening", caller=miner.hex(), challenge_id=cid, manifest_digest=d("manifest").hex(),
                   step_leaf=leaves[step - 1].encode().hex(), leaf_proof=log.inclusion_proof(step - 1, STEPS).hex())
+
+    def judge(self, run: str, cid: int, step: int, reveals):
+        """One challenge's committee at work: `reveals` maps a member to the
+        state digest it reveals (None: it commits and stays silent); members
+        not in it do nothing. Returns the verdict."""
+        info = self.ledger.apply({"call": "challenge_info", "challenge_id": cid})
+
+        def salt(w):
+            return hashlib.sha256(w + b"salt %d" % cid).digest()
+        for w, state in reveals.items():
+            c = pot.witness_commitment(bytes.fromhex(run), step, state or d("silent"), 0, salt(w), w)
+            self.call("commit_witness", caller=w.hex(), challenge_id=cid, commitment=c.hex())
+        self.now = max(self.now, info["opened_height"] + CONFIG["commit_window"] + 1)
+        for w, state in reveals.items():
+            if state is not None:
+                self.call("reveal_witness_value", caller=w.hex(), challenge_id=cid, replayed_state=state.hex(),
+                          bucket=0, salt=salt(w).hex())
+        self.now = max(self.now, info["opened_height"] + CONFIG["commit_window"] + CONFIG["reveal_window"] + 1)
+        return self.call("finalize_challenge", challenge_id=cid)
+
+    def committee(self, cid: int):
+        info = self.ledger.apply({"call": "challenge_info", "challenge_id": cid})
+        return {bytes.fromhex(m["identity"]): m["stake"] for m in info["committee"]}
 
     def witness(self, run: str, challenges):
         """Every witness commits what its replay of each challenged step gave
@@ -233,3 +261,93 @@ def test_the_state_keeps_only_the_randomness_a_run_waits_for():
     state = chain.ledger.save()
     with pot.Ledger.load(state) as loaded:
         assert loaded.save() == state
+
+
+HONEST = {b"honest 1": 30, b"honest 2": 30}
+COLLUDERS = {b"colluder %d" % i: 10 for i in range(4)}
+
+
+def test_attack_free_identities_copying_the_opened_digest_decide_nothing():
+    """Attack 3: four free identities copying `opened_state` made a forged
+    step PASS, and 1024 filler commitments locked honest witnesses out.
+    Now only the committee (registered verifiers drawn by stake) commits:
+    unregistered identities are refused, and four registered colluders
+    holding 40 of the committee's 100 cannot outvote 60 of honest stake,
+    even revealing last, after the honest reveals are public."""
+    chain = Chain({**HONEST, **COLLUDERS})
+    run, leaves, log = chain.run(MINER, forged=set(range(1, STEPS + 1)))
+    chain.block()
+    issued = chain.call("issue_challenge", run_id=run)
+    cid, step = issued["challenge_ids"][0], issued["steps"][0]
+    assert chain.committee(cid) == {**HONEST, **COLLUDERS}  # committee_size 8: everyone registered
+    chain.open(MINER, cid, step, leaves, log)
+    opened = leaves[step - 1].state_digest
+    for i in range(1024):
+        with pytest.raises(pot.PermissionDeniedError, match="not on the committee"):
+            chain.call("commit_witness", caller=(b"filler %d" % i).hex(), challenge_id=cid, commitment=opened.hex())
+    v = chain.judge(run, cid, step, {**{w: honest_state(step) for w in HONEST}, **{w: opened for w in COLLUDERS}})
+    assert (v["verdict"], v["cluster_stake"]) == ("fail", 60), v
+    assert chain.ledger.apply({"call": "run_info", "run_id": run})["slashable"]
+
+
+def test_attack_random_digests_cannot_fail_an_honest_step():
+    """Attack 3, against an honest miner: four identities posting random
+    digests (or one agreed digest) made an honest step FAIL. Registered and
+    on the committee, they hold a minority of its stake: PASS."""
+    for agreed in (False, True):
+        chain = Chain({**HONEST, **COLLUDERS})
+        run, leaves, log = chain.run(MINER)
+        chain.block()
+        issued = chain.call("issue_challenge", run_id=run)
+        cid, step = issued["challenge_ids"][0], issued["steps"][0]
+        chain.open(MINER, cid, step, leaves, log)
+        lies = {w: d("agreed lie") if agreed else d(f"random {w!r}") for w in COLLUDERS}
+        v = chain.judge(run, cid, step, {**{w: honest_state(step) for w in HONEST}, **lies})
+        assert (v["verdict"], v["cluster_stake"]) == ("pass", 60), v
+        assert not chain.ledger.apply({"call": "run_info", "run_id": run})["slashable"]
+
+
+def test_a_dishonest_stake_minority_never_decides_wrongly():
+    """Randomized: 200 runs, each with a fresh registry of 4..12 verifiers
+    of random stakes, committees of up to 8 drawn from them, a forged or an
+    honest step, and a dishonest coalition holding less than half of the
+    committee's stake that copies the opened digest, posts lies, stays
+    silent or tells the truth, member by member, while some honest members
+    are offline. A forged step never ends in PASS, an honest one never in
+    FAIL, and when the honest members who reveal hold a majority the
+    verdict is the right one."""
+    rng = random.Random(14)
+    decided = 0
+    for trial in range(200):
+        verifiers = {b"v%d.%d" % (trial, i): rng.randint(1, 100) for i in range(rng.randint(4, 12))}
+        chain = Chain(verifiers)
+        forged = rng.random() < 0.5
+        run, leaves, log = chain.run(MINER, forged=set(range(1, STEPS + 1)) if forged else set())
+        chain.block()
+        issued = chain.call("issue_challenge", run_id=run)
+        cid, step = issued["challenge_ids"][0], issued["steps"][0]
+        committee = chain.committee(cid)
+        total = sum(committee.values())
+        members = list(committee)
+        rng.shuffle(members)
+        dishonest, stake = set(), 0
+        for m in members:  # a coalition below half of the committee's stake
+            if rng.random() < 0.5 and 2 * (stake + committee[m]) < total:
+                dishonest.add(m)
+                stake += committee[m]
+        chain.open(MINER, cid, step, leaves, log)
+        opened = leaves[step - 1].state_digest
+        reveals = {}
+        for m in members:
+            if m in dishonest:
+                reveals[m] = rng.choice([opened, d("lie"), d(f"lie {m!r}"), None, honest_state(step)])
+            elif rng.random() < 0.8:  # honest and online
+                reveals[m] = honest_state(step)
+        v = chain.judge(run, cid, step, reveals)["verdict"]
+        assert v != ("pass" if forged else "fail"), (trial, forged, v)
+        honest_revealed = sum(committee[m] for m, r in reveals.items() if m not in dishonest and r is not None)
+        if 2 * honest_revealed > total:
+            assert v == ("fail" if forged else "pass"), (trial, forged, v)
+            decided += 1
+    assert decided > 100  # most trials had an honest majority online
+

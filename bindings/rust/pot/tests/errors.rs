@@ -142,7 +142,8 @@ fn verdict_and_ledger() {
         opening_window: 1,
         commit_window: 1,
         reveal_window: 1,
-        quorum: 1,
+        committee_size: 1,
+        min_stake: 1,
         max_rounds: 1,
     })
     .unwrap();

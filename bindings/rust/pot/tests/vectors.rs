@@ -501,7 +501,8 @@ fn ledger_transcript() {
         opening_window: u(config, "opening_window"),
         commit_window: u(config, "commit_window"),
         reveal_window: u(config, "reveal_window"),
-        quorum: u(config, "quorum") as u32,
+        committee_size: u(config, "committee_size") as u32,
+        min_stake: u(config, "min_stake"),
         max_rounds: u(config, "max_rounds") as u32,
     })
     .unwrap();
@@ -533,7 +534,7 @@ fn ledger_transcript() {
             }
         }
     }
-    assert_eq!((calls.len(), refused), (30, 12));
+    assert_eq!((calls.len(), refused), (39, 15));
     let state = ledger.save().unwrap();
     assert_eq!(pot::sha256(&state).unwrap(), digest(&v, "state_sha256"));
     // Save, load, save again: the same bytes.
