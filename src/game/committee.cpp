@@ -1,14 +1,49 @@
 #include "game/committee.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "commit/challenge.h"
 #include "common/error.h"
 
 namespace pot::game {
 
-std::vector<Candidate> draw_committee(ByteView randomness, const hash::Digest &run_id, uint32_t round,
-                                      const std::vector<Candidate> &candidates, uint32_t size) {
+namespace {
+
+// The candidates' stakes in a Fenwick (binary indexed) tree: drawing a
+// member sets its stake to 0, and the member holding stake offset y is found
+// by descending the tree, so a draw costs O(log n) instead of a scan.
+class StakeTree {
+ public:
+  explicit StakeTree(const std::vector<Candidate> &c) : tree_(c.size() + 1, 0) {
+    for (size_t i = 1; i <= c.size(); ++i) {
+      tree_[i] += c[i - 1].stake;
+      const size_t parent = i + (i & (~i + 1));
+      if (parent < tree_.size()) tree_[parent] += tree_[i];
+    }
+  }
+  // Removes `stake` at 0-based index i.
+  void remove(size_t i, uint64_t stake) {
+    for (size_t k = i + 1; k < tree_.size(); k += k & (~k + 1)) tree_[k] -= stake;
+  }
+  // The smallest 0-based index whose cumulative stake (itself included)
+  // exceeds y; y must be below the total.
+  size_t find(uint64_t y) const {
+    size_t pos = 0;
+    for (size_t step = std::bit_floor(tree_.size() - 1); step != 0; step >>= 1) {
+      if (pos + step < tree_.size() && tree_[pos + step] <= y) {
+        pos += step;
+        y -= tree_[pos];
+      }
+    }
+    return pos;  // 1-based pos + 1 is the answer; as 0-based, pos
+  }
+
+ private:
+  std::vector<uint64_t> tree_;
+};
+
+uint64_t checked_total(ByteView randomness, const std::vector<Candidate> &candidates) {
   if (randomness.empty() || randomness.size() > commit::kMaxBeaconBytes)
     fail(Status::kInvalidArgument, "committee draw: randomness of {} bytes, expected 1..{}", randomness.size(),
          commit::kMaxBeaconBytes);
@@ -21,14 +56,19 @@ std::vector<Candidate> draw_committee(ByteView randomness, const hash::Digest &r
       fail(Status::kInvalidArgument, "committee draw: the candidates' stakes sum past 2^64 - 1");
     total += candidates[i].stake;
   }
-  std::vector<Candidate> pool = candidates;
+  return total;
+}
+
+std::vector<Candidate> draw(ByteView randomness, const hash::Digest &run_id, uint32_t round,
+                            const std::vector<Candidate> &candidates, uint64_t total, uint32_t size) {
+  StakeTree tree(candidates);
   std::vector<Candidate> out;
-  const size_t members = std::min<size_t>(size, pool.size());
+  const size_t members = std::min<size_t>(size, candidates.size());
   out.reserve(members);
   hash::Sha256 h;
   for (uint32_t j = 0; j < members; ++j) {
     // Accept x only below 2^64 - (2^64 mod total), a multiple of total: then
-    // x mod total is exactly uniform over the pool's stake.
+    // x mod total is exactly uniform over the remaining stake.
     const uint64_t excess = (UINT64_MAX % total + 1) % total;  // 2^64 mod total
     uint64_t y = 0;
     for (uint64_t counter = 0;; ++counter) {
@@ -40,14 +80,31 @@ std::vector<Candidate> draw_committee(ByteView randomness, const hash::Digest &r
       y = x % total;
       break;
     }
-    // The member whose stake interval [before, before + stake) holds y, in
-    // the pool's (identity) order.
-    size_t i = 0;
-    for (uint64_t before = 0; y >= before + pool[i].stake; ++i) before += pool[i].stake;
-    total -= pool[i].stake;
-    out.push_back(std::move(pool[i]));
-    pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(i));
+    // The remaining member whose stake interval, in identity order, holds y
+    // (drawn members hold no stake any more, so they are never found).
+    const size_t i = tree.find(y);
+    tree.remove(i, candidates[i].stake);
+    total -= candidates[i].stake;
+    out.push_back(candidates[i]);
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Candidate> draw_committee(ByteView randomness, const hash::Digest &run_id, uint32_t round,
+                                      const std::vector<Candidate> &candidates, uint32_t size) {
+  const uint64_t total = checked_total(randomness, candidates);
+  return draw(randomness, run_id, round, candidates, total, size);
+}
+
+std::vector<std::vector<Candidate>> draw_committees(ByteView randomness, const hash::Digest &run_id,
+                                                    uint32_t rounds, const std::vector<Candidate> &candidates,
+                                                    uint32_t size) {
+  const uint64_t total = checked_total(randomness, candidates);
+  std::vector<std::vector<Candidate>> out;
+  out.reserve(rounds);
+  for (uint32_t r = 0; r < rounds; ++r) out.push_back(draw(randomness, run_id, r, candidates, total, size));
   return out;
 }
 

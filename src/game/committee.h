@@ -30,4 +30,11 @@ struct Candidate {
 std::vector<Candidate> draw_committee(ByteView randomness, const hash::Digest &run_id, uint32_t round,
                                       const std::vector<Candidate> &candidates, uint32_t size);
 
+// The committees of rounds 0..rounds-1 drawn from one candidate list (as
+// draw_committee of each round), checking the list once: O(rounds * (n +
+// size * log n)) for n candidates.
+std::vector<std::vector<Candidate>> draw_committees(ByteView randomness, const hash::Digest &run_id,
+                                                    uint32_t rounds, const std::vector<Candidate> &candidates,
+                                                    uint32_t size);
+
 }  // namespace pot::game

@@ -293,15 +293,15 @@ void Ledger::register_verifier(ByteView caller, uint64_t stake, uint64_t now) {
   height_ = now;
 }
 
-std::vector<Candidate> Ledger::committee_for(const Run &r, const Digest &run_id, uint32_t round, uint64_t height,
-                                             const Digest &value) const {
+std::vector<std::vector<Candidate>> Ledger::committees_for(const Run &r, const Digest &run_id, uint32_t rounds,
+                                                           uint64_t height, const Digest &value) const {
   // Registered before the value existed, so no registration was chosen
   // knowing it; never the run's own miner.
   std::vector<Candidate> candidates;
   for (const auto &[identity, v] : verifiers_)
     if (v.registered_height < height && !same(identity, r.commitment.miner_identity))
       candidates.push_back({identity, v.stake});
-  return draw_committee(value.view(), run_id, round, candidates, config_.committee_size);
+  return draw_committees(value.view(), run_id, rounds, candidates, config_.committee_size);
 }
 
 std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, uint64_t now) {
@@ -339,6 +339,8 @@ std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, uint64_t now
   if (rounds > UINT64_MAX - next_challenge_id_)
     fail(Status::kLimit, "{}: challenge ids are exhausted", kCall);
 
+  std::vector<std::vector<Candidate>> committees =
+      committees_for(r, run_id, static_cast<uint32_t>(rounds), entry->first, entry->second);
   std::map<uint64_t, Challenge> fresh;
   std::vector<uint64_t> ids;
   ids.reserve(steps.size());
@@ -348,8 +350,7 @@ std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, uint64_t now
     c.step = steps[i];
     c.mode = mode;
     c.issued_height = now;
-    for (Candidate &m : committee_for(r, run_id, static_cast<uint32_t>(i), entry->first, entry->second))
-      c.committee.emplace(std::move(m.identity), m.stake);
+    for (Candidate &m : committees[i]) c.committee.emplace(std::move(m.identity), m.stake);
     ids.push_back(next_challenge_id_ + i);
   }
   std::vector<uint64_t> kept_ids = ids;  // the last step that may allocate
@@ -948,14 +949,14 @@ Ledger Ledger::load(ByteView b) {
                   l.challenges_.at(got[i].first).issued_height ==
                       l.challenges_.at(got[0].first).issued_height;
     if (!same_draw) bad_state(where + ": challenges that are not the draw of its randomness");
+    // The committees are the draw of the registry as it stood at the
+    // value's height (registrations are never removed).
+    const std::vector<std::vector<Candidate>> drawn = l.committees_for(
+        r, run_id, static_cast<uint32_t>(got.size()), r.drawn_from->height, r.drawn_from->value);
     for (size_t i = 0; i < got.size(); ++i) {
-      // The committee is the draw of the registry as it stood at the value's
-      // height (registrations are never removed).
-      const std::vector<Candidate> drawn =
-          l.committee_for(r, run_id, static_cast<uint32_t>(i), r.drawn_from->height, r.drawn_from->value);
       const std::map<Bytes, uint64_t> want = [&] {
         std::map<Bytes, uint64_t> m;
-        for (const Candidate &c : drawn) m.emplace(c.identity, c.stake);
+        for (const Candidate &c : drawn[i]) m.emplace(c.identity, c.stake);
         return m;
       }();
       if (l.challenges_.at(got[i].first).committee != want)

@@ -239,10 +239,11 @@ class Ledger {
   std::map<uint64_t, hash::Digest>::const_iterator randomness_for(uint64_t d) const {
     return randomness_.lower_bound(d);
   }
-  // The committee of round `round` of run `r`, drawn from `value` of height
-  // `height`: verifiers registered below that height, the miner excluded.
-  std::vector<Candidate> committee_for(const Run &r, const hash::Digest &run_id, uint32_t round,
-                                       uint64_t height, const hash::Digest &value) const;
+  // The committees of rounds 0..rounds-1 of run `r`, drawn from `value` of
+  // height `height`: verifiers registered below that height, the miner
+  // excluded.
+  std::vector<std::vector<Candidate>> committees_for(const Run &r, const hash::Digest &run_id, uint32_t rounds,
+                                                     uint64_t height, const hash::Digest &value) const;
   // Whether a stored randomness entry is still needed by a waiting run.
   bool needed(std::map<uint64_t, hash::Digest>::const_iterator entry) const;
   Run &run_for(const hash::Digest &run_id, const char *call);

@@ -866,6 +866,57 @@ TEST(Ledger, TheCommitteeDrawIsByStake) {
             Status::kInvalidArgument);
 }
 
+TEST(Ledger, TheCommitteeDrawIsTheSpecifiedScan) {
+  // docs/PROTOCOL.md 11.1 written as its scan of the remaining pool, against
+  // the library's tree descent, over random registries (zero-free stakes of
+  // very different sizes, committees smaller and larger than the pool).
+  auto reference = [](ByteView value, const Digest &run, uint32_t round, std::vector<game::Candidate> pool,
+                      uint32_t size) {
+    std::vector<game::Candidate> out;
+    for (uint32_t j = 0; j < size && !pool.empty(); ++j) {
+      uint64_t total = 0;
+      for (const game::Candidate &c : pool) total += c.stake;
+      const uint64_t excess = (UINT64_MAX % total + 1) % total;
+      uint64_t y = 0;
+      for (uint64_t counter = 0;; ++counter) {
+        hash::Sha256 h;
+        hash::begin_tagged(h, "pot/v2/committee");
+        h.update_u32le(static_cast<uint32_t>(value.size())).update(value).update(run.view());
+        const Digest dg = h.update_u32le(round).update_u32le(j).update_u64le(counter).finish();
+        const uint64_t x = get_u64le(dg.bytes.data());
+        if (excess != 0 && x > UINT64_MAX - excess) continue;
+        y = x % total;
+        break;
+      }
+      size_t i = 0;
+      for (uint64_t before = 0; y >= before + pool[i].stake; ++i) before += pool[i].stake;
+      out.push_back(pool[i]);
+      pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    return out;
+  };
+  uint64_t seed = 14;
+  auto next = [&] {
+    seed = seed * 6364136223846793005u + 1442695040888963407u;
+    return seed >> 33;
+  };
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<game::Candidate> pool;
+    const uint64_t n = 1 + next() % 60;
+    for (uint64_t i = 0; i < n; ++i)
+      pool.push_back({id(fmt::format("v{:03}", i)), 1 + (next() % 4 == 0 ? next() % 1000000 : next() % 10)});
+    const uint32_t size = static_cast<uint32_t>(1 + next() % 70);
+    const Bytes value = id(fmt::format("value {}", trial));
+    const Digest run = d(fmt::format("run {}", trial));
+    const std::vector<std::vector<game::Candidate>> all = game::draw_committees(value, run, 3, pool, size);
+    for (uint32_t round = 0; round < 3; ++round) {
+      const std::vector<game::Candidate> want = reference(value, run, round, pool, size);
+      ASSERT_EQ(game::draw_committee(value, run, round, pool, size), want) << trial;
+      ASSERT_EQ(all[round], want) << trial;
+    }
+  }
+}
+
 TEST(Ledger, RegisterVerifierRefusals) {
   LedgerConfig config = kConfig;
   config.min_stake = 5;
