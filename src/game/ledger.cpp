@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 
 #include "commit/challenge.h"
 #include "commit/json_fields.h"
@@ -465,11 +466,11 @@ std::optional<int64_t> Ledger::committed_bucket(const Challenge &c) const {
 }
 
 ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
-  if (!c.opening) return {Verdict::kFail, "no opening within the opening window", 0, 0};
+  if (!c.opening) return {Verdict::kFail, "no opening within the opening window", 0, 0, {}, {}};
   uint64_t committee_stake = 0;  // fits: the registry's stakes sum below 2^64
   for (const auto &[identity, stake] : c.committee) committee_stake += stake;
   if (committee_stake == 0)
-    return {Verdict::kInconclusive, "no committee: no verifier was registered before the draw", 0, 0};
+    return {Verdict::kInconclusive, "no committee: no verifier was registered before the draw", 0, 0, {}, {}};
   // The reveals that agree with the opened step (its state digest; in
   // norm-bucket mode a bucket adjacent to the committed one), and the
   // others by value.
@@ -497,28 +498,51 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
     if (best == other.end() || it->second.first > best->second.first) best = it;
   }
   const char *reference = c.mode == Mode::kBitwise ? "the opened state digest" : "the committed bucket";
+  // Who answers for the outcome: members outside the deciding group (when
+  // one decides) and members that never revealed.
+  auto account = [&](ChallengeVerdict v, const std::function<bool(const Reveal &)> &deciding) {
+    for (const auto &[identity, stake] : c.committee) {
+      auto r = c.reveals.find(identity);
+      if (r == c.reveals.end())
+        v.silent.push_back(identity);
+      else if (deciding && !deciding(r->second))
+        v.minority.push_back(identity);
+    }
+    return v;
+  };
+  auto agrees = [&](const Reveal &r) {
+    return c.mode == Mode::kBitwise ? r.replayed_state == c.opening->state_digest
+                                    : witness::buckets_match(*committed, r.bucket);
+  };
   // A strict majority of the committee's stake, revealed or not, decides.
   if (agree_stake > committee_stake - agree_stake)
-    return {Verdict::kPass,
-            fmt::format("members holding {} of the committee's stake {} agree with {}", agree_stake,
-                        committee_stake, reference),
-            agree_count, agree_stake};
+    return account({Verdict::kPass,
+                    fmt::format("members holding {} of the committee's stake {} agree with {}", agree_stake,
+                                committee_stake, reference),
+                    agree_count, agree_stake, {}, {}},
+                   agrees);
   if (best != other.end() && best->second.first > committee_stake - best->second.first) {
     const std::string value = c.mode == Mode::kBitwise ? "digest " + best->first.first.hex()
                                                        : fmt::format("bucket {}", best->first.second);
-    return {Verdict::kFail,
-            fmt::format("members holding {} of the committee's stake {} revealed {}, not {}", best->second.first,
-                        committee_stake, value, reference),
-            best->second.second, best->second.first};
+    const std::pair<Digest, int64_t> key = best->first;
+    return account({Verdict::kFail,
+                    fmt::format("members holding {} of the committee's stake {} revealed {}, not {}",
+                                best->second.first, committee_stake, value, reference),
+                    best->second.second, best->second.first, {}, {}},
+                   [&](const Reveal &r) {
+                     return !agrees(r) && (c.mode == Mode::kBitwise ? r.replayed_state == key.first
+                                                                    : r.bucket == key.second);
+                   });
   }
   const bool agree_larger = best == other.end() || agree_stake >= best->second.first;
-  return {Verdict::kInconclusive,
-          fmt::format("no value holds a majority of the committee's stake {}: {} agree with {}, {} on the largest "
-                      "other value, {} unrevealed",
-                      committee_stake, agree_stake, reference, best == other.end() ? 0 : best->second.first,
-                      committee_stake - agree_stake - other_stake),
-          agree_larger ? agree_count : best->second.second,
-          agree_larger ? agree_stake : best->second.first};
+  return account({Verdict::kInconclusive,
+                  fmt::format("no value holds a majority of the committee's stake {}: {} agree with {}, {} on the "
+                              "largest other value, {} unrevealed",
+                              committee_stake, agree_stake, reference, best == other.end() ? 0 : best->second.first,
+                              committee_stake - agree_stake - other_stake),
+                  agree_larger ? agree_count : best->second.second,
+                  agree_larger ? agree_stake : best->second.first, {}, {}},
+                 nullptr);
 }
 
 ChallengeVerdict Ledger::finalize_challenge(uint64_t challenge_id, uint64_t now) {
@@ -600,8 +624,7 @@ ChallengeInfo Ledger::challenge_info(uint64_t challenge_id) const {
   // Nothing that feeds the verdict changes after the reveal phase, so the
   // reason is recomputed rather than stored.
   if (c.outcome)
-    i.verdict = ChallengeVerdict{c.outcome->verdict, evaluate(c).reason, c.outcome->cluster_size,
-                                 c.outcome->cluster_stake};
+    i.verdict = evaluate(c);  // the stored outcome is this (finalize and load check it)
   return i;
 }
 
@@ -992,9 +1015,16 @@ nlohmann::json randomness_json(const BlockRandomness &r) {
 }
 
 nlohmann::json verdict_json(const ChallengeVerdict &v) {
-  return {
-      {"verdict", verdict_name(v.verdict)}, {"reason", v.reason}, {"cluster_size", v.cluster_size},
-      {"cluster_stake", v.cluster_stake}};
+  nlohmann::json minority = nlohmann::json::array(), silent = nlohmann::json::array();
+  for (const Bytes &b : v.minority) minority.push_back(to_hex(b));
+  for (const Bytes &b : v.silent) silent.push_back(to_hex(b));
+  return {{"verdict", verdict_name(v.verdict)},
+          {"reason", v.reason},
+          {"cluster_size", v.cluster_size},
+          {"cluster_stake", v.cluster_stake},
+          {"miner_slashable", v.verdict == Verdict::kFail},
+          {"minority", std::move(minority)},
+          {"silent", std::move(silent)}};
 }
 
 }  // namespace
@@ -1137,6 +1167,9 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
       out["reason"] = null;
       out["cluster_size"] = null;
       out["cluster_stake"] = null;
+      out["miner_slashable"] = null;
+      out["minority"] = null;
+      out["silent"] = null;
     }
   } else if (name == "verifier_info") {
     f.only({"call", "identity"});

@@ -77,6 +77,11 @@ struct ChallengeVerdict {
   std::string reason;
   uint64_t cluster_size = 0;   // reveals in the deciding cluster (the largest by stake when none decides)
   uint64_t cluster_stake = 0;  // their committee stake
+  // The outcome's accountability (derived, docs/ledger.md section 2.9): the
+  // members whose reveal was outside the deciding group (PASS or FAIL
+  // only), and the members that never revealed, each sorted by identity.
+  std::vector<Bytes> minority;
+  std::vector<Bytes> silent;
 };
 
 // A committee member of a challenge, and what it did.

@@ -432,6 +432,11 @@ TEST(Ledger, TieOrTooFewRevealsIsInconclusive) {
   const game::ChallengeVerdict q = f.ledger.finalize_challenge(few, f.now);
   EXPECT_EQ(q.verdict, Verdict::kInconclusive);  // 10 of the committee's 40: no majority
   EXPECT_EQ(q.cluster_size, 1u);
+  // No decision, so no minority; bob committed and never revealed, carol and
+  // dave never committed: all three are silent.
+  EXPECT_TRUE(q.minority.empty());
+  EXPECT_EQ(q.silent, (std::vector<Bytes>{id("bob"), id("carol"), id("dave")}));
+  EXPECT_TRUE(t.silent.empty());
   EXPECT_EQ(q.reason,
             "no value holds a majority of the committee's stake 40: 10 agree with the opened state digest, 0 on "
             "the largest other value, 30 unrevealed");
@@ -958,6 +963,11 @@ TEST(Ledger, StakeNotHeadcountDecides) {
     const game::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
     EXPECT_EQ(v.verdict, honest_whale ? Verdict::kFail : Verdict::kPass);
     EXPECT_EQ(v.cluster_size, honest_whale ? 1u : 4u);
+    // Who answers for it: the members outside the deciding group.
+    EXPECT_EQ(v.minority, honest_whale ? (std::vector<Bytes>{id("c1"), id("c2"), id("c3"), id("c4")})
+                                       : std::vector<Bytes>{id("honest")});
+    EXPECT_TRUE(v.silent.empty());
+    EXPECT_EQ(f.ledger.challenge_info(cid).verdict->minority, v.minority);
     expect_round_trip(f.ledger);
   }
 }

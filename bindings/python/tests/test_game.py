@@ -287,6 +287,9 @@ def test_attack_free_identities_copying_the_opened_digest_decide_nothing():
             chain.call("commit_witness", caller=(b"filler %d" % i).hex(), challenge_id=cid, commitment=opened.hex())
     v = chain.judge(run, cid, step, {**{w: honest_state(step) for w in HONEST}, **{w: opened for w in COLLUDERS}})
     assert (v["verdict"], v["cluster_stake"]) == ("fail", 60), v
+    # The outcome record: the miner is slashable, the colluders are the
+    # minority, nobody was silent.
+    assert (v["miner_slashable"], v["minority"], v["silent"]) == (True, sorted(w.hex() for w in COLLUDERS), [])
     assert chain.ledger.apply({"call": "run_info", "run_id": run})["slashable"]
 
 
@@ -343,11 +346,16 @@ def test_a_dishonest_stake_minority_never_decides_wrongly():
                 reveals[m] = rng.choice([opened, d("lie"), d(f"lie {m!r}"), None, honest_state(step)])
             elif rng.random() < 0.8:  # honest and online
                 reveals[m] = honest_state(step)
-        v = chain.judge(run, cid, step, reveals)["verdict"]
+        out = chain.judge(run, cid, step, reveals)
+        v = out["verdict"]
         assert v != ("pass" if forged else "fail"), (trial, forged, v)
         honest_revealed = sum(committee[m] for m, r in reveals.items() if m not in dishonest and r is not None)
         if 2 * honest_revealed > total:
             assert v == ("fail" if forged else "pass"), (trial, forged, v)
             decided += 1
+            # Every member outside the deciding group is a dishonest one
+            # that revealed; every silent one revealed nothing.
+            assert {bytes.fromhex(m) for m in out["minority"]} <= {m for m in dishonest if reveals.get(m)}
+        assert {bytes.fromhex(m) for m in out["silent"]} == {m for m in committee if reveals.get(m) is None}
     assert decided > 100  # most trials had an honest majority online
 
