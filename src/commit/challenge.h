@@ -6,12 +6,30 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/bytes.h"
 #include "hash/sha256.h"
 
 namespace pot::commit {
 
 inline constexpr size_t kMaxBeaconBytes = 1024;
 inline constexpr uint64_t kMaxRounds = 65536;
+
+// A value uniform over 0..n-1 (n >= 1) without modulo bias: x, the first 8
+// bytes little-endian of digest_of(counter), for the first counter (from
+// `counter` on) whose x is below 2^64 - (2^64 mod n), a multiple of n;
+// returns x mod n and leaves `counter` just past the one used, so a caller
+// that rejects the value draws again where the sequence stopped. Sections
+// 11 and 11.1 draw their steps and committee seats this way.
+template <typename DigestOf>
+uint64_t uniform_below(uint64_t n, uint64_t &counter, DigestOf &&digest_of) {
+  const uint64_t excess = (UINT64_MAX % n + 1) % n;  // 2^64 mod n
+  for (;;) {
+    const hash::Digest d = digest_of(counter++);
+    const uint64_t x = get_u64le(d.bytes.data());
+    if (excess != 0 && x > UINT64_MAX - excess) continue;  // rejection keeps the draw unbiased
+    return x % n;
+  }
+}
 
 // Step of round `round` (0-based), skipping the steps of earlier rounds.
 // kInvalidArgument when num_steps == 0, rounds > num_steps or the beacon is

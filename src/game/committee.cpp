@@ -67,19 +67,13 @@ std::vector<Candidate> draw(ByteView randomness, const hash::Digest &run_id, uin
   out.reserve(members);
   hash::Sha256 h;
   for (uint32_t j = 0; j < members; ++j) {
-    // Accept x only below 2^64 - (2^64 mod total), a multiple of total: then
-    // x mod total is exactly uniform over the remaining stake.
-    const uint64_t excess = (UINT64_MAX % total + 1) % total;  // 2^64 mod total
-    uint64_t y = 0;
-    for (uint64_t counter = 0;; ++counter) {
+    // Uniform over the remaining stake.
+    uint64_t counter = 0;
+    const uint64_t y = commit::uniform_below(total, counter, [&](uint64_t k) {
       hash::begin_tagged(h, "pot/v2/committee");
       h.update_u32le(static_cast<uint32_t>(randomness.size())).update(randomness).update(run_id.view());
-      const hash::Digest d = h.update_u32le(round).update_u32le(j).update_u64le(counter).finish();
-      const uint64_t x = get_u64le(d.bytes.data());
-      if (excess != 0 && x > UINT64_MAX - excess) continue;
-      y = x % total;
-      break;
-    }
+      return h.update_u32le(round).update_u32le(j).update_u64le(k).finish();
+    });
     // The remaining member whose stake interval, in identity order, holds y
     // (drawn members hold no stake any more, so they are never found).
     const size_t i = tree.find(y);
