@@ -320,11 +320,11 @@ std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, uint64_t now
   }
   // Nobody chooses the steps: they come from the chain's randomness of a
   // block after the seal, unknown to the miner when it sealed the run.
-  const uint64_t draw_height = r.seal_height + config_.draw_delay;
-  const auto entry = randomness_for(draw_height);
+  const uint64_t due = draw_height(r);
+  const auto entry = randomness_for(due);
   if (entry == randomness_.end())
     fail(Status::kState, "{}: run {} waits for the chain randomness of a height >= {} (latest: {})",
-         kCall, run_id.hex(), draw_height,
+         kCall, run_id.hex(), due,
          last_randomness_ ? std::to_string(last_randomness_->height) : std::string("none"));
   // Rounds and mode are the task's: whoever triggers the draw chooses neither.
   const task::Task &t = task_of(r);
@@ -332,9 +332,7 @@ std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, uint64_t now
   const Mode mode = t.challenge_mode == task::ChallengeMode::kNormBucket ? Mode::kNormBucket : Mode::kBitwise;
   // rounds <= min_steps <= n holds by the task's rules.
   const std::vector<uint64_t> steps = commit::derive_challenges(entry->second.view(), run_id, n, rounds);
-  if (config_.opening_window > UINT64_MAX - now ||
-      config_.commit_window > UINT64_MAX - now - config_.opening_window ||
-      config_.reveal_window > UINT64_MAX - now - config_.opening_window - config_.commit_window)
+  if (!config_.deadlines_fit(now))
     fail(Status::kOutOfRange,
          "{}: the deadlines of a challenge issued at height {} do not fit 64 bits", kCall, now);
   if (rounds > UINT64_MAX - next_challenge_id_)
@@ -357,7 +355,7 @@ std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, uint64_t now
   std::vector<uint64_t> kept_ids = ids;  // the last step that may allocate
   // Nothing below allocates or throws.
   const BlockRandomness used{entry->first, entry->second};
-  auto w = waiting_.find(draw_height);
+  auto w = waiting_.find(due);
   if (--w->second == 0) waiting_.erase(w);
   if (!needed(entry)) randomness_.erase(entry);
   r.drawn_from = used;
@@ -475,18 +473,24 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
   // norm-bucket mode a bucket adjacent to the committed one), and the
   // others by value.
   const std::optional<int64_t> committed = committed_bucket(c);
+  auto agrees = [&](const Reveal &r) {
+    return c.mode == Mode::kBitwise ? r.replayed_state == c.opening->state_digest
+                                    : witness::buckets_match(*committed, r.bucket);
+  };
+  // What a reveal is compared by: its digest, or its bucket.
+  using Value = std::pair<Digest, int64_t>;
+  auto value_of = [&](const Reveal &r) {
+    return c.mode == Mode::kBitwise ? Value{r.replayed_state, 0} : Value{Digest{}, r.bucket};
+  };
   uint64_t agree_stake = 0, agree_count = 0;
-  std::map<std::pair<Digest, int64_t>, std::pair<uint64_t, uint64_t>> other;  // value -> (stake, count)
+  std::map<Value, std::pair<uint64_t, uint64_t>> other;  // value -> (stake, count)
   for (const auto &[identity, r] : c.reveals) {
     const uint64_t stake = c.committee.at(identity);
-    const bool agrees = c.mode == Mode::kBitwise ? r.replayed_state == c.opening->state_digest
-                                                 : witness::buckets_match(*committed, r.bucket);
-    if (agrees) {
+    if (agrees(r)) {
       agree_stake += stake;
       ++agree_count;
     } else {
-      auto &o = other[c.mode == Mode::kBitwise ? std::pair{r.replayed_state, int64_t{0}}
-                                               : std::pair{Digest{}, r.bucket}];
+      auto &o = other[value_of(r)];
       o.first += stake;
       ++o.second;
     }
@@ -510,10 +514,6 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
     }
     return v;
   };
-  auto agrees = [&](const Reveal &r) {
-    return c.mode == Mode::kBitwise ? r.replayed_state == c.opening->state_digest
-                                    : witness::buckets_match(*committed, r.bucket);
-  };
   // A strict majority of the committee's stake, revealed or not, decides.
   if (agree_stake > committee_stake - agree_stake)
     return account({Verdict::kPass,
@@ -524,15 +524,12 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
   if (best != other.end() && best->second.first > committee_stake - best->second.first) {
     const std::string value = c.mode == Mode::kBitwise ? "digest " + best->first.first.hex()
                                                        : fmt::format("bucket {}", best->first.second);
-    const std::pair<Digest, int64_t> key = best->first;
+    const Value key = best->first;
     return account({Verdict::kFail,
                     fmt::format("members holding {} of the committee's stake {} revealed {}, not {}",
                                 best->second.first, committee_stake, value, reference),
                     best->second.second, best->second.first, {}, {}},
-                   [&](const Reveal &r) {
-                     return !agrees(r) && (c.mode == Mode::kBitwise ? r.replayed_state == key.first
-                                                                    : r.bucket == key.second);
-                   });
+                   [&](const Reveal &r) { return !agrees(r) && value_of(r) == key; });
   }
   const bool agree_larger = best == other.end() || agree_stake >= best->second.first;
   return account({Verdict::kInconclusive,
@@ -580,7 +577,7 @@ RunInfo Ledger::run_info(const Digest &run_id) const {
   i.sealed = r.sealed();
   if (i.sealed) {
     i.seal_height = r.seal_height;
-    i.draw_height = r.seal_height + config_.draw_delay;
+    i.draw_height = draw_height(r);
   }
   i.drawn_from = r.drawn_from;
   i.slashable = r.slashable;
@@ -771,6 +768,12 @@ Ledger Ledger::load(ByteView b) {
       bad_state(fmt::format("randomness of height {} posted above the height {}",
                             l.last_randomness_->height, l.height_));
   }
+  // Whether a value at a height could have been posted: at most at the
+  // latest post's height, and that post's value at its height.
+  auto could_be_posted = [&](const BlockRandomness &e) {
+    return l.last_randomness_ && e.height <= l.last_randomness_->height &&
+           (e.height != l.last_randomness_->height || e.value == l.last_randomness_->value);
+  };
 
   for (const v2::LedgerVerifier &m : p.verifiers()) {
     const ByteView identity = view_of(m.identity());
@@ -829,13 +832,10 @@ Ledger Ledger::load(ByteView b) {
       r.drawn_from = randomness_of(m.drawn_from(), where + ": drawn_from");
       if (!r.sealed()) bad_state(where + ": drawn before it was sealed");
       // Posted at most at the latest post's height, with its value there.
-      if (r.drawn_from->height < r.seal_height + l.config_.draw_delay || !l.last_randomness_ ||
-          r.drawn_from->height > l.last_randomness_->height ||
-          (r.drawn_from->height == l.last_randomness_->height &&
-           r.drawn_from->value != l.last_randomness_->value))
+      if (r.drawn_from->height < l.draw_height(r) || !could_be_posted(*r.drawn_from))
         bad_state(where + ": drawn from randomness no post could have given it");
     } else if (r.sealed()) {
-      ++l.waiting_[r.seal_height + l.config_.draw_delay];
+      ++l.waiting_[l.draw_height(r)];
     }
     if (!l.run_keys_.emplace(RunKey{r.commitment.task_id, r.commitment.miner_identity}, run_id).second)
       bad_state(where + ": its task already holds a run of the same miner");
@@ -845,11 +845,9 @@ Ledger Ledger::load(ByteView b) {
   // Every stored randomness entry is one a waiting run is drawn from, and
   // every waiting run whose draw height was posted has its entry.
   for (const v2::LedgerRandomness &m : p.randomness()) {
-    const BlockRandomness e = randomness_of(m, fmt::format("randomness of height {}", m.height()));
-    const std::string where = fmt::format("randomness of height {}", e.height);
-    if (!l.last_randomness_ || e.height > l.last_randomness_->height ||
-        (e.height == l.last_randomness_->height && e.value != l.last_randomness_->value))
-      bad_state(where + ": not a value that was posted");
+    const std::string where = fmt::format("randomness of height {}", m.height());
+    const BlockRandomness e = randomness_of(m, where);
+    if (!could_be_posted(e)) bad_state(where + ": not a value that was posted");
     if (!l.randomness_.emplace(e.height, e.value).second) bad_state(where + " is listed twice");
   }
   for (auto e = l.randomness_.cbegin(); e != l.randomness_.cend(); ++e)
@@ -889,10 +887,7 @@ Ledger Ledger::load(ByteView b) {
     // Issued once the randomness was posted, at most at the height, with
     // deadlines that fit 64 bits (issue_challenge checks it).
     if (c.issued_height < r.drawn_from->height || c.issued_height > l.height_ ||
-        l.config_.opening_window > UINT64_MAX - c.issued_height ||
-        l.config_.commit_window > UINT64_MAX - c.issued_height - l.config_.opening_window ||
-        l.config_.reveal_window >
-            UINT64_MAX - c.issued_height - l.config_.opening_window - l.config_.commit_window)
+        !l.config_.deadlines_fit(c.issued_height))
       bad_state(where + ": an issue height that does not follow from its run, the config and the height");
     if (m.has_opening()) {
       c.opening = Opening{m.opening().height(),

@@ -42,6 +42,12 @@ struct LedgerConfig {
   // kInvalidArgument unless every field is >= 1 and committee_size is at
   // most kMaxCommitteeSize.
   void validate() const;
+  // Whether a challenge issued at `height` has deadlines (opening, commit,
+  // reveal) that fit 64 bits, however late in its window it is opened.
+  bool deadlines_fit(uint64_t height) const {
+    return opening_window <= UINT64_MAX - height && commit_window <= UINT64_MAX - height - opening_window &&
+           reveal_window <= UINT64_MAX - height - opening_window - commit_window;
+  }
   // The JSON form (docs/ledger.md section 1): an object with exactly these
   // keys, every one an integer; kInvalidArgument naming the key otherwise.
   static LedgerConfig from_json(const nlohmann::json &j);
@@ -231,6 +237,9 @@ class Ledger {
   using RunKey = std::pair<hash::Digest, Bytes>;  // (task id, miner identity)
 
   void check_now(uint64_t now) const;
+  // A sealed run's draw height (its seal height + draw_delay fits 64 bits:
+  // post_checkpoint_root and load check it).
+  uint64_t draw_height(const Run &r) const { return r.seal_height + config_.draw_delay; }
   uint64_t opening_deadline(const Challenge &c) const { return c.issued_height + config_.opening_window; }
   // Once opened.
   uint64_t commit_deadline(const Challenge &c) const { return c.opening->height + config_.commit_window; }
