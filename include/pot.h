@@ -753,21 +753,27 @@ POT_API pot_status pot_opening_verify(pot_opening_check *check, const pot_commit
 
 /* POT_WITNESS_SALT_SIZE fresh bytes from OpenSSL's CSPRNG. */
 POT_API pot_status pot_witness_salt(uint8_t out[POT_WITNESS_SALT_SIZE], pot_error **err);
-/* The commitment a verifier posts before revealing (docs/PROTOCOL.md
- * section 19): binds run, step, replayed state digest, bucket, salt (16..64
- * bytes) and identity (1..256 bytes). */
-POT_API pot_status pot_witness_commitment(pot_digest *out, const pot_digest *run_id, uint64_t step,
-                                          const pot_digest *replayed_state, int64_t bucket,
-                                          const uint8_t *salt, size_t salt_len,
-                                          const uint8_t *identity, size_t identity_len,
+/* The commitment a committee member posts before revealing (docs/PROTOCOL.md
+ * section 19): tagged("pot/v2/witness", ...) of its statement, salt (16..64
+ * bytes) and identity (1..256 bytes). statement_json is a JSON object: the
+ * challenge it answers ("run_id" hex, "step", "challenge_id", "mode":
+ * "bitwise" or "norm_bucket"), the "environment" it verified in
+ * {"framework_version", "intra_op_threads", "hardware_class"}, and "kind":
+ * "replayed" (with "replayed_state" hex and "bucket"), "unavailable" (no
+ * opening reached it) or "invalid_opening" (with "check", a
+ * pot_opening_check_name other than replayed_state and replayed_bucket,
+ * which a replayed value states). POT_E_INVALID_ARGUMENT naming the key
+ * for a statement outside these rules, POT_E_MALFORMED for text that is
+ * not JSON. Thread-safe. */
+POT_API pot_status pot_witness_commitment(pot_digest *out, const char *statement_json, const uint8_t *salt,
+                                          size_t salt_len, const uint8_t *identity, size_t identity_len,
                                           pot_error **err);
 /* POT_OK when the reveal opens the commitment; POT_E_PROOF_MISMATCH when
- * the value, the salt or the identity differ from those committed. */
-POT_API pot_status pot_witness_verify_reveal(const pot_digest *commitment, const pot_digest *run_id,
-                                             uint64_t step, const pot_digest *replayed_state,
-                                             int64_t bucket, const uint8_t *salt, size_t salt_len,
-                                             const uint8_t *identity, size_t identity_len,
-                                             pot_error **err);
+ * the statement (another challenge, environment or finding), the salt or
+ * the identity differ from those committed. */
+POT_API pot_status pot_witness_verify_reveal(const pot_digest *commitment, const char *statement_json,
+                                             const uint8_t *salt, size_t salt_len, const uint8_t *identity,
+                                             size_t identity_len, pot_error **err);
 
 typedef enum pot_witness_mode {
   POT_WITNESS_BITWISE = 1,     /* clusters of replayed state digests */
@@ -819,8 +825,9 @@ POT_API const char *pot_verdict_reason(const pot_verdict *verdict);
 typedef struct pot_ledger pot_ledger;
 
 /* A new ledger from its config, a JSON object with exactly the integer keys
- * draw_delay, opening_window, commit_window, reveal_window (blocks), quorum
- * and max_rounds, each >= 1 (docs/ledger.md section 1); otherwise
+ * draw_delay, opening_window, commit_window, reveal_window (blocks),
+ * committee_size (at most 1024), min_stake and max_rounds, each >= 1
+ * (docs/ledger.md section 1); otherwise
  * POT_E_INVALID_ARGUMENT naming the key, POT_E_MALFORMED for text that is
  * not JSON. */
 POT_API pot_status pot_ledger_new(pot_ledger **out, const char *config_json, pot_error **err);
@@ -944,6 +951,13 @@ POT_API int pot_replay_available(void);
  * capability or oneDNN's ISA, or names one outside the form. Thread-safe. */
 POT_API pot_status pot_replay_hardware_class(const char **out, pot_error **err);
 
+/* The LibTorch version this libpot replays with ("1.13.0", its headers'
+ * TORCH_VERSION): the framework_version a witness states in its
+ * environment (docs/PROTOCOL.md section 19), of the release (major.minor)
+ * a spec's framework_version must name for its steps to replay here.
+ * Static storage. POT_E_UNSUPPORTED in a build without LibTorch. */
+POT_API pot_status pot_replay_framework_version(const char **out, pot_error **err);
+
 /* A loaded model program bound to a spec. A replay changes process-wide
  * LibTorch state (the default CPU generator, the intra-op thread count), so
  * replays are serialised inside pot: concurrent calls on distinct handles
@@ -1052,6 +1066,23 @@ POT_API pot_status pot_verify_step(pot_verify_result *out, const pot_commitment 
                                    const pot_digest *log_root, const uint8_t *manifest, size_t len,
                                    const char *pre_state_path, const char *post_state_path,
                                    pot_verify_mode mode, uint32_t intra_op_threads, pot_error **err);
+
+/* The witness statement (docs/PROTOCOL.md section 19) a committee member
+ * commits to after pot_verify_step, as JSON text (NUL-terminated) for
+ * pot_witness_commitment and the ledger's reveal: challenge `challenge_id`
+ * on step `step` of run `run_id` in `mode`; the environment this process
+ * replays in (pot_replay_framework_version, the intra-op threads passed to
+ * pot_verify_step, 0 meaning the spec's, and pot_replay_hardware_class);
+ * and the finding: kind "replayed" with the replayed digest and bucket when
+ * the opening passed its checks and the replay ran (the check is
+ * POT_CHECK_OK, or POT_CHECK_REPLAYED_STATE / POT_CHECK_REPLAYED_BUCKET:
+ * the value says how it differs), else "invalid_opening" naming
+ * result->check. A member that received no opening states "unavailable"
+ * itself. POT_E_INVALID_ARGUMENT for a result with no check and no replay;
+ * POT_E_UNSUPPORTED in a build without LibTorch. */
+POT_API pot_status pot_witness_statement(pot_bytes *out, const pot_verify_result *result, const pot_spec *spec,
+                                         const pot_digest *run_id, uint64_t step, uint64_t challenge_id,
+                                         pot_verify_mode mode, uint32_t intra_op_threads, pot_error **err);
 
 /* The trainer-side recorder (docs/PROTOCOL.md section 21.4): digests every
  * state, appends the step leaves to the log, keeps every k-th state as a

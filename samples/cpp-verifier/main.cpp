@@ -30,13 +30,14 @@ namespace {
 const char kUsage[] =
     "usage: cpp_verifier --checkpoints DIR --dataset DIR --spec SPEC.json --program MODEL.pt\n"
     "                    --root HEX --size N --step T [--commitment FILE] [--mode bitwise|bucket]\n"
-    "                    [--threads N] [--identity HEX] [--pre-state FILE]\n"
+    "                    [--threads N] [--identity HEX] [--challenge-id N] [--pre-state FILE]\n"
     "  --checkpoints  the recorder's checkpoint directory (the miner's side)\n"
     "  --dataset      the samples, %06d.safetensors by dataset index\n"
     "  --root, --size the log root posted on chain and its number of leaves\n"
     "  --commitment   training commitment bytes (default: DIR/commitment.bin)\n"
     "  --threads      replay on N intra-op threads (0 = the spec's; others need --mode bucket)\n"
     "  --identity     the verifier's identity in its witness commitment (hex)\n"
+    "  --challenge-id the ledger's id of the challenge the witness statement answers (default 0)\n"
     "  --pre-state    serve this file as the state before the step instead (a cheating miner)\n";
 
 // An error that ends the program with an exit status.
@@ -101,7 +102,7 @@ std::vector<uint8_t> unhex(const std::string &s, const char *what) {
 struct Args {
   std::string checkpoints, dataset, spec, program, root, commitment, mode = "bitwise", pre_state;
   std::string identity = "6370702d7665726966696572";  // "cpp-verifier"
-  uint64_t size = 0, step = 0;
+  uint64_t size = 0, step = 0, challenge_id = 0;
   uint32_t threads = 0;
 };
 
@@ -124,6 +125,7 @@ Args parse(int argc, char **argv) {
       else if (k == "--mode") a.mode = v;
       else if (k == "--threads") a.threads = static_cast<uint32_t>(std::stoul(v));
       else if (k == "--identity") a.identity = v;
+      else if (k == "--challenge-id") a.challenge_id = std::stoull(v);
       else if (k == "--pre-state") a.pre_state = v;
       else throw Exit(2, "unknown option " + k);
     } catch (const std::logic_error &) {  // stoull and friends
@@ -204,16 +206,27 @@ int run(const Args &a) {
                 static_cast<unsigned long long>(r.gradient.param_elements),
                 static_cast<unsigned long long>(r.gradient.optim_gradient_elements),
                 static_cast<unsigned long long>(r.gradient.optim_elements));
+  }
 
-    // The witness commits to what it replayed before anyone reveals.
+  // The witness commits to its statement before anyone reveals
+  // (docs/PROTOCOL.md section 19): the challenge, the environment pot's
+  // replay ran in, and what it found: the replayed value, or the check
+  // that failed.
+  {
+    pot_error *werr = nullptr;
+    pot_bytes text{};
+    check(pot_witness_statement(&text, &r, spec.get(), &run_id, a.step, a.challenge_id,
+                                bucket ? POT_VERIFY_NORM_BUCKET : POT_VERIFY_BITWISE, a.threads, &werr),
+          &werr, "witness statement");
+    const std::string statement(reinterpret_cast<const char *>(text.data), text.len);
+    pot_bytes_free(&text);
     uint8_t salt[POT_WITNESS_SALT_SIZE];
     pot_digest wc;
-    check(pot_witness_salt(salt, &err), &err, "salt");
-    check(pot_witness_commitment(&wc, &run_id, a.step, &r.replayed_state_digest, r.norm_bucket, salt, sizeof salt,
-                                 identity.data(), identity.size(), &err),
-          &err, "witness commitment");
-    std::printf("witness:  commitment %s\n          salt %s, identity %s (revealed later)\n", hex(wc).c_str(),
-                hex(salt, sizeof salt).c_str(), a.identity.c_str());
+    check(pot_witness_salt(salt, &werr), &werr, "salt");
+    check(pot_witness_commitment(&wc, statement.c_str(), salt, sizeof salt, identity.data(), identity.size(), &werr),
+          &werr, "witness commitment");
+    std::printf("witness:  %s\n          commitment %s\n          salt %s, identity %s (revealed later)\n",
+                statement.c_str(), hex(wc).c_str(), hex(salt, sizeof salt).c_str(), a.identity.c_str());
   }
   if (st != POT_OK) {
     std::printf("verifier: step %llu REJECTED at %s\n  %s\n", static_cast<unsigned long long>(a.step),

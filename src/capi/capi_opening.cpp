@@ -149,27 +149,23 @@ pot_status pot_witness_salt(uint8_t out[POT_WITNESS_SALT_SIZE], pot_error **err)
   });
 }
 
-pot_status pot_witness_commitment(pot_digest *out, const pot_digest *run_id, uint64_t step,
-                                  const pot_digest *replayed_state, int64_t bucket, const uint8_t *salt,
+pot_status pot_witness_commitment(pot_digest *out, const char *statement_json, const uint8_t *salt,
                                   size_t salt_len, const uint8_t *identity, size_t identity_len, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    const witness::WitnessValue v{to_digest(run_id, "run_id"), step, to_digest(replayed_state, "replayed_state"),
-                                  bucket};
-    from_digest(out, witness::witness_commitment(v, bytes_arg(salt, salt_len, "salt"),
+    const witness::Statement s = witness::Statement::from_json(parse_json_arg(statement_json, "statement_json"));
+    from_digest(out, witness::witness_commitment(s, bytes_arg(salt, salt_len, "salt"),
                                                  bytes_arg(identity, identity_len, "identity")));
   });
 }
 
-pot_status pot_witness_verify_reveal(const pot_digest *commitment, const pot_digest *run_id, uint64_t step,
-                                     const pot_digest *replayed_state, int64_t bucket, const uint8_t *salt,
+pot_status pot_witness_verify_reveal(const pot_digest *commitment, const char *statement_json, const uint8_t *salt,
                                      size_t salt_len, const uint8_t *identity, size_t identity_len,
                                      pot_error **err) {
   return guard(err, [&] {
-    const witness::WitnessValue v{to_digest(run_id, "run_id"), step, to_digest(replayed_state, "replayed_state"),
-                                  bucket};
-    witness::verify_reveal(to_digest(commitment, "commitment"), v, bytes_arg(salt, salt_len, "salt"),
-                           bytes_arg(identity, identity_len, "identity"));
+    const hash::Digest c = to_digest(commitment, "commitment");
+    const witness::Statement s = witness::Statement::from_json(parse_json_arg(statement_json, "statement_json"));
+    witness::verify_reveal(c, s, bytes_arg(salt, salt_len, "salt"), bytes_arg(identity, identity_len, "identity"));
   });
 }
 

@@ -11,6 +11,7 @@
 #include "replay/hardware_class.h"
 #include "replay/replay.h"
 #include "replay/verify.h"
+#include "witness/statement.h"
 #endif
 
 using namespace pot;
@@ -84,6 +85,17 @@ pot_status pot_replay_hardware_class(const char **out, pot_error **err) {
     need(out, "out");
 #if POT_WITH_TORCH
     *out = torch_call([] { return replay::hardware_class().c_str(); });
+#else
+    no_torch();
+#endif
+  });
+}
+
+pot_status pot_replay_framework_version(const char **out, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+#if POT_WITH_TORCH
+    *out = replay::framework_version().c_str();
 #else
     no_torch();
 #endif
@@ -233,6 +245,39 @@ pot_status pot_verify_step(pot_verify_result *out, const pot_commitment *commitm
   *out = res;
   if (failed == Status::kOk) return POT_OK;
   return set_error(err, static_cast<pot_status>(failed), message.c_str());
+}
+
+pot_status pot_witness_statement(pot_bytes *out, const pot_verify_result *result, const pot_spec *spec,
+                                 const pot_digest *run_id, uint64_t step, uint64_t challenge_id, pot_verify_mode mode,
+                                 uint32_t intra_op_threads, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    need(result, "result");
+    need(spec, "spec");
+    const int m = enum_arg(mode);
+    if (m != POT_VERIFY_BITWISE && m != POT_VERIFY_NORM_BUCKET)
+      fail(Status::kInvalidArgument, "mode: {} is not a pot_verify_mode", m);
+    const int check = enum_arg(result->check);
+    if (check < 0 || check > POT_CHECK_GRADIENT_IGNORED)
+      fail(Status::kInvalidArgument, "result.check: {} is not a pot_opening_check", check);
+#if POT_WITH_TORCH
+    const witness::Environment env{replay::framework_version(),
+                                   intra_op_threads ? intra_op_threads : spec->spec.intra_op_threads,
+                                   torch_call([] { return replay::hardware_class(); })};
+    witness::Statement st;
+    st.run_id = to_digest(run_id, "run_id");
+    st.step = step;
+    st.challenge_id = challenge_id;
+    st.mode = static_cast<witness::Mode>(m);
+    st.finding = witness::finding_of(static_cast<commit::OpeningCheck>(check), result->replayed != 0,
+                                     to_digest(&result->replayed_state_digest, "result"), result->norm_bucket, env);
+    st.validate();
+    to_text(out, st.to_json().dump());
+#else
+    (void)run_id; (void)step; (void)challenge_id; (void)intra_op_threads;
+    no_torch();
+#endif
+  });
 }
 
 #if POT_WITH_TORCH

@@ -50,18 +50,16 @@ void add_open_commands(CLI::App &app) {
 
   CLI::App *witness = app.get_subcommand("witness");
   struct Commit {
-    std::string run_id, replayed, identity, salt;
-    uint64_t step = 0;
-    int64_t bucket = 0;
+    std::string statement, identity, salt;
     bool json = false;
   };
+  const std::string statement_help =
+      "JSON file of the witness statement (docs/PROTOCOL.md section 19: run_id, step, challenge_id, mode, "
+      "environment, kind and the kind's keys)";
   auto wc = std::make_shared<Commit>();
   CLI::App *commit = witness->add_subcommand("commit", "A witness commitment (salt drawn when not given)");
-  commit->add_option("--run-id", wc->run_id, "run id (hex)")->required();
-  commit->add_option("--step", wc->step, "challenged step")->required();
-  commit->add_option("--replayed", wc->replayed, "replayed state digest (hex)")->required();
-  commit->add_option("--bucket", wc->bucket, "norm bucket of the update")->required();
-  commit->add_option("--identity", wc->identity, "verifier identity (hex)")->required();
+  commit->add_option("STATEMENT", wc->statement, statement_help)->required();
+  commit->add_option("--identity", wc->identity, "committee member identity (hex)")->required();
   commit->add_option("--salt", wc->salt, "salt (hex, 16..64 bytes; default: 32 fresh bytes)");
   commit->add_flag("--json", wc->json, "print JSON");
   commit->callback([wc] {
@@ -73,12 +71,12 @@ void add_open_commands(CLI::App &app) {
     } else {
       salt = unhex(wc->salt, "--salt");
     }
-    const pot_digest run = digest_arg(wc->run_id, "--run-id"), replayed = digest_arg(wc->replayed, "--replayed");
+    const std::vector<uint8_t> text = read_file(wc->statement);
+    const std::string statement(text.begin(), text.end());
     const auto id = unhex(wc->identity, "--identity");
     pot_digest out;
-    check(pot_witness_commitment(&out, &run, wc->step, &replayed, wc->bucket, salt.data(), salt.size(), id.data(),
-                                 id.size(), &err),
-          &err, "witness commit");
+    check(pot_witness_commitment(&out, statement.c_str(), salt.data(), salt.size(), id.data(), id.size(), &err), &err,
+          "witness commit");
     emit(wc->json, {{"commitment", hex(out)}, {"salt", hex(salt.data(), salt.size())}},
          {hex(out), hex(salt.data(), salt.size())});
   });
@@ -88,21 +86,18 @@ void add_open_commands(CLI::App &app) {
   };
   auto wr = std::make_shared<Reveal>();
   CLI::App *reveal = witness->add_subcommand("reveal", "Check that a reveal opens a witness commitment");
+  reveal->add_option("STATEMENT", wr->statement, statement_help)->required();
   reveal->add_option("--commitment", wr->commitment, "the posted commitment (hex)")->required();
-  reveal->add_option("--run-id", wr->run_id, "run id (hex)")->required();
-  reveal->add_option("--step", wr->step, "challenged step")->required();
-  reveal->add_option("--replayed", wr->replayed, "revealed replayed state digest (hex)")->required();
-  reveal->add_option("--bucket", wr->bucket, "revealed norm bucket")->required();
   reveal->add_option("--identity", wr->identity, "revealing identity (hex)")->required();
   reveal->add_option("--salt", wr->salt, "revealed salt (hex)")->required();
   reveal->add_flag("--json", wr->json, "print JSON");
   reveal->callback([wr] {
     pot_error *err = nullptr;
-    const pot_digest c = digest_arg(wr->commitment, "--commitment"), run = digest_arg(wr->run_id, "--run-id"),
-                     replayed = digest_arg(wr->replayed, "--replayed");
+    const pot_digest c = digest_arg(wr->commitment, "--commitment");
+    const std::vector<uint8_t> text = read_file(wr->statement);
+    const std::string statement(text.begin(), text.end());
     const auto salt = unhex(wr->salt, "--salt"), id = unhex(wr->identity, "--identity");
-    check(pot_witness_verify_reveal(&c, &run, wr->step, &replayed, wr->bucket, salt.data(), salt.size(), id.data(),
-                                    id.size(), &err),
+    check(pot_witness_verify_reveal(&c, statement.c_str(), salt.data(), salt.size(), id.data(), id.size(), &err),
           &err, "reveal rejected");
     emit(wr->json, {{"valid", true}}, {"OK"});
   });

@@ -11,6 +11,10 @@ JsonFields::JsonFields(const nlohmann::json &j, std::string where) : j_(j), wher
 }
 
 void JsonFields::only(std::initializer_list<const char *> known) const {
+  only(std::vector<const char *>(known));
+}
+
+void JsonFields::only(const std::vector<const char *> &known) const {
   for (const auto &item : j_.items()) {
     // Not a structured binding: clang before 16 cannot capture one in a lambda.
     const std::string &k = item.key();
@@ -42,6 +46,17 @@ uint64_t JsonFields::u64(const char *key) const {
   if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
     fail(Status::kInvalidArgument, "{} must be a non-negative integer", path(key));
   return v.get<uint64_t>();
+}
+
+int64_t JsonFields::i64(const char *key) const {
+  const nlohmann::json &v = at(key);
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(INT64_MAX)) fail(Status::kInvalidArgument, "{} = {} does not fit int64", path(key), u);
+    return static_cast<int64_t>(u);
+  }
+  if (v.is_number_integer()) return v.get<int64_t>();
+  fail(Status::kInvalidArgument, "{} must be an integer", path(key));
 }
 
 uint32_t JsonFields::u32(const char *key) const {

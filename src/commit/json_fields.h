@@ -5,6 +5,7 @@
 
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,7 @@ class JsonFields {
 
   // Fails when the object has a key outside `known`.
   void only(std::initializer_list<const char *> known) const;
+  void only(const std::vector<const char *> &known) const;
   bool has(const char *key) const { return j_.contains(key); }
 
   const nlohmann::json &object(const char *key) const;
@@ -26,6 +28,7 @@ class JsonFields {
   std::string str(const char *key) const;
   uint64_t u64(const char *key) const;
   uint32_t u32(const char *key) const;
+  int64_t i64(const char *key) const;
   double f64(const char *key) const;
   bool boolean(const char *key) const;
   hash::Digest digest(const char *key) const;  // 64 hex characters

@@ -19,8 +19,8 @@
 namespace pot::game {
 
 using hash::Digest;
+using witness::Kind;
 using witness::verify_reveal;
-using witness::WitnessValue;
 
 namespace {
 
@@ -42,8 +42,6 @@ void check_caller(ByteView caller, const char *call) {
     fail(Status::kInvalidArgument, "{}: caller identity of {} bytes, expected 1..{}", call,
          caller.size(), kMaxIdentity);
 }
-
-const char *mode_name(Mode m) { return m == Mode::kNormBucket ? "norm_bucket" : "bitwise"; }
 
 const char *verdict_name(Verdict v) {
   switch (v) {
@@ -428,9 +426,8 @@ void Ledger::commit_witness(ByteView caller, uint64_t challenge_id, const Digest
   height_ = now;
 }
 
-void Ledger::reveal_witness_value(ByteView caller, uint64_t challenge_id,
-                                  const Digest &replayed_state, int64_t bucket, ByteView salt,
-                                  uint64_t now) {
+void Ledger::reveal_witness_value(ByteView caller, uint64_t challenge_id, const witness::Finding &finding,
+                                  ByteView salt, uint64_t now) {
   constexpr const char *kCall = "reveal_witness_value";
   check_now(now);
   check_caller(caller, kCall);
@@ -449,11 +446,11 @@ void Ledger::reveal_witness_value(ByteView caller, uint64_t challenge_id,
   if (it == c.commits.end())
     fail(Status::kNotFound, "{}: {} has no commitment on challenge {}", kCall, to_hex(identity),
          challenge_id);
-  verify_reveal(it->second, WitnessValue{c.run_id, c.step, replayed_state, bucket}, salt, caller);
+  verify_reveal(it->second, statement(challenge_id, c, finding), salt, caller);
   if (c.reveals.contains(identity))
     fail(Status::kDuplicate, "{}: {} already revealed on challenge {}", kCall, to_hex(identity),
          challenge_id);
-  c.reveals.emplace(std::move(identity), Reveal{replayed_state, bucket, to_bytes(salt)});
+  c.reveals.emplace(std::move(identity), Reveal{finding, to_bytes(salt)});
   height_ = now;
 }
 
@@ -463,32 +460,47 @@ std::optional<int64_t> Ledger::committed_bucket(const Challenge &c) const {
   return witness::norm_bucket(c.opening->update_norm, task_of(runs_.at(c.run_id)).spec.norm_bucket_resolution);
 }
 
+std::optional<std::string> Ledger::misconfigured(const Challenge &c, const Reveal &r) const {
+  return witness::environment_mismatch(r.finding.environment, task_of(runs_.at(c.run_id)).spec, c.mode);
+}
+
 ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
-  if (!c.opening) return {Verdict::kFail, "no opening within the opening window", 0, 0, {}, {}};
+  if (!c.opening) return {Verdict::kFail, "no opening within the opening window", 0, 0, {}, {}, {}};
   uint64_t committee_stake = 0;  // fits: the registry's stakes sum below 2^64
   for (const auto &[identity, stake] : c.committee) committee_stake += stake;
   if (committee_stake == 0)
-    return {Verdict::kInconclusive, "no committee: no verifier was registered before the draw", 0, 0, {}, {}};
-  // The reveals that agree with the opened step (its state digest; in
-  // norm-bucket mode a bucket adjacent to the committed one), and the
-  // others by value.
+    return {Verdict::kInconclusive, "no committee: no verifier was registered before the draw", 0, 0, {}, {}, {}};
+  // Each counted reveal (an environment that can judge the step) either
+  // agrees with the opened step (a replayed value equal to its state
+  // digest; in norm-bucket mode a bucket adjacent to the committed one), or
+  // blames the miner: a replayed value that differs (grouped by value), or
+  // no valid opening served to the member (unavailable, or a failed check).
   const std::optional<int64_t> committed = committed_bucket(c);
+  auto counted = [&](const Reveal &r) { return !misconfigured(c, r); };
+  auto replayed = [&](const Reveal &r) { return r.finding.kind == Kind::kReplayed; };
   auto agrees = [&](const Reveal &r) {
-    return c.mode == Mode::kBitwise ? r.replayed_state == c.opening->state_digest
-                                    : witness::buckets_match(*committed, r.bucket);
+    if (!counted(r) || !replayed(r)) return false;
+    return c.mode == Mode::kBitwise ? r.finding.replayed_state == c.opening->state_digest
+                                    : witness::buckets_match(*committed, r.finding.bucket);
   };
-  // What a reveal is compared by: its digest, or its bucket.
+  // What a replayed value is compared by: its digest, or its bucket.
   using Value = std::pair<Digest, int64_t>;
   auto value_of = [&](const Reveal &r) {
-    return c.mode == Mode::kBitwise ? Value{r.replayed_state, 0} : Value{Digest{}, r.bucket};
+    return c.mode == Mode::kBitwise ? Value{r.finding.replayed_state, 0} : Value{Digest{}, r.finding.bucket};
   };
-  uint64_t agree_stake = 0, agree_count = 0;
+  auto unserved = [&](const Reveal &r) { return counted(r) && !replayed(r); };
+  uint64_t agree_stake = 0, agree_count = 0, unserved_stake = 0, unserved_count = 0, excluded_stake = 0;
   std::map<Value, std::pair<uint64_t, uint64_t>> other;  // value -> (stake, count)
   for (const auto &[identity, r] : c.reveals) {
     const uint64_t stake = c.committee.at(identity);
-    if (agrees(r)) {
+    if (!counted(r)) {
+      excluded_stake += stake;
+    } else if (agrees(r)) {
       agree_stake += stake;
       ++agree_count;
+    } else if (unserved(r)) {
+      unserved_stake += stake;
+      ++unserved_count;
     } else {
       auto &o = other[value_of(r)];
       o.first += stake;
@@ -501,14 +513,20 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
     other_stake += it->second.first;
     if (best == other.end() || it->second.first > best->second.first) best = it;
   }
+  const uint64_t best_stake = best == other.end() ? 0 : best->second.first;
+  const uint64_t best_count = best == other.end() ? 0 : best->second.second;
+  const uint64_t blame_stake = best_stake + unserved_stake;  // fits: parts of committee_stake
   const char *reference = c.mode == Mode::kBitwise ? "the opened state digest" : "the committed bucket";
   // Who answers for the outcome: members outside the deciding group (when
-  // one decides) and members that never revealed.
+  // one decides), members that never revealed, members whose environment
+  // could not judge the step.
   auto account = [&](ChallengeVerdict v, const std::function<bool(const Reveal &)> &deciding) {
     for (const auto &[identity, stake] : c.committee) {
       auto r = c.reveals.find(identity);
       if (r == c.reveals.end())
         v.silent.push_back(identity);
+      else if (!counted(r->second))
+        v.misconfigured.push_back(identity);
       else if (deciding && !deciding(r->second))
         v.minority.push_back(identity);
     }
@@ -519,26 +537,39 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
     return account({Verdict::kPass,
                     fmt::format("members holding {} of the committee's stake {} agree with {}", agree_stake,
                                 committee_stake, reference),
-                    agree_count, agree_stake, {}, {}},
+                    agree_count, agree_stake, {}, {}, {}},
                    agrees);
-  if (best != other.end() && best->second.first > committee_stake - best->second.first) {
-    const std::string value = c.mode == Mode::kBitwise ? "digest " + best->first.first.hex()
-                                                       : fmt::format("bucket {}", best->first.second);
-    const Value key = best->first;
+  // The miner chooses whom it serves an opening: members it served a forged
+  // step replay one value, the others were served nothing valid; both
+  // blame it, and together they decide.
+  if (blame_stake > committee_stake - blame_stake) {
+    std::string what;
+    if (best_stake > 0) {
+      what = c.mode == Mode::kBitwise ? "replayed digest " + best->first.first.hex()
+                                      : fmt::format("replayed bucket {}", best->first.second);
+      what += fmt::format(" (stake {}), not {}", best_stake, reference);
+    }
+    if (unserved_stake > 0)
+      what += fmt::format("{}were served no valid opening (stake {})", what.empty() ? "" : "; ", unserved_stake);
+    const std::optional<Value> key = best == other.end() ? std::nullopt : std::optional<Value>(best->first);
     return account({Verdict::kFail,
-                    fmt::format("members holding {} of the committee's stake {} revealed {}, not {}",
-                                best->second.first, committee_stake, value, reference),
-                    best->second.second, best->second.first, {}, {}},
-                   [&](const Reveal &r) { return !agrees(r) && value_of(r) == key; });
+                    fmt::format("members holding {} of the committee's stake {} blame the miner: {}", blame_stake,
+                                committee_stake, what),
+                    best_count + unserved_count, blame_stake, {}, {}, {}},
+                   [&](const Reveal &r) {
+                     return unserved(r) || (replayed(r) && !agrees(r) && key && value_of(r) == *key);
+                   });
   }
-  const bool agree_larger = best == other.end() || agree_stake >= best->second.first;
+  const bool agree_larger = agree_stake >= blame_stake;
   return account({Verdict::kInconclusive,
-                  fmt::format("no value holds a majority of the committee's stake {}: {} agree with {}, {} on the "
-                              "largest other value, {} unrevealed",
-                              committee_stake, agree_stake, reference, best == other.end() ? 0 : best->second.first,
-                              committee_stake - agree_stake - other_stake),
-                  agree_larger ? agree_count : best->second.second,
-                  agree_larger ? agree_stake : best->second.first, {}, {}},
+                  fmt::format("no side holds a majority of the committee's stake {}: {} agree with {}, {} blame the "
+                              "miner ({} on the largest other value, {} served no valid opening), {} on other values, "
+                              "{} misconfigured, {} unrevealed",
+                              committee_stake, agree_stake, reference, blame_stake, best_stake, unserved_stake,
+                              other_stake - best_stake, excluded_stake,
+                              committee_stake - agree_stake - other_stake - unserved_stake - excluded_stake),
+                  agree_larger ? agree_count : best_count + unserved_count, agree_larger ? agree_stake : blame_stake,
+                  {}, {}, {}},
                  nullptr);
 }
 
@@ -688,8 +719,17 @@ Bytes Ledger::save() const {
     for (const auto &[identity, r] : c.reveals) {
       v2::LedgerWitnessReveal *w = m->add_reveals();
       w->set_identity(as_string(identity));
-      put(w->mutable_replayed_state(), r.replayed_state);
-      w->set_bucket(r.bucket);
+      const witness::Finding &f = r.finding;
+      w->set_kind(static_cast<uint32_t>(f.kind));
+      if (f.kind == Kind::kReplayed) {
+        put(w->mutable_replayed_state(), f.replayed_state);
+        w->set_bucket(f.bucket);
+      } else if (f.kind == Kind::kInvalidOpening) {
+        w->set_check(static_cast<uint32_t>(f.check));
+      }
+      w->set_framework_version(f.environment.framework_version);
+      w->set_intra_op_threads(f.environment.intra_op_threads);
+      w->set_hardware_class(f.environment.hardware_class);
       w->set_salt(as_string(r.salt));
     }
     if (c.outcome) {
@@ -920,12 +960,20 @@ Ledger Ledger::load(ByteView b) {
       Bytes identity = to_bytes(view_of(w.identity()));
       auto committed = c.commits.find(identity);
       if (committed == c.commits.end()) bad_state(where + ": a reveal without a commitment");
-      Reveal rv{digest_field(w.replayed_state(), where + ": replayed_state"), w.bucket(),
-                to_bytes(view_of(w.salt()))};
+      Reveal rv;
+      rv.salt = to_bytes(view_of(w.salt()));
+      witness::Finding &f = rv.finding;
+      f.kind = static_cast<Kind>(w.kind());
+      // Fields the kind does not use stay absent: the canonical re-encoding
+      // below refuses them.
+      if (f.kind == Kind::kReplayed) {
+        f.replayed_state = digest_field(w.replayed_state(), where + ": replayed_state");
+        f.bucket = w.bucket();
+      }
+      if (f.kind == Kind::kInvalidOpening) f.check = static_cast<commit::OpeningCheck>(w.check());
+      f.environment = {w.framework_version(), w.intra_op_threads(), w.hardware_class()};
       as_state_check(where + ": reveal of " + to_hex(identity), [&] {
-        verify_reveal(committed->second,
-                      WitnessValue{c.run_id, c.step, rv.replayed_state, rv.bucket}, rv.salt,
-                      identity);
+        verify_reveal(committed->second, statement(m.id(), c, f), rv.salt, identity);
       });
       if (!c.reveals.emplace(std::move(identity), std::move(rv)).second)
         bad_state(where + ": a witness revealed twice");
@@ -992,34 +1040,24 @@ Ledger Ledger::load(ByteView b) {
 
 namespace {
 
-int64_t json_i64(const nlohmann::json &j, const commit::JsonFields &f, const char *key) {
-  if (!f.has(key)) fail(Status::kInvalidArgument, "{}: missing key", f.path(key));
-  const nlohmann::json &v = j.at(key);
-  if (v.is_number_unsigned()) {
-    const uint64_t u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(INT64_MAX))
-      fail(Status::kInvalidArgument, "{} = {} does not fit int64", f.path(key), u);
-    return static_cast<int64_t>(u);
-  }
-  if (v.is_number_integer()) return v.get<int64_t>();
-  fail(Status::kInvalidArgument, "{} must be an integer", f.path(key));
-}
-
 nlohmann::json randomness_json(const BlockRandomness &r) {
   return {{"height", r.height}, {"value", r.value.hex()}};
 }
 
 nlohmann::json verdict_json(const ChallengeVerdict &v) {
-  nlohmann::json minority = nlohmann::json::array(), silent = nlohmann::json::array();
-  for (const Bytes &b : v.minority) minority.push_back(to_hex(b));
-  for (const Bytes &b : v.silent) silent.push_back(to_hex(b));
+  auto hexes = [](const std::vector<Bytes> &ids) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Bytes &b : ids) out.push_back(to_hex(b));
+    return out;
+  };
   return {{"verdict", verdict_name(v.verdict)},
           {"reason", v.reason},
           {"cluster_size", v.cluster_size},
           {"cluster_stake", v.cluster_stake},
           {"miner_slashable", v.verdict == Verdict::kFail},
-          {"minority", std::move(minority)},
-          {"silent", std::move(silent)}};
+          {"minority", hexes(v.minority)},
+          {"silent", hexes(v.silent)},
+          {"misconfigured", hexes(v.misconfigured)}};
 }
 
 }  // namespace
@@ -1092,14 +1130,13 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
     const Digest commitment = f.digest("commitment");
     commit_witness(caller, id, commitment, now);
   } else if (name == "reveal_witness_value") {
-    f.only({"call", "caller", "now", "challenge_id", "replayed_state", "bucket", "salt"});
     const Bytes caller = f.hex("caller");
     const uint64_t now = f.u64("now");
     const uint64_t id = f.u64("challenge_id");
-    const Digest replayed = f.digest("replayed_state");
-    const int64_t bucket = json_i64(call, f, "bucket");
+    const witness::Finding finding =
+        witness::Finding::from_json(call, name, {"call", "caller", "now", "challenge_id", "salt"});
     const Bytes salt = f.hex("salt");
-    reveal_witness_value(caller, id, replayed, bucket, salt, now);
+    reveal_witness_value(caller, id, finding, salt, now);
   } else if (name == "finalize_challenge") {
     f.only({"call", "now", "challenge_id"});
     const uint64_t now = f.u64("now");

@@ -88,6 +88,10 @@ struct ChallengeVerdict {
   // only), and the members that never revealed, each sorted by identity.
   std::vector<Bytes> minority;
   std::vector<Bytes> silent;
+  // Members whose revealed environment cannot judge the step in the
+  // challenge's mode (witness::environment_mismatch): their statements are
+  // not counted, whatever they say.
+  std::vector<Bytes> misconfigured;
 };
 
 // A committee member of a challenge, and what it did.
@@ -163,9 +167,10 @@ class Ledger {
                       ByteView step_leaf, ByteView leaf_proof, uint64_t now);
   void commit_witness(ByteView caller, uint64_t challenge_id, const hash::Digest &commitment,
                       uint64_t now);
-  void reveal_witness_value(ByteView caller, uint64_t challenge_id,
-                            const hash::Digest &replayed_state, int64_t bucket, ByteView salt,
-                            uint64_t now);
+  // Reveals the caller's committed statement: the finding, bound to the
+  // challenge by the ledger (witness::Statement).
+  void reveal_witness_value(ByteView caller, uint64_t challenge_id, const witness::Finding &finding,
+                            ByteView salt, uint64_t now);
   ChallengeVerdict finalize_challenge(uint64_t challenge_id, uint64_t now);
 
   // kNotFound for an unknown task, run or challenge.
@@ -204,8 +209,7 @@ class Ledger {
     bool sealed() const { return latest_size == commitment.declared_steps; }
   };
   struct Reveal {
-    hash::Digest replayed_state;
-    int64_t bucket = 0;
+    witness::Finding finding;
     Bytes salt;
   };
   struct Opening {
@@ -263,8 +267,14 @@ class Ledger {
   Run &run_for(const hash::Digest &run_id, const char *call);
   const task::Task &task_of(const Run &r) const { return tasks_.at(r.commitment.task_id).task; }
   Challenge &challenge_for(uint64_t id, const char *call);
+  // The statement a finding makes on challenge `id`.
+  static witness::Statement statement(uint64_t id, const Challenge &c, const witness::Finding &f) {
+    return {c.run_id, c.step, id, c.mode, f};
+  }
   // The verdict the challenge's current record yields (reason included).
   ChallengeVerdict evaluate(const Challenge &c) const;
+  // Why a reveal's environment cannot judge the challenge, or nullopt.
+  std::optional<std::string> misconfigured(const Challenge &c, const Reveal &r) const;
   // Norm-bucket mode, once opened: the bucket of the opened leaf's norm.
   std::optional<int64_t> committed_bucket(const Challenge &c) const;
   void validate_loaded() const;

@@ -20,6 +20,7 @@
 #include "hash/sha256.h"
 #include "hash/state.h"
 #include "replay/hardware_class.h"
+#include "witness/statement.h"
 #include "replay/program_check.h"
 #include "hash/update_norm.h"
 #include "witness/norm_bucket.h"
@@ -408,6 +409,11 @@ double state_learning_rate(const std::vector<hash::StTensor> &state) {
   return lr;
 }
 
+const std::string &framework_version() {
+  static const std::string v = TORCH_VERSION;
+  return v;
+}
+
 void check_replayable(const commit::ExecutionSpec &spec) {
   // A step trained on another framework or version does not replay bit for
   // bit here (docs/determinism.md): refused, never judged. The patch level
@@ -416,7 +422,7 @@ void check_replayable(const commit::ExecutionSpec &spec) {
     fail(Status::kUnsupported, "spec: framework '{}': this verifier replays pytorch", spec.framework);
   const std::string ours = fmt::format("{}.{}", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR);
   const std::string &v = spec.framework_version;
-  if (v.compare(0, ours.size(), ours) != 0 || (v.size() > ours.size() && v[ours.size()] != '.'))
+  if (!witness::same_framework_release(framework_version(), v))
     fail(Status::kUnsupported,
          "spec: framework_version '{}': this verifier replays pytorch {}.x (LibTorch {}); a step trained on another "
          "version does not replay bit for bit",

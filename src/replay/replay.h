@@ -125,6 +125,10 @@ struct StepOptions {
   std::optional<hash::Digest> run_id;
 };
 
+// The LibTorch version this build replays with (TORCH_VERSION, "1.13.0"):
+// what a witness states as its environment's framework_version.
+const std::string &framework_version();
+
 // Refuses (kUnsupported) a spec this build cannot replay bit for bit:
 // another framework, another framework_version (major.minor) than the
 // LibTorch it runs, an attention_backend other than "math". The hardware

@@ -1,7 +1,5 @@
 #include "witness/witness.h"
 
-#include <openssl/rand.h>
-
 #include <map>
 #include <set>
 
@@ -9,33 +7,6 @@
 #include "witness/norm_bucket.h"
 
 namespace pot::witness {
-
-hash::Digest witness_commitment(const WitnessValue &v, ByteView salt, ByteView identity) {
-  if (v.step == 0) fail(Status::kInvalidArgument, "witness: steps are numbered from 1");
-  if (salt.size() < kMinSalt || salt.size() > kMaxSalt)
-    fail(Status::kInvalidArgument, "witness: salt of {} bytes, expected {}..{}", salt.size(), kMinSalt, kMaxSalt);
-  if (identity.empty() || identity.size() > kMaxIdentity)
-    fail(Status::kInvalidArgument, "witness: identity of {} bytes, expected 1..{}", identity.size(), kMaxIdentity);
-  hash::Sha256 h;
-  hash::begin_tagged(h, "pot/v1/witness");
-  h.update(v.run_id.view()).update_u64le(v.step).update(v.replayed_state.view());
-  h.update_u64le(static_cast<uint64_t>(v.bucket));
-  h.update_u32le(static_cast<uint32_t>(salt.size())).update(salt);
-  h.update_u32le(static_cast<uint32_t>(identity.size())).update(identity);
-  return h.finish();
-}
-
-Bytes fresh_salt() {
-  Bytes s(32);
-  if (RAND_bytes(s.data(), static_cast<int>(s.size())) != 1) fail(Status::kBackend, "OpenSSL RAND_bytes failed");
-  return s;
-}
-
-void verify_reveal(const hash::Digest &commitment, const WitnessValue &v, ByteView salt, ByteView identity) {
-  if (witness_commitment(v, salt, identity) == commitment) return;
-  fail(Status::kProofMismatch,
-       "witness reveal does not open the commitment (another value, salt or identity than committed)");
-}
 
 VerdictResult decide(const std::vector<Revealed> &reveals, Mode mode, const hash::Digest &committed_state,
                      std::optional<int64_t> committed_bucket, size_t quorum) {

@@ -1,7 +1,7 @@
-// Witnesses (docs/PROTOCOL.md section 19): each verifier first commits to
-// the value it computed for a challenged step, salted and bound to its
-// identity, then reveals it; the verdict comes from the largest cluster of
-// equal revealed values, never from a vote count alone.
+// The off-chain verdict (pot_verdict, docs/PROTOCOL.md section 19): the
+// largest cluster of equal revealed values, never a vote count alone. The
+// statements witnesses commit to are statement.h's; the ledger's own rule,
+// weighed by committee stake, is game/ledger.h's.
 #pragma once
 
 #include <optional>
@@ -9,37 +9,10 @@
 #include <vector>
 
 #include "hash/sha256.h"
+#include "witness/statement.h"
 
 namespace pot::witness {
 
-inline constexpr size_t kMinSalt = 16;
-inline constexpr size_t kMaxSalt = 64;
-inline constexpr size_t kMaxIdentity = 256;
-
-// What a verifier computed by replaying step `step` of run `run_id`: the
-// digest of the replayed state and the norm bucket of the update.
-struct WitnessValue {
-  hash::Digest run_id;
-  uint64_t step = 0;
-  hash::Digest replayed_state;
-  int64_t bucket = 0;
-};
-
-// tagged("pot/v1/witness", run_id || u64le(step) || replayed_state ||
-// i64le(bucket) || u32le(len(salt)) || salt || u32le(len(identity)) ||
-// identity). kInvalidArgument for a salt outside 16..64 bytes or an identity
-// outside 1..256 bytes, or step 0.
-hash::Digest witness_commitment(const WitnessValue &v, ByteView salt, ByteView identity);
-
-// 32 bytes from OpenSSL's CSPRNG (kBackend if it fails).
-Bytes fresh_salt();
-
-// Checks a reveal against a commitment: kProofMismatch unless value, salt
-// and identity are exactly those committed to (a reveal under another
-// identity never opens someone else's commitment).
-void verify_reveal(const hash::Digest &commitment, const WitnessValue &v, ByteView salt, ByteView identity);
-
-enum class Mode { kBitwise = 1, kNormBucket = 2 };
 enum class Verdict { kPass = 1, kFail = 2, kInconclusive = 3 };
 
 struct Revealed {

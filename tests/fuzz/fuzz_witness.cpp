@@ -1,20 +1,26 @@
-// A witness reveal against a commitment, all fields from the input.
-#include <cstring>
+// A witness reveal against a commitment: the statement's JSON text, salt
+// and identity all from the input.
+#include <nlohmann/json.hpp>
 
 #include "fuzz_common.h"
-#include "witness/witness.h"
+#include "witness/statement.h"
 
 POT_FUZZ_TARGET({
-  if (input.size() < 32 + 32 + 32 + 8 + 8 + 2) return 0;
+  if (input.size() < 34) return 0;
   pot::hash::Digest commitment;
-  std::memcpy(commitment.bytes.data(), input.data(), 32);
-  pot::witness::WitnessValue v;
-  std::memcpy(v.run_id.bytes.data(), input.data() + 32, 32);
-  std::memcpy(v.replayed_state.bytes.data(), input.data() + 64, 32);
-  std::memcpy(&v.step, input.data() + 96, 8);
-  std::memcpy(&v.bucket, input.data() + 104, 8);
-  const size_t salt_len = input[112] % 80;
-  const pot::ByteView rest = input.subspan(113);
-  if (rest.size() < salt_len) return 0;
-  pot::witness::verify_reveal(commitment, v, rest.first(salt_len), rest.subspan(salt_len));
+  std::copy(input.begin(), input.begin() + 32, commitment.bytes.begin());
+  pot::ByteView rest = input.subspan(32);
+  const size_t salt_len = rest[0] % 80;
+  rest = rest.subspan(1);
+  if (rest.size() < salt_len + 1) return 0;
+  const pot::ByteView salt = rest.first(salt_len);
+  rest = rest.subspan(salt_len);
+  const size_t id_len = rest[0];
+  rest = rest.subspan(1);
+  if (rest.size() < id_len) return 0;
+  const pot::ByteView identity = rest.first(id_len);
+  rest = rest.subspan(id_len);
+  const nlohmann::json j = nlohmann::json::parse(rest.begin(), rest.end(), nullptr, false);
+  if (j.is_discarded()) return 0;
+  pot::witness::verify_reveal(commitment, pot::witness::Statement::from_json(j), salt, identity);
 })

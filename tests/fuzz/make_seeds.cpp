@@ -173,24 +173,20 @@ void schedule_seeds(const json &protocol) {
     for (const auto &e : s["entries"]) seed("fuzz_schedule_entry", "entry_" + std::to_string(i++), hex(e));
 }
 
-// The fuzz_witness layout: commitment, run_id, replayed_state (32 bytes
-// each), u64 step, i64 bucket (host order), salt length, salt, identity.
+// The fuzz_witness layout: commitment (32 bytes), salt length, salt,
+// identity length, identity, then the statement's JSON text.
 void witness_seeds(const json &protocol) {
   size_t i = 0;
   for (const auto &w : protocol["witness_commitments"]) {
     Bytes in;
     pot::put_bytes(in, hex(w["commitment"]));
-    pot::put_bytes(in, hex(w["run_id"]));
-    pot::put_bytes(in, hex(w["replayed_state"]));
-    const uint64_t step = w["step"].get<uint64_t>();
-    const int64_t bucket = w["bucket"].get<int64_t>();
-    in.resize(in.size() + 16);
-    std::memcpy(in.data() + 96, &step, 8);
-    std::memcpy(in.data() + 104, &bucket, 8);
-    const Bytes salt = hex(w["salt"]);
+    const Bytes salt = hex(w["salt"]), identity = hex(w["identity"]);
     in.push_back(static_cast<uint8_t>(salt.size()));
     pot::put_bytes(in, salt);
-    pot::put_bytes(in, hex(w["identity"]));
+    in.push_back(static_cast<uint8_t>(identity.size()));
+    pot::put_bytes(in, identity);
+    const std::string text = w["statement"].dump();
+    in.insert(in.end(), text.begin(), text.end());
     seed("fuzz_witness", "reveal_" + std::to_string(i++), in);
   }
 }

@@ -543,14 +543,32 @@ TEST(EmptyInputs, EveryDecoderRefusesNothing) {
     uint64_t steps[1];
     return pot_challenge_derive(steps, 1, nullptr, 0, &d, 10, e);
   });
+  const std::string statement =
+      R"({"run_id": ")" + std::string(64, '0') +
+      R"(", "step": 1, "challenge_id": 0, "mode": "bitwise", "kind": "unavailable", "environment":
+          {"framework_version": "1.13", "intra_op_threads": 1, "hardware_class": "cpu"}})";
   expect_refused("empty salt", POT_E_INVALID_ARGUMENT, 0, [&](pot_error **e) {
     const uint8_t id = 'v';
-    return pot_witness_verify_reveal(&d, &d, 1, &d, 0, nullptr, 0, &id, 1, e);
+    return pot_witness_verify_reveal(&d, statement.c_str(), nullptr, 0, &id, 1, e);
   });
   expect_refused("empty identity", POT_E_INVALID_ARGUMENT, 0, [&](pot_error **e) {
     const Bytes salt(16, 1);
-    return pot_witness_verify_reveal(&d, &d, 1, &d, 0, salt.data(), salt.size(), nullptr, 0, e);
+    return pot_witness_verify_reveal(&d, statement.c_str(), salt.data(), salt.size(), nullptr, 0, e);
   });
+  expect_refused("witness statement that is not JSON", POT_E_MALFORMED, 0, [&](pot_error **e) {
+    const Bytes salt(16, 1);
+    const uint8_t id = 'v';
+    return pot_witness_verify_reveal(&d, "{\"run_id\":", salt.data(), salt.size(), &id, 1, e);
+  });
+  expect_refused("witness statement of protocol 1 (no challenge, environment or kind)", POT_E_INVALID_ARGUMENT, 0,
+                 [&](pot_error **e) {
+                   const Bytes salt(16, 1);
+                   const uint8_t id = 'v';
+                   const std::string v1 = R"({"run_id": ")" + std::string(64, '0') +
+                                          R"(", "step": 1, "replayed_state": ")" + std::string(64, '0') +
+                                          R"(", "bucket": 0})";
+                   return pot_witness_verify_reveal(&d, v1.c_str(), salt.data(), salt.size(), &id, 1, e);
+                 });
   pot::test::TempDir dir;
   write_file(dir.file("empty"), {});
   expect_refused("empty safetensors file", POT_E_MALFORMED, 0, [&](pot_error **e) {

@@ -501,10 +501,35 @@ def seeded_entries(seed: int, n: int, batch: int, micro: int, steps: int):
     return out
 
 
-def witness_commitment(run_id: bytes, step: int, replayed: bytes, bucket: int, salt: bytes, identity: bytes) -> bytes:
-    body = run_id + struct.pack("<Q", step) + replayed + struct.pack("<q", bucket)
+# The opening checks by name and number (sections 18 and 21.5).
+OPENING_CHECKS = {name: i + 1 for i, name in enumerate([
+    "manifest", "run_id", "step", "log_size", "post_leaf", "post_leaf_proof", "pre_state_committed", "pre_leaf",
+    "pre_leaf_proof", "schedule_entry", "schedule_proof", "sample_count", "sample_index", "sample_payload",
+    "sample_proof", "pre_state_digest", "post_state_digest", "spec", "program", "replay", "replayed_state",
+    "replayed_loss", "replayed_bucket", "nonfinite", "learning_rate", "committed_norm", "gradient_ignored"])}
+WITNESS_KINDS = {"replayed": 1, "unavailable": 2, "invalid_opening": 3}
+WITNESS_MODES = {"bitwise": 1, "norm_bucket": 2}
+
+
+def witness_commitment(statement: dict, salt: bytes, identity: bytes) -> bytes:
+    """docs/PROTOCOL.md section 19: the commitment to a statement (its JSON form)."""
+    def s(text: str) -> bytes:
+        b = text.encode()
+        return struct.pack("<I", len(b)) + b
+    env = statement["environment"]
+    kind = statement["kind"]
+    body = bytes.fromhex(statement["run_id"]) + struct.pack("<QQB", statement["step"], statement["challenge_id"],
+                                                           WITNESS_MODES[statement["mode"]])
+    body += s(env["framework_version"]) + struct.pack("<I", env["intra_op_threads"]) + s(env["hardware_class"])
+    body += struct.pack("<B", WITNESS_KINDS[kind])
+    if kind == "replayed":
+        body += bytes.fromhex(statement["replayed_state"]) + struct.pack("<q", statement["bucket"])
+    elif kind == "invalid_opening":
+        check = OPENING_CHECKS[statement["check"]]
+        assert check not in (21, 23), "a replayed value states these"
+        body += struct.pack("<I", check)
     body += struct.pack("<I", len(salt)) + salt + struct.pack("<I", len(identity)) + identity
-    return tagged("pot/v1/witness", body)
+    return tagged("pot/v2/witness", body)
 
 
 def verdict(mode: str, quorum: int, reveals, committed_state=None, committed_bucket=None):

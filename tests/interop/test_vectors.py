@@ -148,10 +148,14 @@ def test_canonical_spec_commitment_schedules_witnesses():
         entries = ind.seeded_entries(s["seed"], s["dataset_size"], s["batch_size"], s["microbatches"], s["steps"])
         assert [e.hex() for e in entries] == s["entries"]
         assert ind.mth(entries).hex() == s["root"]
+    kinds = set()
     for w in v["witness_commitments"]:
-        got = ind.witness_commitment(bytes.fromhex(w["run_id"]), w["step"], bytes.fromhex(w["replayed_state"]),
-                                     w["bucket"], bytes.fromhex(w["salt"]), bytes.fromhex(w["identity"]))
-        assert got.hex() == w["commitment"]
+        got = ind.witness_commitment(w["statement"], bytes.fromhex(w["salt"]), bytes.fromhex(w["identity"]))
+        assert got.hex() == w["commitment"], w["comment"]
+        kinds.add((w["statement"]["kind"], w["statement"]["mode"]))
+    # Every kind, and both modes, are covered.
+    assert kinds >= {("replayed", "bitwise"), ("replayed", "norm_bucket"), ("unavailable", "bitwise"),
+                     ("invalid_opening", "bitwise")}
 
 
 def test_verdicts():

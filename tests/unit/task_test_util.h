@@ -9,6 +9,7 @@
 #include "commit/spec.h"
 #include "hash/sha256.h"
 #include "task/task.h"
+#include "witness/statement.h"
 
 namespace pot::test {
 
@@ -24,6 +25,19 @@ inline commit::ExecutionSpec test_spec() {
     "deterministic_algorithms": true, "intra_op_threads": 1, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2",
     "seed_policy": {"kind": "per_step", "base_seed": 7}, "norm_bucket_resolution": 16
   })"));
+}
+
+// An environment that can judge test_spec()'s steps bitwise (the release,
+// threads and hardware class it names).
+inline witness::Environment spec_environment() { return {"1.13.0", 1, "cpu-x86_64/aten:avx2/onednn:avx2"}; }
+
+// A finding of kind replayed, in spec_environment().
+inline witness::Finding replayed_finding(const hash::Digest &state, int64_t bucket = 0) {
+  witness::Finding f;
+  f.environment = spec_environment();
+  f.replayed_state = state;
+  f.bucket = bucket;
+  return f;
 }
 
 // A task of `steps` steps whose digests derive from `label`.

@@ -359,10 +359,11 @@ TEST(CApiConcurrent, HandleFreeFunctionsFromManyThreads) {
       },
       [&]() -> std::string {
         pot_digest c{};
+        const std::string st = pot::test::replayed_statement_json(pot::test::hex(a.bytes, 32), 5, 2, pot::test::hex(b.bytes, 32), -3);
         std::string r =
-            status(pot_witness_commitment(&c, &a, 5, &b, -3, salt.data(), salt.size(), id.data(), id.size(), nullptr));
+            status(pot_witness_commitment(&c, st.c_str(), salt.data(), salt.size(), id.data(), id.size(), nullptr));
         return r + str(c) +
-               status(pot_witness_verify_reveal(&c, &a, 5, &b, -3, salt.data(), salt.size(), id.data(), id.size(), nullptr));
+               status(pot_witness_verify_reveal(&c, st.c_str(), salt.data(), salt.size(), id.data(), id.size(), nullptr));
       },
       [&]() -> std::string {
         int64_t k = 0;

@@ -407,11 +407,15 @@ TEST(CApiProtocol, OpeningAndWitnessesEndToEnd) {
     const auto *id = reinterpret_cast<const uint8_t *>(who);
     const pot_digest &replayed = std::string(who) == "v3" ? states[0] : states[t];  // v3 is wrong
     pot_digest wc;
-    ASSERT_EQ(pot_witness_commitment(&wc, &run_id, t, &replayed, 0, salt, sizeof salt, id, 2, nullptr), POT_OK);
-    EXPECT_EQ(pot_witness_verify_reveal(&wc, &run_id, t, &replayed, 0, salt, sizeof salt, id, 2, nullptr), POT_OK);
-    EXPECT_EQ(pot_witness_verify_reveal(&wc, &run_id, t, &replayed, 0, salt, sizeof salt,
-                                        reinterpret_cast<const uint8_t *>("vX"), 2, nullptr),
+    const std::string st = pot::test::replayed_statement_json(hex(run_id), t, 0, hex(replayed), 0);
+    ASSERT_EQ(pot_witness_commitment(&wc, st.c_str(), salt, sizeof salt, id, 2, nullptr), POT_OK);
+    EXPECT_EQ(pot_witness_verify_reveal(&wc, st.c_str(), salt, sizeof salt, id, 2, nullptr), POT_OK);
+    EXPECT_EQ(pot_witness_verify_reveal(&wc, st.c_str(), salt, sizeof salt, reinterpret_cast<const uint8_t *>("vX"),
+                                        2, nullptr),
               POT_E_PROOF_MISMATCH);
+    // Another challenge id: the commitment is bound to its challenge.
+    const std::string other = pot::test::replayed_statement_json(hex(run_id), t, 1, hex(replayed), 0);
+    EXPECT_EQ(pot_witness_verify_reveal(&wc, other.c_str(), salt, sizeof salt, id, 2, nullptr), POT_E_PROOF_MISMATCH);
     ASSERT_EQ(pot_verdict_add_reveal(v, id, 2, &replayed, 0, nullptr), POT_OK);
   }
   pot_verdict_outcome outcome;

@@ -56,6 +56,12 @@ Bytes salt_for(const std::string &who) {
   const Digest h = d("salt of " + who);
   return Bytes(h.bytes.begin(), h.bytes.end());
 }
+nlohmann::json env_json() {
+  const witness::Environment e = test::spec_environment();
+  return {{"framework_version", e.framework_version},
+          {"intra_op_threads", e.intra_op_threads},
+          {"hardware_class", e.hardware_class}};
+}
 
 constexpr uint64_t kSteps = 8;
 const LedgerConfig kConfig{.draw_delay = 1,
@@ -167,16 +173,24 @@ struct Flow {
     const uint64_t s = step_of(cid);
     ledger.submit_opening(miner, cid, manifest, leaf_bytes(s), leaf_proof(s), now);
   }
-  Digest witness_digest(const std::string &who, uint64_t cid, const Digest &state,
-                        int64_t bucket) const {
-    return witness::witness_commitment({ledger.challenge_info(cid).run_id, step_of(cid), state, bucket}, salt_for(who),
-                                       id(who));
+  Digest witness_digest(const std::string &who, uint64_t cid, const witness::Finding &f) const {
+    const game::ChallengeInfo c = ledger.challenge_info(cid);
+    return witness::witness_commitment({c.run_id, c.step, cid, c.mode, f}, salt_for(who), id(who));
+  }
+  Digest witness_digest(const std::string &who, uint64_t cid, const Digest &state, int64_t bucket) const {
+    return witness_digest(who, cid, test::replayed_finding(state, bucket));
+  }
+  void commit(const std::string &who, uint64_t cid, const witness::Finding &f) {
+    ledger.commit_witness(id(who), cid, witness_digest(who, cid, f), now);
   }
   void commit(const std::string &who, uint64_t cid, const Digest &state, int64_t bucket = 0) {
-    ledger.commit_witness(id(who), cid, witness_digest(who, cid, state, bucket), now);
+    commit(who, cid, test::replayed_finding(state, bucket));
+  }
+  void reveal(const std::string &who, uint64_t cid, const witness::Finding &f) {
+    ledger.reveal_witness_value(id(who), cid, f, salt_for(who), now);
   }
   void reveal(const std::string &who, uint64_t cid, const Digest &state, int64_t bucket = 0) {
-    ledger.reveal_witness_value(id(who), cid, state, bucket, salt_for(who), now);
+    reveal(who, cid, test::replayed_finding(state, bucket));
   }
   void to_reveal_phase(uint64_t cid) { now = ledger.challenge_info(cid).commit_deadline + 1; }
   void to_final_phase(uint64_t cid) { now = ledger.challenge_info(cid).reveal_deadline + 1; }
@@ -438,8 +452,9 @@ TEST(Ledger, TieOrTooFewRevealsIsInconclusive) {
   EXPECT_EQ(q.silent, (std::vector<Bytes>{id("bob"), id("carol"), id("dave")}));
   EXPECT_TRUE(t.silent.empty());
   EXPECT_EQ(q.reason,
-            "no value holds a majority of the committee's stake 40: 10 agree with the opened state digest, 0 on "
-            "the largest other value, 30 unrevealed");
+            "no side holds a majority of the committee's stake 40: 10 agree with the opened state digest, 0 blame "
+            "the miner (0 on the largest other value, 0 served no valid opening), 0 on other values, 0 "
+            "misconfigured, 30 unrevealed");
   EXPECT_FALSE(f.ledger.run_info(f.run_id).slashable);
   expect_round_trip(f.ledger);
 }
@@ -474,7 +489,9 @@ TEST(Ledger, NoOpeningFailsAndWitnessesAreComparedWithTheCommittedBucket) {
   f.to_final_phase(opened);
   const game::ChallengeVerdict b = f.ledger.finalize_challenge(opened, f.now);
   EXPECT_EQ(b.verdict, Verdict::kFail);
-  EXPECT_EQ(b.reason, "members holding 20 of the committee's stake 30 revealed bucket 7, not the committed bucket");
+  EXPECT_EQ(b.reason,
+            "members holding 20 of the committee's stake 30 blame the miner: replayed bucket 7 (stake 20), not the "
+            "committed bucket");
   expect_round_trip(f.ledger);
   EXPECT_EQ(Ledger::load(f.ledger.save()).challenge_info(unopened).verdict->reason,
             "no opening within the opening window");
@@ -502,7 +519,7 @@ TEST(Ledger, TimeNeverGoesBack) {
       l.submit_opening(f.miner, cid, f.manifest, f.leaf_bytes(s), f.leaf_proof(s), past));
   EXPECT_REFUSED(l, Status::kInvalidArgument, l.commit_witness(id("bob"), cid, d("y"), past));
   EXPECT_REFUSED(l, Status::kInvalidArgument,
-                 l.reveal_witness_value(id("alice"), cid, d("x"), 0, salt_for("alice"), past));
+                 l.reveal_witness_value(id("alice"), cid, test::replayed_finding(d("x")), salt_for("alice"), past));
   EXPECT_REFUSED(l, Status::kInvalidArgument, l.finalize_challenge(cid, past));
   // An accepted repeat changes nothing but the height it proves was reached.
   const uint64_t later = f.now + 1;
@@ -972,6 +989,145 @@ TEST(Ledger, StakeNotHeadcountDecides) {
   }
 }
 
+namespace {
+witness::Finding unavailable_finding() {
+  witness::Finding f = test::replayed_finding({});
+  f.kind = witness::Kind::kUnavailable;
+  f.replayed_state = {};
+  return f;
+}
+witness::Finding invalid_opening_finding(commit::OpeningCheck check) {
+  witness::Finding f = test::replayed_finding({});
+  f.kind = witness::Kind::kInvalidOpening;
+  f.replayed_state = {};
+  f.check = check;
+  return f;
+}
+}  // namespace
+
+TEST(Ledger, MembersServedNoValidOpeningBlameTheMiner) {
+  // A forging miner serves its opening to one member only (who replays the
+  // honest state, not the forged one), nothing to another and a corrupted
+  // sample to the third: every member blames it, and together they hold
+  // the majority: FAIL. Served nothing valid alone, a minority cannot.
+  for (const bool forged : {true, false}) {
+    Flow f(forged);
+    f.verifiers.clear();
+    f.start();
+    for (const char *w : {"replayer", "starved", "corrupted", "honest"})
+      f.ledger.register_verifier(id(w), std::string(w) == "honest" ? 35 : 30, f.now);
+    f.post(kSteps);
+    const uint64_t cid = f.challenge();
+    const uint64_t step = f.step_of(cid);
+    f.open(cid);
+    // Against the honest miner, "starved" and "corrupted" lie (30 + 30 of
+    // 125); the others replay the honest state.
+    f.commit("replayer", cid, Flow::honest_state(step));
+    f.commit("starved", cid, unavailable_finding());
+    f.commit("corrupted", cid, invalid_opening_finding(commit::OpeningCheck::kSampleProof));
+    f.commit("honest", cid, Flow::honest_state(step));
+    f.to_reveal_phase(cid);
+    f.reveal("replayer", cid, Flow::honest_state(step));
+    f.reveal("starved", cid, unavailable_finding());
+    f.reveal("corrupted", cid, invalid_opening_finding(commit::OpeningCheck::kSampleProof));
+    if (!forged) f.reveal("honest", cid, Flow::honest_state(step));
+    f.to_final_phase(cid);
+    const game::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
+    if (forged) {
+      // The honest state is not the forged leaf's: all three blame the
+      // miner, 90 of 125; "honest" stayed silent.
+      EXPECT_EQ(v.verdict, Verdict::kFail);
+      EXPECT_EQ(v.cluster_size, 3u);
+      EXPECT_EQ(v.cluster_stake, 90u);
+      EXPECT_TRUE(v.minority.empty());
+      EXPECT_EQ(v.silent, std::vector<Bytes>{id("honest")});
+      EXPECT_NE(v.reason.find("were served no valid opening (stake 60)"), std::string::npos) << v.reason;
+      EXPECT_TRUE(f.ledger.run_info(f.run_id).slashable);
+    } else {
+      // 65 of 125 agree: the two liars are the minority.
+      EXPECT_EQ(v.verdict, Verdict::kPass);
+      EXPECT_EQ(v.minority, (std::vector<Bytes>{id("corrupted"), id("starved")}));
+      EXPECT_FALSE(f.ledger.run_info(f.run_id).slashable);
+    }
+    // The statements are kept as revealed: a reload re-derives the verdict.
+    expect_round_trip(f.ledger);
+  }
+}
+
+TEST(Ledger, AMisconfiguredMemberIsRecordedNotCounted) {
+  // Three members replay an honest step on 2 intra-op threads (the spec
+  // pins 1) and agree on one wrong digest. They state their environment,
+  // so the ledger sees they could not judge the step bitwise: their
+  // reveals are not counted, and the honest miner is not slashable.
+  Flow f;
+  f.verifiers.clear();
+  f.start();
+  for (const char *w : {"m1", "m2", "m3", "honest"}) f.ledger.register_verifier(id(w), 10, f.now);
+  f.post(kSteps);
+  const uint64_t cid = f.challenge();
+  const uint64_t step = f.step_of(cid);
+  f.open(cid);
+  witness::Finding wrong = test::replayed_finding(d("2-thread replay"));
+  wrong.environment.intra_op_threads = 2;
+  for (const char *w : {"m1", "m2", "m3"}) f.commit(w, cid, wrong);
+  f.commit("honest", cid, Flow::honest_state(step));
+  f.to_reveal_phase(cid);
+  for (const char *w : {"m1", "m2", "m3"}) f.reveal(w, cid, wrong);
+  f.reveal("honest", cid, Flow::honest_state(step));
+  f.to_final_phase(cid);
+  const game::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
+  EXPECT_EQ(v.verdict, Verdict::kInconclusive);
+  EXPECT_EQ(v.misconfigured, (std::vector<Bytes>{id("m1"), id("m2"), id("m3")}));
+  EXPECT_TRUE(v.minority.empty());
+  EXPECT_NE(v.reason.find("30 misconfigured"), std::string::npos) << v.reason;
+  EXPECT_FALSE(f.ledger.run_info(f.run_id).slashable);
+  expect_round_trip(f.ledger);
+  // Had they stated the spec's threads, they would be three of four: FAIL.
+  // (What the environment statement buys is accountability: a member that
+  // states the spec's environment and is wrong is provably wrong.)
+}
+
+TEST(Ledger, NormBucketModeCountsAnyThreadsAndHardware) {
+  Flow f(false, kConfig, 100, make_task(kNorm));
+  f.seal();
+  const uint64_t cid = f.challenge();
+  f.open(cid);
+  witness::Finding other = test::replayed_finding(d("aarch64 replay"), Flow::kCommittedBucket + 1);
+  other.environment = {"1.13.1", 8, "cpu-aarch64/aten:default/onednn:any"};
+  witness::Finding old_torch = test::replayed_finding(d("old replay"), Flow::kCommittedBucket);
+  old_torch.environment.framework_version = "1.12.1";
+  f.commit("alice", cid, other);
+  f.commit("bob", cid, other);
+  f.commit("carol", cid, old_torch);
+  f.to_reveal_phase(cid);
+  f.reveal("alice", cid, other);
+  f.reveal("bob", cid, other);
+  f.reveal("carol", cid, old_torch);
+  f.to_final_phase(cid);
+  const game::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
+  EXPECT_EQ(v.verdict, Verdict::kPass);
+  EXPECT_EQ(v.misconfigured, std::vector<Bytes>{id("carol")});  // another release replays other bits
+  expect_round_trip(f.ledger);
+}
+
+TEST(Ledger, AStatementOpensOnlyOnItsChallenge) {
+  // Two challenges of one run: a member's statement committed on one does
+  // not open on the other, even with the same salt and identity.
+  Flow f(false, kConfig, 100, make_task(task::ChallengeMode::kBitwise, 2));
+  f.seal();
+  const std::vector<uint64_t> ids = f.issue();
+  f.open(ids[0]);
+  f.open(ids[1]);
+  const witness::Finding fd = test::replayed_finding(Flow::honest_state(f.step_of(ids[0])));
+  f.ledger.commit_witness(id("alice"), ids[1], f.witness_digest("alice", ids[0], fd), f.now);
+  f.to_reveal_phase(ids[1]);
+  EXPECT_REFUSED(f.ledger, Status::kProofMismatch, f.reveal("alice", ids[1], fd));
+  // A finding whose kind needs a check it does not name is refused as an
+  // argument, before any comparison.
+  witness::Finding bad = invalid_opening_finding(commit::OpeningCheck::kReplayedState);
+  EXPECT_REFUSED(f.ledger, Status::kInvalidArgument, f.reveal("alice", ids[1], bad));
+}
+
 TEST(Ledger, AChallengeWithoutACommitteeIsInconclusive) {
   Flow f;
   f.verifiers.clear();
@@ -996,14 +1152,14 @@ TEST(Ledger, RevealWitnessValueRefusals) {
   f.commit("alice", cid, x, 3);
   f.commit("bob", cid, x, 3);
   auto reveal = [&](const std::string &who, const Digest &state, int64_t bucket, ByteView salt) {
-    l.reveal_witness_value(id(who), cid, state, bucket, salt, f.now);
+    l.reveal_witness_value(id(who), cid, test::replayed_finding(state, bucket), salt, f.now);
   };
   EXPECT_REFUSED(l, Status::kState, reveal("alice", x, 3, salt_for("alice")));  // commit phase open
   f.now = l.challenge_info(cid).commit_deadline;
   EXPECT_REFUSED(l, Status::kState, reveal("alice", x, 3, salt_for("alice")));  // its last height
   ++f.now;
   EXPECT_REFUSED(l, Status::kNotFound,
-                 l.reveal_witness_value(id("alice"), 99, x, 3, salt_for("alice"), f.now));
+                 l.reveal_witness_value(id("alice"), 99, test::replayed_finding(x, 3), salt_for("alice"), f.now));
   EXPECT_REFUSED(l, Status::kNotFound, reveal("carol", x, 3, salt_for("carol")));
   EXPECT_REFUSED(l, Status::kProofMismatch, reveal("alice", d("y"), 3, salt_for("alice")));
   EXPECT_REFUSED(l, Status::kProofMismatch, reveal("alice", x, 4, salt_for("alice")));
@@ -1384,8 +1540,10 @@ TEST(Ledger, JsonCallsMatchTheCppCalls) {
           {"caller", to_hex(id(w))},
           {"now", now},
           {"challenge_id", cid},
+          {"kind", "replayed"},
           {"replayed_state", state.hex()},
           {"bucket", 0},
+          {"environment", env_json()},
           {"salt", to_hex(salt_for(w))}});
   now += 10;
   const nlohmann::json fin =
@@ -1444,8 +1602,10 @@ TEST(Ledger, JsonCallsAreReadStrictly) {
                                  {"caller", to_hex(id("alice"))},
                                  {"now", f.now},
                                  {"challenge_id", cid},
+                                 {"kind", "replayed"},
                                  {"replayed_state", d("alice replay").hex()},
                                  {"bucket", INT64_MIN},
+                                 {"environment", env_json()},
                                  {"salt", to_hex(salt_for("alice"))}};
   auto with = [&](const char *key, nlohmann::json value) {
     nlohmann::json j = reveal;

@@ -34,6 +34,24 @@ inline constexpr const char *kLedgerConfigJson =
     R"({"draw_delay": 1, "opening_window": 10, "commit_window": 10, "reveal_window": 10, "committee_size": 3,
         "min_stake": 1, "max_rounds": 4})";
 
+// A witness statement of kind replayed (docs/PROTOCOL.md section 19), in
+// an environment that can judge the test specs' steps bitwise.
+inline std::string replayed_statement_json(const std::string &run_id_hex, uint64_t step, uint64_t challenge_id,
+                                           const std::string &replayed_hex, int64_t bucket) {
+  return nlohmann::json{{"run_id", run_id_hex},
+                        {"step", step},
+                        {"challenge_id", challenge_id},
+                        {"mode", "bitwise"},
+                        {"environment",
+                         {{"framework_version", "1.13.0"},
+                          {"intra_op_threads", 1},
+                          {"hardware_class", "cpu-x86_64/aten:avx2/onednn:avx2"}}},
+                        {"kind", "replayed"},
+                        {"replayed_state", replayed_hex},
+                        {"bucket", bucket}}
+      .dump();
+}
+
 // Deterministic pseudo-random bytes (splitmix64) for test tensors.
 std::vector<uint8_t> pseudo_random_bytes(size_t n, uint64_t seed);
 

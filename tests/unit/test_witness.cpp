@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 
 #include "core_test_util.h"
 #include "witness/gradient_trace.h"
@@ -20,8 +21,22 @@ witness::Revealed rev(const char *who, const char *state, int64_t bucket = 0) {
 }
 }  // namespace
 
-TEST(Witness, CommitRevealBindsValueSaltAndIdentity) {
-  const witness::WitnessValue v{d("run"), 7, d("replayed"), 42};
+namespace {
+witness::Statement statement() {
+  witness::Statement s;
+  s.run_id = d("run");
+  s.step = 7;
+  s.challenge_id = 3;
+  s.mode = witness::Mode::kBitwise;
+  s.finding.environment = {"1.13.0", 1, "cpu-x86_64/aten:avx2/onednn:avx2"};
+  s.finding.replayed_state = d("replayed");
+  s.finding.bucket = 42;
+  return s;
+}
+}  // namespace
+
+TEST(Witness, CommitRevealBindsChallengeEnvironmentFindingSaltAndIdentity) {
+  const witness::Statement v = statement();
   const Bytes salt = witness::fresh_salt();
   ASSERT_EQ(salt.size(), 32u);
   EXPECT_NE(salt, witness::fresh_salt());
@@ -31,17 +46,141 @@ TEST(Witness, CommitRevealBindsValueSaltAndIdentity) {
   Bytes other_salt = salt;
   other_salt[0] ^= 1;
   EXPECT_EQ(status_of([&] { witness::verify_reveal(c, v, other_salt, id("alice")); }), Status::kProofMismatch);
-  witness::WitnessValue w = v;
-  w.bucket = 43;
-  EXPECT_EQ(status_of([&] { witness::verify_reveal(c, w, salt, id("alice")); }), Status::kProofMismatch);
-  w = v;
-  w.step = 8;
-  EXPECT_EQ(status_of([&] { witness::verify_reveal(c, w, salt, id("alice")); }), Status::kProofMismatch);
+  // Every field of the statement is bound: a commitment made for one
+  // challenge, mode, environment or finding opens for no other.
+  const std::vector<std::function<void(witness::Statement &)>> changes = {
+      [](auto &s) { s.run_id = d("other run"); },
+      [](auto &s) { s.step = 8; },
+      [](auto &s) { s.challenge_id = 4; },
+      [](auto &s) { s.mode = witness::Mode::kNormBucket; },
+      [](auto &s) { s.finding.environment.framework_version = "1.13.1"; },
+      [](auto &s) { s.finding.environment.intra_op_threads = 2; },
+      [](auto &s) { s.finding.environment.hardware_class = "cpu-x86_64/aten:default/onednn:avx2"; },
+      [](auto &s) { s.finding.replayed_state = d("other"); },
+      [](auto &s) { s.finding.bucket = 43; },
+      [](auto &s) { s.finding.kind = witness::Kind::kUnavailable; },
+      [](auto &s) {
+        s.finding.kind = witness::Kind::kInvalidOpening;
+        s.finding.check = commit::OpeningCheck::kSampleProof;
+      },
+  };
+  for (size_t i = 0; i < changes.size(); ++i) {
+    witness::Statement w = v;
+    changes[i](w);
+    EXPECT_EQ(status_of([&] { witness::verify_reveal(c, w, salt, id("alice")); }), Status::kProofMismatch) << i;
+  }
+  // The fields a kind does not use are not bound: they are not part of it.
+  witness::Statement u = v;
+  u.finding.kind = witness::Kind::kUnavailable;
+  witness::Statement u2 = u;
+  u2.finding.replayed_state = d("ignored");
+  EXPECT_EQ(witness::witness_commitment(u, salt, id("a")), witness::witness_commitment(u2, salt, id("a")));
   EXPECT_EQ(status_of([&] { witness::witness_commitment(v, Bytes(15), id("a")); }), Status::kInvalidArgument);
   EXPECT_EQ(status_of([&] { witness::witness_commitment(v, Bytes(65), id("a")); }), Status::kInvalidArgument);
   EXPECT_EQ(status_of([&] { witness::witness_commitment(v, salt, Bytes{}); }), Status::kInvalidArgument);
-  EXPECT_EQ(status_of([&] { witness::witness_commitment({d("run"), 0, d("x"), 0}, salt, id("a")); }),
+  EXPECT_EQ(status_of([&] { witness::witness_commitment(v, salt, Bytes(257)); }), Status::kInvalidArgument);
+}
+
+TEST(Witness, StatementsAreValidatedAndReadStrictly) {
+  auto refused = [](const std::function<void(witness::Statement &)> &change) {
+    witness::Statement s = statement();
+    change(s);
+    return status_of([&] { witness::witness_commitment(s, Bytes(32), id("a")); });
+  };
+  EXPECT_EQ(refused([](auto &s) { s.step = 0; }), Status::kInvalidArgument);
+  EXPECT_EQ(refused([](auto &s) { s.mode = static_cast<witness::Mode>(3); }), Status::kInvalidArgument);
+  EXPECT_EQ(refused([](auto &s) { s.finding.kind = static_cast<witness::Kind>(4); }), Status::kInvalidArgument);
+  EXPECT_EQ(refused([](auto &s) { s.finding.environment.framework_version = ""; }), Status::kInvalidArgument);
+  EXPECT_EQ(refused([](auto &s) { s.finding.environment.framework_version = std::string(65, '1'); }),
             Status::kInvalidArgument);
+  EXPECT_EQ(refused([](auto &s) { s.finding.environment.intra_op_threads = 0; }), Status::kInvalidArgument);
+  EXPECT_EQ(refused([](auto &s) { s.finding.environment.intra_op_threads = 1025; }), Status::kInvalidArgument);
+  EXPECT_EQ(refused([](auto &s) { s.finding.environment.hardware_class = ""; }), Status::kInvalidArgument);
+  EXPECT_EQ(refused([](auto &s) { s.finding.environment.hardware_class = std::string(257, 'x'); }),
+            Status::kInvalidArgument);
+  for (uint32_t check : {0u, 21u, 23u, 28u}) {
+    EXPECT_EQ(refused([&](auto &s) {
+                s.finding.kind = witness::Kind::kInvalidOpening;
+                s.finding.check = static_cast<commit::OpeningCheck>(check);
+              }),
+              Status::kInvalidArgument)
+        << check;
+  }
+
+  // JSON: each kind round-trips; unknown, missing or mistyped keys are
+  // refused, naming them.
+  witness::Statement unavailable = statement(), invalid = statement();
+  unavailable.finding.kind = witness::Kind::kUnavailable;
+  unavailable.finding.replayed_state = {};
+  unavailable.finding.bucket = 0;
+  invalid.finding.kind = witness::Kind::kInvalidOpening;
+  invalid.finding.check = commit::OpeningCheck::kSampleProof;
+  invalid.finding.replayed_state = {};
+  invalid.finding.bucket = 0;
+  for (const witness::Statement &s : {statement(), unavailable, invalid})
+    EXPECT_EQ(witness::Statement::from_json(s.to_json()), s);
+  EXPECT_EQ(invalid.to_json()["check"], "sample_proof");
+  EXPECT_EQ(unavailable.to_json().size(), 6u);
+  auto message = [](nlohmann::json j) {
+    try {
+      witness::Statement::from_json(j);
+    } catch (const Error &e) {
+      EXPECT_EQ(e.status(), Status::kInvalidArgument);
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  nlohmann::json j = unavailable.to_json();
+  j["bucket"] = 1;
+  EXPECT_NE(message(j).find("unknown key 'bucket'"), std::string::npos) << message(j);
+  j = statement().to_json();
+  j.erase("bucket");
+  EXPECT_NE(message(j).find("missing key 'bucket'"), std::string::npos) << message(j);
+  j = invalid.to_json();
+  j["check"] = "replayed_state";
+  EXPECT_NE(message(j).find("state kind 'replayed'"), std::string::npos) << message(j);
+  j["check"] = "ok";
+  EXPECT_NE(message(j).find("'ok' is not an opening check name"), std::string::npos) << message(j);
+  j = statement().to_json();
+  j["mode"] = "fast";
+  EXPECT_NE(message(j).find("witness statement.mode"), std::string::npos) << message(j);
+  j = statement().to_json();
+  j["kind"] = "abstained";
+  EXPECT_NE(message(j).find("witness statement.kind"), std::string::npos) << message(j);
+  j = statement().to_json();
+  j["environment"]["threads"] = 1;
+  EXPECT_NE(message(j).find("unknown key 'threads'"), std::string::npos) << message(j);
+  j = statement().to_json();
+  j["bucket"] = "1";
+  EXPECT_NE(message(j).find("must be an integer"), std::string::npos) << message(j);
+}
+
+TEST(Witness, AnEnvironmentJudgesOnlyTheStepsItCanReplay) {
+  const commit::ExecutionSpec spec = [] {
+    commit::ExecutionSpec s;
+    s.framework_version = "1.13.1";
+    s.intra_op_threads = 1;
+    s.hardware_class = "cpu-x86_64/aten:avx2/onednn:avx2";
+    return s;
+  }();
+  const witness::Environment ok{"1.13.0", 1, spec.hardware_class};
+  using witness::Mode;
+  EXPECT_EQ(witness::environment_mismatch(ok, spec, Mode::kBitwise), std::nullopt);
+  EXPECT_TRUE(witness::same_framework_release("1.13", "1.13.1"));
+  EXPECT_FALSE(witness::same_framework_release("1.1", "1.13"));
+  EXPECT_FALSE(witness::same_framework_release("2.1.0", "1.13.1"));
+  witness::Environment e = ok;
+  e.framework_version = "2.1.0";
+  EXPECT_NE(witness::environment_mismatch(e, spec, Mode::kNormBucket), std::nullopt);
+  e = ok;
+  e.intra_op_threads = 2;
+  EXPECT_EQ(*witness::environment_mismatch(e, spec, Mode::kBitwise),
+            "bitwise on 2 intra-op threads, the spec's are 1");
+  EXPECT_EQ(witness::environment_mismatch(e, spec, Mode::kNormBucket), std::nullopt);
+  e = ok;
+  e.hardware_class = "cpu-x86_64/aten:default/onednn:avx2";
+  EXPECT_NE(witness::environment_mismatch(e, spec, Mode::kBitwise), std::nullopt);
+  EXPECT_EQ(witness::environment_mismatch(e, spec, Mode::kNormBucket), std::nullopt);
 }
 
 TEST(Witness, BitwiseVerdictFromTheLargestCluster) {

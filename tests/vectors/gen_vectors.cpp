@@ -465,19 +465,55 @@ ordered_json generate_protocol() {
     out["seeded_schedules"].push_back({{"comment", "seeded schedule crossing epochs (section 16.2)"}, {"seed", seed}, {"dataset_size", n}, {"batch_size", batch},
                                        {"microbatches", micro}, {"steps", steps}, {"entries", entries}, {"root", hex(root)}});
   }
-  // Witness commitments (section 19).
+  // Witness commitments (section 19): one statement of each kind, both modes.
   {
     pot_digest run, replayed;
     ok(pot_sha256(&run, "run", 3, nullptr), nullptr, "sha");
     ok(pot_sha256(&replayed, "replayed", 8, nullptr), nullptr, "sha");
     const uint8_t salt[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-    for (int64_t bucket : {int64_t{-80}, int64_t{444}, INT64_MIN}) {
+    const json env = {{"framework_version", "1.13.0"},
+                      {"intra_op_threads", 1},
+                      {"hardware_class", "cpu-x86_64/aten:avx2/onednn:avx2"}};
+    const json base = {{"run_id", hex(run)}, {"step", 7}, {"challenge_id", 12}, {"mode", "bitwise"}, {"environment", env}};
+    std::vector<std::pair<std::string, json>> statements;
+    for (int64_t bucket : {int64_t{-80}, int64_t{444}}) {
+      json st = base;
+      st["kind"] = "replayed";
+      st["replayed_state"] = hex(replayed);
+      st["bucket"] = bucket;
+      statements.emplace_back("replayed, bitwise", st);
+    }
+    {
+      json st = base;
+      st["mode"] = "norm_bucket";
+      st["environment"] = {{"framework_version", "1.13"},
+                           {"intra_op_threads", 2},
+                           {"hardware_class", "cpu-aarch64/aten:default/onednn:any"}};
+      st["kind"] = "replayed";
+      st["replayed_state"] = hex(replayed);
+      st["bucket"] = INT64_MIN;
+      statements.emplace_back("replayed, norm bucket, another environment, the lowest bucket", st);
+    }
+    {
+      json st = base;
+      st["kind"] = "unavailable";
+      statements.emplace_back("unavailable: no opening reached the member", st);
+    }
+    {
+      json st = base;
+      st["kind"] = "invalid_opening";
+      st["check"] = "sample_proof";
+      statements.emplace_back("invalid_opening: check 15 failed", st);
+    }
+    for (const auto &[what, st] : statements) {
       pot_digest c;
-      ok(pot_witness_commitment(&c, &run, 7, &replayed, bucket, salt, sizeof salt, reinterpret_cast<const uint8_t *>("verifier-1"),
-                                10, nullptr),
+      const std::string text = st.dump();
+      ok(pot_witness_commitment(&c, text.c_str(), salt, sizeof salt, reinterpret_cast<const uint8_t *>("verifier-1"), 10,
+                                nullptr),
          nullptr, "witness");
-      out["witness_commitments"].push_back({{"comment", "witness commitment (section 19)"}, {"run_id", hex(run)}, {"step", 7}, {"replayed_state", hex(replayed)},
-                                            {"bucket", bucket}, {"salt", hex(salt, sizeof salt)},
+      out["witness_commitments"].push_back({{"comment", "witness commitment (section 19): " + what},
+                                            {"statement", st},
+                                            {"salt", hex(salt, sizeof salt)},
                                             {"identity", hex(reinterpret_cast<const uint8_t *>("verifier-1"), 10)},
                                             {"commitment", hex(c)}});
     }

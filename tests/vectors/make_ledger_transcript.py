@@ -33,10 +33,11 @@ def digest(label: str) -> str:
     return ind.sha256(label.encode()).hex()
 
 
+HARDWARE_CLASS = "cpu-x86_64/aten:avx2/onednn:avx2"
 SPEC = {"framework": "pytorch", "framework_version": "1.13.1", "model_program_digest": digest("program"),
         "dtype": "F32", "attention_backend": "math", "dropout": 0.1,
         "optimizer": {"kind": "sgd", "lr": 0.01}, "batch_size": 4, "intra_op_threads": 1,
-        "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2", "seed_policy": {"kind": "per_step", "base_seed": 7},
+        "hardware_class": HARDWARE_CLASS, "seed_policy": {"kind": "per_step", "base_seed": 7},
         "norm_bucket_resolution": 16}  # a listed task draws per-step random numbers (docs/PROTOCOL.md 17.1)
 TASK = {"owner": OWNER, "spec": SPEC, "dataset_root": digest("dataset"), "dataset_size": 100,
         "initial_state": {"published_digest": digest("S_0")}, "schedule": {"listed_root": digest("schedule")},
@@ -71,16 +72,28 @@ RANDOMNESS = {h: digest(f"randomness of block {h}") for h in (102, 103)}
 STEP = ind.derive_challenges(bytes.fromhex(RANDOMNESS[103]), bytes.fromhex(RUN), STEPS, 1)[0]
 COMMITTEE = ind.draw_committee(bytes.fromhex(RANDOMNESS[103]), bytes.fromhex(RUN), 0, VERIFIERS, COMMITTEE_SIZE)
 MANIFEST = digest("opening manifest")
-# The first two members drawn witness (the third stays silent); each
-# replays on its own architecture, so digests differ and buckets are close.
-WITNESSES = [(who.hex(), digest(f"{who.decode()}'s replay"), -1199, salt)
-             for (who, _), salt in zip(COMMITTEE[:2], ("000102030405060708090a0b0c0d0e0f", "ab" * 16))]
+# The first two members drawn replay, each on its own architecture (the
+# task's mode is norm_bucket), so digests differ and buckets are close; the
+# third states that the sample it was served fails its proof (check 15).
+ENVIRONMENTS = [{"framework_version": "1.13.1", "intra_op_threads": 1, "hardware_class": HARDWARE_CLASS},
+                {"framework_version": "1.13.0", "intra_op_threads": 4,
+                 "hardware_class": "cpu-aarch64/aten:default/onednn:any"},
+                {"framework_version": "1.13.1", "intra_op_threads": 2, "hardware_class": HARDWARE_CLASS}]
+FINDINGS = [
+    {"environment": ENVIRONMENTS[0], "kind": "replayed", "replayed_state": digest(f"{COMMITTEE[0][0].decode()}'s replay"),
+     "bucket": -1199},
+    {"environment": ENVIRONMENTS[1], "kind": "replayed", "replayed_state": digest(f"{COMMITTEE[1][0].decode()}'s replay"),
+     "bucket": -1199},
+    {"environment": ENVIRONMENTS[2], "kind": "invalid_opening", "check": "sample_proof"},
+]
+WITNESSES = [(who.hex(), finding, salt) for (who, _), finding, salt in
+             zip(COMMITTEE, FINDINGS, ("000102030405060708090a0b0c0d0e0f", "ab" * 16, "cd" * 20))]
 OUTSIDER = next(who for who, _ in VERIFIERS if all(who != m for m, _ in COMMITTEE)).hex()
 
 
-def witness(who, replayed, bucket, salt):
-    return ind.witness_commitment(bytes.fromhex(RUN), STEP, bytes.fromhex(replayed), bucket, bytes.fromhex(salt),
-                                  bytes.fromhex(who)).hex()
+def witness(who, finding, salt):
+    statement = dict(finding, run_id=RUN, step=STEP, challenge_id=0, mode="norm_bucket")
+    return ind.witness_commitment(statement, bytes.fromhex(salt), bytes.fromhex(who)).hex()
 
 
 mine = dict(COMMITMENT, initial_state_digest=digest("a model obtained elsewhere"))
@@ -131,21 +144,25 @@ calls = [
     {"call": "declare_witness_norm_bucket", "caller": MINER, "now": 104, "challenge_id": 0, "bucket": -1200,
      "expect": "POT_E_INVALID_ARGUMENT"},
 ] + [
-    {"call": "commit_witness", "caller": w, "now": 105, "challenge_id": 0, "commitment": witness(w, r, b, s)}
-    for w, r, b, s in WITNESSES
+    {"call": "commit_witness", "caller": w, "now": 105, "challenge_id": 0, "commitment": witness(w, f, s)}
+    for w, f, s in WITNESSES
 ] + [
     # Not on the committee: a registered verifier left out of the draw, and
     # an identity that never registered. Both refused.
     {"call": "commit_witness", "caller": OUTSIDER, "now": 105, "challenge_id": 0,
-     "commitment": witness(OUTSIDER, digest("a copy"), -1200, "cd" * 16), "expect": "POT_E_PERMISSION"},
+     "commitment": witness(OUTSIDER, FINDINGS[0], "cd" * 16), "expect": "POT_E_PERMISSION"},
     {"call": "commit_witness", "caller": MALLORY, "now": 105, "challenge_id": 0,
-     "commitment": witness(MALLORY, digest("mallory's copy"), -1200, "cd" * 16), "expect": "POT_E_PERMISSION"},
+     "commitment": witness(MALLORY, FINDINGS[0], "cd" * 16), "expect": "POT_E_PERMISSION"},
 ] + [
-    {"call": "reveal_witness_value", "caller": WITNESSES[0][0], "now": 106, "challenge_id": 0,
-     "replayed_state": WITNESSES[0][1], "bucket": -1199, "salt": WITNESSES[0][3], "expect": "POT_E_STATE"},
+    {"call": "reveal_witness_value", "caller": WITNESSES[0][0], "now": 106, "challenge_id": 0, **FINDINGS[0],
+     "salt": WITNESSES[0][2], "expect": "POT_E_STATE"},
+    # A protocol-1 reveal (a bare value: no kind, no environment) is refused.
+    {"call": "reveal_witness_value", "caller": WITNESSES[0][0], "now": 115, "challenge_id": 0,
+     "replayed_state": FINDINGS[0]["replayed_state"], "bucket": -1199, "salt": WITNESSES[0][2],
+     "expect": "POT_E_INVALID_ARGUMENT"},
 ] + [
-    {"call": "reveal_witness_value", "caller": w, "now": 115, "challenge_id": 0, "replayed_state": r, "bucket": b,
-     "salt": s} for w, r, b, s in WITNESSES
+    {"call": "reveal_witness_value", "caller": w, "now": 115, "challenge_id": 0, **f, "salt": s}
+    for w, f, s in WITNESSES
 ] + [
     {"call": "finalize_challenge", "now": 124, "challenge_id": 0, "expect": "POT_E_STATE"},
     {"call": "finalize_challenge", "now": 125, "challenge_id": 0},
@@ -164,7 +181,7 @@ json.dump({
                    "posting a root, a challenge before the run is sealed, a challenge drawn from the randomness of "
                    "the sealing block, a second value for one block, a challenge with a caller's beacon, an opening "
                    "with the leaf of another run, the withdrawn call of a miner-declared bucket, two witnesses not on "
-                   "the committee, a reveal before the commit phase closes, a finalization before the reveal phase "
+                   "the committee, a reveal before the commit phase closes, a protocol-1 reveal, a finalization before the reveal phase "
                    "closes). Made by "
                    "tests/vectors/make_ledger_transcript.py; each call carries the outcome and result the "
                    "reference ledger gives; `pot ledger` replays it and fails on any difference, including the "
