@@ -693,6 +693,26 @@ POT_SCALAR_OUT(pot_loss_flag_kind, PyLong_FromUnsignedLong((unsigned long)*$1))
   POT_APPEND(pot_py_verify_result($1))
 }
 
+/* pot_witness_statement reads a verification's check, replayed flag,
+ * replayed digest and bucket: a tuple (check, replayed, digest, bucket). */
+%typemap(in) const pot_verify_result *result (pot_verify_result temp) {
+  PyObject *check_o = NULL, *replayed_o = NULL, *digest_o = NULL, *bucket_o = NULL;
+  const pot_digest *dp = NULL;
+  memset(&temp, 0, sizeof temp);
+  if (!PyArg_ParseTuple($input, "OOOO;result: a tuple (check, replayed, replayed_state_digest, norm_bucket)",
+                        &check_o, &replayed_o, &digest_o, &bucket_o))
+    SWIG_fail;
+  temp.check = (pot_opening_check)PyLong_AsLong(check_o);
+  if (PyErr_Occurred()) SWIG_fail;
+  temp.replayed = PyObject_IsTrue(replayed_o);
+  if (temp.replayed < 0) SWIG_fail;
+  if (pot_py_getdigest(digest_o, &temp.replayed_state_digest, &dp) < 0) SWIG_fail;
+  temp.norm_bucket = (int64_t)PyLong_AsLongLong(bucket_o);
+  if (PyErr_Occurred()) SWIG_fail;
+  $1 = &temp;
+}
+%typemap(argout) const pot_verify_result *result "(void)0; /* an input */"
+
 %typemap(in, numinputs=0) pot_replay_result *out (pot_replay_result temp) {
   memset(&temp, 0, sizeof temp);
   $1 = &temp;

@@ -473,8 +473,8 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
   // Each counted reveal (an environment that can judge the step) either
   // agrees with the opened step (a replayed value equal to its state
   // digest; in norm-bucket mode a bucket adjacent to the committed one), or
-  // blames the miner: a replayed value that differs (grouped by value), or
-  // no valid opening served to the member (unavailable, or a failed check).
+  // blames the miner: a replayed value that differs, or no valid opening
+  // served to the member (unavailable, or a failed check).
   const std::optional<int64_t> committed = committed_bucket(c);
   auto counted = [&](const Reveal &r) { return !misconfigured(c, r); };
   auto replayed = [&](const Reveal &r) { return r.finding.kind == Kind::kReplayed; };
@@ -514,8 +514,10 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
     if (best == other.end() || it->second.first > best->second.first) best = it;
   }
   const uint64_t best_stake = best == other.end() ? 0 : best->second.first;
-  const uint64_t best_count = best == other.end() ? 0 : best->second.second;
-  const uint64_t blame_stake = best_stake + unserved_stake;  // fits: parts of committee_stake
+  // Fits: parts of committee_stake.
+  const uint64_t blame_stake = other_stake + unserved_stake;
+  uint64_t blame_count = unserved_count;
+  for (const auto &[value, o] : other) blame_count += o.second;
   const char *reference = c.mode == Mode::kBitwise ? "the opened state digest" : "the committed bucket";
   // Who answers for the outcome: members outside the deciding group (when
   // one decides), members that never revealed, members whose environment
@@ -540,36 +542,35 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
                     agree_count, agree_stake, {}, {}, {}},
                    agrees);
   // The miner chooses whom it serves an opening: members it served a forged
-  // step replay one value, the others were served nothing valid; both
-  // blame it, and together they decide.
+  // step replay another value than the opened one, the others were served
+  // nothing valid; all blame it, and together they decide. (With an honest
+  // majority their values are one; which of several wrong values is right
+  // is the dispute game's question, not the verdict's.)
   if (blame_stake > committee_stake - blame_stake) {
     std::string what;
-    if (best_stake > 0) {
+    if (other_stake > 0) {
       what = c.mode == Mode::kBitwise ? "replayed digest " + best->first.first.hex()
                                       : fmt::format("replayed bucket {}", best->first.second);
-      what += fmt::format(" (stake {}), not {}", best_stake, reference);
+      what += fmt::format(" (stake {}", best_stake);
+      if (other_stake > best_stake) what += fmt::format("; other values, stake {}", other_stake - best_stake);
+      what += fmt::format("), not {}", reference);
     }
     if (unserved_stake > 0)
       what += fmt::format("{}were served no valid opening (stake {})", what.empty() ? "" : "; ", unserved_stake);
-    const std::optional<Value> key = best == other.end() ? std::nullopt : std::optional<Value>(best->first);
     return account({Verdict::kFail,
                     fmt::format("members holding {} of the committee's stake {} blame the miner: {}", blame_stake,
                                 committee_stake, what),
-                    best_count + unserved_count, blame_stake, {}, {}, {}},
-                   [&](const Reveal &r) {
-                     return unserved(r) || (replayed(r) && !agrees(r) && key && value_of(r) == *key);
-                   });
+                    blame_count, blame_stake, {}, {}, {}},
+                   [&](const Reveal &r) { return counted(r) && !agrees(r); });
   }
   const bool agree_larger = agree_stake >= blame_stake;
   return account({Verdict::kInconclusive,
                   fmt::format("no side holds a majority of the committee's stake {}: {} agree with {}, {} blame the "
-                              "miner ({} on the largest other value, {} served no valid opening), {} on other values, "
-                              "{} misconfigured, {} unrevealed",
-                              committee_stake, agree_stake, reference, blame_stake, best_stake, unserved_stake,
-                              other_stake - best_stake, excluded_stake,
-                              committee_stake - agree_stake - other_stake - unserved_stake - excluded_stake),
-                  agree_larger ? agree_count : best_count + unserved_count, agree_larger ? agree_stake : blame_stake,
-                  {}, {}, {}},
+                              "miner ({} replayed other values, {} served no valid opening), {} misconfigured, {} "
+                              "unrevealed",
+                              committee_stake, agree_stake, reference, blame_stake, other_stake, unserved_stake,
+                              excluded_stake, committee_stake - agree_stake - blame_stake - excluded_stake),
+                  agree_larger ? agree_count : blame_count, agree_larger ? agree_stake : blame_stake, {}, {}, {}},
                  nullptr);
 }
 

@@ -453,8 +453,7 @@ TEST(Ledger, TieOrTooFewRevealsIsInconclusive) {
   EXPECT_TRUE(t.silent.empty());
   EXPECT_EQ(q.reason,
             "no side holds a majority of the committee's stake 40: 10 agree with the opened state digest, 0 blame "
-            "the miner (0 on the largest other value, 0 served no valid opening), 0 on other values, 0 "
-            "misconfigured, 30 unrevealed");
+            "the miner (0 replayed other values, 0 served no valid opening), 0 misconfigured, 30 unrevealed");
   EXPECT_FALSE(f.ledger.run_info(f.run_id).slashable);
   expect_round_trip(f.ledger);
 }

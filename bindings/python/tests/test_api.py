@@ -252,10 +252,21 @@ def test_witness_and_verdict():
     salt = pot.witness_salt()
     assert len(salt) == pot.WITNESS_SALT_SIZE and salt != pot.witness_salt()
     run, state = pot.sha256(b"run"), pot.sha256(b"state")
-    c = pot.witness_commitment(run, 4, state, -3, salt, b"verifier")
-    pot.verify_witness_reveal(c, run, 4, state, -3, salt, b"verifier")
+    statement = {"run_id": str(run), "step": 4, "challenge_id": 9, "mode": "norm_bucket",
+                 "environment": {"framework_version": "1.13.0", "intra_op_threads": 2, "hardware_class": "cpu"},
+                 "kind": "replayed", "replayed_state": str(state), "bucket": -3}
+    c = pot.witness_commitment(statement, salt, b"verifier")
+    pot.verify_witness_reveal(c, statement, salt, b"verifier")
+    pot.verify_witness_reveal(c, json.dumps(statement), salt, b"verifier")  # the JSON text works too
+    with pytest.raises(pot.ProofMismatchError):
+        pot.verify_witness_reveal(c, dict(statement, challenge_id=10), salt, b"verifier")
     with pytest.raises(pot.InvalidArgumentError):
-        pot.witness_commitment(run, 4, state, -3, b"short", b"verifier")
+        pot.witness_commitment(statement, b"short", b"verifier")
+    with pytest.raises(pot.InvalidArgumentError, match="missing key 'kind'"):
+        pot.witness_commitment({k: v for k, v in statement.items() if k != "kind"}, salt, b"verifier")
+    with pytest.raises(pot.InvalidArgumentError, match="state kind 'replayed'"):
+        bare = {k: v for k, v in statement.items() if k not in ("replayed_state", "bucket")}
+        pot.witness_commitment(dict(bare, kind="invalid_opening", check="replayed_state"), salt, b"verifier")
     with pot.Verdict(pot.WitnessMode.NORM_BUCKET, 2) as v:
         assert v.reason == "" and repr(v) == "<pot.Verdict norm_bucket, quorum 2>"
         for ident, bucket in ((b"a", 10), (b"b", 10), (b"c", 30)):

@@ -7,6 +7,7 @@ while the honest counterpart ends in PASS. The chain's runtime is played by
 in for a drand round) as the block begins."""
 
 import hashlib
+import json
 import random
 
 import pytest
@@ -24,6 +25,26 @@ CONFIG = dict(draw_delay=1, opening_window=5, commit_window=5, reveal_window=5, 
 
 def d(label: str) -> pot.Digest:
     return pot.sha256(label.encode())
+
+
+def spec_environment(chain) -> dict:
+    """An environment that can judge the task's steps bitwise: the spec's
+    release, threads and hardware class, as pot's replay reports them."""
+    spec = json.loads(chain.task.spec.to_json())
+    return {"framework_version": spec["framework_version"], "intra_op_threads": spec["intra_op_threads"],
+            "hardware_class": spec["hardware_class"]}
+
+
+def replayed(state: pot.Digest, bucket: int = 0) -> dict:
+    """The finding of a member whose replay gave `state`."""
+    return {"kind": "replayed", "replayed_state": state.hex(), "bucket": bucket}
+
+
+UNAVAILABLE = {"kind": "unavailable"}
+
+
+def invalid_opening(check: str) -> dict:
+    return {"kind": "invalid_opening", "check": check}
 
 
 def honest_state(t: int) -> pot.Digest:
@@ -89,22 +110,34 @@ class Chain:
         self.call("submit_opening", caller=miner.hex(), challenge_id=cid, manifest_digest=d("manifest").hex(),
                   step_leaf=leaves[step - 1].encode().hex(), leaf_proof=log.inclusion_proof(step - 1, STEPS).hex())
 
-    def judge(self, run: str, cid: int, step: int, reveals):
+    def statement(self, run: str, cid: int, step: int, finding: dict, environment=None) -> dict:
+        """A member's statement on challenge `cid` (docs/PROTOCOL.md 19)."""
+        return {"run_id": run, "step": step, "challenge_id": cid, "mode": "bitwise",
+                "environment": environment or spec_environment(self), **finding}
+
+    def judge(self, run: str, cid: int, step: int, reveals, environments=None):
         """One challenge's committee at work: `reveals` maps a member to the
-        state digest it reveals (None: it commits and stays silent); members
-        not in it do nothing. Returns the verdict."""
+        state digest it reveals, or to a finding (a dict: unavailable,
+        invalid_opening), or None (it commits and stays silent); members not
+        in it do nothing; `environments` maps members to the environment
+        they state (the spec's by default). Returns the verdict."""
         info = self.ledger.apply({"call": "challenge_info", "challenge_id": cid})
+        environments = environments or {}
 
         def salt(w):
             return hashlib.sha256(w + b"salt %d" % cid).digest()
-        for w, state in reveals.items():
-            c = pot.witness_commitment(bytes.fromhex(run), step, state or d("silent"), 0, salt(w), w)
+
+        def finding(value):
+            return value if isinstance(value, dict) else replayed(value or d("silent"))
+        for w, value in reveals.items():
+            st = self.statement(run, cid, step, finding(value), environments.get(w))
+            c = pot.witness_commitment(st, salt(w), w)
             self.call("commit_witness", caller=w.hex(), challenge_id=cid, commitment=c.hex())
         self.now = max(self.now, info["opened_height"] + CONFIG["commit_window"] + 1)
-        for w, state in reveals.items():
-            if state is not None:
-                self.call("reveal_witness_value", caller=w.hex(), challenge_id=cid, replayed_state=state.hex(),
-                          bucket=0, salt=salt(w).hex())
+        for w, value in reveals.items():
+            if value is not None:
+                self.call("reveal_witness_value", caller=w.hex(), challenge_id=cid, **finding(value),
+                          environment=environments.get(w) or spec_environment(self), salt=salt(w).hex())
         self.now = max(self.now, info["opened_height"] + CONFIG["commit_window"] + CONFIG["reveal_window"] + 1)
         return self.call("finalize_challenge", challenge_id=cid)
 
@@ -126,13 +159,14 @@ class Chain:
             return hashlib.sha256(w + b"salt %d" % cid).digest()
         for cid, step in challenges:
             for w in WITNESSES:
-                c = pot.witness_commitment(bytes.fromhex(run), step, honest_state(step), 0, salt(w, cid), w)
+                c = pot.witness_commitment(self.statement(run, cid, step, replayed(honest_state(step))), salt(w, cid),
+                                           w)
                 self.call("commit_witness", caller=w.hex(), challenge_id=cid, commitment=c.hex())
         self.now = max(self.now, opened + CONFIG["commit_window"] + 1)
         for cid, step in challenges:
             for w in WITNESSES:
-                self.call("reveal_witness_value", caller=w.hex(), challenge_id=cid,
-                          replayed_state=honest_state(step).hex(), bucket=0, salt=salt(w, cid).hex())
+                self.call("reveal_witness_value", caller=w.hex(), challenge_id=cid, **replayed(honest_state(step)),
+                          environment=spec_environment(self), salt=salt(w, cid).hex())
         self.now = max(self.now, opened + CONFIG["commit_window"] + CONFIG["reveal_window"] + 1)
         return [self.call("finalize_challenge", challenge_id=cid) for cid, _ in challenges]
 
@@ -314,9 +348,10 @@ def test_a_dishonest_stake_minority_never_decides_wrongly():
     """Randomized: 200 runs, each with a fresh registry of 4..12 verifiers
     of random stakes, committees of up to 8 drawn from them, a forged or an
     honest step, and a dishonest coalition holding less than half of the
-    committee's stake that copies the opened digest, posts lies, stays
-    silent or tells the truth, member by member, while some honest members
-    are offline. A forged step never ends in PASS, an honest one never in
+    committee's stake that copies the opened digest, posts lies, claims it
+    was served nothing or an invalid opening, stays silent or tells the
+    truth, member by member, while some honest members are offline and a
+    forging miner serves its opening to half of the honest ones. A forged step never ends in PASS, an honest one never in
     FAIL, and when the honest members who reveal hold a majority the
     verdict is the right one."""
     rng = random.Random(14)
@@ -343,9 +378,13 @@ def test_a_dishonest_stake_minority_never_decides_wrongly():
         reveals = {}
         for m in members:
             if m in dishonest:
-                reveals[m] = rng.choice([opened, d("lie"), d(f"lie {m!r}"), None, honest_state(step)])
+                reveals[m] = rng.choice([opened, d("lie"), d(f"lie {m!r}"), None, honest_state(step), UNAVAILABLE,
+                                         invalid_opening("sample_proof")])
             elif rng.random() < 0.8:  # honest and online
-                reveals[m] = honest_state(step)
+                # A forger serves its opening to whom it likes; an honest
+                # miner serves everyone.
+                served = not forged or rng.random() < 0.5
+                reveals[m] = honest_state(step) if served else UNAVAILABLE
         out = chain.judge(run, cid, step, reveals)
         v = out["verdict"]
         assert v != ("pass" if forged else "fail"), (trial, forged, v)
@@ -359,3 +398,104 @@ def test_a_dishonest_stake_minority_never_decides_wrongly():
         assert {bytes.fromhex(m) for m in out["silent"]} == {m for m in committee if reveals.get(m) is None}
     assert decided > 100  # most trials had an honest majority online
 
+
+
+def test_attack_serving_nothing_or_a_corrupted_sample_ends_in_fail():
+    """Attack 2, withholding: challenged on a forged step, a miner that
+    posts its opening but serves nobody the files, or serves a corrupted
+    sample, or serves one member only, left witnesses nothing to replay
+    and escaped to INCONCLUSIVE. Now members state what they got:
+    `unavailable`, `invalid_opening` naming the failed check, or the value
+    they replayed; all of them blame the miner, and together they hold the
+    committee's majority: FAIL, and the miner is slashable."""
+    alice, bob, carol = WITNESSES
+    cases = [
+        {w: UNAVAILABLE for w in WITNESSES},  # nobody is served the files
+        {w: invalid_opening("sample_proof") for w in WITNESSES},  # a corrupted sample
+        {alice: "replays", bob: invalid_opening("sample_proof"), carol: UNAVAILABLE},  # one member only
+    ]
+    for case in cases:
+        chain = Chain()
+        run, leaves, log = chain.run(MINER, forged=set(range(1, STEPS + 1)))
+        chain.block()
+        issued = chain.call("issue_challenge", run_id=run)
+        cid, step = issued["challenge_ids"][0], issued["steps"][0]
+        chain.open(MINER, cid, step, leaves, log)
+        # Whoever got valid files replays the honest state (not the forged
+        # leaf's); whoever did not says what it got.
+        v = chain.judge(run, cid, step, {w: honest_state(step) if f == "replays" else f for w, f in case.items()})
+        assert (v["verdict"], v["miner_slashable"], v["minority"]) == ("fail", True, []), v
+        assert v["cluster_stake"] == 30
+        assert chain.ledger.apply({"call": "run_info", "run_id": run})["slashable"]
+
+
+def test_attack_members_claiming_they_were_served_nothing_cannot_fail_an_honest_step():
+    """The griefer's side of withholding: against an honest miner that
+    served everyone, a coalition holding a minority of the committee's stake
+    claims it got nothing or a corrupted sample. The honest majority
+    replayed the opened state: PASS, and the claimants are the minority."""
+    chain = Chain({**HONEST, **COLLUDERS})
+    run, leaves, log = chain.run(MINER)
+    chain.block()
+    issued = chain.call("issue_challenge", run_id=run)
+    cid, step = issued["challenge_ids"][0], issued["steps"][0]
+    chain.open(MINER, cid, step, leaves, log)
+    claims = {w: UNAVAILABLE if i % 2 else invalid_opening("pre_state_digest") for i, w in enumerate(COLLUDERS)}
+    v = chain.judge(run, cid, step, {**{w: honest_state(step) for w in HONEST}, **claims})
+    assert (v["verdict"], v["cluster_stake"], v["miner_slashable"]) == ("pass", 60, False), v
+    assert v["minority"] == sorted(w.hex() for w in COLLUDERS)
+
+
+def test_attack_misconfigured_verifiers_do_not_slash_an_honest_miner():
+    """Attack 6: three verifiers replaying an honest run on 2 threads (the
+    spec pins 1) agreed on one wrong digest: FAIL, and the honest miner was
+    slashable. Each member now states the environment pot's replay ran in;
+    an environment that cannot judge the step bitwise is recorded as
+    misconfigured and not counted, so the challenge is INCONCLUSIVE (not
+    FAIL) and the record names them. Stated as the spec's, the same three
+    would be a provably wrong majority: accountable, not anonymous."""
+    chain = Chain({b"m1": 10, b"m2": 10, b"m3": 10, b"honest": 10})
+    run, leaves, log = chain.run(MINER)
+    chain.block()
+    issued = chain.call("issue_challenge", run_id=run)
+    cid, step = issued["challenge_ids"][0], issued["steps"][0]
+    chain.open(MINER, cid, step, leaves, log)
+    two_threads = dict(spec_environment(chain), intra_op_threads=2)
+    wrong = d("a 2-thread replay")
+    v = chain.judge(run, cid, step, {b"m1": wrong, b"m2": wrong, b"m3": wrong, b"honest": honest_state(step)},
+                    environments={b"m1": two_threads, b"m2": two_threads, b"m3": two_threads})
+    assert (v["verdict"], v["miner_slashable"]) == ("inconclusive", False), v
+    assert v["misconfigured"] == sorted(w.hex() for w in (b"m1", b"m2", b"m3"))
+    assert "30 misconfigured" in v["reason"]
+    assert not chain.ledger.apply({"call": "run_info", "run_id": run})["slashable"]
+    # The honest counterpart: verifiers configured as the spec says replay
+    # the opened state: PASS.
+    chain = Chain({b"m1": 10, b"m2": 10, b"m3": 10, b"honest": 10})
+    run, leaves, log = chain.run(MINER)
+    chain.block()
+    issued = chain.call("issue_challenge", run_id=run)
+    cid, step = issued["challenge_ids"][0], issued["steps"][0]
+    chain.open(MINER, cid, step, leaves, log)
+    v = chain.judge(run, cid, step, {w: honest_state(step) for w in (b"m1", b"m2", b"m3", b"honest")})
+    assert (v["verdict"], v["misconfigured"]) == ("pass", []), v
+
+
+def test_a_statement_committed_for_one_challenge_opens_on_no_other():
+    """A member cannot carry a commitment (its own, or one copied from
+    another member) across challenges: the statement binds the challenge id
+    and mode, and the commitment the identity."""
+    chain = Chain()
+    run, leaves, log = chain.run(MINER)
+    chain.block()
+    issued = chain.call("issue_challenge", run_id=run)
+    (c0, s0), (c1, s1) = list(zip(issued["challenge_ids"], issued["steps"]))[:2]
+    for cid, step in ((c0, s0), (c1, s1)):
+        chain.open(MINER, cid, step, leaves, log)
+    salt = b"s" * 32
+    st = chain.statement(run, c0, s0, replayed(honest_state(s0)))
+    chain.call("commit_witness", caller=b"alice".hex(), challenge_id=c1,
+               commitment=pot.witness_commitment(st, salt, b"alice").hex())
+    chain.now += CONFIG["commit_window"] + 1
+    with pytest.raises(pot.ProofMismatchError, match="does not open"):
+        chain.call("reveal_witness_value", caller=b"alice".hex(), challenge_id=c1, **replayed(honest_state(s0)),
+                   environment=spec_environment(chain), salt=salt.hex())

@@ -294,10 +294,26 @@ def test_recorder_checkpoints_and_verify_step(tiny):
         post, _ = cp.state_path(2, data)
         res = pot.verify_step(commitment, spec, program, 2, 3, root, mp, pre, post, pot.VerifyMode.NORM_BUCKET)
         assert res.ok and pot.norm_buckets_match(res.committed_norm_bucket, res.norm_bucket)
+        # What a committee member commits to (docs/PROTOCOL.md 19): the
+        # replayed value, in the environment this process replays in.
+        st = pot.witness_statement(res, spec, commitment.run_id, 2, 5, pot.VerifyMode.NORM_BUCKET, 3)
+        assert st == {"run_id": str(commitment.run_id), "step": 2, "challenge_id": 5, "mode": "norm_bucket",
+                      "environment": {"framework_version": pot.framework_version(), "intra_op_threads": 3,
+                                      "hardware_class": pot.hardware_class()},
+                      "kind": "replayed", "replayed_state": str(res.replayed_state_digest),
+                      "bucket": res.norm_bucket}
+        assert pot.framework_version().startswith("1.13")
+        salt = pot.witness_salt()
+        pot.verify_witness_reveal(pot.witness_commitment(st, salt, b"w"), st, salt, b"w")
         # Failures carry the check and the partial result.
         with pytest.raises(pot.ProofMismatchError) as e:
             pot.verify_step(commitment, spec, program, 2, 3, root, m, post)  # S_2 as the pre-state
         assert e.value.check is pot.OpeningCheck.PRE_STATE_DIGEST and e.value.result.replayed is False
+        # ... and the statement names it; threads 0 are the spec's.
+        st = pot.witness_statement(e.value.result, spec, commitment.run_id, 2, 5, pot.VerifyMode.BITWISE)
+        assert (st["kind"], st["check"], st["environment"]["intra_op_threads"]) == \
+            ("invalid_opening", "pre_state_digest", spec.intra_op_threads)
+        assert "replayed_state" not in st
         assert e.value.result.replay is None  # the opening's checks come first
         with pytest.raises(pot.InvalidArgumentError) as e:
             pot.verify_step(commitment, spec, program, 2, 3, root, m, pre, None, pot.VerifyMode.NORM_BUCKET)

@@ -176,15 +176,15 @@ def test_seeded_schedules():
 
 def test_witness_commitments():
     for w in V["witness_commitments"]:
-        run_id, state = pot.Digest(w["run_id"]), pot.Digest(w["replayed_state"])
+        st = w["statement"]
         salt, ident = bytes.fromhex(w["salt"]), bytes.fromhex(w["identity"])
-        c = pot.witness_commitment(run_id, w["step"], state, w["bucket"], salt, ident)
-        assert str(c) == w["commitment"]
-        pot.verify_witness_reveal(c, run_id, w["step"], state, w["bucket"], salt, ident)
+        c = pot.witness_commitment(st, salt, ident)
+        assert str(c) == w["commitment"], w["comment"]
+        pot.verify_witness_reveal(c, st, salt, ident)
         with pytest.raises(pot.ProofMismatchError):
-            pot.verify_witness_reveal(c, run_id, w["step"], state, w["bucket"] ^ 1, salt, ident)
+            pot.verify_witness_reveal(c, dict(st, challenge_id=st["challenge_id"] + 1), salt, ident)
         with pytest.raises(pot.ProofMismatchError):
-            pot.verify_witness_reveal(c, run_id, w["step"], state, w["bucket"], salt, b"someone else")
+            pot.verify_witness_reveal(c, st, salt, b"someone else")
 
 
 @pytest.mark.parametrize("v", V["verdicts"], ids=lambda v: v["comment"])

@@ -95,6 +95,9 @@ def convert(params):
                 outs.append((name, "bytes"))
             elif ctype == "pot_bytes *":
                 outs.append((name, "bytes"))
+            elif ctype == "const pot_verify_result *":
+                # pot.i reads a verification as (check, replayed, digest, bucket).
+                ins.append((name, "VerifyFinding"))
             elif ctype == "pot_verify_result *" or ctype == "pot_replay_result *":
                 outs.append((name, "Dict[str, Any]"))
             elif ctype == "const int64_t *":
@@ -151,6 +154,7 @@ def main():
         "Buffer = Any  # an object with the buffer protocol, or a CPU torch tensor",
         "StrPath = Union[str, bytes, os.PathLike[str], os.PathLike[bytes]]",
         "Text = Union[str, bytes]",
+        "VerifyFinding = Tuple[int, bool, Buffer, int]  # (check, replayed, replayed_state_digest, norm_bucket)",
         "",
     ]
     for macro, value in re.findall(r"#define (POT_[A-Z_0-9]+) (.+)", code):

@@ -42,12 +42,12 @@ from .commitment import (Commitment, CommitmentDigests, ScheduleEntry, sample_di
                          seeded_schedule_entry, seeded_schedule_root)
 from .task import Task
 from .opening import Opening, OpeningCheck, opening_check_name, verify_opening
-from .witness import (Decision, Verdict, VerdictOutcome, WitnessMode, verify_witness_reveal, witness_commitment,
-                      witness_salt)
+from .witness import (Decision, Statement, Verdict, VerdictOutcome, WitnessMode, verify_witness_reveal,
+                      witness_commitment, witness_salt, witness_statement)
 from .ledger import Ledger
 from .losscheck import LossCheck, LossCheckParam, LossCheckParams, LossFlag, LossFlagKind, check_losses
 from .replay import (Checkpoints, GradientTrace, Recorder, Replay, ReplayResult, VerifyMode, VerifyResult,
-                     hardware_class, program_digest_file, replay_available, verify_step)
+                     framework_version, hardware_class, program_digest_file, replay_available, verify_step)
 
 __version__ = BUILT_VERSION
 
@@ -83,11 +83,11 @@ __all__ = [
     # openings
     "OpeningCheck", "opening_check_name", "Opening", "verify_opening",
     # witnesses
-    "witness_salt", "witness_commitment", "verify_witness_reveal", "WitnessMode", "VerdictOutcome", "Decision",
+    "Statement", "witness_salt", "witness_commitment", "verify_witness_reveal", "witness_statement", "WitnessMode", "VerdictOutcome", "Decision",
     "Verdict",
     # ledger, loss checks
     "Ledger", "LossCheckParam", "LossFlagKind", "LossFlag", "LossCheck", "LossCheckParams", "check_losses",
     # replay
-    "hardware_class", "program_digest_file", "replay_available", "VerifyMode", "GradientTrace", "ReplayResult", "VerifyResult", "Replay",
+    "framework_version", "hardware_class", "program_digest_file", "replay_available", "VerifyMode", "GradientTrace", "ReplayResult", "VerifyResult", "Replay",
     "verify_step", "Recorder", "Checkpoints",
 ]

@@ -50,6 +50,14 @@ def hardware_class() -> str:
     return _pot.pot_replay_hardware_class()
 
 
+def framework_version() -> str:
+    """The LibTorch version this libpot replays with
+    (pot_replay_framework_version, e.g. "1.13.0"): the framework_version a
+    witness states in its environment (docs/PROTOCOL.md 19).
+    UnsupportedError without LibTorch."""
+    return _pot.pot_replay_framework_version()
+
+
 class VerifyMode(enum.IntEnum):
     """How verify_step compares the replayed step (pot_verify_mode)."""
 

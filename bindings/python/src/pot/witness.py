@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import enum
-from typing import NamedTuple, Optional, Union
+import json
+from typing import Any, Dict, Mapping, NamedTuple, Optional, Union
 
 from . import _pot
 from ._core import Digest, _digest
 from ._handle import Handle
 from .hash import Buffer
+from .replay import VerifyMode, VerifyResult
+from .spec import Spec
 
 
 def witness_salt() -> bytes:
@@ -17,19 +20,47 @@ def witness_salt() -> bytes:
     return _pot.pot_witness_salt()
 
 
-def witness_commitment(run_id: Buffer, step: int, replayed_state: Buffer, bucket: int, salt: Buffer,
-                       identity: Buffer) -> Digest:
-    """The commitment a verifier posts before revealing: binds run, step,
-    replayed state digest, bucket, salt (16..64 bytes) and identity (1..256
-    bytes)."""
-    return _digest(_pot.pot_witness_commitment(run_id, step, replayed_state, bucket, salt, identity))
+Statement = Union[Mapping[str, Any], str]
+"""A witness statement (docs/PROTOCOL.md section 19): its JSON form as a
+dict (or the JSON text): run_id (hex), step, challenge_id, mode
+("bitwise" / "norm_bucket"), environment {framework_version,
+intra_op_threads, hardware_class}, kind ("replayed" with replayed_state and
+bucket, "unavailable", or "invalid_opening" with check)."""
 
 
-def verify_witness_reveal(commitment: Buffer, run_id: Buffer, step: int, replayed_state: Buffer, bucket: int,
-                          salt: Buffer, identity: Buffer) -> None:
+def _statement_text(statement: Statement) -> str:
+    return statement if isinstance(statement, str) else json.dumps(statement)
+
+
+def witness_commitment(statement: Statement, salt: Buffer, identity: Buffer) -> Digest:
+    """The commitment a committee member posts before revealing
+    (pot_witness_commitment): tagged("pot/v2/witness", ...) of the statement,
+    salt (16..64 bytes) and identity (1..256 bytes). InvalidArgumentError
+    naming the key for a statement outside the rules of PROTOCOL 19."""
+    return _digest(_pot.pot_witness_commitment(_statement_text(statement), salt, identity))
+
+
+def verify_witness_reveal(commitment: Buffer, statement: Statement, salt: Buffer, identity: Buffer) -> None:
     """Returns when the reveal opens the commitment; ProofMismatchError when
-    the value, the salt or the identity differ from those committed."""
-    _pot.pot_witness_verify_reveal(commitment, run_id, step, replayed_state, bucket, salt, identity)
+    the statement (another challenge, environment or finding), the salt or
+    the identity differ from those committed."""
+    _pot.pot_witness_verify_reveal(commitment, _statement_text(statement), salt, identity)
+
+
+def witness_statement(result: VerifyResult, spec: Spec, run_id: Buffer, step: int, challenge_id: int,
+                      mode: Union[VerifyMode, int], intra_op_threads: int = 0) -> Dict[str, Any]:
+    """The statement to commit to after verify_step (pot_witness_statement):
+    the challenge, this process's environment (intra_op_threads as passed to
+    verify_step, 0 for the spec's) and the finding: "replayed" with the
+    replayed digest and bucket when the opening passed its checks and the
+    replay ran, else "invalid_opening" naming the failed check. A member that
+    received no opening states {"kind": "unavailable", ...} itself.
+    UnsupportedError without LibTorch."""
+    with spec._read() as s:
+        text = _pot.pot_witness_statement((int(result.check), result.replayed, result.replayed_state_digest,
+                                           result.norm_bucket), s, run_id, step, challenge_id, int(mode),
+                                          intra_op_threads)
+    return json.loads(text)
 
 
 class WitnessMode(enum.IntEnum):
@@ -97,5 +128,5 @@ class Verdict(Handle):
         return f"{self.mode}, quorum {self.quorum}"
 
 
-__all__ = ["witness_salt", "witness_commitment", "verify_witness_reveal", "WitnessMode", "VerdictOutcome",
+__all__ = ["Statement", "witness_salt", "witness_commitment", "verify_witness_reveal", "witness_statement", "WitnessMode", "VerdictOutcome",
            "Decision", "Verdict"]
