@@ -450,8 +450,18 @@ func TestVerdict(t *testing.T) {
 	if len(salt) != pot.WitnessSaltSize || bytes.Equal(salt, salt2) {
 		t.Fatal("salts")
 	}
-	_, err = pot.WitnessCommitment(pot.WitnessValue{}, salt[:8], []byte("id"))
+	st := `{"run_id": "` + strings.Repeat("ab", 32) + `", "step": 3, "challenge_id": 1, "mode": "bitwise",
+		"environment": {"framework_version": "1.13.0", "intra_op_threads": 1, "hardware_class": "cpu"},
+		"kind": "unavailable"}`
+	c, err := pot.WitnessCommitment(st, salt, []byte("id"))
+	check(t, err)
+	check(t, pot.VerifyWitnessReveal(c, st, salt, []byte("id")))
+	_, err = pot.WitnessCommitment(st, salt[:8], []byte("id"))
 	wantCode(t, err, pot.StatusInvalidArgument)
+	_, err = pot.WitnessCommitment(strings.Replace(st, `"unavailable"`, `"abstained"`, 1), salt, []byte("id"))
+	wantCode(t, err, pot.StatusInvalidArgument)
+	_, err = pot.WitnessCommitment(`{"run_id":`, salt, []byte("id"))
+	wantCode(t, err, pot.StatusMalformed)
 }
 
 func TestLossCheck(t *testing.T) {

@@ -56,6 +56,22 @@ func HardwareClass() (string, error) {
 	return C.GoString(s), nil // the string lives as long as the process
 }
 
+// FrameworkVersion returns the LibTorch version this libpot replays with
+// (pot_replay_framework_version, e.g. "1.13.0"): the framework_version a
+// witness states in its environment (PROTOCOL.md section 19).
+// StatusUnsupported without LibTorch.
+func FrameworkVersion() (string, error) {
+	if abiErr != nil {
+		return "", abiErr
+	}
+	var s *C.char
+	var cerr *C.pot_error
+	if err := toError(C.pot_replay_framework_version(&s, &cerr), cerr); err != nil {
+		return "", err
+	}
+	return C.GoString(s), nil // static storage
+}
+
 // pinSlices returns C views of bufs for a `const uint8_t *const *` and a
 // `const size_t *` argument: pointers to the slices' first bytes (nil for
 // an empty slice), pinned with p so that the pointer array may be passed to
@@ -388,4 +404,41 @@ func VerifyStep(commitment *Commitment, spec *Spec, programPath string, challeng
 		}
 	}
 	return res, toError(st, cerr)
+}
+
+// WitnessStatement returns the statement (JSON text) a committee member
+// commits to after VerifyStep (pot_witness_statement, PROTOCOL.md section
+// 19): challenge challengeID on step `step` of run runID in mode; the
+// environment this process replays in (FrameworkVersion, intraOpThreads as
+// passed to VerifyStep, 0 for the spec's, and HardwareClass); and the
+// finding: "replayed" with the replayed digest and bucket when the opening
+// passed its checks and the replay ran, else "invalid_opening" naming
+// res.Check. A member that received no opening states
+// {"kind": "unavailable", ...} itself. StatusUnsupported without LibTorch.
+func WitnessStatement(res VerifyResult, spec *Spec, runID Digest, step, challengeID uint64, mode VerifyMode,
+	intraOpThreads uint32) (string, error) {
+	if abiErr != nil {
+		return "", abiErr
+	}
+	spec.mu.RLock()
+	defer spec.mu.RUnlock()
+	if spec.p == nil {
+		return "", closedError("Spec")
+	}
+	var in C.pot_verify_result
+	in.check = C.pot_opening_check(res.Check)
+	if res.Replayed {
+		in.replayed = 1
+		in.replayed_state_digest = *cDigest(res.Replay.PostStateDigest)
+		in.norm_bucket = C.int64_t(res.Replay.NormBucket)
+	}
+	var out C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_witness_statement(&out, &in, spec.p, cDigest(runID), C.uint64_t(step), C.uint64_t(challengeID),
+		C.pot_verify_mode(mode), C.uint32_t(intraOpThreads), &cerr)
+	runtime.KeepAlive(spec)
+	if err := toError(st, cerr); err != nil {
+		return "", err
+	}
+	return takeString(&out), nil
 }

@@ -426,6 +426,28 @@ func TestRecorderAndCheckpoints(t *testing.T) {
 	if res.Check != pot.CheckPreStateDigest {
 		t.Fatalf("VerifyStep with S_2 as the pre-state: %+v (%v)", res, err)
 	}
+	// What the member witnesses (PROTOCOL.md section 19): the failed check,
+	// in this process's environment (threads 0: the spec's).
+	runID, err = commitment.RunID()
+	check(t, err)
+	st, err := pot.WitnessStatement(res, spec, runID, step, 4, pot.VerifyBitwise, 0)
+	check(t, err)
+	var got map[string]any
+	check(t, json.Unmarshal([]byte(st), &got))
+	fw, err := pot.FrameworkVersion()
+	check(t, err)
+	hw, err := pot.HardwareClass()
+	check(t, err)
+	env := got["environment"].(map[string]any)
+	if got["kind"] != "invalid_opening" || got["check"] != "pre_state_digest" || got["challenge_id"] != 4.0 ||
+		env["framework_version"] != fw || env["hardware_class"] != hw || env["intra_op_threads"] != 1.0 {
+		t.Fatalf("WitnessStatement: %s", st)
+	}
+	salt, err := pot.WitnessSalt()
+	check(t, err)
+	wc, err := pot.WitnessCommitment(st, salt, []byte("go"))
+	check(t, err)
+	check(t, pot.VerifyWitnessReveal(wc, st, salt, []byte("go")))
 	// The norm-bucket path needs the served S_t: refused before any check.
 	res, err = pot.VerifyStep(commitment, spec, program, step, steps, root, m, pre, "", pot.VerifyNormBucket, 0)
 	wantCode(t, err, pot.StatusInvalidArgument)

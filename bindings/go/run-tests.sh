@@ -13,8 +13,9 @@
 # on tampered copies of it (expects FAIL, exit 1). With POT_REPLAY_FIXTURE it
 # also runs go-verifier -replay on step 5 of the fixture's recorded run, the
 # opening served by PREFIX/bin/pot (`pot open make`): bitwise and bucket mode
-# pass, another step's pre-state fails at pre_state_digest, and the witness
-# commitment opens with `pot witness reveal`. Without it those cases are
+# pass, another step's pre-state fails at pre_state_digest (and is
+# witnessed as invalid_opening), and the witness commitment opens with
+# `pot witness reveal` on the printed statement. Without it those cases are
 # skipped. Nothing is downloaded: GOTOOLCHAIN=local and the binding is the
 # only (replaced, local) dependency.
 set -eu
@@ -150,12 +151,14 @@ else
 
   expect_replay "replay of step $step (bitwise, JSON)" 0 '"check": *"ok"' -manifest "$work/m5.bin" \
     -pre-state "$pre" -json
-  # The witness commitment opens with the values printed next to it.
+  # The witness commitment opens with the statement and salt printed next to
+  # it (the statement object holds one nested object, its environment).
   cp "$work/out" "$work/witness.json"
-  if "$potcli" witness reveal --commitment "$(json_field witness_commitment "$work/witness.json")" \
-    --run-id "$run_id" --step $step --replayed "$(json_field replayed_state "$work/witness.json")" \
-    --bucket "$(json_field norm_bucket "$work/witness.json")" --identity $identity \
-    --salt "$(json_field salt "$work/witness.json")" >"$work/reveal.out" 2>&1; then
+  tr -d '\n' <"$work/witness.json" | grep -o '"statement": *{[^{}]*{[^{}]*}[^{}]*}' |
+    sed 's/^"statement": *//' >"$work/statement.json"
+  if grep -q '"run_id": *"'"$run_id"'"' "$work/statement.json" &&
+    "$potcli" witness reveal "$work/statement.json" --commitment "$(json_field witness_commitment "$work/witness.json")" \
+      --identity $identity --salt "$(json_field salt "$work/witness.json")" >"$work/reveal.out" 2>&1; then
     echo "ok   the witness commitment opens with pot witness reveal"
   else
     echo "FAIL the witness commitment does not open with pot witness reveal:"
@@ -165,7 +168,7 @@ else
   expect_replay "replay of step $step (bitwise, text)" 0 "^witness commitment: [0-9a-f]\{64\}$" \
     -manifest "$work/m5.bin" -pre-state "$pre"
   expect_replay "step $step served with S_3 (the pre-state of step 4)" 1 \
-    '"check": *"pre_state_digest"' -manifest "$work/m5.bin" -pre-state "$other" -json
+    '"kind":"invalid_opening"' -manifest "$work/m5.bin" -pre-state "$other" -json
   expect_replay "replay of step $step, bucket mode on 2 threads" 0 '"check": *"ok"' -manifest "$work/m5-post.bin" \
     -pre-state "$pre" -post-state "$post" -mode bucket -threads 2 -json
   expect_replay "bucket mode without the post-state is bad usage" 2 "needs -post-state" \

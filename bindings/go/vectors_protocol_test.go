@@ -83,13 +83,11 @@ type protocolVectors struct {
 		Root         string   `json:"root"`
 	} `json:"seeded_schedules"`
 	WitnessCommitments []struct {
-		RunID         string      `json:"run_id"`
-		Step          uint64      `json:"step"`
-		ReplayedState string      `json:"replayed_state"`
-		Bucket        json.Number `json:"bucket"`
-		Salt          string      `json:"salt"`
-		Identity      string      `json:"identity"`
-		Commitment    string      `json:"commitment"`
+		Comment    string          `json:"comment"`
+		Statement  json.RawMessage `json:"statement"`
+		Salt       string          `json:"salt"`
+		Identity   string          `json:"identity"`
+		Commitment string          `json:"commitment"`
 	} `json:"witness_commitments"`
 }
 
@@ -476,19 +474,26 @@ func TestProtocolVectors(t *testing.T) {
 
 	t.Run("witness_commitments", func(t *testing.T) {
 		for _, w := range v.WitnessCommitments {
-			val := pot.WitnessValue{RunID: mustDigest(t, w.RunID), Step: w.Step,
-				ReplayedState: mustDigest(t, w.ReplayedState), Bucket: mustI64(t, w.Bucket)}
+			st := string(w.Statement)
 			salt, id := mustHex(t, w.Salt), mustHex(t, w.Identity)
-			c, err := pot.WitnessCommitment(val, salt, id)
+			c, err := pot.WitnessCommitment(st, salt, id)
 			check(t, err)
 			if c.String() != w.Commitment {
-				t.Errorf("commitment %v, want %s", c, w.Commitment)
+				t.Errorf("%s: commitment %v, want %s", w.Comment, c, w.Commitment)
 			}
-			check(t, pot.VerifyWitnessReveal(c, val, salt, id))
-			other := val
-			other.Bucket ^= 1
-			wantCode(t, pot.VerifyWitnessReveal(c, other, salt, id), pot.StatusProofMismatch)
-			wantCode(t, pot.VerifyWitnessReveal(c, val, salt, []byte("someone else")), pot.StatusProofMismatch)
+			check(t, pot.VerifyWitnessReveal(c, st, salt, id))
+			// The same statement on another challenge does not open it.
+			dec := json.NewDecoder(bytes.NewReader(w.Statement))
+			dec.UseNumber() // the lowest int64 bucket survives
+			var m map[string]any
+			check(t, dec.Decode(&m))
+			cid, err := m["challenge_id"].(json.Number).Int64()
+			check(t, err)
+			m["challenge_id"] = cid + 1
+			other, err := json.Marshal(m)
+			check(t, err)
+			wantCode(t, pot.VerifyWitnessReveal(c, string(other), salt, id), pot.StatusProofMismatch)
+			wantCode(t, pot.VerifyWitnessReveal(c, st, salt, []byte("someone else")), pot.StatusProofMismatch)
 		}
 	})
 }

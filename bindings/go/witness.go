@@ -26,39 +26,45 @@ func WitnessSalt() ([]byte, error) {
 	return out, nil
 }
 
-// WitnessValue is what a verifier that replayed a step commits to and
-// later reveals (PROTOCOL.md section 19).
-type WitnessValue struct {
-	RunID         Digest // the run
-	Step          uint64 // the replayed step
-	ReplayedState Digest // state digest the replay produced
-	Bucket        int64  // norm bucket of the replayed update
-}
-
-// WitnessCommitment returns the commitment a verifier posts before
-// revealing v: it binds v, the salt (16..64 bytes) and the verifier's
-// identity (1..256 bytes); StatusInvalidArgument otherwise.
-func WitnessCommitment(v WitnessValue, salt, identity []byte) (Digest, error) {
+// WitnessCommitment returns the commitment a committee member posts
+// before revealing its statement (pot_witness_commitment, PROTOCOL.md
+// section 19): statementJSON is the statement's JSON form (run_id, step,
+// challenge_id, mode, environment, kind and the kind's keys; WitnessStatement
+// builds it after VerifyStep), bound with the salt (16..64 bytes) and the
+// member's identity (1..256 bytes). StatusInvalidArgument naming the key
+// for a statement outside the rules, StatusMalformed for text that is not
+// JSON.
+func WitnessCommitment(statementJSON string, salt, identity []byte) (Digest, error) {
 	if abiErr != nil {
 		return Digest{}, abiErr
 	}
+	cs, err := cString(statementJSON, "witness statement")
+	if err != nil {
+		return Digest{}, err
+	}
+	defer freeString(cs)
 	return digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
-		return C.pot_witness_commitment(out, cDigest(v.RunID), C.uint64_t(v.Step), cDigest(v.ReplayedState),
-			C.int64_t(v.Bucket), bytesPtr(salt), C.size_t(len(salt)), bytesPtr(identity), C.size_t(len(identity)), cerr)
+		return C.pot_witness_commitment(out, cs, bytesPtr(salt), C.size_t(len(salt)), bytesPtr(identity),
+			C.size_t(len(identity)), cerr)
 	})
 }
 
-// VerifyWitnessReveal returns nil when the reveal (v, salt, identity) opens
-// commitment; StatusProofMismatch when the value, the salt or the identity
+// VerifyWitnessReveal returns nil when the reveal (statement, salt,
+// identity) opens commitment; StatusProofMismatch when the statement
+// (another challenge, environment or finding), the salt or the identity
 // differ from those committed.
-func VerifyWitnessReveal(commitment Digest, v WitnessValue, salt, identity []byte) error {
+func VerifyWitnessReveal(commitment Digest, statementJSON string, salt, identity []byte) error {
 	if abiErr != nil {
 		return abiErr
 	}
+	cs, err := cString(statementJSON, "witness statement")
+	if err != nil {
+		return err
+	}
+	defer freeString(cs)
 	var cerr *C.pot_error
-	return toError(C.pot_witness_verify_reveal(cDigest(commitment), cDigest(v.RunID), C.uint64_t(v.Step),
-		cDigest(v.ReplayedState), C.int64_t(v.Bucket), bytesPtr(salt), C.size_t(len(salt)), bytesPtr(identity),
-		C.size_t(len(identity)), &cerr), cerr)
+	return toError(C.pot_witness_verify_reveal(cDigest(commitment), cs, bytesPtr(salt), C.size_t(len(salt)),
+		bytesPtr(identity), C.size_t(len(identity)), &cerr), cerr)
 }
 
 // WitnessMode says which revealed values a Verdict clusters

@@ -25,10 +25,11 @@
 // bytes or JSON), the spec, the model program, the posted root and size, the
 // opening manifest and the served S_{t-1} (and S_t, needed by -mode bucket,
 // the cross-architecture path, which may replay on -threads N intra-op
-// threads). On success it draws a fresh salt and prints the witness values
-// (replayed state digest, norm bucket) with the witness commitment over
-// (run id, step, replayed digest, bucket, salt, identity); -json prints one
-// JSON object. Exit status: 0 verified, 1 a check failed, 2 bad usage or
+// threads). Whatever it finds, it prints the witness statement
+// (PROTOCOL.md section 19: the challenge -challenge-id, this process's
+// environment, and the replayed value or the failed check) with a fresh
+// salt and the commitment over (statement, salt, identity); -json prints
+// one JSON object. Exit status: 0 verified, 1 a check failed, 2 bad usage or
 // unreadable inputs.
 package main
 
@@ -53,7 +54,7 @@ const usage = "usage: go-verifier -dir RUN_DIR -beacon HEX [-rounds N] [-threads
 
 const replayUsage = "       go-verifier -replay -commitment C.bin -spec SPEC.json -program MODEL.pt -root HEX -size N\n" +
 	"                   -step T -manifest M.bin -pre-state S.safetensors [-post-state S.safetensors]\n" +
-	"                   [-mode bitwise|bucket] [-threads N] -identity HEX [-json]"
+	"                   [-mode bitwise|bucket] [-threads N] -identity HEX [-challenge-id N] [-json]"
 
 // postedRoot is log.json: the checkpoint-log root the miner posted.
 type postedRoot struct {
@@ -82,6 +83,7 @@ func run() int {
 	flag.StringVar(&r.post, "post-state", "", "-replay: served S_t (safetensors; needed by -mode bucket)")
 	flag.StringVar(&r.mode, "mode", "bitwise", "-replay: bitwise or bucket (the cross-architecture path)")
 	flag.StringVar(&r.identity, "identity", "", "-replay: this verifier's identity (hex, 1..256 bytes)")
+	flag.Uint64Var(&r.challengeID, "challenge-id", 0, "-replay: the ledger's id of the challenge the witness answers")
 	flag.BoolVar(&r.json, "json", false, "-replay: print one JSON object")
 	flag.Parse()
 	if flag.NArg() != 0 {

@@ -21,7 +21,7 @@ import (
 type replayArgs struct {
 	commitment, spec, program string
 	root                      string
-	size, step                uint64
+	size, step, challengeID   uint64
 	manifest, pre, post       string
 	mode                      string
 	threads                   uint32
@@ -29,31 +29,49 @@ type replayArgs struct {
 	json                      bool
 }
 
-// replayOK is the -json output of a verified step: the witness values.
+// replayOK is the -json output of a verified step: the witness statement
+// (PROTOCOL.md section 19), its salt and commitment.
 type replayOK struct {
-	Valid             bool       `json:"valid"`
-	Step              uint64     `json:"step"`
-	Check             string     `json:"check"`
-	ReplayedState     pot.Digest `json:"replayed_state"`
-	NormBucket        int64      `json:"norm_bucket"`
-	Loss              *float64   `json:"loss"` // null when not finite (a committed NaN loss verifies)
-	Salt              string     `json:"salt"`
-	WitnessCommitment pot.Digest `json:"witness_commitment"`
-	Seconds           float64    `json:"seconds"`
+	Valid             bool            `json:"valid"`
+	Step              uint64          `json:"step"`
+	Check             string          `json:"check"`
+	ReplayedState     pot.Digest      `json:"replayed_state"`
+	NormBucket        int64           `json:"norm_bucket"`
+	Loss              *float64        `json:"loss"` // null when not finite (a committed NaN loss verifies)
+	Statement         json.RawMessage `json:"statement"`
+	Salt              string          `json:"salt"`
+	WitnessCommitment pot.Digest      `json:"witness_commitment"`
+	Seconds           float64         `json:"seconds"`
 }
 
-// replayRejected is the -json output of a failed check. When the step was
-// replayed (the replayed state or loss differs from the committed one), the
-// verifier still witnesses what it computed: the witness values are set, so
-// a FAIL can be committed and revealed like a PASS.
+// replayRejected is the -json output of a failed check. The verifier still
+// witnesses what it found (the value it replayed, or the check that
+// failed), so a FAIL is committed and revealed like a PASS.
 type replayRejected struct {
-	Valid             bool        `json:"valid"`
-	Check             string      `json:"check"`
-	Message           string      `json:"message"`
-	ReplayedState     *pot.Digest `json:"replayed_state,omitempty"`
-	NormBucket        *int64      `json:"norm_bucket,omitempty"`
-	Salt              string      `json:"salt,omitempty"`
-	WitnessCommitment *pot.Digest `json:"witness_commitment,omitempty"`
+	Valid             bool            `json:"valid"`
+	Check             string          `json:"check"`
+	Message           string          `json:"message"`
+	ReplayedState     *pot.Digest     `json:"replayed_state,omitempty"`
+	NormBucket        *int64          `json:"norm_bucket,omitempty"`
+	Statement         json.RawMessage `json:"statement"`
+	Salt              string          `json:"salt"`
+	WitnessCommitment pot.Digest      `json:"witness_commitment"`
+}
+
+// witness returns the statement on what the verification found, a fresh
+// salt and the commitment to post before revealing them.
+func witness(a replayArgs, res pot.VerifyResult, spec *pot.Spec, runID pot.Digest, mode pot.VerifyMode,
+	identity []byte) (string, []byte, pot.Digest, error) {
+	st, err := pot.WitnessStatement(res, spec, runID, a.step, a.challengeID, mode, a.threads)
+	if err != nil {
+		return "", nil, pot.Digest{}, err
+	}
+	salt, err := pot.WitnessSalt()
+	if err != nil {
+		return "", nil, pot.Digest{}, err
+	}
+	wc, err := pot.WitnessCommitment(st, salt, identity)
+	return st, salt, wc, err
 }
 
 // loadCommitment reads a training commitment, JSON or canonical bytes (as
@@ -179,20 +197,14 @@ func runReplay(a replayArgs) int {
 			msg = perr.Message
 		}
 		if a.json {
-			out := replayRejected{Valid: false, Check: res.Check.String(), Message: msg}
+			st, salt, wc, werr := witness(a, res, spec, runID, mode, identity)
+			if werr != nil {
+				return usageError("witness", werr)
+			}
+			out := replayRejected{Valid: false, Check: res.Check.String(), Message: msg,
+				Statement: json.RawMessage(st), Salt: hex.EncodeToString(salt), WitnessCommitment: wc}
 			if res.Replayed {
-				salt, serr := pot.WitnessSalt()
-				if serr != nil {
-					return usageError("salt", serr)
-				}
-				value := pot.WitnessValue{RunID: runID, Step: a.step, ReplayedState: res.Replay.PostStateDigest,
-					Bucket: res.Replay.NormBucket}
-				wc, werr := pot.WitnessCommitment(value, salt, identity)
-				if werr != nil {
-					return usageError("witness commitment", werr)
-				}
-				out.ReplayedState, out.NormBucket = &value.ReplayedState, &value.Bucket
-				out.Salt, out.WitnessCommitment = hex.EncodeToString(salt), &wc
+				out.ReplayedState, out.NormBucket = &res.Replay.PostStateDigest, &res.Replay.NormBucket
 			}
 			printJSON(out)
 		} else {
@@ -201,21 +213,17 @@ func runReplay(a replayArgs) int {
 		return exitFail
 	}
 
-	// The witness: a fresh salt, and the commitment over (run id, step,
-	// replayed digest, bucket, salt, identity) to post before revealing.
-	salt, err := pot.WitnessSalt()
+	// The witness: its statement (the challenge, this process's environment
+	// and the replayed value), a fresh salt, and the commitment to post
+	// before revealing them.
+	st, salt, wc, err := witness(a, res, spec, runID, mode, identity)
 	if err != nil {
-		return usageError("salt", err)
-	}
-	value := pot.WitnessValue{RunID: runID, Step: a.step, ReplayedState: res.Replay.PostStateDigest,
-		Bucket: res.Replay.NormBucket}
-	wc, err := pot.WitnessCommitment(value, salt, identity)
-	if err != nil {
-		return usageError("witness commitment", err)
+		return usageError("witness", err)
 	}
 	if a.json {
-		out := replayOK{Valid: true, Step: a.step, Check: pot.CheckOK.String(), ReplayedState: value.ReplayedState,
-			NormBucket: value.Bucket, Salt: hex.EncodeToString(salt), WitnessCommitment: wc,
+		out := replayOK{Valid: true, Step: a.step, Check: pot.CheckOK.String(),
+			ReplayedState: res.Replay.PostStateDigest, NormBucket: res.Replay.NormBucket,
+			Statement: json.RawMessage(st), Salt: hex.EncodeToString(salt), WitnessCommitment: wc,
 			Seconds: math.Round(seconds*1e6) / 1e6}
 		if loss := res.Replay.Loss; !math.IsNaN(loss) && !math.IsInf(loss, 0) {
 			out.Loss = &loss
@@ -224,8 +232,9 @@ func runReplay(a replayArgs) int {
 		return exitPass
 	}
 	fmt.Printf("step %d: OK (replayed in %.3f s, loss %v)\n", a.step, seconds, res.Replay.Loss)
-	fmt.Printf("replayed state:     %s\n", value.ReplayedState)
-	fmt.Printf("norm bucket:        %d\n", value.Bucket)
+	fmt.Printf("replayed state:     %s\n", res.Replay.PostStateDigest)
+	fmt.Printf("norm bucket:        %d\n", res.Replay.NormBucket)
+	fmt.Printf("statement:          %s\n", st)
 	fmt.Printf("salt:               %x\n", salt)
 	fmt.Printf("witness commitment: %s\n", wc)
 	return exitPass
