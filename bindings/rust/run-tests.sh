@@ -11,8 +11,9 @@
 #                      does rust-verifier --replay on step 5, the opening
 #                      served by PREFIX/bin/pot (`pot open make`): bitwise and
 #                      bucket mode pass, another step's pre-state fails at
-#                      pre_state_digest, the witness commitment opens with
-#                      `pot witness reveal`. Skipped when unset.
+#                      pre_state_digest (witnessed as invalid_opening), the
+#                      witness commitment opens with `pot witness reveal` on
+#                      the printed statement. Skipped when unset.
 #   CARGO_BUILD_JOBS   (environment) parallel jobs, default 2
 set -euo pipefail
 
@@ -105,11 +106,12 @@ else
   echo "== rust-verifier --replay: step $step, bitwise (JSON)"
   expect 0 '"check": *"ok"' "${replay[@]}" --manifest "$work/m5.bin" --pre-state "$pre" --json
   printf '%s\n' "$last_output" >"$work/witness.json"
-  echo "== pot witness reveal: the witness commitment opens with the values printed next to it"
-  if "$potcli" witness reveal --commitment "$(json_field witness_commitment "$work/witness.json")" \
-    --run-id "$run_id" --step $step --replayed "$(json_field replayed_state "$work/witness.json")" \
-    --bucket "$(json_field norm_bucket "$work/witness.json")" --identity $identity \
-    --salt "$(json_field salt "$work/witness.json")"; then
+  echo "== pot witness reveal: the witness commitment opens with the statement printed next to it"
+  tr -d '\n' <"$work/witness.json" | grep -o '"statement": *{[^{}]*{[^{}]*}[^{}]*}' |
+    sed 's/^"statement": *//' >"$work/statement.json"
+  if grep -q '"run_id": *"'"$run_id"'"' "$work/statement.json" &&
+    "$potcli" witness reveal "$work/statement.json" --commitment "$(json_field witness_commitment "$work/witness.json")" \
+      --identity $identity --salt "$(json_field salt "$work/witness.json")"; then
     echo "ok: the reveal opens the commitment"
     passed=$((passed + 1))
   else
@@ -121,7 +123,7 @@ else
   expect 0 '^witness commitment: [0-9a-f]\{64\}$' "${replay[@]}" --manifest "$work/m5.bin" --pre-state "$pre"
 
   echo "== rust-verifier --replay: step $step served with S_3 (the pre-state of step 4)"
-  expect 1 '"check": *"pre_state_digest"' "${replay[@]}" --manifest "$work/m5.bin" --pre-state "$other" --json
+  expect 1 '"kind":"invalid_opening","mode"' "${replay[@]}" --manifest "$work/m5.bin" --pre-state "$other" --json
 
   echo "== rust-verifier --replay: step $step, bucket mode on 2 threads with the served post-state"
   expect 0 '"check": *"ok"' "${replay[@]}" --manifest "$work/m5-post.bin" --pre-state "$pre" \

@@ -19,7 +19,7 @@
 //!
 //! `rust-verifier --replay --commitment C.bin --spec SPEC.json --program MODEL.pt --root HEX --size N
 //! --step T --manifest M.bin --pre-state S.safetensors [--post-state S.safetensors]
-//! [--mode bitwise|bucket] [--threads N] --identity HEX [--json]`
+//! [--mode bitwise|bucket] [--threads N] --identity HEX [--challenge-id N] [--json]`
 //!
 //! On success it draws a fresh salt and prints the replayed state digest,
 //! the norm bucket, the salt and the witness commitment over (run id, step,
@@ -37,14 +37,16 @@ const USAGE: &str = "usage: rust-verifier --dir RUN_DIR --beacon HEX [--rounds N
                      \x20      rust-verifier --replay --commitment C.bin --spec SPEC.json --program MODEL.pt\n\
                      \x20                    --root HEX --size N --step T --manifest M.bin\n\
                      \x20                    --pre-state S.safetensors [--post-state S.safetensors]\n\
-                     \x20                    [--mode bitwise|bucket] [--threads N] --identity HEX [--json]\n\
+                     \x20                    [--mode bitwise|bucket] [--threads N] --identity HEX\n\
+                     \x20                    [--challenge-id N] [--json]\n\
                      \n\
                      Verifies the openings of the steps the beacon challenges in a run\n\
                      directory written by samples/protocol_flow (its beacon is \"beacon\",\n\
                      hex 626561636f6e, with 2 rounds). Exit 0 on PASS, 1 on FAIL, 2 on bad input.\n\
                      With --replay, verifies one step by replay (--mode bucket: the cross-architecture\n\
                      path, which needs --post-state and may replay on --threads N) and prints the\n\
-                     witness: replayed state, norm bucket, a fresh salt and the witness commitment.\n\
+                     witness statement (the replayed value, or the failed check), a fresh salt and its\n\
+                     commitment.\n\
                      Exit 0 verified, 1 a check failed, 2 bad input.";
 
 /// The arguments of the default mode (openings of the challenged steps).
@@ -64,7 +66,7 @@ enum Command {
 /// Flags of the default mode only.
 const OPENING_FLAGS: [&str; 3] = ["--dir", "--beacon", "--rounds"];
 /// Flags of replay mode only (and the boolean `--json`).
-const REPLAY_FLAGS: [&str; 11] = [
+const REPLAY_FLAGS: [&str; 12] = [
     "--commitment",
     "--spec",
     "--program",
@@ -76,6 +78,7 @@ const REPLAY_FLAGS: [&str; 11] = [
     "--post-state",
     "--mode",
     "--identity",
+    "--challenge-id",
 ];
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String> {
@@ -122,7 +125,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String>
 fn parse_replay(mut values: BTreeMap<String, String>, threads: u32, json: bool) -> Result<ReplayArgs, String> {
     let missing: Vec<&str> = REPLAY_FLAGS
         .into_iter()
-        .filter(|f| !matches!(*f, "--post-state" | "--mode") && !values.contains_key(*f))
+        .filter(|f| !matches!(*f, "--post-state" | "--mode" | "--challenge-id") && !values.contains_key(*f))
         .collect();
     if !missing.is_empty() {
         return Err(format!("--replay needs {}", missing.join(", ")));
@@ -141,6 +144,10 @@ fn parse_replay(mut values: BTreeMap<String, String>, threads: u32, json: bool) 
     if mode == pot::VerifyMode::NormBucket && post_state.is_none() {
         return Err("--mode bucket needs --post-state (the served S_t)".into());
     }
+    let challenge_id = match take("--challenge-id").as_str() {
+        "" => 0,
+        v => v.parse::<u64>().map_err(|_| "--challenge-id takes a number")?,
+    };
     let identity = unhex(&take("--identity")).ok_or("--identity takes an even number of hex digits")?;
     if !(1..=256).contains(&identity.len()) {
         return Err(format!("--identity is {} bytes, want 1..256", identity.len()));
@@ -158,6 +165,7 @@ fn parse_replay(mut values: BTreeMap<String, String>, threads: u32, json: bool) 
         mode,
         threads,
         identity,
+        challenge_id,
         json,
     })
 }

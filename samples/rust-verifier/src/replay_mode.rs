@@ -20,6 +20,7 @@ pub struct ReplayArgs {
     pub mode: pot::VerifyMode,
     pub threads: u32,
     pub identity: Vec<u8>,
+    pub challenge_id: u64,
     pub json: bool,
 }
 
@@ -83,8 +84,8 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Verifies the step and, when it verifies, draws a fresh salt and prints
-/// the witness values with their commitment. `Ok(true)`: verified (exit
+/// Verifies the step and, whatever it finds, prints the witness statement
+/// with a fresh salt and its commitment. `Ok(true)`: verified (exit
 /// 0); `Ok(false)`: a check failed (exit 1); `Err`: bad or unreadable input
 /// (exit 2).
 pub fn run(a: &ReplayArgs) -> Result<bool, String> {
@@ -119,36 +120,48 @@ pub fn run(a: &ReplayArgs) -> Result<bool, String> {
         a.threads,
     );
     let seconds = start.elapsed().as_secs_f64();
+    if let Err(failure) = &verified
+        && failure.check.is_none()
+    {
+        // No check ran: the call itself was wrong (bad input, not a rejection).
+        return Err(format!("verify: {}", failure.error));
+    }
+    // The witness states what it found, whatever it was (docs/PROTOCOL.md
+    // section 19): the challenge, this process's environment, and the
+    // replayed value or the failed check; it commits to the statement with a
+    // fresh salt before anyone reveals.
+    let statement = pot::witness_statement(&verified, &spec, &run_id, a.step, a.challenge_id, a.mode, a.threads)
+        .map_err(|e| format!("witness statement: {e}"))?;
+    let salt = pot::witness::salt().map_err(|e| format!("salt: {e}"))?;
+    let witness =
+        pot::witness::commitment(&statement, &salt, &a.identity).map_err(|e| format!("witness commitment: {e}"))?;
     let verification = match verified {
         Ok(v) => v,
         Err(failure) => {
-            // No check ran: the call itself was wrong (bad input, not a rejection).
-            let Some(check) = failure.check else { return Err(format!("verify: {}", failure.error)) };
+            let check = failure.check.map_or("", |c| c.name());
             let message = failure.error.message();
             if a.json {
                 println!(
-                    "{{\"valid\":false,\"check\":{},\"message\":{}}}",
-                    json_string(check.name()),
-                    json_string(message)
+                    "{{\"valid\":false,\"check\":{},\"message\":{},\"statement\":{statement},\"salt\":\"{}\",\
+                     \"witness_commitment\":\"{witness}\"}}",
+                    json_string(check),
+                    json_string(message),
+                    hex(&salt),
                 );
             } else {
                 println!("step {}: FAIL at {check}: {message}", a.step);
+                println!("statement:          {statement}");
+                println!("witness commitment: {witness}");
             }
             return Ok(false);
         }
     };
     let replay = verification.replay.ok_or("verify_step verified the step without a replay")?;
-
-    // The witness: a fresh salt, and the commitment over (run id, step,
-    // replayed digest, bucket, salt, identity) to post before revealing.
-    let salt = pot::witness::salt().map_err(|e| format!("salt: {e}"))?;
-    let witness =
-        pot::witness::commitment(&run_id, a.step, &replay.post_state_digest, replay.norm_bucket, &salt, &a.identity)
-            .map_err(|e| format!("witness commitment: {e}"))?;
     if a.json {
         println!(
             "{{\"valid\":true,\"step\":{},\"check\":\"ok\",\"replayed_state\":\"{}\",\"norm_bucket\":{},\
-             \"loss\":{},\"salt\":\"{}\",\"witness_commitment\":\"{witness}\",\"seconds\":{}}}",
+             \"loss\":{},\"statement\":{statement},\"salt\":\"{}\",\"witness_commitment\":\"{witness}\",\
+             \"seconds\":{}}}",
             a.step,
             replay.post_state_digest,
             replay.norm_bucket,
@@ -160,6 +173,7 @@ pub fn run(a: &ReplayArgs) -> Result<bool, String> {
         println!("step {}: ok (replayed in {seconds:.3} s, loss {})", a.step, replay.loss);
         println!("replayed state:     {}", replay.post_state_digest);
         println!("norm bucket:        {}", replay.norm_bucket);
+        println!("statement:          {statement}");
         println!("salt:               {}", hex(&salt));
         println!("witness commitment: {witness}");
     }

@@ -80,6 +80,7 @@ pub use protocol::StepLeaf;
 pub use recorder::{Checkpoints, Recorder};
 pub use replay::{
     GradientTrace, Replay, ReplayResult, StepFailure, StepVerification, VerifyMode, program_digest_file, verify_step,
+    witness_statement,
 };
 pub use safetensors::{Safetensors, SafetensorsWriter, TensorView};
 pub use spec::{SeedPolicy, Spec};

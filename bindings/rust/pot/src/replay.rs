@@ -78,6 +78,25 @@ pub fn hardware_class() -> Result<&'static str> {
     unsafe { ffi::borrowed_str(s) }
 }
 
+/// The LibTorch version this libpot replays with
+/// (`pot_replay_framework_version`, e.g. `1.13.0`): the framework_version a
+/// witness states in its environment (docs/PROTOCOL.md 19).
+/// [`Unsupported`](crate::ErrorKind::Unsupported) without LibTorch.
+///
+/// ```
+/// match pot::replay::framework_version() {
+///     Ok(v) => assert!(v.split('.').count() >= 2),
+///     Err(e) => assert!(!pot::replay::available() && e.kind() == pot::ErrorKind::Unsupported),
+/// }
+/// ```
+pub fn framework_version() -> Result<&'static str> {
+    let mut s = ptr::null();
+    // SAFETY: `s` is a valid out-pointer; the call has no other preconditions.
+    call(|err| unsafe { sys::pot_replay_framework_version(&mut s, err) })?;
+    // SAFETY: static storage.
+    unsafe { ffi::borrowed_str(s) }
+}
+
 /// What a replayed step gives (`pot_replay_result`).
 ///
 /// ```
@@ -533,6 +552,54 @@ pub fn verify_step(
             None => no_check(error),
         }),
     }
+}
+
+/// The statement (JSON text) a committee member commits to after
+/// [`verify_step`] (`pot_witness_statement`, docs/PROTOCOL.md section 19):
+/// challenge `challenge_id` on step `step` of run `run_id` in `mode`; the
+/// environment this process replays in ([`framework_version`],
+/// `intra_op_threads` as passed to `verify_step`, 0 for the spec's, and
+/// [`hardware_class`]); and the finding of `outcome`: `replayed` with the
+/// replayed digest and bucket when the opening passed its checks and the
+/// replay ran, else `invalid_opening` naming the failed check. A member that
+/// received no opening states `{"kind": "unavailable", ...}` itself.
+///
+/// # Errors
+/// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) for a failure
+/// before any check ran; [`Unsupported`](crate::ErrorKind::Unsupported)
+/// without LibTorch.
+pub fn witness_statement(
+    outcome: &std::result::Result<StepVerification, StepFailure>,
+    spec: &Spec,
+    run_id: &Digest,
+    step: u64,
+    challenge_id: u64,
+    mode: VerifyMode,
+    intra_op_threads: u32,
+) -> Result<String> {
+    let (check, verification) = match outcome {
+        Ok(v) => (sys::pot_opening_check::POT_CHECK_OK, v),
+        Err(f) => (sys::pot_opening_check(f.check.map_or(0, |c| c.raw())), &f.verification),
+    };
+    let mut r = sys::pot_verify_result { check, ..Default::default() };
+    if let Some(replay) = verification.replay {
+        r.replayed = 1;
+        r.replayed_state_digest.bytes = replay.post_state_digest.0;
+        r.norm_bucket = replay.norm_bucket;
+    }
+    ffi::string_out(|out, err| unsafe {
+        sys::pot_witness_statement(
+            out,
+            &r,
+            spec.as_ptr(),
+            run_id.as_ptr(),
+            step,
+            challenge_id,
+            mode.to_sys(),
+            intra_op_threads,
+            err,
+        )
+    })
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use crate::digest::Digest;
 use crate::error::{Error, ErrorKind, Result};
-use crate::ffi::{self, call, digest_out, non_null};
+use crate::ffi::{self, call, cstring, digest_out, non_null};
 use crate::sys;
 use std::fmt;
 use std::ptr::{self, NonNull};
@@ -21,78 +21,61 @@ pub fn salt() -> Result<[u8; crate::WITNESS_SALT_SIZE]> {
     Ok(out)
 }
 
-/// The commitment a verifier posts before revealing: binds run, step,
-/// replayed state digest, bucket, salt (16..=64 bytes) and identity
-/// (1..=256 bytes).
+/// The commitment a committee member posts before revealing its statement
+/// (`pot_witness_commitment`, docs/PROTOCOL.md section 19):
+/// `statement_json` is the statement's JSON form (run_id, step,
+/// challenge_id, mode, environment, kind and the kind's keys;
+/// [`witness_statement`](crate::witness_statement) builds it after
+/// [`verify_step`](crate::verify_step)), bound with the salt (16..=64 bytes)
+/// and the member's identity (1..=256 bytes).
 ///
 /// # Errors
-/// [`InvalidArgument`](ErrorKind::InvalidArgument) for a salt or identity
-/// of a bad length.
+/// [`InvalidArgument`](ErrorKind::InvalidArgument) naming the key for a
+/// statement outside the rules, or for a salt or identity of a bad length;
+/// [`Malformed`](ErrorKind::Malformed) for text that is not JSON.
 ///
 /// ```
-/// let run = pot::Digest::new([1; 32]);
-/// let replayed = pot::Digest::new([2; 32]);
+/// let st = r#"{"run_id": "0101010101010101010101010101010101010101010101010101010101010101",
+///              "step": 7, "challenge_id": 2, "mode": "bitwise", "kind": "unavailable",
+///              "environment": {"framework_version": "1.13.0", "intra_op_threads": 1,
+///                              "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2"}}"#;
 /// let salt = pot::witness::salt()?;
-/// let c = pot::witness::commitment(&run, 7, &replayed, -80, &salt, b"verifier-1")?;
-/// pot::witness::verify_reveal(&c, &run, 7, &replayed, -80, &salt, b"verifier-1")?;
-/// assert!(pot::witness::commitment(&run, 7, &replayed, -80, &salt[..8], b"v").is_err());
+/// let c = pot::witness::commitment(st, &salt, b"verifier-1")?;
+/// pot::witness::verify_reveal(&c, st, &salt, b"verifier-1")?;
+/// assert!(pot::witness::commitment(st, &salt[..8], b"v").is_err());
 /// # Ok::<(), pot::Error>(())
 /// ```
-pub fn commitment(
-    run_id: &Digest,
-    step: u64,
-    replayed_state: &Digest,
-    bucket: i64,
-    salt: &[u8],
-    identity: &[u8],
-) -> Result<Digest> {
+pub fn commitment(statement_json: &str, salt: &[u8], identity: &[u8]) -> Result<Digest> {
+    let st = cstring(statement_json, "witness statement")?;
     digest_out(|out, err| unsafe {
-        sys::pot_witness_commitment(
-            out,
-            run_id.as_ptr(),
-            step,
-            replayed_state.as_ptr(),
-            bucket,
-            salt.as_ptr(),
-            salt.len(),
-            identity.as_ptr(),
-            identity.len(),
-            err,
-        )
+        sys::pot_witness_commitment(out, st.as_ptr(), salt.as_ptr(), salt.len(), identity.as_ptr(), identity.len(), err)
     })
 }
 
-/// Checks that a reveal opens `commitment`.
+/// Checks that a reveal (statement, salt, identity) opens `commitment`.
 ///
 /// # Errors
-/// [`ProofMismatch`](ErrorKind::ProofMismatch) when the value, the salt or
-/// the identity differ from those committed.
+/// [`ProofMismatch`](ErrorKind::ProofMismatch) when the statement (another
+/// challenge, environment or finding), the salt or the identity differ from
+/// those committed.
 ///
 /// ```
-/// let run = pot::Digest::new([1; 32]);
-/// let replayed = pot::Digest::new([2; 32]);
+/// let st = |cid: u64| format!(r#"{{"run_id": "{}", "step": 7, "challenge_id": {cid}, "mode": "norm_bucket",
+///     "kind": "replayed", "replayed_state": "{}", "bucket": 3,
+///     "environment": {{"framework_version": "1.13.1", "intra_op_threads": 4, "hardware_class": "cpu"}}}}"#,
+///     "01".repeat(32), "02".repeat(32));
 /// let salt = [9u8; 16];
-/// let c = pot::witness::commitment(&run, 7, &replayed, 3, &salt, b"alice")?;
-/// let err = pot::witness::verify_reveal(&c, &run, 7, &replayed, 4, &salt, b"alice").unwrap_err();
+/// let c = pot::witness::commitment(&st(2), &salt, b"alice")?;
+/// let err = pot::witness::verify_reveal(&c, &st(3), &salt, b"alice").unwrap_err();
 /// assert_eq!(err.kind(), pot::ErrorKind::ProofMismatch);
 /// # Ok::<(), pot::Error>(())
 /// ```
-pub fn verify_reveal(
-    commitment: &Digest,
-    run_id: &Digest,
-    step: u64,
-    replayed_state: &Digest,
-    bucket: i64,
-    salt: &[u8],
-    identity: &[u8],
-) -> Result<()> {
+pub fn verify_reveal(commitment: &Digest, statement_json: &str, salt: &[u8], identity: &[u8]) -> Result<()> {
+    let st = cstring(statement_json, "witness statement")?;
     call(|err| unsafe {
         sys::pot_witness_verify_reveal(
             commitment.as_ptr(),
-            run_id.as_ptr(),
-            step,
-            replayed_state.as_ptr(),
-            bucket,
+            st.as_ptr(),
             salt.as_ptr(),
             salt.len(),
             identity.as_ptr(),

@@ -122,8 +122,15 @@ fn protocol_arguments() {
         kind(pot::StepLeaf { run_id: run, step: 0, state_digest: run, loss: 0.0, update_norm: 0.0 }.encode()),
         ErrorKind::InvalidArgument
     );
-    assert_eq!(kind(pot::witness::commitment(&run, 1, &run, 0, &[0; 15], b"id")), ErrorKind::InvalidArgument);
-    assert_eq!(kind(pot::witness::commitment(&run, 1, &run, 0, &[0; 16], b"")), ErrorKind::InvalidArgument);
+    let st = format!(
+        r#"{{"run_id": "{run}", "step": 1, "challenge_id": 0, "mode": "bitwise", "kind": "unavailable",
+            "environment": {{"framework_version": "1.13", "intra_op_threads": 1, "hardware_class": "cpu"}}}}"#
+    );
+    assert_eq!(kind(pot::witness::commitment(&st, &[0; 15], b"id")), ErrorKind::InvalidArgument);
+    assert_eq!(kind(pot::witness::commitment(&st, &[0; 16], b"")), ErrorKind::InvalidArgument);
+    assert_eq!(kind(pot::witness::commitment("{\"run_id\":", &[0; 16], b"id")), ErrorKind::Malformed);
+    let v1 = format!(r#"{{"run_id": "{run}", "step": 1, "replayed_state": "{run}", "bucket": 0}}"#);
+    assert_eq!(kind(pot::witness::commitment(&v1, &[0; 16], b"id")), ErrorKind::InvalidArgument);
 }
 
 #[test]

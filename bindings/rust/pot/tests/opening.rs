@@ -177,8 +177,13 @@ fn witnesses_replay_and_decide() {
     for who in [&b"alice"[..], b"bob", b"carol"] {
         let replayed = if who == b"carol" { Digest::new([0xee; 32]) } else { opened };
         let salt = witness::salt().unwrap();
-        let c = witness::commitment(&run_id, t, &replayed, bucket, &salt, who).unwrap();
-        witness::verify_reveal(&c, &run_id, t, &replayed, bucket, &salt, who).unwrap();
+        let st = format!(
+            r#"{{"run_id": "{run_id}", "step": {t}, "challenge_id": 1, "mode": "bitwise", "kind": "replayed",
+                "replayed_state": "{replayed}", "bucket": {bucket}, "environment":
+                {{"framework_version": "1.13.0", "intra_op_threads": 1, "hardware_class": "cpu"}}}}"#
+        );
+        let c = witness::commitment(&st, &salt, who).unwrap();
+        witness::verify_reveal(&c, &st, &salt, who).unwrap();
         verdict.add_reveal(who, &replayed, bucket).unwrap();
     }
     let d = verdict.decide(&opened, None).unwrap();

@@ -240,9 +240,26 @@ fn recorder_and_checkpoints_serve_a_verifiable_opening() {
         .unwrap_err();
     assert_eq!((f.check, f.error.kind()), (Some(OpeningCheck::Spec), ErrorKind::ProofMismatch));
     // A wrong pre-state: the checks of verify_opening come first.
-    let f = verify_step(&commitment, &spec, &program, step, STEPS, &root, &m, &post, None, VerifyMode::Bitwise, 0)
-        .unwrap_err();
+    let outcome =
+        verify_step(&commitment, &spec, &program, step, STEPS, &root, &m, &post, None, VerifyMode::Bitwise, 0);
+    let f = outcome.clone().unwrap_err();
     assert_eq!((f.check, f.error.kind()), (Some(OpeningCheck::PreStateDigest), ErrorKind::ProofMismatch));
+    // What the member witnesses (docs/PROTOCOL.md 19): the failed check, in
+    // this process's environment (threads 0: the spec's).
+    let run_id = commitment.run_id().unwrap();
+    let st = witness_statement(&outcome, &spec, &run_id, step, 4, VerifyMode::Bitwise, 0).unwrap();
+    let j: Value = serde_json::from_str(&st).unwrap();
+    assert_eq!(
+        (j["kind"].as_str(), j["check"].as_str(), j["challenge_id"].as_u64()),
+        (Some("invalid_opening"), Some("pre_state_digest"), Some(4)),
+        "{st}"
+    );
+    assert_eq!(j["environment"]["framework_version"].as_str(), Some(replay::framework_version().unwrap()));
+    assert_eq!(j["environment"]["hardware_class"].as_str(), Some(replay::hardware_class().unwrap()));
+    assert_eq!(j["environment"]["intra_op_threads"].as_u64(), Some(1));
+    let salt = witness::salt().unwrap();
+    let c = witness::commitment(&st, &salt, b"rust").unwrap();
+    witness::verify_reveal(&c, &st, &salt, b"rust").unwrap();
     // The norm-bucket path needs the served S_t: refused before any check.
     let f = verify_step(&commitment, &spec, &program, step, STEPS, &root, &m, &pre, None, VerifyMode::NormBucket, 0)
         .unwrap_err();

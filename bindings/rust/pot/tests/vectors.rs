@@ -477,15 +477,17 @@ fn protocol_commitments_and_schedules() {
 fn protocol_witness_commitments() {
     let v = load("protocol.json");
     for w in arr(&v, "witness_commitments") {
-        let (run, step, replayed, bucket) =
-            (digest(w, "run_id"), u(w, "step"), digest(w, "replayed_state"), i(w, "bucket"));
+        let st = w["statement"].to_string();
         let (salt, identity) = (unhex(s(w, "salt")), unhex(s(w, "identity")));
-        let c = pot::witness::commitment(&run, step, &replayed, bucket, &salt, &identity).unwrap();
-        assert_eq!(c, digest(w, "commitment"));
-        pot::witness::verify_reveal(&c, &run, step, &replayed, bucket, &salt, &identity).unwrap();
-        let e = pot::witness::verify_reveal(&c, &run, step, &replayed, bucket + 1, &salt, &identity).unwrap_err();
+        let c = pot::witness::commitment(&st, &salt, &identity).unwrap();
+        assert_eq!(c, digest(w, "commitment"), "{}", s(w, "comment"));
+        pot::witness::verify_reveal(&c, &st, &salt, &identity).unwrap();
+        // The same statement on another challenge does not open it.
+        let mut other = w["statement"].clone();
+        other["challenge_id"] = (u(&w["statement"], "challenge_id") + 1).into();
+        let e = pot::witness::verify_reveal(&c, &other.to_string(), &salt, &identity).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::ProofMismatch);
-        let e = pot::witness::verify_reveal(&c, &run, step, &replayed, bucket, &salt, b"someone else").unwrap_err();
+        let e = pot::witness::verify_reveal(&c, &st, &salt, b"someone else").unwrap_err();
         assert_eq!(e.kind(), ErrorKind::ProofMismatch);
     }
 }
