@@ -5,7 +5,8 @@
 # Usage: run-tests.sh CPP_VERIFIER FIXTURE_DIR CASE
 #   bitwise                step 5 verifies bit for bit (S_4 re-derived from checkpoint 3)
 #   bucket                 step 5 verifies by norm bucket on 2 threads
-#   substituted_pre_state  S_3 served as S_4: rejected at pre_state_digest
+#   substituted_pre_state  S_3 served as S_4: rejected at pre_state_digest,
+#                          witnessed as invalid_opening
 #   corrupted_checkpoint   a byte of checkpoint 3 flipped: neither step 5
 #                          (re-derived from it) nor step 4 (S_3 is that file)
 #                          can be served
@@ -52,7 +53,8 @@ logged_state() { sed -n "s/.*\"state_digest\":\"\([0-9a-f]*\)\",\"step\":$1}.*/\
 case "$case" in
   bitwise)
     expect 0 --step 5 -- "derived/000000000004.safetensors (re-derived, 1 step(s) replayed)" "replayed state  $(logged_state 5)" \
-      "committed state $(logged_state 5)" "witness:  commitment " "verifier: step 5 OK (bitwise, 1 thread)"
+      "committed state $(logged_state 5)" "\"kind\":\"replayed\",\"mode\":\"bitwise\"" "          commitment " \
+      "verifier: step 5 OK (bitwise, 1 thread)"
     ;;
   bucket)
     expect 0 --step 5 --mode bucket --threads 2 --identity 7631 -- "(committed " "identity 7631" \
@@ -60,7 +62,7 @@ case "$case" in
     ;;
   substituted_pre_state)
     expect 1 --step 5 --pre-state "$fixture/run/states/000003.safetensors" -- "serves" \
-      "verifier: step 5 REJECTED at pre_state_digest"
+      "\"check\":\"pre_state_digest\"" "\"kind\":\"invalid_opening\"" "verifier: step 5 REJECTED at pre_state_digest"
     ;;
   corrupted_checkpoint)
     ck3="$work/ck/checkpoints/000000000003.safetensors"

@@ -771,12 +771,13 @@ Ledger Ledger::load(ByteView b) {
          kMaxLedgerStateBytes);
   // Canonical minimum sizes of the repeated elements (ledger.proto): a run
   // holds a run_id (34 bytes) and a commitment; a challenge a run_id; a
-  // witness commitment an identity and a digest; a reveal an identity, a
-  // digest and a salt of 16 bytes or more; a task its task_id and the task;
-  // a randomness entry its value.
+  // witness commitment an identity and a digest; a reveal an identity (3
+  // bytes or more), a salt of 16 bytes or more (18), a kind (2), a
+  // framework_version, intra_op_threads and hardware_class (3, 2, 3); a
+  // task its task_id and the task; a randomness entry its value.
   commit::check_min_sizes(b,
                           {{5, 34},
-                           {6, 34, {{9, 37}, {10, 55}, {13, 5}}},
+                           {6, 34, {{9, 37}, {10, 31}, {13, 5}}},
                            {7, 36},
                            {9, 34},
                            {10, 5}},

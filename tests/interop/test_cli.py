@@ -238,16 +238,27 @@ def test_losscheck_flags_and_json(tmp_path):
 def test_witness_commit_reveal_verdict(tmp_path):
     import independent as ind
     run_id, replayed = "11" * 32, "22" * 32
-    out = json.loads(run("witness", "commit", "--run-id", run_id, "--step", "4", "--replayed", replayed,
-                         "--bucket", "-80", "--identity", "616c696365", "--json").stdout)
+    statement = {"run_id": run_id, "step": 4, "challenge_id": 3, "mode": "norm_bucket",
+                 "environment": {"framework_version": "1.13.1", "intra_op_threads": 2,
+                                 "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2"},
+                 "kind": "replayed", "replayed_state": replayed, "bucket": -80}
+    (tmp_path / "st.json").write_text(json.dumps(statement))
+    out = json.loads(run("witness", "commit", str(tmp_path / "st.json"), "--identity", "616c696365", "--json").stdout)
     salt = bytes.fromhex(out["salt"])
     assert len(salt) == 32
-    assert out["commitment"] == ind.witness_commitment(bytes.fromhex(run_id), 4, bytes.fromhex(replayed), -80, salt,
-                                                       b"alice").hex()
-    args = ["witness", "reveal", "--commitment", out["commitment"], "--run-id", run_id, "--step", "4",
-            "--replayed", replayed, "--bucket", "-80", "--salt", out["salt"]]
+    assert out["commitment"] == ind.witness_commitment(statement, salt, b"alice").hex()
+    args = ["witness", "reveal", str(tmp_path / "st.json"), "--commitment", out["commitment"], "--salt", out["salt"]]
     assert run(*args, "--identity", "616c696365").returncode == 0
     assert run(*args, "--identity", "626f62").returncode == 1
+    # The same finding on another challenge does not open it.
+    (tmp_path / "other.json").write_text(json.dumps(dict(statement, challenge_id=4)))
+    assert run("witness", "reveal", str(tmp_path / "other.json"), "--commitment", out["commitment"], "--salt",
+               out["salt"], "--identity", "616c696365").returncode == 1
+    # A statement of protocol 1 (a bare value) is bad usage, naming the key.
+    (tmp_path / "v1.json").write_text(json.dumps({"run_id": run_id, "step": 4, "replayed_state": replayed,
+                                                  "bucket": -80}))
+    bad = run("witness", "commit", str(tmp_path / "v1.json"), "--identity", "616c696365")
+    assert bad.returncode == 2 and "missing key 'kind'" in bad.stderr, bad
     reveals = [{"identity": "01", "replayed_state": replayed, "bucket": -80},
                {"identity": "02", "replayed_state": replayed, "bucket": -79},
                {"identity": "03", "replayed_state": "33" * 32, "bucket": 12}]

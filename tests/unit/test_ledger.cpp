@@ -1127,6 +1127,28 @@ TEST(Ledger, AStatementOpensOnlyOnItsChallenge) {
   EXPECT_REFUSED(f.ledger, Status::kInvalidArgument, f.reveal("alice", ids[1], bad));
 }
 
+TEST(Ledger, TheSmallestRevealsRoundTrip) {
+  // An unavailable finding with the shortest environment fields and a
+  // 16-byte salt is a few dozen bytes: load's size floor must admit it.
+  Flow f;
+  f.seal();
+  const uint64_t cid = f.challenge();
+  f.open(cid);
+  witness::Finding small = unavailable_finding();
+  small.environment = {"1", 1, "c"};
+  const game::ChallengeInfo info = f.ledger.challenge_info(cid);
+  const Bytes salt(16, 7);
+  f.ledger.commit_witness(id("bob"), cid,
+                          witness::witness_commitment({info.run_id, info.step, cid, info.mode, small}, salt, id("bob")),
+                          f.now);
+  f.to_reveal_phase(cid);
+  f.ledger.reveal_witness_value(id("bob"), cid, small, salt, f.now);
+  f.to_final_phase(cid);
+  const game::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
+  EXPECT_EQ(v.misconfigured, std::vector<Bytes>{id("bob")});  // release "1" is not the spec's 1.13
+  expect_round_trip(f.ledger);
+}
+
 TEST(Ledger, AChallengeWithoutACommitteeIsInconclusive) {
   Flow f;
   f.verifiers.clear();
