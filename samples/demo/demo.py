@@ -174,39 +174,41 @@ class Miner:
         return path, pre, post
 
 
-def verify_all(args, miner, t, manifest, pre, post, timings):
-    """The three verifiers on one challenged step. Returns, per verifier,
-    (identity, replayed state hex, bucket, salt hex, commitment hex, check)."""
+def verify_all(args, miner, cid, mode, t, manifest, pre, post, timings):
+    """The three verifiers on challenge `cid` (step t, the task's `mode`).
+    Returns, per verifier, (identity, statement, salt hex, commitment hex,
+    check): each states what it found, in the environment it replayed in
+    (docs/PROTOCOL.md section 19), and commits to it."""
     out = []
+
+    def commit(ident, statement, check):
+        salt = pot.witness_salt()
+        out.append((ident, statement, salt.hex(), pot.witness_commitment(statement, salt, bytes.fromhex(ident)).hex(),
+                    check))
     common = ["--step", t, "--commitment", miner.commitment_path, "--spec", miner.spec_path, "--program",
-              miner.program, "--root", miner.root, "--size", STEPS, "--pre-state", pre]
+              miner.program, "--root", miner.root, "--size", STEPS, "--pre-state", pre, "--challenge-id", cid]
     # C++: the pot command-line tool, bitwise on the spec's thread count.
     rc, j, err, secs = run_cmd([args.pot, "verify", manifest, *common, "--json"])
     timings["C++"] += secs
-    check = j.get("check", "error")
-    if not j:
-        say(f"    C++ verifier failed: {err[:300]}")
-    if j.get("replayed"):
-        salt = pot.witness_salt()
-        commitment = pot.witness_commitment(bytes.fromhex(miner.run_id), t, bytes.fromhex(j["replayed_state"]),
-                                            j["norm_bucket"], salt, bytes.fromhex(VERIFIERS[0][2]))
-        out.append((VERIFIERS[0][2], j["replayed_state"], j["norm_bucket"], salt.hex(), commitment.hex(), check))
+    if j.get("statement"):
+        commit(VERIFIERS[0][2], j["statement"], j.get("check", "error"))
     else:
-        out.append((VERIFIERS[0][2], None, None, None, None, check))
+        say(f"    C++ verifier failed: {err[:300]}")
+        out.append((VERIFIERS[0][2], None, None, None, "error"))
     # Go: samples/go-verifier in replay mode.
     rc, j, err, secs = run_cmd([args.go_verifier, "-replay", "-manifest", manifest, "-step", t, "-commitment",
                                 miner.commitment_path, "-spec", miner.spec_path, "-program", miner.program, "-root",
                                 miner.root, "-size", STEPS, "-pre-state", pre, "-identity", VERIFIERS[1][2],
-                                "-json"])
+                                "-challenge-id", cid, "-json"])
     timings["Go"] += secs
-    if j.get("replayed_state"):
-        out.append((VERIFIERS[1][2], j["replayed_state"], j["norm_bucket"], j["salt"], j["witness_commitment"],
-                    j.get("check", "ok")))
+    if j.get("statement"):
+        out.append((VERIFIERS[1][2], j["statement"], j["salt"], j["witness_commitment"], j.get("check", "ok")))
     else:
-        out.append((VERIFIERS[1][2], None, None, None, None, j.get("check", "error")))
-        if not j:
-            say(f"    Go verifier failed: {err[:300]}")
-    # Python: another thread count than the spec, so the norm-bucket path.
+        say(f"    Go verifier failed: {err[:300]}")
+        out.append((VERIFIERS[1][2], None, None, None, "error"))
+    # Python: another thread count than the spec, so the norm-bucket path. In
+    # a bitwise challenge its environment (2 threads) cannot judge the step:
+    # it says so, and the ledger records it as misconfigured, not counted.
     start = time.perf_counter()
     try:
         r = pot.verify_step(miner.rec.commitment, miner.spec, miner.program, t, STEPS, bytes.fromhex(miner.root),
@@ -215,14 +217,12 @@ def verify_all(args, miner, t, manifest, pre, post, timings):
     except pot.Error as e:
         r, check = e.result, str(e.check) if e.check is not None else e.status
     timings["Python"] += time.perf_counter() - start
-    if r is not None and r.replayed:
-        salt = pot.witness_salt()
-        commitment = pot.witness_commitment(bytes.fromhex(miner.run_id), t, r.replayed_state_digest, r.norm_bucket,
-                                            salt, bytes.fromhex(VERIFIERS[2][2]))
-        out.append((VERIFIERS[2][2], r.replayed_state_digest.hex(), r.norm_bucket, salt.hex(), commitment.hex(),
-                    check))
+    if r is not None and check != "error":
+        challenge_mode = pot.VerifyMode.NORM_BUCKET if mode == "norm_bucket" else pot.VerifyMode.BITWISE
+        commit(VERIFIERS[2][2], pot.witness_statement(r, miner.spec, bytes.fromhex(miner.run_id), t, cid,
+                                                      challenge_mode, 2), check)
     else:
-        out.append((VERIFIERS[2][2], None, None, None, None, check))
+        out.append((VERIFIERS[2][2], None, None, None, check))
     return out
 
 
@@ -237,28 +237,32 @@ def challenge(args, chain, miner, timings):
     opened = []
     for cid, t in zip(res["challenge_ids"], res["steps"]):
         manifest, pre, post = miner.serve(cid, t)
-        witnesses = verify_all(args, miner, t, manifest, pre, post, timings)
-        for ident, replayed, bucket, salt, commitment, _ in witnesses:
+        witnesses = verify_all(args, miner, cid, mode, t, manifest, pre, post, timings)
+        for ident, _, _, commitment, _ in witnesses:
             if commitment:
                 chain.call("commit_witness", caller=ident, challenge_id=cid, commitment=commitment)
         opened.append((cid, t, witnesses))
     info = chain.call("challenge_info", challenge_id=res["challenge_ids"][0])
     chain.wait_until(info["commit_deadline"] + 1)
     for cid, t, witnesses in opened:
-        for ident, replayed, bucket, salt, commitment, _ in witnesses:
+        for ident, statement, salt, commitment, _ in witnesses:
             if commitment:
-                chain.call("reveal_witness_value", caller=ident, challenge_id=cid, replayed_state=replayed,
-                           bucket=bucket, salt=salt)
+                # The reveal carries the finding; the ledger knows the
+                # challenge the statement is bound to.
+                finding = {k: v for k, v in statement.items() if k not in ("run_id", "step", "challenge_id", "mode")}
+                chain.call("reveal_witness_value", caller=ident, challenge_id=cid, salt=salt, **finding)
     chain.wait_until(info["reveal_deadline"] + 1)
     records = []
     for cid, t, witnesses in opened:
         fin = chain.call("finalize_challenge", challenge_id=cid)
-        checks = [w[5] for w in witnesses]
+        checks = [w[4] for w in witnesses]
         failed = next((c for c in checks[:2] if c != "ok"), "ok")
         records.append({"step": t, "mode": mode, "verdict": fin["verdict"], "check": failed,
                         "reason": fin["reason"], "witness_checks": checks})
+        misconfigured = " (Python on 2 threads: misconfigured for a bitwise step, not counted)" \
+            if fin["misconfigured"] and len(records) == 1 else ""
         say(f"    step {t:3d} ({mode:11s}) C++: {checks[0]:15s} Go: {checks[1]:15s} Python on 2 threads: "
-            f"{checks[2]:15s} -> {fin['verdict'].upper()}")
+            f"{checks[2]:15s} -> {fin['verdict'].upper()}{misconfigured}")
     return records
 
 

@@ -3,6 +3,7 @@
 // they exit 3 with POT_E_UNSUPPORTED.
 #include <CLI/CLI.hpp>
 #include <cstring>
+#include <optional>
 
 #include "cli_util.h"
 
@@ -94,6 +95,7 @@ void add_replay_commands(CLI::App &app) {
   struct Verify {
     std::string manifest, commitment, spec, program, root, pre, post, mode = "bitwise";
     uint64_t step = 0, size = 0;
+    std::optional<uint64_t> challenge_id;
     uint32_t threads = 0;
     bool json = false;
   };
@@ -110,6 +112,8 @@ void add_replay_commands(CLI::App &app) {
   vf->add_option("--post-state", vo->post, "served S_t (required with --mode bucket)");
   vf->add_option("--mode", vo->mode, "bitwise or bucket")->check(CLI::IsMember({"bitwise", "bucket"}));
   vf->add_option("--threads", vo->threads, "intra-op threads (0 = the spec's; others only with --mode bucket)");
+  vf->add_option("--challenge-id", vo->challenge_id,
+                 "also print the witness statement on this ledger challenge (docs/PROTOCOL.md section 19)");
   vf->add_flag("--json", vo->json, "print JSON");
   vf->callback([vo] {
     const Commitment c = load_commitment(vo->commitment);
@@ -124,6 +128,20 @@ void add_replay_commands(CLI::App &app) {
         vo->threads, &err);
     if (s != POT_OK && r.check == POT_CHECK_OK) check(s, &err, "verify");  // misuse, not a failed check
     nlohmann::json j = verify_json(r);
+    if (vo->challenge_id) {
+      // What a committee member commits to: the challenge, this process's
+      // environment, and the replayed value or the failed check.
+      pot_error *werr = nullptr;
+      pot_digest run_id;
+      check(pot_commitment_run_id(&run_id, c.get(), &werr), &werr, "run id");
+      pot_bytes st{};
+      check(pot_witness_statement(&st, &r, spec.get(), &run_id, vo->step, *vo->challenge_id,
+                                  vo->mode == "bucket" ? POT_VERIFY_NORM_BUCKET : POT_VERIFY_BITWISE, vo->threads,
+                                  &werr),
+            &werr, "witness statement");
+      j["statement"] = nlohmann::json::parse(std::string(reinterpret_cast<const char *>(st.data), st.len));
+      pot_bytes_free(&st);
+    }
     if (s != POT_OK) {
       const std::string msg = pot_error_message(err);
       pot_error_free(err);
