@@ -997,6 +997,10 @@ typedef struct pot_replay_result {
   double update_norm;           /* section 13 over "param/" tensors */
   int64_t norm_bucket;          /* at the spec's resolution */
   pot_gradient_trace gradient;  /* what the step's gradient did */
+  /* State digest of the gradient the optimizer consumed (accumulated and
+   * clipped), its tensors named "grad/<parameter>" (docs/PROTOCOL.md
+   * 21.3): what a witness states and the miner never publishes. */
+  pot_digest gradient_digest;
 } pot_replay_result;
 
 /* Replays one step of run `run_id` (the commitment's run id; it may be
@@ -1042,6 +1046,7 @@ typedef struct pot_verify_result {
   double committed_update_norm;      /* from leaf t */
   int64_t committed_norm_bucket;     /* of committed_update_norm, at the spec's resolution */
   pot_gradient_trace gradient;       /* of the replay, when it ran */
+  pot_digest gradient_digest;        /* of the replay, when it ran: as pot_replay_result's */
 } pot_verify_result;
 
 /* Verifies a challenged step completely (docs/PROTOCOL.md section 21.5):
@@ -1073,8 +1078,8 @@ POT_API pot_status pot_verify_step(pot_verify_result *out, const pot_commitment 
  * on step `step` of run `run_id` in `mode`; the environment this process
  * replays in (pot_replay_framework_version, the intra-op threads passed to
  * pot_verify_step, 0 meaning the spec's, and pot_replay_hardware_class);
- * and the finding: kind "replayed" with the replayed digest and bucket when
- * the opening passed its checks and the replay ran (the check is
+ * and the finding: kind "replayed" with the replayed digest, bucket and
+ * gradient digest when the opening passed its checks and the replay ran (the check is
  * POT_CHECK_OK, or POT_CHECK_REPLAYED_STATE / POT_CHECK_REPLAYED_BUCKET:
  * the value says how it differs), else "invalid_opening" naming
  * result->check. A member that received no opening states "unavailable"

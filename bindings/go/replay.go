@@ -190,6 +190,10 @@ type ReplayResult struct {
 	UpdateNorm      float64       // L2 norm of S_t - S_{t-1} over the "param/" tensors (section 13)
 	NormBucket      int64         // the update norm's bucket at the spec's resolution
 	Gradient        GradientTrace // what the step's gradient did (check 27)
+	// GradientDigest is the state digest of the gradient the optimizer
+	// consumed, tensors named "grad/<parameter>" (PROTOCOL.md section 19):
+	// what a witness states and only a replay gives.
+	GradientDigest Digest
 }
 
 // GradientTrace is what a replayed step's gradient did (pot_gradient_trace,
@@ -226,6 +230,7 @@ func replayResult(r *C.pot_replay_result) ReplayResult {
 		UpdateNorm:      float64(r.update_norm),
 		NormBucket:      int64(r.norm_bucket),
 		Gradient:        gradientTrace(&r.gradient),
+		GradientDigest:  *(*Digest)(unsafe.Pointer(&r.gradient_digest)),
 	}
 }
 
@@ -401,6 +406,7 @@ func VerifyStep(commitment *Commitment, spec *Spec, programPath string, challeng
 			UpdateNorm:      float64(out.update_norm),
 			NormBucket:      int64(out.norm_bucket),
 			Gradient:        gradientTrace(&out.gradient),
+			GradientDigest:  *(*Digest)(unsafe.Pointer(&out.gradient_digest)),
 		}
 	}
 	return res, toError(st, cerr)
@@ -411,9 +417,9 @@ func VerifyStep(commitment *Commitment, spec *Spec, programPath string, challeng
 // 19): challenge challengeID on step `step` of run runID in mode; the
 // environment this process replays in (FrameworkVersion, intraOpThreads as
 // passed to VerifyStep, 0 for the spec's, and HardwareClass); and the
-// finding: "replayed" with the replayed digest and bucket when the opening
-// passed its checks and the replay ran, else "invalid_opening" naming
-// res.Check. A member that received no opening states
+// finding: "replayed" with the replayed digest, bucket and gradient digest
+// when the opening passed its checks and the replay ran, else
+// "invalid_opening" naming res.Check. A member that received no opening states
 // {"kind": "unavailable", ...} itself. StatusUnsupported without LibTorch.
 func WitnessStatement(res VerifyResult, spec *Spec, runID Digest, step, challengeID uint64, mode VerifyMode,
 	intraOpThreads uint32) (string, error) {
@@ -431,6 +437,7 @@ func WitnessStatement(res VerifyResult, spec *Spec, runID Digest, step, challeng
 		in.replayed = 1
 		in.replayed_state_digest = *cDigest(res.Replay.PostStateDigest)
 		in.norm_bucket = C.int64_t(res.Replay.NormBucket)
+		in.gradient_digest = *cDigest(res.Replay.GradientDigest)
 	}
 	var out C.pot_bytes
 	var cerr *C.pot_error

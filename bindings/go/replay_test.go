@@ -666,6 +666,13 @@ func TestReplayEndToEnd(t *testing.T) {
 	if got.PostStateDigest != want {
 		t.Fatalf("Replay.Step: state %s, want %s (the digest of states/000005.safetensors)", got.PostStateDigest, want)
 	}
+	// The step's gradient, which a witness states: set, and the same on a
+	// second replay of the step (bitwise, one environment).
+	again, err := r.Step(&runID, f.statePath(step-1), entry, batch, "")
+	check(t, err)
+	if got.GradientDigest == (pot.Digest{}) || again.GradientDigest != got.GradientDigest {
+		t.Fatalf("Replay.Step: gradient digests %s and %s", got.GradientDigest, again.GradientDigest)
+	}
 	if d, err := pot.SafetensorsDigestFile(out, 0); err != nil || d != want {
 		t.Fatalf("written S_5 digests to %s (%v)", d, err)
 	}

@@ -316,20 +316,22 @@ static PyObject *pot_py_gradient_trace(const pot_gradient_trace *g) {
 }
 
 static PyObject *pot_py_replay_result(const pot_replay_result *r) {
-  return Py_BuildValue("{s:N,s:d,s:d,s:L,s:N}", "post_state_digest", pot_py_digest(&r->post_state_digest),
+  return Py_BuildValue("{s:N,s:d,s:d,s:L,s:N,s:N}", "post_state_digest", pot_py_digest(&r->post_state_digest),
                        "loss", r->loss, "update_norm", r->update_norm, "norm_bucket",
-                       (long long)r->norm_bucket, "gradient", pot_py_gradient_trace(&r->gradient));
+                       (long long)r->norm_bucket, "gradient", pot_py_gradient_trace(&r->gradient),
+                       "gradient_digest", pot_py_digest(&r->gradient_digest));
 }
 
 static PyObject *pot_py_verify_result(const pot_verify_result *r) {
-  return Py_BuildValue("{s:I,s:N,s:N,s:d,s:d,s:L,s:N,s:d,s:d,s:L,s:N}", "check", (unsigned)r->check,
+  return Py_BuildValue("{s:I,s:N,s:N,s:d,s:d,s:L,s:N,s:d,s:d,s:L,s:N,s:N}", "check", (unsigned)r->check,
                        "replayed", PyBool_FromLong(r->replayed), "replayed_state_digest",
                        pot_py_digest(&r->replayed_state_digest), "loss", r->loss, "update_norm",
                        r->update_norm, "norm_bucket", (long long)r->norm_bucket,
                        "committed_state_digest", pot_py_digest(&r->committed_state_digest),
                        "committed_loss", r->committed_loss, "committed_update_norm",
                        r->committed_update_norm, "committed_norm_bucket", (long long)r->committed_norm_bucket,
-                       "gradient", pot_py_gradient_trace(&r->gradient));
+                       "gradient", pot_py_gradient_trace(&r->gradient), "gradient_digest",
+                       pot_py_digest(&r->gradient_digest));
 }
 %}
 
@@ -694,13 +696,15 @@ POT_SCALAR_OUT(pot_loss_flag_kind, PyLong_FromUnsignedLong((unsigned long)*$1))
 }
 
 /* pot_witness_statement reads a verification's check, replayed flag,
- * replayed digest and bucket: a tuple (check, replayed, digest, bucket). */
+ * replayed digest, bucket and gradient digest: a tuple (check, replayed,
+ * digest, bucket, gradient digest). */
 %typemap(in) const pot_verify_result *result (pot_verify_result temp) {
-  PyObject *check_o = NULL, *replayed_o = NULL, *digest_o = NULL, *bucket_o = NULL;
+  PyObject *check_o = NULL, *replayed_o = NULL, *digest_o = NULL, *bucket_o = NULL, *gradient_o = NULL;
   const pot_digest *dp = NULL;
   memset(&temp, 0, sizeof temp);
-  if (!PyArg_ParseTuple($input, "OOOO;result: a tuple (check, replayed, replayed_state_digest, norm_bucket)",
-                        &check_o, &replayed_o, &digest_o, &bucket_o))
+  if (!PyArg_ParseTuple($input,
+                        "OOOOO;result: a tuple (check, replayed, replayed_state_digest, norm_bucket, gradient_digest)",
+                        &check_o, &replayed_o, &digest_o, &bucket_o, &gradient_o))
     SWIG_fail;
   temp.check = (pot_opening_check)PyLong_AsLong(check_o);
   if (PyErr_Occurred()) SWIG_fail;
@@ -709,6 +713,7 @@ POT_SCALAR_OUT(pot_loss_flag_kind, PyLong_FromUnsignedLong((unsigned long)*$1))
   if (pot_py_getdigest(digest_o, &temp.replayed_state_digest, &dp) < 0) SWIG_fail;
   temp.norm_bucket = (int64_t)PyLong_AsLongLong(bucket_o);
   if (PyErr_Occurred()) SWIG_fail;
+  if (pot_py_getdigest(gradient_o, &temp.gradient_digest, &dp) < 0) SWIG_fail;
   $1 = &temp;
 }
 %typemap(argout) const pot_verify_result *result "(void)0; /* an input */"

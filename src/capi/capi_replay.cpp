@@ -184,6 +184,7 @@ pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, const pot
     res.update_norm = r.update_norm;
     res.norm_bucket = r.norm_bucket;
     res.gradient = trace_of(r.gradient, entry.step);
+    from_digest(&res.gradient_digest, r.gradient_digest);
     *out = res;
 #else
     (void)post_state_path;
@@ -232,7 +233,10 @@ pot_status pot_verify_step(pot_verify_result *out, const pot_commitment *commitm
     res.committed_loss = r.committed_loss;
     res.committed_update_norm = r.committed_update_norm;
     res.committed_norm_bucket = r.committed_norm_bucket;
-    if (r.replayed) res.gradient = trace_of(r.gradient, challenged_step);
+    if (r.replayed) {
+      res.gradient = trace_of(r.gradient, challenged_step);
+      from_digest(&res.gradient_digest, r.gradient_digest);
+    }
     failed = r.status;
     message = r.message;
 #else
@@ -270,7 +274,8 @@ pot_status pot_witness_statement(pot_bytes *out, const pot_verify_result *result
     st.challenge_id = challenge_id;
     st.mode = static_cast<witness::Mode>(m);
     st.finding = witness::finding_of(static_cast<commit::OpeningCheck>(check), result->replayed != 0,
-                                     to_digest(&result->replayed_state_digest, "result"), result->norm_bucket, env);
+                                     to_digest(&result->replayed_state_digest, "result"), result->norm_bucket,
+                                     to_digest(&result->gradient_digest, "result"), env);
     st.validate();
     to_text(out, st.to_json().dump());
 #else

@@ -465,11 +465,11 @@ std::optional<std::string> Ledger::misconfigured(const Challenge &c, const Revea
 }
 
 ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
-  if (!c.opening) return {Verdict::kFail, "no opening within the opening window", 0, 0, {}, {}, {}};
+  if (!c.opening) return {Verdict::kFail, "no opening within the opening window", 0, 0, {}, {}, {}, {}};
   uint64_t committee_stake = 0;  // fits: the registry's stakes sum below 2^64
   for (const auto &[identity, stake] : c.committee) committee_stake += stake;
   if (committee_stake == 0)
-    return {Verdict::kInconclusive, "no committee: no verifier was registered before the draw", 0, 0, {}, {}, {}};
+    return {Verdict::kInconclusive, "no committee: no verifier was registered before the draw", 0, 0, {}, {}, {}, {}};
   // Each counted reveal (an environment that can judge the step) either
   // agrees with the opened step (a replayed value equal to its state
   // digest; in norm-bucket mode a bucket adjacent to the committed one), or
@@ -478,11 +478,29 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
   const std::optional<int64_t> committed = committed_bucket(c);
   auto counted = [&](const Reveal &r) { return !misconfigured(c, r); };
   auto replayed = [&](const Reveal &r) { return r.finding.kind == Kind::kReplayed; };
-  auto agrees = [&](const Reveal &r) {
+  auto matches = [&](const Reveal &r) {
     if (!counted(r) || !replayed(r)) return false;
     return c.mode == Mode::kBitwise ? r.finding.replayed_state == c.opening->state_digest
                                     : witness::buckets_match(*committed, r.finding.bucket);
   };
+  // Bitwise, a replay also gives the step's gradient, which the miner never
+  // publishes: members stating the opened state agree only with the
+  // gradient most of their stake replayed. The others stated a value they
+  // could copy without replaying (attack 5): recorded, not counted. Across
+  // architectures gradients differ in their bits, so norm-bucket mode
+  // cannot tell (docs/ledger.md section 2.9).
+  std::optional<Digest> replayed_gradient;
+  if (c.mode == Mode::kBitwise) {
+    std::map<Digest, uint64_t> gradients;  // gradient digest -> stake
+    for (const auto &[identity, r] : c.reveals)
+      if (matches(r)) gradients[r.finding.gradient_digest] += c.committee.at(identity);
+    for (const auto &[g, stake] : gradients)
+      if (!replayed_gradient || stake > gradients.at(*replayed_gradient)) replayed_gradient = g;
+  }
+  auto unreplayed = [&](const Reveal &r) {
+    return matches(r) && replayed_gradient && r.finding.gradient_digest != *replayed_gradient;
+  };
+  auto agrees = [&](const Reveal &r) { return matches(r) && !unreplayed(r); };
   // What a replayed value is compared by: its digest, or its bucket.
   using Value = std::pair<Digest, int64_t>;
   auto value_of = [&](const Reveal &r) {
@@ -493,7 +511,7 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
   std::map<Value, std::pair<uint64_t, uint64_t>> other;  // value -> (stake, count)
   for (const auto &[identity, r] : c.reveals) {
     const uint64_t stake = c.committee.at(identity);
-    if (!counted(r)) {
+    if (!counted(r) || unreplayed(r)) {
       excluded_stake += stake;
     } else if (agrees(r)) {
       agree_stake += stake;
@@ -521,7 +539,8 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
   const char *reference = c.mode == Mode::kBitwise ? "the opened state digest" : "the committed bucket";
   // Who answers for the outcome: members outside the deciding group (when
   // one decides), members that never revealed, members whose environment
-  // could not judge the step.
+  // could not judge the step, members that stated the opened state with a
+  // gradient the others did not replay.
   auto account = [&](ChallengeVerdict v, const std::function<bool(const Reveal &)> &deciding) {
     for (const auto &[identity, stake] : c.committee) {
       auto r = c.reveals.find(identity);
@@ -529,6 +548,8 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
         v.silent.push_back(identity);
       else if (!counted(r->second))
         v.misconfigured.push_back(identity);
+      else if (unreplayed(r->second))
+        v.unreplayed.push_back(identity);
       else if (deciding && !deciding(r->second))
         v.minority.push_back(identity);
     }
@@ -539,7 +560,7 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
     return account({Verdict::kPass,
                     fmt::format("members holding {} of the committee's stake {} agree with {}", agree_stake,
                                 committee_stake, reference),
-                    agree_count, agree_stake, {}, {}, {}},
+                    agree_count, agree_stake, {}, {}, {}, {}},
                    agrees);
   // The miner chooses whom it serves an opening: members it served a forged
   // step replay another value than the opened one, the others were served
@@ -560,17 +581,18 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
     return account({Verdict::kFail,
                     fmt::format("members holding {} of the committee's stake {} blame the miner: {}", blame_stake,
                                 committee_stake, what),
-                    blame_count, blame_stake, {}, {}, {}},
-                   [&](const Reveal &r) { return counted(r) && !agrees(r); });
+                    blame_count, blame_stake, {}, {}, {}, {}},
+                   [&](const Reveal &r) { return counted(r) && !agrees(r) && !unreplayed(r); });
   }
   const bool agree_larger = agree_stake >= blame_stake;
   return account({Verdict::kInconclusive,
                   fmt::format("no side holds a majority of the committee's stake {}: {} agree with {}, {} blame the "
-                              "miner ({} replayed other values, {} served no valid opening), {} misconfigured, {} "
-                              "unrevealed",
+                              "miner ({} replayed other values, {} served no valid opening), {} misconfigured or "
+                              "unreplayed, {} unrevealed",
                               committee_stake, agree_stake, reference, blame_stake, other_stake, unserved_stake,
                               excluded_stake, committee_stake - agree_stake - blame_stake - excluded_stake),
-                  agree_larger ? agree_count : blame_count, agree_larger ? agree_stake : blame_stake, {}, {}, {}},
+                  agree_larger ? agree_count : blame_count, agree_larger ? agree_stake : blame_stake, {}, {}, {},
+                  {}},
                  nullptr);
 }
 
@@ -725,6 +747,7 @@ Bytes Ledger::save() const {
       if (f.kind == Kind::kReplayed) {
         put(w->mutable_replayed_state(), f.replayed_state);
         w->set_bucket(f.bucket);
+        put(w->mutable_gradient_digest(), f.gradient_digest);
       } else if (f.kind == Kind::kInvalidOpening) {
         w->set_check(static_cast<uint32_t>(f.check));
       }
@@ -971,6 +994,7 @@ Ledger Ledger::load(ByteView b) {
       if (f.kind == Kind::kReplayed) {
         f.replayed_state = digest_field(w.replayed_state(), where + ": replayed_state");
         f.bucket = w.bucket();
+        f.gradient_digest = digest_field(w.gradient_digest(), where + ": gradient_digest");
       }
       if (f.kind == Kind::kInvalidOpening) f.check = static_cast<commit::OpeningCheck>(w.check());
       f.environment = {w.framework_version(), w.intra_op_threads(), w.hardware_class()};
@@ -1059,7 +1083,8 @@ nlohmann::json verdict_json(const ChallengeVerdict &v) {
           {"miner_slashable", v.verdict == Verdict::kFail},
           {"minority", hexes(v.minority)},
           {"silent", hexes(v.silent)},
-          {"misconfigured", hexes(v.misconfigured)}};
+          {"misconfigured", hexes(v.misconfigured)},
+          {"unreplayed", hexes(v.unreplayed)}};
 }
 
 }  // namespace

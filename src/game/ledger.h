@@ -92,6 +92,10 @@ struct ChallengeVerdict {
   // challenge's mode (witness::environment_mismatch): their statements are
   // not counted, whatever they say.
   std::vector<Bytes> misconfigured;
+  // Bitwise mode: members that stated the opened state with another
+  // gradient than the one most of the agreeing stake replayed: a value
+  // they could copy without replaying (attack 5). Not counted.
+  std::vector<Bytes> unreplayed;
 };
 
 // A committee member of a challenge, and what it did.

@@ -661,9 +661,18 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
 
   witness::GradientTrace trace;
   trace.learning_rate = lr;
+  hash::Digest gradient_digest;
   {
     at::NoGradGuard no_grad;
     if (spec.grad_clip_max_norm > 0) clip_grad_norm(params, spec.grad_clip_max_norm);
+    // The gradient the optimizer consumes (accumulated, clipped), as a
+    // state "grad/<name>" (docs/PROTOCOL.md 21.3): the value a witness
+    // states and the miner never publishes.
+    TensorMap grads;
+    for (const ParamState &p : params)
+      if (p.param.grad().defined())
+        grads.emplace(std::string(kGradPrefix) + p.name, p.param.grad().detach().clone().contiguous());
+    gradient_digest = state_digest(grads, options.hash_threads);
     for (ParamState &p : params) {
       if (!p.param.grad().defined()) continue;  // torch.optim skips parameters without a gradient
       traced_update(p, pre.at(std::string(kParamPrefix) + p.name), o, lr, trace);
@@ -672,6 +681,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
 
   StepResult r;
   r.gradient = trace;
+  r.gradient_digest = gradient_digest;
   for (ParamState &p : params) {
     r.post.emplace(std::string(kParamPrefix) + p.name, p.param.detach().clone().contiguous());
     for (auto &[k, t] : p.optim)

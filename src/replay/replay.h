@@ -30,6 +30,8 @@ namespace pot::replay {
 inline constexpr std::string_view kParamPrefix = hash::kLeafNormPrefix;
 inline constexpr std::string_view kBufferPrefix = "buffer/";
 inline constexpr std::string_view kOptimPrefix = "optim/";
+// The step's gradient, digested as a state of its own (never in S_t).
+inline constexpr std::string_view kGradPrefix = "grad/";
 inline constexpr std::string_view kLrName = "hparam/lr";
 inline constexpr std::string_view kRngName = "rng/cpu";
 
@@ -100,6 +102,10 @@ struct StepResult {
   double update_norm = 0;    // section 13, prefix "param/"
   int64_t norm_bucket = 0;   // at the spec's resolution
   witness::GradientTrace gradient;  // check 27's evidence
+  // State digest of the gradient the optimizer consumed (accumulated and
+  // clipped), named "grad/<parameter>": what only a replay gives
+  // (docs/PROTOCOL.md 19, 21.3).
+  hash::Digest gradient_digest;
 };
 
 struct StepOptions {

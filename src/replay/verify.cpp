@@ -130,6 +130,7 @@ VerifyResult verify_step(const VerifyInputs &in) {
   r.update_norm = s.update_norm;
   r.norm_bucket = s.norm_bucket;
   r.gradient = s.gradient;
+  r.gradient_digest = s.gradient_digest;
 
   if (in.mode == VerifyMode::kBitwise) {
     if (s.post_digest != o.post_state_digest)

@@ -29,6 +29,7 @@ struct VerifyResult {
   double committed_update_norm = 0;     // from leaf t (check 26 binds it to S_{t-1}, S_t)
   int64_t committed_norm_bucket = 0;    // of committed_update_norm
   witness::GradientTrace gradient;      // of the replay (check 27)
+  hash::Digest gradient_digest;         // of the replay: the step's gradient (PROTOCOL 19)
 };
 
 struct VerifyInputs {

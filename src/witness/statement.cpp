@@ -95,10 +95,12 @@ Finding Finding::from_json(const nlohmann::json &j, const std::string &where, st
   if (kind == "replayed") {
     other.push_back("replayed_state");
     other.push_back("bucket");
+    other.push_back("gradient_digest");
     f.only(other);
     out.kind = Kind::kReplayed;
     out.replayed_state = f.digest("replayed_state");
     out.bucket = f.i64("bucket");
+    out.gradient_digest = f.digest("gradient_digest");
   } else if (kind == "unavailable") {
     f.only(other);
     out.kind = Kind::kUnavailable;
@@ -127,19 +129,21 @@ void Finding::add_json(nlohmann::json &j) const {
   if (kind == Kind::kReplayed) {
     j["replayed_state"] = replayed_state.hex();
     j["bucket"] = bucket;
+    j["gradient_digest"] = gradient_digest.hex();
   } else if (kind == Kind::kInvalidOpening) {
     j["check"] = commit::opening_check_name(check);
   }
 }
 
 Finding finding_of(commit::OpeningCheck check, bool replayed, const hash::Digest &replayed_state, int64_t bucket,
-                   const Environment &environment) {
+                   const hash::Digest &gradient_digest, const Environment &environment) {
   Finding f;
   f.environment = environment;
   if (replayed && (check == commit::OpeningCheck::kOk || stated_by_value(check))) {
     f.kind = Kind::kReplayed;
     f.replayed_state = replayed_state;
     f.bucket = bucket;
+    f.gradient_digest = gradient_digest;
   } else if (check == commit::OpeningCheck::kOk) {
     fail(Status::kInvalidArgument, "witness statement: the verification passed no check and replayed nothing");
   } else {
@@ -196,6 +200,7 @@ hash::Digest witness_commitment(const Statement &s, ByteView salt, ByteView iden
   h.update_u8(static_cast<uint8_t>(f.kind));
   if (f.kind == Kind::kReplayed) {
     h.update(f.replayed_state.view()).update_u64le(static_cast<uint64_t>(f.bucket));
+    h.update(f.gradient_digest.view());
   } else if (f.kind == Kind::kInvalidOpening) {
     h.update_u32le(static_cast<uint32_t>(f.check));
   }

@@ -48,6 +48,9 @@ struct Finding {
   Kind kind = Kind::kReplayed;
   hash::Digest replayed_state;  // kReplayed: the replayed S_t's digest
   int64_t bucket = 0;           // kReplayed: the replayed update's norm bucket
+  // kReplayed: the digest of the step's gradient (docs/PROTOCOL.md 21.3),
+  // which only a replay gives: the miner never publishes it.
+  hash::Digest gradient_digest;
   commit::OpeningCheck check = commit::OpeningCheck::kOk;  // kInvalidOpening
   bool operator==(const Finding &) const = default;
 
@@ -57,8 +60,8 @@ struct Finding {
   // a check outside 1..27, or 21 or 23 (those are what a replayed value
   // says: state it instead).
   void validate() const;
-  // The keys "environment", "kind" and the kind's own ("replayed_state" and
-  // "bucket"; "check"; none) of `j`, which holds `other` keys besides;
+  // The keys "environment", "kind" and the kind's own ("replayed_state",
+  // "bucket" and "gradient_digest"; "check"; none) of `j`, which holds `other` keys besides;
   // kInvalidArgument naming the key for anything else or missing.
   static Finding from_json(const nlohmann::json &j, const std::string &where, std::vector<const char *> other);
   // Adds the finding's keys to `j`.
@@ -89,7 +92,7 @@ struct Statement {
 // value differing: checks 21 and 23), else the failed check. kInvalidArgument
 // for kOk without a replay (no verification ran).
 Finding finding_of(commit::OpeningCheck check, bool replayed, const hash::Digest &replayed_state, int64_t bucket,
-                   const Environment &environment);
+                   const hash::Digest &gradient_digest, const Environment &environment);
 
 const char *mode_name(Mode m) noexcept;     // "bitwise", "norm_bucket"
 const char *kind_name(Kind k) noexcept;     // "replayed", "unavailable", "invalid_opening"

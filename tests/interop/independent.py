@@ -524,6 +524,7 @@ def witness_commitment(statement: dict, salt: bytes, identity: bytes) -> bytes:
     body += struct.pack("<B", WITNESS_KINDS[kind])
     if kind == "replayed":
         body += bytes.fromhex(statement["replayed_state"]) + struct.pack("<q", statement["bucket"])
+        body += bytes.fromhex(statement["gradient_digest"])
     elif kind == "invalid_opening":
         check = OPENING_CHECKS[statement["check"]]
         assert check not in (21, 23), "a replayed value states these"

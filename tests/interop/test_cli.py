@@ -241,7 +241,7 @@ def test_witness_commit_reveal_verdict(tmp_path):
     statement = {"run_id": run_id, "step": 4, "challenge_id": 3, "mode": "norm_bucket",
                  "environment": {"framework_version": "1.13.1", "intra_op_threads": 2,
                                  "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2"},
-                 "kind": "replayed", "replayed_state": replayed, "bucket": -80}
+                 "kind": "replayed", "replayed_state": replayed, "bucket": -80, "gradient_digest": "33" * 32}
     (tmp_path / "st.json").write_text(json.dumps(statement))
     out = json.loads(run("witness", "commit", str(tmp_path / "st.json"), "--identity", "616c696365", "--json").stdout)
     salt = bytes.fromhex(out["salt"])

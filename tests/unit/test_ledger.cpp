@@ -453,7 +453,8 @@ TEST(Ledger, TieOrTooFewRevealsIsInconclusive) {
   EXPECT_TRUE(t.silent.empty());
   EXPECT_EQ(q.reason,
             "no side holds a majority of the committee's stake 40: 10 agree with the opened state digest, 0 blame "
-            "the miner (0 replayed other values, 0 served no valid opening), 0 misconfigured, 30 unrevealed");
+            "the miner (0 replayed other values, 0 served no valid opening), 0 misconfigured or unreplayed, 30 "
+            "unrevealed");
   EXPECT_FALSE(f.ledger.run_info(f.run_id).slashable);
   expect_round_trip(f.ledger);
 }
@@ -1086,6 +1087,68 @@ TEST(Ledger, AMisconfiguredMemberIsRecordedNotCounted) {
   // states the spec's environment and is wrong is provably wrong.)
 }
 
+TEST(Ledger, AWitnessThatDidNotReplayIsRecordedNotCounted) {
+  // Attack 5: the opened state digest is public once the step is opened, so
+  // a lazy member can state it without replaying. It cannot state the
+  // step's gradient, which the miner never publishes: bitwise, it stands
+  // apart from the members that replayed, and is recorded as unreplayed.
+  for (const bool forged : {false, true}) {
+    Flow f(forged);
+    f.seal();
+    const uint64_t cid = f.challenge();
+    const uint64_t step = f.step_of(cid);
+    f.open(cid);
+    witness::Finding honest = test::replayed_finding(Flow::honest_state(step));
+    honest.gradient_digest = d("the step's gradient");
+    witness::Finding lazy = test::replayed_finding(f.leaves[step - 1].state_digest);
+    lazy.gradient_digest = d("a guess");
+    f.commit("alice", cid, honest);
+    f.commit("bob", cid, honest);
+    f.commit("carol", cid, lazy);
+    f.to_reveal_phase(cid);
+    f.reveal("alice", cid, honest);
+    f.reveal("bob", cid, honest);
+    f.reveal("carol", cid, lazy);
+    f.to_final_phase(cid);
+    const game::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
+    if (!forged) {
+      EXPECT_EQ(v.verdict, Verdict::kPass);
+      EXPECT_EQ(v.cluster_stake, 2 * kStake);
+      EXPECT_EQ(v.unreplayed, std::vector<Bytes>{id("carol")});
+      EXPECT_TRUE(v.minority.empty());
+    } else {
+      // Against a forger the copied digest is simply wrong: carol is the
+      // minority of a FAIL.
+      EXPECT_EQ(v.verdict, Verdict::kFail);
+      EXPECT_TRUE(v.unreplayed.empty());
+      EXPECT_EQ(v.minority, std::vector<Bytes>{id("carol")});
+    }
+    expect_round_trip(f.ledger);
+  }
+  // Norm-bucket mode cannot tell: gradients differ in their bits across
+  // architectures, so every matching bucket counts.
+  Flow g(false, kConfig, 100, make_task(kNorm));
+  g.seal();
+  const uint64_t cid = g.challenge();
+  g.open(cid);
+  for (const char *w : {"alice", "bob", "carol"}) {
+    witness::Finding fd = test::replayed_finding(d(w), Flow::kCommittedBucket);
+    fd.gradient_digest = d(std::string(w) + "'s gradient");
+    g.commit(w, cid, fd);
+  }
+  g.to_reveal_phase(cid);
+  for (const char *w : {"alice", "bob", "carol"}) {
+    witness::Finding fd = test::replayed_finding(d(w), Flow::kCommittedBucket);
+    fd.gradient_digest = d(std::string(w) + "'s gradient");
+    g.reveal(w, cid, fd);
+  }
+  g.to_final_phase(cid);
+  const game::ChallengeVerdict v = g.ledger.finalize_challenge(cid, g.now);
+  EXPECT_EQ(v.verdict, Verdict::kPass);
+  EXPECT_EQ(v.cluster_size, 3u);
+  EXPECT_TRUE(v.unreplayed.empty());
+}
+
 TEST(Ledger, NormBucketModeCountsAnyThreadsAndHardware) {
   Flow f(false, kConfig, 100, make_task(kNorm));
   f.seal();
@@ -1564,6 +1627,7 @@ TEST(Ledger, JsonCallsMatchTheCppCalls) {
           {"kind", "replayed"},
           {"replayed_state", state.hex()},
           {"bucket", 0},
+          {"gradient_digest", Digest{}.hex()},
           {"environment", env_json()},
           {"salt", to_hex(salt_for(w))}});
   now += 10;
@@ -1626,6 +1690,7 @@ TEST(Ledger, JsonCallsAreReadStrictly) {
                                  {"kind", "replayed"},
                                  {"replayed_state", d("alice replay").hex()},
                                  {"bucket", INT64_MIN},
+                                 {"gradient_digest", Digest{}.hex()},
                                  {"environment", env_json()},
                                  {"salt", to_hex(salt_for("alice"))}};
   auto with = [&](const char *key, nlohmann::json value) {

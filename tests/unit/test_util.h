@@ -48,7 +48,8 @@ inline std::string replayed_statement_json(const std::string &run_id_hex, uint64
                           {"hardware_class", "cpu-x86_64/aten:avx2/onednn:avx2"}}},
                         {"kind", "replayed"},
                         {"replayed_state", replayed_hex},
-                        {"bucket", bucket}}
+                        {"bucket", bucket},
+                        {"gradient_digest", std::string(64, '0')}}
       .dump();
 }
 

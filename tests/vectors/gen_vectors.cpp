@@ -467,9 +467,10 @@ ordered_json generate_protocol() {
   }
   // Witness commitments (section 19): one statement of each kind, both modes.
   {
-    pot_digest run, replayed;
+    pot_digest run, replayed, gradient;
     ok(pot_sha256(&run, "run", 3, nullptr), nullptr, "sha");
     ok(pot_sha256(&replayed, "replayed", 8, nullptr), nullptr, "sha");
+    ok(pot_sha256(&gradient, "gradient", 8, nullptr), nullptr, "sha");
     const uint8_t salt[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     const json env = {{"framework_version", "1.13.0"},
                       {"intra_op_threads", 1},
@@ -481,6 +482,7 @@ ordered_json generate_protocol() {
       st["kind"] = "replayed";
       st["replayed_state"] = hex(replayed);
       st["bucket"] = bucket;
+      st["gradient_digest"] = hex(gradient);
       statements.emplace_back("replayed, bitwise", st);
     }
     {
@@ -492,6 +494,7 @@ ordered_json generate_protocol() {
       st["kind"] = "replayed";
       st["replayed_state"] = hex(replayed);
       st["bucket"] = INT64_MIN;
+      st["gradient_digest"] = hex(gradient);
       statements.emplace_back("replayed, norm bucket, another environment, the lowest bucket", st);
     }
     {

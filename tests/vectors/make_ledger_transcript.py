@@ -81,9 +81,9 @@ ENVIRONMENTS = [{"framework_version": "1.13.1", "intra_op_threads": 1, "hardware
                 {"framework_version": "1.13.1", "intra_op_threads": 2, "hardware_class": HARDWARE_CLASS}]
 FINDINGS = [
     {"environment": ENVIRONMENTS[0], "kind": "replayed", "replayed_state": digest(f"{COMMITTEE[0][0].decode()}'s replay"),
-     "bucket": -1199},
+     "bucket": -1199, "gradient_digest": digest(f"{COMMITTEE[0][0].decode()}'s gradient")},
     {"environment": ENVIRONMENTS[1], "kind": "replayed", "replayed_state": digest(f"{COMMITTEE[1][0].decode()}'s replay"),
-     "bucket": -1199},
+     "bucket": -1199, "gradient_digest": digest(f"{COMMITTEE[1][0].decode()}'s gradient")},
     {"environment": ENVIRONMENTS[2], "kind": "invalid_opening", "check": "sample_proof"},
 ]
 WITNESSES = [(who.hex(), finding, salt) for (who, _), finding, salt in

@@ -254,7 +254,8 @@ def test_witness_and_verdict():
     run, state = pot.sha256(b"run"), pot.sha256(b"state")
     statement = {"run_id": str(run), "step": 4, "challenge_id": 9, "mode": "norm_bucket",
                  "environment": {"framework_version": "1.13.0", "intra_op_threads": 2, "hardware_class": "cpu"},
-                 "kind": "replayed", "replayed_state": str(state), "bucket": -3}
+                 "kind": "replayed", "replayed_state": str(state), "bucket": -3,
+                 "gradient_digest": str(pot.sha256(b"gradient"))}
     c = pot.witness_commitment(statement, salt, b"verifier")
     pot.verify_witness_reveal(c, statement, salt, b"verifier")
     pot.verify_witness_reveal(c, json.dumps(statement), salt, b"verifier")  # the JSON text works too
@@ -265,7 +266,7 @@ def test_witness_and_verdict():
     with pytest.raises(pot.InvalidArgumentError, match="missing key 'kind'"):
         pot.witness_commitment({k: v for k, v in statement.items() if k != "kind"}, salt, b"verifier")
     with pytest.raises(pot.InvalidArgumentError, match="state kind 'replayed'"):
-        bare = {k: v for k, v in statement.items() if k not in ("replayed_state", "bucket")}
+        bare = {k: v for k, v in statement.items() if k not in ("replayed_state", "bucket", "gradient_digest")}
         pot.witness_commitment(dict(bare, kind="invalid_opening", check="replayed_state"), salt, b"verifier")
     with pot.Verdict(pot.WitnessMode.NORM_BUCKET, 2) as v:
         assert v.reason == "" and repr(v) == "<pot.Verdict norm_bucket, quorum 2>"

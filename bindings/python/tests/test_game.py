@@ -35,9 +35,11 @@ def spec_environment(chain) -> dict:
             "hardware_class": spec["hardware_class"]}
 
 
-def replayed(state: pot.Digest, bucket: int = 0) -> dict:
-    """The finding of a member whose replay gave `state`."""
-    return {"kind": "replayed", "replayed_state": state.hex(), "bucket": bucket}
+def replayed(state: pot.Digest, bucket: int = 0, grad: pot.Digest = None) -> dict:
+    """The finding of a member whose replay gave `state` (and the gradient
+    `grad`; by default the honest gradient of the step the state names)."""
+    return {"kind": "replayed", "replayed_state": state.hex(), "bucket": bucket,
+            "gradient_digest": (grad or d(f"gradient behind {state.hex()}")).hex()}
 
 
 UNAVAILABLE = {"kind": "unavailable"}
@@ -499,3 +501,29 @@ def test_a_statement_committed_for_one_challenge_opens_on_no_other():
     with pytest.raises(pot.ProofMismatchError, match="does not open"):
         chain.call("reveal_witness_value", caller=b"alice".hex(), challenge_id=c1, **replayed(honest_state(s0)),
                    environment=spec_environment(chain), salt=salt.hex())
+
+
+def test_attack_a_lazy_witness_copying_the_opened_digest_is_recorded_unreplayed():
+    """Attack 5: `opened_state` is public before witnesses commit, so a
+    witness could commit the right answer for an honest run without
+    replaying anything. A bitwise statement now also carries the digest of
+    the step's gradient, which only a replay gives (the miner never
+    publishes it, docs/PROTOCOL.md 19): the lazy members, guessing it, stand
+    apart from the ones that replayed, are recorded as `unreplayed` and are
+    not counted. Against a forger, a copied digest is simply wrong."""
+    for forged in (False, True):
+        chain = Chain({**HONEST, **COLLUDERS})
+        run, leaves, log = chain.run(MINER, forged=set(range(1, STEPS + 1)) if forged else set())
+        chain.block()
+        issued = chain.call("issue_challenge", run_id=run)
+        cid, step = issued["challenge_ids"][0], issued["steps"][0]
+        chain.open(MINER, cid, step, leaves, log)
+        opened = leaves[step - 1].state_digest
+        lazy = {w: replayed(opened, grad=d("a guessed gradient")) for w in COLLUDERS}
+        v = chain.judge(run, cid, step, {**{w: honest_state(step) for w in HONEST}, **lazy})
+        colluders = sorted(w.hex() for w in COLLUDERS)
+        if forged:
+            assert (v["verdict"], v["minority"], v["unreplayed"]) == ("fail", colluders, []), v
+        else:
+            assert (v["verdict"], v["cluster_stake"], v["minority"]) == ("pass", 60, []), v
+            assert v["unreplayed"] == colluders

@@ -99,14 +99,19 @@ def state_writer(model, lr):
     return w
 
 
-def eager_step(model, opt, batch):
-    """One step as section 21.3 says, one micro-batch."""
+def eager_step(model, opt, batch, grads=None):
+    """One step as section 21.3 says, one micro-batch. `grads`, a dict, gets
+    the gradient the optimizer consumes, as the state of docs/PROTOCOL.md 19
+    digests it: {"grad/<name>": (dtype, shape, bytes)}."""
     model.train()
     opt.zero_grad(set_to_none=True)
     xs = torch.stack([b[0] for b in batch])
     ys = torch.stack([b[1] for b in batch])
     loss = model(xs, ys) / 1
     loss.backward()
+    if grads is not None:
+        for name, p in model.named_parameters():
+            grads["grad/" + name] = ("F32", list(p.grad.shape), p.grad.detach().clone().numpy().tobytes())
     opt.step()
     return float(loss.item())
 
@@ -171,9 +176,14 @@ def test_replay_step_matches_eager_pytorch(tiny):
 
     torch.manual_seed(pot.seed(BASE_SEED, RUN, 1))
     opt = torch.optim.SGD(model.parameters(), lr=LR)
-    loss = eager_step(model, opt, [load_sample(b) for b in batch])
+    grads = {}
+    loss = eager_step(model, opt, [load_sample(b) for b in batch], grads)
     with state_writer(model, LR) as w:
         w.write(tiny["dir"] / "eager1.safetensors")
+    # The gradient digest a witness states is the digest of eager PyTorch's
+    # gradient, bit for bit (docs/PROTOCOL.md 19).
+    assert got.gradient_digest == pot.state_digest(grads)
+    assert got.gradient_digest != pot.state_digest({k: (d, s, bytes(len(b))) for k, (d, s, b) in grads.items()})
     want = pot.safetensors_digest_file(tiny["dir"] / "eager1.safetensors")
     assert got.post_state_digest == want == pot.safetensors_digest_file(tiny["dir"] / "s1.safetensors")
     assert struct.pack("<d", got.loss) == struct.pack("<d", loss)
@@ -284,7 +294,8 @@ def test_recorder_checkpoints_and_verify_step(tiny):
         res = pot.verify_step(commitment, spec, program, 2, 3, root, m, pre)
         assert res.ok and res.check is pot.OpeningCheck.OK and res.replayed
         assert res.replayed_state_digest == res.committed_state_digest == states[2]
-        assert res.replay == pot.ReplayResult(states[2], res.loss, res.update_norm, res.norm_bucket, res.gradient)
+        assert res.replay == pot.ReplayResult(states[2], res.loss, res.update_norm, res.norm_bucket, res.gradient,
+                                              res.gradient_digest)
         # Check 27's evidence: the honest step's gradient moved its parameters.
         g = res.gradient
         assert isinstance(g, pot.GradientTrace) and not g.ignored and g.learning_rate == spec.learning_rate(2)
@@ -301,7 +312,7 @@ def test_recorder_checkpoints_and_verify_step(tiny):
                       "environment": {"framework_version": pot.framework_version(), "intra_op_threads": 3,
                                       "hardware_class": pot.hardware_class()},
                       "kind": "replayed", "replayed_state": str(res.replayed_state_digest),
-                      "bucket": res.norm_bucket}
+                      "bucket": res.norm_bucket, "gradient_digest": str(res.gradient_digest)}
         assert pot.framework_version().startswith("1.13")
         salt = pot.witness_salt()
         pot.verify_witness_reveal(pot.witness_commitment(st, salt, b"w"), st, salt, b"w")

@@ -154,7 +154,8 @@ def main():
         "Buffer = Any  # an object with the buffer protocol, or a CPU torch tensor",
         "StrPath = Union[str, bytes, os.PathLike[str], os.PathLike[bytes]]",
         "Text = Union[str, bytes]",
-        "VerifyFinding = Tuple[int, bool, Buffer, int]  # (check, replayed, replayed_state_digest, norm_bucket)",
+        "VerifyFinding = Tuple[int, bool, Buffer, int, Buffer]"
+        "  # (check, replayed, replayed_state_digest, norm_bucket, gradient_digest)",
         "",
     ]
     for macro, value in re.findall(r"#define (POT_[A-Z_0-9]+) (.+)", code):

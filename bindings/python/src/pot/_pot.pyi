@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 Buffer = Any  # an object with the buffer protocol, or a CPU torch tensor
 StrPath = Union[str, bytes, os.PathLike[str], os.PathLike[bytes]]
 Text = Union[str, bytes]
-VerifyFinding = Tuple[int, bool, Buffer, int]  # (check, replayed, replayed_state_digest, norm_bucket)
+VerifyFinding = Tuple[int, bool, Buffer, int, Buffer]  # (check, replayed, replayed_state_digest, norm_bucket, gradient_digest)
 
 POT_VERSION_MAJOR: int
 POT_VERSION_MINOR: int

@@ -95,11 +95,14 @@ class ReplayResult(NamedTuple):
     update_norm: float
     norm_bucket: int
     gradient: GradientTrace
+    # State digest of the gradient the optimizer consumed, tensors named
+    # "grad/<parameter>" (docs/PROTOCOL.md 19): what only a replay gives.
+    gradient_digest: Digest
 
 
 def _replay_result(d: Dict[str, Any]) -> ReplayResult:
     return ReplayResult(_digest(d["post_state_digest"]), d["loss"], d["update_norm"], d["norm_bucket"],
-                        _gradient_trace(d["gradient"]))
+                        _gradient_trace(d["gradient"]), _digest(d["gradient_digest"]))
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,7 @@ class VerifyResult:
     committed_update_norm: float
     committed_norm_bucket: int
     gradient: GradientTrace  # of the replay, when it ran
+    gradient_digest: Digest  # of the replay, when it ran: the step's gradient (PROTOCOL 19)
 
     @property
     def ok(self) -> bool:
@@ -129,7 +133,8 @@ class VerifyResult:
         """The replay's result, when the replay ran."""
         if not self.replayed:
             return None
-        return ReplayResult(self.replayed_state_digest, self.loss, self.update_norm, self.norm_bucket, self.gradient)
+        return ReplayResult(self.replayed_state_digest, self.loss, self.update_norm, self.norm_bucket, self.gradient,
+                            self.gradient_digest)
 
 
 def _verify_result(d: Dict[str, Any]) -> VerifyResult:
@@ -139,7 +144,7 @@ def _verify_result(d: Dict[str, Any]) -> VerifyResult:
         update_norm=d["update_norm"], norm_bucket=d["norm_bucket"],
         committed_state_digest=_digest(d["committed_state_digest"]), committed_loss=d["committed_loss"],
         committed_update_norm=d["committed_update_norm"], committed_norm_bucket=d["committed_norm_bucket"],
-        gradient=_gradient_trace(d["gradient"]))
+        gradient=_gradient_trace(d["gradient"]), gradient_digest=_digest(d["gradient_digest"]))
 
 
 class Replay(Handle):

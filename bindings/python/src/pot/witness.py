@@ -58,8 +58,8 @@ def witness_statement(result: VerifyResult, spec: Spec, run_id: Buffer, step: in
     UnsupportedError without LibTorch."""
     with spec._read() as s:
         text = _pot.pot_witness_statement((int(result.check), result.replayed, result.replayed_state_digest,
-                                           result.norm_bucket), s, run_id, step, challenge_id, int(mode),
-                                          intra_op_threads)
+                                           result.norm_bucket, result.gradient_digest), s, run_id, step,
+                                          challenge_id, int(mode), intra_op_threads)
     return json.loads(text)
 
 

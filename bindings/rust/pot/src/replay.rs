@@ -106,6 +106,7 @@ pub fn framework_version() -> Result<&'static str> {
 ///     update_norm: 0.25,
 ///     norm_bucket: -32,
 ///     gradient: pot::GradientTrace::default(),
+///     gradient_digest: pot::Digest::default(),
 /// };
 /// assert_eq!(pot::protocol::norm_bucket(r.update_norm, 16)?, r.norm_bucket);
 /// # Ok::<(), pot::Error>(())
@@ -122,6 +123,10 @@ pub struct ReplayResult {
     pub norm_bucket: i64,
     /// What the step's gradient did (check 27).
     pub gradient: GradientTrace,
+    /// State digest of the gradient the optimizer consumed, tensors named
+    /// `grad/<parameter>` (docs/PROTOCOL.md 19): what a witness states and
+    /// only a replay gives.
+    pub gradient_digest: Digest,
 }
 
 impl ReplayResult {
@@ -132,6 +137,7 @@ impl ReplayResult {
             update_norm: r.update_norm,
             norm_bucket: r.norm_bucket,
             gradient: GradientTrace::from_sys(&r.gradient),
+            gradient_digest: Digest(r.gradient_digest.bytes),
         }
     }
 }
@@ -414,6 +420,7 @@ impl StepVerification {
                 update_norm: r.update_norm,
                 norm_bucket: r.norm_bucket,
                 gradient: GradientTrace::from_sys(&r.gradient),
+                gradient_digest: Digest(r.gradient_digest.bytes),
             }),
             committed_state_digest: Digest(r.committed_state_digest.bytes),
             committed_loss: r.committed_loss,
@@ -560,7 +567,7 @@ pub fn verify_step(
 /// environment this process replays in ([`framework_version`],
 /// `intra_op_threads` as passed to `verify_step`, 0 for the spec's, and
 /// [`hardware_class`]); and the finding of `outcome`: `replayed` with the
-/// replayed digest and bucket when the opening passed its checks and the
+/// replayed digest, bucket and gradient digest when the opening passed its checks and the
 /// replay ran, else `invalid_opening` naming the failed check. A member that
 /// received no opening states `{"kind": "unavailable", ...}` itself.
 ///
@@ -586,6 +593,7 @@ pub fn witness_statement(
         r.replayed = 1;
         r.replayed_state_digest.bytes = replay.post_state_digest.0;
         r.norm_bucket = replay.norm_bucket;
+        r.gradient_digest.bytes = replay.gradient_digest.0;
     }
     ffi::string_out(|out, err| unsafe {
         sys::pot_witness_statement(

@@ -61,9 +61,9 @@ pub fn commitment(statement_json: &str, salt: &[u8], identity: &[u8]) -> Result<
 ///
 /// ```
 /// let st = |cid: u64| format!(r#"{{"run_id": "{}", "step": 7, "challenge_id": {cid}, "mode": "norm_bucket",
-///     "kind": "replayed", "replayed_state": "{}", "bucket": 3,
+///     "kind": "replayed", "replayed_state": "{}", "bucket": 3, "gradient_digest": "{}",
 ///     "environment": {{"framework_version": "1.13.1", "intra_op_threads": 4, "hardware_class": "cpu"}}}}"#,
-///     "01".repeat(32), "02".repeat(32));
+///     "01".repeat(32), "02".repeat(32), "03".repeat(32));
 /// let salt = [9u8; 16];
 /// let c = pot::witness::commitment(&st(2), &salt, b"alice")?;
 /// let err = pot::witness::verify_reveal(&c, &st(3), &salt, b"alice").unwrap_err();

@@ -179,7 +179,7 @@ fn witnesses_replay_and_decide() {
         let salt = witness::salt().unwrap();
         let st = format!(
             r#"{{"run_id": "{run_id}", "step": {t}, "challenge_id": 1, "mode": "bitwise", "kind": "replayed",
-                "replayed_state": "{replayed}", "bucket": {bucket}, "environment":
+                "replayed_state": "{replayed}", "bucket": {bucket}, "gradient_digest": "{replayed}", "environment":
                 {{"framework_version": "1.13.0", "intra_op_threads": 1, "hardware_class": "cpu"}}}}"#
         );
         let c = witness::commitment(&st, &salt, who).unwrap();

@@ -428,6 +428,11 @@ fn end_to_end_replay_of_a_recorded_run() {
     let run_id = commitment.run_id().unwrap();
     let got = r.step(Some(&run_id), fx.state(STEP - 1), &entry, &batch, Some(&out)).unwrap();
     assert_eq!(got.post_state_digest, want, "the digest of states/000005.safetensors");
+    // The step's gradient, which a witness states: set, and the same on a
+    // second replay of the step (bitwise, one environment).
+    let again = r.step(Some(&run_id), fx.state(STEP - 1), &entry, &batch, None).unwrap();
+    assert_ne!(got.gradient_digest, Digest::default());
+    assert_eq!(again.gradient_digest, got.gradient_digest);
     assert_eq!(safetensors::digest_file(&out, 0).unwrap(), want);
     let bits = u64::from_str_radix(fx.meta["loss_bits"][(STEP - 1) as usize].as_str().unwrap(), 16).unwrap();
     assert_eq!(got.loss.to_bits(), bits);
