@@ -91,6 +91,8 @@ pot_status pot_replay_hardware_class(const char **out, pot_error **err) {
   });
 }
 
+// Static storage, like the hardware class above (the same shape: a
+// LibTorch-only string).
 pot_status pot_replay_framework_version(const char **out, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");

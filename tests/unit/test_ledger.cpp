@@ -194,6 +194,15 @@ struct Flow {
   }
   void to_reveal_phase(uint64_t cid) { now = ledger.challenge_info(cid).commit_deadline + 1; }
   void to_final_phase(uint64_t cid) { now = ledger.challenge_info(cid).reveal_deadline + 1; }
+  // Every listed member commits its finding, reveals it once the commit
+  // phase is over; then the challenge is finalized.
+  game::ChallengeVerdict judge(uint64_t cid, const std::vector<std::pair<std::string, witness::Finding>> &findings) {
+    for (const auto &[who, f] : findings) commit(who, cid, f);
+    to_reveal_phase(cid);
+    for (const auto &[who, f] : findings) reveal(who, cid, f);
+    to_final_phase(cid);
+    return ledger.finalize_challenge(cid, now);
+  }
 
   Ledger ledger;
   uint64_t now;
@@ -1069,13 +1078,8 @@ TEST(Ledger, AMisconfiguredMemberIsRecordedNotCounted) {
   f.open(cid);
   witness::Finding wrong = test::replayed_finding(d("2-thread replay"));
   wrong.environment.intra_op_threads = 2;
-  for (const char *w : {"m1", "m2", "m3"}) f.commit(w, cid, wrong);
-  f.commit("honest", cid, Flow::honest_state(step));
-  f.to_reveal_phase(cid);
-  for (const char *w : {"m1", "m2", "m3"}) f.reveal(w, cid, wrong);
-  f.reveal("honest", cid, Flow::honest_state(step));
-  f.to_final_phase(cid);
-  const game::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
+  const game::ChallengeVerdict v = f.judge(
+      cid, {{"m1", wrong}, {"m2", wrong}, {"m3", wrong}, {"honest", test::replayed_finding(Flow::honest_state(step))}});
   EXPECT_EQ(v.verdict, Verdict::kInconclusive);
   EXPECT_EQ(v.misconfigured, (std::vector<Bytes>{id("m1"), id("m2"), id("m3")}));
   EXPECT_TRUE(v.minority.empty());
@@ -1102,15 +1106,7 @@ TEST(Ledger, AWitnessThatDidNotReplayIsRecordedNotCounted) {
     honest.gradient_digest = d("the step's gradient");
     witness::Finding lazy = test::replayed_finding(f.leaves[step - 1].state_digest);
     lazy.gradient_digest = d("a guess");
-    f.commit("alice", cid, honest);
-    f.commit("bob", cid, honest);
-    f.commit("carol", cid, lazy);
-    f.to_reveal_phase(cid);
-    f.reveal("alice", cid, honest);
-    f.reveal("bob", cid, honest);
-    f.reveal("carol", cid, lazy);
-    f.to_final_phase(cid);
-    const game::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
+    const game::ChallengeVerdict v = f.judge(cid, {{"alice", honest}, {"bob", honest}, {"carol", lazy}});
     if (!forged) {
       EXPECT_EQ(v.verdict, Verdict::kPass);
       EXPECT_EQ(v.cluster_stake, 2 * kStake);
@@ -1131,19 +1127,13 @@ TEST(Ledger, AWitnessThatDidNotReplayIsRecordedNotCounted) {
   g.seal();
   const uint64_t cid = g.challenge();
   g.open(cid);
+  std::vector<std::pair<std::string, witness::Finding>> findings;
   for (const char *w : {"alice", "bob", "carol"}) {
     witness::Finding fd = test::replayed_finding(d(w), Flow::kCommittedBucket);
     fd.gradient_digest = d(std::string(w) + "'s gradient");
-    g.commit(w, cid, fd);
+    findings.emplace_back(w, fd);
   }
-  g.to_reveal_phase(cid);
-  for (const char *w : {"alice", "bob", "carol"}) {
-    witness::Finding fd = test::replayed_finding(d(w), Flow::kCommittedBucket);
-    fd.gradient_digest = d(std::string(w) + "'s gradient");
-    g.reveal(w, cid, fd);
-  }
-  g.to_final_phase(cid);
-  const game::ChallengeVerdict v = g.ledger.finalize_challenge(cid, g.now);
+  const game::ChallengeVerdict v = g.judge(cid, findings);
   EXPECT_EQ(v.verdict, Verdict::kPass);
   EXPECT_EQ(v.cluster_size, 3u);
   EXPECT_TRUE(v.unreplayed.empty());
@@ -1158,15 +1148,7 @@ TEST(Ledger, NormBucketModeCountsAnyThreadsAndHardware) {
   other.environment = {"1.13.1", 8, "cpu-aarch64/aten:default/onednn:any"};
   witness::Finding old_torch = test::replayed_finding(d("old replay"), Flow::kCommittedBucket);
   old_torch.environment.framework_version = "1.12.1";
-  f.commit("alice", cid, other);
-  f.commit("bob", cid, other);
-  f.commit("carol", cid, old_torch);
-  f.to_reveal_phase(cid);
-  f.reveal("alice", cid, other);
-  f.reveal("bob", cid, other);
-  f.reveal("carol", cid, old_torch);
-  f.to_final_phase(cid);
-  const game::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
+  const game::ChallengeVerdict v = f.judge(cid, {{"alice", other}, {"bob", other}, {"carol", old_torch}});
   EXPECT_EQ(v.verdict, Verdict::kPass);
   EXPECT_EQ(v.misconfigured, std::vector<Bytes>{id("carol")});  // another release replays other bits
   expect_round_trip(f.ledger);

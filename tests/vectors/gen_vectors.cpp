@@ -477,26 +477,24 @@ ordered_json generate_protocol() {
                       {"hardware_class", "cpu-x86_64/aten:avx2/onednn:avx2"}};
     const json base = {{"run_id", hex(run)}, {"step", 7}, {"challenge_id", 12}, {"mode", "bitwise"}, {"environment", env}};
     std::vector<std::pair<std::string, json>> statements;
-    for (int64_t bucket : {int64_t{-80}, int64_t{444}}) {
+    auto replayed_statement = [&](const char *mode, const json &environment, int64_t bucket) {
       json st = base;
+      st["mode"] = mode;
+      st["environment"] = environment;
       st["kind"] = "replayed";
       st["replayed_state"] = hex(replayed);
       st["bucket"] = bucket;
       st["gradient_digest"] = hex(gradient);
-      statements.emplace_back("replayed, bitwise", st);
-    }
-    {
-      json st = base;
-      st["mode"] = "norm_bucket";
-      st["environment"] = {{"framework_version", "1.13"},
-                           {"intra_op_threads", 2},
-                           {"hardware_class", "cpu-aarch64/aten:default/onednn:any"}};
-      st["kind"] = "replayed";
-      st["replayed_state"] = hex(replayed);
-      st["bucket"] = INT64_MIN;
-      st["gradient_digest"] = hex(gradient);
-      statements.emplace_back("replayed, norm bucket, another environment, the lowest bucket", st);
-    }
+      return st;
+    };
+    for (int64_t bucket : {int64_t{-80}, int64_t{444}})
+      statements.emplace_back("replayed, bitwise", replayed_statement("bitwise", env, bucket));
+    statements.emplace_back("replayed, norm bucket, another environment, the lowest bucket",
+                            replayed_statement("norm_bucket",
+                                               {{"framework_version", "1.13"},
+                                                {"intra_op_threads", 2},
+                                                {"hardware_class", "cpu-aarch64/aten:default/onednn:any"}},
+                                               INT64_MIN));
     {
       json st = base;
       st["kind"] = "unavailable";

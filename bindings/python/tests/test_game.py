@@ -108,6 +108,17 @@ class Chain:
                   consistency_proof="")
         return run, leaves, log
 
+    def first_challenge(self, miner: bytes, forged=()):
+        """Seals a run (forging the listed steps), draws its challenges in
+        the next block and opens the first. Returns (run id, challenge id,
+        step, the leaves)."""
+        run, leaves, log = self.run(miner, forged)
+        self.block()
+        issued = self.call("issue_challenge", run_id=run)
+        cid, step = issued["challenge_ids"][0], issued["steps"][0]
+        self.open(miner, cid, step, leaves, log)
+        return run, cid, step, leaves
+
     def open(self, miner: bytes, cid: int, step: int, leaves, log):
         self.call("submit_opening", caller=miner.hex(), challenge_id=cid, manifest_digest=d("manifest").hex(),
                   step_leaf=leaves[step - 1].encode().hex(), leaf_proof=log.inclusion_proof(step - 1, STEPS).hex())
@@ -335,11 +346,7 @@ def test_attack_random_digests_cannot_fail_an_honest_step():
     on the committee, they hold a minority of its stake: PASS."""
     for agreed in (False, True):
         chain = Chain({**HONEST, **COLLUDERS})
-        run, leaves, log = chain.run(MINER)
-        chain.block()
-        issued = chain.call("issue_challenge", run_id=run)
-        cid, step = issued["challenge_ids"][0], issued["steps"][0]
-        chain.open(MINER, cid, step, leaves, log)
+        run, cid, step, leaves = chain.first_challenge(MINER)
         lies = {w: d("agreed lie") if agreed else d(f"random {w!r}") for w in COLLUDERS}
         v = chain.judge(run, cid, step, {**{w: honest_state(step) for w in HONEST}, **lies})
         assert (v["verdict"], v["cluster_stake"]) == ("pass", 60), v
@@ -418,11 +425,7 @@ def test_attack_serving_nothing_or_a_corrupted_sample_ends_in_fail():
     ]
     for case in cases:
         chain = Chain()
-        run, leaves, log = chain.run(MINER, forged=set(range(1, STEPS + 1)))
-        chain.block()
-        issued = chain.call("issue_challenge", run_id=run)
-        cid, step = issued["challenge_ids"][0], issued["steps"][0]
-        chain.open(MINER, cid, step, leaves, log)
+        run, cid, step, leaves = chain.first_challenge(MINER, forged=set(range(1, STEPS + 1)))
         # Whoever got valid files replays the honest state (not the forged
         # leaf's); whoever did not says what it got.
         v = chain.judge(run, cid, step, {w: honest_state(step) if f == "replays" else f for w, f in case.items()})
@@ -437,11 +440,7 @@ def test_attack_members_claiming_they_were_served_nothing_cannot_fail_an_honest_
     claims it got nothing or a corrupted sample. The honest majority
     replayed the opened state: PASS, and the claimants are the minority."""
     chain = Chain({**HONEST, **COLLUDERS})
-    run, leaves, log = chain.run(MINER)
-    chain.block()
-    issued = chain.call("issue_challenge", run_id=run)
-    cid, step = issued["challenge_ids"][0], issued["steps"][0]
-    chain.open(MINER, cid, step, leaves, log)
+    run, cid, step, leaves = chain.first_challenge(MINER)
     claims = {w: UNAVAILABLE if i % 2 else invalid_opening("pre_state_digest") for i, w in enumerate(COLLUDERS)}
     v = chain.judge(run, cid, step, {**{w: honest_state(step) for w in HONEST}, **claims})
     assert (v["verdict"], v["cluster_stake"], v["miner_slashable"]) == ("pass", 60, False), v
@@ -457,11 +456,7 @@ def test_attack_misconfigured_verifiers_do_not_slash_an_honest_miner():
     FAIL) and the record names them. Stated as the spec's, the same three
     would be a provably wrong majority: accountable, not anonymous."""
     chain = Chain({b"m1": 10, b"m2": 10, b"m3": 10, b"honest": 10})
-    run, leaves, log = chain.run(MINER)
-    chain.block()
-    issued = chain.call("issue_challenge", run_id=run)
-    cid, step = issued["challenge_ids"][0], issued["steps"][0]
-    chain.open(MINER, cid, step, leaves, log)
+    run, cid, step, leaves = chain.first_challenge(MINER)
     two_threads = dict(spec_environment(chain), intra_op_threads=2)
     wrong = d("a 2-thread replay")
     v = chain.judge(run, cid, step, {b"m1": wrong, b"m2": wrong, b"m3": wrong, b"honest": honest_state(step)},
@@ -473,11 +468,7 @@ def test_attack_misconfigured_verifiers_do_not_slash_an_honest_miner():
     # The honest counterpart: verifiers configured as the spec says replay
     # the opened state: PASS.
     chain = Chain({b"m1": 10, b"m2": 10, b"m3": 10, b"honest": 10})
-    run, leaves, log = chain.run(MINER)
-    chain.block()
-    issued = chain.call("issue_challenge", run_id=run)
-    cid, step = issued["challenge_ids"][0], issued["steps"][0]
-    chain.open(MINER, cid, step, leaves, log)
+    run, cid, step, leaves = chain.first_challenge(MINER)
     v = chain.judge(run, cid, step, {w: honest_state(step) for w in (b"m1", b"m2", b"m3", b"honest")})
     assert (v["verdict"], v["misconfigured"]) == ("pass", []), v
 
@@ -513,11 +504,7 @@ def test_attack_a_lazy_witness_copying_the_opened_digest_is_recorded_unreplayed(
     not counted. Against a forger, a copied digest is simply wrong."""
     for forged in (False, True):
         chain = Chain({**HONEST, **COLLUDERS})
-        run, leaves, log = chain.run(MINER, forged=set(range(1, STEPS + 1)) if forged else set())
-        chain.block()
-        issued = chain.call("issue_challenge", run_id=run)
-        cid, step = issued["challenge_ids"][0], issued["steps"][0]
-        chain.open(MINER, cid, step, leaves, log)
+        run, cid, step, leaves = chain.first_challenge(MINER, forged=set(range(1, STEPS + 1)) if forged else set())
         opened = leaves[step - 1].state_digest
         lazy = {w: replayed(opened, grad=d("a guessed gradient")) for w in COLLUDERS}
         v = chain.judge(run, cid, step, {**{w: honest_state(step) for w in HONEST}, **lazy})
