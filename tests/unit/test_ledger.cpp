@@ -1525,6 +1525,16 @@ TEST(Ledger, LoadChecksInvariants) {
           [](auto &p) { (*p.mutable_challenges(0)->mutable_reveals(0)->mutable_salt())[0] ^= 1; });
   refused("reveal value",
           [](auto &p) { p.mutable_challenges(0)->mutable_reveals(0)->set_bucket(9); });
+  refused("reveal gradient",
+          [](auto &p) { (*p.mutable_challenges(0)->mutable_reveals(0)->mutable_gradient_digest())[0] ^= 1; });
+  refused("reveal environment",
+          [](auto &p) { p.mutable_challenges(0)->mutable_reveals(0)->set_intra_op_threads(2); });
+  refused("reveal without an environment",
+          [](auto &p) { p.mutable_challenges(0)->mutable_reveals(0)->clear_hardware_class(); });
+  refused("reveal kind 0", [](auto &p) { p.mutable_challenges(0)->mutable_reveals(0)->set_kind(0); });
+  refused("reveal kind 4", [](auto &p) { p.mutable_challenges(0)->mutable_reveals(0)->set_kind(4); });
+  // A field the kind does not use is not canonical (save never writes it).
+  refused("reveal with a check", [](auto &p) { p.mutable_challenges(0)->mutable_reveals(0)->set_check(15); });
   refused("verdict", [](auto &p) {
     p.mutable_challenges(0)->mutable_verdict()->set_verdict(v2::LEDGER_VERDICT_FAIL);
   });
