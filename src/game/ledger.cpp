@@ -465,11 +465,12 @@ std::optional<std::string> Ledger::misconfigured(const Challenge &c, const Revea
 }
 
 ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
-  if (!c.opening) return {Verdict::kFail, "no opening within the opening window", 0, 0, {}, {}, {}, {}};
+  if (!c.opening) return {Verdict::kFail, "no opening within the opening window", 0, 0, {}, {}, {}, {}, "no_opening"};
   uint64_t committee_stake = 0;  // fits: the registry's stakes sum below 2^64
   for (const auto &[identity, stake] : c.committee) committee_stake += stake;
   if (committee_stake == 0)
-    return {Verdict::kInconclusive, "no committee: no verifier was registered before the draw", 0, 0, {}, {}, {}, {}};
+    return {Verdict::kInconclusive, "no committee: no verifier was registered before the draw", 0, 0, {}, {}, {}, {},
+            "no_committee"};
   // Each counted reveal (an environment that can judge the step) either
   // agrees with the opened step (a replayed value equal to its state
   // digest; in norm-bucket mode a bucket adjacent to the committed one), or
@@ -560,7 +561,7 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
     return account({Verdict::kPass,
                     fmt::format("members holding {} of the committee's stake {} agree with {}", agree_stake,
                                 committee_stake, reference),
-                    agree_count, agree_stake, {}, {}, {}, {}},
+                    agree_count, agree_stake, {}, {}, {}, {}, "agreement"},
                    agrees);
   // The miner chooses whom it serves an opening: members it served a forged
   // step replay another value than the opened one, the others were served
@@ -581,7 +582,7 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
     return account({Verdict::kFail,
                     fmt::format("members holding {} of the committee's stake {} blame the miner: {}", blame_stake,
                                 committee_stake, what),
-                    blame_count, blame_stake, {}, {}, {}, {}},
+                    blame_count, blame_stake, {}, {}, {}, {}, "blame"},
                    [&](const Reveal &r) { return counted(r) && !agrees(r) && !unreplayed(r); });
   }
   const bool agree_larger = agree_stake >= blame_stake;
@@ -592,7 +593,7 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
                               committee_stake, agree_stake, reference, blame_stake, other_stake, unserved_stake,
                               excluded_stake, committee_stake - agree_stake - blame_stake - excluded_stake),
                   agree_larger ? agree_count : blame_count, agree_larger ? agree_stake : blame_stake, {}, {}, {},
-                  {}},
+                  {}, agree_stake + blame_stake > committee_stake - agree_stake - blame_stake ? "split" : "participation"},
                  nullptr);
 }
 
@@ -1081,6 +1082,7 @@ nlohmann::json verdict_json(const ChallengeVerdict &v) {
           {"cluster_size", v.cluster_size},
           {"cluster_stake", v.cluster_stake},
           {"miner_slashable", v.verdict == Verdict::kFail},
+          {"cause", v.cause},
           {"minority", hexes(v.minority)},
           {"silent", hexes(v.silent)},
           {"misconfigured", hexes(v.misconfigured)},
@@ -1222,13 +1224,9 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
     if (c.verdict) {
       out.update(verdict_json(*c.verdict));
     } else {
-      out["verdict"] = null;
-      out["reason"] = null;
-      out["cluster_size"] = null;
-      out["cluster_stake"] = null;
-      out["miner_slashable"] = null;
-      out["minority"] = null;
-      out["silent"] = null;
+      // Every key a verdict has, null until final.
+      const nlohmann::json keys = verdict_json(ChallengeVerdict{});
+      for (auto it = keys.begin(); it != keys.end(); ++it) out[it.key()] = null;
     }
   } else if (name == "verifier_info") {
     f.only({"call", "identity"});

@@ -96,6 +96,13 @@ struct ChallengeVerdict {
   // gradient than the one most of the agreeing stake replayed: a value
   // they could copy without replaying (attack 5). Not counted.
   std::vector<Bytes> unreplayed;
+  // Why the verdict is what it is (derived): PASS "agreement"; FAIL
+  // "no_opening" or "blame"; INCONCLUSIVE "no_committee", "participation"
+  // (the counted reveals hold at most half of the committee's stake: too
+  // many members silent, misconfigured or unreplayed) or "split" (they hold
+  // more, but neither side a majority). A participation failure is one a
+  // new committee can mend; a split is a disagreement for the dispute game.
+  std::string cause;
 };
 
 // A committee member of a challenge, and what it did.

@@ -452,8 +452,10 @@ TEST(Ledger, TieOrTooFewRevealsIsInconclusive) {
   const game::ChallengeVerdict t = f.ledger.finalize_challenge(tie, f.now);
   EXPECT_EQ(t.verdict, Verdict::kInconclusive);
   EXPECT_EQ(t.cluster_size, 2u);
+  EXPECT_EQ(t.cause, "split");  // all revealed, 20 against 20: the dispute game's
   const game::ChallengeVerdict q = f.ledger.finalize_challenge(few, f.now);
   EXPECT_EQ(q.verdict, Verdict::kInconclusive);  // 10 of the committee's 40: no majority
+  EXPECT_EQ(q.cause, "participation");           // a new committee's
   EXPECT_EQ(q.cluster_size, 1u);
   // No decision, so no minority; bob committed and never revealed, carol and
   // dave never committed: all three are silent.
@@ -486,6 +488,7 @@ TEST(Ledger, NoOpeningFailsAndWitnessesAreComparedWithTheCommittedBucket) {
   const game::ChallengeVerdict a = f.ledger.finalize_challenge(unopened, f.now);
   EXPECT_EQ(a.verdict, Verdict::kFail);
   EXPECT_EQ(a.reason, "no opening within the opening window");
+  EXPECT_EQ(a.cause, "no_opening");
   EXPECT_EQ(a.cluster_size, 0u);
   EXPECT_TRUE(f.ledger.run_info(f.run_id).slashable);
   // Witnesses agreeing on a bucket far from the leaf's: the miner cannot
@@ -1046,6 +1049,7 @@ TEST(Ledger, MembersServedNoValidOpeningBlameTheMiner) {
       // The honest state is not the forged leaf's: all three blame the
       // miner, 90 of 125; "honest" stayed silent.
       EXPECT_EQ(v.verdict, Verdict::kFail);
+      EXPECT_EQ(v.cause, "blame");
       EXPECT_EQ(v.cluster_size, 3u);
       EXPECT_EQ(v.cluster_stake, 90u);
       EXPECT_TRUE(v.minority.empty());
@@ -1055,6 +1059,7 @@ TEST(Ledger, MembersServedNoValidOpeningBlameTheMiner) {
     } else {
       // 65 of 125 agree: the two liars are the minority.
       EXPECT_EQ(v.verdict, Verdict::kPass);
+      EXPECT_EQ(v.cause, "agreement");
       EXPECT_EQ(v.minority, (std::vector<Bytes>{id("corrupted"), id("starved")}));
       EXPECT_FALSE(f.ledger.run_info(f.run_id).slashable);
     }
@@ -1082,6 +1087,7 @@ TEST(Ledger, AMisconfiguredMemberIsRecordedNotCounted) {
       cid, {{"m1", wrong}, {"m2", wrong}, {"m3", wrong}, {"honest", test::replayed_finding(Flow::honest_state(step))}});
   EXPECT_EQ(v.verdict, Verdict::kInconclusive);
   EXPECT_EQ(v.misconfigured, (std::vector<Bytes>{id("m1"), id("m2"), id("m3")}));
+  EXPECT_EQ(v.cause, "participation");  // 10 of 40 counted: a new committee could decide
   EXPECT_TRUE(v.minority.empty());
   EXPECT_NE(v.reason.find("30 misconfigured"), std::string::npos) << v.reason;
   EXPECT_FALSE(f.ledger.run_info(f.run_id).slashable);
@@ -1205,6 +1211,7 @@ TEST(Ledger, AChallengeWithoutACommitteeIsInconclusive) {
   const game::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
   EXPECT_EQ(v.verdict, Verdict::kInconclusive);
   EXPECT_EQ(v.reason, "no committee: no verifier was registered before the draw");
+  EXPECT_EQ(v.cause, "no_committee");
   expect_round_trip(f.ledger);
 }
 

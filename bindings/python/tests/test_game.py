@@ -429,7 +429,7 @@ def test_attack_serving_nothing_or_a_corrupted_sample_ends_in_fail():
         # Whoever got valid files replays the honest state (not the forged
         # leaf's); whoever did not says what it got.
         v = chain.judge(run, cid, step, {w: honest_state(step) if f == "replays" else f for w, f in case.items()})
-        assert (v["verdict"], v["miner_slashable"], v["minority"]) == ("fail", True, []), v
+        assert (v["verdict"], v["cause"], v["miner_slashable"], v["minority"]) == ("fail", "blame", True, []), v
         assert v["cluster_stake"] == 30
         assert chain.ledger.apply({"call": "run_info", "run_id": run})["slashable"]
 
@@ -463,6 +463,7 @@ def test_attack_misconfigured_verifiers_do_not_slash_an_honest_miner():
                     environments={b"m1": two_threads, b"m2": two_threads, b"m3": two_threads})
     assert (v["verdict"], v["miner_slashable"]) == ("inconclusive", False), v
     assert v["misconfigured"] == sorted(w.hex() for w in (b"m1", b"m2", b"m3"))
+    assert v["cause"] == "participation"  # a new committee could decide; not a split for the dispute game
     assert "30 misconfigured" in v["reason"]
     assert not chain.ledger.apply({"call": "run_info", "run_id": run})["slashable"]
     # The honest counterpart: verifiers configured as the spec says replay
