@@ -461,6 +461,14 @@ std::optional<int64_t> Ledger::committed_bucket(const Challenge &c) const {
 }
 
 std::optional<std::string> Ledger::misconfigured(const Challenge &c, const Reveal &r) const {
+  // The spec and the program are the task's, posted before the run: a
+  // member whose spec or program check failed verified with inputs of its
+  // own, which says nothing of the miner.
+  const commit::OpeningCheck check = r.finding.check;
+  if (r.finding.kind == Kind::kInvalidOpening &&
+      (check == commit::OpeningCheck::kSpec || check == commit::OpeningCheck::kProgram))
+    return fmt::format("check {} is of the member's own inputs (the task's spec and program)",
+                       commit::opening_check_name(check));
   return witness::environment_mismatch(r.finding.environment, task_of(runs_.at(c.run_id)).spec, c.mode);
 }
 

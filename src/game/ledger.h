@@ -89,8 +89,9 @@ struct ChallengeVerdict {
   std::vector<Bytes> minority;
   std::vector<Bytes> silent;
   // Members whose revealed environment cannot judge the step in the
-  // challenge's mode (witness::environment_mismatch): their statements are
-  // not counted, whatever they say.
+  // challenge's mode (witness::environment_mismatch), or whose statement
+  // names a failed check of their own inputs (spec, program: the task's):
+  // their statements are not counted, whatever they say.
   std::vector<Bytes> misconfigured;
   // Bitwise mode: members that stated the opened state with another
   // gradient than the one most of the agreeing stake replayed: a value
@@ -284,7 +285,8 @@ class Ledger {
   }
   // The verdict the challenge's current record yields (reason included).
   ChallengeVerdict evaluate(const Challenge &c) const;
-  // Why a reveal's environment cannot judge the challenge, or nullopt.
+  // Why a reveal cannot judge the challenge (its environment, or a failed
+  // check of the member's own inputs: spec, program), or nullopt.
   std::optional<std::string> misconfigured(const Challenge &c, const Reveal &r) const;
   // Norm-bucket mode, once opened: the bucket of the opened leaf's norm.
   std::optional<int64_t> committed_bucket(const Challenge &c) const;

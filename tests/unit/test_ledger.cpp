@@ -1088,6 +1088,20 @@ TEST(Ledger, AMisconfiguredMemberIsRecordedNotCounted) {
   EXPECT_EQ(v.verdict, Verdict::kInconclusive);
   EXPECT_EQ(v.misconfigured, (std::vector<Bytes>{id("m1"), id("m2"), id("m3")}));
   EXPECT_EQ(v.cause, "participation");  // 10 of 40 counted: a new committee could decide
+
+  // A member that verified with another spec or program than the task's
+  // (checks 18, 19) states a fault of its own inputs: not counted either.
+  Flow g;
+  g.seal();
+  const uint64_t cid2 = g.challenge();
+  g.open(cid2);
+  const game::ChallengeVerdict w =
+      g.judge(cid2, {{"alice", invalid_opening_finding(commit::OpeningCheck::kProgram)},
+                     {"bob", invalid_opening_finding(commit::OpeningCheck::kSpec)},
+                     {"carol", invalid_opening_finding(commit::OpeningCheck::kSampleProof)}});
+  EXPECT_EQ(w.verdict, Verdict::kInconclusive);  // carol's 10 of 30 blame: no majority
+  EXPECT_EQ(w.misconfigured, (std::vector<Bytes>{id("alice"), id("bob")}));
+  EXPECT_FALSE(g.ledger.run_info(g.run_id).slashable);
   EXPECT_TRUE(v.minority.empty());
   EXPECT_NE(v.reason.find("30 misconfigured"), std::string::npos) << v.reason;
   EXPECT_FALSE(f.ledger.run_info(f.run_id).slashable);

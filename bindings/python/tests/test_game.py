@@ -466,6 +466,14 @@ def test_attack_misconfigured_verifiers_do_not_slash_an_honest_miner():
     assert v["cause"] == "participation"  # a new committee could decide; not a split for the dispute game
     assert "30 misconfigured" in v["reason"]
     assert not chain.ledger.apply({"call": "run_info", "run_id": run})["slashable"]
+    # Verifiers fed another program or spec than the task's (checks 19, 18)
+    # state a fault of their own inputs, not of the opening: not counted.
+    chain = Chain({b"m1": 10, b"m2": 10, b"m3": 10, b"honest": 10})
+    run, cid, step, leaves = chain.first_challenge(MINER)
+    v = chain.judge(run, cid, step, {b"m1": invalid_opening("program"), b"m2": invalid_opening("program"),
+                                     b"m3": invalid_opening("spec"), b"honest": honest_state(step)})
+    assert (v["verdict"], v["miner_slashable"]) == ("inconclusive", False), v
+    assert v["misconfigured"] == sorted(w.hex() for w in (b"m1", b"m2", b"m3"))
     # The honest counterpart: verifiers configured as the spec says replay
     # the opened state: PASS.
     chain = Chain({b"m1": 10, b"m2": 10, b"m3": 10, b"honest": 10})
