@@ -485,7 +485,11 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
   // blames the miner: a replayed value that differs, or no valid opening
   // served to the member (unavailable, or a failed check).
   const std::optional<int64_t> committed = committed_bucket(c);
-  auto counted = [&](const Reveal &r) { return !misconfigured(c, r); };
+  // Whether each reveal counts, judged once (the lambdas below ask often).
+  std::set<const Reveal *> excluded;
+  for (const auto &[identity, r] : c.reveals)
+    if (misconfigured(c, r)) excluded.insert(&r);
+  auto counted = [&](const Reveal &r) { return !excluded.contains(&r); };
   auto replayed = [&](const Reveal &r) { return r.finding.kind == Kind::kReplayed; };
   auto matches = [&](const Reveal &r) {
     if (!counted(r) || !replayed(r)) return false;
