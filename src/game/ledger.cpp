@@ -134,13 +134,27 @@ void Ledger::check_now(uint64_t now) const {
 
 Ledger::Run &Ledger::run_for(const Digest &run_id, const char *call) {
   auto it = runs_.find(run_id);
-  if (it == runs_.end()) fail(Status::kNotFound, "{}: no run {}", call, run_id.hex());
+  if (it == runs_.end()) {
+    if (closed_.contains(run_id))
+      fail(Status::kState, "{}: run {} is closed: its challenges are final and pruned", call, run_id.hex());
+    fail(Status::kNotFound, "{}: no run {}", call, run_id.hex());
+  }
   return it->second;
 }
 
 Ledger::Challenge &Ledger::challenge_for(uint64_t id, const char *call) {
+  return const_cast<Challenge &>(std::as_const(*this).challenge_for(id, call));
+}
+
+const Ledger::Challenge &Ledger::challenge_for(uint64_t id, const char *call) const {
   auto it = challenges_.find(id);
-  if (it == challenges_.end()) fail(Status::kNotFound, "{}: no challenge {}", call, id);
+  if (it == challenges_.end()) {
+    if (id < next_challenge_id_)
+      fail(Status::kState,
+           "{}: challenge {} is final and pruned with its closed run; its outcome record is in the outcome log",
+           call, id);
+    fail(Status::kNotFound, "{}: no challenge {}", call, id);
+  }
   return it->second;
 }
 
@@ -472,13 +486,33 @@ std::optional<std::string> Ledger::misconfigured(const Challenge &c, const Revea
   return witness::environment_mismatch(r.finding.environment, task_of(runs_.at(c.run_id)).spec, c.mode);
 }
 
-ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
-  if (!c.opening) return {Verdict::kFail, "no opening within the opening window", 0, 0, {}, {}, {}, {}, "no_opening"};
+ChallengeVerdict Ledger::evaluate(uint64_t id, const Challenge &c) const {
+  ChallengeVerdict v = judge(c);
+  Outcome &o = v.outcome;
+  o.challenge_id = id;
+  o.run_id = c.run_id;
+  o.step = c.step;
+  o.mode = c.mode;
+  o.verdict = v.verdict;
+  o.cause = v.cause;
+  o.cluster_size = v.cluster_size;
+  o.cluster_stake = v.cluster_stake;
+  for (const auto &[identity, stake] : c.committee) o.committee_stake += stake;  // fits: below 2^64
+  o.minority = v.minority;
+  o.silent = v.silent;
+  o.misconfigured = v.misconfigured;
+  o.unreplayed = v.unreplayed;
+  return v;
+}
+
+ChallengeVerdict Ledger::judge(const Challenge &c) const {
+  if (!c.opening)
+    return {Verdict::kFail, "no opening within the opening window", 0, 0, {}, {}, {}, {}, Cause::kNoOpening, {}, 0};
   uint64_t committee_stake = 0;  // fits: the registry's stakes sum below 2^64
   for (const auto &[identity, stake] : c.committee) committee_stake += stake;
   if (committee_stake == 0)
     return {Verdict::kInconclusive, "no committee: no verifier was registered before the draw", 0, 0, {}, {}, {}, {},
-            "no_committee"};
+            Cause::kNoCommittee, {}, 0};
   // Each counted reveal (an environment that can judge the step) either
   // agrees with the opened step (a replayed value equal to its state
   // digest; in norm-bucket mode a bucket adjacent to the committed one), or
@@ -573,7 +607,7 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
     return account({Verdict::kPass,
                     fmt::format("members holding {} of the committee's stake {} agree with {}", agree_stake,
                                 committee_stake, reference),
-                    agree_count, agree_stake, {}, {}, {}, {}, "agreement"},
+                    agree_count, agree_stake, {}, {}, {}, {}, Cause::kAgreement, {}, 0},
                    agrees);
   // The miner chooses whom it serves an opening: members it served a forged
   // step replay another value than the opened one, the others were served
@@ -594,7 +628,7 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
     return account({Verdict::kFail,
                     fmt::format("members holding {} of the committee's stake {} blame the miner: {}", blame_stake,
                                 committee_stake, what),
-                    blame_count, blame_stake, {}, {}, {}, {}, "blame"},
+                    blame_count, blame_stake, {}, {}, {}, {}, Cause::kBlame, {}, 0},
                    [&](const Reveal &r) { return counted(r) && !agrees(r) && !unreplayed(r); });
   }
   const bool agree_larger = agree_stake >= blame_stake;
@@ -605,7 +639,10 @@ ChallengeVerdict Ledger::evaluate(const Challenge &c) const {
                               committee_stake, agree_stake, reference, blame_stake, other_stake, unserved_stake,
                               excluded_stake, committee_stake - agree_stake - blame_stake - excluded_stake),
                   agree_larger ? agree_count : blame_count, agree_larger ? agree_stake : blame_stake, {}, {}, {},
-                  {}, agree_stake + blame_stake > committee_stake - agree_stake - blame_stake ? "split" : "participation"},
+                  {},
+                  agree_stake + blame_stake > committee_stake - agree_stake - blame_stake ? Cause::kSplit
+                                                                                          : Cause::kParticipation,
+                  {}, 0},
                  nullptr);
 }
 
@@ -617,9 +654,29 @@ ChallengeVerdict Ledger::finalize_challenge(uint64_t challenge_id, uint64_t now)
     fail(Status::kState, "{}: the {} phase of challenge {} is open until height {}", kCall,
          c.opening ? "reveal" : "opening", challenge_id, final_after(c));
   if (c.outcome) fail(Status::kState, "{}: challenge {} is already final", kCall, challenge_id);
-  ChallengeVerdict v = evaluate(c);
-  c.outcome = Final{v.verdict, v.cluster_size, v.cluster_stake};
-  if (v.verdict == Verdict::kFail) runs_.at(c.run_id).slashable = true;
+  if (outcomes_.size() == UINT64_MAX) fail(Status::kLimit, "{}: the outcome log is full", kCall);
+  ChallengeVerdict v = evaluate(challenge_id, c);
+  const Digest leaf = hash::leaf_hash(v.outcome.encode());
+  v.outcome_index = outcomes_.size();
+  // The last open challenge of its run closes the run: its record shrinks
+  // to the key and the slashable flag, built here, before anything changes.
+  const Digest run_id = c.run_id;
+  Run &r = runs_.at(run_id);
+  const bool closes = std::ranges::all_of(
+      r.challenge_ids, [&](uint64_t id) { return id == challenge_id || challenges_.at(id).outcome; });
+  std::map<Digest, ClosedRun> closed_node;
+  if (closes)
+    closed_node.emplace(run_id, ClosedRun{r.commitment.task_id, r.commitment.miner_identity,
+                                          r.slashable || v.verdict == Verdict::kFail});
+  // Appending may allocate (strong guarantee); nothing after it does.
+  outcomes_.append_hash(leaf);
+  c.outcome = Final{v.verdict, v.cluster_size, v.cluster_stake, v.outcome_index};
+  if (v.verdict == Verdict::kFail) r.slashable = true;
+  if (closes) {
+    for (uint64_t id : r.challenge_ids) challenges_.erase(id);
+    runs_.erase(run_id);
+    closed_.merge(closed_node);
+  }
   height_ = now;
   return v;
 }
@@ -632,7 +689,18 @@ task::Task Ledger::task_info(const Digest &task_id) const {
 
 RunInfo Ledger::run_info(const Digest &run_id) const {
   auto it = runs_.find(run_id);
-  if (it == runs_.end()) fail(Status::kNotFound, "run_info: no run {}", run_id.hex());
+  if (it == runs_.end()) {
+    auto closed = closed_.find(run_id);
+    if (closed == closed_.end()) fail(Status::kNotFound, "run_info: no run {}", run_id.hex());
+    RunInfo i;
+    i.run_id = run_id;
+    i.task_id = closed->second.task_id;
+    i.miner_identity = closed->second.miner_identity;
+    i.slashable = closed->second.slashable;
+    i.sealed = true;  // a run closes once its challenges, drawn after its seal, are final
+    i.closed = true;
+    return i;
+  }
   const Run &r = it->second;
   RunInfo i;
   i.run_id = run_id;
@@ -658,10 +726,7 @@ VerifierInfo Ledger::verifier_info(ByteView identity) const {
 }
 
 ChallengeInfo Ledger::challenge_info(uint64_t challenge_id) const {
-  auto it = challenges_.find(challenge_id);
-  if (it == challenges_.end())
-    fail(Status::kNotFound, "challenge_info: no challenge {}", challenge_id);
-  const Challenge &c = it->second;
+  const Challenge &c = challenge_for(challenge_id, "challenge_info");
   ChallengeInfo i;
   i.id = challenge_id;
   i.run_id = c.run_id;
@@ -687,8 +752,10 @@ ChallengeInfo Ledger::challenge_info(uint64_t challenge_id) const {
   i.witness_reveals = c.reveals.size();
   // Nothing that feeds the verdict changes after the reveal phase, so the
   // reason is recomputed rather than stored.
-  if (c.outcome)
-    i.verdict = evaluate(c);  // the stored outcome is this (finalize and load check it)
+  if (c.outcome) {
+    i.verdict = evaluate(challenge_id, c);  // the stored outcome is this (finalize and load check it)
+    i.verdict->outcome_index = c.outcome->outcome_index;
+  }
   return i;
 }
 
@@ -774,6 +841,7 @@ Bytes Ledger::save() const {
       v->set_verdict(static_cast<v2::LedgerVerdictKind>(static_cast<int>(c.outcome->verdict)));
       v->set_cluster_size(c.outcome->cluster_size);
       v->set_cluster_stake(c.outcome->cluster_stake);
+      v->set_outcome_index(c.outcome->outcome_index);
     }
     m->set_issued_height(c.issued_height);
     for (const auto &[identity, stake] : c.committee) {
@@ -790,6 +858,14 @@ Bytes Ledger::save() const {
   }
   if (last_randomness_) put(p.mutable_last_randomness(), last_randomness_->height, last_randomness_->value);
   for (const auto &[height, value] : randomness_) put(p.add_randomness(), height, value);
+  for (const auto &[run_id, r] : closed_) {
+    v2::LedgerClosedRun *m = p.add_closed_runs();
+    put(m->mutable_run_id(), run_id);
+    put(m->mutable_task_id(), r.task_id);
+    m->set_miner_identity(as_string(r.miner_identity));
+    m->set_slashable(r.slashable);
+  }
+  if (outcomes_.size() > 0) p.set_outcome_log(as_string(outcomes_.save()));
   // Saving more than load accepts would produce a state nobody can restore.
   const size_t n = p.ByteSizeLong();
   if (n > kMaxLedgerStateBytes)
@@ -810,13 +886,15 @@ Ledger Ledger::load(ByteView b) {
   // witness commitment an identity and a digest; a reveal an identity (3
   // bytes or more), a salt of 16 bytes or more (18), a kind (2), a
   // framework_version, intra_op_threads and hardware_class (3, 2, 3); a
-  // task its task_id and the task; a randomness entry its value.
+  // task its task_id and the task; a randomness entry its value; a closed
+  // run its run_id, task_id and miner identity.
   commit::check_min_sizes(b,
                           {{5, 34},
                            {6, 34, {{9, 37}, {10, 31}, {13, 5}}},
                            {7, 36},
                            {9, 34},
-                           {10, 5}},
+                           {10, 5},
+                           {11, 71}},
                           "ledger state");
   v2::LedgerState p;
   if (!p.ParseFromArray(b.data(), static_cast<int>(b.size())))
@@ -920,6 +998,23 @@ Ledger Ledger::load(ByteView b) {
     if (!l.runs_.emplace(run_id, std::move(r)).second) bad_state(where + " is listed twice");
   }
 
+  for (const v2::LedgerClosedRun &m : p.closed_runs()) {
+    const Digest run_id = digest_field(m.run_id(), "closed run_id");
+    const std::string where = "closed run " + run_id.hex();
+    ClosedRun r;
+    r.task_id = digest_field(m.task_id(), where + ": task_id");
+    r.miner_identity = to_bytes(view_of(m.miner_identity()));
+    as_state_check(where + ": miner", [&] { check_caller(r.miner_identity, "start_training_commitment"); });
+    r.slashable = m.slashable();
+    if (!l.tasks_.contains(r.task_id)) bad_state(where + ": its task is not posted");
+    if (l.runs_.contains(run_id)) bad_state(where + " is also open");
+    if (!l.run_keys_.emplace(RunKey{r.task_id, r.miner_identity}, run_id).second)
+      bad_state(where + ": its task already holds a run of the same miner");
+    if (!l.closed_.emplace(run_id, std::move(r)).second) bad_state(where + " is listed twice");
+  }
+  if (!p.outcome_log().empty())
+    l.outcomes_ = as_state_check("outcome_log", [&] { return merkle::Log::load(view_of(p.outcome_log())); });
+
   // Every stored randomness entry is one a waiting run is drawn from, and
   // every waiting run whose draw height was posted has its entry.
   for (const v2::LedgerRandomness &m : p.randomness()) {
@@ -946,7 +1041,9 @@ Ledger Ledger::load(ByteView b) {
     Challenge c;
     c.run_id = digest_field(m.run_id(), where + ": run_id");
     auto run = l.runs_.find(c.run_id);
-    if (run == l.runs_.end()) bad_state(where + ": its run is unknown");
+    if (run == l.runs_.end())
+      bad_state(where + (l.closed_.contains(c.run_id) ? ": its run is closed (its challenges are pruned)"
+                                                       : ": its run is unknown"));
     Run &r = run->second;
     if (!r.drawn_from) bad_state(where + ": its run was not drawn");
     challenges_per_run[c.run_id].emplace_back(m.id(), m.step());
@@ -1019,11 +1116,15 @@ Ledger Ledger::load(ByteView b) {
     }
     if (m.has_verdict()) {
       if (l.height_ <= l.final_after(c)) bad_state(where + ": final before its last phase closed");
-      const ChallengeVerdict v = l.evaluate(c);
+      const ChallengeVerdict v = l.judge(c);
       if (static_cast<int>(m.verdict().verdict()) != static_cast<int>(v.verdict) ||
           m.verdict().cluster_size() != v.cluster_size || m.verdict().cluster_stake() != v.cluster_stake)
         bad_state(where + ": the stored verdict is not the one its reveals yield");
-      c.outcome = Final{v.verdict, v.cluster_size, v.cluster_stake};
+      // The record itself is in the log, whose leaves the state does not
+      // keep: the index is checked for range and uniqueness below.
+      if (m.verdict().outcome_index() >= l.outcomes_.size())
+        bad_state(where + ": an outcome index past the outcome log");
+      c.outcome = Final{v.verdict, v.cluster_size, v.cluster_stake, m.verdict().outcome_index()};
       if (v.verdict == Verdict::kFail) r.slashable = true;
     }
     if (!l.challenges_.emplace(m.id(), std::move(c)).second) bad_state(where + " is listed twice");
@@ -1033,11 +1134,20 @@ Ledger Ledger::load(ByteView b) {
   // accepted a call.
   if (l.tasks_.empty() && l.verifiers_.empty() && !l.last_randomness_ && l.height_ != 0)
     bad_state(fmt::format("height {} without any task, verifier or randomness", l.height_));
-  // The ledger never deletes a challenge, so the ids are exactly
-  // 0..next_challenge_id - 1 (each below it and distinct, checked above).
-  if (l.challenges_.size() != l.next_challenge_id_)
-    bad_state(fmt::format("{} challenges, but {} were issued", l.challenges_.size(),
-                          l.next_challenge_id_));
+  // Every issued challenge is open, final with its run still open, or
+  // pruned with its closed run, and each final one was logged once: the
+  // log holds exactly the issued challenges that are not open.
+  uint64_t open = 0;
+  std::set<uint64_t> indices;
+  for (const auto &[id, c] : l.challenges_) {
+    if (!c.outcome)
+      ++open;
+    else if (!indices.insert(c.outcome->outcome_index).second)
+      bad_state(fmt::format("challenge {}: an outcome index another challenge holds", id));
+  }
+  if (l.outcomes_.size() != l.next_challenge_id_ - open)  // open <= kept ids < next_challenge_id
+    bad_state(fmt::format("an outcome log of {} records, but {} of the {} issued challenges are final",
+                          l.outcomes_.size(), l.next_challenge_id_ - open, l.next_challenge_id_));
   // A drawn run's challenges are the steps its randomness draws, in round
   // order, under consecutive ids, issued together.
   for (auto &[run_id, r] : l.runs_) {
@@ -1068,6 +1178,8 @@ Ledger Ledger::load(ByteView b) {
         bad_state(fmt::format("challenge {}: a committee that is not the draw of its run's randomness", got[i].first));
       r.challenge_ids.push_back(got[i].first);
     }
+    if (std::ranges::all_of(r.challenge_ids, [&](uint64_t id) { return l.challenges_.at(id).outcome.has_value(); }))
+      bad_state(where + ": every challenge is final, but the run is not closed");
   }
   // Sorted, unique keys, no default values, no unknown fields: all follow
   // from re-encoding the state and comparing.
@@ -1094,11 +1206,13 @@ nlohmann::json verdict_json(const ChallengeVerdict &v) {
           {"cluster_size", v.cluster_size},
           {"cluster_stake", v.cluster_stake},
           {"miner_slashable", v.verdict == Verdict::kFail},
-          {"cause", v.cause},
+          {"cause", cause_name(v.cause)},
           {"minority", hexes(v.minority)},
           {"silent", hexes(v.silent)},
           {"misconfigured", hexes(v.misconfigured)},
-          {"unreplayed", hexes(v.unreplayed)}};
+          {"unreplayed", hexes(v.unreplayed)},
+          {"outcome", to_hex(v.outcome.encode())},
+          {"outcome_index", v.outcome_index}};
 }
 
 }  // namespace
@@ -1182,7 +1296,10 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
     f.only({"call", "now", "challenge_id"});
     const uint64_t now = f.u64("now");
     const uint64_t id = f.u64("challenge_id");
-    out.update(verdict_json(finalize_challenge(id, now)));
+    const ChallengeVerdict v = finalize_challenge(id, now);
+    out.update(verdict_json(v));
+    out["outcome_root"] = outcomes_.root().hex();  // after the append: the log of outcome_index + 1 records
+    out["run_closed"] = closed_.contains(v.outcome.run_id);
   } else if (name == "task_info") {
     f.only({"call", "task_id"});
     const Digest id = f.digest("task_id");
@@ -1192,18 +1309,21 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
   } else if (name == "run_info") {
     f.only({"call", "run_id"});
     const RunInfo r = run_info(f.digest("run_id"));
+    const nlohmann::json null;
     out["run_id"] = r.run_id.hex();
     out["task_id"] = r.task_id.hex();
     out["miner_identity"] = to_hex(r.miner_identity);
-    out["declared_steps"] = r.declared_steps;
-    out["latest_size"] = r.latest_size;
-    out["latest_root"] =
-        r.latest_size > 0 ? nlohmann::json(r.latest_root.hex()) : nlohmann::json(nullptr);
+    // A closed run keeps its key and its slashable flag only.
+    const bool kept = !r.closed;
+    out["declared_steps"] = kept ? nlohmann::json(r.declared_steps) : null;
+    out["latest_size"] = kept ? nlohmann::json(r.latest_size) : null;
+    out["latest_root"] = kept && r.latest_size > 0 ? nlohmann::json(r.latest_root.hex()) : null;
     out["sealed"] = r.sealed;
-    out["seal_height"] = r.sealed ? nlohmann::json(r.seal_height) : nlohmann::json(nullptr);
-    out["draw_height"] = r.sealed ? nlohmann::json(r.draw_height) : nlohmann::json(nullptr);
-    out["drawn_from"] = r.drawn_from ? randomness_json(*r.drawn_from) : nlohmann::json(nullptr);
+    out["seal_height"] = kept && r.sealed ? nlohmann::json(r.seal_height) : null;
+    out["draw_height"] = kept && r.sealed ? nlohmann::json(r.draw_height) : null;
+    out["drawn_from"] = r.drawn_from ? randomness_json(*r.drawn_from) : null;
     out["slashable"] = r.slashable;
+    out["closed"] = r.closed;
   } else if (name == "challenge_info") {
     f.only({"call", "challenge_id"});
     const ChallengeInfo c = challenge_info(f.u64("challenge_id"));
@@ -1254,6 +1374,11 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
     out["total_stake"] = total_stake_;
     out["latest_randomness"] =
         last_randomness_ ? randomness_json(*last_randomness_) : nlohmann::json(nullptr);
+    out["outcome_count"] = outcomes_.size();
+    out["outcome_root"] = outcomes_.root().hex();
+    out["open_runs"] = runs_.size();
+    out["closed_runs"] = closed_.size();
+    out["kept_challenges"] = challenges_.size();  // open, or final with their run still open
   } else {
     fail(Status::kInvalidArgument, "call: unknown call \"{}\"", name);
   }

@@ -17,7 +17,9 @@
 
 #include "commit/commitment.h"
 #include "game/committee.h"
+#include "game/outcome.h"
 #include "hash/sha256.h"
+#include "merkle/log.h"
 #include "task/task.h"
 #include "witness/witness.h"
 
@@ -76,6 +78,11 @@ struct RunInfo {
   // (the first posted at a height >= draw_height).
   std::optional<BlockRandomness> drawn_from;
   bool slashable = false;    // some challenge of the run finalized FAIL
+  // Every challenge of the run is final, and the ledger pruned them with
+  // the run's record (docs/ledger.md section 2.9): only run_id, task_id,
+  // miner_identity and slashable are kept; the other fields read 0, empty,
+  // false, nullopt.
+  bool closed = false;
 };
 
 struct ChallengeVerdict {
@@ -97,13 +104,17 @@ struct ChallengeVerdict {
   // gradient than the one most of the agreeing stake replayed: a value
   // they could copy without replaying (attack 5). Not counted.
   std::vector<Bytes> unreplayed;
-  // Why the verdict is what it is (derived): PASS "agreement"; FAIL
-  // "no_opening" or "blame"; INCONCLUSIVE "no_committee", "participation"
-  // (the counted reveals hold at most half of the committee's stake: too
-  // many members silent, misconfigured or unreplayed) or "split" (they hold
-  // more, but neither side a majority). A participation failure is one a
-  // new committee can mend; a split is a disagreement for the dispute game.
-  std::string cause;
+  // Why the verdict is what it is (derived): PASS kAgreement; FAIL
+  // kNoOpening or kBlame; INCONCLUSIVE kNoCommittee, kParticipation (the
+  // counted reveals hold at most half of the committee's stake: too many
+  // members silent, misconfigured or unreplayed) or kSplit (they hold more,
+  // but neither side a majority). A participation failure is one a new
+  // committee can mend; a split is a disagreement for the dispute game.
+  Cause cause = Cause::kNoCommittee;
+  // Once final: the challenge's outcome record (docs/PROTOCOL.md 20.1) and
+  // its index in the ledger's outcome log.
+  Outcome outcome;
+  uint64_t outcome_index = 0;
 };
 
 // A committee member of a challenge, and what it did.
@@ -183,6 +194,9 @@ class Ledger {
   // challenge by the ledger (witness::Statement).
   void reveal_witness_value(ByteView caller, uint64_t challenge_id, const witness::Finding &finding,
                             ByteView salt, uint64_t now);
+  // Appends the challenge's outcome record to the outcome log. Finalizing
+  // the last open challenge of a run closes the run: its challenges and
+  // commitment are pruned, leaving the closed run's key and slashable flag.
   ChallengeVerdict finalize_challenge(uint64_t challenge_id, uint64_t now);
 
   // kNotFound for an unknown task, run or challenge.
@@ -192,6 +206,9 @@ class Ledger {
   VerifierInfo verifier_info(ByteView identity) const;
   // The latest posted randomness (nullopt before the first post).
   std::optional<BlockRandomness> latest_randomness() const { return last_randomness_; }
+  // The outcome log: one record per finalized challenge, in finalize order.
+  uint64_t outcome_count() const { return outcomes_.size(); }
+  hash::Digest outcome_root() const { return outcomes_.root(); }
 
   // Canonical pot.v2.LedgerState bytes; kLimit past kMaxLedgerStateBytes.
   Bytes save() const;
@@ -234,6 +251,14 @@ class Ledger {
     Verdict verdict = Verdict::kInconclusive;
     uint64_t cluster_size = 0;
     uint64_t cluster_stake = 0;
+    uint64_t outcome_index = 0;  // in the outcome log
+  };
+  // What a closed run keeps: the key (task id, miner) that refuses a second
+  // run, and whether the miner is slashable.
+  struct ClosedRun {
+    hash::Digest task_id;
+    Bytes miner_identity;
+    bool slashable = false;
   };
   struct Verifier {
     uint64_t stake = 0;
@@ -279,12 +304,17 @@ class Ledger {
   Run &run_for(const hash::Digest &run_id, const char *call);
   const task::Task &task_of(const Run &r) const { return tasks_.at(r.commitment.task_id).task; }
   Challenge &challenge_for(uint64_t id, const char *call);
+  // kNotFound naming a pruned challenge (final, its run closed) as such.
+  const Challenge &challenge_for(uint64_t id, const char *call) const;
   // The statement a finding makes on challenge `id`.
   static witness::Statement statement(uint64_t id, const Challenge &c, const witness::Finding &f) {
     return {c.run_id, c.step, id, c.mode, f};
   }
-  // The verdict the challenge's current record yields (reason included).
-  ChallengeVerdict evaluate(const Challenge &c) const;
+  // The verdict the challenge's current record yields (reason included;
+  // the outcome record filled in but for its index).
+  ChallengeVerdict evaluate(uint64_t id, const Challenge &c) const;
+  // evaluate() without the outcome record.
+  ChallengeVerdict judge(const Challenge &c) const;
   // Why a reveal cannot judge the challenge (its environment, or a failed
   // check of the member's own inputs: spec, program), or nullopt.
   std::optional<std::string> misconfigured(const Challenge &c, const Reveal &r) const;
@@ -296,7 +326,8 @@ class Ledger {
   uint64_t height_ = 0;
   uint64_t next_challenge_id_ = 0;
   std::map<hash::Digest, TaskRecord> tasks_;
-  std::map<hash::Digest, Run> runs_;
+  std::map<hash::Digest, Run> runs_;             // open runs
+  std::map<hash::Digest, ClosedRun> closed_;     // closed runs: every challenge final, pruned
   std::map<RunKey, hash::Digest> run_keys_;
   std::map<uint64_t, Challenge> challenges_;
   // Randomness: the latest post, and the posted values some sealed run
@@ -306,6 +337,7 @@ class Ledger {
   std::map<uint64_t, uint64_t> waiting_;         // draw height -> sealed runs not yet drawn
   std::map<Bytes, Verifier> verifiers_;          // identity -> registration
   uint64_t total_stake_ = 0;                     // derived: the verifiers' stakes, below 2^64
+  merkle::Log outcomes_;                         // the outcome log's right border
 };
 
 }  // namespace pot::game

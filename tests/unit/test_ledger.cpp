@@ -346,15 +346,34 @@ TEST(Ledger, HonestFlowPasses) {
   EXPECT_EQ(v.verdict, Verdict::kPass);
   EXPECT_EQ(v.cluster_size, 3u);
   EXPECT_FALSE(v.reason.empty());
-  EXPECT_FALSE(f.ledger.run_info(f.run_id).slashable);
-  c = f.ledger.challenge_info(cid);
-  ASSERT_TRUE(c.verdict);
-  EXPECT_EQ(c.verdict->verdict, Verdict::kPass);
-  EXPECT_EQ(c.verdict->reason, v.reason);
-  EXPECT_EQ(c.verdict->cluster_size, 3u);
+  // The run's only challenge is final: the run closes, and the challenge
+  // lives on as the first record of the outcome log.
+  r = f.ledger.run_info(f.run_id);
+  EXPECT_TRUE(r.closed);
+  EXPECT_FALSE(r.slashable);
+  EXPECT_EQ(r.task_id, f.task);
+  EXPECT_EQ(r.miner_identity, f.miner);
+  EXPECT_EQ(v.outcome_index, 0u);
+  EXPECT_EQ(v.outcome.challenge_id, cid);
+  EXPECT_EQ(v.outcome.run_id, f.run_id);
+  EXPECT_EQ(v.outcome.step, c.step);
+  EXPECT_EQ(v.outcome.verdict, Verdict::kPass);
+  EXPECT_EQ(v.outcome.cause, game::Cause::kAgreement);
+  EXPECT_EQ(v.outcome.committee_stake, c.committee_stake);
+  EXPECT_EQ(game::Outcome::decode(v.outcome.encode()), v.outcome);
+  EXPECT_EQ(f.ledger.outcome_count(), 1u);
+  EXPECT_EQ(f.ledger.outcome_root(), hash::leaf_hash(v.outcome.encode()));
+  EXPECT_REFUSED(f.ledger, Status::kState, f.ledger.challenge_info(cid));
+  EXPECT_REFUSED(f.ledger, Status::kState, f.ledger.finalize_challenge(cid, f.now));
+  EXPECT_REFUSED(f.ledger, Status::kState, f.ledger.issue_challenge(f.run_id, f.now));
+  // The closed run still holds its key: the same commitment is a no-op, so
+  // a finished run cannot be registered again and challenged anew.
+  EXPECT_NO_OP(f.ledger, EXPECT_EQ(f.ledger.start_training_commitment(f.miner, f.commitment_bytes, f.now),
+                                   f.run_id));
   expect_round_trip(f.ledger);
   const Ledger back = Ledger::load(f.ledger.save());
-  EXPECT_EQ(back.challenge_info(cid).verdict->reason, v.reason);
+  EXPECT_TRUE(back.run_info(f.run_id).closed);
+  EXPECT_EQ(back.outcome_root(), f.ledger.outcome_root());
   EXPECT_EQ(back.height(), f.now);
 }
 
@@ -452,10 +471,10 @@ TEST(Ledger, TieOrTooFewRevealsIsInconclusive) {
   const game::ChallengeVerdict t = f.ledger.finalize_challenge(tie, f.now);
   EXPECT_EQ(t.verdict, Verdict::kInconclusive);
   EXPECT_EQ(t.cluster_size, 2u);
-  EXPECT_EQ(t.cause, "split");  // all revealed, 20 against 20: the dispute game's
+  EXPECT_STREQ(cause_name(t.cause), "split");  // all revealed, 20 against 20: the dispute game's
   const game::ChallengeVerdict q = f.ledger.finalize_challenge(few, f.now);
   EXPECT_EQ(q.verdict, Verdict::kInconclusive);  // 10 of the committee's 40: no majority
-  EXPECT_EQ(q.cause, "participation");           // a new committee's
+  EXPECT_STREQ(cause_name(q.cause), "participation");           // a new committee's
   EXPECT_EQ(q.cluster_size, 1u);
   // No decision, so no minority; bob committed and never revealed, carol and
   // dave never committed: all three are silent.
@@ -488,9 +507,15 @@ TEST(Ledger, NoOpeningFailsAndWitnessesAreComparedWithTheCommittedBucket) {
   const game::ChallengeVerdict a = f.ledger.finalize_challenge(unopened, f.now);
   EXPECT_EQ(a.verdict, Verdict::kFail);
   EXPECT_EQ(a.reason, "no opening within the opening window");
-  EXPECT_EQ(a.cause, "no_opening");
+  EXPECT_STREQ(cause_name(a.cause), "no_opening");
   EXPECT_EQ(a.cluster_size, 0u);
   EXPECT_TRUE(f.ledger.run_info(f.run_id).slashable);
+  // The run's other challenge is open: the final one is kept whole.
+  EXPECT_FALSE(f.ledger.run_info(f.run_id).closed);
+  expect_round_trip(f.ledger);
+  EXPECT_EQ(Ledger::load(f.ledger.save()).challenge_info(unopened).verdict->reason,
+            "no opening within the opening window");
+  EXPECT_EQ(f.ledger.challenge_info(unopened).verdict->outcome, a.outcome);
   // Witnesses agreeing on a bucket far from the leaf's: the miner cannot
   // move the reference after the challenge (it was committed in the leaf).
   f.commit("alice", opened, d("a"), 7);
@@ -504,10 +529,18 @@ TEST(Ledger, NoOpeningFailsAndWitnessesAreComparedWithTheCommittedBucket) {
   EXPECT_EQ(b.reason,
             "members holding 20 of the committee's stake 30 blame the miner: replayed bucket 7 (stake 20), not the "
             "committed bucket");
+  EXPECT_EQ(b.outcome.mode, Mode::kNormBucket);
+  EXPECT_EQ(b.outcome.cause, game::Cause::kBlame);
+  EXPECT_EQ(b.outcome.silent, std::vector<Bytes>{id("carol")});
+  // Both final: the run closes slashable, and the log holds both records
+  // in finalize order.
+  EXPECT_TRUE(f.ledger.run_info(f.run_id).closed);
+  EXPECT_TRUE(f.ledger.run_info(f.run_id).slashable);
+  EXPECT_EQ(a.outcome_index, 0u);
+  EXPECT_EQ(b.outcome_index, 1u);
+  EXPECT_EQ(f.ledger.outcome_root(),
+            hash::node_hash(hash::leaf_hash(a.outcome.encode()), hash::leaf_hash(b.outcome.encode())));
   expect_round_trip(f.ledger);
-  EXPECT_EQ(Ledger::load(f.ledger.save()).challenge_info(unopened).verdict->reason,
-            "no opening within the opening window");
-  EXPECT_EQ(Ledger::load(f.ledger.save()).challenge_info(opened).committed_bucket, Flow::kCommittedBucket);
 }
 
 TEST(Ledger, TimeNeverGoesBack) {
@@ -996,7 +1029,10 @@ TEST(Ledger, StakeNotHeadcountDecides) {
     EXPECT_EQ(v.minority, honest_whale ? (std::vector<Bytes>{id("c1"), id("c2"), id("c3"), id("c4")})
                                        : std::vector<Bytes>{id("honest")});
     EXPECT_TRUE(v.silent.empty());
-    EXPECT_EQ(f.ledger.challenge_info(cid).verdict->minority, v.minority);
+    // The record a chain acts on once the challenge is pruned says the same.
+    EXPECT_EQ(v.outcome.minority, v.minority);
+    EXPECT_EQ(game::Outcome::decode(v.outcome.encode()).minority, v.minority);
+    EXPECT_EQ(f.ledger.run_info(f.run_id).slashable, honest_whale);
     expect_round_trip(f.ledger);
   }
 }
@@ -1049,7 +1085,7 @@ TEST(Ledger, MembersServedNoValidOpeningBlameTheMiner) {
       // The honest state is not the forged leaf's: all three blame the
       // miner, 90 of 125; "honest" stayed silent.
       EXPECT_EQ(v.verdict, Verdict::kFail);
-      EXPECT_EQ(v.cause, "blame");
+      EXPECT_STREQ(cause_name(v.cause), "blame");
       EXPECT_EQ(v.cluster_size, 3u);
       EXPECT_EQ(v.cluster_stake, 90u);
       EXPECT_TRUE(v.minority.empty());
@@ -1059,7 +1095,7 @@ TEST(Ledger, MembersServedNoValidOpeningBlameTheMiner) {
     } else {
       // 65 of 125 agree: the two liars are the minority.
       EXPECT_EQ(v.verdict, Verdict::kPass);
-      EXPECT_EQ(v.cause, "agreement");
+      EXPECT_STREQ(cause_name(v.cause), "agreement");
       EXPECT_EQ(v.minority, (std::vector<Bytes>{id("corrupted"), id("starved")}));
       EXPECT_FALSE(f.ledger.run_info(f.run_id).slashable);
     }
@@ -1087,7 +1123,7 @@ TEST(Ledger, AMisconfiguredMemberIsRecordedNotCounted) {
       cid, {{"m1", wrong}, {"m2", wrong}, {"m3", wrong}, {"honest", test::replayed_finding(Flow::honest_state(step))}});
   EXPECT_EQ(v.verdict, Verdict::kInconclusive);
   EXPECT_EQ(v.misconfigured, (std::vector<Bytes>{id("m1"), id("m2"), id("m3")}));
-  EXPECT_EQ(v.cause, "participation");  // 10 of 40 counted: a new committee could decide
+  EXPECT_STREQ(cause_name(v.cause), "participation");  // 10 of 40 counted: a new committee could decide
 
   // A member that verified with another spec or program than the task's
   // (checks 18, 19) states a fault of its own inputs: not counted either.
@@ -1225,7 +1261,7 @@ TEST(Ledger, AChallengeWithoutACommitteeIsInconclusive) {
   const game::ChallengeVerdict v = f.ledger.finalize_challenge(cid, f.now);
   EXPECT_EQ(v.verdict, Verdict::kInconclusive);
   EXPECT_EQ(v.reason, "no committee: no verifier was registered before the draw");
-  EXPECT_EQ(v.cause, "no_committee");
+  EXPECT_STREQ(cause_name(v.cause), "no_committee");
   expect_round_trip(f.ledger);
 }
 
@@ -1520,6 +1556,40 @@ TEST(Ledger, LoadChecksInvariants) {
     p.clear_challenges();
     p.set_next_challenge_id(0);
   });
+  // Closed runs and the outcome log: the norm run's only challenge is
+  // final, so the run is closed; the bitwise run holds one final challenge
+  // and one open one.
+  ASSERT_EQ(Ledger::load(s).outcome_count(), 2u);
+  ASSERT_EQ(mutated(s, [](auto &p) { ASSERT_EQ(p.closed_runs_size(), 1); }), s);
+  refused("closed run twice", [](auto &p) { *p.add_closed_runs() = p.closed_runs(0); });
+  refused("closed run also open", [](auto &p) { p.mutable_closed_runs(0)->set_run_id(p.runs(0).run_id()); });
+  refused("closed run id short", [](auto &p) { p.mutable_closed_runs(0)->mutable_run_id()->pop_back(); });
+  refused("closed run's task not posted", [](auto &p) { (*p.mutable_closed_runs(0)->mutable_task_id())[0] ^= 1; });
+  refused("closed run without a miner", [](auto &p) { p.mutable_closed_runs(0)->clear_miner_identity(); });
+  refused("closed run on an open run's key", [](auto &p) {
+    const std::string commitment = p.runs(0).commitment();
+    auto *c = p.mutable_closed_runs(0);
+    // Another run id under the key (task, miner) of open run 0.
+    const commit::TrainingCommitment open = commit::TrainingCommitment::decode(
+        ByteView(reinterpret_cast<const uint8_t *>(commitment.data()), commitment.size()));
+    c->set_task_id(std::string(reinterpret_cast<const char *>(open.task_id.bytes.data()), 32));
+    c->set_miner_identity(std::string(open.miner_identity.begin(), open.miner_identity.end()));
+  });
+  refused("a challenge of a closed run", [](auto &p) {
+    p.mutable_challenges(1)->set_run_id(p.closed_runs(0).run_id());
+  });
+  refused("outcome log dropped", [](auto &p) { p.clear_outcome_log(); });
+  refused("outcome log short", [](auto &p) { p.mutable_outcome_log()->pop_back(); });
+  refused("outcome log of another size", [](auto &p) {
+    merkle::Log log;
+    for (int i = 0; i < 3; ++i) log.append_hash(d("leaf"));
+    const Bytes b = log.save();
+    p.set_outcome_log(std::string(b.begin(), b.end()));
+  });
+  refused("outcome index past the log", [](auto &p) {
+    for (auto &c : *p.mutable_challenges())
+      if (c.has_verdict()) c.mutable_verdict()->set_outcome_index(2);
+  });
   refused("verifiers unsorted", [](auto &p) { p.mutable_verifiers()->SwapElements(0, 1); });
   refused("verifier twice", [](auto &p) { *p.add_verifiers() = p.verifiers(0); });
   refused("verifier registered above the height",
@@ -1630,7 +1700,7 @@ TEST(Ledger, JsonCallsMatchTheCppCalls) {
           {"caller", to_hex(id(w))},
           {"now", now},
           {"challenge_id", cid},
-          {"commitment", f.witness_digest(w, cid, state, 0).hex()}});
+          {"commitment", g.witness_digest(w, cid, state, 0).hex()}});
   now += 11;
   for (const char *w : {"alice", "bob"})
     call({{"call", "reveal_witness_value"},
@@ -1643,15 +1713,6 @@ TEST(Ledger, JsonCallsMatchTheCppCalls) {
           {"gradient_digest", Digest{}.hex()},
           {"environment", env_json()},
           {"salt", to_hex(salt_for(w))}});
-  now += 10;
-  const nlohmann::json fin =
-      call({{"call", "finalize_challenge"}, {"now", now}, {"challenge_id", cid}});
-  EXPECT_EQ(fin["verdict"], "pass");
-  EXPECT_EQ(fin["reason"], v.reason);
-  EXPECT_EQ(fin["cluster_size"], 2);
-  // Same calls, same state, byte for byte.
-  EXPECT_EQ(l.save(), f.ledger.save());
-
   const nlohmann::json t = call({{"call", "task_info"}, {"task_id", g.task.hex()}});
   EXPECT_EQ(t["task"], g.task_value.to_json());
   EXPECT_EQ(t["task"]["challenge_policy"]["mode"], "bitwise");
@@ -1678,12 +1739,41 @@ TEST(Ledger, JsonCallsMatchTheCppCalls) {
   EXPECT_TRUE(c["committed_bucket"].is_null());  // bitwise mode
   EXPECT_EQ(c["opened_update_norm"], Flow::committed_norm());
   EXPECT_EQ(c["witness_reveals"], 2);
-  EXPECT_EQ(c["final"], true);
-  EXPECT_EQ(c["verdict"], "pass");
+  EXPECT_EQ(c["final"], false);
+  EXPECT_TRUE(c["verdict"].is_null());
+  EXPECT_TRUE(c["outcome"].is_null());
+  now += 10;
+  const nlohmann::json fin =
+      call({{"call", "finalize_challenge"}, {"now", now}, {"challenge_id", cid}});
+  EXPECT_EQ(fin["verdict"], "pass");
+  EXPECT_EQ(fin["reason"], v.reason);
+  EXPECT_EQ(fin["cluster_size"], 2);
+  // Same calls, same state, byte for byte.
+  EXPECT_EQ(l.save(), f.ledger.save());
+
+  EXPECT_EQ(fin["cause"], "agreement");
+  EXPECT_EQ(fin["outcome"], to_hex(v.outcome.encode()));
+  EXPECT_EQ(fin["outcome_index"], 0);
+  EXPECT_EQ(fin["outcome_root"], hash::leaf_hash(v.outcome.encode()).hex());
+  EXPECT_EQ(fin["run_closed"], true);
+  // Closed: the run keeps its key and slashable flag, the challenge is pruned.
+  const nlohmann::json closed = call({{"call", "run_info"}, {"run_id", run}});
+  EXPECT_EQ(closed["closed"], true);
+  EXPECT_EQ(closed["slashable"], false);
+  EXPECT_EQ(closed["miner_identity"], miner);
+  EXPECT_TRUE(closed["latest_root"].is_null());
+  EXPECT_TRUE(closed["drawn_from"].is_null());
+  EXPECT_REFUSED(l, Status::kState, l.apply({{"call", "challenge_info"}, {"challenge_id", cid}}));
   const nlohmann::json info = call({{"call", "ledger_info"}});
   EXPECT_EQ(info["config"], kConfig.to_json());
   EXPECT_EQ(info["height"], now);
   EXPECT_EQ(info["latest_randomness"], r["drawn_from"]);
+  EXPECT_EQ(info["outcome_count"], 1);
+  EXPECT_EQ(info["outcome_root"], fin["outcome_root"]);
+  EXPECT_EQ(info["open_runs"], 0);
+  EXPECT_EQ(info["closed_runs"], 1);
+  EXPECT_EQ(info["kept_challenges"], 0);
+
 }
 
 TEST(Ledger, JsonCallsAreReadStrictly) {
@@ -1748,4 +1838,70 @@ TEST(Ledger, JsonCallsAreReadStrictly) {
   const nlohmann::json c = l.apply({{"call", "challenge_info"}, {"challenge_id", cid}});
   EXPECT_EQ(c["committed_bucket"], Flow::kCommittedBucket);
   EXPECT_EQ(c["opened_update_norm"], Flow::committed_norm());
+}
+
+// Attack 7 of the challenge game (docs/security.md section 6.1): history
+// must not fill the state. A million challenges are issued and finalized
+// (no opening: FAIL, each naming its silent committee); the saved state
+// holds the open work, the outcome log's border (at most 64 hashes) and a
+// closed run's key per run, never a final challenge of a closed run.
+TEST(Ledger, AMillionFinalizedChallengesStayUnderTheCap) {
+  constexpr uint32_t kRounds = 8;
+  constexpr uint64_t kRunsPerBatch = 2500;
+  constexpr uint64_t kBatches = 50;  // 50 * 2500 runs * 8 rounds = 10^6 challenges
+  const LedgerConfig config{.draw_delay = 1,
+                            .opening_window = 1,
+                            .commit_window = 1,
+                            .reveal_window = 1,
+                            .committee_size = 3,
+                            .min_stake = 1,
+                            .max_rounds = kRounds};
+  Ledger l(config);
+  const task::Task t = make_task(task::ChallengeMode::kBitwise, kRounds, "a million");
+  const Bytes owner = t.owner;
+  uint64_t now = 1;
+  l.post_task(owner, t.encode(), now);
+  for (const char *w : {"alice", "bob", "carol", "dave"}) l.register_verifier(id(w), kStake, now);
+  const size_t empty_bytes = [&] {
+    const Ledger fresh = Ledger::load(l.save());
+    return fresh.save().size();
+  }();
+  uint64_t finalized = 0;
+  size_t largest_open = 0;
+  for (uint64_t batch = 0; batch < kBatches; ++batch) {
+    ++now;
+    std::vector<Digest> runs;
+    for (uint64_t i = 0; i < kRunsPerBatch; ++i) {
+      const Bytes miner = id("miner " + std::to_string(batch * kRunsPerBatch + i));
+      const Digest run = l.start_training_commitment(miner, make_commitment(miner, t).encode(), now);
+      l.post_checkpoint_root(miner, run, kSteps, d("root"), {}, now);  // sealed
+      runs.push_back(run);
+    }
+    ++now;
+    l.post_randomness(Flow::randomness(now), now);
+    std::vector<uint64_t> ids;
+    for (const Digest &run : runs)
+      for (uint64_t cid : l.issue_challenge(run, now)) ids.push_back(cid);
+    if (batch == 0) largest_open = l.save().size();  // a batch's open work
+    now += config.opening_window + 1;
+    for (uint64_t cid : ids) {
+      const game::ChallengeVerdict v = l.finalize_challenge(cid, now);
+      ASSERT_EQ(v.verdict, Verdict::kFail);
+      ASSERT_EQ(v.outcome_index, finalized++);
+    }
+  }
+  EXPECT_EQ(finalized, kBatches * kRunsPerBatch * kRounds);
+  EXPECT_EQ(l.outcome_count(), finalized);
+  const Bytes s = l.save();
+  const uint64_t closed = kBatches * kRunsPerBatch;
+  // What is left: a closed run's key (run id, task id, miner, flag: under
+  // 100 bytes with this miner's name) per run, and a border of popcount(10^6)
+  // = 7 hashes.
+  EXPECT_LT(s.size(), empty_bytes + closed * 100 + 8 + 7 * 32 + 64);
+  EXPECT_LT(s.size(), game::kMaxLedgerStateBytes / 4);
+  const Ledger back = Ledger::load(s);
+  EXPECT_EQ(back.outcome_root(), l.outcome_root());
+  std::printf("[ figures  ] %llu challenges finalized: state %zu bytes (empty %zu, one open batch %zu, %.1f per closed run)\n",
+              static_cast<unsigned long long>(finalized), s.size(), empty_bytes, largest_open,
+              static_cast<double>(s.size() - empty_bytes) / static_cast<double>(closed));
 }
