@@ -533,6 +533,28 @@ def witness_commitment(statement: dict, salt: bytes, identity: bytes) -> bytes:
     return tagged("pot/v2/witness", body)
 
 
+VERDICTS = {"pass": 1, "fail": 2, "inconclusive": 3}
+CAUSES = {"agreement": 1, "no_opening": 2, "blame": 3, "no_committee": 4, "participation": 5, "split": 6}
+
+
+def outcome_record(challenge_id: int, challenge: dict, result: dict) -> bytes:
+    """docs/PROTOCOL.md section 20.1: the outcome record of a finalized ledger
+    challenge, from its challenge_info (run, step, mode, committee) and the
+    finalize_challenge result (verdict, cause, cluster, the members' lists)."""
+    def ids(hexes) -> bytes:
+        members = sorted(bytes.fromhex(h) for h in hexes)
+        return struct.pack("<I", len(members)) + b"".join(struct.pack("<I", len(m)) + m for m in members)
+    tag = b"pot/v2/outcome"
+    out = bytes([len(tag)]) + tag + struct.pack("<Q", challenge_id) + bytes.fromhex(challenge["run_id"])
+    out += struct.pack("<QBBB", challenge["step"], WITNESS_MODES[challenge["mode"]], VERDICTS[result["verdict"]],
+                       CAUSES[result["cause"]])
+    committee_stake = sum(m["stake"] for m in challenge["committee"])
+    out += struct.pack("<QQQ", result["cluster_size"], result["cluster_stake"], committee_stake)
+    for key in ("minority", "silent", "misconfigured", "unreplayed"):
+        out += ids(result[key])
+    return out
+
+
 def verdict(mode: str, quorum: int, reveals, committed_state=None, committed_bucket=None):
     """docs/PROTOCOL.md section 19: (outcome, size of the largest cluster)."""
     from collections import Counter

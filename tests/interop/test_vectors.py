@@ -193,3 +193,27 @@ def test_ledger_transcript_draws():
     assert len(want) == t["config"]["committee_size"] < len(candidates)  # a real draw, not everyone
     info = next(c for c in ok if c["call"] == "challenge_info")["result"]
     assert [(m["identity"], m["stake"]) for m in info["committee"]] == sorted((i.hex(), s) for i, s in want)
+
+
+def test_ledger_transcript_outcome_records():
+    """Each finalization's outcome record (section 20.1), encoded here from
+    the challenge as challenge_info gave it before and the verdict the call
+    returned, and the outcome log's root over the records in order."""
+    t = load("ledger_transcript.json")
+    info, records = {}, []
+    for c in t["calls"]:
+        if c["expect"] != "ok":
+            continue
+        if c["call"] == "challenge_info":
+            info[c["challenge_id"]] = c["result"]
+        if c["call"] == "finalize_challenge":
+            r = c["result"]
+            record = ind.outcome_record(c["challenge_id"], info[c["challenge_id"]], r)
+            assert r["outcome"] == record.hex()
+            assert r["outcome_index"] == len(records)
+            records.append(record)
+            assert r["outcome_root"] == ind.mth(records).hex()
+    assert records
+    ledger = next(c for c in t["calls"] if c["call"] == "ledger_info")["result"]
+    assert ledger["outcome_count"] == len(records) and ledger["outcome_root"] == ind.mth(records).hex()
+

@@ -165,12 +165,17 @@ calls = [
     for w, f, s in WITNESSES
 ] + [
     {"call": "finalize_challenge", "now": 124, "challenge_id": 0, "expect": "POT_E_STATE"},
+    {"call": "challenge_info", "challenge_id": 0},
+    {"call": "run_info", "run_id": RUN},
+    # The run's only challenge: finalizing it logs its outcome record and
+    # closes the run, pruning the challenge.
     {"call": "finalize_challenge", "now": 125, "challenge_id": 0},
+    {"call": "challenge_info", "challenge_id": 0, "expect": "POT_E_STATE"},
+    {"call": "issue_challenge", "now": 125, "run_id": RUN, "expect": "POT_E_STATE"},
     {"call": "ledger_info"},
     {"call": "verifier_info", "identity": VERIFIERS[0][0].hex()},
     {"call": "task_info", "task_id": COMMITMENT["task_id"]},
     {"call": "run_info", "run_id": RUN},
-    {"call": "challenge_info", "challenge_id": 0},
 ]
 for c in calls:
     c.setdefault("expect", "ok")
@@ -182,7 +187,7 @@ json.dump({
                    "the sealing block, a second value for one block, a challenge with a caller's beacon, an opening "
                    "with the leaf of another run, the withdrawn call of a miner-declared bucket, two witnesses not on "
                    "the committee, a reveal before the commit phase closes, a protocol-1 reveal, a finalization before the reveal phase "
-                   "closes). Made by "
+                   "closes, the pruned challenge and a new draw on the closed run after the finalization). Made by "
                    "tests/vectors/make_ledger_transcript.py; each call carries the outcome and result the "
                    "reference ledger gives; `pot ledger` replays it and fails on any difference, including the "
                    "final state's SHA-256.",

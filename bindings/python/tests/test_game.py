@@ -9,11 +9,17 @@ in for a drand round) as the block begins."""
 import hashlib
 import json
 import random
+import sys
 
 import pytest
 
 import pot
-from conftest import spec_json
+from conftest import VECTORS, spec_json
+
+# docs/PROTOCOL.md written out independently (hashlib only): every outcome
+# record the ledger logs here is checked against it.
+sys.path.insert(0, str(VECTORS.parent / "interop"))
+import independent  # noqa: E402
 
 STEPS, ROUNDS = 200, 8
 OWNER = b"task owner"
@@ -61,6 +67,7 @@ class Chain:
 
     def __init__(self, verifiers=None):
         self.ledger = pot.Ledger(**CONFIG)
+        self.records = []  # the outcome log's records, as encoded independently
         self.now = 100
         self.post_randomness()
         self.verifiers = dict(verifiers or {w: 10 for w in WITNESSES})
@@ -88,6 +95,18 @@ class Chain:
 
     def call(self, name, **args):
         return self.ledger.apply({"call": name, "now": self.now, **args})
+
+    def finalize(self, cid: int) -> dict:
+        """Finalizes a challenge; its outcome record and the log's new root
+        must be the ones docs/PROTOCOL.md 20.1 gives, computed independently
+        from the challenge as it stood and the verdict."""
+        info = self.ledger.apply({"call": "challenge_info", "challenge_id": cid})
+        v = self.call("finalize_challenge", challenge_id=cid)
+        record = independent.outcome_record(cid, info, v)
+        assert (v["outcome"], v["outcome_index"]) == (record.hex(), len(self.records))
+        self.records.append(record)
+        assert v["outcome_root"] == independent.mth(self.records).hex()
+        return v
 
     def run(self, miner: bytes, forged=()):
         """Registers and seals a run of the task: its log holds honest
@@ -152,7 +171,7 @@ class Chain:
                 self.call("reveal_witness_value", caller=w.hex(), challenge_id=cid, **finding(value),
                           environment=environments.get(w) or spec_environment(self), salt=salt(w).hex())
         self.now = max(self.now, info["opened_height"] + CONFIG["commit_window"] + CONFIG["reveal_window"] + 1)
-        return self.call("finalize_challenge", challenge_id=cid)
+        return self.finalize(cid)
 
     def committee(self, cid: int):
         info = self.ledger.apply({"call": "challenge_info", "challenge_id": cid})
@@ -181,7 +200,7 @@ class Chain:
                 self.call("reveal_witness_value", caller=w.hex(), challenge_id=cid, **replayed(honest_state(step)),
                           environment=spec_environment(self), salt=salt(w, cid).hex())
         self.now = max(self.now, opened + CONFIG["commit_window"] + CONFIG["reveal_window"] + 1)
-        return [self.call("finalize_challenge", challenge_id=cid) for cid, _ in challenges]
+        return [self.finalize(cid) for cid, _ in challenges]
 
 
 def test_attack_a_ground_beacon_is_no_argument():
@@ -276,7 +295,7 @@ def test_attack_an_opening_in_the_last_block_leaves_witnesses_their_window():
     [v] = chain.witness(run, [(late_cid, late_step)])
     assert (v["verdict"], v["cluster_size"]) == ("fail", len(WITNESSES)), v
     for cid, _ in rest:
-        v = chain.call("finalize_challenge", challenge_id=cid)
+        v = chain.finalize(cid)
         assert (v["verdict"], v["reason"]) == ("fail", "no opening within the opening window")
     assert chain.ledger.apply({"call": "run_info", "run_id": run})["slashable"]
 
@@ -523,3 +542,55 @@ def test_attack_a_lazy_witness_copying_the_opened_digest_is_recorded_unreplayed(
         else:
             assert (v["verdict"], v["cluster_stake"], v["minority"]) == ("pass", 60, []), v
             assert v["unreplayed"] == colluders
+
+
+def test_attack_history_does_not_fill_the_state():
+    """Attack 7: finalized challenges were never pruned, so history alone,
+    honest or not, pushed the saved state past the 64 MiB save() cap. Now a
+    run whose challenges are all final closes: its challenges and
+    commitment are pruned, each outcome is a record in the outcome log (its
+    root in the state, its records in the finalize results), and the closed
+    run keeps only its key (task, miner) and its slashable flag. Thirty
+    honest runs, each challenged 8 times and witnessed, leave the state
+    larger by that residue alone; a chain proves any record against the
+    logged root with an RFC 9162 inclusion proof."""
+    chain = Chain()
+    empty = len(chain.ledger.save())
+    sizes, records = [], pot.Tree()
+    for i in range(30):
+        miner = b"miner %d" % i
+        run, leaves, log = chain.run(miner)
+        chain.block()
+        issued = chain.call("issue_challenge", run_id=run)
+        pairs = list(zip(issued["challenge_ids"], issued["steps"]))
+        for cid, step in pairs:
+            chain.open(miner, cid, step, leaves, log)
+        open_size = len(chain.ledger.save())
+        for v in chain.witness(run, pairs):
+            assert v["verdict"] == "pass"
+            records.append(bytes.fromhex(v["outcome"]))
+        assert v["run_closed"]
+        info = chain.ledger.apply({"call": "run_info", "run_id": run})
+        assert (info["closed"], info["slashable"], info["declared_steps"]) == (True, False, None)
+        with pytest.raises(pot.StateError, match="final and pruned"):
+            chain.ledger.apply({"call": "challenge_info", "challenge_id": pairs[0][0]})
+        # Registering the run again names the closed run (the key is kept),
+        # which takes no root and no new draw: finished work is not paid twice.
+        with pytest.raises(pot.StateError, match="is closed"):
+            chain.run(miner)
+        with pytest.raises(pot.StateError, match="is closed"):
+            chain.call("issue_challenge", run_id=run)
+        sizes.append(len(chain.ledger.save()))
+        assert sizes[-1] < open_size
+    # The closed runs' residue: a run id, a task id, the miner's name and a
+    # few tags; the outcome log's border; nothing per challenge.
+    per_run = (sizes[-1] - sizes[0]) / 29
+    assert per_run < 90, per_run
+    assert sizes[-1] - empty < 30 * 90 + 8 + 64 * 32
+    ledger = chain.ledger.apply({"call": "ledger_info"})
+    assert (ledger["outcome_count"], ledger["closed_runs"], ledger["kept_challenges"]) == (240, 30, 0)
+    assert ledger["outcome_root"] == records.root().hex()
+    # Any record against the logged root.
+    index = 77
+    pot.verify_inclusion(index, 240, pot.leaf_hash(chain.records[index]), records.inclusion_proof(index),
+                         bytes.fromhex(ledger["outcome_root"]))
