@@ -90,6 +90,10 @@ void LedgerConfig::validate() const {
   need(committee_size, "committee_size");
   need(min_stake, "min_stake");
   need(max_rounds, "max_rounds");
+  need(max_attempts, "max_attempts");
+  if (max_attempts > kMaxAttempts)
+    fail(Status::kInvalidArgument, "ledger config: max_attempts {} is above the limit of {}", max_attempts,
+         kMaxAttempts);
   if (committee_size > kMaxCommitteeSize)
     fail(Status::kInvalidArgument, "ledger config: committee_size {} is above the limit of {}", committee_size,
          kMaxCommitteeSize);
@@ -98,7 +102,7 @@ void LedgerConfig::validate() const {
 LedgerConfig LedgerConfig::from_json(const nlohmann::json &j) {
   const commit::JsonFields f(j, "ledger config");
   f.only({"draw_delay", "opening_window", "commit_window", "reveal_window", "committee_size", "min_stake",
-          "max_rounds"});
+          "max_rounds", "max_attempts"});
   LedgerConfig c;
   c.draw_delay = f.u64("draw_delay");
   c.opening_window = f.u64("opening_window");
@@ -107,6 +111,7 @@ LedgerConfig LedgerConfig::from_json(const nlohmann::json &j) {
   c.committee_size = f.u32("committee_size");
   c.min_stake = f.u64("min_stake");
   c.max_rounds = f.u32("max_rounds");
+  c.max_attempts = f.u32("max_attempts");
   c.validate();
   return c;
 }
@@ -115,7 +120,7 @@ nlohmann::json LedgerConfig::to_json() const {
   return {{"draw_delay", draw_delay},         {"opening_window", opening_window},
           {"commit_window", commit_window},   {"reveal_window", reveal_window},
           {"committee_size", committee_size}, {"min_stake", min_stake},
-          {"max_rounds", max_rounds}};
+          {"max_rounds", max_rounds},         {"max_attempts", max_attempts}};
 }
 
 Ledger::Ledger(const LedgerConfig &config) : config_(config) { config_.validate(); }
@@ -306,15 +311,24 @@ void Ledger::register_verifier(ByteView caller, uint64_t stake, uint64_t now) {
   height_ = now;
 }
 
-std::vector<std::vector<Candidate>> Ledger::committees_for(const Run &r, const Digest &run_id, uint32_t rounds,
-                                                           uint64_t height, const Digest &value) const {
+std::vector<Candidate> Ledger::candidates_for(const Run &r, uint64_t height, const std::set<Bytes> &excluded) const {
   // Registered before the value existed, so no registration was chosen
   // knowing it; never the run's own miner.
   std::vector<Candidate> candidates;
   for (const auto &[identity, v] : verifiers_)
-    if (v.registered_height < height && !same(identity, r.commitment.miner_identity))
+    if (v.registered_height < height && !same(identity, r.commitment.miner_identity) && !excluded.contains(identity))
       candidates.push_back({identity, v.stake});
-  return draw_committees(value.view(), run_id, rounds, candidates, config_.committee_size);
+  return candidates;
+}
+
+uint32_t Ledger::round_of(const Run &r, uint64_t id) {
+  // The ids are consecutive, in round order, and the rounds fit 32 bits.
+  return static_cast<uint32_t>(id - r.challenge_ids.front());
+}
+
+std::vector<std::vector<Candidate>> Ledger::committees_for(const Run &r, const Digest &run_id, uint32_t rounds,
+                                                           uint64_t height, const Digest &value) const {
+  return draw_committees(value.view(), run_id, rounds, candidates_for(r, height, {}), config_.committee_size);
 }
 
 std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, uint64_t now) {
@@ -421,6 +435,8 @@ void Ledger::commit_witness(ByteView caller, uint64_t challenge_id, const Digest
   check_now(now);
   check_caller(caller, kCall);
   Challenge &c = challenge_for(challenge_id, kCall);
+  if (c.awaiting)
+    fail(Status::kState, "{}: challenge {} awaits a new committee (redraw_committee)", kCall, challenge_id);
   if (!c.committee.contains(to_bytes(caller)))
     fail(Status::kPermission, "{}: {} is not on the committee of challenge {}", kCall, to_hex(caller),
          challenge_id);
@@ -449,6 +465,8 @@ void Ledger::reveal_witness_value(ByteView caller, uint64_t challenge_id, const 
   // Revealing while commits are still accepted would let a late witness
   // copy an early reveal. Without an opening there is no commit phase.
   if (!c.opening) fail(Status::kState, "{}: challenge {} is not opened", kCall, challenge_id);
+  if (c.awaiting)
+    fail(Status::kState, "{}: challenge {} awaits a new committee (redraw_committee)", kCall, challenge_id);
   if (now <= commit_deadline(c))
     fail(Status::kState, "{}: the commit phase of challenge {} is open until height {}", kCall,
          challenge_id, commit_deadline(c));
@@ -490,6 +508,7 @@ ChallengeVerdict Ledger::evaluate(uint64_t id, const Challenge &c) const {
   ChallengeVerdict v = judge(c);
   Outcome &o = v.outcome;
   o.challenge_id = id;
+  o.attempt = c.attempt;
   o.run_id = c.run_id;
   o.step = c.step;
   o.mode = c.mode;
@@ -650,6 +669,8 @@ ChallengeVerdict Ledger::finalize_challenge(uint64_t challenge_id, uint64_t now)
   constexpr const char *kCall = "finalize_challenge";
   check_now(now);
   Challenge &c = challenge_for(challenge_id, kCall);
+  if (c.awaiting)
+    fail(Status::kState, "{}: challenge {} awaits a new committee (redraw_committee)", kCall, challenge_id);
   if (now <= final_after(c))
     fail(Status::kState, "{}: the {} phase of challenge {} is open until height {}", kCall,
          c.opening ? "reveal" : "opening", challenge_id, final_after(c));
@@ -658,6 +679,33 @@ ChallengeVerdict Ledger::finalize_challenge(uint64_t challenge_id, uint64_t now)
   ChallengeVerdict v = evaluate(challenge_id, c);
   const Digest leaf = hash::leaf_hash(v.outcome.encode());
   v.outcome_index = outcomes_.size();
+  // Too few counted reveals is a committee's failure, not a disagreement:
+  // while attempts remain, the challenge waits for a new committee, drawn
+  // from randomness nobody knows yet, without this one's silent,
+  // misconfigured and unreplayed members. The attempt's record is logged.
+  v.rerun = v.cause == Cause::kParticipation && c.attempt < config_.max_attempts;
+  if (v.rerun) {
+    if (config_.draw_delay > UINT64_MAX - now)
+      fail(Status::kOutOfRange, "{}: a redraw after height {} does not fit 64 bits", kCall, now);
+    std::set<Bytes> excluded = c.excluded;
+    for (const auto *list : {&v.silent, &v.misconfigured, &v.unreplayed})
+      excluded.insert(list->begin(), list->end());
+    ++waiting_[now + config_.draw_delay];  // may allocate; the append below has the strong guarantee
+    try {
+      outcomes_.append_hash(leaf);
+    } catch (...) {
+      auto w = waiting_.find(now + config_.draw_delay);
+      if (--w->second == 0) waiting_.erase(w);
+      throw;
+    }
+    c.excluded.swap(excluded);
+    c.awaiting = now + config_.draw_delay;
+    c.committee.clear();
+    c.commits.clear();
+    c.reveals.clear();
+    height_ = now;
+    return v;
+  }
   // The last open challenge of its run closes the run: its record shrinks
   // to the key and the slashable flag, built here, before anything changes.
   const Digest run_id = c.run_id;
@@ -679,6 +727,37 @@ ChallengeVerdict Ledger::finalize_challenge(uint64_t challenge_id, uint64_t now)
   }
   height_ = now;
   return v;
+}
+
+void Ledger::redraw_committee(uint64_t challenge_id, uint64_t now) {
+  constexpr const char *kCall = "redraw_committee";
+  check_now(now);
+  Challenge &c = challenge_for(challenge_id, kCall);
+  if (!c.awaiting)
+    fail(Status::kState, "{}: challenge {} does not await a new committee", kCall, challenge_id);
+  const auto entry = randomness_for(*c.awaiting);
+  if (entry == randomness_.end())
+    fail(Status::kState, "{}: challenge {} waits for the chain randomness of a height >= {} (latest: {})", kCall,
+         challenge_id, *c.awaiting,
+         last_randomness_ ? std::to_string(last_randomness_->height) : std::string("none"));
+  if (config_.commit_window > UINT64_MAX - now || config_.reveal_window > UINT64_MAX - now - config_.commit_window)
+    fail(Status::kOutOfRange, "{}: the deadlines of a committee drawn at height {} do not fit 64 bits", kCall, now);
+  const Run &r = runs_.at(c.run_id);
+  std::vector<Candidate> drawn = draw_committee(entry->second.view(), c.run_id, round_of(r, challenge_id),
+                                                candidates_for(r, entry->first, c.excluded), config_.committee_size);
+  std::map<Bytes, uint64_t> committee;
+  for (Candidate &m : drawn) committee.emplace(std::move(m.identity), m.stake);
+  // Nothing below allocates or throws.
+  const BlockRandomness used{entry->first, entry->second};
+  auto w = waiting_.find(*c.awaiting);
+  if (--w->second == 0) waiting_.erase(w);
+  if (!needed(entry)) randomness_.erase(entry);
+  c.committee.swap(committee);
+  c.awaiting.reset();
+  c.redrawn_from = used;
+  c.redrawn_height = now;
+  ++c.attempt;
+  height_ = now;
 }
 
 task::Task Ledger::task_info(const Digest &task_id) const {
@@ -750,6 +829,11 @@ ChallengeInfo Ledger::challenge_info(uint64_t challenge_id) const {
   }
   i.witness_commits = c.commits.size();
   i.witness_reveals = c.reveals.size();
+  i.attempt = c.attempt;
+  i.awaiting_redraw_from = c.awaiting;
+  i.redrawn_from = c.redrawn_from;
+  i.redrawn_height = c.redrawn_height;
+  i.excluded.assign(c.excluded.begin(), c.excluded.end());
   // Nothing that feeds the verdict changes after the reveal phase, so the
   // reason is recomputed rather than stored.
   if (c.outcome) {
@@ -785,6 +869,7 @@ Bytes Ledger::save() const {
   cfg->set_max_rounds(config_.max_rounds);
   cfg->set_opening_window(config_.opening_window);
   cfg->set_draw_delay(config_.draw_delay);
+  cfg->set_max_attempts(config_.max_attempts);
   p.set_height(height_);
   p.set_next_challenge_id(next_challenge_id_);
   for (const auto &[run_id, r] : runs_) {  // std::map: sorted by key, bytewise
@@ -849,6 +934,11 @@ Bytes Ledger::save() const {
       w->set_identity(as_string(identity));
       w->set_stake(stake);
     }
+    m->set_redraws(c.attempt - 1);
+    if (c.awaiting) m->set_awaiting_redraw_from(*c.awaiting);
+    if (c.redrawn_from) put(m->mutable_redrawn_from(), c.redrawn_from->height, c.redrawn_from->value);
+    m->set_redrawn_height(c.redrawn_height);
+    for (const Bytes &identity : c.excluded) m->add_excluded(as_string(identity));
   }
   for (const auto &[identity, v] : verifiers_) {
     v2::LedgerVerifier *w = p.add_verifiers();
@@ -890,7 +980,7 @@ Ledger Ledger::load(ByteView b) {
   // run its run_id, task_id and miner identity.
   commit::check_min_sizes(b,
                           {{5, 34},
-                           {6, 34, {{9, 37}, {10, 31}, {13, 5}}},
+                           {6, 34, {{9, 37}, {10, 31}, {13, 5}, {18, 1}}},
                            {7, 36},
                            {9, 34},
                            {10, 5},
@@ -911,6 +1001,7 @@ Ledger Ledger::load(ByteView b) {
   config.committee_size = p.config().committee_size();
   config.min_stake = p.config().min_stake();
   config.max_rounds = p.config().max_rounds();
+  config.max_attempts = p.config().max_attempts();
   Ledger l = as_state_check("config", [&] { return Ledger(config); });
   l.height_ = p.height();
   l.next_challenge_id_ = p.next_challenge_id();
@@ -1023,16 +1114,6 @@ Ledger Ledger::load(ByteView b) {
     if (!could_be_posted(e)) bad_state(where + ": not a value that was posted");
     if (!l.randomness_.emplace(e.height, e.value).second) bad_state(where + " is listed twice");
   }
-  for (auto e = l.randomness_.cbegin(); e != l.randomness_.cend(); ++e)
-    if (!l.needed(e)) bad_state(fmt::format("randomness of height {} that no run waits for", e->first));
-  if (l.last_randomness_)
-    for (const auto &[d, count] : l.waiting_)
-      if (d <= l.last_randomness_->height && l.randomness_for(d) == l.randomness_.end())
-        bad_state(fmt::format("a run waits for the randomness of height {}, which was posted but not kept", d));
-  for (const auto &[run_id, r] : l.runs_)
-    if (r.drawn_from)
-      if (auto e = l.randomness_.find(r.drawn_from->height); e != l.randomness_.end() && e->second != r.drawn_from->value)
-        bad_state(fmt::format("run {}: drawn from another value than the one kept for its height", run_id.hex()));
 
   std::map<Digest, std::vector<std::pair<uint64_t, uint64_t>>> challenges_per_run;  // (id, step)
   for (const v2::LedgerChallenge &m : p.challenges()) {
@@ -1074,6 +1155,38 @@ Ledger Ledger::load(ByteView b) {
       if (c.opening->height < c.issued_height || c.opening->height > l.opening_deadline(c) ||
           c.opening->height > l.height_)
         bad_state(where + ": opened outside its opening phase");
+    }
+    // Re-runs: attempt 1 is the run's draw; a later one was redrawn, once
+    // opened, from randomness that could have been posted.
+    if (m.redraws() >= l.config_.max_attempts) bad_state(where + ": more committees than max_attempts");
+    c.attempt = m.redraws() + 1;
+    if (c.attempt > 1) {
+      if (!m.has_redrawn_from() || !c.opening) bad_state(where + ": a redraw without its randomness or an opening");
+      c.redrawn_from = randomness_of(m.redrawn_from(), where + ": redrawn_from");
+      c.redrawn_height = m.redrawn_height();
+      if (!could_be_posted(*c.redrawn_from) || c.redrawn_from->height <= c.opening->height ||
+          c.redrawn_height < c.redrawn_from->height || c.redrawn_height > l.height_ ||
+          l.config_.commit_window > UINT64_MAX - c.redrawn_height ||
+          l.config_.reveal_window > UINT64_MAX - c.redrawn_height - l.config_.commit_window)
+        bad_state(where + ": a redraw at heights the calls could not give");
+    } else if (m.has_redrawn_from() || m.redrawn_height() != 0) {
+      bad_state(where + ": a redraw on the first committee");
+    }
+    for (const std::string &e : m.excluded()) {
+      as_state_check(where + ": excluded", [&] { check_caller(view_of(e), "redraw_committee"); });
+      if (!c.excluded.insert(to_bytes(view_of(e))).second) bad_state(where + ": an excluded member listed twice");
+    }
+    if (m.awaiting_redraw_from() != 0) {
+      // Set by a finalization after the reveal phase, at most at the height.
+      c.awaiting = m.awaiting_redraw_from();
+      if (!c.opening || c.attempt >= l.config_.max_attempts || m.has_verdict() || m.committee_size() > 0 ||
+          m.commits_size() > 0 || m.reveals_size() > 0 || *c.awaiting < l.config_.draw_delay ||
+          *c.awaiting - l.config_.draw_delay <= l.reveal_deadline(c) ||
+          *c.awaiting - l.config_.draw_delay > l.height_)
+        bad_state(where + ": awaiting a redraw it could not await");
+      ++l.waiting_[*c.awaiting];
+    } else if (c.attempt == 1 && !c.excluded.empty()) {
+      bad_state(where + ": excluded members before any re-run");
     }
     for (const v2::LedgerMember &w : m.committee())
       if (!c.committee.emplace(to_bytes(view_of(w.identity())), w.stake()).second)
@@ -1129,6 +1242,24 @@ Ledger Ledger::load(ByteView b) {
     }
     if (!l.challenges_.emplace(m.id(), std::move(c)).second) bad_state(where + " is listed twice");
   }
+  // The kept randomness, now that every waiter (sealed runs not drawn,
+  // challenges awaiting a redraw) is known.
+  for (auto e = l.randomness_.cbegin(); e != l.randomness_.cend(); ++e)
+    if (!l.needed(e)) bad_state(fmt::format("randomness of height {} that no run waits for", e->first));
+  if (l.last_randomness_)
+    for (const auto &[d, count] : l.waiting_)
+      if (d <= l.last_randomness_->height && l.randomness_for(d) == l.randomness_.end())
+        bad_state(fmt::format("a run waits for the randomness of height {}, which was posted but not kept", d));
+  auto kept_differs = [&](const BlockRandomness &used) {
+    auto e = l.randomness_.find(used.height);
+    return e != l.randomness_.end() && e->second != used.value;
+  };
+  for (const auto &[run_id, r] : l.runs_)
+    if (r.drawn_from && kept_differs(*r.drawn_from))
+      bad_state(fmt::format("run {}: drawn from another value than the one kept for its height", run_id.hex()));
+  for (const auto &[id, c] : l.challenges_)
+    if (c.redrawn_from && kept_differs(*c.redrawn_from))
+      bad_state(fmt::format("challenge {}: redrawn from another value than the one kept for its height", id));
   // Every accepted call leaves a task, a verifier or a randomness behind
   // (every other call needs a task), so a ledger with none of them has never
   // accepted a call.
@@ -1137,17 +1268,23 @@ Ledger Ledger::load(ByteView b) {
   // Every issued challenge is open, final with its run still open, or
   // pruned with its closed run, and each final one was logged once: the
   // log holds exactly the issued challenges that are not open.
-  uint64_t open = 0;
+  // Each attempt that ended logged one record: a kept challenge's ended
+  // attempts are known, a pruned one had 1..max_attempts.
+  uint64_t kept_records = 0;
   std::set<uint64_t> indices;
   for (const auto &[id, c] : l.challenges_) {
-    if (!c.outcome)
-      ++open;
-    else if (!indices.insert(c.outcome->outcome_index).second)
+    kept_records += c.attempt - 1 + (c.awaiting || c.outcome ? 1 : 0);
+    if (c.outcome && !indices.insert(c.outcome->outcome_index).second)
       bad_state(fmt::format("challenge {}: an outcome index another challenge holds", id));
   }
-  if (l.outcomes_.size() != l.next_challenge_id_ - open)  // open <= kept ids < next_challenge_id
-    bad_state(fmt::format("an outcome log of {} records, but {} of the {} issued challenges are final",
-                          l.outcomes_.size(), l.next_challenge_id_ - open, l.next_challenge_id_));
+  const uint64_t pruned = l.next_challenge_id_ - l.challenges_.size();  // kept ids are distinct, below it
+  auto more_than_the_pruned_could_log = [&](uint64_t x) {  // x > pruned * max_attempts, without overflow
+    return x / l.config_.max_attempts + (x % l.config_.max_attempts != 0 ? 1 : 0) > pruned;
+  };
+  if (l.outcomes_.size() < kept_records || l.outcomes_.size() - kept_records < pruned ||
+      more_than_the_pruned_could_log(l.outcomes_.size() - kept_records))
+    bad_state(fmt::format("an outcome log of {} records, for {} pruned challenges and {} records of kept ones",
+                          l.outcomes_.size(), pruned, kept_records));
   // A drawn run's challenges are the steps its randomness draws, in round
   // order, under consecutive ids, issued together.
   for (auto &[run_id, r] : l.runs_) {
@@ -1168,15 +1305,21 @@ Ledger Ledger::load(ByteView b) {
     // value's height (registrations are never removed).
     const std::vector<std::vector<Candidate>> drawn = l.committees_for(
         r, run_id, static_cast<uint32_t>(got.size()), r.drawn_from->height, r.drawn_from->value);
+    for (size_t i = 0; i < got.size(); ++i) r.challenge_ids.push_back(got[i].first);
     for (size_t i = 0; i < got.size(); ++i) {
-      const std::map<Bytes, uint64_t> want = [&] {
-        std::map<Bytes, uint64_t> m;
-        for (const Candidate &c : drawn[i]) m.emplace(c.identity, c.stake);
-        return m;
-      }();
-      if (l.challenges_.at(got[i].first).committee != want)
-        bad_state(fmt::format("challenge {}: a committee that is not the draw of its run's randomness", got[i].first));
-      r.challenge_ids.push_back(got[i].first);
+      const Challenge &c = l.challenges_.at(got[i].first);
+      // A redrawn committee is the draw of its own randomness without the
+      // excluded members; one awaiting a redraw has none.
+      const std::vector<Candidate> &from =
+          c.awaiting ? std::vector<Candidate>{}
+          : c.redrawn_from
+              ? draw_committee(c.redrawn_from->value.view(), run_id, static_cast<uint32_t>(i),
+                               l.candidates_for(r, c.redrawn_from->height, c.excluded), l.config_.committee_size)
+              : drawn[i];
+      std::map<Bytes, uint64_t> want;
+      for (const Candidate &m : from) want.emplace(m.identity, m.stake);
+      if (c.committee != want)
+        bad_state(fmt::format("challenge {}: a committee that is not the draw of its randomness", got[i].first));
     }
     if (std::ranges::all_of(r.challenge_ids, [&](uint64_t id) { return l.challenges_.at(id).outcome.has_value(); }))
       bad_state(where + ": every challenge is final, but the run is not closed");
@@ -1300,6 +1443,18 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
     out.update(verdict_json(v));
     out["outcome_root"] = outcomes_.root().hex();  // after the append: the log of outcome_index + 1 records
     out["run_closed"] = closed_.contains(v.outcome.run_id);
+    out["rerun"] = v.rerun;
+  } else if (name == "redraw_committee") {
+    f.only({"call", "now", "challenge_id"});
+    const uint64_t now = f.u64("now");
+    const uint64_t id = f.u64("challenge_id");
+    redraw_committee(id, now);
+    const ChallengeInfo c = challenge_info(id);
+    nlohmann::json committee = nlohmann::json::array();
+    for (const MemberInfo &m : c.committee) committee.push_back({{"identity", to_hex(m.identity)}, {"stake", m.stake}});
+    out["attempt"] = c.attempt;
+    out["committee"] = std::move(committee);
+    out["commit_deadline"] = c.commit_deadline;
   } else if (name == "task_info") {
     f.only({"call", "task_id"});
     const Digest id = f.digest("task_id");
@@ -1350,6 +1505,12 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
                            {"revealed", m.revealed}});
     out["committee"] = std::move(committee);
     out["committee_stake"] = c.committee_stake;
+    out["attempt"] = c.attempt;
+    out["awaiting_redraw_from"] = c.awaiting_redraw_from ? nlohmann::json(*c.awaiting_redraw_from) : null;
+    out["redrawn_from"] = c.redrawn_from ? randomness_json(*c.redrawn_from) : null;
+    nlohmann::json excluded = nlohmann::json::array();
+    for (const Bytes &b : c.excluded) excluded.push_back(to_hex(b));
+    out["excluded"] = std::move(excluded);
     out["witness_commits"] = c.witness_commits;
     out["witness_reveals"] = c.witness_reveals;
     out["final"] = c.verdict.has_value();

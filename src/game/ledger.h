@@ -31,6 +31,8 @@ using witness::Verdict;
 
 // The largest saved state load accepts (and save produces).
 inline constexpr size_t kMaxLedgerStateBytes = size_t{64} << 20;
+// The most committees one challenge may get (LedgerConfig::max_attempts).
+inline constexpr uint32_t kMaxAttempts = 16;
 
 struct LedgerConfig {
   uint64_t draw_delay = 1;      // blocks from a run's seal to the randomness its challenges use
@@ -40,9 +42,13 @@ struct LedgerConfig {
   uint32_t committee_size = 1;  // verifiers drawn to judge each challenge, 1..kMaxCommitteeSize
   uint64_t min_stake = 1;       // the least stake a verifier registers with
   uint32_t max_rounds = 1;      // the most challenge rounds a task may ask for
+  // The most committees a challenge gets (1..kMaxAttempts): an attempt that
+  // ends INCONCLUSIVE for want of participation is re-run with a new
+  // committee while attempts remain (1: never).
+  uint32_t max_attempts = 1;
 
-  // kInvalidArgument unless every field is >= 1 and committee_size is at
-  // most kMaxCommitteeSize.
+  // kInvalidArgument unless every field is >= 1, committee_size is at
+  // most kMaxCommitteeSize and max_attempts at most kMaxAttempts.
   void validate() const;
   // Whether a challenge issued at `height` has deadlines (opening, commit,
   // reveal) that fit 64 bits, however late in its window it is opened.
@@ -115,6 +121,10 @@ struct ChallengeVerdict {
   // its index in the ledger's outcome log.
   Outcome outcome;
   uint64_t outcome_index = 0;
+  // finalize_challenge only: the attempt ended for want of participation
+  // and attempts remain, so the challenge is not final: it awaits a new
+  // committee (redraw_committee), its outcome record logged all the same.
+  bool rerun = false;
 };
 
 // A committee member of a challenge, and what it did.
@@ -148,11 +158,22 @@ struct ChallengeInfo {
   // Norm-bucket mode, when opened: the bucket of opened_update_norm at the
   // task spec's resolution, the value witnesses' buckets are compared with.
   std::optional<int64_t> committed_bucket;
-  std::vector<MemberInfo> committee;  // sorted by identity
+  std::vector<MemberInfo> committee;  // sorted by identity; empty while awaiting a redraw
   uint64_t committee_stake = 0;
   size_t witness_commits = 0;
   size_t witness_reveals = 0;
   std::optional<ChallengeVerdict> verdict;  // once final
+  // Re-runs: the current committee's attempt (1 = the first committee),
+  // the height from which the randomness of a new committee is taken while
+  // one is awaited, and for attempt > 1 the randomness and height of the
+  // redraw (the commit phase starts there). Excluded: members of earlier
+  // committees that were silent, misconfigured or unreplayed, never drawn
+  // again for this challenge; sorted.
+  uint32_t attempt = 1;
+  std::optional<uint64_t> awaiting_redraw_from;
+  std::optional<BlockRandomness> redrawn_from;
+  uint64_t redrawn_height = 0;
+  std::vector<Bytes> excluded;
 };
 
 class Ledger {
@@ -198,6 +219,12 @@ class Ledger {
   // the last open challenge of a run closes the run: its challenges and
   // commitment are pruned, leaving the closed run's key and slashable flag.
   ChallengeVerdict finalize_challenge(uint64_t challenge_id, uint64_t now);
+  // Draws a new committee for a challenge awaiting one, from the first
+  // randomness posted at a height >= its awaiting_redraw_from, among the
+  // verifiers registered below that height, the miner and the challenge's
+  // excluded members left out; its commit phase starts at `now`. Anyone
+  // may call it once the value is posted.
+  void redraw_committee(uint64_t challenge_id, uint64_t now);
 
   // kNotFound for an unknown task, run or challenge.
   task::Task task_info(const hash::Digest &task_id) const;
@@ -274,6 +301,13 @@ class Ledger {
     std::map<Bytes, hash::Digest> commits;  // identity -> commitment
     std::map<Bytes, Reveal> reveals;        // identity -> revealed value
     std::optional<Final> outcome;           // once final
+    // Re-runs (LedgerConfig::max_attempts): attempt 1 is the committee of
+    // the run's draw; each later one a redraw.
+    uint32_t attempt = 1;
+    std::optional<uint64_t> awaiting;       // awaiting a redraw from this height on
+    std::optional<BlockRandomness> redrawn_from;  // attempt > 1
+    uint64_t redrawn_height = 0;            // attempt > 1: the redraw call's height
+    std::set<Bytes> excluded;               // never drawn again for this challenge
   };
   using RunKey = std::pair<hash::Digest, Bytes>;  // (task id, miner identity)
 
@@ -282,8 +316,10 @@ class Ledger {
   // post_checkpoint_root and load check it).
   uint64_t draw_height(const Run &r) const { return r.seal_height + config_.draw_delay; }
   uint64_t opening_deadline(const Challenge &c) const { return c.issued_height + config_.opening_window; }
-  // Once opened.
-  uint64_t commit_deadline(const Challenge &c) const { return c.opening->height + config_.commit_window; }
+  // Once opened: the current attempt's commit phase starts at the opening
+  // (attempt 1) or at the redraw.
+  uint64_t attempt_start(const Challenge &c) const { return c.attempt == 1 ? c.opening->height : c.redrawn_height; }
+  uint64_t commit_deadline(const Challenge &c) const { return attempt_start(c) + config_.commit_window; }
   uint64_t reveal_deadline(const Challenge &c) const { return commit_deadline(c) + config_.reveal_window; }
   // The height after which finalize_challenge is accepted.
   uint64_t final_after(const Challenge &c) const {
@@ -299,6 +335,13 @@ class Ledger {
   // excluded.
   std::vector<std::vector<Candidate>> committees_for(const Run &r, const hash::Digest &run_id, uint32_t rounds,
                                                      uint64_t height, const hash::Digest &value) const;
+  // The candidates of a draw from the value of `height` for a challenge of
+  // run `r`: verifiers registered below that height, the miner and
+  // `excluded` left out, sorted by identity.
+  std::vector<Candidate> candidates_for(const Run &r, uint64_t height, const std::set<Bytes> &excluded) const;
+  // The round a challenge of run `r` was drawn in (its place among the
+  // run's challenge ids).
+  static uint32_t round_of(const Run &r, uint64_t id);
   // Whether a stored randomness entry is still needed by a waiting run.
   bool needed(std::map<uint64_t, hash::Digest>::const_iterator entry) const;
   Run &run_for(const hash::Digest &run_id, const char *call);
@@ -334,7 +377,7 @@ class Ledger {
   // still waits for (no other value is kept).
   std::optional<BlockRandomness> last_randomness_;
   std::map<uint64_t, hash::Digest> randomness_;  // height -> value
-  std::map<uint64_t, uint64_t> waiting_;         // draw height -> sealed runs not yet drawn
+  std::map<uint64_t, uint64_t> waiting_;         // draw height -> sealed runs not yet drawn, challenges awaiting a redraw
   std::map<Bytes, Verifier> verifiers_;          // identity -> registration
   uint64_t total_stake_ = 0;                     // derived: the verifiers' stakes, below 2^64
   merkle::Log outcomes_;                         // the outcome log's right border

@@ -13,7 +13,7 @@ using witness::Verdict;
 namespace {
 
 constexpr std::string_view kTag = "pot/v2/outcome";
-constexpr size_t kFixedBytes = 1 + kTag.size() + 8 + 32 + 8 + 3 + 3 * 8;  // before the four lists
+constexpr size_t kFixedBytes = 1 + kTag.size() + 8 + 4 + 32 + 8 + 3 + 3 * 8;  // before the four lists
 
 void put_ids(Bytes &out, const std::vector<Bytes> &ids) {
   put_u32le(out, static_cast<uint32_t>(ids.size()));
@@ -78,6 +78,7 @@ Bytes Outcome::encode() const {
   put_u8(out, static_cast<uint8_t>(kTag.size()));
   put_str(out, kTag);
   put_u64le(out, challenge_id);
+  put_u32le(out, attempt);
   put_bytes(out, run_id.view());
   put_u64le(out, step);
   put_u8(out, static_cast<uint8_t>(mode));
@@ -108,6 +109,8 @@ Outcome Outcome::decode(ByteView b) {
   }
   Outcome o;
   o.challenge_id = r.u64("challenge_id");
+  o.attempt = r.u32("attempt");
+  if (o.attempt == 0) fail(Status::kMalformed, "outcome record: attempt 0 (attempts start at 1)");
   o.run_id = hash::Digest::from_bytes(r.take(32, "run_id"));
   o.step = r.u64("step");
   const uint8_t mode = r.u8("mode");

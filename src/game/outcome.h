@@ -33,6 +33,7 @@ const char *cause_name(Cause c) noexcept;
 
 struct Outcome {
   uint64_t challenge_id = 0;
+  uint32_t attempt = 1;  // the committee's: 1 for the first, 2.. for redraws
   hash::Digest run_id;
   uint64_t step = 0;
   witness::Mode mode = witness::Mode::kBitwise;
@@ -48,7 +49,7 @@ struct Outcome {
   std::vector<Bytes> unreplayed;
 
   // The record's bytes, the outcome log's leaf data:
-  //   u8(14) || "pot/v2/outcome" || u64le(challenge_id) || run_id ||
+  //   u8(14) || "pot/v2/outcome" || u64le(challenge_id) || u32le(attempt) || run_id ||
   //   u64le(step) || u8(mode) || u8(verdict) || u8(cause) ||
   //   u64le(cluster_size) || u64le(cluster_stake) || u64le(committee_stake) ||
   //   ids(minority) || ids(silent) || ids(misconfigured) || ids(unreplayed)
@@ -60,8 +61,8 @@ struct Outcome {
   bool operator==(const Outcome &) const = default;
 };
 
-// A record lists each committee member at most once: 106 fixed bytes and at
+// A record lists each committee member at most once: 110 fixed bytes and at
 // most kMaxCommitteeSize identities of up to 256 bytes.
-inline constexpr size_t kMaxOutcomeBytes = 106 + size_t{kMaxCommitteeSize} * (4 + witness::kMaxIdentity);
+inline constexpr size_t kMaxOutcomeBytes = 110 + size_t{kMaxCommitteeSize} * (4 + witness::kMaxIdentity);
 
 }  // namespace pot::game

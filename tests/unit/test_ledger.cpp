@@ -1905,3 +1905,169 @@ TEST(Ledger, AMillionFinalizedChallengesStayUnderTheCap) {
               static_cast<unsigned long long>(finalized), s.size(), empty_bytes, largest_open,
               static_cast<double>(s.size() - empty_bytes) / static_cast<double>(closed));
 }
+
+// A committee that cannot reach a majority for want of participation is
+// replaced: the attack is a coalition of committee members who stay silent
+// on a forged step so that it ends INCONCLUSIVE instead of FAIL. The
+// challenge is re-run with a committee drawn from later randomness, without
+// the silent members, and the new committee fails the step.
+TEST(Ledger, ASilentCoalitionIsReplacedAndTheForgedStepFails) {
+  LedgerConfig config = kConfig;
+  config.committee_size = 3;
+  config.max_attempts = 3;
+  Flow f(/*forged=*/true, config);
+  f.verifiers = {"v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8"};
+  f.seal();
+  const uint64_t cid = f.challenge();
+  const uint64_t step = f.step_of(cid);
+  f.open(cid);
+  game::ChallengeInfo c = f.ledger.challenge_info(cid);
+  ASSERT_EQ(c.committee.size(), 3u);
+  EXPECT_EQ(c.attempt, 1u);
+  // One honest member reveals; the other two, the coalition, commit and go
+  // silent: 10 of 30 counted, too few to decide.
+  const std::string honest(c.committee[0].identity.begin(), c.committee[0].identity.end());
+  std::vector<Bytes> silent;
+  for (size_t i = 1; i < 3; ++i) {
+    const std::string w(c.committee[i].identity.begin(), c.committee[i].identity.end());
+    f.commit(w, cid, f.leaves[step - 1].state_digest);
+    silent.push_back(c.committee[i].identity);
+  }
+  const game::ChallengeVerdict first = f.judge(cid, {{honest, test::replayed_finding(Flow::honest_state(step))}});
+  EXPECT_EQ(first.verdict, Verdict::kInconclusive);
+  EXPECT_EQ(first.cause, game::Cause::kParticipation);
+  EXPECT_TRUE(first.rerun);
+  EXPECT_EQ(first.silent, silent);
+  EXPECT_EQ(first.outcome.attempt, 1u);
+  EXPECT_EQ(first.outcome_index, 0u);
+  EXPECT_EQ(f.ledger.outcome_count(), 1u);
+  // Not final: it awaits a committee drawn from randomness posted after the
+  // finalization, so nobody knew the new committee when the old one failed.
+  c = f.ledger.challenge_info(cid);
+  EXPECT_FALSE(c.verdict);
+  EXPECT_TRUE(c.committee.empty());
+  ASSERT_TRUE(c.awaiting_redraw_from);
+  EXPECT_EQ(*c.awaiting_redraw_from, f.now + config.draw_delay);
+  EXPECT_EQ(c.excluded, silent);
+  EXPECT_FALSE(f.ledger.run_info(f.run_id).closed);
+  expect_round_trip(f.ledger);
+  EXPECT_REFUSED(f.ledger, Status::kState, f.commit(honest, cid, Flow::honest_state(step)));
+  EXPECT_REFUSED(f.ledger, Status::kState, f.ledger.finalize_challenge(cid, f.now));
+  {
+    // States the calls cannot reach while a challenge awaits a committee.
+    const Bytes st = f.ledger.save();
+    auto refused = [&](const char *what, const std::function<void(v2::LedgerState &)> &change) {
+      EXPECT_EQ(status_of([&] { Ledger::load(mutated(st, change)); }), Status::kMalformed) << what;
+    };
+    refused("awaiting with a committee", [&](auto &p) { *p.mutable_challenges(0)->add_committee() = {}; });
+    refused("awaiting past max_attempts", [](auto &p) {
+      p.mutable_challenges(0)->set_redraws(2);
+    });
+    refused("awaiting before the reveal phase closed",
+            [](auto &p) { p.mutable_challenges(0)->set_awaiting_redraw_from(p.challenges(0).awaiting_redraw_from() - 2); });
+    refused("awaiting after the height",
+            [](auto &p) { p.mutable_challenges(0)->set_awaiting_redraw_from(p.height() + 2); });
+    refused("excluded twice", [](auto &p) { p.mutable_challenges(0)->add_excluded(p.challenges(0).excluded(0)); });
+    refused("excluded unsorted", [](auto &p) { p.mutable_challenges(0)->mutable_excluded()->SwapElements(0, 1); });
+    refused("excluded without a re-run", [](auto &p) { p.mutable_challenges(0)->clear_awaiting_redraw_from(); });
+    refused("a redraw without its randomness", [](auto &p) {
+      p.mutable_challenges(0)->clear_awaiting_redraw_from();
+      p.mutable_challenges(0)->set_redraws(1);
+    });
+    refused("the attempt's record dropped from the log", [](auto &p) { p.clear_outcome_log(); });
+    refused("max_attempts 17", [](auto &p) { p.mutable_config()->set_max_attempts(17); });
+  }
+  EXPECT_REFUSED(f.ledger, Status::kState, f.ledger.redraw_committee(cid, f.now));  // no randomness yet
+  f.ledger.post_randomness(Flow::randomness(f.now), f.now);  // the finalizing block's: too early
+  EXPECT_REFUSED(f.ledger, Status::kState, f.ledger.redraw_committee(cid, f.now));
+  f.now += config.draw_delay;
+  f.ledger.post_randomness(Flow::randomness(f.now), f.now);
+  expect_round_trip(f.ledger);  // the value is kept for the waiting challenge
+  f.now += 2;                   // anyone may redraw, any time later
+  f.ledger.redraw_committee(cid, f.now);
+  EXPECT_REFUSED(f.ledger, Status::kState, f.ledger.redraw_committee(cid, f.now));
+  {
+    const Bytes st = f.ledger.save();
+    auto refused = [&](const char *what, const std::function<void(v2::LedgerState &)> &change) {
+      EXPECT_EQ(status_of([&] { Ledger::load(mutated(st, change)); }), Status::kMalformed) << what;
+    };
+    refused("a redrawn committee that is not the draw", [](auto &p) {
+      (*p.mutable_challenges(0)->mutable_redrawn_from()->mutable_value())[0] ^= 1;
+    });
+    // Dropping an excluded member puts it back among the candidates: the
+    // stored committee is then not the draw (checked by the message).
+    try {
+      Ledger::load(mutated(st, [](auto &p) { p.mutable_challenges(0)->mutable_excluded()->RemoveLast(); }));
+      ADD_FAILURE() << "an excluded member dropped was accepted";
+    } catch (const Error &e) {
+      EXPECT_EQ(e.status(), Status::kMalformed);
+      EXPECT_NE(std::string(e.what()).find("not the draw of its randomness"), std::string::npos) << e.what();
+    }
+    refused("a redraw before its randomness",
+            [](auto &p) { p.mutable_challenges(0)->set_redrawn_height(p.challenges(0).redrawn_from().height() - 1); });
+    refused("redrawn above the height", [](auto &p) { p.mutable_challenges(0)->set_redrawn_height(p.height() + 1); });
+    refused("the first committee's draw claimed as a redraw", [](auto &p) { p.mutable_challenges(0)->set_redraws(0); });
+  }
+  c = f.ledger.challenge_info(cid);
+  EXPECT_EQ(c.attempt, 2u);
+  EXPECT_FALSE(c.awaiting_redraw_from);
+  ASSERT_TRUE(c.redrawn_from);
+  EXPECT_EQ(c.redrawn_from->height, f.now - 2);
+  EXPECT_EQ(c.commit_deadline, f.now + config.commit_window);
+  ASSERT_EQ(c.committee.size(), 3u);
+  for (const game::MemberInfo &m : c.committee) {
+    EXPECT_FALSE(std::ranges::count(silent, m.identity)) << "a silent member was drawn again";
+    EXPECT_NE(m.identity, f.miner);
+  }
+  expect_round_trip(f.ledger);
+  // The new committee replays honestly: the forged step fails.
+  std::vector<std::pair<std::string, witness::Finding>> honest_members;
+  for (const game::MemberInfo &m : c.committee)
+    honest_members.emplace_back(std::string(m.identity.begin(), m.identity.end()),
+                                test::replayed_finding(Flow::honest_state(step)));
+  const game::ChallengeVerdict second = f.judge(cid, honest_members);
+  EXPECT_EQ(second.verdict, Verdict::kFail);
+  EXPECT_EQ(second.cause, game::Cause::kBlame);
+  EXPECT_FALSE(second.rerun);
+  EXPECT_EQ(second.outcome.attempt, 2u);
+  EXPECT_EQ(second.outcome_index, 1u);
+  const game::RunInfo r = f.ledger.run_info(f.run_id);
+  EXPECT_TRUE(r.closed);
+  EXPECT_TRUE(r.slashable);
+  EXPECT_EQ(f.ledger.outcome_root(), hash::node_hash(hash::leaf_hash(first.outcome.encode()),
+                                                     hash::leaf_hash(second.outcome.encode())));
+  expect_round_trip(f.ledger);
+}
+
+// The attempts are bounded: with max_attempts 2 the second participation
+// failure is final INCONCLUSIVE; with max_attempts 1 (no re-run) the first.
+TEST(Ledger, ReRunsAreBoundedByMaxAttempts) {
+  for (const uint32_t attempts : {1u, 2u}) {
+    LedgerConfig config = kConfig;
+    config.max_attempts = attempts;
+    Flow f(false, config);
+    f.seal();
+    const uint64_t cid = f.challenge();
+    f.open(cid);
+    for (uint32_t a = 1; a <= attempts; ++a) {
+      const game::ChallengeVerdict v = f.judge(cid, {});  // nobody reveals
+      EXPECT_EQ(v.cause, game::Cause::kParticipation);
+      EXPECT_EQ(v.rerun, a < attempts);
+      EXPECT_EQ(v.outcome.attempt, a);
+      if (!v.rerun) break;
+      f.now += config.draw_delay;
+      f.ledger.post_randomness(Flow::randomness(f.now), f.now);
+      f.ledger.redraw_committee(cid, f.now);
+      // Every member was silent, so nobody is left to draw.
+      EXPECT_TRUE(f.ledger.challenge_info(cid).committee.empty());
+      expect_round_trip(f.ledger);
+      const game::ChallengeVerdict none = f.judge(cid, {});
+      EXPECT_EQ(none.cause, game::Cause::kNoCommittee);  // final: nobody left
+      EXPECT_FALSE(none.rerun);
+      break;
+    }
+    EXPECT_TRUE(f.ledger.run_info(f.run_id).closed);
+    EXPECT_EQ(f.ledger.outcome_count(), attempts);
+    expect_round_trip(f.ledger);
+  }
+}
