@@ -23,6 +23,7 @@ type LedgerConfig struct {
 	CommitteeSize uint32 `json:"committee_size"` // verifiers drawn to judge each challenge, 1..1024
 	MinStake      uint64 `json:"min_stake"`      // the least stake a verifier registers with
 	MaxRounds     uint32 `json:"max_rounds"`     // the most challenge rounds a task may ask for
+	MaxAttempts   uint32 `json:"max_attempts"`   // the most committees a challenge gets (1..16; 1: no re-run)
 }
 
 // Ledger is the reference ledger (pot_ledger, docs/ledger.md): a

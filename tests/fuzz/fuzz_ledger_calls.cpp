@@ -17,6 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cfg.committee_size = 3;
   cfg.min_stake = 1;
   cfg.max_rounds = 4;
+  cfg.max_attempts = 2;
   pot::game::Ledger ledger(cfg);
   const std::string text(reinterpret_cast<const char *>(data), size);
   size_t pos = 0;

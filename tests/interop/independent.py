@@ -545,7 +545,8 @@ def outcome_record(challenge_id: int, challenge: dict, result: dict) -> bytes:
         members = sorted(bytes.fromhex(h) for h in hexes)
         return struct.pack("<I", len(members)) + b"".join(struct.pack("<I", len(m)) + m for m in members)
     tag = b"pot/v2/outcome"
-    out = bytes([len(tag)]) + tag + struct.pack("<Q", challenge_id) + bytes.fromhex(challenge["run_id"])
+    out = bytes([len(tag)]) + tag + struct.pack("<QI", challenge_id, challenge["attempt"])
+    out += bytes.fromhex(challenge["run_id"])
     out += struct.pack("<QBBB", challenge["step"], WITNESS_MODES[challenge["mode"]], VERDICTS[result["verdict"]],
                        CAUSES[result["cause"]])
     committee_stake = sum(m["stake"] for m in challenge["committee"])

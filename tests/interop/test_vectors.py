@@ -193,6 +193,18 @@ def test_ledger_transcript_draws():
     assert len(want) == t["config"]["committee_size"] < len(candidates)  # a real draw, not everyone
     info = next(c for c in ok if c["call"] == "challenge_info")["result"]
     assert [(m["identity"], m["stake"]) for m in info["committee"]] == sorted((i.hex(), s) for i, s in want)
+    # The re-run's committee: drawn from the first value posted at or after
+    # the failed attempt's finalization + draw_delay, without the members
+    # that attempt names silent, misconfigured or unreplayed.
+    failed = next(c for c in ok if c["call"] == "finalize_challenge" and c["result"]["rerun"])
+    redraw = next(c for c in ok if c["call"] == "redraw_committee")
+    height = min(h for h in posts if h >= failed["now"] + t["config"]["draw_delay"])
+    excluded = {bytes.fromhex(x) for k in ("silent", "misconfigured", "unreplayed") for x in failed["result"][k]}
+    assert excluded
+    again = ind.draw_committee(bytes.fromhex(posts[height]), run_id, 0,
+                               [(i, s) for i, s in candidates if i not in excluded], t["config"]["committee_size"])
+    assert [(m["identity"], m["stake"]) for m in redraw["result"]["committee"]] == sorted((i.hex(), s) for i, s in again)
+    assert redraw["result"]["attempt"] == 2
 
 
 def test_ledger_transcript_outcome_records():

@@ -70,7 +70,8 @@ const LedgerConfig kConfig{.draw_delay = 1,
                            .reveal_window = 10,
                            .committee_size = 8,
                            .min_stake = 1,
-                           .max_rounds = 4};
+                           .max_rounds = 4,
+                           .max_attempts = 1};
 constexpr uint64_t kStake = 10;  // each Flow verifier's
 
 void expect_round_trip(const Ledger &l) {
@@ -231,7 +232,7 @@ TEST(Ledger, ConfigIsValidated) {
     c.*zero = 0;
     EXPECT_EQ(status_of([&] { Ledger{c}; }), Status::kInvalidArgument);
   }
-  for (auto zero : {&LedgerConfig::committee_size, &LedgerConfig::max_rounds}) {
+  for (auto zero : {&LedgerConfig::committee_size, &LedgerConfig::max_rounds, &LedgerConfig::max_attempts}) {
     LedgerConfig c = kConfig;
     c.*zero = 0;
     EXPECT_EQ(status_of([&] { Ledger{c}; }), Status::kInvalidArgument);
@@ -244,7 +245,7 @@ TEST(Ledger, ConfigIsValidated) {
   // The JSON form: every key, integers only, nothing else.
   EXPECT_EQ(LedgerConfig::from_json(kConfig.to_json()), kConfig);
   for (const char *key : {"draw_delay", "opening_window", "commit_window", "reveal_window", "committee_size",
-                          "min_stake", "max_rounds"}) {
+                          "min_stake", "max_rounds", "max_attempts"}) {
     nlohmann::json j = kConfig.to_json();
     j.erase(key);
     EXPECT_EQ(status_of([&] { LedgerConfig::from_json(j); }), Status::kInvalidArgument) << key;
@@ -1855,7 +1856,8 @@ TEST(Ledger, AMillionFinalizedChallengesStayUnderTheCap) {
                             .reveal_window = 1,
                             .committee_size = 3,
                             .min_stake = 1,
-                            .max_rounds = kRounds};
+                            .max_rounds = kRounds,
+                            .max_attempts = 1};
   Ledger l(config);
   const task::Task t = make_task(task::ChallengeMode::kBitwise, kRounds, "a million");
   const Bytes owner = t.owner;

@@ -1,10 +1,11 @@
 """Writes the calls of tests/vectors/ledger_transcript.json (stdout).
 
 The docs/ledger.md example session: a task posted by its owner, a 4-step run
-of miner "miner" that answers to it, verifiers "alice" and "bob" registered
-with stakes 60 and 40, the runtime's randomness of each block, a norm-bucket
-challenge drawn from it whose committee (alice and bob) witnesses it, with
-refused calls inserted. Everything is
+of miner "miner" that answers to it, five verifiers registered with stakes,
+the runtime's randomness of each block, a norm-bucket challenge drawn from
+it whose first committee mostly stays silent, so the challenge is re-run
+with a committee drawn without the silent members, which witnesses it;
+with refused calls inserted. Everything is
 computed here with tests/interop/independent.py (hashlib only); the
 results are recorded by the reference ledger:
 
@@ -65,29 +66,44 @@ def inclusion(i: int) -> str:
     return (hashes[i ^ 1] + pair[1 - i // 2]).hex()
 
 
-# The runtime's randomness of blocks 102 and 103 (drand or a VRF output on a
-# chain). The run is sealed at 102 and the draw delay is 1: its steps come
-# from the value of block 103, which the miner could not know when it sealed.
-RANDOMNESS = {h: digest(f"randomness of block {h}") for h in (102, 103)}
+# The runtime's randomness of blocks 102, 103 and 126 (drand or a VRF output
+# on a chain). The run is sealed at 102 and the draw delay is 1: its steps
+# come from the value of block 103, which the miner could not know when it
+# sealed.
+RANDOMNESS = {h: digest(f"randomness of block {h}") for h in (102, 103, 126)}
 STEP = ind.derive_challenges(bytes.fromhex(RANDOMNESS[103]), bytes.fromhex(RUN), STEPS, 1)[0]
 COMMITTEE = ind.draw_committee(bytes.fromhex(RANDOMNESS[103]), bytes.fromhex(RUN), 0, VERIFIERS, COMMITTEE_SIZE)
 MANIFEST = digest("opening manifest")
-# The first two members drawn replay, each on its own architecture (the
-# task's mode is norm_bucket), so digests differ and buckets are close; the
-# third states that the sample it was served fails its proof (check 15).
+# Attempt 1: only the committee's smallest stake shows up and replays; the
+# others stay silent, so too little stake is counted (participation). The
+# attempt is finalized at 125, the new committee drawn from block 126's
+# randomness without the silent members.
+REVEALER = min(COMMITTEE, key=lambda m: m[1])
+SILENT = [m for m in COMMITTEE if m != REVEALER]
+assert REVEALER[1] * 2 <= sum(st for _, st in COMMITTEE)
+SECOND = ind.draw_committee(bytes.fromhex(RANDOMNESS[126]), bytes.fromhex(RUN), 0,
+                            [v for v in VERIFIERS if v not in SILENT], COMMITTEE_SIZE)
+# Attempt 2: the first two members drawn replay, each on its own
+# architecture (the task's mode is norm_bucket), so digests differ and
+# buckets are close; the third states that the sample it was served fails
+# its proof (check 15).
 ENVIRONMENTS = [{"framework_version": "1.13.1", "intra_op_threads": 1, "hardware_class": HARDWARE_CLASS},
                 {"framework_version": "1.13.0", "intra_op_threads": 4,
                  "hardware_class": "cpu-aarch64/aten:default/onednn:any"},
                 {"framework_version": "1.13.1", "intra_op_threads": 2, "hardware_class": HARDWARE_CLASS}]
-FINDINGS = [
-    {"environment": ENVIRONMENTS[0], "kind": "replayed", "replayed_state": digest(f"{COMMITTEE[0][0].decode()}'s replay"),
-     "bucket": -1199, "gradient_digest": digest(f"{COMMITTEE[0][0].decode()}'s gradient")},
-    {"environment": ENVIRONMENTS[1], "kind": "replayed", "replayed_state": digest(f"{COMMITTEE[1][0].decode()}'s replay"),
-     "bucket": -1199, "gradient_digest": digest(f"{COMMITTEE[1][0].decode()}'s gradient")},
-    {"environment": ENVIRONMENTS[2], "kind": "invalid_opening", "check": "sample_proof"},
-]
+
+
+def replayed(who: bytes, environment: dict) -> dict:
+    return {"environment": environment, "kind": "replayed", "replayed_state": digest(f"{who.decode()}'s replay"),
+            "bucket": -1199, "gradient_digest": digest(f"{who.decode()}'s gradient")}
+
+
+FINDINGS = [replayed(SECOND[0][0], ENVIRONMENTS[0]), replayed(SECOND[1][0], ENVIRONMENTS[1]),
+            {"environment": ENVIRONMENTS[2], "kind": "invalid_opening", "check": "sample_proof"}]
+assert (SECOND[0][1] + SECOND[1][1]) * 2 > sum(st for _, st in SECOND)  # the replays decide: PASS
 WITNESSES = [(who.hex(), finding, salt) for (who, _), finding, salt in
-             zip(COMMITTEE, FINDINGS, ("000102030405060708090a0b0c0d0e0f", "ab" * 16, "cd" * 20))]
+             zip(SECOND, FINDINGS, ("000102030405060708090a0b0c0d0e0f", "ab" * 16, "cd" * 20))]
+FIRST_WITNESS = (REVEALER[0].hex(), replayed(REVEALER[0], ENVIRONMENTS[0]), "ef" * 16)
 OUTSIDER = next(who for who, _ in VERIFIERS if all(who != m for m, _ in COMMITTEE)).hex()
 
 
@@ -144,34 +160,48 @@ calls = [
     {"call": "declare_witness_norm_bucket", "caller": MINER, "now": 104, "challenge_id": 0, "bucket": -1200,
      "expect": "POT_E_INVALID_ARGUMENT"},
 ] + [
-    {"call": "commit_witness", "caller": w, "now": 105, "challenge_id": 0, "commitment": witness(w, f, s)}
-    for w, f, s in WITNESSES
-] + [
+    # Attempt 1: the committee of the run's draw.
+    {"call": "commit_witness", "caller": FIRST_WITNESS[0], "now": 105, "challenge_id": 0,
+     "commitment": witness(*FIRST_WITNESS)},
     # Not on the committee: a registered verifier left out of the draw, and
     # an identity that never registered. Both refused.
     {"call": "commit_witness", "caller": OUTSIDER, "now": 105, "challenge_id": 0,
      "commitment": witness(OUTSIDER, FINDINGS[0], "cd" * 16), "expect": "POT_E_PERMISSION"},
     {"call": "commit_witness", "caller": MALLORY, "now": 105, "challenge_id": 0,
      "commitment": witness(MALLORY, FINDINGS[0], "cd" * 16), "expect": "POT_E_PERMISSION"},
-] + [
-    {"call": "reveal_witness_value", "caller": WITNESSES[0][0], "now": 106, "challenge_id": 0, **FINDINGS[0],
-     "salt": WITNESSES[0][2], "expect": "POT_E_STATE"},
+    {"call": "reveal_witness_value", "caller": FIRST_WITNESS[0], "now": 106, "challenge_id": 0, **FIRST_WITNESS[1],
+     "salt": FIRST_WITNESS[2], "expect": "POT_E_STATE"},
     # A protocol-1 reveal (a bare value: no kind, no environment) is refused.
-    {"call": "reveal_witness_value", "caller": WITNESSES[0][0], "now": 115, "challenge_id": 0,
-     "replayed_state": FINDINGS[0]["replayed_state"], "bucket": -1199, "salt": WITNESSES[0][2],
+    {"call": "reveal_witness_value", "caller": FIRST_WITNESS[0], "now": 115, "challenge_id": 0,
+     "replayed_state": FIRST_WITNESS[1]["replayed_state"], "bucket": -1199, "salt": FIRST_WITNESS[2],
      "expect": "POT_E_INVALID_ARGUMENT"},
+    {"call": "reveal_witness_value", "caller": FIRST_WITNESS[0], "now": 115, "challenge_id": 0, **FIRST_WITNESS[1],
+     "salt": FIRST_WITNESS[2]},
+    {"call": "finalize_challenge", "now": 124, "challenge_id": 0, "expect": "POT_E_STATE"},
+    {"call": "challenge_info", "challenge_id": 0},
+    {"call": "finalize_challenge", "now": 125, "challenge_id": 0},
+    # Re-run: a new committee, from randomness posted after the attempt
+    # ended, without its silent members.
+    {"call": "redraw_committee", "now": 125, "challenge_id": 0, "expect": "POT_E_STATE"},
+    {"call": "post_randomness", "now": 126, "randomness": RANDOMNESS[126]},
+    {"call": "redraw_committee", "now": 126, "challenge_id": 0},
+    {"call": "commit_witness", "caller": SILENT[0][0].hex(), "now": 127, "challenge_id": 0,
+     "commitment": witness(SILENT[0][0].hex(), FINDINGS[0], "cd" * 16), "expect": "POT_E_PERMISSION"},
 ] + [
-    {"call": "reveal_witness_value", "caller": w, "now": 115, "challenge_id": 0, **f, "salt": s}
+    {"call": "commit_witness", "caller": w, "now": 127, "challenge_id": 0, "commitment": witness(w, f, s)}
     for w, f, s in WITNESSES
 ] + [
-    {"call": "finalize_challenge", "now": 124, "challenge_id": 0, "expect": "POT_E_STATE"},
+    {"call": "reveal_witness_value", "caller": w, "now": 137, "challenge_id": 0, **f, "salt": s}
+    for w, f, s in WITNESSES
+] + [
+    {"call": "finalize_challenge", "now": 146, "challenge_id": 0, "expect": "POT_E_STATE"},
     {"call": "challenge_info", "challenge_id": 0},
     {"call": "run_info", "run_id": RUN},
     # The run's only challenge: finalizing it logs its outcome record and
     # closes the run, pruning the challenge.
-    {"call": "finalize_challenge", "now": 125, "challenge_id": 0},
+    {"call": "finalize_challenge", "now": 147, "challenge_id": 0},
     {"call": "challenge_info", "challenge_id": 0, "expect": "POT_E_STATE"},
-    {"call": "issue_challenge", "now": 125, "run_id": RUN, "expect": "POT_E_STATE"},
+    {"call": "issue_challenge", "now": 147, "run_id": RUN, "expect": "POT_E_STATE"},
     {"call": "ledger_info"},
     {"call": "verifier_info", "identity": VERIFIERS[0][0].hex()},
     {"call": "task_info", "task_id": COMMITMENT["task_id"]},
@@ -187,12 +217,13 @@ json.dump({
                    "the sealing block, a second value for one block, a challenge with a caller's beacon, an opening "
                    "with the leaf of another run, the withdrawn call of a miner-declared bucket, two witnesses not on "
                    "the committee, a reveal before the commit phase closes, a protocol-1 reveal, a finalization before the reveal phase "
-                   "closes, the pruned challenge and a new draw on the closed run after the finalization). Made by "
+                   "closes, a redraw before its randomness, a silent member of the first committee committing to the "
+                   "second, the pruned challenge and a new draw on the closed run after the finalization). Made by "
                    "tests/vectors/make_ledger_transcript.py; each call carries the outcome and result the "
                    "reference ledger gives; `pot ledger` replays it and fails on any difference, including the "
                    "final state's SHA-256.",
     "config": {"draw_delay": 1, "opening_window": 10, "commit_window": 10, "reveal_window": 10,
                "committee_size": COMMITTEE_SIZE,
-               "min_stake": 1, "max_rounds": 4},
+               "min_stake": 1, "max_rounds": 4, "max_attempts": 2},
     "calls": calls}, sys.stdout, indent=1, sort_keys=True)
 print()

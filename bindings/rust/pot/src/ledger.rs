@@ -10,7 +10,7 @@ use std::ptr::{self, NonNull};
 /// The configuration of a new [`Ledger`]; every field must be at least 1.
 ///
 /// ```
-/// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, committee_size: 3, min_stake: 1, max_rounds: 4 };
+/// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, committee_size: 3, min_stake: 1, max_rounds: 4, max_attempts: 2 };
 /// let ledger = pot::Ledger::new(config)?;
 /// # Ok::<(), pot::Error>(())
 /// ```
@@ -31,6 +31,9 @@ pub struct LedgerConfig {
     pub min_stake: u64,
     /// The most challenge rounds a task may ask for.
     pub max_rounds: u32,
+    /// The most committees a challenge gets, 1..16: an attempt that ends
+    /// INCONCLUSIVE for want of participation is re-run while attempts remain.
+    pub max_attempts: u32,
 }
 
 impl LedgerConfig {
@@ -38,22 +41,23 @@ impl LedgerConfig {
     /// transcript (docs/ledger.md section 1).
     ///
     /// ```
-    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 2, commit_window: 3, reveal_window: 4, committee_size: 5, min_stake: 6, max_rounds: 7 };
+    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 2, commit_window: 3, reveal_window: 4, committee_size: 5, min_stake: 6, max_rounds: 7, max_attempts: 8 };
     /// assert_eq!(
     ///     config.to_json(),
-    ///     r#"{"draw_delay": 1, "opening_window": 2, "commit_window": 3, "reveal_window": 4, "committee_size": 5, "min_stake": 6, "max_rounds": 7}"#
+    ///     r#"{"draw_delay": 1, "opening_window": 2, "commit_window": 3, "reveal_window": 4, "committee_size": 5, "min_stake": 6, "max_rounds": 7, "max_attempts": 8}"#
     /// );
     /// ```
     pub fn to_json(&self) -> String {
         format!(
-            r#"{{"draw_delay": {}, "opening_window": {}, "commit_window": {}, "reveal_window": {}, "committee_size": {}, "min_stake": {}, "max_rounds": {}}}"#,
+            r#"{{"draw_delay": {}, "opening_window": {}, "commit_window": {}, "reveal_window": {}, "committee_size": {}, "min_stake": {}, "max_rounds": {}, "max_attempts": {}}}"#,
             self.draw_delay,
             self.opening_window,
             self.commit_window,
             self.reveal_window,
             self.committee_size,
             self.min_stake,
-            self.max_rounds
+            self.max_rounds,
+            self.max_attempts
         )
     }
 }
@@ -66,7 +70,7 @@ impl LedgerConfig {
 /// threads at once (as a runtime executes extrinsics one at a time).
 ///
 /// ```
-/// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, committee_size: 3, min_stake: 1, max_rounds: 4 };
+/// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, committee_size: 3, min_stake: 1, max_rounds: 4, max_attempts: 2 };
 /// let mut ledger = pot::Ledger::new(config)?;
 /// let refused = ledger.apply(r#"{"call": "run_info", "run_id": "00000000000000000000000000000000000000000000000000000000000000ff"}"#);
 /// assert_eq!(refused.unwrap_err().kind(), pot::ErrorKind::NotFound);
@@ -90,7 +94,7 @@ impl Ledger {
     /// that is 0.
     ///
     /// ```
-    /// let bad = pot::LedgerConfig { draw_delay: 1, opening_window: 0, commit_window: 1, reveal_window: 1, committee_size: 1, min_stake: 1, max_rounds: 1 };
+    /// let bad = pot::LedgerConfig { draw_delay: 1, opening_window: 0, commit_window: 1, reveal_window: 1, committee_size: 1, min_stake: 1, max_rounds: 1, max_attempts: 1 };
     /// let err = pot::Ledger::new(bad).unwrap_err();
     /// assert_eq!(err.kind(), pot::ErrorKind::InvalidArgument);
     /// assert!(err.message().contains("opening_window"));
@@ -122,7 +126,7 @@ impl Ledger {
     /// same bytes.
     ///
     /// ```
-    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 1, commit_window: 1, reveal_window: 1, committee_size: 1, min_stake: 1, max_rounds: 1 };
+    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 1, commit_window: 1, reveal_window: 1, committee_size: 1, min_stake: 1, max_rounds: 1, max_attempts: 1 };
     /// assert!(!pot::Ledger::new(config)?.save()?.is_empty());
     /// # Ok::<(), pot::Error>(())
     /// ```
@@ -143,7 +147,7 @@ impl Ledger {
     /// and leaves the ledger exactly as it was.
     ///
     /// ```
-    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, committee_size: 3, min_stake: 1, max_rounds: 4 };
+    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, committee_size: 3, min_stake: 1, max_rounds: 4, max_attempts: 2 };
     /// let mut ledger = pot::Ledger::new(config)?;
     /// let result = ledger.apply(r#"{"call": "challenge_info", "challenge_id": 0}"#);
     /// let err = result.unwrap_err();

@@ -152,6 +152,7 @@ fn verdict_and_ledger() {
         committee_size: 1,
         min_stake: 1,
         max_rounds: 1,
+        max_attempts: 1,
     })
     .unwrap();
     assert_eq!(kind(ledger.apply("{")), ErrorKind::Malformed);

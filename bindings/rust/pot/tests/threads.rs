@@ -95,6 +95,7 @@ fn each_thread_with_its_own_handles() {
                     committee_size: 1,
                     min_stake: 1,
                     max_rounds: 1,
+                    max_attempts: 1,
                 })
                 .unwrap();
                 let e = ledger.apply(r#"{"call": "challenge_info", "challenge_id": 7}"#).unwrap_err();

@@ -506,6 +506,7 @@ fn ledger_transcript() {
         committee_size: u(config, "committee_size") as u32,
         min_stake: u(config, "min_stake"),
         max_rounds: u(config, "max_rounds") as u32,
+        max_attempts: u(config, "max_attempts") as u32,
     })
     .unwrap();
     let calls = arr(&v, "calls");
@@ -536,7 +537,7 @@ fn ledger_transcript() {
             }
         }
     }
-    assert_eq!((calls.len(), refused), (45, 18));
+    assert_eq!((calls.len(), refused), (54, 21));
     let state = ledger.save().unwrap();
     assert_eq!(pot::sha256(&state).unwrap(), digest(&v, "state_sha256"));
     // Save, load, save again: the same bytes.
