@@ -65,8 +65,8 @@ class Chain:
     """A task on a reference ledger, and the runtime that posts each block's
     randomness."""
 
-    def __init__(self, verifiers=None):
-        self.ledger = pot.Ledger(**CONFIG)
+    def __init__(self, verifiers=None, config=None):
+        self.ledger = pot.Ledger(**(config or CONFIG))
         self.records = []  # the outcome log's records, as encoded independently
         self.now = 100
         self.post_randomness()
@@ -165,12 +165,12 @@ class Chain:
             st = self.statement(run, cid, step, finding(value), environments.get(w))
             c = pot.witness_commitment(st, salt(w), w)
             self.call("commit_witness", caller=w.hex(), challenge_id=cid, commitment=c.hex())
-        self.now = max(self.now, info["opened_height"] + CONFIG["commit_window"] + 1)
+        self.now = max(self.now, info["commit_deadline"] + 1)
         for w, value in reveals.items():
             if value is not None:
                 self.call("reveal_witness_value", caller=w.hex(), challenge_id=cid, **finding(value),
                           environment=environments.get(w) or spec_environment(self), salt=salt(w).hex())
-        self.now = max(self.now, info["opened_height"] + CONFIG["commit_window"] + CONFIG["reveal_window"] + 1)
+        self.now = max(self.now, info["reveal_deadline"] + 1)
         return self.finalize(cid)
 
     def committee(self, cid: int):
@@ -594,3 +594,41 @@ def test_attack_history_does_not_fill_the_state():
     index = 77
     pot.verify_inclusion(index, 240, pot.leaf_hash(chain.records[index]), records.inclusion_proof(index),
                          bytes.fromhex(ledger["outcome_root"]))
+
+
+def test_attack_a_silent_coalition_is_replaced_and_the_forged_step_fails():
+    """A coalition holding two thirds of a forged step's committee stays
+    silent (one commits and never reveals, one does nothing): a third of
+    the stake is counted, too little to decide, and the step used to end
+    INCONCLUSIVE: the forger escaped slashing. Now the attempt is logged,
+    naming the coalition silent, and the challenge is re-run with a
+    committee drawn from randomness posted after the failure, without
+    them. The new committee replays honestly: FAIL, slashable."""
+    verifiers = {b"verifier %d" % i: 10 for i in range(9)}
+    chain = Chain(verifiers, config=dict(CONFIG, committee_size=3, max_attempts=3))
+    run, cid, step, _ = chain.first_challenge(MINER, forged=set(range(1, STEPS + 1)))
+    honest, *coalition = sorted(chain.committee(cid))
+    v = chain.judge(run, cid, step, {honest: honest_state(step), coalition[0]: None})
+    assert (v["verdict"], v["cause"], v["rerun"]) == ("inconclusive", "participation", True)
+    assert v["silent"] == [c.hex() for c in coalition]
+    assert not chain.ledger.apply({"call": "run_info", "run_id": run})["slashable"]
+    info = chain.ledger.apply({"call": "challenge_info", "challenge_id": cid})
+    assert (info["final"], info["attempt"], info["committee"]) == (False, 1, [])
+    assert info["excluded"] == [c.hex() for c in coalition]
+    # The coalition cannot come back; the new committee is unknown until
+    # the next block's randomness.
+    with pytest.raises(pot.StateError, match="awaits a new committee"):
+        chain.call("commit_witness", caller=coalition[0].hex(), challenge_id=cid, commitment=d("late").hex())
+    with pytest.raises(pot.StateError, match="waits for the chain randomness"):
+        chain.call("redraw_committee", challenge_id=cid)
+    chain.block(CONFIG["draw_delay"])
+    redraw = chain.call("redraw_committee", challenge_id=cid)
+    new = [bytes.fromhex(m["identity"]) for m in redraw["committee"]]
+    assert redraw["attempt"] == 2 and len(new) == 3 and not set(new) & set(coalition)
+    v = chain.judge(run, cid, step, {w: honest_state(step) for w in new})
+    assert (v["verdict"], v["cause"], v["rerun"]) == ("fail", "blame", False)
+    assert chain.ledger.apply({"call": "run_info", "run_id": run})["slashable"]
+    # Both attempts are in the outcome log (checked against the
+    # independent encoding by Chain.finalize).
+    assert [r[23:27] for r in chain.records] == [b"\x01\0\0\0", b"\x02\0\0\0"]
+
