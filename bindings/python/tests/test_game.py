@@ -428,6 +428,60 @@ def test_a_dishonest_stake_minority_never_decides_wrongly():
 
 
 
+def test_re_runs_never_decide_wrongly_and_decide_more():
+    """Randomized, with re-runs (max_attempts 3): 150 runs, each with a
+    fresh registry of 6..14 verifiers, a dishonest set of them that lies,
+    copies, claims or stays silent at random, committees of up to 5, and
+    honest members offline one time in three. Whenever every committee a
+    challenge gets has a dishonest stake minority, a forged step never ends
+    in PASS and an honest one never in FAIL; a participation failure is
+    re-run without its silent members, so more challenges end decided than
+    their first committees alone decided."""
+    rng = random.Random(15)
+    config = dict(CONFIG, committee_size=5, max_attempts=3)
+    first_decided = decided = reruns = assumed = 0
+    for trial in range(150):
+        verifiers = {b"v%d.%d" % (trial, i): rng.randint(1, 100) for i in range(rng.randint(6, 14))}
+        dishonest = {v for v in verifiers if rng.random() < 0.3}
+        chain = Chain(verifiers, config=config)
+        forged = rng.random() < 0.5
+        run, leaves, log = chain.run(MINER, forged=set(range(1, STEPS + 1)) if forged else set())
+        chain.block()
+        issued = chain.call("issue_challenge", run_id=run)
+        cid, step = issued["challenge_ids"][0], issued["steps"][0]
+        chain.open(MINER, cid, step, leaves, log)
+        opened = leaves[step - 1].state_digest
+        minority_throughout = True
+        for attempt in range(1, config["max_attempts"] + 1):
+            committee = chain.committee(cid)
+            total = sum(committee.values())
+            minority_throughout &= 2 * sum(committee[m] for m in committee if m in dishonest) < total
+            reveals = {}
+            for m in committee:
+                if m in dishonest:
+                    reveals[m] = rng.choice([opened, d("lie"), None, None, UNAVAILABLE, invalid_opening("sample_proof")])
+                elif rng.random() < 2 / 3:
+                    reveals[m] = honest_state(step)
+            out = chain.judge(run, cid, step, reveals)
+            assert out["outcome"][46:54] == "%02x000000" % attempt  # the record's attempt
+            if attempt == 1 and out["verdict"] != "inconclusive":
+                first_decided += 1
+            if not out["rerun"]:
+                break
+            reruns += 1
+            chain.block(config["draw_delay"])
+            chain.call("redraw_committee", challenge_id=cid)
+        if out["verdict"] != "inconclusive":
+            decided += 1
+        if minority_throughout:
+            assumed += 1
+            assert out["verdict"] != ("pass" if forged else "fail"), (trial, forged, out)
+    print(f"re-runs {reruns}; decided {decided} of 150 (first committees {first_decided}); "
+          f"{assumed} with a dishonest minority on every committee")
+    assert reruns > 30 and assumed > 100, (reruns, assumed)
+    assert decided > first_decided, (decided, first_decided)
+
+
 def test_attack_serving_nothing_or_a_corrupted_sample_ends_in_fail():
     """Attack 2, withholding: challenged on a forged step, a miner that
     posts its opening but serves nobody the files, or serves a corrupted
