@@ -826,8 +826,8 @@ typedef struct pot_ledger pot_ledger;
 
 /* A new ledger from its config, a JSON object with exactly the integer keys
  * draw_delay, opening_window, commit_window, reveal_window (blocks),
- * committee_size (at most 1024), min_stake, max_rounds and max_attempts (at
- * most 16), each >= 1
+ * max_committee_size (the largest committee a task may ask for, at most
+ * 1024), min_stake, max_rounds and max_attempts (at most 16), each >= 1
  * (docs/ledger.md section 1); otherwise
  * POT_E_INVALID_ARGUMENT naming the key, POT_E_MALFORMED for text that is
  * not JSON. */

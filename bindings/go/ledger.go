@@ -16,14 +16,14 @@ import (
 // field must be at least 1. The JSON names are those of the "config" of a
 // `pot ledger` transcript, and of the JSON object pot_ledger_new takes.
 type LedgerConfig struct {
-	DrawDelay     uint64 `json:"draw_delay"`     // blocks from a run's seal to the randomness its challenges use
-	OpeningWindow uint64 `json:"opening_window"` // blocks from issue to the end of the opening phase
-	CommitWindow  uint64 `json:"commit_window"`  // blocks from the opening to the end of the commit phase
-	RevealWindow  uint64 `json:"reveal_window"`  // blocks from there to the end of the reveal phase
-	CommitteeSize uint32 `json:"committee_size"` // verifiers drawn to judge each challenge, 1..1024
-	MinStake      uint64 `json:"min_stake"`      // the least stake a verifier registers with
-	MaxRounds     uint32 `json:"max_rounds"`     // the most challenge rounds a task may ask for
-	MaxAttempts   uint32 `json:"max_attempts"`   // the most committees a challenge gets (1..16; 1: no re-run)
+	DrawDelay        uint64 `json:"draw_delay"`         // blocks from a run's seal to the randomness its challenges use
+	OpeningWindow    uint64 `json:"opening_window"`     // blocks from issue to the end of the opening phase
+	CommitWindow     uint64 `json:"commit_window"`      // blocks from the opening to the end of the commit phase
+	RevealWindow     uint64 `json:"reveal_window"`      // blocks from there to the end of the reveal phase
+	MaxCommitteeSize uint32 `json:"max_committee_size"` // the largest committee a task may ask for, 1..1024
+	MinStake         uint64 `json:"min_stake"`          // the least stake a verifier registers with
+	MaxRounds        uint32 `json:"max_rounds"`         // the most challenge rounds a task may ask for
+	MaxAttempts      uint32 `json:"max_attempts"`       // the most committees a challenge gets (1..16; 1: no re-run)
 }
 
 // Ledger is the reference ledger (pot_ledger, docs/ledger.md): a

@@ -82,7 +82,7 @@ class Chain:
 
     def __init__(self):
         self.ledger = pot.Ledger(draw_delay=1, opening_window=5, commit_window=5, reveal_window=5,
-                                 committee_size=len(VERIFIERS), min_stake=10, max_rounds=ROUNDS,
+                                 max_committee_size=len(VERIFIERS), min_stake=10, max_rounds=ROUNDS,
                                  max_attempts=1)
         self.height = 100
         self.post_randomness()

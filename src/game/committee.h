@@ -9,12 +9,12 @@
 
 #include "common/bytes.h"
 #include "hash/sha256.h"
+#include "task/task.h"
 
 namespace pot::game {
 
-// The largest committee a ledger may ask for (it bounds a challenge's
-// witness commitments and the work of finalizing it).
-inline constexpr uint32_t kMaxCommitteeSize = 1024;
+// The largest committee a task may ask for (task::kMaxCommitteeSize).
+inline constexpr uint32_t kMaxCommitteeSize = task::kMaxCommitteeSize;
 
 struct Candidate {
   Bytes identity;

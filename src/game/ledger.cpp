@@ -87,28 +87,28 @@ void LedgerConfig::validate() const {
   need(opening_window, "opening_window");
   need(commit_window, "commit_window");
   need(reveal_window, "reveal_window");
-  need(committee_size, "committee_size");
+  need(max_committee_size, "max_committee_size");
   need(min_stake, "min_stake");
   need(max_rounds, "max_rounds");
   need(max_attempts, "max_attempts");
   if (max_attempts > kMaxAttempts)
     fail(Status::kInvalidArgument, "ledger config: max_attempts {} is above the limit of {}", max_attempts,
          kMaxAttempts);
-  if (committee_size > kMaxCommitteeSize)
-    fail(Status::kInvalidArgument, "ledger config: committee_size {} is above the limit of {}", committee_size,
+  if (max_committee_size > kMaxCommitteeSize)
+    fail(Status::kInvalidArgument, "ledger config: max_committee_size {} is above the limit of {}", max_committee_size,
          kMaxCommitteeSize);
 }
 
 LedgerConfig LedgerConfig::from_json(const nlohmann::json &j) {
   const commit::JsonFields f(j, "ledger config");
-  f.only({"draw_delay", "opening_window", "commit_window", "reveal_window", "committee_size", "min_stake",
+  f.only({"draw_delay", "opening_window", "commit_window", "reveal_window", "max_committee_size", "min_stake",
           "max_rounds", "max_attempts"});
   LedgerConfig c;
   c.draw_delay = f.u64("draw_delay");
   c.opening_window = f.u64("opening_window");
   c.commit_window = f.u64("commit_window");
   c.reveal_window = f.u64("reveal_window");
-  c.committee_size = f.u32("committee_size");
+  c.max_committee_size = f.u32("max_committee_size");
   c.min_stake = f.u64("min_stake");
   c.max_rounds = f.u32("max_rounds");
   c.max_attempts = f.u32("max_attempts");
@@ -119,7 +119,7 @@ LedgerConfig LedgerConfig::from_json(const nlohmann::json &j) {
 nlohmann::json LedgerConfig::to_json() const {
   return {{"draw_delay", draw_delay},         {"opening_window", opening_window},
           {"commit_window", commit_window},   {"reveal_window", reveal_window},
-          {"committee_size", committee_size}, {"min_stake", min_stake},
+          {"max_committee_size", max_committee_size}, {"min_stake", min_stake},
           {"max_rounds", max_rounds},         {"max_attempts", max_attempts}};
 }
 
@@ -173,6 +173,9 @@ Digest Ledger::post_task(ByteView caller, ByteView task, uint64_t now) {
   if (t.challenge_rounds > config_.max_rounds)
     fail(Status::kInvalidArgument, "{}: the task asks for {} challenge rounds, this ledger allows at most {}",
          kCall, t.challenge_rounds, config_.max_rounds);
+  if (t.committee_size > config_.max_committee_size)
+    fail(Status::kInvalidArgument, "{}: the task asks for committees of {}, this ledger allows at most {}", kCall,
+         t.committee_size, config_.max_committee_size);
   const Digest id = t.id();
   // The id is the digest of the canonical bytes: an existing id holds these
   // very bytes, and posting them again changes nothing.
@@ -328,7 +331,7 @@ uint32_t Ledger::round_of(const Run &r, uint64_t id) {
 
 std::vector<std::vector<Candidate>> Ledger::committees_for(const Run &r, const Digest &run_id, uint32_t rounds,
                                                            uint64_t height, const Digest &value) const {
-  return draw_committees(value.view(), run_id, rounds, candidates_for(r, height, {}), config_.committee_size);
+  return draw_committees(value.view(), run_id, rounds, candidates_for(r, height, {}), task_of(r).committee_size);
 }
 
 std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, uint64_t now) {
@@ -744,7 +747,7 @@ void Ledger::redraw_committee(uint64_t challenge_id, uint64_t now) {
     fail(Status::kOutOfRange, "{}: the deadlines of a committee drawn at height {} do not fit 64 bits", kCall, now);
   const Run &r = runs_.at(c.run_id);
   std::vector<Candidate> drawn = draw_committee(entry->second.view(), c.run_id, round_of(r, challenge_id),
-                                                candidates_for(r, entry->first, c.excluded), config_.committee_size);
+                                                candidates_for(r, entry->first, c.excluded), task_of(r).committee_size);
   std::map<Bytes, uint64_t> committee;
   for (Candidate &m : drawn) committee.emplace(std::move(m.identity), m.stake);
   // Nothing below allocates or throws.
@@ -864,7 +867,7 @@ Bytes Ledger::save() const {
   v2::LedgerConfig *cfg = p.mutable_config();
   cfg->set_commit_window(config_.commit_window);
   cfg->set_reveal_window(config_.reveal_window);
-  cfg->set_committee_size(config_.committee_size);
+  cfg->set_max_committee_size(config_.max_committee_size);
   cfg->set_min_stake(config_.min_stake);
   cfg->set_max_rounds(config_.max_rounds);
   cfg->set_opening_window(config_.opening_window);
@@ -998,7 +1001,7 @@ Ledger Ledger::load(ByteView b) {
   config.opening_window = p.config().opening_window();
   config.commit_window = p.config().commit_window();
   config.reveal_window = p.config().reveal_window();
-  config.committee_size = p.config().committee_size();
+  config.max_committee_size = p.config().max_committee_size();
   config.min_stake = p.config().min_stake();
   config.max_rounds = p.config().max_rounds();
   config.max_attempts = p.config().max_attempts();
@@ -1044,6 +1047,9 @@ Ledger Ledger::load(ByteView b) {
     if (t.task.challenge_rounds > l.config_.max_rounds)
       bad_state(fmt::format("{}: {} challenge rounds, the config allows {}", where, t.task.challenge_rounds,
                             l.config_.max_rounds));
+    if (t.task.committee_size > l.config_.max_committee_size)
+      bad_state(fmt::format("{}: committees of {}, the config allows {}", where, t.task.committee_size,
+                            l.config_.max_committee_size));
     if (!l.tasks_.emplace(id, std::move(t)).second) bad_state(where + " is listed twice");
   }
 
@@ -1314,7 +1320,7 @@ Ledger Ledger::load(ByteView b) {
           c.awaiting ? std::vector<Candidate>{}
           : c.redrawn_from
               ? draw_committee(c.redrawn_from->value.view(), run_id, static_cast<uint32_t>(i),
-                               l.candidates_for(r, c.redrawn_from->height, c.excluded), l.config_.committee_size)
+                               l.candidates_for(r, c.redrawn_from->height, c.excluded), l.task_of(r).committee_size)
               : drawn[i];
       std::map<Bytes, uint64_t> want;
       for (const Candidate &m : from) want.emplace(m.identity, m.stake);

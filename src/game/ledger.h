@@ -39,7 +39,7 @@ struct LedgerConfig {
   uint64_t opening_window = 1;  // blocks from issue to the end of the opening phase
   uint64_t commit_window = 1;   // blocks from the opening to the end of the commit phase
   uint64_t reveal_window = 1;   // blocks from there to the end of the reveal phase
-  uint32_t committee_size = 1;  // verifiers drawn to judge each challenge, 1..kMaxCommitteeSize
+  uint32_t max_committee_size = 1;  // the largest committee a task may ask for, 1..kMaxCommitteeSize
   uint64_t min_stake = 1;       // the least stake a verifier registers with
   uint32_t max_rounds = 1;      // the most challenge rounds a task may ask for
   // The most committees a challenge gets (1..kMaxAttempts): an attempt that
@@ -47,7 +47,7 @@ struct LedgerConfig {
   // committee while attempts remain (1: never).
   uint32_t max_attempts = 1;
 
-  // kInvalidArgument unless every field is >= 1, committee_size is at
+  // kInvalidArgument unless every field is >= 1, max_committee_size is at
   // most kMaxCommitteeSize and max_attempts at most kMaxAttempts.
   void validate() const;
   // Whether a challenge issued at `height` has deadlines (opening, commit,

@@ -85,6 +85,8 @@ void Task::validate() const {
   if (challenge_mode != ChallengeMode::kBitwise && challenge_mode != ChallengeMode::kNormBucket)
     rule(fmt::format("challenge_policy.mode {} is not bitwise (1) or norm_bucket (2)",
                      static_cast<int>(challenge_mode)));
+  if (committee_size == 0 || committee_size > kMaxCommitteeSize)
+    rule(fmt::format("challenge_policy.committee_size = {} is outside 1..{}", committee_size, kMaxCommitteeSize));
 }
 
 Bytes Task::encode() const {
@@ -105,6 +107,7 @@ Bytes Task::encode() const {
   p.set_max_steps(max_steps);
   p.mutable_challenge_policy()->set_rounds(challenge_rounds);
   p.mutable_challenge_policy()->set_mode(static_cast<v2::ChallengeMode>(challenge_mode));
+  p.mutable_challenge_policy()->set_committee_size(committee_size);
   const std::string out = p.SerializeAsString();
   return Bytes(out.begin(), out.end());
 }
@@ -137,6 +140,7 @@ Task Task::decode(ByteView b) {
   t.max_steps = p.max_steps();
   t.challenge_rounds = p.challenge_policy().rounds();
   t.challenge_mode = static_cast<ChallengeMode>(p.challenge_policy().mode());
+  t.committee_size = p.challenge_policy().committee_size();
   t.validate();
   commit::require_canonical(t.encode(), b, "task");
   return t;
@@ -176,9 +180,10 @@ Task Task::from_json(const nlohmann::json &j) {
   t.min_steps = f.u64("min_steps");
   t.max_steps = f.u64("max_steps");
   const commit::JsonFields pol(f.object("challenge_policy"), "task.challenge_policy");
-  pol.only({"rounds", "mode"});
+  pol.only({"rounds", "mode", "committee_size"});
   t.challenge_rounds = pol.u32("rounds");
   t.challenge_mode = mode_from_name(pol.str("mode"), pol.path("mode"));
+  t.committee_size = pol.u32("committee_size");
   t.validate();
   return t;
 }
@@ -195,7 +200,10 @@ nlohmann::json Task::to_json() const {
                            : nlohmann::json{{"run_seeded", nlohmann::json::object()}}},
           {"min_steps", min_steps},
           {"max_steps", max_steps},
-          {"challenge_policy", {{"rounds", challenge_rounds}, {"mode", challenge_mode_name(challenge_mode)}}}};
+          {"challenge_policy",
+           {{"rounds", challenge_rounds},
+            {"mode", challenge_mode_name(challenge_mode)},
+            {"committee_size", committee_size}}}};
 }
 
 uint64_t run_schedule_seed(const hash::Digest &task_id, ByteView miner, uint64_t declared_steps) {

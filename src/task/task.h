@@ -21,6 +21,9 @@ namespace pot::task {
 inline constexpr size_t kMaxTaskBytes = 8192;
 inline constexpr size_t kMaxOwnerBytes = 256;
 inline constexpr uint32_t kMaxChallengeRounds = 65536;
+// The largest committee a task may ask for (it bounds a challenge's witness
+// commitments and the work of finalizing it).
+inline constexpr uint32_t kMaxCommitteeSize = 1024;
 
 enum class ChallengeMode { kBitwise = 1, kNormBucket = 2 };
 
@@ -49,6 +52,7 @@ struct Task {
   uint64_t max_steps = 0;
   uint32_t challenge_rounds = 0;      // challenge policy: distinct steps challenged per run
   ChallengeMode challenge_mode = ChallengeMode::kBitwise;
+  uint32_t committee_size = 0;        // verifiers drawn to judge each challenge, 1..kMaxCommitteeSize
 
   // Throws naming the first rule broken: kUnsupported for another protocol
   // version, kInvalidArgument otherwise (docs/PROTOCOL.md section 17.1).

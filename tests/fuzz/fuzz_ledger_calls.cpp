@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cfg.opening_window = 10;  // whose calls are this target's seeds
   cfg.commit_window = 10;
   cfg.reveal_window = 10;
-  cfg.committee_size = 3;
+  cfg.max_committee_size = 3;
   cfg.min_stake = 1;
   cfg.max_rounds = 4;
   cfg.max_attempts = 2;

@@ -189,8 +189,11 @@ def test_ledger_transcript_draws():
     assert issued["steps"] == ind.derive_challenges(value, run_id, run["declared_steps"], len(issued["steps"]))
     candidates = [(bytes.fromhex(c["caller"]), c["stake"]) for c in ok
                   if c["call"] == "register_verifier" and c["now"] < height and c["caller"] != run["miner_identity"]]
-    want = ind.draw_committee(value, run_id, 0, candidates, t["config"]["committee_size"])
-    assert len(want) == t["config"]["committee_size"] < len(candidates)  # a real draw, not everyone
+    # The task sets the committee's size (docs/PROTOCOL.md 17.1).
+    size = next(c for c in ok if c["call"] == "task_info")["result"]["task"]["challenge_policy"]["committee_size"]
+    assert size <= t["config"]["max_committee_size"]
+    want = ind.draw_committee(value, run_id, 0, candidates, size)
+    assert len(want) == size < len(candidates)  # a real draw, not everyone
     info = next(c for c in ok if c["call"] == "challenge_info")["result"]
     assert [(m["identity"], m["stake"]) for m in info["committee"]] == sorted((i.hex(), s) for i, s in want)
     # The re-run's committee: drawn from the first value posted at or after
@@ -202,7 +205,7 @@ def test_ledger_transcript_draws():
     excluded = {bytes.fromhex(x) for k in ("silent", "misconfigured", "unreplayed") for x in failed["result"][k]}
     assert excluded
     again = ind.draw_committee(bytes.fromhex(posts[height]), run_id, 0,
-                               [(i, s) for i, s in candidates if i not in excluded], t["config"]["committee_size"])
+                               [(i, s) for i, s in candidates if i not in excluded], size)
     assert [(m["identity"], m["stake"]) for m in redraw["result"]["committee"]] == sorted((i.hex(), s) for i, s in again)
     assert redraw["result"]["attempt"] == 2
 

@@ -138,7 +138,7 @@ int main(int argc, char **argv) {
         {"schedule", {{"listed_root", hex(sched_root)}}},
         {"min_steps", steps},
         {"max_steps", steps},
-        {"challenge_policy", {{"rounds", 1}, {"mode", "bitwise"}}}};
+        {"challenge_policy", {{"rounds", 1}, {"mode", "bitwise"}, {"committee_size", 1}}}};
     pot_bytes_free(&spec_json);
     pot_task *task = nullptr;
     check(pot_task_from_json(&task, tj.dump().c_str(), &err), err);

@@ -68,7 +68,7 @@ const LedgerConfig kConfig{.draw_delay = 1,
                            .opening_window = 10,
                            .commit_window = 10,
                            .reveal_window = 10,
-                           .committee_size = 8,
+                           .max_committee_size = 8,
                            .min_stake = 1,
                            .max_rounds = 4,
                            .max_attempts = 1};
@@ -85,8 +85,8 @@ void expect_round_trip(const Ledger &l) {
 // The task every Flow posts unless told otherwise: kSteps steps, one
 // bitwise challenge per run.
 task::Task make_task(task::ChallengeMode mode = task::ChallengeMode::kBitwise, uint32_t rounds = 1,
-                     const std::string &label = "task") {
-  return test::test_task(label, kSteps, mode, rounds);
+                     const std::string &label = "task", uint32_t committee_size = 8) {
+  return test::test_task(label, kSteps, mode, rounds, "owner", committee_size);
 }
 
 commit::TrainingCommitment make_commitment(const Bytes &miner, const task::Task &t = make_task()) {
@@ -207,7 +207,7 @@ struct Flow {
 
   Ledger ledger;
   uint64_t now;
-  // Registered by start(): with committee_size 8, each challenge's committee.
+  // Registered by start(): with the task's committee_size 8, each challenge's committee.
   std::vector<std::string> verifiers = {"alice", "bob", "carol"};
   task::Task task_value;
   Digest task;
@@ -232,19 +232,19 @@ TEST(Ledger, ConfigIsValidated) {
     c.*zero = 0;
     EXPECT_EQ(status_of([&] { Ledger{c}; }), Status::kInvalidArgument);
   }
-  for (auto zero : {&LedgerConfig::committee_size, &LedgerConfig::max_rounds, &LedgerConfig::max_attempts}) {
+  for (auto zero : {&LedgerConfig::max_committee_size, &LedgerConfig::max_rounds, &LedgerConfig::max_attempts}) {
     LedgerConfig c = kConfig;
     c.*zero = 0;
     EXPECT_EQ(status_of([&] { Ledger{c}; }), Status::kInvalidArgument);
   }
   LedgerConfig large = kConfig;
-  large.committee_size = game::kMaxCommitteeSize;
+  large.max_committee_size = game::kMaxCommitteeSize;
   EXPECT_EQ(Ledger(large).config(), large);
-  ++large.committee_size;
+  ++large.max_committee_size;
   EXPECT_EQ(status_of([&] { Ledger{large}; }), Status::kInvalidArgument);
   // The JSON form: every key, integers only, nothing else.
   EXPECT_EQ(LedgerConfig::from_json(kConfig.to_json()), kConfig);
-  for (const char *key : {"draw_delay", "opening_window", "commit_window", "reveal_window", "committee_size",
+  for (const char *key : {"draw_delay", "opening_window", "commit_window", "reveal_window", "max_committee_size",
                           "min_stake", "max_rounds", "max_attempts"}) {
     nlohmann::json j = kConfig.to_json();
     j.erase(key);
@@ -258,7 +258,7 @@ TEST(Ledger, ConfigIsValidated) {
   extra["beacon_rounds"] = 1;
   EXPECT_EQ(status_of([&] { LedgerConfig::from_json(extra); }), Status::kInvalidArgument);
   nlohmann::json wide = kConfig.to_json();
-  wide["committee_size"] = uint64_t{1} << 32;
+  wide["max_committee_size"] = uint64_t{1} << 32;
   EXPECT_EQ(status_of([&] { LedgerConfig::from_json(wide); }), Status::kInvalidArgument);
   const Ledger l(kConfig);
   EXPECT_EQ(l.config(), kConfig);
@@ -591,6 +591,9 @@ TEST(Ledger, PostTaskRefusals) {
   // A task asking for more rounds than the ledger allows (max_rounds 4).
   const Bytes greedy = make_task(task::ChallengeMode::kBitwise, 5).encode();
   EXPECT_REFUSED(l, Status::kInvalidArgument, l.post_task(f.owner, greedy, f.now));
+  // A task asking for larger committees than the ledger allows (max 8).
+  const Bytes crowd = make_task(task::ChallengeMode::kBitwise, 1, "task", 9).encode();
+  EXPECT_REFUSED(l, Status::kInvalidArgument, l.post_task(f.owner, crowd, f.now));
   // Another protocol version is named, not misread.
   v2::Task raw;
   ASSERT_TRUE(raw.ParseFromArray(t.data(), static_cast<int>(t.size())));
@@ -885,10 +888,10 @@ TEST(Ledger, OnlyTheDrawnCommitteeWitnesses) {
   std::vector<game::Candidate> candidates;
   for (uint64_t i = 0; i < 40; ++i) candidates.push_back({id(fmt::format("v{:02}", i)), i + 1});
   std::vector<game::Candidate> want =
-      game::draw_committee(Flow::randomness(draw).view(), f.run_id, 0, candidates, kConfig.committee_size);
+      game::draw_committee(Flow::randomness(draw).view(), f.run_id, 0, candidates, f.task_value.committee_size);
   std::ranges::sort(want, {}, &game::Candidate::identity);
   const game::ChallengeInfo info = l.challenge_info(cid);
-  ASSERT_EQ(info.committee.size(), kConfig.committee_size);
+  ASSERT_EQ(info.committee.size(), f.task_value.committee_size);
   uint64_t stake = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(info.committee[i].identity, want[i].identity);
@@ -1444,9 +1447,9 @@ TEST(Ledger, LoadChecksInvariants) {
   refused("version 1", [](auto &p) { p.set_format_version(1); });
   refused("version 3", [](auto &p) { p.set_format_version(3); });
   refused("no config", [](auto &p) { p.clear_config(); });
-  refused("committee size 0", [](auto &p) { p.mutable_config()->set_committee_size(0); });
-  refused("committee size 1025", [](auto &p) { p.mutable_config()->set_committee_size(1025); });
-  refused("committee size 2", [](auto &p) { p.mutable_config()->set_committee_size(2); });  // committees of 3
+  refused("max committee size 0", [](auto &p) { p.mutable_config()->set_max_committee_size(0); });
+  refused("max committee size 1025", [](auto &p) { p.mutable_config()->set_max_committee_size(1025); });
+  refused("max committee size 7", [](auto &p) { p.mutable_config()->set_max_committee_size(7); });  // tasks ask 8
   refused("min stake above a stake", [](auto &p) { p.mutable_config()->set_min_stake(kStake + 1); });
   refused("window", [](auto &p) { p.mutable_config()->set_reveal_window(100); });  // a final challenge still open
   refused("opening window", [](auto &p) { p.mutable_config()->set_opening_window(1); });  // opened after it
@@ -1854,12 +1857,12 @@ TEST(Ledger, AMillionFinalizedChallengesStayUnderTheCap) {
                             .opening_window = 1,
                             .commit_window = 1,
                             .reveal_window = 1,
-                            .committee_size = 3,
+                            .max_committee_size = 3,
                             .min_stake = 1,
                             .max_rounds = kRounds,
                             .max_attempts = 1};
   Ledger l(config);
-  const task::Task t = make_task(task::ChallengeMode::kBitwise, kRounds, "a million");
+  const task::Task t = make_task(task::ChallengeMode::kBitwise, kRounds, "a million", 3);
   const Bytes owner = t.owner;
   uint64_t now = 1;
   l.post_task(owner, t.encode(), now);
@@ -1915,9 +1918,8 @@ TEST(Ledger, AMillionFinalizedChallengesStayUnderTheCap) {
 // the silent members, and the new committee fails the step.
 TEST(Ledger, ASilentCoalitionIsReplacedAndTheForgedStepFails) {
   LedgerConfig config = kConfig;
-  config.committee_size = 3;
   config.max_attempts = 3;
-  Flow f(/*forged=*/true, config);
+  Flow f(/*forged=*/true, config, 100, make_task(task::ChallengeMode::kBitwise, 1, "task", 3));
   f.verifiers = {"v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8"};
   f.seal();
   const uint64_t cid = f.challenge();

@@ -42,7 +42,7 @@ SPEC = {"framework": "pytorch", "framework_version": "1.13.1", "model_program_di
         "norm_bucket_resolution": 16}  # a listed task draws per-step random numbers (docs/PROTOCOL.md 17.1)
 TASK = {"owner": OWNER, "spec": SPEC, "dataset_root": digest("dataset"), "dataset_size": 100,
         "initial_state": {"published_digest": digest("S_0")}, "schedule": {"listed_root": digest("schedule")},
-        "min_steps": STEPS, "max_steps": STEPS, "challenge_policy": {"rounds": 1, "mode": "norm_bucket"}}
+        "min_steps": STEPS, "max_steps": STEPS, "challenge_policy": {"rounds": 1, "mode": "norm_bucket", "committee_size": COMMITTEE_SIZE}}
 COMMITMENT = {"task_id": ind.task_id(TASK).hex(), "initial_state_digest": digest("S_0"),
               "schedule_root": digest("schedule"), "dataset_root": digest("dataset"), "dataset_size": 100,
               "spec_digest": ind.spec_digest(SPEC).hex(), "declared_steps": STEPS, "miner_identity": MINER}
@@ -223,7 +223,7 @@ json.dump({
                    "reference ledger gives; `pot ledger` replays it and fails on any difference, including the "
                    "final state's SHA-256.",
     "config": {"draw_delay": 1, "opening_window": 10, "commit_window": 10, "reveal_window": 10,
-               "committee_size": COMMITTEE_SIZE,
+               "max_committee_size": COMMITTEE_SIZE,
                "min_stake": 1, "max_rounds": 4, "max_attempts": 2},
     "calls": calls}, sys.stdout, indent=1, sort_keys=True)
 print()

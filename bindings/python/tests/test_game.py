@@ -25,7 +25,7 @@ STEPS, ROUNDS = 200, 8
 OWNER = b"task owner"
 MINER = b"miner"
 WITNESSES = [b"alice", b"bob", b"carol"]  # registered with stake 10 each unless a test says otherwise
-CONFIG = dict(draw_delay=1, opening_window=5, commit_window=5, reveal_window=5, committee_size=8, min_stake=1,
+CONFIG = dict(draw_delay=1, opening_window=5, commit_window=5, reveal_window=5, max_committee_size=8, min_stake=1,
               max_rounds=ROUNDS, max_attempts=1)
 
 
@@ -77,7 +77,8 @@ class Chain:
             "owner": OWNER.hex(), "spec": spec_json(d("program"), dropout=0.1), "dataset_root": d("dataset").hex(),
             "dataset_size": 1000, "initial_state": {"published_digest": d("S_0").hex()},
             "schedule": {"listed_root": d("schedule").hex()}, "min_steps": STEPS, "max_steps": STEPS,
-            "challenge_policy": {"rounds": ROUNDS, "mode": "bitwise"}})
+            "challenge_policy": {"rounds": ROUNDS, "mode": "bitwise",
+                                 "committee_size": (config or CONFIG)["max_committee_size"]}})
         self.call("post_task", caller=OWNER.hex(), task=self.task.encode().hex())
 
     @staticmethod
@@ -438,7 +439,7 @@ def test_re_runs_never_decide_wrongly_and_decide_more():
     re-run without its silent members, so more challenges end decided than
     their first committees alone decided."""
     rng = random.Random(15)
-    config = dict(CONFIG, committee_size=5, max_attempts=3)
+    config = dict(CONFIG, max_committee_size=5, max_attempts=3)
     first_decided = decided = reruns = assumed = 0
     for trial in range(150):
         verifiers = {b"v%d.%d" % (trial, i): rng.randint(1, 100) for i in range(rng.randint(6, 14))}
@@ -659,7 +660,7 @@ def test_attack_a_silent_coalition_is_replaced_and_the_forged_step_fails():
     committee drawn from randomness posted after the failure, without
     them. The new committee replays honestly: FAIL, slashable."""
     verifiers = {b"verifier %d" % i: 10 for i in range(9)}
-    chain = Chain(verifiers, config=dict(CONFIG, committee_size=3, max_attempts=3))
+    chain = Chain(verifiers, config=dict(CONFIG, max_committee_size=3, max_attempts=3))
     run, cid, step, _ = chain.first_challenge(MINER, forged=set(range(1, STEPS + 1)))
     honest, *coalition = sorted(chain.committee(cid))
     v = chain.judge(run, cid, step, {honest: honest_state(step), coalition[0]: None})

@@ -18,7 +18,7 @@ class Ledger(Handle):
     post_randomness. Calls are JSON documents (docs/ledger.md).
 
     >>> with Ledger(draw_delay=1, opening_window=10, commit_window=10, reveal_window=10,
-    ...             committee_size=3, min_stake=1, max_rounds=4, max_attempts=2) as ledger:
+    ...             max_committee_size=3, min_stake=1, max_rounds=4, max_attempts=2) as ledger:
     ...     ledger.apply({"call": "no_such_call"})
     Traceback (most recent call last):
     ...
@@ -28,7 +28,7 @@ class Ledger(Handle):
     _free = staticmethod(_pot.pot_ledger_free)
 
     def __init__(self, *, draw_delay: int, opening_window: int, commit_window: int, reveal_window: int,
-                 committee_size: int, min_stake: int, max_rounds: int, max_attempts: int) -> None:
+                 max_committee_size: int, min_stake: int, max_rounds: int, max_attempts: int) -> None:
         """A new ledger (docs/ledger.md section 1): the blocks from a run's
         seal to the randomness that draws its challenges, the opening,
         commit and reveal windows (in blocks), the verifiers drawn to judge
@@ -37,7 +37,7 @@ class Ledger(Handle):
         InvalidArgumentError naming the field. A transcript's ``config`` is
         passed as ``Ledger(**config)``."""
         config = {"draw_delay": draw_delay, "opening_window": opening_window, "commit_window": commit_window,
-                  "reveal_window": reveal_window, "committee_size": committee_size, "min_stake": min_stake,
+                  "reveal_window": reveal_window, "max_committee_size": max_committee_size, "min_stake": min_stake,
                   "max_rounds": max_rounds, "max_attempts": max_attempts}
         for key, value in config.items():
             # JSON has no other integers; a float or a bool would be refused

@@ -10,7 +10,7 @@ use std::ptr::{self, NonNull};
 /// The configuration of a new [`Ledger`]; every field must be at least 1.
 ///
 /// ```
-/// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, committee_size: 3, min_stake: 1, max_rounds: 4, max_attempts: 2 };
+/// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, max_committee_size: 3, min_stake: 1, max_rounds: 4, max_attempts: 2 };
 /// let ledger = pot::Ledger::new(config)?;
 /// # Ok::<(), pot::Error>(())
 /// ```
@@ -25,8 +25,8 @@ pub struct LedgerConfig {
     pub commit_window: u64,
     /// Blocks from there to the end of the reveal phase.
     pub reveal_window: u64,
-    /// Verifiers drawn by stake to judge each challenge, 1..1024.
-    pub committee_size: u32,
+    /// The largest committee a task may ask for, 1..1024.
+    pub max_committee_size: u32,
     /// The least stake a verifier registers with.
     pub min_stake: u64,
     /// The most challenge rounds a task may ask for.
@@ -41,20 +41,20 @@ impl LedgerConfig {
     /// transcript (docs/ledger.md section 1).
     ///
     /// ```
-    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 2, commit_window: 3, reveal_window: 4, committee_size: 5, min_stake: 6, max_rounds: 7, max_attempts: 8 };
+    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 2, commit_window: 3, reveal_window: 4, max_committee_size: 5, min_stake: 6, max_rounds: 7, max_attempts: 8 };
     /// assert_eq!(
     ///     config.to_json(),
-    ///     r#"{"draw_delay": 1, "opening_window": 2, "commit_window": 3, "reveal_window": 4, "committee_size": 5, "min_stake": 6, "max_rounds": 7, "max_attempts": 8}"#
+    ///     r#"{"draw_delay": 1, "opening_window": 2, "commit_window": 3, "reveal_window": 4, "max_committee_size": 5, "min_stake": 6, "max_rounds": 7, "max_attempts": 8}"#
     /// );
     /// ```
     pub fn to_json(&self) -> String {
         format!(
-            r#"{{"draw_delay": {}, "opening_window": {}, "commit_window": {}, "reveal_window": {}, "committee_size": {}, "min_stake": {}, "max_rounds": {}, "max_attempts": {}}}"#,
+            r#"{{"draw_delay": {}, "opening_window": {}, "commit_window": {}, "reveal_window": {}, "max_committee_size": {}, "min_stake": {}, "max_rounds": {}, "max_attempts": {}}}"#,
             self.draw_delay,
             self.opening_window,
             self.commit_window,
             self.reveal_window,
-            self.committee_size,
+            self.max_committee_size,
             self.min_stake,
             self.max_rounds,
             self.max_attempts
@@ -70,7 +70,7 @@ impl LedgerConfig {
 /// threads at once (as a runtime executes extrinsics one at a time).
 ///
 /// ```
-/// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, committee_size: 3, min_stake: 1, max_rounds: 4, max_attempts: 2 };
+/// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, max_committee_size: 3, min_stake: 1, max_rounds: 4, max_attempts: 2 };
 /// let mut ledger = pot::Ledger::new(config)?;
 /// let refused = ledger.apply(r#"{"call": "run_info", "run_id": "00000000000000000000000000000000000000000000000000000000000000ff"}"#);
 /// assert_eq!(refused.unwrap_err().kind(), pot::ErrorKind::NotFound);
@@ -94,7 +94,7 @@ impl Ledger {
     /// that is 0.
     ///
     /// ```
-    /// let bad = pot::LedgerConfig { draw_delay: 1, opening_window: 0, commit_window: 1, reveal_window: 1, committee_size: 1, min_stake: 1, max_rounds: 1, max_attempts: 1 };
+    /// let bad = pot::LedgerConfig { draw_delay: 1, opening_window: 0, commit_window: 1, reveal_window: 1, max_committee_size: 1, min_stake: 1, max_rounds: 1, max_attempts: 1 };
     /// let err = pot::Ledger::new(bad).unwrap_err();
     /// assert_eq!(err.kind(), pot::ErrorKind::InvalidArgument);
     /// assert!(err.message().contains("opening_window"));
@@ -126,7 +126,7 @@ impl Ledger {
     /// same bytes.
     ///
     /// ```
-    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 1, commit_window: 1, reveal_window: 1, committee_size: 1, min_stake: 1, max_rounds: 1, max_attempts: 1 };
+    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 1, commit_window: 1, reveal_window: 1, max_committee_size: 1, min_stake: 1, max_rounds: 1, max_attempts: 1 };
     /// assert!(!pot::Ledger::new(config)?.save()?.is_empty());
     /// # Ok::<(), pot::Error>(())
     /// ```
@@ -147,7 +147,7 @@ impl Ledger {
     /// and leaves the ledger exactly as it was.
     ///
     /// ```
-    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, committee_size: 3, min_stake: 1, max_rounds: 4, max_attempts: 2 };
+    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, max_committee_size: 3, min_stake: 1, max_rounds: 4, max_attempts: 2 };
     /// let mut ledger = pot::Ledger::new(config)?;
     /// let result = ledger.apply(r#"{"call": "challenge_info", "challenge_id": 0}"#);
     /// let err = result.unwrap_err();

@@ -149,7 +149,7 @@ fn verdict_and_ledger() {
         opening_window: 1,
         commit_window: 1,
         reveal_window: 1,
-        committee_size: 1,
+        max_committee_size: 1,
         min_stake: 1,
         max_rounds: 1,
         max_attempts: 1,

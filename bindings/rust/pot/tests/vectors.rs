@@ -503,7 +503,7 @@ fn ledger_transcript() {
         opening_window: u(config, "opening_window"),
         commit_window: u(config, "commit_window"),
         reveal_window: u(config, "reveal_window"),
-        committee_size: u(config, "committee_size") as u32,
+        max_committee_size: u(config, "max_committee_size") as u32,
         min_stake: u(config, "min_stake"),
         max_rounds: u(config, "max_rounds") as u32,
         max_attempts: u(config, "max_attempts") as u32,
