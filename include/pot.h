@@ -848,6 +848,16 @@ POT_API pot_status pot_ledger_save(pot_bytes *out, const pot_ledger *ledger, pot
  * POT_MAX_JSON_BYTES POT_E_LIMIT. */
 POT_API pot_status pot_ledger_apply(pot_bytes *result, pot_ledger *ledger, const char *call_json,
                                     pot_error **err);
+/* Decodes an outcome record (docs/PROTOCOL.md section 20.1: the "outcome"
+ * hex of a finalize_challenge result, a leaf of the ledger's outcome log) to
+ * a JSON object with the keys challenge_id, attempt, run_id (hex), step,
+ * mode, verdict ("pass", "fail", "inconclusive"), cause, cluster_size,
+ * cluster_stake, committee_stake and minority, silent, misconfigured,
+ * unreplayed (hex identities, sorted). POT_E_LIMIT past 266,350 bytes (a
+ * full committee of 1024 identities of 256 bytes); POT_E_MALFORMED naming
+ * the first violation of the record's rules, a record of another tag
+ * version named as such. */
+POT_API pot_status pot_ledger_outcome_decode(pot_bytes *json, const uint8_t *record, size_t len, pot_error **err);
 
 /* ------------------------------------------------------------------------ */
 /* Loss-curve checks (docs/losscheck.md)                                     */

@@ -135,3 +135,44 @@ func (l *Ledger) Apply(callJSON string) (string, error) {
 	}
 	return takeString(&out), nil
 }
+
+// Outcome is a decoded outcome record (docs/PROTOCOL.md 20.1): what one
+// attempt of a ledger challenge ended with, as the outcome log holds it.
+type Outcome struct {
+	ChallengeID    uint64   `json:"challenge_id"`
+	Attempt        uint32   `json:"attempt"` // the committee's: 1 for the run's draw, 2.. for re-runs
+	RunID          string   `json:"run_id"`  // hex
+	Step           uint64   `json:"step"`
+	Mode           string   `json:"mode"`    // "bitwise" or "norm_bucket"
+	Verdict        string   `json:"verdict"` // "pass", "fail" or "inconclusive"
+	Cause          string   `json:"cause"`   // agreement, no_opening, blame, no_committee, participation, split
+	ClusterSize    uint64   `json:"cluster_size"`
+	ClusterStake   uint64   `json:"cluster_stake"`
+	CommitteeStake uint64   `json:"committee_stake"`
+	Minority       []string `json:"minority"` // hex identities, sorted
+	Silent         []string `json:"silent"`
+	Misconfigured  []string `json:"misconfigured"`
+	Unreplayed     []string `json:"unreplayed"`
+}
+
+// DecodeOutcome decodes an outcome record: the bytes of a
+// finalize_challenge result's "outcome" hex, a leaf of the ledger's outcome
+// log (pot_ledger_outcome_decode). StatusMalformed names the broken rule;
+// StatusLimit past 266,350 bytes.
+func DecodeOutcome(record []byte) (Outcome, error) {
+	if abiErr != nil {
+		return Outcome{}, abiErr
+	}
+	var out C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_ledger_outcome_decode(&out, bytesPtr(record), C.size_t(len(record)), &cerr)
+	runtime.KeepAlive(record)
+	if err := toError(st, cerr); err != nil {
+		return Outcome{}, err
+	}
+	var o Outcome
+	if err := json.Unmarshal([]byte(takeString(&out)), &o); err != nil {
+		return Outcome{}, newError(StatusMalformed, "outcome record JSON: %v", err)
+	}
+	return o, nil
+}

@@ -2,6 +2,7 @@ package pot_test
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -100,4 +101,49 @@ func TestLedgerTranscript(t *testing.T) {
 	wantCode(t, err, pot.StatusMalformed)
 	_, err = ledger.Apply(`{"call": "no_such_call"}`)
 	wantCode(t, err, pot.StatusInvalidArgument)
+}
+
+// Each finalization's outcome record, decoded from its bytes alone, says
+// what the finalize_challenge result said; a broken record is refused.
+func TestOutcomeRecordsDecode(t *testing.T) {
+	var v struct {
+		Calls []struct {
+			Call   string          `json:"call"`
+			Expect string          `json:"expect"`
+			Result json.RawMessage `json:"result"`
+		} `json:"calls"`
+	}
+	loadVectors(t, "ledger_transcript.json", &v)
+	attempt := uint32(0)
+	for _, c := range v.Calls {
+		if c.Call != "finalize_challenge" || c.Expect != "ok" {
+			continue
+		}
+		attempt++
+		var raw struct {
+			Outcome string `json:"outcome"`
+		}
+		var r pot.Outcome // the result's own verdict fields
+		if err := json.Unmarshal(c.Result, &raw); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(c.Result, &r); err != nil {
+			t.Fatal(err)
+		}
+		record, err := hex.DecodeString(raw.Outcome)
+		check(t, err)
+		o, err := pot.DecodeOutcome(record)
+		check(t, err)
+		if o.Attempt != attempt || o.Verdict != r.Verdict || o.Cause != r.Cause || o.ClusterStake != r.ClusterStake ||
+			!reflect.DeepEqual(o.Silent, r.Silent) || !reflect.DeepEqual(o.Minority, r.Minority) {
+			t.Errorf("attempt %d: decoded %+v, the result says %+v", attempt, o, r)
+		}
+		_, err = pot.DecodeOutcome(append(record, 0))
+		wantCode(t, err, pot.StatusMalformed)
+	}
+	if attempt != 2 {
+		t.Fatalf("%d finalizations, want 2", attempt)
+	}
+	_, err := pot.DecodeOutcome(make([]byte, 266351))
+	wantCode(t, err, pot.StatusLimit)
 }

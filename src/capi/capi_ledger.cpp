@@ -1,6 +1,7 @@
 // C entry points for the reference ledger.
 #include "capi/firewall.h"
 #include "game/ledger.h"
+#include "game/outcome.h"
 
 using namespace pot;
 using namespace pot::capi;
@@ -42,6 +43,13 @@ pot_status pot_ledger_apply(pot_bytes *result, pot_ledger *ledger, const char *c
     need(ledger, "ledger");
     const nlohmann::json r = ledger->ledger.apply(parse_json_arg(call_json, "call_json"));
     to_text(result, r.dump());
+  });
+}
+
+pot_status pot_ledger_outcome_decode(pot_bytes *json, const uint8_t *record, size_t len, pot_error **err) {
+  return guard(err, [&] {
+    need(json, "json");
+    to_text(json, game::Outcome::decode(bytes_arg(record, len, "record")).to_json().dump());
   });
 }
 

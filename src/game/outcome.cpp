@@ -163,4 +163,30 @@ Outcome Outcome::decode(ByteView b) {
   return o;
 }
 
+nlohmann::json Outcome::to_json() const {
+  auto hexes = [](const std::vector<Bytes> &ids) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Bytes &b : ids) out.push_back(to_hex(b));
+    return out;
+  };
+  const char *verdict_text = verdict == Verdict::kPass   ? "pass"
+                             : verdict == Verdict::kFail ? "fail"
+                                                         : "inconclusive";
+  return {{"challenge_id", challenge_id},
+          {"attempt", attempt},
+          {"run_id", run_id.hex()},
+          {"step", step},
+          {"mode", witness::mode_name(mode)},
+          {"verdict", verdict_text},
+          {"cause", cause_name(cause)},
+          {"cluster_size", cluster_size},
+          {"cluster_stake", cluster_stake},
+          {"committee_stake", committee_stake},
+          {"minority", hexes(minority)},
+          {"silent", hexes(silent)},
+          {"misconfigured", hexes(misconfigured)},
+          {"unreplayed", hexes(unreplayed)}};
+}
+
 }  // namespace pot::game
+static_assert(pot::game::kMaxOutcomeBytes == 266350, "include/pot.h documents the limit");

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/bytes.h"
 #include "hash/sha256.h"
 #include "game/committee.h"
@@ -58,6 +60,11 @@ struct Outcome {
   // Strict inverse of encode(): kMalformed naming the first violation (a
   // record of another version is named as such), kLimit past kMaxOutcomeBytes.
   static Outcome decode(ByteView b);
+  // {"challenge_id", "attempt", "run_id" (hex), "step", "mode" ("bitwise",
+  // "norm_bucket"), "verdict" ("pass", "fail", "inconclusive"), "cause",
+  // "cluster_size", "cluster_stake", "committee_stake", "minority",
+  // "silent", "misconfigured", "unreplayed" (hex identities, sorted)}.
+  nlohmann::json to_json() const;
   bool operator==(const Outcome &) const = default;
 };
 

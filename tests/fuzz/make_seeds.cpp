@@ -203,8 +203,9 @@ void ledger_seeds(const json &transcript) {
     call.erase("result");
     lines += call.dump() + "\n";
     try {
-      (void)ledger.apply(call);
+      const json result = ledger.apply(call);
       seed("fuzz_ledger_state", "state_" + std::to_string(++i), ledger.save());
+      if (result.contains("outcome")) seed("fuzz_outcome", "record_" + std::to_string(i), hex(result["outcome"]));
     } catch (const pot::Error &) {
     }
     seed("fuzz_ledger_calls", "transcript_" + std::to_string(i) + "_" + std::to_string(lines.size()), lines);

@@ -2075,3 +2075,71 @@ TEST(Ledger, ReRunsAreBoundedByMaxAttempts) {
     expect_round_trip(f.ledger);
   }
 }
+
+// Outcome records (docs/PROTOCOL.md 20.1) are strict: each broken rule is
+// refused by name, and a decoded record re-encodes to its bytes.
+TEST(Outcome, RoundTripsAndRefusesBrokenRecords) {
+  game::Outcome o;
+  o.challenge_id = 7;
+  o.attempt = 2;
+  o.run_id = d("run");
+  o.step = 3;
+  o.mode = Mode::kNormBucket;
+  o.verdict = Verdict::kPass;
+  o.cause = game::Cause::kAgreement;
+  o.cluster_size = 2;
+  o.cluster_stake = 30;
+  o.committee_stake = 45;
+  o.minority = {id("dave")};
+  o.silent = {id("alice"), id("bob")};
+  o.misconfigured = {id("erin")};
+  const Bytes b = o.encode();
+  ASSERT_EQ(b.size(), 110u + 4 * 4 + 4 + 5 + 3 + 4);  // identities 4 + 5 + 3 + 4 bytes, each with its length
+  EXPECT_EQ(game::Outcome::decode(b), o);
+  EXPECT_EQ(game::Outcome::decode(b).to_json()["silent"], (nlohmann::json{to_hex(id("alice")), to_hex(id("bob"))}));
+  auto refused = [&](const char *what, const Bytes &bad, const char *message, Status want = Status::kMalformed) {
+    try {
+      (void)game::Outcome::decode(bad);
+      ADD_FAILURE() << what << ": accepted";
+    } catch (const Error &e) {
+      EXPECT_EQ(e.status(), want) << what;
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << what << ": " << e.what();
+    }
+  };
+  auto with = [&](size_t at, uint8_t v) {
+    Bytes c = b;
+    c[at] = v;
+    return c;
+  };
+  auto changed = [&](const std::function<void(game::Outcome &)> &f) {
+    game::Outcome c = o;
+    f(c);
+    return c.encode();
+  };
+  Bytes longer = b;
+  longer.push_back(0);
+  refused("a trailing byte", longer, "bytes after the last list");
+  refused("truncated", Bytes(b.begin(), b.end() - 1), "needs");
+  refused("another version", with(6, '1'), "this SDK reads 'pot/v2/outcome'");
+  refused("another tag", with(1, 'q'), "does not start with the tag");
+  refused("attempt 0", changed([](auto &c) { c.attempt = 0; }), "attempt 0");
+  refused("mode 3", with(15 + 8 + 4 + 32 + 8, 3), "mode 3");
+  refused("verdict 4", with(15 + 8 + 4 + 32 + 8 + 1, 4), "verdict 4");
+  refused("a FAIL cause on a PASS", changed([](auto &c) { c.cause = game::Cause::kBlame; }), "is not one of verdict");
+  refused("step 0", changed([](auto &c) { c.step = 0; }), "step 0");
+  refused("a cluster above the committee", changed([](auto &c) { c.cluster_stake = 46; }), "above committee_stake");
+  refused("unsorted", changed([](auto &c) { std::swap(c.silent[0], c.silent[1]); }), "not sorted");
+  refused("a repeat", changed([](auto &c) { c.silent[1] = c.silent[0]; }), "not sorted");
+  refused("one member in two lists", changed([](auto &c) { c.unreplayed = {id("alice")}; }), "another list names");
+  refused("an empty identity", changed([](auto &c) { c.minority = {Bytes{}}; }), "expected 1..256");
+  refused("a long identity", changed([](auto &c) { c.unreplayed = {Bytes(257, 'x')}; }), "expected 1..256");
+  refused("a minority on INCONCLUSIVE", changed([](auto &c) {
+            c.verdict = Verdict::kInconclusive;
+            c.cause = game::Cause::kSplit;
+          }),
+          "no minority");
+  Bytes huge_count = b;
+  huge_count[94 + 3] = 0x7f;  // the high byte of the minority's count (after 94 fixed bytes)
+  refused("a count the bytes cannot hold", huge_count, "more than the bytes or a committee hold");
+  refused("past the limit", Bytes(game::kMaxOutcomeBytes + 1), "limit", Status::kLimit);
+}

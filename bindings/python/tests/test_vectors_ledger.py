@@ -64,3 +64,26 @@ def test_ledger_refusals_raise_their_status():
     assert seen == {"POT_E_PERMISSION": pot.PermissionDeniedError, "POT_E_STATE": pot.StateError,
                     "POT_E_NOT_FOUND": pot.NotFoundError, "POT_E_INVALID_ARGUMENT": pot.InvalidArgumentError,
                     "POT_E_CONFLICT": pot.ConflictError}
+
+
+def test_outcome_records_decode_to_the_verdicts_they_record():
+    """Each finalization's outcome record, decoded from its bytes alone (a
+    light client holding a record and an inclusion proof), says what the
+    finalize_challenge result said; broken records are refused by name."""
+    finals = [c["result"] for c in V["calls"] if c["call"] == "finalize_challenge" and c["expect"] == "ok"]
+    assert len(finals) == 2
+    for attempt, r in enumerate(finals, start=1):
+        o = pot.decode_outcome(bytes.fromhex(r["outcome"]))
+        assert o["attempt"] == attempt and o["challenge_id"] == 0
+        for key in ("verdict", "cause", "cluster_size", "cluster_stake", "minority", "silent", "misconfigured",
+                    "unreplayed"):
+            assert o[key] == r[key], key
+    record = bytes.fromhex(finals[0]["outcome"])
+    with pytest.raises(pot.MalformedError, match="bytes after the last list"):
+        pot.decode_outcome(record + b"\0")
+    with pytest.raises(pot.MalformedError, match="this SDK reads 'pot/v2/outcome'"):
+        pot.decode_outcome(record.replace(b"pot/v2/outcome", b"pot/v1/outcome"))
+    with pytest.raises(pot.MalformedError, match="attempt 0"):
+        pot.decode_outcome(record[:23] + b"\0\0\0\0" + record[27:])
+    with pytest.raises(pot.LimitError):
+        pot.decode_outcome(bytes(266351))

@@ -73,4 +73,15 @@ class Ledger(Handle):
         return result
 
 
-__all__ = ["Ledger"]
+def decode_outcome(record: Buffer) -> Dict[str, Any]:
+    """Decodes an outcome record (docs/PROTOCOL.md 20.1: the bytes of a
+    finalize_challenge result's "outcome" hex, a leaf of the outcome log):
+    challenge_id, attempt, run_id, step, mode, verdict, cause, cluster_size,
+    cluster_stake, committee_stake and the minority, silent, misconfigured
+    and unreplayed identities (hex). MalformedError naming the broken rule,
+    LimitError past 266,350 bytes (pot_ledger_outcome_decode)."""
+    result: Dict[str, Any] = json.loads(_pot.pot_ledger_outcome_decode(record).decode("utf-8"))
+    return result
+
+
+__all__ = ["Ledger", "decode_outcome"]

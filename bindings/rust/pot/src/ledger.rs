@@ -161,6 +161,22 @@ impl Ledger {
     }
 }
 
+/// Decodes an outcome record (docs/PROTOCOL.md 20.1: the bytes of a
+/// `finalize_challenge` result's `"outcome"` hex, a leaf of the ledger's
+/// outcome log) to its JSON object: `challenge_id`, `attempt`, `run_id`,
+/// `step`, `mode`, `verdict`, `cause`, `cluster_size`, `cluster_stake`,
+/// `committee_stake` and the `minority`, `silent`, `misconfigured` and
+/// `unreplayed` identities (hex). [`ErrorKind::Malformed`](crate::ErrorKind)
+/// names the broken rule; `Limit` past 266,350 bytes.
+///
+/// ```
+/// let err = pot::ledger::decode_outcome(b"not a record").unwrap_err();
+/// assert_eq!(err.kind(), pot::ErrorKind::Malformed);
+/// ```
+pub fn decode_outcome(record: &[u8]) -> Result<String> {
+    ffi::string_out(|out, err| unsafe { sys::pot_ledger_outcome_decode(out, record.as_ptr(), record.len(), err) })
+}
+
 impl Drop for Ledger {
     fn drop(&mut self) {
         // SAFETY: we own the handle.

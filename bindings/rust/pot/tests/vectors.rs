@@ -543,3 +543,30 @@ fn ledger_transcript() {
     // Save, load, save again: the same bytes.
     assert_eq!(Ledger::load(&state).unwrap().save().unwrap(), state);
 }
+
+/// Each finalization's outcome record, decoded from its bytes alone, says
+/// what the finalize_challenge result said; a broken record is refused.
+#[test]
+fn outcome_records_decode() {
+    let v = load("ledger_transcript.json");
+    let finals: Vec<&Value> = arr(&v, "calls")
+        .iter()
+        .filter(|c| s(c, "call") == "finalize_challenge" && s(c, "expect") == "ok")
+        .map(|c| &c["result"])
+        .collect();
+    assert_eq!(finals.len(), 2);
+    for (n, r) in finals.iter().enumerate() {
+        let record = unhex(s(r, "outcome"));
+        let o: Value = serde_json::from_str(&pot::ledger::decode_outcome(&record).unwrap()).unwrap();
+        assert_eq!(u(&o, "attempt"), n as u64 + 1);
+        for key in
+            ["verdict", "cause", "cluster_size", "cluster_stake", "minority", "silent", "misconfigured", "unreplayed"]
+        {
+            assert_eq!(o[key], r[key], "{key}");
+        }
+        let mut longer = record.clone();
+        longer.push(0);
+        assert_eq!(pot::ledger::decode_outcome(&longer).unwrap_err().kind(), pot::ErrorKind::Malformed);
+    }
+    assert_eq!(pot::ledger::decode_outcome(&vec![0u8; 266_351]).unwrap_err().kind(), pot::ErrorKind::Limit);
+}
