@@ -462,6 +462,12 @@ TEST(CApiProtocol, LedgerThroughJsonCalls) {
   ASSERT_EQ(pot_ledger_save(&after, l, nullptr), POT_OK);
   ASSERT_EQ(before.len, after.len);
   EXPECT_EQ(std::memcmp(before.data, after.data, before.len), 0);
+  // Outcome records: bad arguments and bad bytes are refused by status.
+  pot_bytes record_json{};
+  const uint8_t junk[4] = {14, 'p', 'o', 't'};
+  EXPECT_EQ(pot_ledger_outcome_decode(nullptr, junk, sizeof junk, nullptr), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(pot_ledger_outcome_decode(&record_json, nullptr, 4, nullptr), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(pot_ledger_outcome_decode(&record_json, junk, sizeof junk, nullptr), POT_E_MALFORMED);
   // A task posted by its owner, a commitment that matches it accepted, then
   // the state saved, loaded and saved again.
   const std::string tj = std::string(R"({"owner": "ee", "spec": )") + kSpec + R"(, "dataset_root": ")" +
