@@ -1,7 +1,8 @@
 // The reference ledger (docs/ledger.md): a deterministic state machine with
 // the semantics of the on-chain calls (tasks, start_training_commitment, root
-// posts, the chain's randomness, challenges drawn from it, openings, witness
-// commit/reveal, finalization), for chain teams to embed or mirror. Time is
+// posts, the chain's randomness, challenges and committees drawn from it,
+// openings, witness commit/reveal, finalization into the outcome log,
+// committee redraws), for chain teams to embed or mirror. Time is
 // the block height each call carries. Every refused call throws pot::Error with a
 // status naming the broken rule and leaves the state exactly as it was; the
 // state serialises to a canonical pot.v2.LedgerState encoding.
