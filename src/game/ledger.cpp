@@ -693,16 +693,16 @@ ChallengeVerdict Ledger::finalize_challenge(uint64_t challenge_id, uint64_t now)
     std::set<Bytes> excluded = c.excluded;
     for (const auto *list : {&v.silent, &v.misconfigured, &v.unreplayed})
       excluded.insert(list->begin(), list->end());
-    ++waiting_[now + config_.draw_delay];  // may allocate; the append below has the strong guarantee
-    try {
-      outcomes_.append_hash(leaf);
-    } catch (...) {
-      auto w = waiting_.find(now + config_.draw_delay);
-      if (--w->second == 0) waiting_.erase(w);
-      throw;
-    }
+    // The waiting count's node is built here and spliced in after the
+    // append (strong guarantee), as every call inserts (see above).
+    const uint64_t from = now + config_.draw_delay;
+    std::map<uint64_t, uint64_t> waiting_node;
+    if (!waiting_.contains(from)) waiting_node.emplace(from, 0);
+    outcomes_.append_hash(leaf);
+    waiting_.merge(waiting_node);
+    ++waiting_.at(from);
     c.excluded.swap(excluded);
-    c.awaiting = now + config_.draw_delay;
+    c.awaiting = from;
     c.committee.clear();
     c.commits.clear();
     c.reveals.clear();
