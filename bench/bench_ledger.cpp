@@ -80,7 +80,8 @@ int main(int argc, char **argv) {
                                 std::string(64, 'a') + R"("}, "schedule": {"run_seeded": {}}, "min_steps": )" +
                                 std::to_string(steps) + R"(, "max_steps": )" + std::to_string(steps) +
                                 R"(, "challenge_policy": {"rounds": )" + std::to_string(rounds) +
-                                R"(, "mode": "bitwise", "committee_size": )" + std::to_string(committee) + "}}";
+                                R"(, "mode": "bitwise", "committee_size": )" + std::to_string(committee) +
+                                R"(}, "end_height": 18446744073709551615})";
   pot_task *task = nullptr;
   pot_error *err = nullptr;
   bench::check(pot_task_from_json(&task, task_json.c_str(), &err), err, "pot_task_from_json");

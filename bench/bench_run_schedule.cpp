@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
                                   std::string(64, 'c') + R"(", "dataset_size": )" + std::to_string(dataset) +
                                   R"(, "initial_state": {"published_digest": ")" + std::string(64, 'a') +
                                   R"("}, "schedule": {"run_seeded": {}}, "min_steps": 1, "max_steps": )" +
-                                  std::to_string(steps) + R"(, "challenge_policy": {"rounds": 1, "mode": "bitwise", "committee_size": 1}})";
+                                  std::to_string(steps) + R"(, "challenge_policy": {"rounds": 1, "mode": "bitwise", "committee_size": 1}, "end_height": 1000000})";
     pot_task *task = nullptr;
     pot_error *err = nullptr;
     bench::check(pot_task_from_json(&task, task_json.c_str(), &err), err, "pot_task_from_json");

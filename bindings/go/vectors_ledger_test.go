@@ -77,8 +77,8 @@ func TestLedgerTranscript(t *testing.T) {
 			t.Errorf("call %d (%s): result %s, want %s", i, args["call"], result, wantResult)
 		}
 	}
-	if len(v.Calls) != 54 {
-		t.Fatalf("%d calls, want 54", len(v.Calls))
+	if len(v.Calls) != 61 {
+		t.Fatalf("%d calls, want 61", len(v.Calls))
 	}
 
 	state, err := ledger.Save()

@@ -128,12 +128,13 @@ def setup(out, steps=200, batch=16, data_seed=7, train_data_seed=None, init_seed
             "schedule": schedule, "program": program, "data": os.path.join(out, "data")}
 
 
-def make_task(out, owner=b"task owner", rounds=8, **setup_args):
+def make_task(out, owner=b"task owner", rounds=8, end_height=10**6, **setup_args):
     """The task its owner posts for runs of this trainer (pot.torch.make_task
-    over setup()'s S_0, data, schedule and spec). Returns (task, program)."""
+    over setup()'s S_0, data, schedule and spec; runs register and seal by
+    block `end_height`). Returns (task, program)."""
     s = setup(out, **setup_args)
     task = pt.make_task(s["model"], s["optimizer"], s["spec"], dataset_dir=s["data"], schedule=s["schedule"],
-                        owner=owner, challenge_rounds=rounds)
+                        end_height=end_height, owner=owner, challenge_rounds=rounds)
     return task, s["program"]
 
 
@@ -163,7 +164,7 @@ def train(out, steps=200, batch=16, every=20, data_seed=7, train_data_seed=None,
     model, opt, sched, loader, program = s["model"], s["optimizer"], s["scheduler"], s["loader"], s["program"]
     if task is None:
         task = pt.make_task(model, opt, s["spec"], dataset_dir=s["data"], schedule=s["schedule"], owner=owner,
-                            challenge_rounds=min(8, steps))
+                            end_height=10**6, challenge_rounds=min(8, steps))
     rec = pt.Recorder(model, opt, task, program, os.path.join(out, "ckpt"), dataset_dir=s["data"],
                       schedule=s["schedule"], checkpoint_every=every, miner_identity=identity)  # line 1
     if on_start is not None:

@@ -137,6 +137,12 @@ void Ledger::check_now(uint64_t now) const {
          "ledger: now = {} is below the ledger's height {}; time does not go back", now, height_);
 }
 
+void Ledger::check_not_ended(const task::Task &t, const Digest &task_id, uint64_t now, const char *call) {
+  if (now > t.end_height)
+    fail(Status::kState, "{}: task {} ended at height {} (its end_height): its runs register and seal by then", call,
+         task_id.hex(), t.end_height);
+}
+
 Ledger::Run &Ledger::run_for(const Digest &run_id, const char *call) {
   auto it = runs_.find(run_id);
   if (it == runs_.end()) {
@@ -176,6 +182,9 @@ Digest Ledger::post_task(ByteView caller, ByteView task, uint64_t now) {
   if (t.committee_size > config_.max_committee_size)
     fail(Status::kInvalidArgument, "{}: the task asks for committees of {}, this ledger allows at most {}", kCall,
          t.committee_size, config_.max_committee_size);
+  if (now > t.end_height)
+    fail(Status::kState, "{}: the task ended at height {} (its end_height); it takes no runs at height {}", kCall,
+         t.end_height, now);
   const Digest id = t.id();
   // The id is the digest of the canonical bytes: an existing id holds these
   // very bytes, and posting them again changes nothing.
@@ -198,6 +207,7 @@ Digest Ledger::start_training_commitment(ByteView caller, ByteView commitment, u
          to_hex(c.miner_identity));
   auto task = tasks_.find(c.task_id);
   if (task == tasks_.end()) fail(Status::kNotFound, "{}: no task {}", kCall, c.task_id.hex());
+  check_not_ended(task->second.task, c.task_id, now, kCall);
   task::check_commitment(task->second.task, c);
   const Digest run_id = c.run_id();
   RunKey key{c.task_id, c.miner_identity};
@@ -232,6 +242,7 @@ void Ledger::post_checkpoint_root(ByteView caller, const Digest &run_id, uint64_
   const uint64_t n = r.commitment.declared_steps;
   if (r.latest_size == n)
     fail(Status::kState, "{}: run {} is sealed ({} of {} steps posted)", kCall, run_id.hex(), n, n);
+  check_not_ended(task_of(r), r.commitment.task_id, now, kCall);
   if (size == 0 || size > n)
     fail(Status::kOutOfRange, "{}: size {} is outside 1..{}", kCall, size, n);
   const std::vector<Digest> proof = merkle::decode_proof(consistency_proof);
@@ -763,6 +774,38 @@ void Ledger::redraw_committee(uint64_t challenge_id, uint64_t now) {
   height_ = now;
 }
 
+PrunedTask Ledger::prune_task(const Digest &task_id, uint64_t now) {
+  constexpr const char *kCall = "prune_task";
+  check_now(now);
+  const auto task = tasks_.find(task_id);
+  if (task == tasks_.end()) fail(Status::kNotFound, "{}: no task {}", kCall, task_id.hex());
+  const uint64_t end = task->second.task.end_height;
+  if (now <= end)
+    fail(Status::kState, "{}: task {} takes runs and roots until height {} (its end_height); now = {}", kCall,
+         task_id.hex(), end, now);
+  // The task's runs are the keys (task id, miner), adjacent in run_keys_.
+  PrunedTask out;
+  const auto first = run_keys_.lower_bound(RunKey{task_id, Bytes{}});
+  auto last = first;
+  for (; last != run_keys_.end() && last->first.first == task_id; ++last) {
+    if (closed_.contains(last->second)) {
+      ++out.closed_runs;
+    } else if (runs_.at(last->second).sealed()) {
+      fail(Status::kState, "{}: run {} of task {} is sealed and not closed: its challenges are not all final", kCall,
+           last->second.hex(), task_id.hex());
+    } else {
+      ++out.void_runs;  // never sealed by the end: no roots can come
+    }
+  }
+  // Erasing does not allocate: nothing below can fail.
+  for (auto it = first; it != last; ++it)
+    if (closed_.erase(it->second) == 0) runs_.erase(it->second);
+  run_keys_.erase(first, last);
+  tasks_.erase(task);
+  height_ = now;
+  return out;
+}
+
 task::Task Ledger::task_info(const Digest &task_id) const {
   auto it = tasks_.find(task_id);
   if (it == tasks_.end()) fail(Status::kNotFound, "task_info: no task {}", task_id.hex());
@@ -1079,6 +1122,7 @@ Ledger Ledger::load(ByteView b) {
     r.seal_height = m.seal_height();
     if (!r.sealed() && r.seal_height != 0) bad_state(where + ": a seal height, but not sealed");
     if (r.seal_height > l.height_) bad_state(where + ": sealed above the height");
+    if (r.seal_height > task->second.task.end_height) bad_state(where + ": sealed after its task's end_height");
     if (r.sealed() && l.config_.draw_delay > UINT64_MAX - r.seal_height)
       bad_state(where + ": a draw height past 64 bits");
     if (m.has_drawn_from()) {
@@ -1266,11 +1310,8 @@ Ledger Ledger::load(ByteView b) {
   for (const auto &[id, c] : l.challenges_)
     if (c.redrawn_from && kept_differs(*c.redrawn_from))
       bad_state(fmt::format("challenge {}: redrawn from another value than the one kept for its height", id));
-  // Every accepted call leaves a task, a verifier or a randomness behind
-  // (every other call needs a task), so a ledger with none of them has never
-  // accepted a call.
-  if (l.tasks_.empty() && l.verifiers_.empty() && !l.last_randomness_ && l.height_ != 0)
-    bad_state(fmt::format("height {} without any task, verifier or randomness", l.height_));
+  // (A ledger with no task, verifier or randomness may have any height:
+  // prune_task removes the last task and leaves the height it was called at.)
   // Every issued challenge is open, final with its run still open, or
   // pruned with its closed run, and each final one was logged once: the
   // log holds exactly the issued challenges that are not open.
@@ -1461,6 +1502,13 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
     out["attempt"] = c.attempt;
     out["committee"] = std::move(committee);
     out["commit_deadline"] = c.commit_deadline;
+  } else if (name == "prune_task") {
+    f.only({"call", "now", "task_id"});
+    const uint64_t now = f.u64("now");
+    const Digest id = f.digest("task_id");
+    const PrunedTask p = prune_task(id, now);
+    out["closed_runs"] = p.closed_runs;
+    out["void_runs"] = p.void_runs;
   } else if (name == "task_info") {
     f.only({"call", "task_id"});
     const Digest id = f.digest("task_id");
@@ -1543,6 +1591,7 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
         last_randomness_ ? randomness_json(*last_randomness_) : nlohmann::json(nullptr);
     out["outcome_count"] = outcomes_.size();
     out["outcome_root"] = outcomes_.root().hex();
+    out["tasks"] = tasks_.size();
     out["open_runs"] = runs_.size();
     out["closed_runs"] = closed_.size();
     out["kept_challenges"] = challenges_.size();  // open, or final with their run still open

@@ -92,6 +92,12 @@ struct RunInfo {
   bool closed = false;
 };
 
+// What prune_task removed besides the task.
+struct PrunedTask {
+  uint64_t closed_runs = 0;  // closed runs (their keys and slashable flags)
+  uint64_t void_runs = 0;    // runs never sealed by the task's end_height
+};
+
 struct ChallengeVerdict {
   Verdict verdict = Verdict::kInconclusive;
   std::string reason;
@@ -226,6 +232,12 @@ class Ledger {
   // excluded members left out; its commit phase starts at `now`. Anyone
   // may call it once the value is posted.
   void redraw_committee(uint64_t challenge_id, uint64_t now);
+  // Removes a task that has ended (now > its end_height) and has no open
+  // sealed run: the task, its closed runs and its void runs (never sealed,
+  // and no root is taken after the end) leave the state. Anyone may call
+  // it; the task cannot be posted again (post_task refuses an ended task),
+  // so its runs cannot be registered twice. Outcome records stay in the log.
+  PrunedTask prune_task(const hash::Digest &task_id, uint64_t now);
 
   // kNotFound for an unknown task, run or challenge.
   task::Task task_info(const hash::Digest &task_id) const;
@@ -313,6 +325,8 @@ class Ledger {
   using RunKey = std::pair<hash::Digest, Bytes>;  // (task id, miner identity)
 
   void check_now(uint64_t now) const;
+  // kState once now is past the task's end_height.
+  static void check_not_ended(const task::Task &t, const hash::Digest &task_id, uint64_t now, const char *call);
   // A sealed run's draw height (its seal height + draw_delay fits 64 bits:
   // post_checkpoint_root and load check it).
   uint64_t draw_height(const Run &r) const { return r.seal_height + config_.draw_delay; }

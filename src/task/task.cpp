@@ -87,6 +87,7 @@ void Task::validate() const {
                      static_cast<int>(challenge_mode)));
   if (committee_size == 0 || committee_size > kMaxCommitteeSize)
     rule(fmt::format("challenge_policy.committee_size = {} is outside 1..{}", committee_size, kMaxCommitteeSize));
+  if (end_height == 0) rule("end_height must be at least 1 (the last height at which runs register and seal)");
 }
 
 Bytes Task::encode() const {
@@ -108,6 +109,7 @@ Bytes Task::encode() const {
   p.mutable_challenge_policy()->set_rounds(challenge_rounds);
   p.mutable_challenge_policy()->set_mode(static_cast<v2::ChallengeMode>(challenge_mode));
   p.mutable_challenge_policy()->set_committee_size(committee_size);
+  p.set_end_height(end_height);
   const std::string out = p.SerializeAsString();
   return Bytes(out.begin(), out.end());
 }
@@ -141,6 +143,7 @@ Task Task::decode(ByteView b) {
   t.challenge_rounds = p.challenge_policy().rounds();
   t.challenge_mode = static_cast<ChallengeMode>(p.challenge_policy().mode());
   t.committee_size = p.challenge_policy().committee_size();
+  t.end_height = p.end_height();
   t.validate();
   commit::require_canonical(t.encode(), b, "task");
   return t;
@@ -156,7 +159,7 @@ hash::Digest Task::id() const {
 Task Task::from_json(const nlohmann::json &j) {
   const commit::JsonFields f(j, "task");
   f.only({"protocol_version", "owner", "spec", "dataset_root", "dataset_size", "initial_state", "schedule",
-          "min_steps", "max_steps", "challenge_policy"});
+          "min_steps", "max_steps", "challenge_policy", "end_height"});
   Task t;
   t.protocol_version = f.has("protocol_version") ? f.u32("protocol_version") : commit::kProtocolVersion;
   check_version(t.protocol_version);
@@ -184,6 +187,7 @@ Task Task::from_json(const nlohmann::json &j) {
   t.challenge_rounds = pol.u32("rounds");
   t.challenge_mode = mode_from_name(pol.str("mode"), pol.path("mode"));
   t.committee_size = pol.u32("committee_size");
+  t.end_height = f.u64("end_height");
   t.validate();
   return t;
 }
@@ -203,7 +207,8 @@ nlohmann::json Task::to_json() const {
           {"challenge_policy",
            {{"rounds", challenge_rounds},
             {"mode", challenge_mode_name(challenge_mode)},
-            {"committee_size", committee_size}}}};
+            {"committee_size", committee_size}}},
+          {"end_height", end_height}};
 }
 
 uint64_t run_schedule_seed(const hash::Digest &task_id, ByteView miner, uint64_t declared_steps) {

@@ -53,6 +53,11 @@ struct Task {
   uint32_t challenge_rounds = 0;      // challenge policy: distinct steps challenged per run
   ChallengeMode challenge_mode = ChallengeMode::kBitwise;
   uint32_t committee_size = 0;        // verifiers drawn to judge each challenge, 1..kMaxCommitteeSize
+  // The last block height at which a ledger registers runs of the task and
+  // takes their checkpoint roots (>= 1): a run not sealed by then is void,
+  // and once none of its runs is open the task can be pruned
+  // (docs/ledger.md section 2.11).
+  uint64_t end_height = 0;
 
   // Throws naming the first rule broken: kUnsupported for another protocol
   // version, kInvalidArgument otherwise (docs/PROTOCOL.md section 17.1).

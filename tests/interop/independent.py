@@ -431,7 +431,8 @@ def task_canonical(j: dict) -> bytes:
              if "listed_root" in j["schedule"] else pb_message(7, pb_message(2, b""))) +
             pb_varint(8, j["min_steps"]) + pb_varint(9, j["max_steps"]) +
             pb_message(10, pb_varint(1, policy["rounds"]) + pb_varint(2, CHALLENGE_MODES[policy["mode"]]) +
-                       pb_varint(3, policy["committee_size"])))
+                       pb_varint(3, policy["committee_size"])) +
+            pb_varint(11, j["end_height"]))
 
 
 def task_id(j: dict) -> bytes:

@@ -232,3 +232,19 @@ def test_ledger_transcript_outcome_records():
     ledger = next(c for c in t["calls"] if c["call"] == "ledger_info")["result"]
     assert ledger["outcome_count"] == len(records) and ledger["outcome_root"] == ind.mth(records).hex()
 
+
+
+def test_ledger_transcript_task_end():
+    """The task's end (docs/ledger.md 2.11): after end_height no root is
+    taken, pruning is refused up to end_height and accepted after it with
+    the task's closed and void runs counted, and the pruned task cannot be
+    posted again."""
+    t = load("ledger_transcript.json")
+    end = next(c for c in t["calls"] if c["call"] == "task_info")["result"]["task"]["end_height"]
+    prunes = [c for c in t["calls"] if c["call"] == "prune_task"]
+    assert [(c["now"], c["expect"]) for c in prunes] == [(end, "POT_E_STATE"), (end + 1, "ok")]
+    assert prunes[1]["result"] == {"ok": True, "closed_runs": 1, "void_runs": 1}
+    late = [c for c in t["calls"] if c.get("now", 0) > end and c["call"] in ("post_checkpoint_root", "post_task")]
+    assert late and all(c["expect"] == "POT_E_STATE" for c in late)
+    info = [c for c in t["calls"] if c["call"] == "ledger_info"][-1]["result"]
+    assert (info["tasks"], info["open_runs"], info["closed_runs"]) == (0, 0, 0)

@@ -138,7 +138,8 @@ int main(int argc, char **argv) {
         {"schedule", {{"listed_root", hex(sched_root)}}},
         {"min_steps", steps},
         {"max_steps", steps},
-        {"challenge_policy", {{"rounds", 1}, {"mode", "bitwise"}, {"committee_size", 1}}}};
+        {"challenge_policy", {{"rounds", 1}, {"mode", "bitwise"}, {"committee_size", 1}}},
+        {"end_height", 1000000}};
     pot_bytes_free(&spec_json);
     pot_task *task = nullptr;
     check(pot_task_from_json(&task, tj.dump().c_str(), &err), err);

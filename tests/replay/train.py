@@ -471,7 +471,7 @@ def main(argv=None) -> int:
     task_json = {
         "owner": "6f776e6572", "spec": spec, "dataset_root": dataset_root.hex(), "dataset_size": n,
         "initial_state": {"published_digest": initial.hex()}, "schedule": {"listed_root": schedule_root.hex()},
-        "min_steps": a.steps, "max_steps": a.steps, "challenge_policy": {"rounds": 1, "mode": "bitwise", "committee_size": 1},
+        "min_steps": a.steps, "max_steps": a.steps, "challenge_policy": {"rounds": 1, "mode": "bitwise", "committee_size": 1}, "end_height": 1000000,
     }
     commitment_json = {
         "task_id": independent.task_id(task_json).hex(), "initial_state_digest": initial.hex(),

@@ -43,7 +43,8 @@ inline witness::Finding replayed_finding(const hash::Digest &state, int64_t buck
 // A task of `steps` steps whose digests derive from `label`.
 inline task::Task test_task(const std::string &label = "task", uint64_t steps = 8,
                             task::ChallengeMode mode = task::ChallengeMode::kBitwise, uint32_t rounds = 1,
-                            const std::string &owner = "owner", uint32_t committee_size = 8) {
+                            const std::string &owner = "owner", uint32_t committee_size = 8,
+                            uint64_t end_height = UINT64_MAX) {
   task::Task t;
   t.owner = Bytes(owner.begin(), owner.end());
   t.spec = test_spec();
@@ -55,6 +56,7 @@ inline task::Task test_task(const std::string &label = "task", uint64_t steps = 
   t.challenge_rounds = rounds;
   t.challenge_mode = mode;
   t.committee_size = committee_size;
+  t.end_height = end_height;
   return t;
 }
 

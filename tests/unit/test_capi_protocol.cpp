@@ -473,7 +473,7 @@ TEST(CApiProtocol, LedgerThroughJsonCalls) {
   const std::string tj = std::string(R"({"owner": "ee", "spec": )") + kSpec + R"(, "dataset_root": ")" +
                          std::string(64, '3') + R"(", "dataset_size": 10, "initial_state": {"published_digest": ")" +
                          std::string(64, '1') + R"("}, "schedule": {"listed_root": ")" + std::string(64, '2') +
-                         R"("}, "min_steps": 4, "max_steps": 4, "challenge_policy": {"rounds": 1, "mode": "bitwise", "committee_size": 1}})";
+                         R"("}, "min_steps": 4, "max_steps": 4, "challenge_policy": {"rounds": 1, "mode": "bitwise", "committee_size": 1}, "end_height": 1000000})";
   pot_task *task = nullptr;
   ASSERT_EQ(pot_task_from_json(&task, tj.c_str(), &err), POT_OK) << pot_error_message(err);
   pot_digest task_id{}, spec_digest{};
@@ -645,7 +645,7 @@ TEST(CApiProtocol, RunSeededTasksThroughTheCApi) {
   const std::string tj = std::string(R"({"owner": "ee", "spec": )") + kSpec + R"(, "dataset_root": ")" +
                          std::string(64, '3') + R"(", "dataset_size": 10, "initial_state": {"published_digest": ")" +
                          std::string(64, '1') +
-                         R"("}, "schedule": {"run_seeded": {}}, "min_steps": 4, "max_steps": 6, "challenge_policy": {"rounds": 1, "mode": "bitwise", "committee_size": 1}})";
+                         R"("}, "schedule": {"run_seeded": {}}, "min_steps": 4, "max_steps": 6, "challenge_policy": {"rounds": 1, "mode": "bitwise", "committee_size": 1}, "end_height": 1000000})";
   pot_task *task = nullptr;
   pot_error *err = nullptr;
   ASSERT_EQ(pot_task_from_json(&task, tj.c_str(), &err), POT_OK) << pot_error_message(err);
@@ -714,7 +714,7 @@ TEST(CApiProtocol, RunSeededTasksThroughTheCApi) {
   const std::string listed = std::string(R"({"owner": "ee", "spec": )") + kSpec + R"(, "dataset_root": ")" +
                              std::string(64, '3') + R"(", "dataset_size": 10, "initial_state": {"published_digest": ")" +
                              std::string(64, '1') + R"("}, "schedule": {"listed_root": ")" + std::string(64, '2') +
-                             R"("}, "min_steps": 4, "max_steps": 4, "challenge_policy": {"rounds": 1, "mode": "bitwise", "committee_size": 1}})";
+                             R"("}, "min_steps": 4, "max_steps": 4, "challenge_policy": {"rounds": 1, "mode": "bitwise", "committee_size": 1}, "end_height": 1000000})";
   pot_task *lt = nullptr;
   ASSERT_EQ(pot_task_from_json(&lt, listed.c_str(), nullptr), POT_OK);
   EXPECT_EQ(pot_task_run_schedule_seed(&untouched, lt, miner, 2, 4, &err), POT_E_INVALID_ARGUMENT);

@@ -1403,11 +1403,22 @@ TEST(Ledger, LoadRefusesTruncatedAndModifiedBytes) {
   expect_round_trip(f.ledger);
   EXPECT_EQ(Ledger::load(s).save(), s);
   // Every proper prefix is refused, except the one that ends after the
-  // config: that is the encoding of a new ledger.
+  // config (the encoding of a new ledger) and the one that ends after the
+  // height (a ledger whose last task was pruned, with no verifier and no
+  // randomness: prune_task can leave it).
   const Bytes fresh = Ledger(kConfig).save();
+  const Bytes bare = mutated(s, [](v2::LedgerState &p) {
+    v2::LedgerState q;
+    q.set_format_version(p.format_version());
+    *q.mutable_config() = p.config();
+    q.set_height(p.height());
+    p = q;
+  });
+  ASSERT_GT(bare.size(), fresh.size());
+  EXPECT_EQ(Ledger::load(bare).save(), bare);
   for (size_t n = 0; n < s.size(); ++n) {
     const ByteView prefix = ByteView(s).first(n);
-    if (std::ranges::equal(prefix, fresh)) continue;
+    if (std::ranges::equal(prefix, fresh) || std::ranges::equal(prefix, bare)) continue;
     ASSERT_EQ(status_of([&] { Ledger::load(prefix); }), Status::kMalformed) << "prefix " << n;
   }
   EXPECT_EQ(Ledger::load(ByteView(s).first(fresh.size())).save(), fresh);
@@ -1876,19 +1887,19 @@ TEST(Ledger, AMillionFinalizedChallengesStayUnderTheCap) {
                             .max_rounds = kRounds,
                             .max_attempts = 1};
   Ledger l(config);
-  const task::Task t = make_task(task::ChallengeMode::kBitwise, kRounds, "a million", 3);
-  const Bytes owner = t.owner;
   uint64_t now = 1;
-  l.post_task(owner, t.encode(), now);
   for (const char *w : {"alice", "bob", "carol", "dave"}) l.register_verifier(id(w), kStake, now);
-  const size_t empty_bytes = [&] {
-    const Ledger fresh = Ledger::load(l.save());
-    return fresh.save().size();
-  }();
+  const size_t empty_bytes = l.save().size();  // the verifiers and the height
   uint64_t finalized = 0;
-  size_t largest_open = 0;
+  size_t largest = 0;  // the most the state held, and when
+  uint64_t largest_batch = 0;
   for (uint64_t batch = 0; batch < kBatches; ++batch) {
+    // Each batch is a task: its runs register and seal at one height, its
+    // end, and once they are judged it is pruned.
     ++now;
+    const task::Task t =
+        test::test_task("batch " + std::to_string(batch), kSteps, task::ChallengeMode::kBitwise, kRounds, "owner", 3, now);
+    const Digest task_id = l.post_task(t.owner, t.encode(), now);
     std::vector<Digest> runs;
     for (uint64_t i = 0; i < kRunsPerBatch; ++i) {
       const Bytes miner = id("miner " + std::to_string(batch * kRunsPerBatch + i));
@@ -1901,28 +1912,134 @@ TEST(Ledger, AMillionFinalizedChallengesStayUnderTheCap) {
     std::vector<uint64_t> ids;
     for (const Digest &run : runs)
       for (uint64_t cid : l.issue_challenge(run, now)) ids.push_back(cid);
-    if (batch == 0) largest_open = l.save().size();  // a batch's open work
+    if (const size_t open = l.save().size(); open > largest) largest = open, largest_batch = batch;
     now += config.opening_window + 1;
     for (uint64_t cid : ids) {
       const game::ChallengeVerdict v = l.finalize_challenge(cid, now);
       ASSERT_EQ(v.verdict, Verdict::kFail);
       ASSERT_EQ(v.outcome_index, finalized++);
     }
+    if (const size_t closed = l.save().size(); closed > largest) largest = closed, largest_batch = batch;
+    const game::PrunedTask p = l.prune_task(task_id, now);
+    ASSERT_EQ(p.closed_runs, kRunsPerBatch);
+    ASSERT_EQ(p.void_runs, 0u);
   }
   EXPECT_EQ(finalized, kBatches * kRunsPerBatch * kRounds);
   EXPECT_EQ(l.outcome_count(), finalized);
   const Bytes s = l.save();
-  const uint64_t closed = kBatches * kRunsPerBatch;
-  // What is left: a closed run's key (run id, task id, miner, flag: under
-  // 100 bytes with this miner's name) per run, and a border of popcount(10^6)
-  // = 7 hashes.
-  EXPECT_LT(s.size(), empty_bytes + closed * 100 + 8 + 7 * 32 + 64);
-  EXPECT_LT(s.size(), game::kMaxLedgerStateBytes / 4);
+  // What is left is what open work needs (the verifiers) and the outcome
+  // log's border: popcount(10^6) = 7 hashes (popcount(10^5) = 6), plus
+  // the height and the challenge counter. History leaves nothing else.
+  EXPECT_LT(s.size(), empty_bytes + 7 * 32 + 64);
+  // The most it held is one batch's open work: a batch is 2500 runs of 8
+  // challenges, whatever came before.
+  EXPECT_LT(largest, game::kMaxLedgerStateBytes / 4);
   const Ledger back = Ledger::load(s);
   EXPECT_EQ(back.outcome_root(), l.outcome_root());
-  std::printf("[ figures  ] %llu challenges finalized: state %zu bytes (empty %zu, one open batch %zu, %.1f per closed run)\n",
-              static_cast<unsigned long long>(finalized), s.size(), empty_bytes, largest_open,
-              static_cast<double>(s.size() - empty_bytes) / static_cast<double>(closed));
+  EXPECT_EQ(back.save(), s);
+  std::printf("[ figures  ] %llu challenges finalized: state %zu bytes (verifiers only %zu); the most it held: %zu "
+              "bytes (batch %llu: 2500 runs x 8 challenges open)\n",
+              static_cast<unsigned long long>(finalized), s.size(), empty_bytes, largest,
+              static_cast<unsigned long long>(largest_batch));
+}
+
+// A task ends: no run registers or seals after its end_height, and once
+// none of its runs is open anyone may prune it with its closed and void
+// runs. The attacks: a miner that registers (or finishes) after the end, a
+// griefer that prunes a task whose sealed run still waits for its verdict
+// (the miner would lose its challenges), and a miner whose run was judged
+// registering it again once the task is gone (paid twice).
+TEST(Ledger, AnEndedTaskIsPrunedWithItsRuns) {
+  constexpr uint64_t kEnd = 110;
+  Flow f(false, kConfig, 100, test::test_task("ending", kSteps, task::ChallengeMode::kBitwise, 1, "owner", 8, kEnd));
+  Ledger &l = f.ledger;
+  f.start();
+  // A second miner that never finishes, a third that seals at the end.
+  const Bytes idle = id("idle miner"), late = id("late miner");
+  const Bytes idle_commitment = make_commitment(idle, f.task_value).encode();
+  const Digest idle_run = l.start_training_commitment(idle, idle_commitment, f.now);
+  l.post_checkpoint_root(idle, idle_run, 3, f.tree->root(3), {}, f.now);
+  const Digest late_run = l.start_training_commitment(late, make_commitment(late, f.task_value).encode(), f.now);
+  f.post(3);
+  ++f.now;
+  f.post(kSteps);
+  const uint64_t cid = f.challenge();
+  f.open(cid);
+
+  // Sealing at exactly the end is in time; a root or a run after it is not.
+  f.now = kEnd;
+  l.post_checkpoint_root(late, late_run, kSteps, d("late root"), {}, f.now);
+  f.now = kEnd + 1;
+  EXPECT_REFUSED(l, Status::kState, l.post_checkpoint_root(idle, idle_run, 6, f.tree->root(6), Bytes(32), f.now));
+  const Bytes newcomer = id("newcomer");
+  EXPECT_REFUSED(l, Status::kState,
+                 l.start_training_commitment(newcomer, make_commitment(newcomer, f.task_value).encode(), f.now));
+  // Even the posted task is refused now (the no-op of an accepted repeat
+  // would claim the task still takes runs).
+  EXPECT_REFUSED(l, Status::kState, l.post_task(f.owner, f.task_bytes, f.now));
+
+  // Not before the end, and not while a sealed run waits for its verdict.
+  EXPECT_REFUSED(l, Status::kState, l.prune_task(f.task, kEnd));
+  EXPECT_REFUSED(l, Status::kState, l.prune_task(f.task, f.now));
+  ASSERT_EQ(f.judge(cid, {}).verdict, Verdict::kInconclusive);  // nobody witnessed: no committee stake counted
+  EXPECT_TRUE(l.run_info(f.run_id).closed);
+  EXPECT_REFUSED(l, Status::kState, l.prune_task(f.task, f.now));  // the late run is sealed, not drawn yet
+  const uint64_t late_cid = [&] {
+    l.post_randomness(Flow::randomness(f.now), f.now);
+    return l.issue_challenge(late_run, f.now).at(0);
+  }();
+  f.now = l.challenge_info(late_cid).opening_deadline + 1;
+  EXPECT_EQ(l.finalize_challenge(late_cid, f.now).verdict, Verdict::kFail);  // never opened
+  EXPECT_TRUE(l.run_info(late_run).slashable);
+
+  EXPECT_REFUSED(l, Status::kNotFound, l.prune_task(d("no such task"), f.now));
+  const uint64_t outcomes = l.outcome_count();
+  const Digest outcome_root = l.outcome_root();
+  const game::PrunedTask p = l.prune_task(f.task, f.now);
+  EXPECT_EQ(p.closed_runs, 2u);
+  EXPECT_EQ(p.void_runs, 1u);
+  EXPECT_EQ(l.height(), f.now);
+  for (const Digest &run : {f.run_id, idle_run, late_run})
+    EXPECT_EQ(status_of([&] { l.run_info(run); }), Status::kNotFound);
+  EXPECT_EQ(status_of([&] { l.task_info(f.task); }), Status::kNotFound);
+  EXPECT_EQ(status_of([&] { l.challenge_info(cid); }), Status::kState);  // pruned, in the log
+  EXPECT_EQ(l.outcome_count(), outcomes);
+  EXPECT_EQ(l.outcome_root(), outcome_root);
+  // The judged run cannot come back: its task is gone and cannot be posted
+  // again, since its end has passed.
+  EXPECT_REFUSED(l, Status::kNotFound, l.start_training_commitment(f.miner, f.commitment_bytes, f.now));
+  EXPECT_REFUSED(l, Status::kState, l.post_task(f.owner, f.task_bytes, f.now));
+  EXPECT_REFUSED(l, Status::kNotFound, l.prune_task(f.task, f.now));
+  expect_round_trip(l);
+  // What is left is what the verifiers and the log need.
+  const std::string j = l.apply({{"call", "ledger_info"}}).dump();
+  EXPECT_NE(j.find(R"("tasks":0)"), std::string::npos) << j;
+  EXPECT_NE(j.find(R"("closed_runs":0)"), std::string::npos) << j;
+  EXPECT_NE(j.find(R"("open_runs":0)"), std::string::npos) << j;
+
+  // A ledger whose only task was pruned keeps its height.
+  Ledger bare(kConfig);
+  bare.post_task(f.owner, f.task_bytes, 5);
+  EXPECT_EQ(bare.prune_task(f.task, kEnd + 1).closed_runs, 0u);
+  expect_round_trip(bare);
+  EXPECT_EQ(Ledger::load(bare.save()).height(), kEnd + 1);
+}
+
+TEST(Ledger, LoadRefusesARunSealedAfterItsTasksEnd) {
+  constexpr uint64_t kEnd = 104;
+  Flow f(false, kConfig, 100, test::test_task("ending", kSteps, task::ChallengeMode::kBitwise, 1, "owner", 8, kEnd));
+  f.seal();  // at 102
+  f.ledger.register_verifier(id("dave"), kStake, kEnd + 2);
+  const Bytes s = f.ledger.save();
+  ASSERT_EQ(Ledger::load(s).save(), s);
+  const Bytes moved = mutated(s, [](v2::LedgerState &p) { p.mutable_runs(0)->set_seal_height(kEnd + 1); });
+  try {
+    Ledger::load(moved);
+    ADD_FAILURE() << "loaded a run sealed after its task's end";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.status(), Status::kMalformed);
+    EXPECT_NE(std::string(e.what()).find("end_height"), std::string::npos) << e.what();
+  }
 }
 
 // A committee that cannot reach a majority for want of participation is

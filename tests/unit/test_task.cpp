@@ -65,6 +65,8 @@ TEST(Task, JsonRoundTripCanonicalBytesAndId) {
       [](task::Task &x) { x.min_steps = x.max_steps = 9; },
       [](task::Task &x) { x.challenge_rounds = 2; },
       [](task::Task &x) { x.challenge_mode = task::ChallengeMode::kNormBucket; },
+      [](task::Task &x) { x.committee_size = 3; },
+      [](task::Task &x) { x.end_height = 1000; },
   };
   for (size_t i = 0; i < changes.size(); ++i) {
     task::Task x = t;
@@ -105,6 +107,10 @@ TEST(Task, EachRuleHasItsOwnMessage) {
       {[](task::Task &t) { t.challenge_rounds = 9; }, Status::kInvalidArgument, "exceeds min_steps 8"},
       {[](task::Task &t) { t.challenge_mode = static_cast<task::ChallengeMode>(3); }, Status::kInvalidArgument,
        "challenge_policy.mode 3"},
+      {[](task::Task &t) { t.committee_size = 0; }, Status::kInvalidArgument, "committee_size = 0 is outside 1..1024"},
+      {[](task::Task &t) { t.committee_size = 1025; }, Status::kInvalidArgument, "committee_size = 1025"},
+      // A draft of protocol 2 without an end (field 11 absent reads 0).
+      {[](task::Task &t) { t.end_height = 0; }, Status::kInvalidArgument, "end_height must be at least 1"},
   };
   for (const Case &c : cases) {
     task::Task t = test::test_task();
@@ -144,6 +150,10 @@ TEST(Task, StrictDecoding) {
               task::Task::decode(raw_with(t, [](v2::Task &p) { p.mutable_challenge_policy()->set_mode(v2::ChallengeMode(5)); }));
             }),
             Status::kInvalidArgument);
+  // A draft task without end_height (field 11) is refused, naming it.
+  const auto [no_end, why] = outcome([&] { task::Task::decode(raw_with(t, [](v2::Task &p) { p.clear_end_height(); })); });
+  EXPECT_EQ(no_end, Status::kInvalidArgument);
+  EXPECT_NE(why.find("end_height"), std::string::npos) << why;
 }
 
 TEST(Task, JsonIsReadStrictly) {
@@ -159,9 +169,13 @@ TEST(Task, JsonIsReadStrictly) {
   EXPECT_EQ(with("/initial_state/seeded", true).first, Status::kInvalidArgument);
   EXPECT_EQ(with("/schedule/listed_root", "abc").first, Status::kInvalidArgument);
   EXPECT_EQ(with("/protocol_version", 1).first, Status::kUnsupported);
-  nlohmann::json missing = j;
-  missing.erase("min_steps");
-  EXPECT_EQ(status_of([&] { task::Task::from_json(missing); }), Status::kInvalidArgument);
+  EXPECT_EQ(with("/end_height", -1).first, Status::kInvalidArgument);
+  EXPECT_EQ(with("/end_height", 0).first, Status::kInvalidArgument);
+  for (const char *key : {"min_steps", "end_height"}) {
+    nlohmann::json missing = j;
+    missing.erase(key);
+    EXPECT_EQ(status_of([&] { task::Task::from_json(missing); }), Status::kInvalidArgument) << key;
+  }
 }
 
 TEST(Task, CheckCommitmentNamesTheFirstFieldThatDiffers) {

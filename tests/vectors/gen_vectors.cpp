@@ -365,7 +365,7 @@ ordered_json generate_protocol() {
   const std::string tj = std::string(R"({"owner": "6f776e6572", "spec": )") + spec_json + R"(, "dataset_root": ")" +
                          std::string(64, 'c') + R"(", "dataset_size": 5000, "initial_state": {"published_digest": ")" +
                          std::string(64, 'a') + R"("}, "schedule": {"listed_root": ")" + std::string(64, 'b') +
-                         R"("}, "min_steps": 200, "max_steps": 200, "challenge_policy": {"rounds": 8, "mode": "bitwise", "committee_size": 16}})";
+                         R"("}, "min_steps": 200, "max_steps": 200, "challenge_policy": {"rounds": 8, "mode": "bitwise", "committee_size": 16}, "end_height": 100000})";
   {
     pot_task *t = nullptr;
     pot_error *err = nullptr;
@@ -402,7 +402,7 @@ ordered_json generate_protocol() {
     const std::string rj = std::string(R"({"owner": "6f776e6572", "spec": )") + spec_json + R"(, "dataset_root": ")" +
                            std::string(64, 'c') + R"(", "dataset_size": 100, "initial_state": {"published_digest": ")" +
                            std::string(64, 'a') +
-                           R"("}, "schedule": {"run_seeded": {}}, "min_steps": 10, "max_steps": 12, "challenge_policy": {"rounds": 4, "mode": "bitwise", "committee_size": 1024}})";
+                           R"("}, "schedule": {"run_seeded": {}}, "min_steps": 10, "max_steps": 12, "challenge_policy": {"rounds": 4, "mode": "bitwise", "committee_size": 1024}, "end_height": 18446744073709551615})";
     pot_task *t = nullptr;
     pot_error *err = nullptr;
     ok(pot_task_from_json(&t, rj.c_str(), &err), err, "run-seeded task");

@@ -28,6 +28,8 @@ VERIFIERS = [(name.encode(), stake) for name, stake in
              (("alice", 60), ("bob", 40), ("carol", 25), ("dave", 10), ("erin", 5))]
 COMMITTEE_SIZE = 3
 STEPS = 4
+# The last height at which the task registers runs and takes their roots.
+END_HEIGHT = 150
 
 
 def digest(label: str) -> str:
@@ -42,11 +44,14 @@ SPEC = {"framework": "pytorch", "framework_version": "1.13.1", "model_program_di
         "norm_bucket_resolution": 16}  # a listed task draws per-step random numbers (docs/PROTOCOL.md 17.1)
 TASK = {"owner": OWNER, "spec": SPEC, "dataset_root": digest("dataset"), "dataset_size": 100,
         "initial_state": {"published_digest": digest("S_0")}, "schedule": {"listed_root": digest("schedule")},
-        "min_steps": STEPS, "max_steps": STEPS, "challenge_policy": {"rounds": 1, "mode": "norm_bucket", "committee_size": COMMITTEE_SIZE}}
+        "min_steps": STEPS, "max_steps": STEPS, "challenge_policy": {"rounds": 1, "mode": "norm_bucket", "committee_size": COMMITTEE_SIZE},
+        "end_height": END_HEIGHT}
 COMMITMENT = {"task_id": ind.task_id(TASK).hex(), "initial_state_digest": digest("S_0"),
               "schedule_root": digest("schedule"), "dataset_root": digest("dataset"), "dataset_size": 100,
               "spec_digest": ind.spec_digest(SPEC).hex(), "declared_steps": STEPS, "miner_identity": MINER}
 RUN = ind.run_id(COMMITMENT).hex()
+# A second miner's run that is never sealed: void once the task ends.
+IDLE = dict(COMMITMENT, miner_identity=MALLORY)
 
 # Each leaf commits an update norm in bucket -1200 at the task's resolution
 # (16 * log2(1.02 * 2^-75) = -1199.54...): the reference witnesses are judged by.
@@ -123,6 +128,8 @@ calls = [
      "commitment": ind.commitment_canonical(mine).hex(), "expect": "POT_E_INVALID_ARGUMENT"},
     {"call": "start_training_commitment", "caller": MINER, "now": 100,
      "commitment": ind.commitment_canonical(COMMITMENT).hex()},
+    {"call": "start_training_commitment", "caller": MALLORY, "now": 100,
+     "commitment": ind.commitment_canonical(IDLE).hex()},
     # Verifiers register with a stake before the randomness that draws
     # their committees exists.
     {"call": "register_verifier", "caller": VERIFIERS[0][0].hex(), "now": 100, "stake": 0,
@@ -206,6 +213,17 @@ calls = [
     {"call": "verifier_info", "identity": VERIFIERS[0][0].hex()},
     {"call": "task_info", "task_id": COMMITMENT["task_id"]},
     {"call": "run_info", "run_id": RUN},
+    # The task's end: no root after it, and the unsealed run is void; the
+    # task is pruned (anyone may ask) once its end has passed, with its
+    # closed and void runs, and cannot be posted again.
+    {"call": "prune_task", "now": END_HEIGHT, "task_id": COMMITMENT["task_id"], "expect": "POT_E_STATE"},
+    {"call": "post_checkpoint_root", "caller": MALLORY, "now": END_HEIGHT + 1, "run_id": ind.run_id(IDLE).hex(),
+     "size": 1, "root": ind.leaf_hash(leaves[0]).hex(), "consistency_proof": "", "expect": "POT_E_STATE"},
+    {"call": "prune_task", "now": END_HEIGHT + 1, "task_id": COMMITMENT["task_id"]},
+    {"call": "run_info", "run_id": RUN, "expect": "POT_E_NOT_FOUND"},
+    {"call": "post_task", "caller": OWNER, "now": END_HEIGHT + 1, "task": ind.task_canonical(TASK).hex(),
+     "expect": "POT_E_STATE"},
+    {"call": "ledger_info"},
 ]
 for c in calls:
     c.setdefault("expect", "ok")
@@ -218,7 +236,8 @@ json.dump({
                    "with the leaf of another run, the withdrawn call of a miner-declared bucket, two witnesses not on "
                    "the committee, a reveal before the commit phase closes, a protocol-1 reveal, a finalization before the reveal phase "
                    "closes, a redraw before its randomness, a silent member of the first committee committing to the "
-                   "second, the pruned challenge and a new draw on the closed run after the finalization). Made by "
+                   "second, the pruned challenge and a new draw on the closed run after the finalization, a pruning "
+                   "before the task's end, a root after it, the pruned run, the pruned task posted again). Made by "
                    "tests/vectors/make_ledger_transcript.py; each call carries the outcome and result the "
                    "reference ledger gives; `pot ledger` replays it and fails on any difference, including the "
                    "final state's SHA-256.",

@@ -82,7 +82,7 @@ class World:
                             scheduler=self.sched)
         self.schedule = [[[(BATCH * t + i) % len(self.samples) for i in range(BATCH)]] for t in range(STEPS)]
         self.task = pt.make_task(self.model, self.opt, spec, dataset_dir=self.data_dir, schedule=self.schedule,
-                                 owner=OWNER, challenge_rounds=2)
+                                 end_height=END_HEIGHT, owner=OWNER, challenge_rounds=2)
         self.call("post_task", caller=OWNER.hex(), task=self.task.encode().hex())
 
     def call(self, name, **args):
@@ -144,7 +144,7 @@ def test_attack_a_task_of_the_miners_choosing_is_refused(tmp_path):
     opt = torch.optim.SGD(trivial.parameters(), lr=0.05)
     spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=1, seed=7, other_rng_use=True)
     own = pt.make_task(trivial, opt, spec, dataset_dir=os.path.join(thief_dir, "data"), schedule=[[[0]]] * 20000,
-                       owner=THIEF, challenge_rounds=2)
+                       end_height=END_HEIGHT, owner=THIEF, challenge_rounds=2)
     fixed = w.task.to_dict()
     mine = own.to_dict()
 
@@ -299,11 +299,11 @@ def test_attack_one_listed_training_registered_by_two_identities(tmp_path):
     for policy in (dict(seed_policy="none"), dict(seed_policy="per_step", seed=7)):
         spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, **policy)
         with pytest.raises(pot.InvalidArgumentError, match="a listed schedule needs per-step randomness"):
-            pt.make_task(quiet, opt, spec, dataset_dir=w.data_dir, schedule=w.schedule, owner=OWNER,
+            pt.make_task(quiet, opt, spec, dataset_dir=w.data_dir, schedule=w.schedule, end_height=END_HEIGHT, owner=OWNER,
                          challenge_rounds=2)
         # ... while a run-seeded one gives each run its own order instead.
         assert pt.make_task(quiet, opt, spec, dataset_dir=w.data_dir, schedule=pt.RUN_SEEDED, steps=STEPS,
-                            owner=OWNER, challenge_rounds=2).schedule_rule == "run_seeded"
+                            end_height=END_HEIGHT, owner=OWNER, challenge_rounds=2).schedule_rule == "run_seeded"
 
 
 def test_attack_a_copied_log_root_opens_no_challenge_of_another_run(tmp_path):
@@ -399,7 +399,7 @@ def test_attack_one_training_registered_by_two_identities(tmp_path):
     the task pass."""
     w = World(tmp_path)
     task = pt.make_task(w.model, w.opt, w.task.spec, dataset_dir=w.data_dir, schedule=pt.RUN_SEEDED, steps=STEPS,
-                        max_steps=STEPS + 2, owner=OWNER, challenge_rounds=2)
+                        max_steps=STEPS + 2, end_height=END_HEIGHT, owner=OWNER, challenge_rounds=2)
     assert task.schedule_rule == "run_seeded" and w.task.schedule_rule == "listed"
     w.call("post_task", caller=OWNER.hex(), task=task.encode().hex())
     # Another miner, or another step count, is another order.
@@ -586,7 +586,7 @@ def test_attack_non_finite_states_fail_at_every_challenged_step(tmp_path):
     rec.close()
     # A task cannot publish a non-finite S_0.
     with pytest.raises(pot.NonFiniteError, match="S_0"):
-        pt.make_task(w2.model, w2.opt, w2.task.spec, dataset_dir=w2.data_dir, schedule=w2.schedule, owner=OWNER)
+        pt.make_task(w2.model, w2.opt, w2.task.spec, dataset_dir=w2.data_dir, schedule=w2.schedule, end_height=END_HEIGHT, owner=OWNER)
 
 
 def test_attack_saturated_optimizer_state_in_s0_is_refused(tmp_path):
@@ -610,7 +610,7 @@ def test_attack_saturated_optimizer_state_in_s0_is_refused(tmp_path):
     for buf in (opt.state[p]["momentum_buffer"] for p in model.parameters()):
         buf.fill_(2.0 ** 63)
     with pytest.raises(pot.InvalidArgumentError, match="optimizer state"):
-        pt.make_task(model, opt, w.task.spec, dataset_dir=w.data_dir, schedule=w.schedule, owner=OWNER)
+        pt.make_task(model, opt, w.task.spec, dataset_dir=w.data_dir, schedule=w.schedule, end_height=END_HEIGHT, owner=OWNER)
     # A task published by hand with that S_0: the replay of step 1 refuses it.
     opt.param_groups[0]["lr"] = w.task.spec.learning_rate(1)  # the forger takes care of the rate
     saturated = pt.canonical_state(model, opt)
@@ -744,7 +744,7 @@ def test_attack_a_program_with_side_effects_is_refused_before_it_runs(tmp_path):
         with pytest.raises(pot.UnsupportedError) as e:
             pot.Replay(spec, program)
         assert op in e.value.message and "forward" in e.value.message, e.value.message
-        task = pt.make_task(model, opt, spec, dataset_dir=w.data_dir, schedule=w.schedule, owner=OWNER,
+        task = pt.make_task(model, opt, spec, dataset_dir=w.data_dir, schedule=w.schedule, end_height=END_HEIGHT, owner=OWNER,
                             challenge_rounds=2)
         with pytest.raises(pot.UnsupportedError, match=op):
             pt.Recorder(model, opt, task, program, str(tmp_path / f"ck-{op}"), dataset_dir=w.data_dir,
@@ -902,7 +902,7 @@ def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):
     spec = spec_for(noisy)
     # (A listed task must declare per-step randomness; this one gives each run its own order.)
     task = pt.make_task(noisy, torch.optim.SGD(noisy.parameters(), lr=0.05), spec, dataset_dir=w.data_dir,
-                        schedule=pt.RUN_SEEDED, steps=STEPS, owner=OWNER, challenge_rounds=2)
+                        schedule=pt.RUN_SEEDED, steps=STEPS, end_height=END_HEIGHT, owner=OWNER, challenge_rounds=2)
     opt = torch.optim.SGD(noisy.parameters(), lr=0.05)
     rec = pt.Recorder(noisy, opt, task, str(tmp_path / "Noisy.pt"), str(tmp_path / "ck-noisy"),
                       dataset_dir=w.data_dir, steps=STEPS)
@@ -921,7 +921,7 @@ def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):
     with pytest.raises(pot.InvalidArgumentError, match="declares other_rng_use .dropout 0., but the program drew no"):
         replay_step_one(w, quiet, unused, tmp_path)
     opt = torch.optim.SGD(quiet.parameters(), lr=0.05)
-    listed = pt.make_task(quiet, opt, unused, dataset_dir=w.data_dir, schedule=w.schedule, owner=OWNER,
+    listed = pt.make_task(quiet, opt, unused, dataset_dir=w.data_dir, schedule=w.schedule, end_height=END_HEIGHT, owner=OWNER,
                           challenge_rounds=2)
     rec = pt.Recorder(quiet, opt, listed, str(tmp_path / "WithDropoutZero.pt"), str(tmp_path / "ck-unused"),
                       dataset_dir=w.data_dir, schedule=w.schedule)
@@ -997,7 +997,7 @@ def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):
         replay_step_one(w, putter, spec_for(putter, deterministic_algorithms=True), tmp_path)
     det = spec_for(putter, deterministic_algorithms=True)
     task = pt.make_task(putter, torch.optim.SGD(putter.parameters(), lr=0.05), det, dataset_dir=w.data_dir,
-                        schedule=pt.RUN_SEEDED, steps=STEPS, owner=OWNER, challenge_rounds=2)
+                        schedule=pt.RUN_SEEDED, steps=STEPS, end_height=END_HEIGHT, owner=OWNER, challenge_rounds=2)
     try:
         rec = pt.Recorder(putter, torch.optim.SGD(putter.parameters(), lr=0.05), task,
                           str(tmp_path / f"WithPut-{det.digest()}.pt"), str(tmp_path / "ck-det"),

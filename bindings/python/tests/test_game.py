@@ -65,7 +65,7 @@ class Chain:
     """A task on a reference ledger, and the runtime that posts each block's
     randomness."""
 
-    def __init__(self, verifiers=None, config=None):
+    def __init__(self, verifiers=None, config=None, end_height=10**6):
         self.ledger = pot.Ledger(**(config or CONFIG))
         self.records = []  # the outcome log's records, as encoded independently
         self.now = 100
@@ -78,7 +78,8 @@ class Chain:
             "dataset_size": 1000, "initial_state": {"published_digest": d("S_0").hex()},
             "schedule": {"listed_root": d("schedule").hex()}, "min_steps": STEPS, "max_steps": STEPS,
             "challenge_policy": {"rounds": ROUNDS, "mode": "bitwise",
-                                 "committee_size": (config or CONFIG)["max_committee_size"]}})
+                                 "committee_size": (config or CONFIG)["max_committee_size"]},
+            "end_height": end_height})
         self.call("post_task", caller=OWNER.hex(), task=self.task.encode().hex())
 
     @staticmethod
@@ -608,8 +609,11 @@ def test_attack_history_does_not_fill_the_state():
     run keeps only its key (task, miner) and its slashable flag. Thirty
     honest runs, each challenged 8 times and witnessed, leave the state
     larger by that residue alone; a chain proves any record against the
-    logged root with an RFC 9162 inclusion proof."""
-    chain = Chain()
+    logged root with an RFC 9162 inclusion proof. Once the task's end has
+    passed, the task is pruned with its closed runs (and its void ones),
+    and the residue goes too."""
+    end = 1000
+    chain = Chain(end_height=end)
     empty = len(chain.ledger.save())
     sizes, records = [], pot.Tree()
     for i in range(30):
@@ -649,6 +653,38 @@ def test_attack_history_does_not_fill_the_state():
     index = 77
     pot.verify_inclusion(index, 240, pot.leaf_hash(chain.records[index]), records.inclusion_proof(index),
                          bytes.fromhex(ledger["outcome_root"]))
+
+    # A run registered but never sealed by the end is void; nothing
+    # registers or seals after the end; pruning waits for it.
+    idle = b"idle miner"
+    c = pot.Commitment({
+        "task_id": chain.task.id.hex(), "initial_state_digest": d("S_0").hex(),
+        "schedule_root": d("schedule").hex(), "dataset_root": d("dataset").hex(), "dataset_size": 1000,
+        "spec_digest": chain.task.spec.digest().hex(), "declared_steps": STEPS, "miner_identity": idle.hex()})
+    idle_run = chain.call("start_training_commitment", caller=idle.hex(), commitment=c.encode().hex())["run_id"]
+    assert chain.now < end
+    chain.now = end
+    with pytest.raises(pot.StateError, match="until height 1000"):
+        chain.call("prune_task", task_id=chain.task.id.hex())
+    chain.now = end + 1
+    with pytest.raises(pot.StateError, match="ended at height 1000"):
+        chain.call("post_checkpoint_root", caller=idle.hex(), run_id=idle_run, size=STEPS, root=d("late").hex(),
+                   consistency_proof="")
+    with pytest.raises(pot.StateError, match="ended at height 1000"):
+        chain.run(b"late miner")
+    before = len(chain.ledger.save())
+    assert chain.call("prune_task", task_id=chain.task.id.hex()) == {"ok": True, "closed_runs": 30, "void_runs": 1}
+    after = len(chain.ledger.save())
+    assert before - after > 30 * 70 and after < empty  # the residue and the task are gone
+    ledger = chain.ledger.apply({"call": "ledger_info"})
+    assert (ledger["tasks"], ledger["open_runs"], ledger["closed_runs"]) == (0, 0, 0)
+    assert (ledger["outcome_count"], ledger["outcome_root"]) == (240, records.root().hex())
+    # A judged run cannot be registered again: its task is gone, and cannot
+    # be posted again past its end.
+    with pytest.raises(pot.NotFoundError):
+        chain.run(b"miner 0")
+    with pytest.raises(pot.StateError, match="ended at height 1000"):
+        chain.call("post_task", caller=OWNER.hex(), task=chain.task.encode().hex())
 
 
 def test_attack_a_silent_coalition_is_replaced_and_the_forged_step_fails():

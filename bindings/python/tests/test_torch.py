@@ -60,7 +60,7 @@ def train(tmp, forge_at=None, skip_seed_at=None):
                         grad_clip_max_norm=1.0, seed=2026, scheduler=sched)
     schedule = pt.plan_schedule(loader, STEPS, ACCUM)
     # The task owner fixes S_0, the data, the schedule and the spec.
-    task = pt.make_task(model, opt, spec, dataset_dir=os.path.join(tmp, "data"), schedule=schedule, owner=b"owner",
+    task = pt.make_task(model, opt, spec, dataset_dir=os.path.join(tmp, "data"), schedule=schedule, end_height=10**6, owner=b"owner",
                         challenge_rounds=5)
     # The three lines: 1.
     rec = pt.Recorder(model, opt, task, program, os.path.join(tmp, "ckpt"), dataset_dir=os.path.join(tmp, "data"),
@@ -139,7 +139,7 @@ def test_recorder_checks_the_schedule_and_the_call_order(tmp_path):
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True)
     spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=4, dropout=0.1, seed=1)
     schedule = [[[0, 1, 2, 3]], [[4, 5, 6, 7]]]
-    task = pt.make_task(model, opt, spec, dataset_dir=os.path.join(tmp, "data"), schedule=schedule, owner=b"owner",
+    task = pt.make_task(model, opt, spec, dataset_dir=os.path.join(tmp, "data"), schedule=schedule, end_height=10**6, owner=b"owner",
                         challenge_rounds=1)
     with pytest.raises(TypeError):
         pt.Recorder(model, opt, spec, program, os.path.join(tmp, "ck0"), dataset_dir=os.path.join(tmp, "data"),

@@ -29,7 +29,7 @@ def test_ledger_transcript():
             assert outcome == expect, f"call {i} ({args['call']}): {result}"
             if "result" in call:
                 assert result == call["result"], f"call {i} ({args['call']})"
-        assert len(V["calls"]) == 54
+        assert len(V["calls"]) == 61
 
         state = ledger.save()
         assert str(pot.sha256(state)) == V["state_sha256"]

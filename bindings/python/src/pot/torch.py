@@ -379,7 +379,7 @@ RUN_SEEDED = "run_seeded"
 def make_task(model: torch.nn.Module, optimizer: torch.optim.Optimizer, spec: Spec, *,
               dataset_dir: Union[str, "os.PathLike[str]"],
               schedule: Union[Sequence[Sequence[Sequence[int]]], str],
-              owner: bytes, challenge_rounds: int = 8, challenge_mode: str = "bitwise", committee_size: int = 3,
+              owner: bytes, end_height: int, challenge_rounds: int = 8, challenge_mode: str = "bitwise", committee_size: int = 3,
               dataset_size: Optional[int] = None, steps: Optional[int] = None,
               max_steps: Optional[int] = None) -> Task:
     """The task a task owner posts before anyone trains (docs/PROTOCOL.md
@@ -388,7 +388,10 @@ def make_task(model: torch.nn.Module, optimizer: torch.optim.Optimizer, spec: Sp
     fresh optimizer: no state yet), the schedule rule and the challenge
     policy (`challenge_rounds` distinct steps per run, "bitwise" or
     "norm_bucket", `committee_size` verifiers drawn to judge each challenge,
-    1..1024, at most the ledger's max_committee_size). The schedule is either a list (one step per entry, so a
+    1..1024, at most the ledger's max_committee_size) and `end_height`, the
+    last block height at which the ledger registers runs of the task and
+    takes their roots (a run not sealed by then is void; afterwards the task
+    can be pruned, docs/ledger.md 2.11). The schedule is either a list (one step per entry, so a
     run has exactly len(schedule) steps, the same order for every run; only
     for a spec whose steps draw random numbers, per_step seeds with dropout
     or other_rng_use, since the seeds are what makes runs differ) or
@@ -424,6 +427,7 @@ def make_task(model: torch.nn.Module, optimizer: torch.optim.Optimizer, spec: Sp
         "schedule": rule,
         "min_steps": bounds[0], "max_steps": bounds[1],
         "challenge_policy": {"rounds": challenge_rounds, "mode": challenge_mode, "committee_size": committee_size},
+        "end_height": end_height,
     })
 
 
