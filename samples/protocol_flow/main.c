@@ -155,7 +155,7 @@ int main(int argc, char **argv) {
            "{\"owner\": \"6f776e6572\", \"spec\": %s,\n"
            " \"dataset_root\": \"%s\", \"dataset_size\": %d,\n"
            " \"initial_state\": {\"published_digest\": \"%s\"}, \"schedule\": {\"listed_root\": \"%s\"},\n"
-           " \"min_steps\": %d, \"max_steps\": %d, \"challenge_policy\": {\"rounds\": 2, \"mode\": \"bitwise\", \"committee_size\": 3}}\n",
+           " \"min_steps\": %d, \"max_steps\": %d, \"challenge_policy\": {\"rounds\": 2, \"mode\": \"bitwise\", \"committee_size\": 3},\n \"end_height\": 100000}\n",
            SPEC, h3, SAMPLES, h, h2, STEPS, STEPS);
   snprintf(path, sizeof path, "%s/task.json", dir);
   write_all(path, json, strlen(json));
