@@ -143,6 +143,16 @@ void Ledger::check_not_ended(const task::Task &t, const Digest &task_id, uint64_
          task_id.hex(), t.end_height);
 }
 
+void Ledger::check_not_awaiting(const Challenge &c, uint64_t challenge_id, const char *call) {
+  if (c.awaiting)
+    fail(Status::kState, "{}: challenge {} awaits a new committee (redraw_committee)", call, challenge_id);
+}
+
+void Ledger::stop_waiting(uint64_t from) noexcept {
+  auto w = waiting_.find(from);
+  if (--w->second == 0) waiting_.erase(w);
+}
+
 Ledger::Run &Ledger::run_for(const Digest &run_id, const char *call) {
   auto it = runs_.find(run_id);
   if (it == runs_.end()) {
@@ -395,8 +405,7 @@ std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, uint64_t now
   std::vector<uint64_t> kept_ids = ids;  // the last step that may allocate
   // Nothing below allocates or throws.
   const BlockRandomness used{entry->first, entry->second};
-  auto w = waiting_.find(due);
-  if (--w->second == 0) waiting_.erase(w);
+  stop_waiting(due);
   if (!needed(entry)) randomness_.erase(entry);
   r.drawn_from = used;
   r.challenge_ids = std::move(kept_ids);
@@ -449,8 +458,7 @@ void Ledger::commit_witness(ByteView caller, uint64_t challenge_id, const Digest
   check_now(now);
   check_caller(caller, kCall);
   Challenge &c = challenge_for(challenge_id, kCall);
-  if (c.awaiting)
-    fail(Status::kState, "{}: challenge {} awaits a new committee (redraw_committee)", kCall, challenge_id);
+  check_not_awaiting(c, challenge_id, kCall);
   if (!c.committee.contains(to_bytes(caller)))
     fail(Status::kPermission, "{}: {} is not on the committee of challenge {}", kCall, to_hex(caller),
          challenge_id);
@@ -479,8 +487,7 @@ void Ledger::reveal_witness_value(ByteView caller, uint64_t challenge_id, const 
   // Revealing while commits are still accepted would let a late witness
   // copy an early reveal. Without an opening there is no commit phase.
   if (!c.opening) fail(Status::kState, "{}: challenge {} is not opened", kCall, challenge_id);
-  if (c.awaiting)
-    fail(Status::kState, "{}: challenge {} awaits a new committee (redraw_committee)", kCall, challenge_id);
+  check_not_awaiting(c, challenge_id, kCall);
   if (now <= commit_deadline(c))
     fail(Status::kState, "{}: the commit phase of challenge {} is open until height {}", kCall,
          challenge_id, commit_deadline(c));
@@ -683,8 +690,7 @@ ChallengeVerdict Ledger::finalize_challenge(uint64_t challenge_id, uint64_t now)
   constexpr const char *kCall = "finalize_challenge";
   check_now(now);
   Challenge &c = challenge_for(challenge_id, kCall);
-  if (c.awaiting)
-    fail(Status::kState, "{}: challenge {} awaits a new committee (redraw_committee)", kCall, challenge_id);
+  check_not_awaiting(c, challenge_id, kCall);
   if (now <= final_after(c))
     fail(Status::kState, "{}: the {} phase of challenge {} is open until height {}", kCall,
          c.opening ? "reveal" : "opening", challenge_id, final_after(c));
@@ -763,8 +769,7 @@ void Ledger::redraw_committee(uint64_t challenge_id, uint64_t now) {
   for (Candidate &m : drawn) committee.emplace(std::move(m.identity), m.stake);
   // Nothing below allocates or throws.
   const BlockRandomness used{entry->first, entry->second};
-  auto w = waiting_.find(*c.awaiting);
-  if (--w->second == 0) waiting_.erase(w);
+  stop_waiting(*c.awaiting);
   if (!needed(entry)) randomness_.erase(entry);
   c.committee.swap(committee);
   c.awaiting.reset();
@@ -1386,21 +1391,16 @@ nlohmann::json randomness_json(const BlockRandomness &r) {
 }
 
 nlohmann::json verdict_json(const ChallengeVerdict &v) {
-  auto hexes = [](const std::vector<Bytes> &ids) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const Bytes &b : ids) out.push_back(to_hex(b));
-    return out;
-  };
   return {{"verdict", verdict_name(v.verdict)},
           {"reason", v.reason},
           {"cluster_size", v.cluster_size},
           {"cluster_stake", v.cluster_stake},
           {"miner_slashable", v.verdict == Verdict::kFail},
           {"cause", cause_name(v.cause)},
-          {"minority", hexes(v.minority)},
-          {"silent", hexes(v.silent)},
-          {"misconfigured", hexes(v.misconfigured)},
-          {"unreplayed", hexes(v.unreplayed)},
+          {"minority", identities_json(v.minority)},
+          {"silent", identities_json(v.silent)},
+          {"misconfigured", identities_json(v.misconfigured)},
+          {"unreplayed", identities_json(v.unreplayed)},
           {"outcome", to_hex(v.outcome.encode())},
           {"outcome_index", v.outcome_index}};
 }

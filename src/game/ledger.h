@@ -325,6 +325,10 @@ class Ledger {
   using RunKey = std::pair<hash::Digest, Bytes>;  // (task id, miner identity)
 
   void check_now(uint64_t now) const;
+  // kState while the challenge awaits a new committee (section 2.10).
+  static void check_not_awaiting(const Challenge &c, uint64_t challenge_id, const char *call);
+  // One run or challenge fewer waits since height `from` (it has an entry).
+  void stop_waiting(uint64_t from) noexcept;
   // kState once now is past the task's end_height.
   static void check_not_ended(const task::Task &t, const hash::Digest &task_id, uint64_t now, const char *call);
   // A sealed run's draw height (its seal height + draw_delay fits 64 bits:

@@ -163,12 +163,13 @@ Outcome Outcome::decode(ByteView b) {
   return o;
 }
 
+nlohmann::json identities_json(const std::vector<Bytes> &ids) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Bytes &b : ids) out.push_back(to_hex(b));
+  return out;
+}
+
 nlohmann::json Outcome::to_json() const {
-  auto hexes = [](const std::vector<Bytes> &ids) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const Bytes &b : ids) out.push_back(to_hex(b));
-    return out;
-  };
   const char *verdict_text = verdict == Verdict::kPass   ? "pass"
                              : verdict == Verdict::kFail ? "fail"
                                                          : "inconclusive";
@@ -182,10 +183,10 @@ nlohmann::json Outcome::to_json() const {
           {"cluster_size", cluster_size},
           {"cluster_stake", cluster_stake},
           {"committee_stake", committee_stake},
-          {"minority", hexes(minority)},
-          {"silent", hexes(silent)},
-          {"misconfigured", hexes(misconfigured)},
-          {"unreplayed", hexes(unreplayed)}};
+          {"minority", identities_json(minority)},
+          {"silent", identities_json(silent)},
+          {"misconfigured", identities_json(misconfigured)},
+          {"unreplayed", identities_json(unreplayed)}};
 }
 
 }  // namespace pot::game

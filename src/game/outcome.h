@@ -68,6 +68,9 @@ struct Outcome {
   bool operator==(const Outcome &) const = default;
 };
 
+// A list of identities as JSON: their hex strings, in order.
+nlohmann::json identities_json(const std::vector<Bytes> &ids);
+
 // A record lists each committee member at most once: 110 fixed bytes and at
 // most kMaxCommitteeSize identities of up to 256 bytes.
 inline constexpr size_t kMaxOutcomeBytes = 110 + size_t{kMaxCommitteeSize} * (4 + witness::kMaxIdentity);
