@@ -19,7 +19,7 @@ use std::ptr::{self, NonNull};
 ///
 /// ```
 /// let task = pot::Task::from_json(r#"{"challenge_policy": {"mode": "bitwise", "rounds": 8, "committee_size": 16}, "dataset_root": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "dataset_size": 5000, "initial_state": {"published_digest": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}, "end_height": 100000, "max_steps": 200, "min_steps": 200, "owner": "6f776e6572", "schedule": {"listed_root": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}, "spec": {"attention_backend": "math", "batch_size": 16, "deterministic_algorithms": true, "dropout": 0.1, "dtype": "F32", "framework": "pytorch", "framework_version": "1.13.1", "grad_clip_max_norm": 1.0, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2", "intra_op_threads": 2, "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "norm_bucket_resolution": 16, "optimizer": {"beta1": 0.9, "beta2": 0.999, "eps": 1e-08, "kind": "adamw", "lr": 0.001, "weight_decay": 0.01}, "seed_policy": {"base_seed": 20261130, "kind": "per_step"}}}"#)?;
-/// assert_eq!(task.id()?.to_hex(), "3bb11b13cb8cddb40ed448c43079ec9d4b38a14d16cefd69d75584380d671684");
+/// assert_eq!(task.id()?.to_hex(), "c83b5d9834d2d5a58332ce65ef94e8603babbe697339baab59cd3e1c12e51ee4");
 /// assert_eq!(pot::Task::decode(&task.encode()?)?.id()?, task.id()?);
 /// assert_eq!(task.spec()?.intra_op_threads(), 2);
 /// # Ok::<(), pot::Error>(())
