@@ -21,6 +21,7 @@ if not pot.replay_available():
 
 STEPS, BATCH = 6, 4
 OWNER, MINER, THIEF = b"task owner", b"honest miner", b"lazy miner"
+END_HEIGHT = 10**6  # the tasks' end: later than any height these tests reach
 
 
 class Net(torch.nn.Module):
