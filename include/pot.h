@@ -818,9 +818,10 @@ POT_API const char *pot_verdict_reason(const pot_verdict *verdict);
 /* A deterministic state machine with the extrinsics' rules, for chain teams
  * to embed or mirror: post_task, start_training_commitment,
  * post_checkpoint_root, post_randomness (the runtime's, once per block),
- * issue_challenge, submit_opening, commit_witness, reveal_witness_value,
- * finalize_challenge (and the queries ledger_info, task_info, run_info,
- * challenge_info). Calls are JSON documents (docs/ledger.md). One handle
+ * register_verifier, issue_challenge, submit_opening, commit_witness,
+ * reveal_witness_value, finalize_challenge, redraw_committee, prune_task
+ * (and the queries ledger_info, task_info, run_info, challenge_info,
+ * verifier_info). Calls are JSON documents (docs/ledger.md). One handle
  * must not be used by two threads at once. */
 typedef struct pot_ledger pot_ledger;
 
@@ -858,6 +859,64 @@ POT_API pot_status pot_ledger_apply(pot_bytes *result, pot_ledger *ledger, const
  * the first violation of the record's rules, a record of another tag
  * version named as such. */
 POT_API pot_status pot_ledger_outcome_decode(pot_bytes *json, const uint8_t *record, size_t len, pot_error **err);
+
+/* ------------------------------------------------------------------------ */
+/* Refereed disputes: the step bisection (docs/PROTOCOL.md 22.1)             */
+/* ------------------------------------------------------------------------ */
+
+/* The most points a bisection round has: arity - 1 for the largest arity. */
+#define POT_BISECTION_MIN_ARITY 2
+#define POT_BISECTION_MAX_ARITY 256
+#define POT_BISECTION_MAX_POINTS 255
+
+/* The steps both parties claim in a round over (lo, hi] with `arity`
+ * (2..256): lo + floor(j (hi - lo) / arity) for j = 1..arity-1 when
+ * hi - lo >= arity, else every step of lo+1..hi-1; increasing.
+ * *count is in/out: the capacity of `points` on entry (POT_BISECTION_MAX_
+ * POINTS always suffices), the number of points on return; with points
+ * NULL only the number is returned. POT_E_INVALID_ARGUMENT for lo >= hi,
+ * an arity outside 2..256, or a capacity too small (the number needed is
+ * still returned). Thread-safe. */
+POT_API pot_status pot_bisection_points(uint64_t *points, size_t *count, uint64_t lo, uint64_t hi,
+                                        uint32_t arity, pot_error **err);
+/* The most rounds a bisection of (lo, hi] takes: ceil(log_arity(hi - lo)).
+ * Same argument checks as pot_bisection_points. Thread-safe. */
+POT_API pot_status pot_bisection_rounds(uint32_t *rounds, uint64_t lo, uint64_t hi, uint32_t arity,
+                                        pot_error **err);
+
+/* One dispute's step bisection, played round by round: the parties A and B
+ * agree on the digest of S_lo and claim different digests of S_hi; each
+ * round both claim the digests of the round's points, and the interval
+ * narrows to the first point where they differ, until one step is left
+ * (hi == lo + 1: S_{hi-1} agreed, S_hi disputed). One handle must not be
+ * used by two threads at once. */
+typedef struct pot_bisection pot_bisection;
+
+typedef struct pot_bisection_info {
+  uint64_t lo;            /* the interval (lo, hi] still disputed */
+  uint64_t hi;
+  uint32_t arity;
+  uint32_t rounds_played;
+  int done;               /* 1 when hi == lo + 1 */
+  pot_digest agreed;      /* the digest both claim for S_lo */
+  pot_digest a_hi;        /* A's claim for S_hi */
+  pot_digest b_hi;        /* B's claim for S_hi */
+} pot_bisection_info;
+
+/* POT_E_INVALID_ARGUMENT for lo >= hi, an arity outside 2..256, or
+ * a_hi equal to b_hi (nothing is disputed). */
+POT_API pot_status pot_bisection_new(pot_bisection **out, uint64_t lo, uint64_t hi, uint32_t arity,
+                                     const pot_digest *agreed, const pot_digest *a_hi, const pot_digest *b_hi,
+                                     pot_error **err);
+POT_API void pot_bisection_free(pot_bisection *bisection);
+POT_API pot_status pot_bisection_info_get(pot_bisection_info *out, const pot_bisection *bisection,
+                                          pot_error **err);
+/* Plays the current round: A's and B's claims, `count` digests each, for
+ * the round's points (pot_bisection_points of the current interval), in
+ * order. POT_E_STATE once done; POT_E_INVALID_ARGUMENT (nothing changes)
+ * when count is not the round's number of points. */
+POT_API pot_status pot_bisection_play_round(pot_bisection *bisection, const pot_digest *a_claims,
+                                            const pot_digest *b_claims, size_t count, pot_error **err);
 
 /* ------------------------------------------------------------------------ */
 /* Loss-curve checks (docs/losscheck.md)                                     */

@@ -315,6 +315,45 @@ static PyObject *pot_py_gradient_trace(const pot_gradient_trace *g) {
                        (unsigned long long)g->optim_gradient_elements, "ignored", PyBool_FromLong(g->ignored));
 }
 
+static PyObject *pot_py_bisection_info(const pot_bisection_info *b) {
+  return Py_BuildValue("{s:K,s:K,s:I,s:I,s:N,s:N,s:N,s:N}", "lo", (unsigned long long)b->lo, "hi",
+                       (unsigned long long)b->hi, "arity", (unsigned)b->arity, "rounds_played",
+                       (unsigned)b->rounds_played, "done", PyBool_FromLong(b->done), "agreed",
+                       pot_py_digest(&b->agreed), "a_hi", pot_py_digest(&b->a_hi), "b_hi", pot_py_digest(&b->b_hi));
+}
+
+/* A sequence of 32-byte buffers into a PyMem array (*n of them); -1 with an
+ * exception. At most `limit` are read: a longer sequence is refused by
+ * pot, which is told its length (the array then holds the first `limit`). */
+static int pot_py_getdigests(PyObject *o, pot_digest **out, size_t *n, size_t limit) {
+  PyObject *seq = PySequence_Fast(o, "expected a sequence of 32-byte digests");
+  Py_ssize_t len, i;
+  const pot_digest *unused;
+  if (!seq) return -1;
+  len = PySequence_Fast_GET_SIZE(seq);
+  *n = (size_t)len;
+  *out = (pot_digest *)PyMem_Calloc((size_t)len < limit ? (size_t)len + 1 : limit + 1, sizeof(pot_digest));
+  if (!*out) {
+    Py_DECREF(seq);
+    PyErr_NoMemory();
+    return -1;
+  }
+  for (i = 0; i < len && (size_t)i < limit; ++i) {
+    PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+    if (item == Py_None) {
+      pot_py_raise(POT_E_INVALID_ARGUMENT, "a digest is 32 bytes, got None", NULL);
+      Py_DECREF(seq);
+      return -1;
+    }
+    if (pot_py_getdigest(item, &(*out)[i], &unused) < 0) {
+      Py_DECREF(seq);
+      return -1;
+    }
+  }
+  Py_DECREF(seq);
+  return 0;
+}
+
 static PyObject *pot_py_replay_result(const pot_replay_result *r) {
   return Py_BuildValue("{s:N,s:d,s:d,s:L,s:N,s:N}", "post_state_digest", pot_py_digest(&r->post_state_digest),
                        "loss", r->loss, "update_norm", r->update_norm, "norm_bucket",
@@ -413,6 +452,7 @@ POT_HANDLE(pot_task, pot_task_free)
 POT_HANDLE(pot_opening, pot_opening_free)
 POT_HANDLE(pot_verdict, pot_verdict_free)
 POT_HANDLE(pot_ledger, pot_ledger_free)
+POT_HANDLE(pot_bisection, pot_bisection_free)
 POT_HANDLE(pot_losscheck_params, pot_losscheck_params_free)
 POT_HANDLE(pot_losscheck_report, pot_losscheck_report_free)
 POT_HANDLE(pot_replay, pot_replay_free)
@@ -438,6 +478,7 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
 %newobject pot_verdict_new;
 %newobject pot_ledger_new;
 %newobject pot_ledger_load;
+%newobject pot_bisection_new;
 %newobject pot_losscheck_params_new;
 %newobject pot_losscheck_run;
 %newobject pot_replay_new;
@@ -770,6 +811,56 @@ POT_SCALAR_OUT(pot_loss_flag_kind, PyLong_FromUnsignedLong((unsigned long)*$1))
   }
 }
 
+/* pot_bisection_points: the round's points out (at most
+ * POT_BISECTION_MAX_POINTS). */
+%typemap(in, numinputs=0) (uint64_t *points, size_t *count)
+    (uint64_t buf[POT_BISECTION_MAX_POINTS], size_t count = POT_BISECTION_MAX_POINTS) {
+  $1 = buf;
+  $2 = &count;
+}
+%typemap(argout) (uint64_t *points, size_t *count) {
+  if (result == POT_OK) POT_APPEND(pot_py_u64list($1, *$2))
+}
+/* pot_bisection_rounds. */
+%typemap(in, numinputs=0) uint32_t *rounds (uint32_t temp = 0) "$1 = &temp;"
+%typemap(argout) uint32_t *rounds {
+  if (result == POT_OK) POT_APPEND(PyLong_FromUnsignedLong((unsigned long)*$1))
+}
+/* pot_bisection_info_get: a dict. */
+%typemap(in, numinputs=0) pot_bisection_info *out (pot_bisection_info temp) {
+  memset(&temp, 0, sizeof temp);
+  $1 = &temp;
+}
+%typemap(argout) pot_bisection_info *out {
+  if (result == POT_OK) POT_APPEND(pot_py_bisection_info($1))
+}
+/* pot_bisection_play_round: two sequences of digests, their common length
+ * the count (different lengths: pot is told the longer one, and refuses). */
+%typemap(in) (const pot_digest *a_claims, const pot_digest *b_claims, size_t count)
+    (pot_digest *claims_a = NULL, pot_digest *claims_b = NULL, size_t count_a = 0, size_t count_b = 0) {
+  PyObject *pair = $input;
+  if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+    PyErr_SetString(PyExc_TypeError, "claims must be a pair (A's digests, B's digests)");
+    SWIG_fail;
+  }
+  if (pot_py_getdigests(PyTuple_GET_ITEM(pair, 0), &claims_a, &count_a, POT_BISECTION_MAX_POINTS + 1) < 0 ||
+      pot_py_getdigests(PyTuple_GET_ITEM(pair, 1), &claims_b, &count_b, POT_BISECTION_MAX_POINTS + 1) < 0)
+    SWIG_fail;
+  if (count_a != count_b) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "A claims %zu digests and B %zu: each party claims one per point", count_a, count_b);
+    pot_py_raise(POT_E_INVALID_ARGUMENT, msg, NULL);
+    SWIG_fail;
+  }
+  $1 = claims_a;
+  $2 = claims_b;
+  $3 = count_a;
+}
+%typemap(freearg) (const pot_digest *a_claims, const pot_digest *b_claims, size_t count) {
+  PyMem_Free(claims_a$argnum);
+  PyMem_Free(claims_b$argnum);
+}
+
 /* pot_challenge_derive: rounds in, the list of steps out. */
 %typemap(in) (uint64_t *steps, size_t rounds) {
   size_t rounds = 0;
@@ -851,6 +942,7 @@ POT_SCALAR_OUT(pot_loss_flag_kind, PyLong_FromUnsignedLong((unsigned long)*$1))
 %ignore pot_gradient_trace;
 %ignore pot_replay_result;
 %ignore pot_verify_result;
+%ignore pot_bisection_info;
 %rename("$ignore", regextarget=1) "_MAX_ENUM_$";
 
 %feature("autodoc", "2");

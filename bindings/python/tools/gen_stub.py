@@ -37,6 +37,10 @@ MULTI = [
     # SWIG names a multi-parameter input after its first C parameter: here
     # `steps` is the number of rounds.
     (("uint64_t *steps", "size_t rounds"), [("steps", "int")], [("steps", "List[int]")]),
+    (("uint64_t *points", "size_t *count"), [], [("points", "List[int]")]),
+    # SWIG names it `a_claims`: the pair (A's digests, B's digests).
+    (("const pot_digest *a_claims", "const pot_digest *b_claims", "size_t count"),
+     [("a_claims", "ClaimPair")], []),
     (("uint64_t *indices", "size_t *count", "uint32_t *microbatch_sizes", "size_t *microbatches",
       "const uint8_t *entry", "size_t len"), [("indices", "Buffer")],
      [("indices", "List[int]"), ("microbatch_sizes", "List[int]")]),
@@ -98,7 +102,7 @@ def convert(params):
             elif ctype == "const pot_verify_result *":
                 # pot.i reads a verification as (check, replayed, digest, bucket).
                 ins.append((name, "VerifyFinding"))
-            elif ctype == "pot_verify_result *" or ctype == "pot_replay_result *":
+            elif ctype in ("pot_verify_result *", "pot_replay_result *", "pot_bisection_info *"):
                 outs.append((name, "Dict[str, Any]"))
             elif ctype == "const int64_t *":
                 ins.append((name, "Optional[int]"))
@@ -156,6 +160,7 @@ def main():
         "Text = Union[str, bytes]",
         "VerifyFinding = Tuple[int, bool, Buffer, int, Buffer]"
         "  # (check, replayed, replayed_state_digest, norm_bucket, gradient_digest)",
+        "ClaimPair = Tuple[Sequence[Buffer], Sequence[Buffer]]  # (A's digests, B's digests)",
         "",
     ]
     for macro, value in re.findall(r"#define (POT_[A-Z_0-9]+) (.+)", code):

@@ -45,6 +45,7 @@ from .opening import Opening, OpeningCheck, opening_check_name, verify_opening
 from .witness import (Decision, Statement, Verdict, VerdictOutcome, WitnessMode, verify_witness_reveal,
                       witness_commitment, witness_salt, witness_statement)
 from .ledger import Ledger, decode_outcome
+from .dispute import BisectionState, StepBisection, bisection_points, bisection_rounds
 from .losscheck import LossCheck, LossCheckParam, LossCheckParams, LossFlag, LossFlagKind, check_losses
 from .replay import (Checkpoints, GradientTrace, Recorder, Replay, ReplayResult, VerifyMode, VerifyResult,
                      framework_version, hardware_class, program_digest_file, replay_available, verify_step)
@@ -86,7 +87,11 @@ __all__ = [
     "Statement", "witness_salt", "witness_commitment", "verify_witness_reveal", "witness_statement", "WitnessMode", "VerdictOutcome", "Decision",
     "Verdict",
     # ledger, loss checks
-    "Ledger", "decode_outcome", "LossCheckParam", "LossFlagKind", "LossFlag", "LossCheck", "LossCheckParams", "check_losses",
+    "Ledger", "decode_outcome",
+    # disputes
+    "BisectionState", "StepBisection", "bisection_points", "bisection_rounds",
+    # loss checks
+    "LossCheckParam", "LossFlagKind", "LossFlag", "LossCheck", "LossCheckParams", "check_losses",
     # replay
     "framework_version", "hardware_class", "program_digest_file", "replay_available", "VerifyMode", "GradientTrace", "ReplayResult", "VerifyResult", "Replay",
     "verify_step", "Recorder", "Checkpoints",

@@ -1,0 +1,90 @@
+// C entry points for refereed disputes: the step bisection.
+#include <algorithm>
+#include <vector>
+
+#include "capi/firewall.h"
+#include "dispute/bisection.h"
+
+using namespace pot;
+using namespace pot::capi;
+
+struct pot_bisection {
+  dispute::StepBisection bisection;
+};
+
+static_assert(POT_BISECTION_MIN_ARITY == dispute::kMinArity && POT_BISECTION_MAX_ARITY == dispute::kMaxArity &&
+                  POT_BISECTION_MAX_POINTS == dispute::kMaxArity - 1,
+              "pot.h documents the arity bounds");
+
+extern "C" {
+
+pot_status pot_bisection_points(uint64_t *points, size_t *count, uint64_t lo, uint64_t hi, uint32_t arity,
+                                pot_error **err) {
+  return guard(err, [&] {
+    need(count, "count");
+    const std::vector<uint64_t> p = dispute::bisection_points(lo, hi, arity);
+    const size_t capacity = *count;
+    *count = p.size();
+    if (!points) return;
+    if (capacity < p.size())
+      fail(Status::kInvalidArgument, "pot_bisection_points: {} points do not fit a capacity of {}", p.size(),
+           capacity);
+    std::copy(p.begin(), p.end(), points);
+  });
+}
+
+pot_status pot_bisection_rounds(uint32_t *rounds, uint64_t lo, uint64_t hi, uint32_t arity, pot_error **err) {
+  return guard(err, [&] { *need(rounds, "rounds") = dispute::bisection_rounds(lo, hi, arity); });
+}
+
+pot_status pot_bisection_new(pot_bisection **out, uint64_t lo, uint64_t hi, uint32_t arity, const pot_digest *agreed,
+                             const pot_digest *a_hi, const pot_digest *b_hi, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    dispute::StepBisection b(lo, hi, arity, to_digest(agreed, "agreed"), to_digest(a_hi, "a_hi"),
+                             to_digest(b_hi, "b_hi"));
+    *out = new pot_bisection{b};
+  });
+}
+
+void pot_bisection_free(pot_bisection *bisection) { delete bisection; }
+
+pot_status pot_bisection_info_get(pot_bisection_info *out, const pot_bisection *bisection, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    const dispute::StepBisection &b = need(bisection, "bisection")->bisection;
+    pot_bisection_info info{};
+    info.lo = b.lo();
+    info.hi = b.hi();
+    info.arity = b.arity();
+    info.rounds_played = b.rounds_played();
+    info.done = b.done() ? 1 : 0;
+    from_digest(&info.agreed, b.agreed());
+    from_digest(&info.a_hi, b.a_hi());
+    from_digest(&info.b_hi, b.b_hi());
+    *out = info;
+  });
+}
+
+pot_status pot_bisection_play_round(pot_bisection *bisection, const pot_digest *a_claims, const pot_digest *b_claims,
+                                    size_t count, pot_error **err) {
+  return guard(err, [&] {
+    dispute::StepBisection &b = need(bisection, "bisection")->bisection;
+    if (b.done()) fail(Status::kState, "pot_bisection_play_round: done at step {}", b.hi());
+    if (count > dispute::kMaxArity - 1)
+      fail(Status::kInvalidArgument, "pot_bisection_play_round: {} claims, a round has at most {}", count,
+           dispute::kMaxArity - 1);
+    if (count > 0) {
+      need(a_claims, "a_claims");
+      need(b_claims, "b_claims");
+    }
+    std::vector<hash::Digest> a(count), c(count);
+    for (size_t i = 0; i < count; ++i) {
+      a[i] = to_digest(&a_claims[i], "a_claims");
+      c[i] = to_digest(&b_claims[i], "b_claims");
+    }
+    b.play_round(a, c);
+  });
+}
+
+}  // extern "C"
