@@ -1,0 +1,168 @@
+package pot
+
+/*
+#include <pot.h>
+*/
+import "C"
+
+import (
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// Bounds of a step bisection's arity (pot.h): a round has at most
+// BisectionMaxPoints points.
+const (
+	BisectionMinArity  = C.POT_BISECTION_MIN_ARITY
+	BisectionMaxArity  = C.POT_BISECTION_MAX_ARITY
+	BisectionMaxPoints = C.POT_BISECTION_MAX_POINTS
+)
+
+// BisectionPoints returns the steps both parties claim in a round of a
+// step bisection over (lo, hi] (docs/PROTOCOL.md 22.1): lo + floor(j (hi -
+// lo) / arity) for j = 1..arity-1, or every step of lo+1..hi-1 when the
+// interval is shorter than the arity. StatusInvalidArgument for lo >= hi
+// or an arity outside 2..256.
+func BisectionPoints(lo, hi uint64, arity uint32) ([]uint64, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	var buf [BisectionMaxPoints]C.uint64_t
+	count := C.size_t(len(buf))
+	var cerr *C.pot_error
+	if err := toError(C.pot_bisection_points(&buf[0], &count, C.uint64_t(lo), C.uint64_t(hi), C.uint32_t(arity),
+		&cerr), cerr); err != nil {
+		return nil, err
+	}
+	out := make([]uint64, count)
+	for i := range out {
+		out[i] = uint64(buf[i])
+	}
+	return out, nil
+}
+
+// BisectionRounds returns the most rounds a step bisection of (lo, hi]
+// takes: ceil(log_arity(hi - lo)).
+func BisectionRounds(lo, hi uint64, arity uint32) (uint32, error) {
+	if abiErr != nil {
+		return 0, abiErr
+	}
+	var r C.uint32_t
+	var cerr *C.pot_error
+	if err := toError(C.pot_bisection_rounds(&r, C.uint64_t(lo), C.uint64_t(hi), C.uint32_t(arity), &cerr),
+		cerr); err != nil {
+		return 0, err
+	}
+	return uint32(r), nil
+}
+
+// BisectionState is where a step bisection stands.
+type BisectionState struct {
+	Lo, Hi       uint64 // the interval (Lo, Hi] still disputed
+	Arity        uint32
+	RoundsPlayed uint32
+	Done         bool   // Hi == Lo + 1: the dispute is step Hi
+	Agreed       Digest // the digest both claim for S_Lo
+	AHi, BHi     Digest // A's and B's claims for S_Hi
+}
+
+// StepBisection is one dispute's step bisection (pot_bisection): parties
+// A and B agree on the digest of S_lo and claim different digests of
+// S_hi; each round both claim the digests of the round's points, and the
+// interval narrows to the first point where they differ. Its methods may be
+// called from several goroutines (they take a lock).
+type StepBisection struct {
+	mu sync.Mutex
+	p  *C.pot_bisection
+}
+
+// NewStepBisection starts a bisection of (lo, hi]. StatusInvalidArgument
+// for lo >= hi, an arity outside 2..256, or aHi == bHi (nothing is
+// disputed).
+func NewStepBisection(lo, hi uint64, arity uint32, agreed, aHi, bHi Digest) (*StepBisection, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	var p *C.pot_bisection
+	var cerr *C.pot_error
+	if err := toError(C.pot_bisection_new(&p, C.uint64_t(lo), C.uint64_t(hi), C.uint32_t(arity), cDigest(agreed),
+		cDigest(aHi), cDigest(bHi), &cerr), cerr); err != nil {
+		return nil, err
+	}
+	b := &StepBisection{p: p}
+	runtime.SetFinalizer(b, (*StepBisection).Close)
+	return b, nil
+}
+
+// Close frees the bisection. It is safe to call more than once.
+func (b *StepBisection) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.p != nil {
+		C.pot_bisection_free(b.p)
+		b.p = nil
+		runtime.SetFinalizer(b, nil)
+	}
+	return nil
+}
+
+// State returns where the bisection stands.
+func (b *StepBisection) State() (BisectionState, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.p == nil {
+		return BisectionState{}, closedError("StepBisection")
+	}
+	var info C.pot_bisection_info
+	var cerr *C.pot_error
+	st := C.pot_bisection_info_get(&info, b.p, &cerr)
+	runtime.KeepAlive(b)
+	if err := toError(st, cerr); err != nil {
+		return BisectionState{}, err
+	}
+	s := BisectionState{Lo: uint64(info.lo), Hi: uint64(info.hi), Arity: uint32(info.arity),
+		RoundsPlayed: uint32(info.rounds_played), Done: info.done != 0}
+	copy(s.Agreed[:], C.GoBytes(unsafe.Pointer(&info.agreed), C.POT_DIGEST_SIZE))
+	copy(s.AHi[:], C.GoBytes(unsafe.Pointer(&info.a_hi), C.POT_DIGEST_SIZE))
+	copy(s.BHi[:], C.GoBytes(unsafe.Pointer(&info.b_hi), C.POT_DIGEST_SIZE))
+	return s, nil
+}
+
+// Points returns the steps both parties claim this round. StatusState once
+// the bisection is done.
+func (b *StepBisection) Points() ([]uint64, error) {
+	s, err := b.State()
+	if err != nil {
+		return nil, err
+	}
+	if s.Done {
+		return nil, newError(StatusState, "the step bisection is done at step %d", s.Hi)
+	}
+	return BisectionPoints(s.Lo, s.Hi, s.Arity)
+}
+
+// PlayRound plays the current round: A's and B's digests for Points(), in
+// order. StatusState once done; StatusInvalidArgument (nothing changes)
+// when a list is not one digest per point.
+func (b *StepBisection) PlayRound(aClaims, bClaims []Digest) error {
+	if len(aClaims) != len(bClaims) {
+		return newError(StatusInvalidArgument, "A claims %d digests and B %d: each party claims one per point",
+			len(aClaims), len(bClaims))
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.p == nil {
+		return closedError("StepBisection")
+	}
+	var pa, pb *C.pot_digest
+	if len(aClaims) > 0 {
+		pa, pb = aClaims[0].c(), bClaims[0].c()
+	}
+	var cerr *C.pot_error
+	st := C.pot_bisection_play_round(b.p, pa, pb, C.size_t(len(aClaims)), &cerr)
+	runtime.KeepAlive(aClaims)
+	runtime.KeepAlive(bClaims)
+	runtime.KeepAlive(b)
+	return toError(st, cerr)
+}
