@@ -55,6 +55,7 @@ mod error;
 mod ffi;
 
 pub mod commitment;
+pub mod dispute;
 pub mod hash;
 pub mod ledger;
 pub mod losscheck;
@@ -70,6 +71,7 @@ pub mod witness;
 
 pub use commitment::{Commitment, CommitmentDigests, ScheduleEntry, SeededSchedule, sample_digest};
 pub use digest::Digest;
+pub use dispute::{BisectionState, StepBisection};
 pub use error::{Error, ErrorKind, Result};
 pub use hash::{Dtype, State, TensorAssembler, chunk_range_hash, sha256, tensor_digest};
 pub use ledger::{Ledger, LedgerConfig};

@@ -1,0 +1,189 @@
+//! Refereed disputes: the step bisection (docs/PROTOCOL.md section 22.1).
+//!
+//! Two parties that agree on the state digest of step `lo` and claim
+//! different digests of step `hi` narrow `(lo, hi]` round by round to one
+//! step: each round both claim the digests of the round's points, and the
+//! interval becomes the stretch before the first point where they differ.
+//! With one honest party the agreed digests are true, so the referee's
+//! decision of the last step goes against the dishonest party.
+
+use crate::digest::Digest;
+use crate::error::{Error, ErrorKind, Result};
+use crate::ffi::{call, non_null};
+use crate::sys;
+use std::fmt;
+use std::ptr::{self, NonNull};
+
+/// The smallest arity of a step bisection.
+pub const MIN_ARITY: u32 = sys::POT_BISECTION_MIN_ARITY;
+/// The largest arity of a step bisection.
+pub const MAX_ARITY: u32 = sys::POT_BISECTION_MAX_ARITY;
+/// The most points a round has (`MAX_ARITY - 1`).
+pub const MAX_POINTS: usize = sys::POT_BISECTION_MAX_POINTS as usize;
+
+/// The steps both parties claim in a round over `(lo, hi]`:
+/// `lo + floor(j (hi - lo) / arity)` for `j = 1..arity`, or every step of
+/// `lo+1..hi` when the interval is shorter than the arity.
+///
+/// # Errors
+/// [`InvalidArgument`](ErrorKind::InvalidArgument) for `lo >= hi` or an
+/// arity outside 2..=256.
+///
+/// ```
+/// assert_eq!(pot::dispute::points(0, 200, 4)?, vec![50, 100, 150]);
+/// # Ok::<(), pot::Error>(())
+/// ```
+pub fn points(lo: u64, hi: u64, arity: u32) -> Result<Vec<u64>> {
+    let mut buf = [0u64; MAX_POINTS];
+    let mut count = buf.len();
+    call(|err| unsafe { sys::pot_bisection_points(buf.as_mut_ptr(), &mut count, lo, hi, arity, err) })?;
+    Ok(buf[..count].to_vec())
+}
+
+/// The most rounds a bisection of `(lo, hi]` takes: `ceil(log_arity(hi - lo))`.
+///
+/// ```
+/// assert_eq!(pot::dispute::rounds(0, 200, 2)?, 8);
+/// # Ok::<(), pot::Error>(())
+/// ```
+pub fn rounds(lo: u64, hi: u64, arity: u32) -> Result<u32> {
+    let mut out = 0u32;
+    call(|err| unsafe { sys::pot_bisection_rounds(&mut out, lo, hi, arity, err) })?;
+    Ok(out)
+}
+
+/// Where a step bisection stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BisectionState {
+    /// The interval `(lo, hi]` still disputed.
+    pub lo: u64,
+    /// Its last step.
+    pub hi: u64,
+    /// Points per round plus one.
+    pub arity: u32,
+    /// Rounds played so far.
+    pub rounds_played: u32,
+    /// `hi == lo + 1`: the dispute is step `hi`.
+    pub done: bool,
+    /// The digest both parties claim for `S_lo`.
+    pub agreed: Digest,
+    /// A's claim for `S_hi`.
+    pub a_hi: Digest,
+    /// B's claim for `S_hi`.
+    pub b_hi: Digest,
+}
+
+/// One dispute's step bisection (`pot_bisection`), played round by round.
+///
+/// ```
+/// let (s0, x, y) = (pot::sha256(b"S_0")?, pot::sha256(b"x")?, pot::sha256(b"y")?);
+/// let mut b = pot::StepBisection::new(0, 10, 4, &s0, &x, &y)?;
+/// while !b.state()?.done {
+///     let n = b.points()?.len();
+///     b.play_round(&vec![x; n], &vec![x; n])?; // they agree everywhere but at 10
+/// }
+/// assert_eq!((b.state()?.lo, b.state()?.hi), (9, 10));
+/// # Ok::<(), pot::Error>(())
+/// ```
+pub struct StepBisection {
+    raw: NonNull<sys::pot_bisection>,
+}
+
+// SAFETY: no thread affinity. Not Sync: pot.h's one-thread-per-handle rule.
+unsafe impl Send for StepBisection {}
+
+impl StepBisection {
+    /// A bisection of `(lo, hi]`: both parties agree that `S_lo` has
+    /// digest `agreed`; A claims `a_hi` for `S_hi`, B `b_hi`.
+    ///
+    /// # Errors
+    /// [`InvalidArgument`](ErrorKind::InvalidArgument) for `lo >= hi`, an
+    /// arity outside 2..=256, or `a_hi == b_hi` (nothing is disputed).
+    pub fn new(lo: u64, hi: u64, arity: u32, agreed: &Digest, a_hi: &Digest, b_hi: &Digest) -> Result<StepBisection> {
+        let mut raw = ptr::null_mut();
+        call(|err| unsafe {
+            sys::pot_bisection_new(&mut raw, lo, hi, arity, agreed.as_ptr(), a_hi.as_ptr(), b_hi.as_ptr(), err)
+        })?;
+        Ok(StepBisection { raw: non_null(raw)? })
+    }
+
+    /// Where the bisection stands.
+    pub fn state(&self) -> Result<BisectionState> {
+        // SAFETY: pot_bisection_info is plain data; zero is a valid value.
+        let mut info: sys::pot_bisection_info = unsafe { std::mem::zeroed() };
+        call(|err| unsafe { sys::pot_bisection_info_get(&mut info, self.raw.as_ptr(), err) })?;
+        Ok(BisectionState {
+            lo: info.lo,
+            hi: info.hi,
+            arity: info.arity,
+            rounds_played: info.rounds_played,
+            done: info.done != 0,
+            agreed: Digest::new(info.agreed.bytes),
+            a_hi: Digest::new(info.a_hi.bytes),
+            b_hi: Digest::new(info.b_hi.bytes),
+        })
+    }
+
+    /// The steps both parties claim this round.
+    ///
+    /// # Errors
+    /// [`State`](ErrorKind::State) once the bisection is done.
+    pub fn points(&self) -> Result<Vec<u64>> {
+        let s = self.state()?;
+        if s.done {
+            return Err(Error::new(ErrorKind::State, format!("the step bisection is done at step {}", s.hi)));
+        }
+        points(s.lo, s.hi, s.arity)
+    }
+
+    /// Plays the current round: A's and B's digests for
+    /// [`points`](Self::points), in order.
+    ///
+    /// # Errors
+    /// [`State`](ErrorKind::State) once done;
+    /// [`InvalidArgument`](ErrorKind::InvalidArgument) (nothing changes)
+    /// when a list is not one digest per point.
+    pub fn play_round(&mut self, a_claims: &[Digest], b_claims: &[Digest]) -> Result<()> {
+        if a_claims.len() != b_claims.len() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "A claims {} digests and B {}: each party claims one per point",
+                    a_claims.len(),
+                    b_claims.len()
+                ),
+            ));
+        }
+        call(|err| unsafe {
+            sys::pot_bisection_play_round(
+                self.raw.as_ptr(),
+                a_claims.as_ptr().cast(),
+                b_claims.as_ptr().cast(),
+                a_claims.len(),
+                err,
+            )
+        })
+    }
+}
+
+impl Drop for StepBisection {
+    fn drop(&mut self) {
+        // SAFETY: we own the handle.
+        unsafe { sys::pot_bisection_free(self.raw.as_ptr()) }
+    }
+}
+
+impl fmt::Debug for StepBisection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.state() {
+            Ok(s) => f
+                .debug_struct("StepBisection")
+                .field("lo", &s.lo)
+                .field("hi", &s.hi)
+                .field("arity", &s.arity)
+                .field("rounds_played", &s.rounds_played)
+                .finish(),
+            Err(_) => f.debug_struct("StepBisection").finish_non_exhaustive(),
+        }
+    }
+}
