@@ -14,6 +14,36 @@ import (
 )
 
 type protocolVectors struct {
+	BisectionPoints []struct {
+		Lo     json.Number   `json:"lo"`
+		Hi     json.Number   `json:"hi"`
+		Arity  uint32        `json:"arity"`
+		Points []json.Number `json:"points"`
+		Rounds uint32        `json:"rounds"`
+	} `json:"bisection_points"`
+	BisectionDisputes []struct {
+		Lo     uint64 `json:"lo"`
+		Hi     uint64 `json:"hi"`
+		Arity  uint32 `json:"arity"`
+		Agreed string `json:"agreed"`
+		AHi    string `json:"a_hi"`
+		BHi    string `json:"b_hi"`
+		Rounds []struct {
+			Lo     uint64   `json:"lo"`
+			Hi     uint64   `json:"hi"`
+			Points []uint64 `json:"points"`
+			A      []string `json:"a"`
+			B      []string `json:"b"`
+		} `json:"rounds"`
+		End struct {
+			Lo           uint64 `json:"lo"`
+			Hi           uint64 `json:"hi"`
+			Agreed       string `json:"agreed"`
+			AHi          string `json:"a_hi"`
+			BHi          string `json:"b_hi"`
+			RoundsPlayed uint32 `json:"rounds_played"`
+		} `json:"end"`
+	} `json:"bisection_disputes"`
 	Seeds []struct {
 		BaseSeed json.Number `json:"base_seed"`
 		RunID    string      `json:"run_id"`
@@ -94,6 +124,58 @@ type protocolVectors struct {
 func TestProtocolVectors(t *testing.T) {
 	var v protocolVectors
 	loadVectors(t, "protocol.json", &v)
+
+	t.Run("bisection_points", func(t *testing.T) {
+		if len(v.BisectionPoints) == 0 {
+			t.Fatal("no bisection_points vectors")
+		}
+		for _, c := range v.BisectionPoints {
+			lo, hi := mustU64(t, c.Lo), mustU64(t, c.Hi)
+			got, err := pot.BisectionPoints(lo, hi, c.Arity)
+			check(t, err)
+			if len(got) != len(c.Points) {
+				t.Fatalf("(%d, %d] k=%d: %d points, want %d", lo, hi, c.Arity, len(got), len(c.Points))
+			}
+			for i, p := range c.Points {
+				if got[i] != mustU64(t, p) {
+					t.Errorf("(%d, %d] k=%d: point %d is %d, want %s", lo, hi, c.Arity, i, got[i], p)
+				}
+			}
+			r, err := pot.BisectionRounds(lo, hi, c.Arity)
+			check(t, err)
+			if r != c.Rounds {
+				t.Errorf("(%d, %d] k=%d: %d rounds, want %d", lo, hi, c.Arity, r, c.Rounds)
+			}
+		}
+	})
+
+	t.Run("bisection_disputes", func(t *testing.T) {
+		for _, d := range v.BisectionDisputes {
+			b, err := pot.NewStepBisection(d.Lo, d.Hi, d.Arity, mustDigest(t, d.Agreed), mustDigest(t, d.AHi),
+				mustDigest(t, d.BHi))
+			check(t, err)
+			for _, r := range d.Rounds {
+				p, err := b.Points()
+				check(t, err)
+				if !reflect.DeepEqual(p, r.Points) {
+					t.Fatalf("round over (%d, %d]: points %v, want %v", r.Lo, r.Hi, p, r.Points)
+				}
+				var ca, cb []pot.Digest
+				for i := range r.A {
+					ca, cb = append(ca, mustDigest(t, r.A[i])), append(cb, mustDigest(t, r.B[i]))
+				}
+				check(t, b.PlayRound(ca, cb))
+			}
+			s, err := b.State()
+			check(t, err)
+			if !s.Done || s.Lo != d.End.Lo || s.Hi != d.End.Hi || s.RoundsPlayed != d.End.RoundsPlayed ||
+				s.Agreed != mustDigest(t, d.End.Agreed) || s.AHi != mustDigest(t, d.End.AHi) ||
+				s.BHi != mustDigest(t, d.End.BHi) {
+				t.Errorf("the dispute ended at %+v, want %+v", s, d.End)
+			}
+			check(t, b.Close())
+		}
+	})
 
 	t.Run("seeds", func(t *testing.T) {
 		for _, s := range v.Seeds {

@@ -574,3 +574,33 @@ def verdict(mode: str, quorum: int, reveals, committed_state=None, committed_buc
     if value in sentinels or committed_bucket in sentinels:
         return ("pass" if value == committed_bucket else "fail"), size
     return ("pass" if abs(value - committed_bucket) <= 1 else "fail"), size
+
+
+# --- Section 22.1: the step bisection of a refereed dispute ---------------
+
+def bisection_points(lo: int, hi: int, arity: int) -> list:
+    """The steps claimed in a round over (lo, hi]."""
+    assert lo < hi and 2 <= arity <= 256
+    length = hi - lo
+    if length < arity:
+        return list(range(lo + 1, hi))
+    return [lo + j * length // arity for j in range(1, arity)]
+
+
+def bisection_rounds(lo: int, hi: int, arity: int) -> int:
+    """The most rounds: R(1) = 0, R(L) = 1 + R(ceil(L / k)) for L >= k, 1 below."""
+    rounds, length = 0, hi - lo
+    while length > 1:
+        length = 1 if length < arity else -(-length // arity)
+        rounds += 1
+    return rounds
+
+
+def bisection_round(lo: int, hi: int, agreed: bytes, a_hi: bytes, b_hi: bytes, points: list, a: list, b: list):
+    """One round: the new (lo, hi, agreed, a_hi, b_hi)."""
+    j = next((i for i in range(len(points)) if a[i] != b[i]), len(points))
+    if j > 0:
+        lo, agreed = points[j - 1], a[j - 1]
+    if j < len(points):
+        hi, a_hi, b_hi = points[j], a[j], b[j]
+    return lo, hi, agreed, a_hi, b_hi

@@ -248,3 +248,31 @@ def test_ledger_transcript_task_end():
     assert late and all(c["expect"] == "POT_E_STATE" for c in late)
     info = [c for c in t["calls"] if c["call"] == "ledger_info"][-1]["result"]
     assert (info["tasks"], info["open_runs"], info["closed_runs"]) == (0, 0, 0)
+
+
+def test_bisection_points_and_rounds():
+    """Section 22.1's points and round bound, recomputed in plain Python."""
+    cases = load("protocol.json")["bisection_points"]
+    assert len(cases) >= 8
+    for c in cases:
+        assert ind.bisection_points(c["lo"], c["hi"], c["arity"]) == c["points"], c
+        assert ind.bisection_rounds(c["lo"], c["hi"], c["arity"]) == c["rounds"], c
+
+
+def test_bisection_dispute():
+    """A dispute played round by round: each round's points are the
+    interval's, the claims are the stated states, and the rounds narrow it
+    to the first step where B's states leave A's."""
+    for d in load("protocol.json")["bisection_disputes"]:
+        lo, hi, k = d["lo"], d["hi"], d["arity"]
+        agreed, a_hi, b_hi = d["agreed"], d["a_hi"], d["b_hi"]
+        for r in d["rounds"]:
+            assert (r["lo"], r["hi"]) == (lo, hi)
+            assert r["points"] == ind.bisection_points(lo, hi, k)
+            assert r["a"] == [ind.sha256(f"S_{p}".encode()).hex() for p in r["points"]]
+            lo, hi, agreed, a_hi, b_hi = ind.bisection_round(lo, hi, agreed, a_hi, b_hi, r["points"], r["a"], r["b"])
+        end = d["end"]
+        assert (end["lo"], end["hi"], end["agreed"], end["a_hi"], end["b_hi"]) == (lo, hi, agreed, a_hi, b_hi)
+        assert hi == lo + 1 == 37 and agreed == ind.sha256(b"S_36").hex()
+        assert b_hi == ind.sha256(b"B's S_37").hex()
+        assert end["rounds_played"] == len(d["rounds"]) <= ind.bisection_rounds(d["lo"], d["hi"], k)

@@ -197,3 +197,22 @@ def test_verdicts(v):
         assert str(decision.outcome) == v["verdict"]
         assert decision.cluster_size == v["cluster_size"]
         assert decision.reason and decision.reason == verdict.reason
+
+
+@pytest.mark.parametrize("v", V["bisection_points"], ids=lambda v: f"({v['lo']}, {v['hi']}] k={v['arity']}")
+def test_bisection_points(v):
+    assert pot.bisection_points(v["lo"], v["hi"], v["arity"]) == v["points"]
+    assert pot.bisection_rounds(v["lo"], v["hi"], v["arity"]) == v["rounds"]
+
+
+@pytest.mark.parametrize("d", V["bisection_disputes"], ids=lambda d: d["comment"][:40])
+def test_bisection_disputes(d):
+    with pot.StepBisection(d["lo"], d["hi"], d["arity"], agreed=pot.Digest(d["agreed"]), a_hi=pot.Digest(d["a_hi"]),
+                           b_hi=pot.Digest(d["b_hi"])) as b:
+        for r in d["rounds"]:
+            assert (b.state.lo, b.state.hi) == (r["lo"], r["hi"])
+            assert b.points() == r["points"]
+            b.play_round([pot.Digest(x) for x in r["a"]], [pot.Digest(x) for x in r["b"]])
+        s, end = b.state, d["end"]
+        assert s.done and (s.lo, s.hi, s.rounds_played) == (end["lo"], end["hi"], end["rounds_played"])
+        assert (str(s.agreed), str(s.a_hi), str(s.b_hi)) == (end["agreed"], end["a_hi"], end["b_hi"])

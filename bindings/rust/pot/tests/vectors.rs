@@ -570,3 +570,39 @@ fn outcome_records_decode() {
     }
     assert_eq!(pot::ledger::decode_outcome(&vec![0u8; 266_351]).unwrap_err().kind(), pot::ErrorKind::Limit);
 }
+
+#[test]
+fn protocol_bisections() {
+    let v = load("protocol.json");
+    let cases = arr(&v, "bisection_points");
+    assert!(cases.len() >= 8);
+    for c in cases {
+        let (lo, hi, k) = (u(c, "lo"), u(c, "hi"), u(c, "arity") as u32);
+        let want: Vec<u64> = arr(c, "points").iter().map(|p| p.as_u64().unwrap()).collect();
+        assert_eq!(pot::dispute::points(lo, hi, k).unwrap(), want, "{c}");
+        assert_eq!(u64::from(pot::dispute::rounds(lo, hi, k).unwrap()), u(c, "rounds"), "{c}");
+    }
+    for d in arr(&v, "bisection_disputes") {
+        let mut b = pot::StepBisection::new(
+            u(d, "lo"),
+            u(d, "hi"),
+            u(d, "arity") as u32,
+            &digest(d, "agreed"),
+            &digest(d, "a_hi"),
+            &digest(d, "b_hi"),
+        )
+        .unwrap();
+        for r in arr(d, "rounds") {
+            let want: Vec<u64> = arr(r, "points").iter().map(|p| p.as_u64().unwrap()).collect();
+            assert_eq!(b.points().unwrap(), want);
+            let claims = |key: &str| -> Vec<Digest> {
+                arr(r, key).iter().map(|x| Digest::from_hex(x.as_str().unwrap()).unwrap()).collect()
+            };
+            b.play_round(&claims("a"), &claims("b")).unwrap();
+        }
+        let (s, end) = (b.state().unwrap(), &d["end"]);
+        assert!(s.done);
+        assert_eq!((s.lo, s.hi, u64::from(s.rounds_played)), (u(end, "lo"), u(end, "hi"), u(end, "rounds_played")));
+        assert_eq!((s.agreed, s.a_hi, s.b_hi), (digest(end, "agreed"), digest(end, "a_hi"), digest(end, "b_hi")));
+    }
+}
