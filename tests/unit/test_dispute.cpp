@@ -12,6 +12,7 @@
 
 #include "core_test_util.h"
 #include "dispute/bisection.h"
+#include "dispute/timed.h"
 
 namespace pot::dispute_test {
 namespace {
@@ -220,6 +221,81 @@ TEST(StepBisection, ReplayWorkPerRoundWithSparseCheckpoints) {
                 bisection_rounds(0, kSteps, k), 32 * (k - 1), static_cast<unsigned long long>(worst_round),
                 static_cast<unsigned long long>(worst_total), 100.0 * static_cast<double>(worst_total) / kSteps);
   }
+}
+
+using dispute::Party;
+using dispute::TimedBisection;
+
+// The attack: a party that is losing stops answering, so the dispute never
+// ends. With deadlines it loses by default once its round's deadline
+// passes; an answer after it is refused.
+TEST(TimedBisection, APartyThatStopsAnsweringLosesAtTheDeadline) {
+  constexpr uint64_t kSteps = 64, kForged = 41, kWindow = 5;
+  const std::vector<Digest> honest = trajectory(kSteps), forged = trajectory(kSteps, kForged);
+  for (int stop_after = 0; stop_after < 3; ++stop_after) {
+    uint64_t now = 1000;
+    TimedBisection d(0, kSteps, 2, honest[0], honest[kSteps], forged[kSteps], kWindow, now);
+    for (int round = 0; round < stop_after; ++round) {
+      const std::vector<uint64_t> p = d.bisection().points();
+      now += 2;
+      d.claim(Party::kB, claims(forged, p), now);  // either order
+      EXPECT_TRUE(d.claimed(Party::kB));
+      d.claim(Party::kA, claims(honest, p), now + 1);
+      EXPECT_EQ(d.deadline(), now + 1 + kWindow);  // counted from the claim that completed the round
+      now += 1;
+    }
+    // The forger stops; the honest party answers.
+    const std::vector<uint64_t> p = d.bisection().points();
+    d.claim(Party::kA, claims(honest, p), now + 1);
+    EXPECT_TRUE(d.default_losers(d.deadline()).empty());  // the deadline is inclusive
+    EXPECT_EQ(d.default_losers(d.deadline() + 1), std::vector<Party>{Party::kB});
+    EXPECT_EQ(status_of([&] { d.claim(Party::kB, claims(forged, p), d.deadline() + 1); }), Status::kState);
+    EXPECT_EQ(d.bisection().rounds_played(), static_cast<uint32_t>(stop_after));
+  }
+  // Nobody answers: both are named.
+  TimedBisection quiet(0, kSteps, 2, honest[0], honest[kSteps], forged[kSteps], kWindow, 7);
+  EXPECT_EQ(quiet.default_losers(7 + kWindow + 1), (std::vector<Party>{Party::kA, Party::kB}));
+}
+
+TEST(TimedBisection, PlayedOnTimeItEndsAtTheForgedStep) {
+  constexpr uint64_t kSteps = 200, kWindow = 3;
+  const std::vector<Digest> honest = trajectory(kSteps);
+  for (uint64_t f : {1ull, 77ull, 200ull}) {
+    const std::vector<Digest> forged = trajectory(kSteps, f);
+    uint64_t now = 50;
+    TimedBisection d(0, kSteps, 4, honest[0], forged[kSteps], honest[kSteps], kWindow, now);
+    while (!d.bisection().done()) {
+      const std::vector<uint64_t> p = d.bisection().points();
+      now += kWindow;  // the last block of the round, each time
+      ASSERT_EQ(now, d.deadline());
+      d.claim(Party::kA, claims(forged, p), now);
+      d.claim(Party::kB, claims(honest, p), now);
+      ASSERT_TRUE(d.default_losers(now + kWindow + 1).size() == 2 || d.bisection().done());
+    }
+    EXPECT_EQ(d.bisection().hi(), f);
+    EXPECT_TRUE(d.default_losers(now + 1000).empty());  // done: nobody defaults
+    EXPECT_EQ(status_of([&] { d.claim(Party::kA, {}, now); }), Status::kState);
+  }
+}
+
+TEST(TimedBisection, RefusalsChangeNothing) {
+  const Digest s0 = state_label("S_0"), x = state_label("x"), y = state_label("y");
+  EXPECT_EQ(status_of([&] { TimedBisection(0, 10, 2, s0, x, y, 0, 5); }), Status::kInvalidArgument);
+  EXPECT_EQ(status_of([&] { TimedBisection(0, 10, 2, s0, x, y, 2, UINT64_MAX - 1); }), Status::kOutOfRange);
+  TimedBisection d(0, 10, 4, s0, x, y, 10, 100);
+  EXPECT_EQ(status_of([&] { d.claim(Party::kA, {x, x}, 100); }), Status::kInvalidArgument);  // 3 points
+  EXPECT_EQ(status_of([&] { d.claim(Party::kA, {x, x, x}, 99); }), Status::kInvalidArgument);  // before the start
+  EXPECT_FALSE(d.claimed(Party::kA));
+  d.claim(Party::kA, {x, x, x}, 104);
+  EXPECT_EQ(status_of([&] { d.claim(Party::kA, {y, y, y}, 105); }), Status::kDuplicate);
+  EXPECT_EQ(status_of([&] { d.claim(Party::kB, {x, x, x}, 103); }), Status::kInvalidArgument);  // time went back
+  EXPECT_EQ(d.bisection().rounds_played(), 0u);
+  EXPECT_EQ(d.deadline(), 110u);
+  d.claim(Party::kB, {x, y, y}, 110);
+  EXPECT_EQ(d.bisection().rounds_played(), 1u);
+  EXPECT_EQ((std::pair{d.bisection().lo(), d.bisection().hi()}), (std::pair{uint64_t{2}, uint64_t{5}}));
+  EXPECT_EQ(d.deadline(), 120u);
+  EXPECT_FALSE(d.claimed(Party::kA));
 }
 
 }  // namespace
