@@ -121,12 +121,10 @@ func (b *StepBisection) State() (BisectionState, error) {
 	if err := toError(st, cerr); err != nil {
 		return BisectionState{}, err
 	}
-	s := BisectionState{Lo: uint64(info.lo), Hi: uint64(info.hi), Arity: uint32(info.arity),
-		RoundsPlayed: uint32(info.rounds_played), Done: info.done != 0}
-	copy(s.Agreed[:], C.GoBytes(unsafe.Pointer(&info.agreed), C.POT_DIGEST_SIZE))
-	copy(s.AHi[:], C.GoBytes(unsafe.Pointer(&info.a_hi), C.POT_DIGEST_SIZE))
-	copy(s.BHi[:], C.GoBytes(unsafe.Pointer(&info.b_hi), C.POT_DIGEST_SIZE))
-	return s, nil
+	return BisectionState{Lo: uint64(info.lo), Hi: uint64(info.hi), Arity: uint32(info.arity),
+		RoundsPlayed: uint32(info.rounds_played), Done: info.done != 0,
+		Agreed: *(*Digest)(unsafe.Pointer(&info.agreed)), AHi: *(*Digest)(unsafe.Pointer(&info.a_hi)),
+		BHi: *(*Digest)(unsafe.Pointer(&info.b_hi))}, nil
 }
 
 // Points returns the steps both parties claim this round. StatusState once

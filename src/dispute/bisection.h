@@ -1,4 +1,4 @@
-// Step bisection (docs/PROTOCOL.md section 21.1), the first phase of a
+// Step bisection (docs/PROTOCOL.md section 22.1), the first phase of a
 // refereed dispute: two parties that agree on the state digest of step lo
 // and claim different digests of step hi narrow (lo, hi] round by round to
 // one step i, with S_{i-1} agreed and S_i disputed. Each round both parties

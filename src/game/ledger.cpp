@@ -192,10 +192,8 @@ Digest Ledger::post_task(ByteView caller, ByteView task, uint64_t now) {
   if (t.committee_size > config_.max_committee_size)
     fail(Status::kInvalidArgument, "{}: the task asks for committees of {}, this ledger allows at most {}", kCall,
          t.committee_size, config_.max_committee_size);
-  if (now > t.end_height)
-    fail(Status::kState, "{}: the task ended at height {} (its end_height); it takes no runs at height {}", kCall,
-         t.end_height, now);
   const Digest id = t.id();
+  check_not_ended(t, id, now, kCall);
   // The id is the digest of the canonical bytes: an existing id holds these
   // very bytes, and posting them again changes nothing.
   if (!tasks_.contains(id)) {
