@@ -918,6 +918,43 @@ POT_API pot_status pot_bisection_info_get(pot_bisection_info *out, const pot_bis
 POT_API pot_status pot_bisection_play_round(pot_bisection *bisection, const pot_digest *a_claims,
                                             const pot_digest *b_claims, size_t count, pot_error **err);
 
+/* The operator trace of one step (docs/PROTOCOL.md 22.2): the top-level ATen
+ * operators its forward, backward, clipping and optimizer update ran, in
+ * order, then a node listing S_t, each node encoded as leaf data of an RFC
+ * 6962 tree. The second phase of a dispute bisects two traces of the
+ * disputed step with pot_bisection over node counts, each party claiming
+ * pot_op_trace_root of the first p nodes at every point p (agreed at 0:
+ * the empty tree's root). Immutable once made: thread-safe to read.
+ * pot_replay_trace makes one. */
+typedef struct pot_op_trace pot_op_trace;
+
+POT_API void pot_op_trace_free(pot_op_trace *trace);
+/* The number of nodes. */
+POT_API pot_status pot_op_trace_size(uint64_t *out, const pot_op_trace *trace, pot_error **err);
+/* The RFC 6962 root of the first `size` nodes (0..size; the empty tree's
+ * root at 0): what a party claims at a bisection point. POT_E_OUT_OF_RANGE
+ * past the trace's size. */
+POT_API pot_status pot_op_trace_root(pot_digest *out, const pot_op_trace *trace, uint64_t size,
+                                     pot_error **err);
+/* Node `index`'s leaf data (its leaf hash is SHA-256(0x00 || data)).
+ * POT_E_OUT_OF_RANGE past the last node. */
+POT_API pot_status pot_op_trace_node(pot_bytes *out, const pot_op_trace *trace, uint64_t index,
+                                     pot_error **err);
+/* RFC 6962 inclusion proof of node `index` in the tree of the first `size`
+ * nodes, and consistency proof from size1 to size2 nodes (concatenated
+ * hashes, as pot_merkle_verify_inclusion / _consistency take them).
+ * POT_E_OUT_OF_RANGE unless index < size <= the trace's size, resp.
+ * 0 < size1 <= size2 <= the trace's size. */
+POT_API pot_status pot_op_trace_inclusion_proof(pot_bytes *out, const pot_op_trace *trace, uint64_t index,
+                                                uint64_t size, pot_error **err);
+POT_API pot_status pot_op_trace_consistency_proof(pot_bytes *out, const pot_op_trace *trace,
+                                                  uint64_t size1, uint64_t size2, pot_error **err);
+/* A node's leaf data as JSON (UTF-8, not NUL-terminated): name, overload,
+ * inputs, outputs, each value an object naming its kind (docs/PROTOCOL.md
+ * 22.2). POT_E_MALFORMED / POT_E_LIMIT for bytes that are not one node.
+ * Thread-safe. */
+POT_API pot_status pot_op_node_json(pot_bytes *out, const uint8_t *node, size_t len, pot_error **err);
+
 /* ------------------------------------------------------------------------ */
 /* Loss-curve checks (docs/losscheck.md)                                     */
 /* ------------------------------------------------------------------------ */
@@ -1094,6 +1131,20 @@ POT_API pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, c
                                    size_t entry_len, const uint8_t *const *samples,
                                    const size_t *sample_lens, size_t n_samples,
                                    const char *post_state_path, pot_error **err);
+
+/* Replays one step as pot_replay_step does (same arguments and errors, no
+ * post-state file) and records its operator trace (pot_op_trace); the
+ * step's results, the same as without the trace, are
+ * pot_op_trace_replay_result's. Slower than pot_replay_step: every
+ * operator's tensors are hashed. POT_E_UNSUPPORTED without LibTorch. */
+POT_API pot_status pot_replay_trace(pot_op_trace **out, pot_replay *replay,
+                                    const pot_digest *run_id, const char *pre_state_path,
+                                    const uint8_t *schedule_entry, size_t entry_len,
+                                    const uint8_t *const *samples, const size_t *sample_lens,
+                                    size_t n_samples, pot_error **err);
+/* The results of the replay that recorded the trace (pot_replay_step's). */
+POT_API pot_status pot_op_trace_replay_result(pot_replay_result *out, const pot_op_trace *trace,
+                                              pot_error **err);
 
 /* How pot_verify_step compares the replayed step. */
 typedef enum pot_verify_mode {

@@ -453,6 +453,7 @@ POT_HANDLE(pot_opening, pot_opening_free)
 POT_HANDLE(pot_verdict, pot_verdict_free)
 POT_HANDLE(pot_ledger, pot_ledger_free)
 POT_HANDLE(pot_bisection, pot_bisection_free)
+POT_HANDLE(pot_op_trace, pot_op_trace_free)
 POT_HANDLE(pot_losscheck_params, pot_losscheck_params_free)
 POT_HANDLE(pot_losscheck_report, pot_losscheck_report_free)
 POT_HANDLE(pot_replay, pot_replay_free)
@@ -479,6 +480,7 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
 %newobject pot_ledger_new;
 %newobject pot_ledger_load;
 %newobject pot_bisection_new;
+%newobject pot_replay_trace;
 %newobject pot_losscheck_params_new;
 %newobject pot_losscheck_run;
 %newobject pot_replay_new;
@@ -512,7 +514,8 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
   (const uint8_t *identity, size_t identity_len),
   (const uint8_t *miner_identity, size_t miner_identity_len),
   (const uint8_t *state, size_t len),
-  (const uint8_t *schedule_entry, size_t entry_len)
+  (const uint8_t *schedule_entry, size_t entry_len),
+  (const uint8_t *node, size_t len)
 };
 
 /* Sequences of buffers: replay samples, schedule entries. */

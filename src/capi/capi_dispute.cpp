@@ -1,9 +1,12 @@
-// C entry points for refereed disputes: the step bisection.
+// C entry points for refereed disputes: the step bisection and operator traces.
 #include <algorithm>
 #include <vector>
 
 #include "capi/firewall.h"
+#include "capi/handles.h"
 #include "dispute/bisection.h"
+#include "dispute/trace.h"
+#include "merkle/proof.h"
 
 using namespace pot;
 using namespace pot::capi;
@@ -88,3 +91,57 @@ pot_status pot_bisection_play_round(pot_bisection *bisection, const pot_digest *
 }
 
 }  // extern "C"
+
+void pot_op_trace_free(pot_op_trace *trace) { delete trace; }
+
+pot_status pot_op_trace_replay_result(pot_replay_result *out, const pot_op_trace *trace, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    *out = need(trace, "trace")->result;
+  });
+}
+
+pot_status pot_op_trace_size(uint64_t *out, const pot_op_trace *trace, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    *out = need(trace, "trace")->trace->size();
+  });
+}
+
+pot_status pot_op_trace_root(pot_digest *out, const pot_op_trace *trace, uint64_t size, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    from_digest(out, need(trace, "trace")->trace->root(size));
+  });
+}
+
+pot_status pot_op_trace_node(pot_bytes *out, const pot_op_trace *trace, uint64_t index, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    to_bytes(out, need(trace, "trace")->trace->node(index));
+  });
+}
+
+pot_status pot_op_trace_inclusion_proof(pot_bytes *out, const pot_op_trace *trace, uint64_t index, uint64_t size,
+                                        pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    to_bytes(out, merkle::encode_proof(need(trace, "trace")->trace->inclusion_proof(index, size)));
+  });
+}
+
+pot_status pot_op_trace_consistency_proof(pot_bytes *out, const pot_op_trace *trace, uint64_t size1, uint64_t size2,
+                                          pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    to_bytes(out, merkle::encode_proof(need(trace, "trace")->trace->consistency_proof(size1, size2)));
+  });
+}
+
+pot_status pot_op_node_json(pot_bytes *out, const uint8_t *node, size_t len, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    const std::string j = dispute::op_node_json(dispute::decode_op_node(bytes_arg(node, len, "node")));
+    to_bytes(out, Bytes(j.begin(), j.end()));
+  });
+}

@@ -138,59 +138,100 @@ pot_status pot_replay_input_name(const char **name, const pot_replay *replay, si
   });
 }
 
+#if POT_WITH_TORCH
+namespace {
+
+// pot_replay_step's and pot_replay_trace's shared part: the arguments'
+// checks and the replay.
+replay::StepResult replay_one(pot_replay *replay, const pot_digest *run_id, const char *pre_state_path,
+                              const uint8_t *schedule_entry, size_t entry_len, const uint8_t *const *samples,
+                              const size_t *sample_lens, size_t n_samples, std::vector<dispute::OpNode> *op_trace) {
+  need(replay, "replay");
+  std::optional<hash::Digest> run;  // needed under per_step (the seed names the run)
+  if (run_id) run = to_digest(run_id, "run_id");
+  const std::string pre_path(str_arg(pre_state_path, "pre_state_path"));
+  const commit::ScheduleEntry entry =
+      commit::ScheduleEntry::decode(bytes_arg(schedule_entry, entry_len, "schedule_entry"));
+  if (n_samples > 0) {
+    need(samples, "samples");
+    need(sample_lens, "sample_lens");
+  }
+  const size_t scheduled = entry.indices().size();
+  if (n_samples != scheduled)
+    fail(Status::kInvalidArgument, "{} samples given, the schedule entry of step {} lists {}", n_samples, entry.step,
+         scheduled);
+  std::vector<std::unique_ptr<hash::SafetensorsFile>> files;
+  files.reserve(n_samples);
+  for (size_t i = 0; i < n_samples; ++i) {
+    try {
+      files.push_back(hash::SafetensorsFile::from_bytes(bytes_arg(samples[i], sample_lens[i], "samples[i]")));
+    } catch (const Error &e) {
+      fail(e.status(), "sample {} (dataset index {}): {}", i, entry.indices()[i], e.what());
+    }
+  }
+  const replay::Batch batch = replay::split_batch(entry, files);
+  const auto pre_file = hash::SafetensorsFile::open(pre_path);
+  return torch_call([&] {
+    const replay::TensorMap pre = replay::load_state(*pre_file);
+    replay::StepOptions opts;
+    opts.run_id = run;
+    opts.op_trace = op_trace;
+    return replay::replay_step(*replay->program, replay->spec, entry.step, pre, batch, opts);
+  });
+}
+
+pot_replay_result result_of(const replay::StepResult &r, uint64_t step) {
+  pot_replay_result res{};
+  std::memcpy(res.post_state_digest.bytes, r.post_digest.bytes.data(), POT_DIGEST_SIZE);
+  res.loss = r.loss;
+  res.update_norm = r.update_norm;
+  res.norm_bucket = r.norm_bucket;
+  res.gradient = trace_of(r.gradient, step);
+  from_digest(&res.gradient_digest, r.gradient_digest);
+  return res;
+}
+
+}  // namespace
+#endif
+
 pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, const pot_digest *run_id,
                            const char *pre_state_path, const uint8_t *schedule_entry, size_t entry_len,
                            const uint8_t *const *samples, const size_t *sample_lens, size_t n_samples,
                            const char *post_state_path, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    need(replay, "replay");
-    std::optional<hash::Digest> run;  // needed under per_step (the seed names the run)
-    if (run_id) run = to_digest(run_id, "run_id");
-    const std::string pre_path(str_arg(pre_state_path, "pre_state_path"));
-    const commit::ScheduleEntry entry =
-        commit::ScheduleEntry::decode(bytes_arg(schedule_entry, entry_len, "schedule_entry"));
-    if (n_samples > 0) {
-      need(samples, "samples");
-      need(sample_lens, "sample_lens");
-    }
-    const size_t scheduled = entry.indices().size();
-    if (n_samples != scheduled)
-      fail(Status::kInvalidArgument, "{} samples given, the schedule entry of step {} lists {}", n_samples,
-           entry.step, scheduled);
 #if POT_WITH_TORCH
-    std::vector<std::unique_ptr<hash::SafetensorsFile>> files;
-    files.reserve(n_samples);
-    for (size_t i = 0; i < n_samples; ++i) {
-      try {
-        files.push_back(hash::SafetensorsFile::from_bytes(bytes_arg(samples[i], sample_lens[i], "samples[i]")));
-      } catch (const Error &e) {
-        fail(e.status(), "sample {} (dataset index {}): {}", i, entry.indices()[i], e.what());
-      }
-    }
-    const replay::Batch batch = replay::split_batch(entry, files);
-    const auto pre_file = hash::SafetensorsFile::open(pre_path);
-    replay::StepResult r = torch_call([&] {
-      const replay::TensorMap pre = replay::load_state(*pre_file);
-      replay::StepOptions opts;
-      opts.run_id = run;
-      return replay::replay_step(*replay->program, replay->spec, entry.step, pre, batch, opts);
-    });
+    const replay::StepResult r =
+        replay_one(replay, run_id, pre_state_path, schedule_entry, entry_len, samples, sample_lens, n_samples, nullptr);
     if (post_state_path) {
       const std::string post_path(str_arg(post_state_path, "post_state_path"));
       hash::write_safetensors(post_path, replay::state_views(r.post), {});
     }
-    pot_replay_result res{};
-    std::memcpy(res.post_state_digest.bytes, r.post_digest.bytes.data(), POT_DIGEST_SIZE);
-    res.loss = r.loss;
-    res.update_norm = r.update_norm;
-    res.norm_bucket = r.norm_bucket;
-    res.gradient = trace_of(r.gradient, entry.step);
-    from_digest(&res.gradient_digest, r.gradient_digest);
-    *out = res;
+    *out = result_of(r, commit::ScheduleEntry::decode(ByteView(schedule_entry, entry_len)).step);
 #else
-    (void)post_state_path;
-    (void)run;
+    (void)replay, (void)run_id, (void)pre_state_path, (void)schedule_entry, (void)entry_len, (void)samples;
+    (void)sample_lens, (void)n_samples, (void)post_state_path;
+    no_torch();
+#endif
+  });
+}
+
+pot_status pot_replay_trace(pot_op_trace **out, pot_replay *replay, const pot_digest *run_id, const char *pre_state_path, const uint8_t *schedule_entry,
+                            size_t entry_len, const uint8_t *const *samples, const size_t *sample_lens,
+                            size_t n_samples, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+#if POT_WITH_TORCH
+    std::vector<dispute::OpNode> nodes;
+    const replay::StepResult r =
+        replay_one(replay, run_id, pre_state_path, schedule_entry, entry_len, samples, sample_lens, n_samples, &nodes);
+    auto t = std::make_unique<pot_op_trace>();
+    t->trace = std::make_unique<dispute::OpTrace>(nodes);
+    t->result = result_of(r, commit::ScheduleEntry::decode(ByteView(schedule_entry, entry_len)).step);
+    *out = t.release();
+#else
+    (void)replay, (void)run_id, (void)pre_state_path, (void)schedule_entry, (void)entry_len;
+    (void)samples, (void)sample_lens, (void)n_samples;
     no_torch();
 #endif
   });

@@ -8,6 +8,7 @@
 
 #include "commit/commitment.h"
 #include "commit/spec.h"
+#include "dispute/trace.h"
 #include "hash/safetensors.h"
 #include "task/task.h"
 #include "pot.h"
@@ -32,4 +33,9 @@ struct pot_commitment {
 
 struct pot_task {
   pot::task::Task task;
+};
+
+struct pot_op_trace {
+  std::unique_ptr<pot::dispute::OpTrace> trace;
+  pot_replay_result result{};  // of the replay that recorded it
 };

@@ -22,6 +22,8 @@
 #include "replay/hardware_class.h"
 #include "witness/statement.h"
 #include "replay/program_check.h"
+#include "replay/op_trace.h"
+#include "replay/torch_util.h"
 #include "hash/update_norm.h"
 #include "witness/norm_bucket.h"
 
@@ -31,51 +33,6 @@ namespace {
 constexpr uint64_t kMaxProgramBytes = uint64_t{4} << 30;
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
-at::ScalarType to_torch(hash::DType d) {
-  switch (d) {
-    case hash::DType::kBool: return at::kBool;
-    case hash::DType::kU8: return at::kByte;
-    case hash::DType::kI8: return at::kChar;
-    case hash::DType::kI16: return at::kShort;
-    case hash::DType::kI32: return at::kInt;
-    case hash::DType::kI64: return at::kLong;
-    case hash::DType::kF16: return at::kHalf;
-    case hash::DType::kBF16: return at::kBFloat16;
-    case hash::DType::kF32: return at::kFloat;
-    case hash::DType::kF64: return at::kDouble;
-    default: break;
-  }
-  fail(Status::kUnsupported, "dtype {} has no LibTorch equivalent", hash::dtype_name(d));
-}
-
-hash::DType from_torch(at::ScalarType t, const std::string &name) {
-  switch (t) {
-    case at::kBool: return hash::DType::kBool;
-    case at::kByte: return hash::DType::kU8;
-    case at::kChar: return hash::DType::kI8;
-    case at::kShort: return hash::DType::kI16;
-    case at::kInt: return hash::DType::kI32;
-    case at::kLong: return hash::DType::kI64;
-    case at::kHalf: return hash::DType::kF16;
-    case at::kBFloat16: return hash::DType::kBF16;
-    case at::kFloat: return hash::DType::kF32;
-    case at::kDouble: return hash::DType::kF64;
-    default: break;
-  }
-  fail(Status::kUnsupported, "tensor '{}' has dtype {}, which has no safetensors code", name,
-       c10::toString(t));
-}
-
-std::string shape_str(at::IntArrayRef s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
-
-at::Tensor tensor_from_bytes(const hash::TensorMeta &meta, ByteView data) {
-  std::vector<int64_t> shape(meta.shape.begin(), meta.shape.end());
-  // from_blob does not copy; clone() gives an owned, contiguous tensor.
-  return torch::from_blob(const_cast<uint8_t *>(data.data()), shape,
-                          torch::TensorOptions().dtype(to_torch(meta.dtype)))
-      .clone();
-}
 
 // The tensor a state must hold under `name`, checked against dtype/shape.
 const at::Tensor &need(const TensorMap &state, const std::string &name, at::ScalarType dtype,
@@ -109,29 +66,6 @@ std::vector<std::string> optimizer_keys(const commit::OptimizerSpec &o) {
 // The spec's deterministic_algorithms (field 12), applied for the replay
 // as torch.use_deterministic_algorithms(flag) applies it: an operator with
 // no deterministic implementation then fails the replay instead of running.
-class DeterministicGuard {
- public:
-  explicit DeterministicGuard(bool on)
-      : old_(at::globalContext().deterministicAlgorithms()),
-        old_warn_(at::globalContext().deterministicAlgorithmsWarnOnly()) {
-    at::globalContext().setDeterministicAlgorithms(on, false);
-  }
-  ~DeterministicGuard() { at::globalContext().setDeterministicAlgorithms(old_, old_warn_); }
-
- private:
-  bool old_, old_warn_;
-};
-
-class ThreadsGuard {
- public:
-  explicit ThreadsGuard(int n) : old_(at::get_num_threads()) { at::set_num_threads(n); }
-  ~ThreadsGuard() { at::set_num_threads(old_); }
-
- private:
-  int old_;
-};
-
-
 struct ParamState {
   std::string name;
   at::Tensor param;
@@ -244,12 +178,15 @@ uint64_t differing_elements(const at::Tensor &a, const at::Tensor &b) {
 // from the same state with a zero gradient (check 27, docs/PROTOCOL.md
 // section 21.5): the difference is what the gradient did.
 void traced_update(ParamState &p, const at::Tensor &pre_param, const commit::OptimizerSpec &o, double lr,
-                   witness::GradientTrace &trace) {
+                   witness::GradientTrace &trace, OpRecorder *recorder) {
   const at::Tensor grad = p.param.grad();
   ParamState zero{p.name, p.param.detach().clone(), {}};
   for (const auto &[k, t] : p.optim) zero.optim.emplace(k, t.clone());
   optimizer_update(zero, at::zeros_like(grad), o, lr);
-  optimizer_update(p, grad, o, lr);
+  {
+    OpRecording on(recorder);  // the update itself, not check 27's zero-gradient one
+    optimizer_update(p, grad, o, lr);
+  }
   trace.param_elements += static_cast<uint64_t>(p.param.numel());
   trace.moved_elements += differing_elements(p.param, pre_param);
   trace.gradient_elements += differing_elements(p.param, zero.param);
@@ -495,6 +432,12 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
   ThreadsGuard threads(static_cast<int>(options.intra_op_threads ? options.intra_op_threads : spec.intra_op_threads));
   at::AutoGradMode grad_mode(true);
   DeterministicGuard deterministic(spec.deterministic_algorithms);
+  std::optional<OpRecorder> recorder;
+  if (options.op_trace) {
+    recorder.emplace();
+    recorder->add_state(pre);
+  }
+  OpRecorder *rec = recorder ? &*recorder : nullptr;
 
   // Load S_{t-1} into the program; every name of the state must be used.
   std::set<std::string> used{std::string(kLrName)};
@@ -610,6 +553,11 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
   double loss = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
     std::vector<c10::IValue> inputs = collate(program, batch[i], i);
+    if (rec)
+      for (size_t k = 0; k < inputs.size(); ++k)
+        rec->add_batch(static_cast<uint32_t>(i), program.inputs()[k], inputs[k].toTensor());
+    std::optional<OpRecording> on;
+    on.emplace(rec);  // the forward, `loss / accum` and the backward
     c10::IValue out;
     try {
       out = forward(std::move(inputs));
@@ -634,6 +582,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
     } catch (const c10::Error &e) {
       fail(Status::kInvalidArgument, "micro-batch {}: backward failed: {}", i + 1, e.what_without_backtrace());
     }
+    on.reset();
     const double d = scaled.item<double>();
     loss = i == 0 ? d : loss + d;
   }
@@ -664,7 +613,10 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
   hash::Digest gradient_digest;
   {
     at::NoGradGuard no_grad;
-    if (spec.grad_clip_max_norm > 0) clip_grad_norm(params, spec.grad_clip_max_norm);
+    if (spec.grad_clip_max_norm > 0) {
+      OpRecording on(rec);
+      clip_grad_norm(params, spec.grad_clip_max_norm);
+    }
     // The gradient the optimizer consumes (accumulated, clipped), as a
     // state "grad/<name>" (docs/PROTOCOL.md 21.3): the value a witness
     // states and the miner never publishes.
@@ -675,7 +627,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
     gradient_digest = state_digest(grads, options.hash_threads);
     for (ParamState &p : params) {
       if (!p.param.grad().defined()) continue;  // torch.optim skips parameters without a gradient
-      traced_update(p, pre.at(std::string(kParamPrefix) + p.name), o, lr, trace);
+      traced_update(p, pre.at(std::string(kParamPrefix) + p.name), o, lr, trace, rec);
     }
   }
 
@@ -700,6 +652,10 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
     if (auto bad = hash::nonfinite_tensor(state_views(r.post)))
       fail(Status::kNonFinite, "S_{} after the replay: {}", step, *bad);
   r.post_digest = state_digest(r.post, options.hash_threads);
+  if (rec) {
+    rec->finish(r.post, r.post_digest);
+    *options.op_trace = rec->take();
+  }
   TensorMap pre_params;
   for (const auto &[name, t] : pre)
     if (starts_with(name, kParamPrefix)) pre_params.emplace(name, t.contiguous());

@@ -19,6 +19,7 @@
 
 #include "commit/dataset.h"
 #include "commit/spec.h"
+#include "dispute/op_node.h"
 #include "hash/safetensors.h"
 #include "hash/update_norm.h"
 #include "witness/gradient_trace.h"
@@ -129,6 +130,11 @@ struct StepOptions {
   // section 9). Required under the per_step seed policy (kInvalidArgument
   // otherwise), unused under the others.
   std::optional<hash::Digest> run_id;
+  // When set, the step's operator trace (docs/PROTOCOL.md 22.2) is written
+  // here: the top-level ATen operators of the forward, backward, clipping and
+  // optimizer update, then the post-state node. Slower (every operator's
+  // inputs and outputs are hashed); the step's results are the same.
+  std::vector<dispute::OpNode> *op_trace = nullptr;
 };
 
 // The LibTorch version this build replays with (TORCH_VERSION, "1.13.0"):

@@ -16,7 +16,8 @@ agreed digests are true ones, so the referee's decision of the last step
 
 from __future__ import annotations
 
-from typing import List, NamedTuple, Sequence
+import json
+from typing import Any, Dict, List, NamedTuple, Sequence
 
 from . import _pot
 from ._core import Digest, _digest
@@ -98,5 +99,64 @@ class StepBisection(Handle):
         return f"({s.lo}, {s.hi}], arity {s.arity}, {s.rounds_played} rounds" + (", done" if s.done else "")
 
 
+class OpTrace(Handle):
+    """The operator trace of one replayed step (pot_op_trace,
+    docs/PROTOCOL.md 22.2), made by Replay.trace: the top-level ATen
+    operators of its forward, backward, clipping and optimizer update, in
+    order, then a node listing S_t; the leaves of an RFC 6962 tree.
+
+    The operator bisection is a StepBisection over node counts: each party
+    claims root(p) at every point p, agreed at 0 (the empty tree's root),
+    disputed at the trace's size. Immutable: safe to read from threads."""
+
+    _free = staticmethod(_pot.pot_op_trace_free)
+
+    def __len__(self) -> int:
+        with self._use() as h:
+            return _pot.pot_op_trace_size(h)
+
+    def root(self, size: int) -> Digest:
+        """The root of the first `size` nodes; OutOfRangeError past len()."""
+        with self._use() as h:
+            return _digest(_pot.pot_op_trace_root(h, size))
+
+    def node(self, index: int) -> bytes:
+        """Node `index`'s leaf data (its leaf hash is SHA-256(0x00 || data))."""
+        with self._use() as h:
+            return _pot.pot_op_trace_node(h, index)
+
+    def node_json(self, index: int) -> Dict[str, Any]:
+        """Node `index` decoded (op_node_json)."""
+        return op_node_json(self.node(index))
+
+    def inclusion_proof(self, index: int, size: int) -> bytes:
+        """RFC 6962 inclusion proof of node `index` among the first `size`."""
+        with self._use() as h:
+            return _pot.pot_op_trace_inclusion_proof(h, index, size)
+
+    def consistency_proof(self, size1: int, size2: int) -> bytes:
+        """RFC 6962 consistency proof from the first size1 nodes to size2."""
+        with self._use() as h:
+            return _pot.pot_op_trace_consistency_proof(h, size1, size2)
+
+    @property
+    def replay_result(self) -> Any:
+        """The ReplayResult of the replay that recorded the trace."""
+        from .replay import _replay_result
+
+        with self._use() as h:
+            return _replay_result(_pot.pot_op_trace_replay_result(h))
+
+    def _describe(self) -> str:
+        return f"{len(self)} nodes"
+
+
+def op_node_json(node: Buffer) -> Dict[str, Any]:
+    """A node's leaf data decoded (pot_op_node_json): name, overload, inputs,
+    outputs, each value a one-key dict naming its kind. MalformedError /
+    LimitError for bytes that are not one node."""
+    return json.loads(_pot.pot_op_node_json(node))
+
+
 __all__ = ["MIN_ARITY", "MAX_ARITY", "MAX_POINTS", "bisection_points", "bisection_rounds", "BisectionState",
-           "StepBisection"]
+           "StepBisection", "OpTrace", "op_node_json"]

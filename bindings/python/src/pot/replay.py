@@ -15,13 +15,16 @@ from __future__ import annotations
 import enum
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _pot
 from ._core import Digest, _digest
 from ._errors import Error
 from ._handle import Handle
 from .commitment import Commitment
+
+if TYPE_CHECKING:
+    from .dispute import OpTrace
 from .hash import Buffer
 from .opening import OpeningCheck, _check
 from .safetensors import PathLike, SafetensorsWriter
@@ -197,6 +200,16 @@ class Replay(Handle):
         with self._use() as h:
             return _replay_result(_pot.pot_replay_step(h, run_id, pre_state_path, schedule_entry, list(samples),
                                                        post_state_path))
+
+    def trace(self, pre_state_path: PathLike, schedule_entry: Buffer, samples: Sequence[Buffer], *,
+              run_id: Optional[Buffer] = None) -> OpTrace:
+        """Replays one step as step() does and records its operator trace
+        (pot_replay_trace, docs/PROTOCOL.md 22.2): an OpTrace, whose
+        replay_result is step()'s result. Same errors as step()."""
+        from .dispute import OpTrace
+
+        with self._use() as h:
+            return OpTrace(_pot.pot_replay_trace(h, run_id, pre_state_path, schedule_entry, list(samples)))
 
     def _describe(self) -> str:
         return repr(self.program_path)
