@@ -1145,6 +1145,35 @@ POT_API pot_status pot_replay_trace(pot_op_trace **out, pot_replay *replay,
 /* The results of the replay that recorded the trace (pot_replay_step's). */
 POT_API pot_status pot_op_trace_replay_result(pot_replay_result *out, const pot_op_trace *trace,
                                               pot_error **err);
+/* A party's opening of node `index` of its trace of the step (the same
+ * arguments as pot_replay_trace; docs/PROTOCOL.md 22.3): replays the step
+ * again and returns the node, its proofs against the roots of the first
+ * index and index + 1 nodes, the earlier nodes and S_{t-1} tensors its
+ * inputs name (with proofs), and its input tensors' bytes. A trace of
+ * exactly `index` nodes opens as its end; POT_E_OUT_OF_RANGE past that. */
+POT_API pot_status pot_replay_open_op_node(pot_bytes *out, pot_replay *replay, const pot_digest *run_id,
+                                           const char *pre_state_path, const uint8_t *schedule_entry,
+                                           size_t entry_len, const uint8_t *const *samples,
+                                           const size_t *sample_lens, size_t n_samples, uint64_t index,
+                                           pot_error **err);
+/* The referee's ruling on node `index` after an operator bisection
+ * (docs/PROTOCOL.md 22.3): the agreed root of the first `index` nodes, each
+ * party's claimed root of the first index + 1, and each party's opening
+ * (pot_replay_open_op_node's bytes, or anything a party sent: a malformed
+ * opening loses). The step is given as to pot_replay_trace, under the
+ * task's spec (the replay's); the pre-state file must be the agreed S_{t-1}
+ * (POT_E_PROOF_MISMATCH otherwise). *ruling is JSON: {"a_loses", "b_loses",
+ * "rule" ("opening", "source", "operator", "post_state", "step"), "reason",
+ * "executed" (one operator was run), "replayed" (the step was)}.
+ * POT_E_INVALID_ARGUMENT when a_root == b_root. */
+POT_API pot_status pot_referee_decide_op(pot_bytes *ruling, pot_replay *replay, const pot_digest *run_id,
+                                         const char *pre_state_path, const pot_digest *pre_state_digest,
+                                         const uint8_t *schedule_entry, size_t entry_len,
+                                         const uint8_t *const *samples, const size_t *sample_lens,
+                                         size_t n_samples, uint64_t index, const pot_digest *agreed_root,
+                                         const pot_digest *a_root, const pot_digest *b_root,
+                                         const uint8_t *a_opening, size_t a_len, const uint8_t *b_opening,
+                                         size_t b_len, pot_error **err);
 
 /* How pot_verify_step compares the replayed step. */
 typedef enum pot_verify_mode {

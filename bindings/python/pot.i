@@ -515,7 +515,9 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
   (const uint8_t *miner_identity, size_t miner_identity_len),
   (const uint8_t *state, size_t len),
   (const uint8_t *schedule_entry, size_t entry_len),
-  (const uint8_t *node, size_t len)
+  (const uint8_t *node, size_t len),
+  (const uint8_t *a_opening, size_t a_len),
+  (const uint8_t *b_opening, size_t b_len)
 };
 
 /* Sequences of buffers: replay samples, schedule entries. */

@@ -4,10 +4,12 @@
 #include "capi/handles.h"
 #include "commit/dataset.h"
 #include "commit/spec.h"
+#include "dispute/op_referee.h"
 #include "merkle/proof.h"
 
 #if POT_WITH_TORCH
 #include "replay/checkpoints.h"
+#include "replay/op_referee.h"
 #include "replay/hardware_class.h"
 #include "replay/replay.h"
 #include "replay/verify.h"
@@ -141,42 +143,54 @@ pot_status pot_replay_input_name(const char **name, const pot_replay *replay, si
 #if POT_WITH_TORCH
 namespace {
 
-// pot_replay_step's and pot_replay_trace's shared part: the arguments'
-// checks and the replay.
-replay::StepResult replay_one(pot_replay *replay, const pot_digest *run_id, const char *pre_state_path,
-                              const uint8_t *schedule_entry, size_t entry_len, const uint8_t *const *samples,
-                              const size_t *sample_lens, size_t n_samples, std::vector<dispute::OpNode> *op_trace) {
-  need(replay, "replay");
+// The arguments of one step, checked and loaded: what pot_replay_step,
+// pot_replay_trace and the dispute calls share.
+struct PreparedStep {
+  commit::ScheduleEntry entry;
   std::optional<hash::Digest> run;  // needed under per_step (the seed names the run)
-  if (run_id) run = to_digest(run_id, "run_id");
+  std::vector<std::unique_ptr<hash::SafetensorsFile>> files;
+  replay::Batch batch;
+  replay::TensorMap pre;
+  hash::Digest pre_digest;
+};
+
+std::unique_ptr<PreparedStep> prepare(pot_replay *replay, const pot_digest *run_id, const char *pre_state_path,
+                                      const uint8_t *schedule_entry, size_t entry_len, const uint8_t *const *samples,
+                                      const size_t *sample_lens, size_t n_samples) {
+  need(replay, "replay");
+  auto p = std::make_unique<PreparedStep>();
+  if (run_id) p->run = to_digest(run_id, "run_id");
   const std::string pre_path(str_arg(pre_state_path, "pre_state_path"));
-  const commit::ScheduleEntry entry =
-      commit::ScheduleEntry::decode(bytes_arg(schedule_entry, entry_len, "schedule_entry"));
+  p->entry = commit::ScheduleEntry::decode(bytes_arg(schedule_entry, entry_len, "schedule_entry"));
   if (n_samples > 0) {
     need(samples, "samples");
     need(sample_lens, "sample_lens");
   }
-  const size_t scheduled = entry.indices().size();
+  const size_t scheduled = p->entry.indices().size();
   if (n_samples != scheduled)
-    fail(Status::kInvalidArgument, "{} samples given, the schedule entry of step {} lists {}", n_samples, entry.step,
-         scheduled);
-  std::vector<std::unique_ptr<hash::SafetensorsFile>> files;
-  files.reserve(n_samples);
+    fail(Status::kInvalidArgument, "{} samples given, the schedule entry of step {} lists {}", n_samples,
+         p->entry.step, scheduled);
+  p->files.reserve(n_samples);
   for (size_t i = 0; i < n_samples; ++i) {
     try {
-      files.push_back(hash::SafetensorsFile::from_bytes(bytes_arg(samples[i], sample_lens[i], "samples[i]")));
+      p->files.push_back(hash::SafetensorsFile::from_bytes(bytes_arg(samples[i], sample_lens[i], "samples[i]")));
     } catch (const Error &e) {
-      fail(e.status(), "sample {} (dataset index {}): {}", i, entry.indices()[i], e.what());
+      fail(e.status(), "sample {} (dataset index {}): {}", i, p->entry.indices()[i], e.what());
     }
   }
-  const replay::Batch batch = replay::split_batch(entry, files);
+  p->batch = replay::split_batch(p->entry, p->files);
   const auto pre_file = hash::SafetensorsFile::open(pre_path);
+  p->pre = torch_call([&] { return replay::load_state(*pre_file); });
+  p->pre_digest = replay::state_digest(p->pre, 0);
+  return p;
+}
+
+replay::StepResult replay_one(pot_replay *replay, const PreparedStep &p, replay::OpTraceOut *op_trace) {
   return torch_call([&] {
-    const replay::TensorMap pre = replay::load_state(*pre_file);
     replay::StepOptions opts;
-    opts.run_id = run;
+    opts.run_id = p.run;
     opts.op_trace = op_trace;
-    return replay::replay_step(*replay->program, replay->spec, entry.step, pre, batch, opts);
+    return replay::replay_step(*replay->program, replay->spec, p.entry.step, p.pre, p.batch, opts);
   });
 }
 
@@ -201,13 +215,13 @@ pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, const pot
   return guard(err, [&] {
     need(out, "out");
 #if POT_WITH_TORCH
-    const replay::StepResult r =
-        replay_one(replay, run_id, pre_state_path, schedule_entry, entry_len, samples, sample_lens, n_samples, nullptr);
+    const auto p = prepare(replay, run_id, pre_state_path, schedule_entry, entry_len, samples, sample_lens, n_samples);
+    const replay::StepResult r = replay_one(replay, *p, nullptr);
     if (post_state_path) {
       const std::string post_path(str_arg(post_state_path, "post_state_path"));
       hash::write_safetensors(post_path, replay::state_views(r.post), {});
     }
-    *out = result_of(r, commit::ScheduleEntry::decode(ByteView(schedule_entry, entry_len)).step);
+    *out = result_of(r, p->entry.step);
 #else
     (void)replay, (void)run_id, (void)pre_state_path, (void)schedule_entry, (void)entry_len, (void)samples;
     (void)sample_lens, (void)n_samples, (void)post_state_path;
@@ -222,16 +236,91 @@ pot_status pot_replay_trace(pot_op_trace **out, pot_replay *replay, const pot_di
   return guard(err, [&] {
     need(out, "out");
 #if POT_WITH_TORCH
-    std::vector<dispute::OpNode> nodes;
-    const replay::StepResult r =
-        replay_one(replay, run_id, pre_state_path, schedule_entry, entry_len, samples, sample_lens, n_samples, &nodes);
+    const auto p = prepare(replay, run_id, pre_state_path, schedule_entry, entry_len, samples, sample_lens, n_samples);
+    replay::OpTraceOut nodes;
+    const replay::StepResult r = replay_one(replay, *p, &nodes);
     auto t = std::make_unique<pot_op_trace>();
-    t->trace = std::make_unique<dispute::OpTrace>(nodes);
-    t->result = result_of(r, commit::ScheduleEntry::decode(ByteView(schedule_entry, entry_len)).step);
+    t->trace = std::make_unique<dispute::OpTrace>(nodes.nodes);
+    t->result = result_of(r, p->entry.step);
     *out = t.release();
 #else
     (void)replay, (void)run_id, (void)pre_state_path, (void)schedule_entry, (void)entry_len;
     (void)samples, (void)sample_lens, (void)n_samples;
+    no_torch();
+#endif
+  });
+}
+
+pot_status pot_replay_open_op_node(pot_bytes *out, pot_replay *replay, const pot_digest *run_id,
+                                  const char *pre_state_path, const uint8_t *schedule_entry, size_t entry_len,
+                                  const uint8_t *const *samples, const size_t *sample_lens, size_t n_samples,
+                                  uint64_t index, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+#if POT_WITH_TORCH
+    const auto p = prepare(replay, run_id, pre_state_path, schedule_entry, entry_len, samples, sample_lens, n_samples);
+    const replay::StepInputs in{*replay->program, replay->spec, p->entry.step, p->pre, p->batch, p->run};
+    to_bytes(out, torch_call([&] { return replay::open_op_node(in, index); }).encode());
+#else
+    (void)replay, (void)run_id, (void)pre_state_path, (void)schedule_entry, (void)entry_len, (void)samples;
+    (void)sample_lens, (void)n_samples, (void)index;
+    no_torch();
+#endif
+  });
+}
+
+pot_status pot_referee_decide_op(pot_bytes *ruling, pot_replay *replay, const pot_digest *run_id,
+                                 const char *pre_state_path, const pot_digest *pre_state_digest,
+                                 const uint8_t *schedule_entry, size_t entry_len, const uint8_t *const *samples,
+                                 const size_t *sample_lens, size_t n_samples, uint64_t index,
+                                 const pot_digest *agreed_root, const pot_digest *a_root, const pot_digest *b_root,
+                                 const uint8_t *a_opening, size_t a_len, const uint8_t *b_opening, size_t b_len,
+                                 pot_error **err) {
+  return guard(err, [&] {
+    need(ruling, "ruling");
+    dispute::OperatorDispute d;
+    d.index = index;
+    d.agreed_root = to_digest(agreed_root, "agreed_root");
+    d.a_root = to_digest(a_root, "a_root");
+    d.b_root = to_digest(b_root, "b_root");
+    d.pre_state = to_digest(pre_state_digest, "pre_state_digest");
+    // Openings are the parties' words: a malformed one loses, it is not an error.
+    std::optional<dispute::NodeOpening> a, b;
+    std::string a_bad, b_bad;
+    try {
+      a = dispute::NodeOpening::decode(bytes_arg(a_opening, a_len, "a_opening"));
+    } catch (const Error &e) {
+      a_bad = e.what();
+    }
+    try {
+      b = dispute::NodeOpening::decode(bytes_arg(b_opening, b_len, "b_opening"));
+    } catch (const Error &e) {
+      b_bad = e.what();
+    }
+#if POT_WITH_TORCH
+    const auto p = prepare(replay, run_id, pre_state_path, schedule_entry, entry_len, samples, sample_lens, n_samples);
+    if (p->pre_digest != d.pre_state)
+      fail(Status::kProofMismatch, "the pre-state file's digest is {}, not the agreed S_{} {}", p->pre_digest.hex(),
+           p->entry.step - 1, d.pre_state.hex());
+    if (d.a_root == d.b_root)
+      fail(Status::kInvalidArgument, "both parties claim root {}: nothing is disputed", d.a_root.hex());
+    dispute::Ruling r;
+    if (!a || !b) {
+      r.rule = "opening";
+      r.a_loses = !a;
+      r.b_loses = !b;
+      r.reason = fmt::format("{}{}{}", a ? "" : "party A's opening: " + a_bad, !a && !b ? "; " : "",
+                             b ? "" : "party B's opening: " + b_bad);
+    } else {
+      const replay::StepInputs in{*replay->program, replay->spec, p->entry.step, p->pre, p->batch, p->run};
+      replay::StepReferee referee(in);
+      r = torch_call([&] { return dispute::decide_operator(d, *a, *b, referee); });
+    }
+    const std::string j = dispute::ruling_json(r);
+    to_bytes(ruling, Bytes(j.begin(), j.end()));
+#else
+    (void)replay, (void)run_id, (void)pre_state_path, (void)schedule_entry, (void)entry_len, (void)samples;
+    (void)sample_lens, (void)n_samples;
     no_torch();
 #endif
   });

@@ -250,11 +250,26 @@ void OpRecorder::on_start(const c10::ArrayRef<const c10::IValue> &inputs, const 
     n.name = name;
     n.overload = overload;
     for (const c10::IValue &v : inputs) n.inputs.push_back(input_value(v));
+    if (capture_ && *capture_ == nodes_.size())
+      for (const c10::IValue &v : inputs) keep_bytes(v);
     *index = nodes_.size();
     nodes_.push_back(std::move(n));
   } catch (const std::exception &e) {
     if (error_.empty()) error_ = fmt::format("operator {}: {}", name, e.what());
     throw;
+  }
+}
+
+void OpRecorder::keep_bytes(const c10::IValue &v) {
+  if (v.isTensor()) {
+    const at::Tensor &t = v.toTensor();
+    OpTensor layout;
+    if (!t.defined() || tensor_layout(t, layout)) return;  // not a tensor value of the node
+    const at::Tensor c = t.contiguous();
+    const auto *p = static_cast<const uint8_t *>(c.data_ptr());
+    captured_.emplace_back(p, p + static_cast<size_t>(c.numel()) * c.element_size());
+  } else if (v.isList()) {
+    for (const c10::IValue &e : v.toListRef()) keep_bytes(e);
   }
 }
 

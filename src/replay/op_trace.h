@@ -47,6 +47,9 @@ class OpRecorder {
   void finish(const TensorMap &post, const hash::Digest &post_digest);
 
   std::vector<dispute::OpNode> take() { return std::move(nodes_); }
+  // Keep node `index`'s input tensors' bytes (depth-first, row-major).
+  void capture(uint64_t index) { capture_ = index; }
+  std::vector<Bytes> take_captured() { return std::move(captured_); }
 
   // Callback internals (public for the C-style callbacks in op_trace.cpp).
   struct Pending;
@@ -64,6 +67,9 @@ class OpRecorder {
   bool active_ = false;
   std::string error_;
   std::vector<dispute::OpNode> nodes_;
+  std::optional<uint64_t> capture_;
+  std::vector<Bytes> captured_;
+  void keep_bytes(const c10::IValue &v);
   std::map<std::string, dispute::OpSource> produced_, state_, batch_;  // content key -> source
   std::map<const void *, int64_t> uninit_;                            // TensorImpl -> version
 };

@@ -436,6 +436,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
   if (options.op_trace) {
     recorder.emplace();
     recorder->add_state(pre);
+    if (options.op_trace->capture) recorder->capture(*options.op_trace->capture);
   }
   OpRecorder *rec = recorder ? &*recorder : nullptr;
 
@@ -654,7 +655,8 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
   r.post_digest = state_digest(r.post, options.hash_threads);
   if (rec) {
     rec->finish(r.post, r.post_digest);
-    *options.op_trace = rec->take();
+    options.op_trace->captured = rec->take_captured();
+    options.op_trace->nodes = rec->take();
   }
   TensorMap pre_params;
   for (const auto &[name, t] : pre)

@@ -134,7 +134,15 @@ struct StepOptions {
   // here: the top-level ATen operators of the forward, backward, clipping and
   // optimizer update, then the post-state node. Slower (every operator's
   // inputs and outputs are hashed); the step's results are the same.
-  std::vector<dispute::OpNode> *op_trace = nullptr;
+  struct OpTraceOut *op_trace = nullptr;
+};
+
+struct OpTraceOut {
+  std::vector<dispute::OpNode> nodes;
+  // A node whose input tensors' bytes to keep (depth-first, row-major): what
+  // an opening of that node carries for the referee to run it.
+  std::optional<uint64_t> capture;
+  std::vector<Bytes> captured;
 };
 
 // The LibTorch version this build replays with (TORCH_VERSION, "1.13.0"):

@@ -173,3 +173,257 @@ def test_operator_bisection_ends_at_the_first_differing_node(run, tmp_path):
                 if first > 0:
                     pot.verify_consistency(first, first + 1, s.agreed, t.root(first + 1),
                                            t.consistency_proof(first, first + 1))
+
+
+# --------------------------------------------------------------------------
+# The referee (docs/PROTOCOL.md 22.3). Openings are encoded and decoded here
+# from the document's description, so a forger can edit an honest one.
+
+OPENING_TAG = b"pot/v1/op-opening"
+
+
+class Opening:
+    def __init__(self, raw):
+        p = 0
+
+        def take(n):
+            nonlocal p
+            assert p + n <= len(raw)
+            p += n
+            return raw[p - n:p]
+
+        u32 = lambda: struct.unpack("<I", take(4))[0]  # noqa: E731
+        u64 = lambda: struct.unpack("<Q", take(8))[0]  # noqa: E731
+        hashes = lambda: take(32 * u32())  # noqa: E731
+        assert take(1)[0] == len(OPENING_TAG) and take(len(OPENING_TAG)) == OPENING_TAG
+        self.node = take(u64()) if take(1)[0] else None
+        self.inclusion, self.consistency = hashes(), hashes()
+        self.producers = {}
+        for _ in range(u32()):
+            j = u64()
+            self.producers[j] = (take(u64()), hashes())
+        self.state = [(take(u64()), take(u64())) for _ in range(u32())]
+        self.tensors = [take(u64()) for _ in range(u32())]
+        assert p == len(raw)
+
+    def encode(self):
+        u32 = lambda v: struct.pack("<I", v)  # noqa: E731
+        u64 = lambda v: struct.pack("<Q", v)  # noqa: E731
+        blob = lambda b: u64(len(b)) + b  # noqa: E731
+        hashes = lambda h: u32(len(h) // 32) + h  # noqa: E731
+        out = bytes([len(OPENING_TAG)]) + OPENING_TAG
+        out += b"\x01" + blob(self.node) if self.node is not None else b"\x00"
+        out += hashes(self.inclusion) + hashes(self.consistency) + u32(len(self.producers))
+        for j, (node, proof) in sorted(self.producers.items()):
+            out += u64(j) + blob(node) + hashes(proof)
+        out += u32(len(self.state)) + b"".join(blob(n) + blob(p) for n, p in self.state)
+        return out + u32(len(self.tensors)) + b"".join(blob(t) for t in self.tensors)
+
+
+class Step:
+    """Step 5 of the fixture run: the honest trace, and openings of it."""
+
+    def __init__(self, run, step=5):
+        d, meta, schedule = run
+        self.d, self.step = d, step
+        self.spec = pot.Spec.from_json((d / "spec.json").read_text())
+        self.replay = pot.Replay(self.spec, d / "program.pt")
+        self.entry = pot.ScheduleEntry(step, schedule[step - 1]).encode(meta["dataset_size"])
+        self.batch = [(d / "samples" / f"{i:06d}.safetensors").read_bytes() for mb in schedule[step - 1] for i in mb]
+        self.pre = d / "states" / f"{step - 1:06d}.safetensors"
+        self.pre_digest = pot.safetensors_digest_file(self.pre)
+        self.run_id = bytes.fromhex(meta["run_id"])
+        self.trace = self.replay.trace(self.pre, self.entry, self.batch, run_id=self.run_id)
+        self.nodes = [self.trace.node(i) for i in range(len(self.trace))]
+
+    def close(self):
+        self.trace.close()
+        self.replay.close()
+        self.spec.close()
+
+    def opening(self, index):
+        return self.replay.open_op_node(self.pre, self.entry, self.batch, index, run_id=self.run_id)
+
+    def forge(self, index, node):
+        """A forger's trace: the honest one with node `index` replaced, and
+        its opening of that node (the honest opening's sources and tensors)."""
+        tree = pot.Tree.in_memory()
+        for i, x in enumerate(self.nodes):
+            tree.append(node if i == index else x)
+        o = Opening(self.opening(index))
+        o.node = node
+        o.inclusion = tree.inclusion_proof(index, index + 1)
+        o.consistency = tree.consistency_proof(index, index + 1) if index else b""
+        return tree, o
+
+    def dispute(self, forger_tree, forger_opening, forger_is_a, arity=4):
+        """Bisects the honest trace against the forger's; the referee rules on
+        the node it ends at."""
+        n = len(self.nodes)
+        roots = {True: lambda p: self.trace.root(p), False: lambda p: forger_tree.root(p)}
+        a, b = roots[not forger_is_a], roots[forger_is_a]
+        bis = pot.StepBisection(0, n, arity, agreed=self.trace.root(0), a_hi=a(n), b_hi=b(n))
+        while not bis.state.done:
+            pts = bis.points()
+            bis.play_round([a(x) for x in pts], [b(x) for x in pts])
+        index = bis.state.hi - 1
+        honest_open = self.opening(index)
+        forged_open = forger_opening if isinstance(forger_opening, bytes) else forger_opening.encode()
+        ruling = self.replay.referee_decide_op(
+            self.pre, self.pre_digest, self.entry, self.batch, index, agreed_root=bis.state.agreed,
+            a_root=a(index + 1), b_root=b(index + 1), a_opening=forged_open if forger_is_a else honest_open,
+            b_opening=honest_open if forger_is_a else forged_open, run_id=self.run_id)
+        return index, ruling
+
+
+@pytest.fixture
+def step5(run):
+    s = Step(run)
+    yield s
+    s.close()
+
+
+def forged_output(node: bytes) -> bytes:
+    """The node with its first tensor result's chunk root replaced."""
+    j = pot.op_node_json(node)
+    root = bytes.fromhex(next(v for v in flat(j["outputs"]) if "tensor" in v)["tensor"]["chunk_root"])
+    at = node.rindex(root)
+    return node[:at] + hashlib.sha256(root).digest() + node[at + 32:]
+
+
+def forger_loses(ruling, forger_is_a):
+    return (ruling.a_loses, ruling.b_loses) == (forger_is_a, not forger_is_a)
+
+
+@pytest.mark.parametrize("op", ["aten::linear", "aten::mm", "aten::addcdiv_"])
+def test_attack_a_forged_result_loses_to_one_operator_run(step5, op):
+    """Forged results of a forward (linear), backward (mm) and optimizer
+    update (addcdiv_) operator: the bisection ends at that node and the
+    referee, running that one operator on the agreed inputs, names the
+    forger, whichever side it plays."""
+    s = step5
+    names = [pot.op_node_json(x)["name"] for x in s.nodes]
+    k = names.index(op)
+    for forger_is_a in (True, False):
+        tree, o = s.forge(k, forged_output(s.nodes[k]))
+        index, ruling = s.dispute(tree, o, forger_is_a)
+        assert index == k
+        assert ruling.rule == "operator" and ruling.executed and not ruling.replayed, ruling
+        assert forger_loses(ruling, forger_is_a), ruling
+
+
+def test_against_an_honest_party_the_forger_always_loses(step5):
+    """Randomized over forged positions (every operator the referee can run
+    alone), sides and arities."""
+    s = step5
+    rng = random.Random(20261203)
+    js = [pot.op_node_json(x) for x in s.nodes]
+    runnable = [i for i, j in enumerate(js)
+                if j["name"] not in ("pot::post_state", "aten::dropout")
+                and any("tensor" in v for v in flat(j["outputs"]))]
+    assert len(runnable) > 100
+    for k in rng.sample(runnable, 12):
+        forger_is_a = rng.random() < 0.5
+        tree, o = s.forge(k, forged_output(s.nodes[k]))
+        index, ruling = s.dispute(tree, o, forger_is_a, arity=rng.choice([2, 3, 8]))
+        assert index == k and forger_loses(ruling, forger_is_a), (k, js[k]["name"], ruling)
+        assert ruling.executed
+
+
+def rewire(node: bytes, trace_nodes, index):
+    """The node with its first node-sourced input wired to another earlier
+    node's result of the same dtype and shape but other bytes, the input's
+    chunk root set to match (a consistent, wrong wiring)."""
+    j = pot.op_node_json(node)
+    for v in j["inputs"]:
+        t = v.get("tensor")
+        if not t or t["source"]["kind"] != "node":
+            continue
+        for other in range(index - 1, -1, -1):
+            outs = [o["tensor"] for o in flat(pot.op_node_json(trace_nodes[other])["outputs"]) if "tensor" in o]
+            for slot, o in enumerate(outs):
+                if o["dtype"] == t["dtype"] and o["shape"] == t["shape"] and o["chunk_root"] != t["chunk_root"]:
+                    old_src = struct.pack("<BQI", 1, t["source"]["node"], t["source"]["slot"])
+                    new_src = struct.pack("<BQI", 1, other, slot)
+                    at = node.index(bytes.fromhex(t["chunk_root"]) + old_src)
+                    return (node[:at] + bytes.fromhex(o["chunk_root"]) + new_src +
+                            node[at + 32 + len(old_src):]), other
+    return None, None
+
+
+def test_attack_wrong_input_wiring(step5):
+    """A forger wires an operator's input to another earlier result: the
+    first differing node is that one; consistent wiring sends the referee
+    to the step (another program than the spec's), inconsistent wiring
+    fails its source check; the forger loses both ways."""
+    s = step5
+    names = [pot.op_node_json(x)["name"] for x in s.nodes]
+    k = names.index("aten::mm")
+    wired, other = rewire(s.nodes[k], s.nodes, k)
+    assert wired is not None
+    tree, o = s.forge(k, wired)
+    o.producers[other] = (s.nodes[other], tree.inclusion_proof(other, k))  # it opens its new source too
+    index, ruling = s.dispute(tree, o, True)
+    assert index == k and ruling.rule == "step" and ruling.replayed and forger_loses(ruling, True), ruling
+    # The same wiring with the input's old bytes: the source does not hold them.
+    j = pot.op_node_json(s.nodes[k])
+    first = next(v["tensor"] for v in j["inputs"] if "tensor" in v and v["tensor"]["source"]["kind"] == "node")
+    lying = wired.replace(bytes.fromhex(pot.op_node_json(wired)["inputs"][j["inputs"].index(
+        next(v for v in j["inputs"] if v.get("tensor") == first))]["tensor"]["chunk_root"]),
+        bytes.fromhex(first["chunk_root"]), 1)
+    tree, o = s.forge(k, lying)
+    o.producers[other] = (s.nodes[other], tree.inclusion_proof(other, k))
+    index, ruling = s.dispute(tree, o, False)
+    assert index == k and ruling.rule == "source" and forger_loses(ruling, False), ruling
+
+
+def test_attack_forged_post_state_and_random_operator(step5):
+    """The post-state node with another digest loses without running
+    anything; a forged dropout (a random operator the referee cannot run
+    alone) loses to the replayed step."""
+    s = step5
+    n = len(s.nodes)
+    post = s.nodes[n - 1]
+    digest = bytes.fromhex(pot.op_node_json(post)["outputs"][0]["digest"])
+    tree, o = s.forge(n - 1, post.replace(digest, bytes(32)))
+    index, ruling = s.dispute(tree, o, True)
+    assert index == n - 1 and ruling.rule == "post_state" and not ruling.executed and forger_loses(ruling, True)
+
+    names = [pot.op_node_json(x)["name"] for x in s.nodes]
+    k = names.index("aten::dropout")
+    tree, o = s.forge(k, forged_output(s.nodes[k]))
+    index, ruling = s.dispute(tree, o, False)
+    assert index == k and ruling.rule == "step" and ruling.replayed and forger_loses(ruling, False), ruling
+
+
+def test_attack_bad_openings_lose(step5):
+    """An opening that does not prove against its claimed root, garbage, or
+    a claimed end of trace that is not one: its party loses."""
+    s = step5
+    names = [pot.op_node_json(x)["name"] for x in s.nodes]
+    k = names.index("aten::mm")
+    tree, o = s.forge(k, forged_output(s.nodes[k]))
+    o.inclusion = bytes(32) * (len(o.inclusion) // 32)
+    index, ruling = s.dispute(tree, o, True)
+    assert ruling.rule == "opening" and forger_loses(ruling, True), ruling
+    index, ruling = s.dispute(tree, b"not an opening", False)
+    assert ruling.rule == "opening" and forger_loses(ruling, False), ruling
+    o = Opening(s.opening(k))
+    o.node = None
+    index, ruling = s.dispute(tree, o, True)
+    assert ruling.rule == "opening" and forger_loses(ruling, True), ruling
+
+
+def test_referee_refuses_another_pre_state_and_no_dispute(step5):
+    s = step5
+    o = s.opening(3)
+    with pytest.raises(pot.ProofMismatchError):
+        s.replay.referee_decide_op(s.pre, bytes(32), s.entry, s.batch, 3, agreed_root=s.trace.root(3),
+                                   a_root=s.trace.root(4), b_root=bytes(32), a_opening=o, b_opening=o,
+                                   run_id=s.run_id)
+    with pytest.raises(pot.InvalidArgumentError):
+        s.replay.referee_decide_op(s.pre, s.pre_digest, s.entry, s.batch, 3, agreed_root=s.trace.root(3),
+                                   a_root=s.trace.root(4), b_root=s.trace.root(4), a_opening=o, b_opening=o,
+                                   run_id=s.run_id)
+    with pytest.raises(pot.OutOfRangeError):
+        s.opening(len(s.nodes) + 1)

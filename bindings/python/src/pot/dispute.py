@@ -151,6 +151,18 @@ class OpTrace(Handle):
         return f"{len(self)} nodes"
 
 
+class OpRuling(NamedTuple):
+    """The referee's ruling on a disputed node (pot_referee_decide_op,
+    docs/PROTOCOL.md 22.3)."""
+
+    a_loses: bool
+    b_loses: bool
+    rule: str  # "opening", "source", "operator", "post_state", "step"
+    reason: str
+    executed: bool  # one operator was run
+    replayed: bool  # the whole step was
+
+
 def op_node_json(node: Buffer) -> Dict[str, Any]:
     """A node's leaf data decoded (pot_op_node_json): name, overload, inputs,
     outputs, each value a one-key dict naming its kind. MalformedError /
@@ -159,4 +171,4 @@ def op_node_json(node: Buffer) -> Dict[str, Any]:
 
 
 __all__ = ["MIN_ARITY", "MAX_ARITY", "MAX_POINTS", "bisection_points", "bisection_rounds", "BisectionState",
-           "StepBisection", "OpTrace", "op_node_json"]
+           "StepBisection", "OpTrace", "OpRuling", "op_node_json"]

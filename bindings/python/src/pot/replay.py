@@ -24,7 +24,7 @@ from ._handle import Handle
 from .commitment import Commitment
 
 if TYPE_CHECKING:
-    from .dispute import OpTrace
+    from .dispute import OpRuling, OpTrace
 from .hash import Buffer
 from .opening import OpeningCheck, _check
 from .safetensors import PathLike, SafetensorsWriter
@@ -210,6 +210,34 @@ class Replay(Handle):
 
         with self._use() as h:
             return OpTrace(_pot.pot_replay_trace(h, run_id, pre_state_path, schedule_entry, list(samples)))
+
+    def open_op_node(self, pre_state_path: PathLike, schedule_entry: Buffer, samples: Sequence[Buffer], index: int,
+                     *, run_id: Optional[Buffer] = None) -> bytes:
+        """This party's opening of node `index` of its trace of the step
+        (pot_replay_open_op_node): replays the step again and returns the
+        node, its proofs, the sources its inputs name and its input tensors'
+        bytes. OutOfRangeError past the trace's end."""
+        with self._use() as h:
+            return _pot.pot_replay_open_op_node(h, run_id, pre_state_path, schedule_entry, list(samples), index)
+
+    def referee_decide_op(self, pre_state_path: PathLike, pre_state_digest: Buffer, schedule_entry: Buffer,
+                          samples: Sequence[Buffer], index: int, *, agreed_root: Buffer, a_root: Buffer,
+                          b_root: Buffer, a_opening: Buffer, b_opening: Buffer,
+                          run_id: Optional[Buffer] = None) -> OpRuling:
+        """The referee's ruling on node `index` after an operator bisection
+        (pot_referee_decide_op): the agreed root of the first `index` nodes,
+        each party's root of the first index + 1 and its opening. This
+        Replay must hold the task's spec; the pre-state file must be the
+        agreed S_{t-1} (ProofMismatchError otherwise)."""
+        import json
+
+        from .dispute import OpRuling
+
+        with self._use() as h:
+            raw = _pot.pot_referee_decide_op(h, run_id, pre_state_path, pre_state_digest, schedule_entry,
+                                             list(samples), index, agreed_root, a_root, b_root, a_opening, b_opening)
+        d = json.loads(raw)
+        return OpRuling(d["a_loses"], d["b_loses"], d["rule"], d["reason"], d["executed"], d["replayed"])
 
     def _describe(self) -> str:
         return repr(self.program_path)
