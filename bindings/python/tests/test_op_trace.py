@@ -427,3 +427,69 @@ def test_referee_refuses_another_pre_state_and_no_dispute(step5):
                                    run_id=s.run_id)
     with pytest.raises(pot.OutOfRangeError):
         s.opening(len(s.nodes) + 1)
+
+
+class Wide(torch.nn.Module):
+    """A loss whose forward sums 2^19 products: a reduction whose rounding
+    depends on how many threads split it."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(1 << 18) * 0.01)
+
+    def forward(self, x, y):
+        return ((self.w * x).sum() - y.sum()) ** 2
+
+
+def test_attack_a_verifier_with_the_wrong_thread_count_is_named(tmp_path):
+    """The task says one intra-op thread; a verifier replays with four and
+    disputes an honest miner. The traces first differ at a reduction; run
+    alone under the task's spec it gives the miner's bits: the verifier
+    loses."""
+    from conftest import spec_json
+
+    if not pot.replay_available():
+        pytest.skip("libpot was built without LibTorch")
+    torch.manual_seed(0)
+    model = Wide()
+    program = tmp_path / "program.pt"
+    torch.jit.script(model).save(str(program))
+    digest = pot.program_digest_file(program)
+    task_spec = spec_json(digest, optimizer={"kind": "sgd", "lr": 0.01})
+    wrong_spec = dict(task_spec, intra_op_threads=4)
+    samples = []
+    for i in range(2):
+        g = torch.Generator().manual_seed(i)
+        with pot.SafetensorsWriter() as w:
+            w.add("x", "F32", [1 << 18], torch.randn(1 << 18, generator=g))
+            w.add("y", "F32", [], torch.tensor(float(i)))
+            w.write(tmp_path / f"s{i}.safetensors")
+        samples.append((tmp_path / f"s{i}.safetensors").read_bytes())
+    pre = tmp_path / "s0.pre.safetensors"
+    with pot.SafetensorsWriter() as w:
+        w.add("param/w", "F32", [1 << 18], model.w.detach())
+        w.add("hparam/lr", "F64", [], struct.pack("<d", 0.01))
+        w.write(pre)
+    entry = pot.ScheduleEntry(1, [[0, 1]]).encode(2)
+    run_id = hashlib.sha256(b"the wide run").digest()
+    with pot.Spec(task_spec) as ts, pot.Spec(wrong_spec) as ws, pot.Replay(ts, program) as miner, \
+            pot.Replay(ws, program) as verifier:
+        m = miner.trace(pre, entry, samples, run_id=run_id)
+        v = verifier.trace(pre, entry, samples, run_id=run_id)
+        with m, v:
+            n = len(m)
+            assert len(v) == n and m.root(n) != v.root(n)
+            bis = pot.StepBisection(0, n, 2, agreed=m.root(0), a_hi=m.root(n), b_hi=v.root(n))
+            while not bis.state.done:
+                p = bis.points()
+                bis.play_round([m.root(x) for x in p], [v.root(x) for x in p])
+            k = bis.state.hi - 1
+            assert m.node_json(k)["name"] in ("aten::sum", "aten::mul", "aten::sub", "aten::pow")
+            ruling = miner.referee_decide_op(  # the referee runs the task's spec: the miner's Replay's
+                pre, pot.safetensors_digest_file(pre), entry, samples, k, agreed_root=bis.state.agreed,
+                a_root=m.root(k + 1), b_root=v.root(k + 1),
+                a_opening=miner.open_op_node(pre, entry, samples, k, run_id=run_id),
+                b_opening=verifier.open_op_node(pre, entry, samples, k, run_id=run_id), run_id=run_id)
+            assert ruling.rule == "operator" and ruling.executed, ruling
+            assert (ruling.a_loses, ruling.b_loses) == (False, True), ruling
+            print(f"first differing node {k}: {m.node_json(k)['name']}; {ruling.reason}")
