@@ -954,6 +954,11 @@ POT_API pot_status pot_op_trace_consistency_proof(pot_bytes *out, const pot_op_t
  * 22.2). POT_E_MALFORMED / POT_E_LIMIT for bytes that are not one node.
  * Thread-safe. */
 POT_API pot_status pot_op_node_json(pot_bytes *out, const uint8_t *node, size_t len, pot_error **err);
+/* The inverse: a node's JSON (NUL-terminated, at most POT_MAX_JSON_BYTES)
+ * to its leaf data; every field present, of its type, nothing else; a
+ * double's "bits" decide. POT_E_MALFORMED naming the field, POT_E_LIMIT
+ * past a bound. Thread-safe. */
+POT_API pot_status pot_op_node_from_json(pot_bytes *out, const char *json, pot_error **err);
 
 /* ------------------------------------------------------------------------ */
 /* Loss-curve checks (docs/losscheck.md)                                     */

@@ -145,3 +145,10 @@ pot_status pot_op_node_json(pot_bytes *out, const uint8_t *node, size_t len, pot
     to_bytes(out, Bytes(j.begin(), j.end()));
   });
 }
+
+pot_status pot_op_node_from_json(pot_bytes *out, const char *json, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    to_bytes(out, dispute::encode_op_node(dispute::op_node_from_json(parse_json_arg(json, "json"))));
+  });
+}

@@ -7,6 +7,8 @@
 #include <memory>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "dispute/op_node.h"
 #include "merkle/stored_tree.h"
 
@@ -33,5 +35,9 @@ class OpTrace {
 // A node as JSON (docs/PROTOCOL.md 22.2 names the fields), for people and
 // tools; the leaf data stays the binary encoding.
 std::string op_node_json(const OpNode &node);
+// Its strict inverse: every field present, of its type, nothing else (a
+// double's "bits" decide; its "double" is informative). kMalformed naming
+// the field otherwise; the node's bounds as decode_op_node.
+OpNode op_node_from_json(const nlohmann::json &j);
 
 }  // namespace pot::dispute

@@ -604,3 +604,79 @@ def bisection_round(lo: int, hi: int, agreed: bytes, a_hi: bytes, b_hi: bytes, p
     if j < len(points):
         hi, a_hi, b_hi = points[j], a[j], b[j]
     return lo, hi, agreed, a_hi, b_hi
+
+
+
+# --- Section 22.2: operator trace nodes -----------------------------------
+
+OP_VALUE_KINDS = {"none": 0, "tensor": 1, "int": 2, "double": 3, "bool": 4, "string": 5, "list": 6,
+                  "device": 7, "generator": 8, "opaque": 9, "digest": 10}
+OP_SOURCES = {"none": 0, "node": 1, "state": 2, "batch": 3, "uninit": 4}
+
+
+def op_str(s: str) -> bytes:
+    b = s.encode()
+    return struct.pack("<I", len(b)) + b
+
+
+def op_value(v: dict) -> bytes:
+    """One value: a kind byte and its payload (section 22.2)."""
+    kind = "double" if "bits" in v else next(iter(v))
+    x = v[kind]
+    out = bytes([OP_VALUE_KINDS[kind]])
+    if kind in ("none", "generator"):
+        return out
+    if kind == "tensor":
+        out += bytes([DTYPES[x["dtype"]][0]]) + struct.pack("<I", len(x["shape"]))
+        out += b"".join(struct.pack("<Q", d) for d in x["shape"]) + b"".join(struct.pack("<q", d) for d in x["strides"])
+        src = x["source"]
+        out += bytes.fromhex(x["chunk_root"]) + bytes([OP_SOURCES[src["kind"]]])
+        if src["kind"] == "node":
+            out += struct.pack("<QI", src["node"], src["slot"])
+        elif src["kind"] == "state":
+            out += op_str(src["name"])
+        elif src["kind"] == "batch":
+            out += struct.pack("<I", src["microbatch"]) + op_str(src["name"])
+        return out
+    if kind == "int":
+        return out + struct.pack("<q", x)
+    if kind == "double":
+        return out + bytes.fromhex(v["bits"])[::-1]
+    if kind == "bool":
+        return out + bytes([1 if x else 0])
+    if kind in ("string", "device", "opaque"):
+        return out + op_str(x)
+    if kind == "list":
+        return out + struct.pack("<I", len(x)) + b"".join(op_value(e) for e in x)
+    if kind == "digest":
+        return out + bytes.fromhex(x)
+    raise ValueError(kind)
+
+
+def op_node_leaf_data(node: dict) -> bytes:
+    """u8(14) || "pot/v1/op-node" || name || overload || args || results."""
+    tag = b"pot/v1/op-node"
+    return (bytes([len(tag)]) + tag + op_str(node["name"]) + op_str(node["overload"]) +
+            struct.pack("<I", len(node["inputs"])) + b"".join(op_value(v) for v in node["inputs"]) +
+            struct.pack("<I", len(node["outputs"])) + b"".join(op_value(v) for v in node["outputs"]))
+
+
+def tensor_digest_from_root(name: str, dtype: str, shape, root: bytes) -> bytes:
+    """Section 4's tensor digest from the chunk root (the byte length follows
+    from dtype and shape)."""
+    code, size = DTYPES[dtype]
+    nbytes = size
+    for d in shape:
+        nbytes *= d
+    body = struct.pack("<I", len(name.encode())) + name.encode() + bytes([code]) + struct.pack("<I", len(shape))
+    body += b"".join(struct.pack("<Q", d) for d in shape) + struct.pack("<QI", nbytes, 65536) + root
+    return tagged("pot/v1/tensor", body)
+
+
+def post_state_digest(node: dict) -> bytes:
+    """The state digest of the tensors a post-state node lists."""
+    args = node["inputs"]
+    tensors = {args[i]["string"]: tensor_digest_from_root(args[i]["string"], t["dtype"], t["shape"],
+                                                          bytes.fromhex(t["chunk_root"]))
+               for i in range(0, len(args), 2) for t in [args[i + 1]["tensor"]]}
+    return state_digest(tensors)

@@ -276,3 +276,25 @@ def test_bisection_dispute():
         assert hi == lo + 1 == 37 and agreed == ind.sha256(b"S_36").hex()
         assert b_hi == ind.sha256(b"B's S_37").hex()
         assert end["rounds_played"] == len(d["rounds"]) <= ind.bisection_rounds(d["lo"], d["hi"], k)
+
+
+def test_op_nodes():
+    """Section 22.2's node encoding, written from the document: every
+    vector's leaf data from its JSON, its leaf hash, the trace root, and the
+    post-state node's digest from the tensors it lists."""
+    p = load("protocol.json")
+    nodes = p["op_nodes"]
+    assert len(nodes) >= 7
+    kinds = set()
+    for n in nodes:
+        data = ind.op_node_leaf_data(n["node"])
+        assert data.hex() == n["leaf_data"], n["comment"]
+        assert ind.leaf_hash(data).hex() == n["leaf_hash"]
+        kinds |= {k for v in n["node"]["inputs"] + n["node"]["outputs"] for k in v}
+    assert kinds >= {"tensor", "int", "bits", "none", "list", "device", "bool", "generator", "opaque", "digest"}
+    root = p["op_trace_root"]
+    assert root["size"] == len(nodes)
+    assert ind.mth([bytes.fromhex(n["leaf_data"]) for n in nodes]).hex() == root["root"]
+    post = nodes[-1]["node"]
+    assert post["name"] == "pot::post_state"
+    assert ind.post_state_digest(post).hex() == post["outputs"][0]["digest"]

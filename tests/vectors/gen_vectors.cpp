@@ -628,6 +628,107 @@ ordered_json generate_protocol() {
                   {"b_hi", hex(info.b_hi)}, {"rounds_played", info.rounds_played}}}});
     pot_bisection_free(b);
   }
+
+  // Operator trace nodes (section 22.2): nodes of the kinds a real trace
+  // holds, their leaf data, leaf hashes and the trace root; the last lists a
+  // post-state whose digest is the true state digest of its tensors.
+  {
+    auto root_of = [](const std::string &seed) { return hex(stream("op/" + seed, 32).data(), 32); };
+    auto tensor = [&](const char *dtype, std::vector<uint64_t> shape, std::vector<int64_t> strides,
+                      const std::string &seed, ordered_json source) {
+      return ordered_json{{"tensor", {{"dtype", dtype}, {"shape", shape}, {"strides", strides},
+                                      {"chunk_root", seed.empty() ? std::string(64, '0') : root_of(seed)},
+                                      {"source", source}}}};
+    };
+    const ordered_json none_src = {{"kind", "none"}};
+    auto dbl = [](double d) {
+      uint64_t bits;
+      std::memcpy(&bits, &d, 8);
+      uint8_t be[8];
+      for (int i = 0; i < 8; ++i) be[i] = static_cast<uint8_t>(bits >> (8 * (7 - i)));
+      return ordered_json{{"bits", hex(be, 8)}, {"double", d}};
+    };
+    // S_t of the post-state node: two small tensors, their chunk roots
+    // leaf_hash(bytes) (at most 65536 bytes: one chunk).
+    const Tensor w{"", "param/w", "F32", "op/post/w", {2, 2}}, lr{"", "hparam/lr", "F64", "op/post/lr", {}};
+    pot_state *state = nullptr;
+    ok(pot_state_new(&state, nullptr), nullptr, "state");
+    ordered_json post_inputs = ordered_json::array();
+    for (const Tensor *t : {&lr, &w}) {  // name order
+      const auto d = t->data();
+      ok(pot_state_add_tensor(state, t->name.c_str(), t->code(), t->shape.data(), t->shape.size(), d.data(), d.size(),
+                              nullptr),
+         nullptr, "add");
+      pot_digest leaf;
+      ok(pot_merkle_leaf_hash(&leaf, d.data(), d.size(), nullptr), nullptr, "leaf");
+      std::vector<int64_t> strides(t->shape.size(), 1);
+      if (t->shape.size() == 2) strides[0] = static_cast<int64_t>(t->shape[1]);
+      post_inputs.push_back({{"string", t->name}});
+      post_inputs.push_back({{"tensor", {{"dtype", t->dtype}, {"shape", t->shape}, {"strides", strides},
+                                         {"chunk_root", hex(leaf)},
+                                         {"source", t == &w ? ordered_json{{"kind", "node"}, {"node", 5}, {"slot", 0}}
+                                                            : none_src}}}});
+    }
+    pot_digest post;
+    ok(pot_state_digest(&post, state, nullptr), nullptr, "state digest");
+    pot_state_free(state);
+    const std::vector<std::pair<std::string, ordered_json>> nodes{
+        {"a forward operator: arguments from the batch and S_{t-1}",
+         {{"name", "aten::linear"}, {"overload", ""},
+          {"inputs", {tensor("F32", {8, 16}, {16, 1}, "x", {{"kind", "batch"}, {"microbatch", 0}, {"name", "x"}}),
+                      tensor("F32", {64, 16}, {16, 1}, "w0", {{"kind", "state"}, {"name", "param/net.0.weight"}}),
+                      tensor("F32", {64}, {1}, "b0", {{"kind", "state"}, {"name", "param/net.0.bias"}})}},
+          {"outputs", {tensor("F32", {8, 64}, {64, 1}, "h", none_src)}}}},
+        {"int list, double, bool and None arguments, three results",
+         {{"name", "aten::native_layer_norm"}, {"overload", ""},
+          {"inputs", {tensor("F32", {8, 64}, {64, 1}, "h", {{"kind", "node"}, {"node", 0}, {"slot", 0}}),
+                      {{"list", {{{"int", 64}}}}}, {{"none", nullptr}}, {{"none", nullptr}}, dbl(1e-5)}},
+          {"outputs", {tensor("F32", {8, 64}, {64, 1}, "ln", none_src), tensor("F32", {8, 1}, {1, 1}, "mean", none_src),
+                       tensor("F32", {8, 1}, {1, 1}, "rstd", none_src)}}}},
+        {"a transposed view (strides), a string and a negative int",
+         {{"name", "aten::transpose"}, {"overload", "int"},
+          {"inputs", {tensor("F32", {8, 64}, {64, 1}, "ln", {{"kind", "node"}, {"node", 1}, {"slot", 0}}), {{"int", -1}},
+                      {{"int", 0}}}},
+          {"outputs", {tensor("F32", {64, 8}, {1, 64}, "ln", none_src)}}}},
+        {"memory the allocator returned, then written",
+         {{"name", "aten::empty"}, {"overload", "memory_format"},
+          {"inputs", {{{"list", {{{"int", 4}}}}}, {{"int", 6}}, {{"none", nullptr}}, {{"device", "cpu"}}, {{"bool", false}},
+                      {{"none", nullptr}}}},
+          {"outputs", {tensor("F32", {4}, {1}, "", {{"kind", "uninit"}})}}}},
+        {"a random operator: a generator argument; a list result",
+         {{"name", "aten::normal_"}, {"overload", ""},
+          {"inputs", {tensor("F32", {4}, {1}, "", {{"kind", "uninit"}}), dbl(0.0), dbl(1.0), {{"generator", nullptr}}}},
+          {"outputs", {{{"list", {tensor("F32", {4}, {1}, "n", none_src)}}}}}}},
+        {"the optimizer's in-place update, and a value the trace cannot hold",
+         {{"name", "aten::addcdiv_"}, {"overload", ""},
+          {"inputs", {tensor("F32", {2, 2}, {2, 1}, "w", {{"kind", "state"}, {"name", "param/w"}}),
+                      tensor("F32", {2, 2}, {2, 1}, "m", {{"kind", "node"}, {"node", 4}, {"slot", 0}}),
+                      tensor("F32", {2, 2}, {2, 1}, "v", none_src), dbl(-0.001), {{"opaque", "ComplexDouble"}}}},
+          {"outputs", {{{"tensor", {{"dtype", "F32"}, {"shape", {2, 2}}, {"strides", {2, 1}},
+                                    {"chunk_root", post_inputs[3]["tensor"]["chunk_root"]}, {"source", none_src}}}}}}}},
+        {"the post-state node: S_t's tensors in name order and its state digest",
+         {{"name", "pot::post_state"}, {"overload", ""}, {"inputs", post_inputs}, {"outputs", {{{"digest", hex(post)}}}}}},
+    };
+    pot_log *log = nullptr;
+    ok(pot_log_new(&log, nullptr), nullptr, "log");
+    for (const auto &[comment, node] : nodes) {
+      pot_bytes leaf_data{};
+      pot_error *err = nullptr;
+      const std::string text = node.dump();
+      ok(pot_op_node_from_json(&leaf_data, text.c_str(), &err), err, "op node");
+      pot_digest leaf;
+      ok(pot_merkle_leaf_hash(&leaf, leaf_data.data, leaf_data.len, nullptr), nullptr, "leaf");
+      ok(pot_log_append(log, leaf_data.data, leaf_data.len, nullptr), nullptr, "append");
+      out["op_nodes"].push_back({{"comment", comment}, {"node", node}, {"leaf_data", hex(leaf_data.data, leaf_data.len)},
+                                 {"leaf_hash", hex(leaf)}});
+      pot_bytes_free(&leaf_data);
+    }
+    pot_digest root;
+    ok(pot_log_root(&root, log, nullptr), nullptr, "root");
+    out["op_trace_root"] = {{"comment", "MTH of the op_nodes' leaf data, in order (section 22.2)"},
+                            {"size", nodes.size()}, {"root", hex(root)}};
+    pot_log_free(log);
+  }
   return out;
 }
 

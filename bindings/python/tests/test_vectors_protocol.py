@@ -216,3 +216,30 @@ def test_bisection_disputes(d):
         s, end = b.state, d["end"]
         assert s.done and (s.lo, s.hi, s.rounds_played) == (end["lo"], end["hi"], end["rounds_played"])
         assert (str(s.agreed), str(s.a_hi), str(s.b_hi)) == (end["agreed"], end["a_hi"], end["b_hi"])
+
+
+@pytest.mark.parametrize("v", V["op_nodes"], ids=lambda v: v["comment"][:40])
+def test_op_nodes(v):
+    """Section 22.2's encoding both ways: JSON to leaf data and back."""
+    data = bytes.fromhex(v["leaf_data"])
+    assert pot.op_node_from_json(v["node"]) == data
+    assert pot.op_node_json(data) == v["node"]
+    assert bytes(pot.leaf_hash(data)).hex() == v["leaf_hash"]
+
+
+def test_op_trace_root():
+    log = pot.Log()
+    for v in V["op_nodes"]:
+        log.append(bytes.fromhex(v["leaf_data"]))
+    assert str(log.root()) == V["op_trace_root"]["root"] and len(log) == V["op_trace_root"]["size"]
+
+
+def test_op_node_json_is_strict():
+    node = dict(V["op_nodes"][0]["node"])
+    for bad in (dict(node, extra=1), {k: v for k, v in node.items() if k != "overload"},
+                dict(node, inputs=[{"tensor": {}}]), dict(node, inputs=[{"int": 1, "bool": True}]),
+                dict(node, inputs=[{"bits": "00"}]), dict(node, inputs=[{"nothing": None}])):
+        with pytest.raises(pot.MalformedError):
+            pot.op_node_from_json(bad)
+    with pytest.raises(pot.LimitError):
+        pot.op_node_from_json(dict(node, name="x" * 5000))

@@ -45,7 +45,8 @@ from .opening import Opening, OpeningCheck, opening_check_name, verify_opening
 from .witness import (Decision, Statement, Verdict, VerdictOutcome, WitnessMode, verify_witness_reveal,
                       witness_commitment, witness_salt, witness_statement)
 from .ledger import Ledger, decode_outcome
-from .dispute import BisectionState, OpRuling, OpTrace, StepBisection, bisection_points, bisection_rounds, op_node_json
+from .dispute import (BisectionState, OpRuling, OpTrace, StepBisection, bisection_points, bisection_rounds,
+                      op_node_from_json, op_node_json)
 from .losscheck import LossCheck, LossCheckParam, LossCheckParams, LossFlag, LossFlagKind, check_losses
 from .replay import (Checkpoints, GradientTrace, Recorder, Replay, ReplayResult, VerifyMode, VerifyResult,
                      framework_version, hardware_class, program_digest_file, replay_available, verify_step)
@@ -89,7 +90,7 @@ __all__ = [
     # ledger, loss checks
     "Ledger", "decode_outcome",
     # disputes
-    "BisectionState", "StepBisection", "bisection_points", "bisection_rounds", "OpTrace", "OpRuling", "op_node_json",
+    "BisectionState", "StepBisection", "bisection_points", "bisection_rounds", "OpTrace", "OpRuling", "op_node_json", "op_node_from_json",
     # loss checks
     "LossCheckParam", "LossFlagKind", "LossFlag", "LossCheck", "LossCheckParams", "check_losses",
     # replay

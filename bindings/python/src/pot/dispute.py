@@ -17,7 +17,7 @@ agreed digests are true ones, so the referee's decision of the last step
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, NamedTuple, Sequence
+from typing import Any, Dict, List, NamedTuple, Sequence, Union
 
 from . import _pot
 from ._core import Digest, _digest
@@ -170,5 +170,12 @@ def op_node_json(node: Buffer) -> Dict[str, Any]:
     return json.loads(_pot.pot_op_node_json(node))
 
 
+def op_node_from_json(node: Union[Dict[str, Any], str]) -> bytes:
+    """The inverse of op_node_json (pot_op_node_from_json): a node's JSON
+    (a dict or its text) to its leaf data. MalformedError naming the field,
+    LimitError past a bound."""
+    return _pot.pot_op_node_from_json(node if isinstance(node, str) else json.dumps(node))
+
+
 __all__ = ["MIN_ARITY", "MAX_ARITY", "MAX_POINTS", "bisection_points", "bisection_rounds", "BisectionState",
-           "StepBisection", "OpTrace", "OpRuling", "op_node_json"]
+           "StepBisection", "OpTrace", "OpRuling", "op_node_json", "op_node_from_json"]
