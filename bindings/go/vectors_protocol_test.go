@@ -44,6 +44,16 @@ type protocolVectors struct {
 			RoundsPlayed uint32 `json:"rounds_played"`
 		} `json:"end"`
 	} `json:"bisection_disputes"`
+	OpNodes []struct {
+		Comment  string          `json:"comment"`
+		Node     json.RawMessage `json:"node"`
+		LeafData string          `json:"leaf_data"`
+		LeafHash string          `json:"leaf_hash"`
+	} `json:"op_nodes"`
+	OpTraceRoot struct {
+		Size uint64 `json:"size"`
+		Root string `json:"root"`
+	} `json:"op_trace_root"`
 	Seeds []struct {
 		BaseSeed json.Number `json:"base_seed"`
 		RunID    string      `json:"run_id"`
@@ -175,6 +185,42 @@ func TestProtocolVectors(t *testing.T) {
 			}
 			check(t, b.Close())
 		}
+	})
+
+	t.Run("op_nodes", func(t *testing.T) {
+		if len(v.OpNodes) < 7 {
+			t.Fatalf("%d op_nodes vectors", len(v.OpNodes))
+		}
+		log, err := pot.NewLog()
+		check(t, err)
+		defer log.Close()
+		for _, n := range v.OpNodes {
+			data := mustHex(t, n.LeafData)
+			got, err := pot.OpNodeFromJSON(string(n.Node))
+			check(t, err)
+			if !bytes.Equal(got, data) {
+				t.Errorf("%s: leaf data %x, want %s", n.Comment, got, n.LeafData)
+			}
+			text, err := pot.OpNodeJSON(data)
+			check(t, err)
+			var a, b any
+			check(t, json.Unmarshal([]byte(text), &a))
+			check(t, json.Unmarshal(n.Node, &b))
+			if !reflect.DeepEqual(a, b) {
+				t.Errorf("%s: decoded %s, want %s", n.Comment, text, n.Node)
+			}
+			if h, err := pot.LeafHash(data); err != nil || h != mustDigest(t, n.LeafHash) {
+				t.Errorf("%s: leaf hash %s, want %s", n.Comment, h, n.LeafHash)
+			}
+			check(t, log.Append(data))
+		}
+		if root, _ := log.Root(); root != mustDigest(t, v.OpTraceRoot.Root) || log.Size() != v.OpTraceRoot.Size {
+			t.Errorf("trace root %s of %d nodes, want %s", root, log.Size(), v.OpTraceRoot.Root)
+		}
+		_, err = pot.OpNodeFromJSON(`{"name": "aten::mm"}`)
+		wantCode(t, err, pot.StatusMalformed)
+		_, err = pot.OpNodeJSON([]byte("not a node"))
+		wantCode(t, err, pot.StatusMalformed)
 	})
 
 	t.Run("seeds", func(t *testing.T) {
