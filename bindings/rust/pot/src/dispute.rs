@@ -1,4 +1,5 @@
-//! Refereed disputes: the step bisection (docs/PROTOCOL.md section 22.1).
+//! Refereed disputes: the step bisection (docs/PROTOCOL.md section 22.1),
+//! operator traces and the referee's ruling (sections 22.2, 22.3).
 //!
 //! Two parties that agree on the state digest of step `lo` and claim
 //! different digests of step `hi` narrow `(lo, hi]` round by round to one
@@ -9,7 +10,7 @@
 
 use crate::digest::Digest;
 use crate::error::{Error, ErrorKind, Result};
-use crate::ffi::{call, non_null};
+use crate::ffi::{bytes_out, call, cstring, digest_out, non_null, string_out};
 use crate::sys;
 use std::fmt;
 use std::ptr::{self, NonNull};
@@ -185,5 +186,163 @@ impl fmt::Debug for StepBisection {
                 .finish(),
             Err(_) => f.debug_struct("StepBisection").finish_non_exhaustive(),
         }
+    }
+}
+
+/// The operator trace of one replayed step (`pot_op_trace`,
+/// docs/PROTOCOL.md 22.2), made by [`Replay::trace`](crate::Replay::trace):
+/// the top-level ATen operators of its forward, backward, clipping and
+/// optimizer update, then a node listing `S_t`, as the leaves of an RFC 6962
+/// tree. The operator bisection is a [`StepBisection`] over node counts,
+/// each party claiming [`root(p)`](Self::root) at every point `p`.
+pub struct OpTrace {
+    raw: NonNull<sys::pot_op_trace>,
+}
+
+// SAFETY: a trace is immutable once made; pot.h says reads are thread-safe.
+unsafe impl Send for OpTrace {}
+unsafe impl Sync for OpTrace {}
+
+impl OpTrace {
+    pub(crate) fn from_raw(raw: *mut sys::pot_op_trace) -> Result<OpTrace> {
+        Ok(OpTrace { raw: non_null(raw)? })
+    }
+
+    /// The number of nodes.
+    pub fn len(&self) -> Result<u64> {
+        let mut n = 0u64;
+        call(|err| unsafe { sys::pot_op_trace_size(&mut n, self.raw.as_ptr(), err) })?;
+        Ok(n)
+    }
+
+    /// Whether the trace has no node (never, for a replayed step).
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// The RFC 6962 root of the first `size` nodes.
+    ///
+    /// # Errors
+    /// [`OutOfRange`](ErrorKind::OutOfRange) past [`len`](Self::len).
+    pub fn root(&self, size: u64) -> Result<Digest> {
+        digest_out(|out, err| unsafe { sys::pot_op_trace_root(out, self.raw.as_ptr(), size, err) })
+    }
+
+    /// Node `index`'s leaf data (its leaf hash is SHA-256(0x00 || data)).
+    pub fn node(&self, index: u64) -> Result<Vec<u8>> {
+        bytes_out(|out, err| unsafe { sys::pot_op_trace_node(out, self.raw.as_ptr(), index, err) })
+    }
+
+    /// The RFC 6962 inclusion proof of node `index` among the first `size`.
+    pub fn inclusion_proof(&self, index: u64, size: u64) -> Result<Vec<u8>> {
+        bytes_out(|out, err| unsafe { sys::pot_op_trace_inclusion_proof(out, self.raw.as_ptr(), index, size, err) })
+    }
+
+    /// The RFC 6962 consistency proof from the first `size1` nodes to `size2`.
+    pub fn consistency_proof(&self, size1: u64, size2: u64) -> Result<Vec<u8>> {
+        bytes_out(|out, err| unsafe { sys::pot_op_trace_consistency_proof(out, self.raw.as_ptr(), size1, size2, err) })
+    }
+
+    /// The results of the replay that recorded the trace.
+    pub fn replay_result(&self) -> Result<crate::ReplayResult> {
+        let mut out = sys::pot_replay_result::default();
+        call(|err| unsafe { sys::pot_op_trace_replay_result(&mut out, self.raw.as_ptr(), err) })?;
+        Ok(crate::ReplayResult::from_sys(&out))
+    }
+}
+
+impl Drop for OpTrace {
+    fn drop(&mut self) {
+        // SAFETY: we own the handle.
+        unsafe { sys::pot_op_trace_free(self.raw.as_ptr()) }
+    }
+}
+
+impl fmt::Debug for OpTrace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpTrace").field("len", &self.len().ok()).finish()
+    }
+}
+
+/// A node's leaf data as JSON (`pot_op_node_json`): name, overload, inputs,
+/// outputs, each value an object naming its kind.
+///
+/// # Errors
+/// [`Malformed`](ErrorKind::Malformed) / [`Limit`](ErrorKind::Limit) for
+/// bytes that are not one node.
+pub fn op_node_json(node: &[u8]) -> Result<String> {
+    string_out(|out, err| unsafe { sys::pot_op_node_json(out, node.as_ptr(), node.len(), err) })
+}
+
+/// The inverse of [`op_node_json`] (`pot_op_node_from_json`).
+///
+/// # Errors
+/// [`Malformed`](ErrorKind::Malformed) naming the field,
+/// [`Limit`](ErrorKind::Limit) past a bound.
+///
+/// ```
+/// let node = r#"{"name": "aten::t", "overload": "", "inputs": [{"int": 3}], "outputs": []}"#;
+/// let data = pot::dispute::op_node_from_json(node)?;
+/// assert_eq!(&data[..15], b"\x0epot/v1/op-node");
+/// let back: serde_json::Value = serde_json::from_str(&pot::dispute::op_node_json(&data)?).unwrap();
+/// assert_eq!(back["inputs"][0]["int"], 3);
+/// # Ok::<(), pot::Error>(())
+/// ```
+pub fn op_node_from_json(json: &str) -> Result<Vec<u8>> {
+    let text = cstring(json, "node JSON")?;
+    bytes_out(|out, err| unsafe { sys::pot_op_node_from_json(out, text.as_ptr(), err) })
+}
+
+/// The end of an operator bisection and the parties' openings: node `index`
+/// is the first that differs; both agree on `agreed_root` for the first
+/// `index` nodes and claim `a_root` and `b_root` for the first `index + 1`.
+#[derive(Debug, Clone)]
+pub struct OpDispute<'a> {
+    /// The disputed node.
+    pub index: u64,
+    /// The agreed root of the first `index` nodes.
+    pub agreed_root: Digest,
+    /// A's root of the first `index + 1` nodes.
+    pub a_root: Digest,
+    /// B's root of the first `index + 1` nodes.
+    pub b_root: Digest,
+    /// A's opening ([`Replay::open_op_node`](crate::Replay::open_op_node)).
+    pub a_opening: &'a [u8],
+    /// B's opening.
+    pub b_opening: &'a [u8],
+}
+
+/// The referee's ruling on a disputed node (`pot_referee_decide_op`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpRuling {
+    /// Party A loses.
+    pub a_loses: bool,
+    /// Party B loses.
+    pub b_loses: bool,
+    /// `opening`, `source`, `operator`, `post_state` or `step`.
+    pub rule: String,
+    /// Who lost and why.
+    pub reason: String,
+    /// One operator was run.
+    pub executed: bool,
+    /// The whole step was replayed.
+    pub replayed: bool,
+}
+
+impl OpRuling {
+    pub(crate) fn from_json(text: &str) -> Result<OpRuling> {
+        let bad = |what: &str| Error::new(ErrorKind::Internal, format!("the ruling's {what} is missing"));
+        let v: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| Error::new(ErrorKind::Internal, format!("the ruling is not JSON: {e}")))?;
+        let flag = |k: &str| v[k].as_bool().ok_or_else(|| bad(k));
+        let text = |k: &str| v[k].as_str().map(str::to_owned).ok_or_else(|| bad(k));
+        Ok(OpRuling {
+            a_loses: flag("a_loses")?,
+            b_loses: flag("b_loses")?,
+            rule: text("rule")?,
+            reason: text("reason")?,
+            executed: flag("executed")?,
+            replayed: flag("replayed")?,
+        })
     }
 }

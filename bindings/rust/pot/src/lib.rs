@@ -71,7 +71,7 @@ pub mod witness;
 
 pub use commitment::{Commitment, CommitmentDigests, ScheduleEntry, SeededSchedule, sample_digest};
 pub use digest::Digest;
-pub use dispute::{BisectionState, StepBisection};
+pub use dispute::{BisectionState, OpDispute, OpRuling, OpTrace, StepBisection};
 pub use error::{Error, ErrorKind, Result};
 pub use hash::{Dtype, State, TensorAssembler, chunk_range_hash, sha256, tensor_digest};
 pub use ledger::{Ledger, LedgerConfig};

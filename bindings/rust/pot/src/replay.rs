@@ -130,7 +130,7 @@ pub struct ReplayResult {
 }
 
 impl ReplayResult {
-    fn from_sys(r: &sys::pot_replay_result) -> ReplayResult {
+    pub(crate) fn from_sys(r: &sys::pot_replay_result) -> ReplayResult {
         ReplayResult {
             post_state_digest: Digest(r.post_state_digest.bytes),
             loss: r.loss,
@@ -344,6 +344,126 @@ impl Replay {
             )
         })?;
         Ok(ReplayResult::from_sys(&out))
+    }
+}
+
+impl Replay {
+    /// Replays one step as [`step`](Self::step) does (no post-state file)
+    /// and records its operator trace (`pot_replay_trace`,
+    /// docs/PROTOCOL.md 22.2); the step's results are the trace's
+    /// [`replay_result`](crate::dispute::OpTrace::replay_result).
+    ///
+    /// # Errors
+    /// As [`step`](Self::step).
+    pub fn trace<S: AsRef<[u8]>>(
+        &mut self,
+        run_id: Option<&Digest>,
+        pre_state: impl AsRef<Path>,
+        schedule_entry: &[u8],
+        samples: &[S],
+    ) -> Result<crate::dispute::OpTrace> {
+        let pre = path_cstring(pre_state.as_ref())?;
+        let ptrs: Vec<*const u8> = samples.iter().map(|s| s.as_ref().as_ptr()).collect();
+        let lens: Vec<usize> = samples.iter().map(|s| s.as_ref().len()).collect();
+        let mut raw = ptr::null_mut();
+        call(|err| unsafe {
+            sys::pot_replay_trace(
+                &mut raw,
+                self.raw.as_ptr(),
+                run_id.map_or(std::ptr::null(), Digest::as_ptr),
+                pre.as_ptr(),
+                schedule_entry.as_ptr(),
+                schedule_entry.len(),
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                samples.len(),
+                err,
+            )
+        })?;
+        crate::dispute::OpTrace::from_raw(raw)
+    }
+
+    /// This party's opening of node `index` of its trace of the step
+    /// (`pot_replay_open_op_node`, docs/PROTOCOL.md 22.3): the step is
+    /// replayed again; the node, its proofs, the sources its inputs name and
+    /// its input tensors' bytes.
+    ///
+    /// # Errors
+    /// As [`step`](Self::step); [`OutOfRange`](crate::ErrorKind::OutOfRange)
+    /// past the trace's end.
+    pub fn open_op_node<S: AsRef<[u8]>>(
+        &mut self,
+        run_id: Option<&Digest>,
+        pre_state: impl AsRef<Path>,
+        schedule_entry: &[u8],
+        samples: &[S],
+        index: u64,
+    ) -> Result<Vec<u8>> {
+        let pre = path_cstring(pre_state.as_ref())?;
+        let ptrs: Vec<*const u8> = samples.iter().map(|s| s.as_ref().as_ptr()).collect();
+        let lens: Vec<usize> = samples.iter().map(|s| s.as_ref().len()).collect();
+        crate::ffi::bytes_out(|out, err| unsafe {
+            sys::pot_replay_open_op_node(
+                out,
+                self.raw.as_ptr(),
+                run_id.map_or(std::ptr::null(), Digest::as_ptr),
+                pre.as_ptr(),
+                schedule_entry.as_ptr(),
+                schedule_entry.len(),
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                samples.len(),
+                index,
+                err,
+            )
+        })
+    }
+
+    /// The referee's ruling on the disputed node (`pot_referee_decide_op`).
+    /// This replay must hold the task's spec; `pre_state` must be the agreed
+    /// `S_{t-1}`, whose digest is `pre_state_digest`.
+    ///
+    /// # Errors
+    /// [`ProofMismatch`](crate::ErrorKind::ProofMismatch) for another
+    /// pre-state, [`InvalidArgument`](crate::ErrorKind::InvalidArgument)
+    /// when both roots are one; a bad opening is not an error: its party
+    /// loses.
+    pub fn referee_decide_op<S: AsRef<[u8]>>(
+        &mut self,
+        run_id: Option<&Digest>,
+        pre_state: impl AsRef<Path>,
+        pre_state_digest: &Digest,
+        schedule_entry: &[u8],
+        samples: &[S],
+        dispute: &crate::dispute::OpDispute<'_>,
+    ) -> Result<crate::dispute::OpRuling> {
+        let pre = path_cstring(pre_state.as_ref())?;
+        let ptrs: Vec<*const u8> = samples.iter().map(|s| s.as_ref().as_ptr()).collect();
+        let lens: Vec<usize> = samples.iter().map(|s| s.as_ref().len()).collect();
+        let text = crate::ffi::string_out(|out, err| unsafe {
+            sys::pot_referee_decide_op(
+                out,
+                self.raw.as_ptr(),
+                run_id.map_or(std::ptr::null(), Digest::as_ptr),
+                pre.as_ptr(),
+                pre_state_digest.as_ptr(),
+                schedule_entry.as_ptr(),
+                schedule_entry.len(),
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                samples.len(),
+                dispute.index,
+                dispute.agreed_root.as_ptr(),
+                dispute.a_root.as_ptr(),
+                dispute.b_root.as_ptr(),
+                dispute.a_opening.as_ptr(),
+                dispute.a_opening.len(),
+                dispute.b_opening.as_ptr(),
+                dispute.b_opening.len(),
+                err,
+            )
+        })?;
+        crate::dispute::OpRuling::from_json(&text)
     }
 }
 

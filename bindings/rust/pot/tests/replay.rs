@@ -441,3 +441,73 @@ fn end_to_end_replay_of_a_recorded_run() {
     let err = r.step(Some(&run_id), fx.state(STEP - 1), &entry, &batch[1..], None).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
 }
+
+/// Traces step 5 of the fixture's run twice (one root), bisects the honest
+/// trace against a forger's whose node k has another result, and has the
+/// referee rule: the forger, who sent the honest node's opening under its
+/// own root, loses at rule 1 (docs/PROTOCOL.md 22.3).
+#[test]
+fn operator_trace_bisection_and_referee() {
+    let Some(fx) = Fixture::load() else { return };
+    let _torch = TORCH.lock().unwrap_or_else(|e| e.into_inner());
+    const STEP: u64 = 5;
+    const K: u64 = 17;
+    let spec = Spec::from_json(&std::fs::read_to_string(fx.run.join("spec.json")).unwrap()).unwrap();
+    let mut replay = Replay::new(&spec, fx.run.join("program.pt")).unwrap();
+    let mut entry = ScheduleEntry { step: STEP, indices: Vec::new(), microbatch_sizes: Vec::new() };
+    for mb in fx.schedule[(STEP - 1) as usize].as_array().unwrap() {
+        let mb = mb.as_array().unwrap();
+        entry.microbatch_sizes.push(mb.len() as u32);
+        entry.indices.extend(mb.iter().map(|i| i.as_u64().unwrap()));
+    }
+    let batch: Vec<Vec<u8>> = entry
+        .indices
+        .iter()
+        .map(|i| std::fs::read(fx.run.join(format!("samples/{i:06}.safetensors"))).unwrap())
+        .collect();
+    let entry = entry.encode(fx.meta["dataset_size"].as_u64().unwrap()).unwrap();
+    let run_id: Digest = fx.record["run_id"].as_str().unwrap().parse().unwrap();
+    let pre = fx.state(STEP - 1);
+
+    let a = replay.trace(Some(&run_id), &pre, &entry, &batch).unwrap();
+    let b = replay.trace(Some(&run_id), &pre, &entry, &batch).unwrap();
+    let n = a.len().unwrap();
+    assert!(n > 50 && b.len().unwrap() == n && a.root(n).unwrap() == b.root(n).unwrap());
+    assert_eq!(a.replay_result().unwrap().post_state_digest, safetensors::digest_file(fx.state(STEP), 0).unwrap());
+
+    let node = a.node(K).unwrap();
+    let mut j: Value = serde_json::from_str(&dispute::op_node_json(&node).unwrap()).unwrap();
+    j["outputs"][0]["tensor"]["chunk_root"] = Value::from("ff".repeat(32));
+    let forged = dispute::op_node_from_json(&j.to_string()).unwrap();
+    assert_ne!(forged, node);
+    let mut tree = Tree::in_memory().unwrap();
+    for i in 0..n {
+        tree.append(&if i == K { forged.clone() } else { a.node(i).unwrap() }).unwrap();
+    }
+    let mut bis =
+        StepBisection::new(0, n, 3, &a.root(0).unwrap(), &a.root(n).unwrap(), &tree.root(n).unwrap()).unwrap();
+    while !bis.state().unwrap().done {
+        let pts = bis.points().unwrap();
+        let ca: Vec<Digest> = pts.iter().map(|&p| a.root(p).unwrap()).collect();
+        let cb: Vec<Digest> = pts.iter().map(|&p| tree.root(p).unwrap()).collect();
+        bis.play_round(&ca, &cb).unwrap();
+    }
+    let s = bis.state().unwrap();
+    assert_eq!(s.hi, K + 1);
+    let opening = replay.open_op_node(Some(&run_id), &pre, &entry, &batch, K).unwrap();
+    let pre_digest = safetensors::digest_file(&pre, 0).unwrap();
+    let d = OpDispute {
+        index: K,
+        agreed_root: s.agreed,
+        a_root: a.root(K + 1).unwrap(),
+        b_root: tree.root(K + 1).unwrap(),
+        a_opening: &opening,
+        b_opening: &opening,
+    };
+    let ruling = replay.referee_decide_op(Some(&run_id), &pre, &pre_digest, &entry, &batch, &d).unwrap();
+    assert!(!ruling.a_loses && ruling.b_loses && ruling.rule == "opening", "{ruling:?}");
+    let err = replay.referee_decide_op(Some(&run_id), &pre, &Digest::default(), &entry, &batch, &d).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ProofMismatch);
+    let err = replay.open_op_node(Some(&run_id), &pre, &entry, &batch, n + 1).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::OutOfRange);
+}

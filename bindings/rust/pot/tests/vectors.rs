@@ -606,3 +606,23 @@ fn protocol_bisections() {
         assert_eq!((s.agreed, s.a_hi, s.b_hi), (digest(end, "agreed"), digest(end, "a_hi"), digest(end, "b_hi")));
     }
 }
+
+#[test]
+fn protocol_op_nodes() {
+    let v = load("protocol.json");
+    let nodes = arr(&v, "op_nodes");
+    assert!(nodes.len() >= 7);
+    let mut log = pot::Log::new().unwrap();
+    for n in nodes {
+        let data = unhex(s(n, "leaf_data"));
+        assert_eq!(pot::dispute::op_node_from_json(&n["node"].to_string()).unwrap(), data, "{}", n["comment"]);
+        let back: Value = serde_json::from_str(&pot::dispute::op_node_json(&data).unwrap()).unwrap();
+        assert_eq!(back, n["node"]);
+        assert_eq!(leaf_hash(&data).unwrap(), digest(n, "leaf_hash"));
+        log.append(&data).unwrap();
+    }
+    assert_eq!(log.root().unwrap(), digest(&v["op_trace_root"], "root"));
+    let err = pot::dispute::op_node_from_json(r#"{"name": "aten::mm"}"#).unwrap_err();
+    assert_eq!(err.kind(), pot::ErrorKind::Malformed);
+    assert_eq!(pot::dispute::op_node_json(b"nope").unwrap_err().kind(), pot::ErrorKind::Malformed);
+}
