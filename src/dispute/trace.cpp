@@ -112,6 +112,7 @@ const json &field(const json &j, const char *key, const std::string &path) {
 }
 
 void only(const json &j, std::initializer_list<const char *> keys, const std::string &path) {
+  if (!j.is_object()) bad(path, "not an object");
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
     for (const char *k : keys) known = known || it.key() == k;

@@ -21,6 +21,7 @@
 #include "common/error.h"
 #include "hash/sha256.h"
 #include "game/ledger.h"
+#include "dispute/op_referee.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -159,6 +160,23 @@ void proof_seeds(const json &rfc) {
         proof(p["proof"]));
 }
 
+// Operator nodes from the vectors, and openings of them (as a party whose
+// trace ends, and one with the node and empty proofs).
+void op_seeds(const json &protocol) {
+  size_t i = 0;
+  for (const auto &n : protocol["op_nodes"]) {
+    const Bytes node = hex(n["leaf_data"]);
+    seed("fuzz_op_node", "node_" + std::to_string(i), node);
+    pot::dispute::NodeOpening o;
+    seed("fuzz_op_opening", "end_" + std::to_string(i), o.encode());
+    o.node = node;
+    o.inclusion.resize(i % 3);
+    o.tensors.push_back(Bytes(16, static_cast<uint8_t>(i)));
+    o.producers[i] = pot::dispute::ProducerOpening{node, {}};
+    seed("fuzz_op_opening", "node_" + std::to_string(i++), o.encode());
+  }
+}
+
 void leaf_and_log_seeds(const json &protocol, const json &hash) {
   size_t i = 0;
   for (const auto &l : protocol["step_leaves"]) seed("fuzz_step_leaf", "leaf_" + std::to_string(i++), hex(l["leaf"]));
@@ -270,6 +288,7 @@ int main(int argc, char **argv) {
     witness_seeds(protocol);
     ledger_seeds(transcript);
     manifest_seeds(protocol, rfc, hash);
+    op_seeds(protocol);
   } catch (const std::exception &e) {
     std::cerr << "fuzz_make_seeds: " << e.what() << "\n";
     return 1;
