@@ -29,6 +29,7 @@ thread_local OpRecorder *t_recorder = nullptr;
 // What the start callback hands the end callback: the node it opened.
 struct Ctx : at::ObserverContext {
   size_t index = 0;
+  size_t returns = SIZE_MAX;  // the schema's result count (SIZE_MAX: unknown, keep all)
 };
 
 // Operators whose result is memory nothing wrote yet: their output bytes
@@ -128,7 +129,14 @@ std::unique_ptr<at::ObserverContext> start_callback(const at::RecordFunction &fn
   ctx->index = SIZE_MAX;
   if (++r->depth != 1 || !r->active()) return ctx;
   try {
-    r->on_start(fn.inputs(), name->name, name->overload_name, &ctx->index);
+    // A boxed call (the TorchScript interpreter's) hands the callback its
+    // whole stack: the operator's arguments are the last ones.
+    c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
+    const auto schema = fn.operator_schema();
+    if (schema && !schema->is_vararg() && inputs.size() > schema->arguments().size())
+      inputs = inputs.slice(inputs.size() - schema->arguments().size());
+    if (schema && !schema->is_varret()) ctx->returns = schema->returns().size();
+    r->on_start(inputs, name->name, name->overload_name, &ctx->index);
   } catch (...) {
     ctx->index = SIZE_MAX;  // on_start keeps the failure; finish() reports it
   }
@@ -139,8 +147,14 @@ void end_callback(const at::RecordFunction &fn, at::ObserverContext *ctx) {
   OpRecorder *r = t_recorder;
   if (!r || !ctx) return;
   --r->depth;
-  const size_t index = static_cast<Ctx *>(ctx)->index;
-  if (index != SIZE_MAX) r->on_end(index, fn.outputs());
+  const auto *c = static_cast<Ctx *>(ctx);
+  if (c->index == SIZE_MAX) return;
+  // As with the arguments, a boxed call's results are the stack's last values.
+  const std::vector<c10::IValue> &outputs = fn.outputs();
+  if (outputs.size() > c->returns)
+    r->on_end(c->index, std::vector<c10::IValue>(outputs.end() - static_cast<std::ptrdiff_t>(c->returns), outputs.end()));
+  else
+    r->on_end(c->index, outputs);
 }
 
 }  // namespace

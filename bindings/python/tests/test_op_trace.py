@@ -493,3 +493,73 @@ def test_attack_a_verifier_with_the_wrong_thread_count_is_named(tmp_path):
             assert ruling.rule == "operator" and ruling.executed, ruling
             assert (ruling.a_loses, ruling.b_loses) == (False, True), ruling
             print(f"first differing node {k}: {m.node_json(k)['name']}; {ruling.reason}")
+
+
+class Nested(torch.nn.Module):
+    """Arguments built inside another call's argument list: the TorchScript
+    interpreter keeps the first on its stack while it computes the second."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(6, 4)
+
+    def forward(self, x, y):
+        return torch.nn.functional.cross_entropy(self.lin(x).reshape(-1, 4), y.reshape(-1))
+
+
+def test_every_operator_of_a_step_is_decided_by_running_it_alone(tmp_path):
+    """Each node of a real step (forward, backward, SGD with momentum),
+    forged in its result, is decided by running its operator alone: the
+    recorded arguments are exactly the operator's (a boxed call's callback
+    sees the interpreter's whole stack; the node keeps the last ones)."""
+    from conftest import spec_json
+
+    if not pot.replay_available():
+        pytest.skip("libpot was built without LibTorch")
+    torch.manual_seed(0)
+    model = Nested()
+    program = tmp_path / "program.pt"
+    torch.jit.script(model).save(str(program))
+    spec = spec_json(pot.program_digest_file(program),
+                     optimizer={"kind": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 0.01})
+    samples = []
+    for i in range(2):
+        g = torch.Generator().manual_seed(i)
+        with pot.SafetensorsWriter() as w:
+            w.add("x", "F32", [3, 6], torch.randn(3, 6, generator=g))
+            w.add("y", "I64", [3], torch.randint(0, 4, (3,), generator=g))
+            w.write(tmp_path / f"s{i}.safetensors")
+        samples.append((tmp_path / f"s{i}.safetensors").read_bytes())
+    pre = tmp_path / "pre.safetensors"
+    with pot.SafetensorsWriter() as w:
+        for name, p in model.named_parameters():
+            w.add("param/" + name, "F32", list(p.shape), p.detach())
+        w.add("hparam/lr", "F64", [], struct.pack("<d", 0.1))
+        w.write(pre)
+    entry = pot.ScheduleEntry(1, [[0, 1]]).encode(2)
+    run_id = hashlib.sha256(b"the nested run").digest()
+    with pot.Spec(spec) as s, pot.Replay(s, program) as r:
+        t = r.trace(pre, entry, samples, run_id=run_id)
+        with t:
+            nodes = [t.node(i) for i in range(len(t))]
+            js = [pot.op_node_json(x) for x in nodes]
+            assert "aten::reshape" in [j["name"] for j in js]
+            decided = 0
+            for k, j in enumerate(js[:-1]):
+                if not any("tensor" in v for v in flat(j["outputs"])):
+                    continue
+                tree = pot.Tree.in_memory()
+                for i, x in enumerate(nodes[:k + 1]):
+                    tree.append(forged_output(x) if i == k else x)
+                honest = r.open_op_node(pre, entry, samples, k, run_id=run_id)
+                o = Opening(honest)
+                o.node = forged_output(nodes[k])
+                o.inclusion = tree.inclusion_proof(k, k + 1)
+                o.consistency = tree.consistency_proof(k, k + 1) if k else b""
+                ruling = r.referee_decide_op(pre, pot.safetensors_digest_file(pre), entry, samples, k,
+                                             agreed_root=t.root(k), a_root=t.root(k + 1), b_root=tree.root(k + 1),
+                                             a_opening=honest, b_opening=o.encode(), run_id=run_id)
+                assert (ruling.rule, ruling.a_loses, ruling.b_loses) == ("operator", False, True), (k, j["name"],
+                                                                                                   ruling)
+                decided += 1
+            assert decided > 20
