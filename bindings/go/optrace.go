@@ -52,27 +52,34 @@ func (a *stepArgs) free() {
 	freeString(a.pre)
 }
 
-// Trace replays one step as Step does (no post-state file) and records its
-// operator trace (pot_replay_trace); the step's results are the trace's
-// ReplayResult. Same errors as Step.
-func (r *Replay) Trace(runID *Digest, preStatePath string, scheduleEntry []byte, samples [][]byte) (*OpTrace, error) {
+// withStep runs call with one step's C arguments under the replay's lock.
+func (r *Replay) withStep(runID *Digest, preStatePath string, samples [][]byte, call func(a *stepArgs) error) error {
 	a, err := newStepArgs(runID, preStatePath, samples)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer a.free()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.p == nil {
-		return nil, closedError("Replay")
+		return closedError("Replay")
 	}
-	var p *C.pot_op_trace
-	var cerr *C.pot_error
-	st := C.pot_replay_trace(&p, r.p, a.run, a.pre, bytesPtr(scheduleEntry), C.size_t(len(scheduleEntry)),
-		unsafe.SliceData(a.ptrs), unsafe.SliceData(a.lens), C.size_t(len(samples)), &cerr)
+	err = call(a)
 	runtime.KeepAlive(r)
 	runtime.KeepAlive(samples)
-	if err := toError(st, cerr); err != nil {
+	return err
+}
+
+// Trace replays one step as Step does (no post-state file) and records its
+// operator trace (pot_replay_trace); the step's results are the trace's
+// ReplayResult. Same errors as Step.
+func (r *Replay) Trace(runID *Digest, preStatePath string, scheduleEntry []byte, samples [][]byte) (*OpTrace, error) {
+	var p *C.pot_op_trace
+	if err := r.withStep(runID, preStatePath, samples, func(a *stepArgs) error {
+		var cerr *C.pot_error
+		return toError(C.pot_replay_trace(&p, r.p, a.run, a.pre, bytesPtr(scheduleEntry), C.size_t(len(scheduleEntry)),
+			unsafe.SliceData(a.ptrs), unsafe.SliceData(a.lens), C.size_t(len(samples)), &cerr), cerr)
+	}); err != nil {
 		return nil, err
 	}
 	t := &OpTrace{p: p}
@@ -220,23 +227,13 @@ func OpNodeFromJSON(text string) ([]byte, error) {
 // its input tensors' bytes. StatusOutOfRange past the trace's end.
 func (r *Replay) OpenOpNode(runID *Digest, preStatePath string, scheduleEntry []byte, samples [][]byte,
 	index uint64) ([]byte, error) {
-	a, err := newStepArgs(runID, preStatePath, samples)
-	if err != nil {
-		return nil, err
-	}
-	defer a.free()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.p == nil {
-		return nil, closedError("Replay")
-	}
 	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_replay_open_op_node(&out, r.p, a.run, a.pre, bytesPtr(scheduleEntry), C.size_t(len(scheduleEntry)),
-		unsafe.SliceData(a.ptrs), unsafe.SliceData(a.lens), C.size_t(len(samples)), C.uint64_t(index), &cerr)
-	runtime.KeepAlive(r)
-	runtime.KeepAlive(samples)
-	if err := toError(st, cerr); err != nil {
+	if err := r.withStep(runID, preStatePath, samples, func(a *stepArgs) error {
+		var cerr *C.pot_error
+		return toError(C.pot_replay_open_op_node(&out, r.p, a.run, a.pre, bytesPtr(scheduleEntry),
+			C.size_t(len(scheduleEntry)), unsafe.SliceData(a.ptrs), unsafe.SliceData(a.lens), C.size_t(len(samples)),
+			C.uint64_t(index), &cerr), cerr)
+	}); err != nil {
 		return nil, err
 	}
 	return takeBytes(&out), nil
@@ -267,28 +264,18 @@ type OpDispute struct {
 // StatusInvalidArgument when ARoot == BRoot.
 func (r *Replay) RefereeDecideOp(runID *Digest, preStatePath string, preStateDigest Digest, scheduleEntry []byte,
 	samples [][]byte, d OpDispute) (OpRuling, error) {
-	a, err := newStepArgs(runID, preStatePath, samples)
-	if err != nil {
-		return OpRuling{}, err
-	}
-	defer a.free()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.p == nil {
-		return OpRuling{}, closedError("Replay")
-	}
 	pre, agreed, ar, br := preStateDigest, d.AgreedRoot, d.ARoot, d.BRoot
 	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_referee_decide_op(&out, r.p, a.run, a.pre, pre.c(), bytesPtr(scheduleEntry),
-		C.size_t(len(scheduleEntry)), unsafe.SliceData(a.ptrs), unsafe.SliceData(a.lens), C.size_t(len(samples)),
-		C.uint64_t(d.Index), agreed.c(), ar.c(), br.c(), bytesPtr(d.AOpening), C.size_t(len(d.AOpening)),
-		bytesPtr(d.BOpening), C.size_t(len(d.BOpening)), &cerr)
-	runtime.KeepAlive(r)
-	runtime.KeepAlive(samples)
-	runtime.KeepAlive(d.AOpening)
-	runtime.KeepAlive(d.BOpening)
-	if err := toError(st, cerr); err != nil {
+	if err := r.withStep(runID, preStatePath, samples, func(a *stepArgs) error {
+		var cerr *C.pot_error
+		st := C.pot_referee_decide_op(&out, r.p, a.run, a.pre, pre.c(), bytesPtr(scheduleEntry),
+			C.size_t(len(scheduleEntry)), unsafe.SliceData(a.ptrs), unsafe.SliceData(a.lens), C.size_t(len(samples)),
+			C.uint64_t(d.Index), agreed.c(), ar.c(), br.c(), bytesPtr(d.AOpening), C.size_t(len(d.AOpening)),
+			bytesPtr(d.BOpening), C.size_t(len(d.BOpening)), &cerr)
+		runtime.KeepAlive(d.AOpening)
+		runtime.KeepAlive(d.BOpening)
+		return toError(st, cerr)
+	}); err != nil {
 		return OpRuling{}, err
 	}
 	var ruling OpRuling

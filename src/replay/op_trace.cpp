@@ -84,6 +84,16 @@ std::optional<std::string> tensor_layout(const at::Tensor &t, OpTensor &out) {
   return std::nullopt;
 }
 
+// A tensor's value without its bytes: None when undefined, Opaque when the
+// trace cannot hold it, else a Tensor with its layout (no chunk root yet).
+OpValue tensor_shell(const at::Tensor &t) {
+  if (!t.defined()) return OpValue{};
+  OpValue o;
+  o.kind = ValueKind::kTensor;
+  if (auto bad = tensor_layout(t, o.tensor)) return opaque(*bad);
+  return o;
+}
+
 hash::Digest chunk_root_of(const at::Tensor &t) {
   const at::Tensor c = t.contiguous();
   const ByteView bytes(static_cast<const uint8_t *>(c.data_ptr()), static_cast<size_t>(c.numel()) * c.element_size());
@@ -193,10 +203,8 @@ void OpRecorder::add_batch(uint32_t microbatch, const std::string &name, const a
 OpValue OpRecorder::input_value(const c10::IValue &v) {
   if (v.isTensor()) {
     const at::Tensor &t = v.toTensor();
-    if (!t.defined()) return OpValue{};
-    OpValue o;
-    o.kind = ValueKind::kTensor;
-    if (auto bad = tensor_layout(t, o.tensor)) return opaque(*bad);
+    OpValue o = tensor_shell(t);
+    if (o.kind != ValueKind::kTensor) return o;
     auto u = uninit_.find(t.unsafeGetTensorImpl());
     if (u != uninit_.end() && u->second == static_cast<int64_t>(t._version())) {
       o.tensor.source.kind = SourceKind::kUninit;
@@ -226,10 +234,8 @@ OpValue OpRecorder::input_value(const c10::IValue &v) {
 OpValue OpRecorder::output_value(const c10::IValue &v, bool allocation, uint32_t &slot, size_t node) {
   if (v.isTensor()) {
     const at::Tensor &t = v.toTensor();
-    if (!t.defined()) return OpValue{};
-    OpValue o;
-    o.kind = ValueKind::kTensor;
-    if (auto bad = tensor_layout(t, o.tensor)) return opaque(*bad);
+    OpValue o = tensor_shell(t);
+    if (o.kind != ValueKind::kTensor) return o;
     if (allocation) {
       o.tensor.source.kind = SourceKind::kUninit;
       uninit_[t.unsafeGetTensorImpl()] = static_cast<int64_t>(t._version());
@@ -277,8 +283,7 @@ void OpRecorder::on_start(const c10::ArrayRef<const c10::IValue> &inputs, const 
 void OpRecorder::keep_bytes(const c10::IValue &v) {
   if (v.isTensor()) {
     const at::Tensor &t = v.toTensor();
-    OpTensor layout;
-    if (!t.defined() || tensor_layout(t, layout)) return;  // not a tensor value of the node
+    if (tensor_shell(t).kind != ValueKind::kTensor) return;  // not a tensor value of the node
     const at::Tensor c = t.contiguous();
     const auto *p = static_cast<const uint8_t *>(c.data_ptr());
     captured_.emplace_back(p, p + static_cast<size_t>(c.numel()) * c.element_size());
@@ -320,10 +325,8 @@ void OpRecorder::finish(const TensorMap &post, const hash::Digest &post_digest) 
 
 OpValue op_tensor_value(const at::Tensor &t) {
   at::RecordFunctionGuard off(false);
-  if (!t.defined()) return OpValue{};
-  OpValue o;
-  o.kind = ValueKind::kTensor;
-  if (auto bad = tensor_layout(t, o.tensor)) return opaque(*bad);
+  OpValue o = tensor_shell(t);
+  if (o.kind != ValueKind::kTensor) return o;
   o.tensor.chunk_root = chunk_root_of(t);
   return o;
 }
@@ -483,10 +486,8 @@ std::vector<OpValue> execute_op(const commit::ExecutionSpec &spec, const OpNode 
   std::function<OpValue(const c10::IValue &)> value = [&](const c10::IValue &v) -> OpValue {
     if (v.isTensor()) {
       if (allocation) {
-        OpValue o;
-        o.kind = ValueKind::kTensor;
-        if (auto bad = tensor_layout(v.toTensor(), o.tensor)) return opaque(*bad);
-        o.tensor.source.kind = SourceKind::kUninit;
+        OpValue o = tensor_shell(v.toTensor());
+        if (o.kind == ValueKind::kTensor) o.tensor.source.kind = SourceKind::kUninit;
         return o;
       }
       return op_tensor_value(v.toTensor());

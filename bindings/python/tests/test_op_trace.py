@@ -429,6 +429,31 @@ def test_referee_refuses_another_pre_state_and_no_dispute(step5):
         s.opening(len(s.nodes) + 1)
 
 
+def write_step(tmp_path, model, samples, lr, **spec_over):
+    """A one-step run of `model`: its program, a spec (SGD at lr unless
+    spec_over says otherwise), the samples (dicts of name -> tensor) as
+    safetensors payloads, and S_0 (its parameters and lr)."""
+    from conftest import spec_json
+
+    program = tmp_path / "program.pt"
+    torch.jit.script(model).save(str(program))
+    spec = spec_json(pot.program_digest_file(program), **{"optimizer": {"kind": "sgd", "lr": lr}, **spec_over})
+    payloads = []
+    for i, tensors in enumerate(samples):
+        with pot.SafetensorsWriter() as w:
+            for name, t in tensors.items():
+                w.add(name, {torch.float32: "F32", torch.int64: "I64"}[t.dtype], list(t.shape), t)
+            w.write(tmp_path / f"s{i}.safetensors")
+        payloads.append((tmp_path / f"s{i}.safetensors").read_bytes())
+    pre = tmp_path / "pre.safetensors"
+    with pot.SafetensorsWriter() as w:
+        for name, p in model.named_parameters():
+            w.add("param/" + name, "F32", list(p.shape), p.detach())
+        w.add("hparam/lr", "F64", [], struct.pack("<d", lr))
+        w.write(pre)
+    return program, spec, payloads, pre, pot.ScheduleEntry(1, [list(range(len(samples)))]).encode(len(samples))
+
+
 class Wide(torch.nn.Module):
     """A loss whose forward sums 2^19 products: a reduction whose rounding
     depends on how many threads split it."""
@@ -446,31 +471,15 @@ def test_attack_a_verifier_with_the_wrong_thread_count_is_named(tmp_path):
     disputes an honest miner. The traces first differ at a reduction; run
     alone under the task's spec it gives the miner's bits: the verifier
     loses."""
-    from conftest import spec_json
-
     if not pot.replay_available():
         pytest.skip("libpot was built without LibTorch")
     torch.manual_seed(0)
     model = Wide()
-    program = tmp_path / "program.pt"
-    torch.jit.script(model).save(str(program))
-    digest = pot.program_digest_file(program)
-    task_spec = spec_json(digest, optimizer={"kind": "sgd", "lr": 0.01})
+    gens = [torch.Generator().manual_seed(i) for i in range(2)]
+    program, task_spec, samples, pre, entry = write_step(
+        tmp_path, model, [{"x": torch.randn(1 << 18, generator=g), "y": torch.tensor(float(i))}
+                          for i, g in enumerate(gens)], 0.01)
     wrong_spec = dict(task_spec, intra_op_threads=4)
-    samples = []
-    for i in range(2):
-        g = torch.Generator().manual_seed(i)
-        with pot.SafetensorsWriter() as w:
-            w.add("x", "F32", [1 << 18], torch.randn(1 << 18, generator=g))
-            w.add("y", "F32", [], torch.tensor(float(i)))
-            w.write(tmp_path / f"s{i}.safetensors")
-        samples.append((tmp_path / f"s{i}.safetensors").read_bytes())
-    pre = tmp_path / "s0.pre.safetensors"
-    with pot.SafetensorsWriter() as w:
-        w.add("param/w", "F32", [1 << 18], model.w.detach())
-        w.add("hparam/lr", "F64", [], struct.pack("<d", 0.01))
-        w.write(pre)
-    entry = pot.ScheduleEntry(1, [[0, 1]]).encode(2)
     run_id = hashlib.sha256(b"the wide run").digest()
     with pot.Spec(task_spec) as ts, pot.Spec(wrong_spec) as ws, pot.Replay(ts, program) as miner, \
             pot.Replay(ws, program) as verifier:
@@ -512,31 +521,15 @@ def test_every_operator_of_a_step_is_decided_by_running_it_alone(tmp_path):
     forged in its result, is decided by running its operator alone: the
     recorded arguments are exactly the operator's (a boxed call's callback
     sees the interpreter's whole stack; the node keeps the last ones)."""
-    from conftest import spec_json
-
     if not pot.replay_available():
         pytest.skip("libpot was built without LibTorch")
     torch.manual_seed(0)
     model = Nested()
-    program = tmp_path / "program.pt"
-    torch.jit.script(model).save(str(program))
-    spec = spec_json(pot.program_digest_file(program),
-                     optimizer={"kind": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 0.01})
-    samples = []
-    for i in range(2):
-        g = torch.Generator().manual_seed(i)
-        with pot.SafetensorsWriter() as w:
-            w.add("x", "F32", [3, 6], torch.randn(3, 6, generator=g))
-            w.add("y", "I64", [3], torch.randint(0, 4, (3,), generator=g))
-            w.write(tmp_path / f"s{i}.safetensors")
-        samples.append((tmp_path / f"s{i}.safetensors").read_bytes())
-    pre = tmp_path / "pre.safetensors"
-    with pot.SafetensorsWriter() as w:
-        for name, p in model.named_parameters():
-            w.add("param/" + name, "F32", list(p.shape), p.detach())
-        w.add("hparam/lr", "F64", [], struct.pack("<d", 0.1))
-        w.write(pre)
-    entry = pot.ScheduleEntry(1, [[0, 1]]).encode(2)
+    gens = [torch.Generator().manual_seed(i) for i in range(2)]
+    program, spec, samples, pre, entry = write_step(
+        tmp_path, model, [{"x": torch.randn(3, 6, generator=g), "y": torch.randint(0, 4, (3,), generator=g)}
+                          for g in gens], 0.1, optimizer={"kind": "sgd", "lr": 0.1, "momentum": 0.9,
+                                                         "weight_decay": 0.01})
     run_id = hashlib.sha256(b"the nested run").digest()
     with pot.Spec(spec) as s, pot.Replay(s, program) as r:
         t = r.trace(pre, entry, samples, run_id=run_id)

@@ -213,6 +213,24 @@ pub struct Replay {
     raw: NonNull<sys::pot_replay>,
 }
 
+/// One step's C arguments: the pre-state path and the samples' pointers
+/// and lengths (borrowed: the samples outlive the call).
+struct StepArgs {
+    pre: CString,
+    ptrs: Vec<*const u8>,
+    lens: Vec<usize>,
+}
+
+impl StepArgs {
+    fn new<S: AsRef<[u8]>>(pre_state: &Path, samples: &[S]) -> Result<StepArgs> {
+        Ok(StepArgs {
+            pre: path_cstring(pre_state)?,
+            ptrs: samples.iter().map(|s| s.as_ref().as_ptr()).collect(),
+            lens: samples.iter().map(|s| s.as_ref().len()).collect(),
+        })
+    }
+}
+
 // SAFETY: no thread affinity (libpot serialises replays itself). Not Sync:
 // pot.h's one-thread-per-handle rule.
 unsafe impl Send for Replay {}
@@ -323,21 +341,19 @@ impl Replay {
         samples: &[S],
         post_state: Option<&Path>,
     ) -> Result<ReplayResult> {
-        let pre = path_cstring(pre_state.as_ref())?;
+        let args = StepArgs::new(pre_state.as_ref(), samples)?;
         let post: Option<CString> = post_state.map(path_cstring).transpose()?;
-        let ptrs: Vec<*const u8> = samples.iter().map(|s| s.as_ref().as_ptr()).collect();
-        let lens: Vec<usize> = samples.iter().map(|s| s.as_ref().len()).collect();
         let mut out = sys::pot_replay_result::default();
         call(|err| unsafe {
             sys::pot_replay_step(
                 &mut out,
                 self.raw.as_ptr(),
                 run_id.map_or(std::ptr::null(), Digest::as_ptr),
-                pre.as_ptr(),
+                args.pre.as_ptr(),
                 schedule_entry.as_ptr(),
                 schedule_entry.len(),
-                ptrs.as_ptr(),
-                lens.as_ptr(),
+                args.ptrs.as_ptr(),
+                args.lens.as_ptr(),
                 samples.len(),
                 opt_ptr(&post),
                 err,
@@ -362,20 +378,18 @@ impl Replay {
         schedule_entry: &[u8],
         samples: &[S],
     ) -> Result<crate::dispute::OpTrace> {
-        let pre = path_cstring(pre_state.as_ref())?;
-        let ptrs: Vec<*const u8> = samples.iter().map(|s| s.as_ref().as_ptr()).collect();
-        let lens: Vec<usize> = samples.iter().map(|s| s.as_ref().len()).collect();
+        let args = StepArgs::new(pre_state.as_ref(), samples)?;
         let mut raw = ptr::null_mut();
         call(|err| unsafe {
             sys::pot_replay_trace(
                 &mut raw,
                 self.raw.as_ptr(),
                 run_id.map_or(std::ptr::null(), Digest::as_ptr),
-                pre.as_ptr(),
+                args.pre.as_ptr(),
                 schedule_entry.as_ptr(),
                 schedule_entry.len(),
-                ptrs.as_ptr(),
-                lens.as_ptr(),
+                args.ptrs.as_ptr(),
+                args.lens.as_ptr(),
                 samples.len(),
                 err,
             )
@@ -399,19 +413,17 @@ impl Replay {
         samples: &[S],
         index: u64,
     ) -> Result<Vec<u8>> {
-        let pre = path_cstring(pre_state.as_ref())?;
-        let ptrs: Vec<*const u8> = samples.iter().map(|s| s.as_ref().as_ptr()).collect();
-        let lens: Vec<usize> = samples.iter().map(|s| s.as_ref().len()).collect();
+        let args = StepArgs::new(pre_state.as_ref(), samples)?;
         crate::ffi::bytes_out(|out, err| unsafe {
             sys::pot_replay_open_op_node(
                 out,
                 self.raw.as_ptr(),
                 run_id.map_or(std::ptr::null(), Digest::as_ptr),
-                pre.as_ptr(),
+                args.pre.as_ptr(),
                 schedule_entry.as_ptr(),
                 schedule_entry.len(),
-                ptrs.as_ptr(),
-                lens.as_ptr(),
+                args.ptrs.as_ptr(),
+                args.lens.as_ptr(),
                 samples.len(),
                 index,
                 err,
@@ -437,20 +449,18 @@ impl Replay {
         samples: &[S],
         dispute: &crate::dispute::OpDispute<'_>,
     ) -> Result<crate::dispute::OpRuling> {
-        let pre = path_cstring(pre_state.as_ref())?;
-        let ptrs: Vec<*const u8> = samples.iter().map(|s| s.as_ref().as_ptr()).collect();
-        let lens: Vec<usize> = samples.iter().map(|s| s.as_ref().len()).collect();
+        let args = StepArgs::new(pre_state.as_ref(), samples)?;
         let text = crate::ffi::string_out(|out, err| unsafe {
             sys::pot_referee_decide_op(
                 out,
                 self.raw.as_ptr(),
                 run_id.map_or(std::ptr::null(), Digest::as_ptr),
-                pre.as_ptr(),
+                args.pre.as_ptr(),
                 pre_state_digest.as_ptr(),
                 schedule_entry.as_ptr(),
                 schedule_entry.len(),
-                ptrs.as_ptr(),
-                lens.as_ptr(),
+                args.ptrs.as_ptr(),
+                args.lens.as_ptr(),
                 samples.len(),
                 dispute.index,
                 dispute.agreed_root.as_ptr(),
