@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include <ATen/record_function.h>
 #include <torch/script.h>
 
 #include "commit/spec.h"
@@ -63,6 +64,9 @@ class OpRecorder {
   dispute::OpValue input_value(const c10::IValue &v);
   dispute::OpValue output_value(const c10::IValue &v, bool allocation, uint32_t &slot, size_t node);
 
+  // RecordFunction on for this thread while recording, whatever the
+  // application set: a trace must not silently come out empty.
+  at::RecordFunctionGuard enabled_{true};
   uint64_t handle_ = 0;
   bool active_ = false;
   std::string error_;
