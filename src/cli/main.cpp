@@ -15,6 +15,7 @@ void add_open_commands(CLI::App &app);
 void add_ledger_commands(CLI::App &app);
 void add_replay_commands(CLI::App &app);
 void add_report_commands(CLI::App &app);
+void add_dispute_commands(CLI::App &app);
 }  // namespace pot_cli
 
 int main(int argc, char **argv) {
@@ -31,6 +32,7 @@ int main(int argc, char **argv) {
   pot_cli::add_ledger_commands(app);
   pot_cli::add_replay_commands(app);  // after open: adds to 'open'
   pot_cli::add_report_commands(app);
+  pot_cli::add_dispute_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {

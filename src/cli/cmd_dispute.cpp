@@ -1,0 +1,227 @@
+// pot dispute: the refereed dispute's calls (docs/PROTOCOL.md 22) through the
+// C API. `points` needs no LibTorch; `trace`, `open` and `decide` replay a
+// step and exit 3 with POT_E_UNSUPPORTED in a libpot built without it.
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+
+#include "cli_util.h"
+
+namespace pot_cli {
+
+namespace {
+
+// The step every replaying subcommand takes, as `pot replay` does.
+struct DisputeStep {
+  std::string spec, program, pre, entry, run_id;
+  std::vector<std::string> samples;
+  bool json = false;
+};
+
+void add_step_options(CLI::App *c, DisputeStep &s) {
+  c->add_option("--spec", s.spec, "the task's execution spec (JSON or canonical bytes)")->required();
+  c->add_option("--program", s.program, "TorchScript model program")->required();
+  c->add_option("--pre-state", s.pre, "the agreed S_{t-1} (safetensors)")->required();
+  c->add_option("--entry", s.entry, "schedule entry of the step (hex)")->required();
+  c->add_option("--sample", s.samples, "sample files (safetensors), in the entry's order")->required();
+  c->add_option("--run-id", s.run_id, "the run the step belongs to (hex; required under per_step seeds)");
+  c->add_flag("--json", s.json, "print JSON");
+}
+
+// A loaded replay and the step's arguments for the C calls.
+struct LoadedStep {
+  Spec spec{nullptr, pot_spec_free};
+  std::unique_ptr<pot_replay, decltype(&pot_replay_free)> replay{nullptr, pot_replay_free};
+  std::vector<uint8_t> entry;
+  std::vector<std::vector<uint8_t>> payloads;
+  std::vector<const uint8_t *> ptrs;
+  std::vector<size_t> lens;
+  pot_digest run{};
+  bool has_run = false;
+  const pot_digest *run_ptr() const { return has_run ? &run : nullptr; }
+};
+
+std::unique_ptr<LoadedStep> load_step(const DisputeStep &s) {
+  auto l = std::make_unique<LoadedStep>();
+  l->spec = load_spec(s.spec, false, true);
+  pot_error *err = nullptr;
+  pot_replay *r = nullptr;
+  check(pot_replay_new(&r, l->spec.get(), s.program.c_str(), &err), &err, "replay");
+  l->replay.reset(r);
+  l->entry = unhex(s.entry, "--entry");
+  for (const std::string &f : s.samples) l->payloads.push_back(read_file(f));
+  for (const auto &p : l->payloads) {
+    l->ptrs.push_back(p.data());
+    l->lens.push_back(p.size());
+  }
+  if (!s.run_id.empty()) {
+    l->run = digest_arg(s.run_id, "--run-id");
+    l->has_run = true;
+  }
+  return l;
+}
+
+std::vector<uint8_t> take_bytes(pot_bytes &b) {
+  std::vector<uint8_t> v(b.data, b.data + b.len);
+  pot_bytes_free(&b);
+  return v;
+}
+
+}  // namespace
+
+void add_dispute_commands(CLI::App &app) {
+  CLI::App *d = app.add_subcommand("dispute", "Refereed disputes: bisections, operator traces, the referee");
+  d->require_subcommand(1);
+
+  // pot dispute points
+  struct Points {
+    uint64_t lo = 0, hi = 0;
+    uint32_t arity = 2;
+    bool json = false;
+  };
+  auto po = std::make_shared<Points>();
+  CLI::App *pts = d->add_subcommand("points", "The points of a bisection round over (LO, HI] and the most rounds");
+  pts->add_option("--lo", po->lo, "the agreed end")->required();
+  pts->add_option("--hi", po->hi, "the disputed end")->required();
+  pts->add_option("--arity", po->arity, "k, 2..256 (2)");
+  pts->add_flag("--json", po->json, "print JSON");
+  pts->callback([po] {
+    pot_error *err = nullptr;
+    std::vector<uint64_t> points(POT_BISECTION_MAX_POINTS);
+    size_t count = points.size();
+    uint32_t rounds = 0;
+    check(pot_bisection_points(points.data(), &count, po->lo, po->hi, po->arity, &err), &err, "points");
+    check(pot_bisection_rounds(&rounds, po->lo, po->hi, po->arity, &err), &err, "rounds");
+    points.resize(count);
+    std::string line;
+    for (uint64_t p : points) line += (line.empty() ? "" : " ") + std::to_string(p);
+    emit(po->json, {{"points", points}, {"rounds", rounds}}, {line, std::to_string(rounds)});
+  });
+
+  // pot dispute trace
+  struct Trace {
+    DisputeStep step;
+    std::string out;
+    std::vector<uint64_t> roots;
+  };
+  auto to = std::make_shared<Trace>();
+  CLI::App *tr = d->add_subcommand("trace", "Replay a step and record its operator trace (LibTorch)");
+  add_step_options(tr, to->step);
+  tr->add_option("--root-at", to->roots, "also print the root of the first N nodes (repeatable)");
+  tr->add_option("--out", to->out, "write the trace: a JSON array of the nodes' leaf data (hex)");
+  tr->callback([to] {
+    const auto l = load_step(to->step);
+    pot_error *err = nullptr;
+    pot_op_trace *t = nullptr;
+    check(pot_replay_trace(&t, l->replay.get(), l->run_ptr(), to->step.pre.c_str(), l->entry.data(), l->entry.size(),
+                           l->ptrs.data(), l->lens.data(), l->ptrs.size(), &err),
+          &err, "trace");
+    std::unique_ptr<pot_op_trace, decltype(&pot_op_trace_free)> guard(t, pot_op_trace_free);
+    uint64_t n = 0;
+    check(pot_op_trace_size(&n, t, &err), &err, "size");
+    pot_digest root;
+    check(pot_op_trace_root(&root, t, n, &err), &err, "root");
+    pot_replay_result res{};
+    check(pot_op_trace_replay_result(&res, t, &err), &err, "result");
+    nlohmann::json roots = nlohmann::json::object();
+    std::vector<std::string> plain{std::to_string(n), hex(root)};
+    for (uint64_t p : to->roots) {
+      pot_digest r;
+      check(pot_op_trace_root(&r, t, p, &err), &err, "--root-at");
+      roots[std::to_string(p)] = hex(r);
+      plain.push_back(std::to_string(p) + " " + hex(r));
+    }
+    if (!to->out.empty()) {
+      nlohmann::json nodes = nlohmann::json::array();
+      for (uint64_t i = 0; i < n; ++i) {
+        pot_bytes b{};
+        check(pot_op_trace_node(&b, t, i, &err), &err, "node");
+        const auto v = take_bytes(b);
+        nodes.push_back(hex(v.data(), v.size()));
+      }
+      const std::string text = nodes.dump() + "\n";
+      write_file(to->out, std::vector<uint8_t>(text.begin(), text.end()));
+    }
+    emit(to->step.json,
+         {{"nodes", n}, {"root", hex(root)}, {"roots", roots}, {"state_digest", hex(res.post_state_digest)}}, plain);
+  });
+
+  // pot dispute node
+  struct Node {
+    std::string hex_or_file;
+  };
+  auto no = std::make_shared<Node>();
+  CLI::App *nd = d->add_subcommand("node", "Decode a node's leaf data to JSON");
+  nd->add_option("NODE", no->hex_or_file, "leaf data: hex, or a file holding the bytes")->required();
+  nd->callback([no] {
+    std::ifstream probe(no->hex_or_file);
+    const auto bytes = probe ? read_file(no->hex_or_file) : unhex(no->hex_or_file, "NODE");
+    pot_error *err = nullptr;
+    pot_bytes b{};
+    check(pot_op_node_json(&b, bytes.data(), bytes.size(), &err), &err, "node");
+    const auto v = take_bytes(b);
+    std::cout << std::string(v.begin(), v.end()) << "\n";
+  });
+
+  // pot dispute open
+  struct Open {
+    DisputeStep step;
+    uint64_t node = 0;
+    std::string out;
+  };
+  auto oo = std::make_shared<Open>();
+  CLI::App *op = d->add_subcommand("open", "Open node K of this party's trace of the step (LibTorch)");
+  add_step_options(op, oo->step);
+  op->add_option("--node", oo->node, "the first differing node (0-based)")->required();
+  op->add_option("--out", oo->out, "opening file to write")->required();
+  op->callback([oo] {
+    const auto l = load_step(oo->step);
+    pot_error *err = nullptr;
+    pot_bytes b{};
+    check(pot_replay_open_op_node(&b, l->replay.get(), l->run_ptr(), oo->step.pre.c_str(), l->entry.data(),
+                                  l->entry.size(), l->ptrs.data(), l->lens.data(), l->ptrs.size(), oo->node, &err),
+          &err, "open");
+    const auto v = take_bytes(b);
+    write_file(oo->out, v);
+    emit(oo->step.json, {{"node", oo->node}, {"bytes", v.size()}, {"out", oo->out}}, {std::to_string(v.size())});
+  });
+
+  // pot dispute decide
+  struct Decide {
+    DisputeStep step;
+    uint64_t node = 0;
+    std::string pre_digest, agreed, a_root, b_root, a_opening, b_opening;
+  };
+  auto dd = std::make_shared<Decide>();
+  CLI::App *dc = d->add_subcommand("decide", "The referee's ruling on node K (LibTorch); prints who loses");
+  add_step_options(dc, dd->step);
+  dc->add_option("--pre-state-digest", dd->pre_digest, "the agreed digest of S_{t-1} (hex)")->required();
+  dc->add_option("--node", dd->node, "the first differing node (0-based)")->required();
+  dc->add_option("--agreed-root", dd->agreed, "the agreed root of the first K nodes (hex)")->required();
+  dc->add_option("--a-root", dd->a_root, "A's root of the first K + 1 nodes (hex)")->required();
+  dc->add_option("--b-root", dd->b_root, "B's root of the first K + 1 nodes (hex)")->required();
+  dc->add_option("--a-opening", dd->a_opening, "A's opening file")->required();
+  dc->add_option("--b-opening", dd->b_opening, "B's opening file")->required();
+  dc->callback([dd] {
+    const auto l = load_step(dd->step);
+    const pot_digest pre = digest_arg(dd->pre_digest, "--pre-state-digest"),
+                     agreed = digest_arg(dd->agreed, "--agreed-root"), a = digest_arg(dd->a_root, "--a-root"),
+                     b = digest_arg(dd->b_root, "--b-root");
+    const auto ao = read_file(dd->a_opening), bo = read_file(dd->b_opening);
+    pot_error *err = nullptr;
+    pot_bytes rb{};
+    check(pot_referee_decide_op(&rb, l->replay.get(), l->run_ptr(), dd->step.pre.c_str(), &pre, l->entry.data(),
+                                l->entry.size(), l->ptrs.data(), l->lens.data(), l->ptrs.size(), dd->node, &agreed,
+                                &a, &b, ao.data(), ao.size(), bo.data(), bo.size(), &err),
+          &err, "decide");
+    const auto v = take_bytes(rb);
+    const auto ruling = nlohmann::json::parse(v.begin(), v.end());
+    const bool a_loses = ruling["a_loses"], b_loses = ruling["b_loses"];
+    emit(dd->step.json, ruling,
+         {std::string(a_loses && b_loses ? "both lose" : a_loses ? "A loses" : b_loses ? "B loses" : "no one loses") +
+              " (rule " + ruling["rule"].get<std::string>() + ")",
+          ruling["reason"].get<std::string>()});
+  });
+}
+
+}  // namespace pot_cli

@@ -1,0 +1,48 @@
+"""`pot dispute` (docs/cli.md) on a real run of train.py: the trace of a
+step is the same twice, a node decodes, a party's opening is written, and
+the referee's ruling names the party whose claimed root its opening does
+not prove against; a pre-state other than the agreed one is refused."""
+import json
+import os
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from test_hostile_replay import run_pot, small, step3  # noqa: E402,F401
+
+
+def step_args(a):
+    return ["--spec", a["spec"], "--program", a["program"], "--pre-state", a["pre"], "--entry", a["entry"],
+            "--sample", *a["samples"], "--run-id", a["run_id"]]
+
+
+def test_dispute_commands(pot_cli, step3, tmp_path):  # noqa: F811
+    rc, out, err, _ = run_pot(pot_cli, "dispute", "trace", *step_args(step3), "--root-at", 5, "--root-at", 6,
+                              "--out", tmp_path / "trace.json", "--json")
+    assert rc == 0, err
+    t = json.loads(out)
+    rc, again, err, _ = run_pot(pot_cli, "dispute", "trace", *step_args(step3), "--json")
+    assert rc == 0 and json.loads(again)["root"] == t["root"], err
+    nodes = json.loads((tmp_path / "trace.json").read_text())
+    assert len(nodes) == t["nodes"] > 50
+    rc, node, err, _ = run_pot(pot_cli, "dispute", "node", nodes[5])
+    assert rc == 0 and json.loads(node)["name"].startswith("aten::"), err
+    rc, out, err, _ = run_pot(pot_cli, "dispute", "points", "--lo", 0, "--hi", t["nodes"], "--arity", 4, "--json")
+    assert rc == 0 and len(json.loads(out)["points"]) == 3, err
+
+    rc, out, err, _ = run_pot(pot_cli, "dispute", "open", *step_args(step3), "--node", 5,
+                              "--out", tmp_path / "open5.bin")
+    assert rc == 0 and (tmp_path / "open5.bin").stat().st_size == int(out), err
+    rc, pre, err, _ = run_pot(pot_cli, "hash", "state", step3["pre"])
+    assert rc == 0, err
+    decide = ["dispute", "decide", *step_args(step3), "--node", 5, "--agreed-root", t["roots"]["5"],
+              "--a-root", t["roots"]["6"], "--b-root", "ab" * 32, "--a-opening", tmp_path / "open5.bin",
+              "--b-opening", tmp_path / "open5.bin"]
+    rc, out, err, _ = run_pot(pot_cli, *decide, "--pre-state-digest", pre.split()[0], "--json")
+    assert rc == 0, err
+    ruling = json.loads(out)
+    assert (ruling["a_loses"], ruling["b_loses"], ruling["rule"]) == (False, True, "opening"), ruling
+    rc, out, err, _ = run_pot(pot_cli, *decide, "--pre-state-digest", "00" * 32)
+    assert rc != 0 and "POT_E_PROOF_MISMATCH" in err, (rc, err)
