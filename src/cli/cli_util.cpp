@@ -1,5 +1,7 @@
 #include "cli_util.h"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <fstream>
@@ -165,6 +167,36 @@ void write_file(const std::string &path, const std::vector<uint8_t> &bytes) {
   out.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   out.flush();
   if (!out) throw CliError(kExitFailure, path + ": cannot write");
+}
+
+void add_step_options(CLI::App *c, ReplayStep &s) {
+  c->add_option("--spec", s.spec, "execution spec (JSON or canonical bytes; in a dispute, the task's)")->required();
+  c->add_option("--program", s.program, "TorchScript model program")->required();
+  c->add_option("--pre-state", s.pre, "S_{t-1} (safetensors; in a dispute, the agreed one)")->required();
+  c->add_option("--entry", s.entry, "schedule entry of the step (hex)")->required();
+  c->add_option("--sample", s.samples, "sample files (safetensors), in the entry's order")->required();
+  c->add_option("--run-id", s.run_id, "the run the step belongs to (hex; required under per_step seeds)");
+  c->add_flag("--json", s.json, "print JSON");
+}
+
+std::unique_ptr<LoadedStep> load_step(const ReplayStep &s) {
+  auto l = std::make_unique<LoadedStep>();
+  l->spec = load_spec(s.spec, false, true);
+  pot_error *err = nullptr;
+  pot_replay *r = nullptr;
+  check(pot_replay_new(&r, l->spec.get(), s.program.c_str(), &err), &err, "replay");
+  l->replay.reset(r);
+  l->entry = unhex(s.entry, "--entry");
+  for (const std::string &f : s.samples) l->payloads.push_back(read_file(f));
+  for (const auto &p : l->payloads) {
+    l->ptrs.push_back(p.data());
+    l->lens.push_back(p.size());
+  }
+  if (!s.run_id.empty()) {
+    l->run = digest_arg(s.run_id, "--run-id");
+    l->has_run = true;
+  }
+  return l;
 }
 
 }  // namespace pot_cli

@@ -9,6 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
+namespace CLI {
+class App;
+}
+
 #include "pot.h"
 
 namespace pot_cli {
@@ -54,6 +58,29 @@ using Commitment = std::unique_ptr<pot_commitment, decltype(&pot_commitment_free
 Spec load_spec(const std::string &path, bool binary, bool detect = false);
 // A commitment file: JSON or canonical bytes, told apart by the first byte.
 Commitment load_commitment(const std::string &path);
+
+// A step to replay, as `pot replay` and `pot dispute` take it.
+struct ReplayStep {
+  std::string spec, program, pre, entry, run_id;
+  std::vector<std::string> samples;
+  bool json = false;
+};
+// Adds --spec --program --pre-state --entry --sample --run-id --json.
+void add_step_options(CLI::App *c, ReplayStep &s);
+
+// A loaded replay and the step's arguments for the C calls.
+struct LoadedStep {
+  Spec spec{nullptr, pot_spec_free};
+  std::unique_ptr<pot_replay, decltype(&pot_replay_free)> replay{nullptr, pot_replay_free};
+  std::vector<uint8_t> entry;
+  std::vector<std::vector<uint8_t>> payloads;
+  std::vector<const uint8_t *> ptrs;
+  std::vector<size_t> lens;
+  pot_digest run{};
+  bool has_run = false;
+  const pot_digest *run_ptr() const { return has_run ? &run : nullptr; }
+};
+std::unique_ptr<LoadedStep> load_step(const ReplayStep &s);
 
 // Prints {json} with --json, else the plain lines.
 void emit(bool as_json, const nlohmann::json &j, const std::vector<std::string> &plain);

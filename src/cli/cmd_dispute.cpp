@@ -11,56 +11,6 @@ namespace pot_cli {
 
 namespace {
 
-// The step every replaying subcommand takes, as `pot replay` does.
-struct DisputeStep {
-  std::string spec, program, pre, entry, run_id;
-  std::vector<std::string> samples;
-  bool json = false;
-};
-
-void add_step_options(CLI::App *c, DisputeStep &s) {
-  c->add_option("--spec", s.spec, "the task's execution spec (JSON or canonical bytes)")->required();
-  c->add_option("--program", s.program, "TorchScript model program")->required();
-  c->add_option("--pre-state", s.pre, "the agreed S_{t-1} (safetensors)")->required();
-  c->add_option("--entry", s.entry, "schedule entry of the step (hex)")->required();
-  c->add_option("--sample", s.samples, "sample files (safetensors), in the entry's order")->required();
-  c->add_option("--run-id", s.run_id, "the run the step belongs to (hex; required under per_step seeds)");
-  c->add_flag("--json", s.json, "print JSON");
-}
-
-// A loaded replay and the step's arguments for the C calls.
-struct LoadedStep {
-  Spec spec{nullptr, pot_spec_free};
-  std::unique_ptr<pot_replay, decltype(&pot_replay_free)> replay{nullptr, pot_replay_free};
-  std::vector<uint8_t> entry;
-  std::vector<std::vector<uint8_t>> payloads;
-  std::vector<const uint8_t *> ptrs;
-  std::vector<size_t> lens;
-  pot_digest run{};
-  bool has_run = false;
-  const pot_digest *run_ptr() const { return has_run ? &run : nullptr; }
-};
-
-std::unique_ptr<LoadedStep> load_step(const DisputeStep &s) {
-  auto l = std::make_unique<LoadedStep>();
-  l->spec = load_spec(s.spec, false, true);
-  pot_error *err = nullptr;
-  pot_replay *r = nullptr;
-  check(pot_replay_new(&r, l->spec.get(), s.program.c_str(), &err), &err, "replay");
-  l->replay.reset(r);
-  l->entry = unhex(s.entry, "--entry");
-  for (const std::string &f : s.samples) l->payloads.push_back(read_file(f));
-  for (const auto &p : l->payloads) {
-    l->ptrs.push_back(p.data());
-    l->lens.push_back(p.size());
-  }
-  if (!s.run_id.empty()) {
-    l->run = digest_arg(s.run_id, "--run-id");
-    l->has_run = true;
-  }
-  return l;
-}
-
 std::vector<uint8_t> take_bytes(pot_bytes &b) {
   std::vector<uint8_t> v(b.data, b.data + b.len);
   pot_bytes_free(&b);
@@ -100,7 +50,7 @@ void add_dispute_commands(CLI::App &app) {
 
   // pot dispute trace
   struct Trace {
-    DisputeStep step;
+    ReplayStep step;
     std::string out;
     std::vector<uint64_t> roots;
   };
@@ -165,7 +115,7 @@ void add_dispute_commands(CLI::App &app) {
 
   // pot dispute open
   struct Open {
-    DisputeStep step;
+    ReplayStep step;
     uint64_t node = 0;
     std::string out;
   };
@@ -188,7 +138,7 @@ void add_dispute_commands(CLI::App &app) {
 
   // pot dispute decide
   struct Decide {
-    DisputeStep step;
+    ReplayStep step;
     uint64_t node = 0;
     std::string pre_digest, agreed, a_root, b_root, a_opening, b_opening;
   };

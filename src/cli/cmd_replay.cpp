@@ -50,42 +50,21 @@ nlohmann::json verify_json(const pot_verify_result &r) {
 void add_replay_commands(CLI::App &app) {
   // pot replay
   struct Replay {
-    std::string spec, program, pre, entry, out, run_id;
-    std::vector<std::string> samples;
-    bool json = false;
+    ReplayStep step;
+    std::string out;
   };
   auto ro = std::make_shared<Replay>();
   CLI::App *rp = app.add_subcommand("replay", "Replay one training step (LibTorch)");
-  rp->add_option("--spec", ro->spec, "execution spec (JSON or canonical bytes)")->required();
-  rp->add_option("--program", ro->program, "TorchScript model program")->required();
-  rp->add_option("--pre-state", ro->pre, "S_{t-1} (safetensors)")->required();
-  rp->add_option("--entry", ro->entry, "schedule entry of the step (hex)")->required();
-  rp->add_option("--sample", ro->samples, "sample files (safetensors), in the entry's order")->required();
-  rp->add_option("--run-id", ro->run_id, "the run the step belongs to (hex; required under per_step seeds)");
+  add_step_options(rp, ro->step);
   rp->add_option("--out", ro->out, "write the replayed S_t here");
-  rp->add_flag("--json", ro->json, "print JSON");
   rp->callback([ro] {
-    const Spec spec = load_spec(ro->spec, false, true);
+    const auto l = load_step(ro->step);
     pot_error *err = nullptr;
-    pot_replay *r = nullptr;
-    check(pot_replay_new(&r, spec.get(), ro->program.c_str(), &err), &err, "replay");
-    std::unique_ptr<pot_replay, decltype(&pot_replay_free)> guard(r, pot_replay_free);
-    const auto entry = unhex(ro->entry, "--entry");
-    std::vector<std::vector<uint8_t>> payloads;
-    for (const std::string &f : ro->samples) payloads.push_back(read_file(f));
-    std::vector<const uint8_t *> ptrs;
-    std::vector<size_t> lens;
-    for (const auto &p : payloads) {
-      ptrs.push_back(p.data());
-      lens.push_back(p.size());
-    }
     pot_replay_result res{};
-    pot_digest run{};
-    if (!ro->run_id.empty()) run = digest_arg(ro->run_id, "--run-id");
-    check(pot_replay_step(&res, r, ro->run_id.empty() ? nullptr : &run, ro->pre.c_str(), entry.data(), entry.size(),
-                          ptrs.data(), lens.data(), ptrs.size(), or_null(ro->out), &err),
+    check(pot_replay_step(&res, l->replay.get(), l->run_ptr(), ro->step.pre.c_str(), l->entry.data(),
+                          l->entry.size(), l->ptrs.data(), l->lens.data(), l->ptrs.size(), or_null(ro->out), &err),
           &err, "replay");
-    emit(ro->json,
+    emit(ro->step.json,
          {{"state_digest", hex(res.post_state_digest)}, {"loss", res.loss}, {"update_norm", res.update_norm},
           {"norm_bucket", res.norm_bucket}, {"gradient", gradient_json(res.gradient)}},
          {hex(res.post_state_digest), nlohmann::json(res.loss).dump()});

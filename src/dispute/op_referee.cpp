@@ -261,7 +261,8 @@ Ruling decide_operator(const OperatorDispute &d, const NodeOpening &a, const Nod
                              r.a_loses && r.b_loses ? "neither party's is" : r.a_loses ? "A's is not" : "B's is not");
       return r;
     }
-    if (!backend.not_executable(n)) {
+    const std::optional<std::string> not_alone = backend.not_executable(n);
+    if (!not_alone) {
       std::optional<std::vector<OpValue>> got;
       std::string why;
       for (const NodeOpening *o : {&a, &b}) {
@@ -285,7 +286,7 @@ Ruling decide_operator(const OperatorDispute &d, const NodeOpening &a, const Nod
       // Neither party gave the inputs' bytes: the step decides.
       r.reason = fmt::format("no input bytes to run {} on ({}); ", describe(n), why);
     } else {
-      r.reason = fmt::format("{}; ", *backend.not_executable(n));
+      r.reason = fmt::format("{}; ", *not_alone);
     }
   }
   // Rule 3: the step, replayed.
