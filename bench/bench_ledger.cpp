@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
                "issue ms/run", "state MiB", "save ms", "load ms", "peak MiB");
   for (uint64_t v = 1000; v <= max_verifiers; v *= 2) {
     const std::string config = R"({"draw_delay": 1, "opening_window": 10, "commit_window": 10, "reveal_window": 10,
-      "max_committee_size": )" + std::to_string(committee) + R"(, "min_stake": 1, "max_attempts": 1, "max_rounds": )" +
+      "max_committee_size": )" + std::to_string(committee) + R"(, "min_stake": 1, "max_attempts": 1, "dispute_window": 1, "dispute_arity": 2, "max_rounds": )" +
                                std::to_string(rounds) + "}";
     pot_ledger *l = nullptr;
     bench::check(pot_ledger_new(&l, config.c_str(), &err), err, "pot_ledger_new");

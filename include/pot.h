@@ -849,15 +849,22 @@ POT_API pot_status pot_ledger_save(pot_bytes *out, const pot_ledger *ledger, pot
  * POT_MAX_JSON_BYTES POT_E_LIMIT. */
 POT_API pot_status pot_ledger_apply(pot_bytes *result, pot_ledger *ledger, const char *call_json,
                                     pot_error **err);
-/* Decodes an outcome record (docs/PROTOCOL.md section 20.1: the "outcome"
- * hex of a finalize_challenge result, a leaf of the ledger's outcome log) to
- * a JSON object with the keys challenge_id, attempt, run_id (hex), step,
- * mode, verdict ("pass", "fail", "inconclusive"), cause, cluster_size,
- * cluster_stake, committee_stake and minority, silent, misconfigured,
- * unreplayed (hex identities, sorted). POT_E_LIMIT past 266,350 bytes (a
- * full committee of 1024 identities of 256 bytes); POT_E_MALFORMED naming
- * the first violation of the record's rules, a record of another tag
- * version named as such. */
+/* Decodes a leaf of the ledger's outcome log to JSON. A challenge's outcome
+ * record (docs/PROTOCOL.md section 20.1: the "outcome" hex of a
+ * finalize_challenge result) gives the keys challenge_id, attempt, run_id
+ * (hex), step, mode, verdict ("pass", "fail", "inconclusive"), cause,
+ * cluster_size, cluster_stake, committee_stake and minority, silent,
+ * misconfigured, unreplayed (hex identities, sorted). A dispute record
+ * (section 20.2, tag "pot/v2/dispute-outcome": the "record" hex of a
+ * dispute call that ended the dispute) gives dispute_id, run_id, miner,
+ * challenger, lo, hi, end ("step_found", "miner_default",
+ * "challenger_default", "both_default"), rounds, step, agreed,
+ * miner_digest, challenger_digest (hex, null unless step_found) and losers
+ * (["miner"], ["challenger"], both, or none). POT_E_LIMIT past 266,350
+ * bytes (a full committee of 1024 identities of 256 bytes), or 708 for a
+ * dispute record (two identities of 256 bytes); POT_E_MALFORMED
+ * naming the first violation of the record's rules, a record of another
+ * tag version named as such. */
 POT_API pot_status pot_ledger_outcome_decode(pot_bytes *json, const uint8_t *record, size_t len, pot_error **err);
 
 /* ------------------------------------------------------------------------ */

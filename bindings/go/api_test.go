@@ -135,7 +135,7 @@ func TestDTypes(t *testing.T) {
 	_, err = pot.TensorDigest("w", pot.DTypeU8, make([]uint64, 33), nil, 0)
 	wantCode(t, err, pot.StatusLimit)
 	// JSON text past MaxJSONBytes is refused before parsing.
-	l, err := pot.NewLedger(pot.LedgerConfig{DrawDelay: 1, OpeningWindow: 1, CommitWindow: 1, RevealWindow: 1, MaxCommitteeSize: 1, MinStake: 1, MaxRounds: 1, MaxAttempts: 1})
+	l, err := pot.NewLedger(pot.LedgerConfig{DrawDelay: 1, OpeningWindow: 1, CommitWindow: 1, RevealWindow: 1, MaxCommitteeSize: 1, MinStake: 1, MaxRounds: 1, MaxAttempts: 1, DisputeWindow: 1, DisputeArity: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,14 +524,14 @@ func TestClosedHandles(t *testing.T) {
 	if spec.IntraOpThreads() != 0 {
 		t.Fatal("IntraOpThreads after Close")
 	}
-	l, _ := pot.NewLedger(pot.LedgerConfig{DrawDelay: 1, OpeningWindow: 1, CommitWindow: 1, RevealWindow: 1, MaxCommitteeSize: 1, MinStake: 1, MaxRounds: 1, MaxAttempts: 1})
+	l, _ := pot.NewLedger(pot.LedgerConfig{DrawDelay: 1, OpeningWindow: 1, CommitWindow: 1, RevealWindow: 1, MaxCommitteeSize: 1, MinStake: 1, MaxRounds: 1, MaxAttempts: 1, DisputeWindow: 1, DisputeArity: 2})
 	l.Close()
 	_, err = l.Apply(`{}`)
 	wantCode(t, err, pot.StatusState)
 	_, err = pot.NewLedger(pot.LedgerConfig{})
 	wantCode(t, err, pot.StatusInvalidArgument)
 	// The error names the field.
-	_, err = pot.NewLedger(pot.LedgerConfig{DrawDelay: 1, CommitWindow: 1, RevealWindow: 1, MaxCommitteeSize: 1, MinStake: 1, MaxRounds: 1, MaxAttempts: 1})
+	_, err = pot.NewLedger(pot.LedgerConfig{DrawDelay: 1, CommitWindow: 1, RevealWindow: 1, MaxCommitteeSize: 1, MinStake: 1, MaxRounds: 1, MaxAttempts: 1, DisputeWindow: 1, DisputeArity: 2})
 	wantCode(t, err, pot.StatusInvalidArgument)
 	if !strings.Contains(err.Error(), "opening_window") {
 		t.Fatalf("the error does not name opening_window: %v", err)

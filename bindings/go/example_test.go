@@ -109,7 +109,7 @@ func ExampleChallengeDerive() {
 // The reference ledger refuses a call with a specific status and leaves its
 // state unchanged.
 func ExampleLedger_Apply() {
-	l, err := pot.NewLedger(pot.LedgerConfig{DrawDelay: 1, OpeningWindow: 10, CommitWindow: 10, RevealWindow: 10, MaxCommitteeSize: 3, MinStake: 1, MaxRounds: 4, MaxAttempts: 2})
+	l, err := pot.NewLedger(pot.LedgerConfig{DrawDelay: 1, OpeningWindow: 10, CommitWindow: 10, RevealWindow: 10, MaxCommitteeSize: 3, MinStake: 1, MaxRounds: 4, MaxAttempts: 2, DisputeWindow: 5, DisputeArity: 2})
 	if err != nil {
 		panic(err)
 	}

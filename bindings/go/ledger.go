@@ -13,7 +13,7 @@ import (
 )
 
 // LedgerConfig configures a new Ledger (docs/ledger.md section 1). Every
-// field must be at least 1. The JSON names are those of the "config" of a
+// field must be at least 1 (DisputeArity 2..256). The JSON names are those of the "config" of a
 // `pot ledger` transcript, and of the JSON object pot_ledger_new takes.
 type LedgerConfig struct {
 	DrawDelay        uint64 `json:"draw_delay"`         // blocks from a run's seal to the randomness its challenges use
@@ -24,6 +24,8 @@ type LedgerConfig struct {
 	MinStake         uint64 `json:"min_stake"`          // the least stake a verifier registers with
 	MaxRounds        uint32 `json:"max_rounds"`         // the most challenge rounds a task may ask for
 	MaxAttempts      uint32 `json:"max_attempts"`       // the most committees a challenge gets (1..16; 1: no re-run)
+	DisputeWindow    uint64 `json:"dispute_window"`     // blocks each dispute round lasts (docs/ledger.md 2.12)
+	DisputeArity     uint32 `json:"dispute_arity"`      // the dispute bisection's arity, 2..256
 }
 
 // Ledger is the reference ledger (pot_ledger, docs/ledger.md): a

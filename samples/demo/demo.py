@@ -83,7 +83,7 @@ class Chain:
     def __init__(self):
         self.ledger = pot.Ledger(draw_delay=1, opening_window=5, commit_window=5, reveal_window=5,
                                  max_committee_size=len(VERIFIERS), min_stake=10, max_rounds=ROUNDS,
-                                 max_attempts=1)
+                                 max_attempts=1, dispute_window=1, dispute_arity=2)
         self.height = 100
         self.post_randomness()
 

@@ -49,7 +49,10 @@ pot_status pot_ledger_apply(pot_bytes *result, pot_ledger *ledger, const char *c
 pot_status pot_ledger_outcome_decode(pot_bytes *json, const uint8_t *record, size_t len, pot_error **err) {
   return guard(err, [&] {
     need(json, "json");
-    to_text(json, game::Outcome::decode(bytes_arg(record, len, "record")).to_json().dump());
+    const ByteView b = bytes_arg(record, len, "record");
+    // The log holds both kinds of record, told apart by their tags.
+    to_text(json, game::is_dispute_record(b) ? game::DisputeRecord::decode(b).to_json().dump()
+                                             : game::Outcome::decode(b).to_json().dump());
   });
 }
 

@@ -33,6 +33,12 @@ class TimedBisection {
   uint64_t deadline() const { return deadline_; }
   // Whether `p` has claimed in the current round.
   bool claimed(Party p) const { return (p == Party::kA ? a_ : b_).has_value(); }
+  // Party `p`'s claims in the current round, while the other has not claimed.
+  const std::optional<std::vector<hash::Digest>> &pending(Party p) const { return p == Party::kA ? a_ : b_; }
+  // The height of the latest accepted claim (or the start).
+  uint64_t height() const { return height_; }
+  // The height the current round started at (its deadline less the window).
+  uint64_t round_start() const { return deadline_ - round_window_; }
 
   // Party `p`'s claims for the current round's points, at height `now`.
   // When the other party has claimed already, the round is played and the

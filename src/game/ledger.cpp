@@ -11,6 +11,7 @@
 #include "commit/json_fields.h"
 #include "commit/step_leaf.h"
 #include "common/error.h"
+#include "game/ledger_util.h"
 #include "hash/rfc6962.h"
 #include "merkle/proof.h"
 #include "pot/v2/ledger.pb.h"
@@ -21,27 +22,11 @@ namespace pot::game {
 using hash::Digest;
 using witness::Kind;
 using witness::verify_reveal;
+using namespace ledger_util;
 
 namespace {
 
-constexpr uint32_t kStateFormatVersion = 2;
-
-bool same(ByteView a, ByteView b) { return std::ranges::equal(a, b); }
-Bytes to_bytes(ByteView b) { return Bytes(b.begin(), b.end()); }
-std::string as_string(ByteView b) {
-  return std::string(reinterpret_cast<const char *>(b.data()), b.size());
-}
-ByteView view_of(const std::string &s) {
-  return ByteView(reinterpret_cast<const uint8_t *>(s.data()), s.size());
-}
-
-// Every caller is an identity: 1..256 bytes, as witness commitments require.
-// Checking it first also bounds the copies made for map lookups.
-void check_caller(ByteView caller, const char *call) {
-  if (caller.empty() || caller.size() > kMaxIdentity)
-    fail(Status::kInvalidArgument, "{}: caller identity of {} bytes, expected 1..{}", call,
-         caller.size(), kMaxIdentity);
-}
+constexpr uint32_t kStateFormatVersion = 3;
 
 const char *verdict_name(Verdict v) {
   switch (v) {
@@ -53,28 +38,6 @@ const char *verdict_name(Verdict v) {
       return "inconclusive";
   }
   return "unknown";
-}
-
-// ---- loading helpers: every violation is kMalformed ----
-
-[[noreturn]] void bad_state(const std::string &what) {
-  throw Error(Status::kMalformed, "ledger state: " + what);
-}
-
-Digest digest_field(const std::string &s, const std::string &what) {
-  return commit::digest_field(s, "ledger state: " + what);
-}
-
-// Runs a check from another layer and reports its failure as a malformed
-// state, keeping its message: whatever the cause, the bytes are not a state
-// this ledger could have reached.
-template <typename F>
-auto as_state_check(const std::string &what, F &&f) {
-  try {
-    return f();
-  } catch (const Error &e) {
-    bad_state(fmt::format("{}: {}", what, e.what()));
-  }
 }
 
 }  // namespace
@@ -97,12 +60,16 @@ void LedgerConfig::validate() const {
   if (max_committee_size > kMaxCommitteeSize)
     fail(Status::kInvalidArgument, "ledger config: max_committee_size {} is above the limit of {}", max_committee_size,
          kMaxCommitteeSize);
+  need(dispute_window, "dispute_window");
+  if (dispute_arity < dispute::kMinArity || dispute_arity > dispute::kMaxArity)
+    fail(Status::kInvalidArgument, "ledger config: dispute_arity {} is outside {}..{}", dispute_arity,
+         dispute::kMinArity, dispute::kMaxArity);
 }
 
 LedgerConfig LedgerConfig::from_json(const nlohmann::json &j) {
   const commit::JsonFields f(j, "ledger config");
   f.only({"draw_delay", "opening_window", "commit_window", "reveal_window", "max_committee_size", "min_stake",
-          "max_rounds", "max_attempts"});
+          "max_rounds", "max_attempts", "dispute_window", "dispute_arity"});
   LedgerConfig c;
   c.draw_delay = f.u64("draw_delay");
   c.opening_window = f.u64("opening_window");
@@ -112,6 +79,8 @@ LedgerConfig LedgerConfig::from_json(const nlohmann::json &j) {
   c.min_stake = f.u64("min_stake");
   c.max_rounds = f.u32("max_rounds");
   c.max_attempts = f.u32("max_attempts");
+  c.dispute_window = f.u64("dispute_window");
+  c.dispute_arity = f.u32("dispute_arity");
   c.validate();
   return c;
 }
@@ -120,7 +89,8 @@ nlohmann::json LedgerConfig::to_json() const {
   return {{"draw_delay", draw_delay},         {"opening_window", opening_window},
           {"commit_window", commit_window},   {"reveal_window", reveal_window},
           {"max_committee_size", max_committee_size}, {"min_stake", min_stake},
-          {"max_rounds", max_rounds},         {"max_attempts", max_attempts}};
+          {"max_rounds", max_rounds},         {"max_attempts", max_attempts},
+          {"dispute_window", dispute_window}, {"dispute_arity", dispute_arity}};
 }
 
 Ledger::Ledger(const LedgerConfig &config) : config_(config) { config_.validate(); }
@@ -919,6 +889,8 @@ Bytes Ledger::save() const {
   cfg->set_opening_window(config_.opening_window);
   cfg->set_draw_delay(config_.draw_delay);
   cfg->set_max_attempts(config_.max_attempts);
+  cfg->set_dispute_window(config_.dispute_window);
+  cfg->set_dispute_arity(config_.dispute_arity);
   p.set_height(height_);
   p.set_next_challenge_id(next_challenge_id_);
   for (const auto &[run_id, r] : runs_) {  // std::map: sorted by key, bytewise
@@ -1005,6 +977,7 @@ Bytes Ledger::save() const {
     m->set_slashable(r.slashable);
   }
   if (outcomes_.size() > 0) p.set_outcome_log(as_string(outcomes_.save()));
+  save_disputes(p);
   // Saving more than load accepts would produce a state nobody can restore.
   const size_t n = p.ByteSizeLong();
   if (n > kMaxLedgerStateBytes)
@@ -1033,14 +1006,16 @@ Ledger Ledger::load(ByteView b) {
                            {7, 36},
                            {9, 34},
                            {10, 5},
-                           {11, 71}},
+                           {11, 71},
+                           {13, 40}},
                           "ledger state");
   v2::LedgerState p;
   if (!p.ParseFromArray(b.data(), static_cast<int>(b.size())))
     bad_state("the bytes are not a pot.v2.LedgerState message");
   if (p.format_version() != kStateFormatVersion)
-    bad_state(fmt::format("format_version {} is not supported (this SDK writes {})",
-                          p.format_version(), kStateFormatVersion));
+    bad_state(fmt::format("format_version {} is not supported (this SDK writes {}{})", p.format_version(),
+                          kStateFormatVersion,
+                          p.format_version() == 2 ? "; format 2 had no disputes and no dispute config" : ""));
   if (!p.has_config()) bad_state("the config is missing");
   LedgerConfig config;
   config.draw_delay = p.config().draw_delay();
@@ -1051,6 +1026,8 @@ Ledger Ledger::load(ByteView b) {
   config.min_stake = p.config().min_stake();
   config.max_rounds = p.config().max_rounds();
   config.max_attempts = p.config().max_attempts();
+  config.dispute_window = p.config().dispute_window();
+  config.dispute_arity = p.config().dispute_arity();
   Ledger l = as_state_check("config", [&] { return Ledger(config); });
   l.height_ = p.height();
   l.next_challenge_id_ = p.next_challenge_id();
@@ -1320,6 +1297,12 @@ Ledger Ledger::load(ByteView b) {
   // log holds exactly the issued challenges that are not open.
   // Each attempt that ended logged one record: a kept challenge's ended
   // attempts are known, a pruned one had 1..max_attempts.
+  l.load_disputes(p);
+  // Each ended dispute logged one record; the rest are the challenges'.
+  if (l.outcomes_.size() < l.ended_disputes())
+    bad_state(fmt::format("an outcome log of {} records, for {} ended disputes", l.outcomes_.size(),
+                          l.ended_disputes()));
+  const uint64_t challenge_records = l.outcomes_.size() - l.ended_disputes();
   uint64_t kept_records = 0;
   std::set<uint64_t> indices;
   for (const auto &[id, c] : l.challenges_) {
@@ -1331,10 +1314,10 @@ Ledger Ledger::load(ByteView b) {
   auto more_than_the_pruned_could_log = [&](uint64_t x) {  // x > pruned * max_attempts, without overflow
     return x / l.config_.max_attempts + (x % l.config_.max_attempts != 0 ? 1 : 0) > pruned;
   };
-  if (l.outcomes_.size() < kept_records || l.outcomes_.size() - kept_records < pruned ||
-      more_than_the_pruned_could_log(l.outcomes_.size() - kept_records))
-    bad_state(fmt::format("an outcome log of {} records, for {} pruned challenges and {} records of kept ones",
-                          l.outcomes_.size(), pruned, kept_records));
+  if (challenge_records < kept_records || challenge_records - kept_records < pruned ||
+      more_than_the_pruned_could_log(challenge_records - kept_records))
+    bad_state(fmt::format("an outcome log of {} challenge records, for {} pruned challenges and {} records of kept ones",
+                          challenge_records, pruned, kept_records));
   // A drawn run's challenges are the steps its randomness draws, in round
   // order, under consecutive ids, issued together.
   for (auto &[run_id, r] : l.runs_) {
@@ -1507,6 +1490,8 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
     const PrunedTask p = prune_task(id, now);
     out["closed_runs"] = p.closed_runs;
     out["void_runs"] = p.void_runs;
+  } else if (auto result = apply_dispute(name, call)) {
+    out.update(*result);
   } else if (name == "task_info") {
     f.only({"call", "task_id"});
     const Digest id = f.digest("task_id");

@@ -17,12 +17,18 @@
 #include <vector>
 
 #include "commit/commitment.h"
+#include "dispute/timed.h"
 #include "game/committee.h"
+#include "game/dispute_record.h"
 #include "game/outcome.h"
 #include "hash/sha256.h"
 #include "merkle/log.h"
 #include "task/task.h"
 #include "witness/witness.h"
+
+namespace pot::v2 {
+class LedgerState;
+}
 
 namespace pot::game {
 
@@ -47,9 +53,15 @@ struct LedgerConfig {
   // ends INCONCLUSIVE for want of participation is re-run with a new
   // committee while attempts remain (1: never).
   uint32_t max_attempts = 1;
+  // Disputes (docs/ledger.md 2.12): the blocks each bisection round lasts,
+  // counted from the claim that completed the last round, and the arity of
+  // the bisection (2..256: arity - 1 claims per party per round).
+  uint64_t dispute_window = 1;
+  uint32_t dispute_arity = 2;
 
   // kInvalidArgument unless every field is >= 1, max_committee_size is at
-  // most kMaxCommitteeSize and max_attempts at most kMaxAttempts.
+  // most kMaxCommitteeSize, max_attempts at most kMaxAttempts and
+  // dispute_arity in 2..256.
   void validate() const;
   // Whether a challenge issued at `height` has deadlines (opening, commit,
   // reveal) that fit 64 bits, however late in its window it is opened.
@@ -183,6 +195,37 @@ struct ChallengeInfo {
   std::vector<Bytes> excluded;
 };
 
+// One claim of a miner in a dispute: its committed step leaf of the
+// round's point and the leaf's inclusion proof against the run's root.
+struct LeafClaim {
+  Bytes step_leaf;
+  Bytes leaf_proof;
+};
+
+// An open dispute (docs/ledger.md 2.12): the run's miner (party A) and a
+// verifier (party B) bisecting the steps (opened_lo, opened_hi].
+struct DisputeInfo {
+  uint64_t id = 0;
+  hash::Digest run_id;
+  Bytes miner, challenger;
+  uint64_t opened_lo = 0, opened_hi = 0, opened_height = 0;
+  // The current interval (lo, hi]: S_lo agreed, the parties' S_hi.
+  uint64_t lo = 0, hi = 0;
+  hash::Digest agreed, miner_hi, challenger_hi;
+  uint32_t rounds = 0;            // rounds played
+  std::vector<uint64_t> points;   // the current round's steps
+  uint64_t deadline = 0;          // the last height of the current round
+  bool miner_claimed = false, challenger_claimed = false;  // in the current round
+};
+
+// What a dispute call did: the dispute it moved and, when that ended it,
+// its record and the record's index in the outcome log.
+struct DisputeProgress {
+  uint64_t dispute_id = 0;
+  std::optional<DisputeRecord> ended;
+  uint64_t outcome_index = 0;
+};
+
 class Ledger {
  public:
   // kInvalidArgument for an invalid config.
@@ -238,6 +281,29 @@ class Ledger {
   // it; the task cannot be posted again (post_task refuses an ended task),
   // so its runs cannot be registered twice. Outcome records stay in the log.
   PrunedTask prune_task(const hash::Digest &task_id, uint64_t now);
+
+  // Disputes (docs/ledger.md 2.12-2.14, src/game/ledger_disputes.cpp). A
+  // registered verifier disputes the state digest the run's committed leaf
+  // `hi_leaf` gives, claiming `claim` instead, from the agreed leaf
+  // `lo_leaf` (both empty: from step 0, the commitment's initial state).
+  // Each round both parties claim the digests of the round's points by its
+  // deadline: the miner with its committed leaves and their proofs, the
+  // verifier with digests. The dispute ends when one step is left (its
+  // record names the step) or, through settle_dispute, when a party misses
+  // a deadline (the record names it the loser).
+  DisputeProgress open_dispute(ByteView caller, const hash::Digest &run_id, ByteView lo_leaf, ByteView lo_proof,
+                               ByteView hi_leaf, ByteView hi_proof, const hash::Digest &claim, uint64_t now);
+  // Exactly one of `digests` (the challenger) and `leaves` (the miner) is
+  // the caller's, one per point of the current round.
+  DisputeProgress claim_dispute(ByteView caller, uint64_t dispute_id, const std::vector<hash::Digest> &digests,
+                                const std::vector<LeafClaim> &leaves, uint64_t now);
+  // Anyone, once the current round's deadline has passed with a party
+  // that did not claim: ends the dispute with that party (both, when
+  // neither claimed) the loser.
+  DisputeProgress settle_dispute(uint64_t dispute_id, uint64_t now);
+  // kNotFound for a dispute never opened, or ended (its record is in the
+  // outcome log).
+  DisputeInfo dispute_info(uint64_t dispute_id) const;
 
   // kNotFound for an unknown task, run or challenge.
   task::Task task_info(const hash::Digest &task_id) const;
@@ -299,6 +365,15 @@ class Ledger {
     hash::Digest task_id;
     Bytes miner_identity;
     bool slashable = false;
+  };
+  struct Dispute {
+    hash::Digest run_id;
+    Bytes miner, challenger;
+    uint64_t declared_steps = 0;  // the run's, and its final root: copied at the opening,
+    hash::Digest root;            // so the dispute outlives the run's pruning
+    uint64_t opened_lo = 0, opened_hi = 0, opened_height = 0;
+    uint32_t rounds_before = 0;   // rounds played before `bisection` was built (load)
+    dispute::TimedBisection bisection;
   };
   struct Verifier {
     uint64_t stake = 0;
@@ -383,6 +458,21 @@ class Ledger {
   // Norm-bucket mode, once opened: the bucket of the opened leaf's norm.
   std::optional<int64_t> committed_bucket(const Challenge &c) const;
   void validate_loaded() const;
+  // Dispute helpers (ledger_disputes.cpp).
+  Dispute &dispute_for(uint64_t id, const char *call);
+  const Dispute &dispute_for(uint64_t id, const char *call) const;
+  // The record of a dispute whose bisection is done, or that `losers`
+  // lose by default.
+  static DisputeRecord record_of(uint64_t id, const Dispute &d, const std::vector<dispute::Party> &losers);
+  // Appends the record to the outcome log (the caller checked it is not full).
+  DisputeProgress log_end(uint64_t id, const DisputeRecord &rec);
+  static nlohmann::json dispute_json(const DisputeInfo &i);
+  void save_disputes(v2::LedgerState &p) const;
+  void load_disputes(const v2::LedgerState &p);
+  std::optional<nlohmann::json> apply_dispute(const std::string &name, const nlohmann::json &call);
+  // Outcome log records of ended disputes (derived: next_dispute_id_ less
+  // the open disputes).
+  uint64_t ended_disputes() const { return next_dispute_id_ - disputes_.size(); }
 
   LedgerConfig config_;
   uint64_t height_ = 0;
@@ -400,6 +490,8 @@ class Ledger {
   std::map<Bytes, Verifier> verifiers_;          // identity -> registration
   uint64_t total_stake_ = 0;                     // derived: the verifiers' stakes, below 2^64
   merkle::Log outcomes_;                         // the outcome log's right border
+  uint64_t next_dispute_id_ = 0;
+  std::map<uint64_t, Dispute> disputes_;         // open disputes
 };
 
 }  // namespace pot::game

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/byte_reader.h"
 #include "common/error.h"
 
 namespace pot::game {
@@ -36,27 +37,6 @@ bool cause_fits(Verdict v, Cause c) {
   return false;
 }
 
-// A bounds-checked reader; every shortfall is kMalformed.
-class Reader {
- public:
-  explicit Reader(ByteView b) : b_(b) {}
-  ByteView take(size_t n, const char *what) {
-    if (n > b_.size() - at_)
-      fail(Status::kMalformed, "outcome record: {} needs {} bytes at offset {}, {} remain", what, n, at_,
-           b_.size() - at_);
-    ByteView v = b_.subspan(at_, n);
-    at_ += n;
-    return v;
-  }
-  uint8_t u8(const char *what) { return take(1, what)[0]; }
-  uint32_t u32(const char *what) { return get_u32le(take(4, what).data()); }
-  uint64_t u64(const char *what) { return get_u64le(take(8, what).data()); }
-  size_t remaining() const { return b_.size() - at_; }
-
- private:
-  ByteView b_;
-  size_t at_ = 0;
-};
 
 }  // namespace
 
@@ -97,7 +77,7 @@ Bytes Outcome::encode() const {
 Outcome Outcome::decode(ByteView b) {
   if (b.size() > kMaxOutcomeBytes)
     fail(Status::kLimit, "outcome record of {} bytes, the limit is {}", b.size(), kMaxOutcomeBytes);
-  Reader r(b);
+  ByteReader r(b, "outcome record");
   const uint8_t tag_len = r.u8("the tag length");
   const ByteView tag = r.take(tag_len, "the tag");
   const std::string_view tag_text(reinterpret_cast<const char *>(tag.data()), tag.size());

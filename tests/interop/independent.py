@@ -596,6 +596,28 @@ def bisection_rounds(lo: int, hi: int, arity: int) -> int:
     return rounds
 
 
+DISPUTE_ENDS = {"step_found": 1, "miner_default": 2, "challenger_default": 3, "both_default": 4}
+
+
+def dispute_record(dispute_id: int, run_id: bytes, miner: bytes, challenger: bytes, lo: int, hi: int, end: str,
+                   rounds: int, step: int = 0, agreed: bytes = bytes(32), miner_digest: bytes = bytes(32),
+                   challenger_digest: bytes = bytes(32)) -> bytes:
+    """docs/PROTOCOL.md section 20.2: the outcome-log leaf of an ended ledger dispute."""
+    tag = b"pot/v2/dispute-outcome"
+    out = bytes([len(tag)]) + tag + struct.pack("<Q", dispute_id) + run_id
+    out += struct.pack("<I", len(miner)) + miner + struct.pack("<I", len(challenger)) + challenger
+    out += struct.pack("<QQBIQ", lo, hi, DISPUTE_ENDS[end], rounds, step)
+    return out + agreed + miner_digest + challenger_digest
+
+
+def step_leaf_fields(leaf: bytes):
+    """(run_id, step, state digest) of a step leaf (section 10)."""
+    n = leaf[0]
+    assert leaf[1:1 + n] == b"pot/v2/step"
+    body = leaf[1 + n:]
+    return body[:32], struct.unpack("<Q", body[32:40])[0], body[40:72]
+
+
 def bisection_round(lo: int, hi: int, agreed: bytes, a_hi: bytes, b_hi: bytes, points: list, a: list, b: list):
     """One round: the new (lo, hi, agreed, a_hi, b_hi)."""
     j = next((i for i in range(len(points)) if a[i] != b[i]), len(points))

@@ -228,10 +228,81 @@ def test_ledger_transcript_outcome_records():
             assert r["outcome_index"] == len(records)
             records.append(record)
             assert r["outcome_root"] == ind.mth(records).hex()
+        if "dispute" in c["call"] and c["call"] != "dispute_info" and c["result"]["ended"]:
+            r = c["result"]
+            assert r["outcome_index"] == len(records)
+            records.append(bytes.fromhex(r["record"]))  # checked by test_ledger_transcript_disputes
+            assert r["outcome_root"] == ind.mth(records).hex()
     assert records
     ledger = next(c for c in t["calls"] if c["call"] == "ledger_info")["result"]
     assert ledger["outcome_count"] == len(records) and ledger["outcome_root"] == ind.mth(records).hex()
 
+
+
+def test_ledger_transcript_disputes():
+    """The transcript's disputes (docs/ledger.md 2.12-2.14) played here from
+    their calls: the interval from the leaves each opening proves (from S_0,
+    the commitment's, without lo_leaf), the miner's claims read from its
+    leaves, each round per section 22.1, the deadlines (a round lasts
+    dispute_window blocks from the claim that completed the last), and the
+    record of section 20.2 each end returns."""
+    t = load("ledger_transcript.json")
+    window, arity = t["config"]["dispute_window"], t["config"]["dispute_arity"]
+    ok = [c for c in t["calls"] if c["expect"] == "ok"]
+    s0 = next(c for c in ok if c["call"] == "task_info")["result"]["task"]["initial_state"]["published_digest"]
+    disputes, ended = {}, []
+    for c in ok:
+        if c["call"] == "open_dispute":
+            run = bytes.fromhex(c["run_id"])
+            lo, agreed = 0, bytes.fromhex(s0)
+            if c["lo_leaf"]:
+                r, lo, agreed = ind.step_leaf_fields(bytes.fromhex(c["lo_leaf"]))
+                assert r == run
+            r, hi, miner_hi = ind.step_leaf_fields(bytes.fromhex(c["hi_leaf"]))
+            d = {"run": run, "challenger": bytes.fromhex(c["caller"]), "lo0": lo, "hi0": hi, "lo": lo, "hi": hi,
+                 "agreed": agreed, "a": miner_hi, "b": bytes.fromhex(c["claim"]), "rounds": 0,
+                 "deadline": c["now"] + window, "claims": {}}
+            disputes[c["result"]["dispute_id"]] = d
+            assert (c["result"]["lo"], c["result"]["hi"], c["result"]["deadline"]) == (lo, hi, d["deadline"])
+        elif c["call"] == "claim_dispute":
+            d = disputes[c["dispute_id"]]
+            assert c["now"] <= d["deadline"]
+            points = ind.bisection_points(d["lo"], d["hi"], arity)
+            if all(isinstance(x, dict) for x in c["claims"]):
+                fields = [ind.step_leaf_fields(bytes.fromhex(x["step_leaf"])) for x in c["claims"]]
+                assert [(r, step) for r, step, _ in fields] == [(d["run"], p) for p in points]
+                d["claims"]["miner"] = [state for _, _, state in fields]
+            else:
+                d["claims"]["challenger"] = [bytes.fromhex(x) for x in c["claims"]]
+            if len(d["claims"]) == 2:
+                d["lo"], d["hi"], d["agreed"], d["a"], d["b"] = ind.bisection_round(
+                    d["lo"], d["hi"], d["agreed"], d["a"], d["b"], points, d["claims"]["miner"],
+                    d["claims"]["challenger"])
+                d["rounds"] += 1
+                d["claims"] = {}
+                d["deadline"] = c["now"] + window
+        elif c["call"] == "settle_dispute":
+            d = disputes[c["dispute_id"]]
+            assert c["now"] > d["deadline"]
+            missing = [p for p in ("miner", "challenger") if p not in d["claims"]]
+            d["end"] = "both_default" if len(missing) == 2 else missing[0] + "_default"
+        else:
+            continue
+        i = c.get("dispute_id", c["result"]["dispute_id"])
+        d = disputes[i]
+        done = d["hi"] == d["lo"] + 1
+        assert c["result"]["ended"] == (done or "end" in d)
+        if c["result"]["ended"]:
+            miner = bytes.fromhex(next(x for x in ok if x["call"] == "run_info")["result"]["miner_identity"])
+            if done:
+                want = ind.dispute_record(i, d["run"], miner, d["challenger"], d["lo0"], d["hi0"], "step_found",
+                                          d["rounds"], d["hi"], d["agreed"], d["a"], d["b"])
+            else:
+                want = ind.dispute_record(i, d["run"], miner, d["challenger"], d["lo0"], d["hi0"], d["end"],
+                                          d["rounds"])
+            assert c["result"]["record"] == want.hex()
+            ended.append(c["result"]["outcome"]["end"])
+    assert ended == ["step_found", "miner_default"]
 
 
 def test_ledger_transcript_task_end():

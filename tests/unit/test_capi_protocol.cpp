@@ -440,7 +440,8 @@ TEST(CApiProtocol, LedgerThroughJsonCalls) {
   pot_ledger *l = nullptr;
   pot_error *err = nullptr;
   EXPECT_EQ(pot_ledger_new(&l, R"({"draw_delay": 1, "opening_window": 0, "commit_window": 1, "reveal_window": 1,
-                                  "max_committee_size": 1, "min_stake": 1, "max_rounds": 1, "max_attempts": 1})",
+                                  "max_committee_size": 1, "min_stake": 1, "max_rounds": 1, "max_attempts": 1,
+                                  "dispute_window": 1, "dispute_arity": 2})",
                            &err),
             POT_E_INVALID_ARGUMENT);
   EXPECT_NE(std::string(pot_error_message(err)).find("opening_window"), std::string::npos) << pot_error_message(err);

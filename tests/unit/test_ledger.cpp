@@ -1456,7 +1456,8 @@ TEST(Ledger, LoadChecksInvariants) {
   // The untouched message re-encodes to the same bytes.
   EXPECT_EQ(mutated(s, [](v2::LedgerState &) {}), s);
   refused("version 1", [](auto &p) { p.set_format_version(1); });
-  refused("version 3", [](auto &p) { p.set_format_version(3); });
+  refused("version 2", [](auto &p) { p.set_format_version(2); });  // before disputes
+  refused("version 4", [](auto &p) { p.set_format_version(4); });
   refused("no config", [](auto &p) { p.clear_config(); });
   refused("max committee size 0", [](auto &p) { p.mutable_config()->set_max_committee_size(0); });
   refused("max committee size 1025", [](auto &p) { p.mutable_config()->set_max_committee_size(1025); });

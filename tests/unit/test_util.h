@@ -32,7 +32,8 @@ class TempDir {
 // A ledger config (docs/ledger.md section 1) for tests of the C API.
 inline constexpr const char *kLedgerConfigJson =
     R"({"draw_delay": 1, "opening_window": 10, "commit_window": 10, "reveal_window": 10, "max_committee_size": 3,
-        "min_stake": 1, "max_rounds": 4, "max_attempts": 2})";
+        "min_stake": 1, "max_rounds": 4, "max_attempts": 2,
+        "dispute_window": 5, "dispute_arity": 2})";
 
 // A witness statement of kind replayed (docs/PROTOCOL.md section 19), in
 // an environment that can judge the test specs' steps bitwise.

@@ -184,6 +184,51 @@ calls = [
      "expect": "POT_E_INVALID_ARGUMENT"},
     {"call": "reveal_witness_value", "caller": FIRST_WITNESS[0], "now": 115, "challenge_id": 0, **FIRST_WITNESS[1],
      "salt": FIRST_WITNESS[2]},
+    # Disputes (docs/ledger.md 2.12-2.14). The outsider replays the run and
+    # disagrees from step 3 on: it disputes the miner's S_4 from the agreed
+    # S_0 (the commitment's). Round 1's point is step 2 (they agree), round
+    # 2's step 3 (they differ): the record names step 3.
+    {"call": "open_dispute", "caller": MINER, "now": 116, "run_id": RUN, "lo_leaf": "", "lo_proof": "",
+     "hi_leaf": leaves[3].hex(), "hi_proof": inclusion(3), "claim": digest("the outsider's S_4"),
+     "expect": "POT_E_PERMISSION"},
+    {"call": "open_dispute", "caller": OUTSIDER, "now": 116, "run_id": RUN, "lo_leaf": "", "lo_proof": "",
+     "hi_leaf": leaves[3].hex(), "hi_proof": inclusion(3), "claim": ind.sha256(b"S_4").hex(),
+     "expect": "POT_E_INVALID_ARGUMENT"},  # the miner's own digest: nothing disputed
+    {"call": "open_dispute", "caller": OUTSIDER, "now": 116, "run_id": RUN, "lo_leaf": "", "lo_proof": "",
+     "hi_leaf": leaves[3].hex(), "hi_proof": inclusion(2), "claim": digest("the outsider's S_4"),
+     "expect": "POT_E_PROOF_MISMATCH"},
+    {"call": "open_dispute", "caller": OUTSIDER, "now": 116, "run_id": RUN, "lo_leaf": "", "lo_proof": "",
+     "hi_leaf": leaves[3].hex(), "hi_proof": inclusion(3), "claim": digest("the outsider's S_4")},
+    {"call": "open_dispute", "caller": OUTSIDER, "now": 116, "run_id": RUN, "lo_leaf": "", "lo_proof": "",
+     "hi_leaf": leaves[3].hex(), "hi_proof": inclusion(3), "claim": digest("the outsider's S_4"),
+     "expect": "POT_E_DUPLICATE"},
+    # A second dispute from step 2 (agreed: the miner's leaf) that the
+    # miner leaves unanswered: settled at the round's deadline + 1 (121 + 1),
+    # the miner the loser.
+    {"call": "open_dispute", "caller": FIRST_WITNESS[0], "now": 116, "run_id": RUN,
+     "lo_leaf": leaves[1].hex(), "lo_proof": inclusion(1), "hi_leaf": leaves[3].hex(), "hi_proof": inclusion(3),
+     "claim": digest("another S_4")},
+    {"call": "claim_dispute", "caller": MINER, "now": 117, "dispute_id": 0, "claims": [ind.sha256(b"S_2").hex()],
+     "expect": "POT_E_INVALID_ARGUMENT"},  # the miner claims with its leaves
+    {"call": "claim_dispute", "caller": MINER, "now": 117, "dispute_id": 0,
+     "claims": [{"step_leaf": leaves[2].hex(), "leaf_proof": inclusion(2)}], "expect": "POT_E_INVALID_ARGUMENT"},
+    {"call": "claim_dispute", "caller": MINER, "now": 117, "dispute_id": 0,
+     "claims": [{"step_leaf": leaves[1].hex(), "leaf_proof": inclusion(1)}]},
+    {"call": "claim_dispute", "caller": MINER, "now": 117, "dispute_id": 0,
+     "claims": [{"step_leaf": leaves[1].hex(), "leaf_proof": inclusion(1)}], "expect": "POT_E_DUPLICATE"},
+    {"call": "dispute_info", "dispute_id": 0},
+    {"call": "claim_dispute", "caller": OUTSIDER, "now": 118, "dispute_id": 0, "claims": [ind.sha256(b"S_2").hex()]},
+    {"call": "claim_dispute", "caller": OUTSIDER, "now": 119, "dispute_id": 0,
+     "claims": [digest("the outsider's S_3")]},
+    {"call": "claim_dispute", "caller": MINER, "now": 119, "dispute_id": 0,
+     "claims": [{"step_leaf": leaves[2].hex(), "leaf_proof": inclusion(2)}]},
+    {"call": "dispute_info", "dispute_id": 0, "expect": "POT_E_NOT_FOUND"},
+    {"call": "claim_dispute", "caller": FIRST_WITNESS[0], "now": 120, "dispute_id": 1,
+     "claims": [digest("another S_3")]},
+    {"call": "settle_dispute", "now": 121, "dispute_id": 1, "expect": "POT_E_STATE"},
+    {"call": "claim_dispute", "caller": MINER, "now": 122, "dispute_id": 1,
+     "claims": [{"step_leaf": leaves[2].hex(), "leaf_proof": inclusion(2)}], "expect": "POT_E_STATE"},
+    {"call": "settle_dispute", "now": 122, "dispute_id": 1},
     {"call": "finalize_challenge", "now": 124, "challenge_id": 0, "expect": "POT_E_STATE"},
     {"call": "challenge_info", "challenge_id": 0},
     {"call": "finalize_challenge", "now": 125, "challenge_id": 0},
@@ -237,12 +282,16 @@ json.dump({
                    "the committee, a reveal before the commit phase closes, a protocol-1 reveal, a finalization before the reveal phase "
                    "closes, a redraw before its randomness, a silent member of the first committee committing to the "
                    "second, the pruned challenge and a new draw on the closed run after the finalization, a pruning "
-                   "before the task's end, a root after it, the pruned run, the pruned task posted again). Made by "
+                   "before the task's end, a root after it, the pruned run, the pruned task posted again; in disputes, one opened by the miner, one disputing "
+                   "the miner's own digest, one with another leaf's proof, a second one by the same verifier, the "
+                   "miner claiming with a digest and with the leaf of another step, a second claim in a round, the "
+                   "ended dispute queried, a settlement before the deadline and a claim after it). Made by "
                    "tests/vectors/make_ledger_transcript.py; each call carries the outcome and result the "
                    "reference ledger gives; `pot ledger` replays it and fails on any difference, including the "
                    "final state's SHA-256.",
     "config": {"draw_delay": 1, "opening_window": 10, "commit_window": 10, "reveal_window": 10,
                "max_committee_size": COMMITTEE_SIZE,
-               "min_stake": 1, "max_rounds": 4, "max_attempts": 2},
+               "min_stake": 1, "max_rounds": 4, "max_attempts": 2,
+               "dispute_window": 5, "dispute_arity": 2},
     "calls": calls}, sys.stdout, indent=1, sort_keys=True)
 print()

@@ -61,7 +61,7 @@ class World:
     def __init__(self, tmp, adam=False):
         self.tmp = str(tmp)
         self.ledger = pot.Ledger(draw_delay=1, opening_window=5, commit_window=5, reveal_window=5,
-                                 max_committee_size=3, min_stake=1, max_rounds=8, max_attempts=1)
+                                 max_committee_size=3, min_stake=1, max_rounds=8, max_attempts=1, dispute_window=1, dispute_arity=2)
         self.now = 100
         torch.manual_seed(0)
         torch.set_num_threads(1)

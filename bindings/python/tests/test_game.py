@@ -26,7 +26,7 @@ OWNER = b"task owner"
 MINER = b"miner"
 WITNESSES = [b"alice", b"bob", b"carol"]  # registered with stake 10 each unless a test says otherwise
 CONFIG = dict(draw_delay=1, opening_window=5, commit_window=5, reveal_window=5, max_committee_size=8, min_stake=1,
-              max_rounds=ROUNDS, max_attempts=1)
+              max_rounds=ROUNDS, max_attempts=1, dispute_window=1, dispute_arity=2)
 
 
 def d(label: str) -> pot.Digest:

@@ -14,11 +14,14 @@ class Ledger(Handle):
     """A deterministic state machine with the extrinsics' rules
     (pot_ledger): post_task, start_training_commitment,
     post_checkpoint_root, issue_challenge, submit_opening, commit_witness,
-    reveal_witness_value, finalize_challenge, and the runtime's
-    post_randomness. Calls are JSON documents (docs/ledger.md).
+    reveal_witness_value, finalize_challenge, redraw_committee,
+    prune_task, the disputes' open_dispute, claim_dispute, settle_dispute,
+    and the runtime's post_randomness. Calls are JSON documents
+    (docs/ledger.md).
 
     >>> with Ledger(draw_delay=1, opening_window=10, commit_window=10, reveal_window=10,
-    ...             max_committee_size=3, min_stake=1, max_rounds=4, max_attempts=2) as ledger:
+    ...             max_committee_size=3, min_stake=1, max_rounds=4, max_attempts=2,
+    ...             dispute_window=5, dispute_arity=2) as ledger:
     ...     ledger.apply({"call": "no_such_call"})
     Traceback (most recent call last):
     ...
@@ -28,17 +31,21 @@ class Ledger(Handle):
     _free = staticmethod(_pot.pot_ledger_free)
 
     def __init__(self, *, draw_delay: int, opening_window: int, commit_window: int, reveal_window: int,
-                 max_committee_size: int, min_stake: int, max_rounds: int, max_attempts: int) -> None:
+                 max_committee_size: int, min_stake: int, max_rounds: int, max_attempts: int,
+                 dispute_window: int, dispute_arity: int) -> None:
         """A new ledger (docs/ledger.md section 1): the blocks from a run's
         seal to the randomness that draws its challenges, the opening,
         commit and reveal windows (in blocks), the verifiers drawn to judge
         each challenge (at most 1024), the least stake a verifier registers
-        with and the most challenge rounds a task may ask for; all >= 1, else
-        InvalidArgumentError naming the field. A transcript's ``config`` is
+        with, the most challenge rounds a task may ask for, the most
+        committees a challenge gets (1..16), and for disputes the blocks
+        each bisection round lasts and the bisection's arity (2..256); all
+        >= 1, else InvalidArgumentError naming the field. A transcript's ``config`` is
         passed as ``Ledger(**config)``."""
         config = {"draw_delay": draw_delay, "opening_window": opening_window, "commit_window": commit_window,
                   "reveal_window": reveal_window, "max_committee_size": max_committee_size, "min_stake": min_stake,
-                  "max_rounds": max_rounds, "max_attempts": max_attempts}
+                  "max_rounds": max_rounds, "max_attempts": max_attempts, "dispute_window": dispute_window,
+                  "dispute_arity": dispute_arity}
         for key, value in config.items():
             # JSON has no other integers; a float or a bool would be refused
             # by the C API with a less direct message.

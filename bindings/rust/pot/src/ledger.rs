@@ -7,10 +7,11 @@ use crate::sys;
 use std::fmt;
 use std::ptr::{self, NonNull};
 
-/// The configuration of a new [`Ledger`]; every field must be at least 1.
+/// The configuration of a new [`Ledger`]; every field must be at least 1
+/// (`dispute_arity` 2..256).
 ///
 /// ```
-/// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, max_committee_size: 3, min_stake: 1, max_rounds: 4, max_attempts: 2 };
+/// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, max_committee_size: 3, min_stake: 1, max_rounds: 4, max_attempts: 2, dispute_window: 5, dispute_arity: 2 };
 /// let ledger = pot::Ledger::new(config)?;
 /// # Ok::<(), pot::Error>(())
 /// ```
@@ -34,6 +35,10 @@ pub struct LedgerConfig {
     /// The most committees a challenge gets, 1..16: an attempt that ends
     /// INCONCLUSIVE for want of participation is re-run while attempts remain.
     pub max_attempts: u32,
+    /// The blocks each dispute round lasts (docs/ledger.md 2.12), >= 1.
+    pub dispute_window: u64,
+    /// The dispute bisection's arity, 2..256.
+    pub dispute_arity: u32,
 }
 
 impl LedgerConfig {
@@ -41,15 +46,15 @@ impl LedgerConfig {
     /// transcript (docs/ledger.md section 1).
     ///
     /// ```
-    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 2, commit_window: 3, reveal_window: 4, max_committee_size: 5, min_stake: 6, max_rounds: 7, max_attempts: 8 };
+    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 2, commit_window: 3, reveal_window: 4, max_committee_size: 5, min_stake: 6, max_rounds: 7, max_attempts: 8, dispute_window: 9, dispute_arity: 10 };
     /// assert_eq!(
     ///     config.to_json(),
-    ///     r#"{"draw_delay": 1, "opening_window": 2, "commit_window": 3, "reveal_window": 4, "max_committee_size": 5, "min_stake": 6, "max_rounds": 7, "max_attempts": 8}"#
+    ///     r#"{"draw_delay": 1, "opening_window": 2, "commit_window": 3, "reveal_window": 4, "max_committee_size": 5, "min_stake": 6, "max_rounds": 7, "max_attempts": 8, "dispute_window": 9, "dispute_arity": 10}"#
     /// );
     /// ```
     pub fn to_json(&self) -> String {
         format!(
-            r#"{{"draw_delay": {}, "opening_window": {}, "commit_window": {}, "reveal_window": {}, "max_committee_size": {}, "min_stake": {}, "max_rounds": {}, "max_attempts": {}}}"#,
+            r#"{{"draw_delay": {}, "opening_window": {}, "commit_window": {}, "reveal_window": {}, "max_committee_size": {}, "min_stake": {}, "max_rounds": {}, "max_attempts": {}, "dispute_window": {}, "dispute_arity": {}}}"#,
             self.draw_delay,
             self.opening_window,
             self.commit_window,
@@ -57,7 +62,9 @@ impl LedgerConfig {
             self.max_committee_size,
             self.min_stake,
             self.max_rounds,
-            self.max_attempts
+            self.max_attempts,
+            self.dispute_window,
+            self.dispute_arity
         )
     }
 }
@@ -70,7 +77,7 @@ impl LedgerConfig {
 /// threads at once (as a runtime executes extrinsics one at a time).
 ///
 /// ```
-/// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, max_committee_size: 3, min_stake: 1, max_rounds: 4, max_attempts: 2 };
+/// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, max_committee_size: 3, min_stake: 1, max_rounds: 4, max_attempts: 2, dispute_window: 5, dispute_arity: 2 };
 /// let mut ledger = pot::Ledger::new(config)?;
 /// let refused = ledger.apply(r#"{"call": "run_info", "run_id": "00000000000000000000000000000000000000000000000000000000000000ff"}"#);
 /// assert_eq!(refused.unwrap_err().kind(), pot::ErrorKind::NotFound);
@@ -94,7 +101,7 @@ impl Ledger {
     /// that is 0.
     ///
     /// ```
-    /// let bad = pot::LedgerConfig { draw_delay: 1, opening_window: 0, commit_window: 1, reveal_window: 1, max_committee_size: 1, min_stake: 1, max_rounds: 1, max_attempts: 1 };
+    /// let bad = pot::LedgerConfig { draw_delay: 1, opening_window: 0, commit_window: 1, reveal_window: 1, max_committee_size: 1, min_stake: 1, max_rounds: 1, max_attempts: 1, dispute_window: 1, dispute_arity: 2 };
     /// let err = pot::Ledger::new(bad).unwrap_err();
     /// assert_eq!(err.kind(), pot::ErrorKind::InvalidArgument);
     /// assert!(err.message().contains("opening_window"));
@@ -126,7 +133,7 @@ impl Ledger {
     /// same bytes.
     ///
     /// ```
-    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 1, commit_window: 1, reveal_window: 1, max_committee_size: 1, min_stake: 1, max_rounds: 1, max_attempts: 1 };
+    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 1, commit_window: 1, reveal_window: 1, max_committee_size: 1, min_stake: 1, max_rounds: 1, max_attempts: 1, dispute_window: 1, dispute_arity: 2 };
     /// assert!(!pot::Ledger::new(config)?.save()?.is_empty());
     /// # Ok::<(), pot::Error>(())
     /// ```
@@ -147,7 +154,7 @@ impl Ledger {
     /// and leaves the ledger exactly as it was.
     ///
     /// ```
-    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, max_committee_size: 3, min_stake: 1, max_rounds: 4, max_attempts: 2 };
+    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, max_committee_size: 3, min_stake: 1, max_rounds: 4, max_attempts: 2, dispute_window: 5, dispute_arity: 2 };
     /// let mut ledger = pot::Ledger::new(config)?;
     /// let result = ledger.apply(r#"{"call": "challenge_info", "challenge_id": 0}"#);
     /// let err = result.unwrap_err();

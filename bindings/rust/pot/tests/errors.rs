@@ -153,6 +153,8 @@ fn verdict_and_ledger() {
         min_stake: 1,
         max_rounds: 1,
         max_attempts: 1,
+        dispute_window: 1,
+        dispute_arity: 2,
     })
     .unwrap();
     assert_eq!(kind(ledger.apply("{")), ErrorKind::Malformed);

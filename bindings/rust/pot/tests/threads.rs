@@ -96,6 +96,8 @@ fn each_thread_with_its_own_handles() {
                     min_stake: 1,
                     max_rounds: 1,
                     max_attempts: 1,
+                    dispute_window: 1,
+                    dispute_arity: 2,
                 })
                 .unwrap();
                 let e = ledger.apply(r#"{"call": "challenge_info", "challenge_id": 7}"#).unwrap_err();

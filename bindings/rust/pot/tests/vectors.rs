@@ -507,6 +507,8 @@ fn ledger_transcript() {
         min_stake: u(config, "min_stake"),
         max_rounds: u(config, "max_rounds") as u32,
         max_attempts: u(config, "max_attempts") as u32,
+        dispute_window: u(config, "dispute_window"),
+        dispute_arity: u(config, "dispute_arity") as u32,
     })
     .unwrap();
     let calls = arr(&v, "calls");
