@@ -157,24 +157,83 @@ type Outcome struct {
 	Unreplayed     []string `json:"unreplayed"`
 }
 
-// DecodeOutcome decodes an outcome record: the bytes of a
-// finalize_challenge result's "outcome" hex, a leaf of the ledger's outcome
-// log (pot_ledger_outcome_decode). StatusMalformed names the broken rule;
-// StatusLimit past 266,350 bytes.
-func DecodeOutcome(record []byte) (Outcome, error) {
+// decodeLogLeaf decodes a leaf of the outcome log to its JSON object
+// (pot_ledger_outcome_decode) and says whether it is a dispute record.
+func decodeLogLeaf(record []byte) ([]byte, bool, error) {
 	if abiErr != nil {
-		return Outcome{}, abiErr
+		return nil, false, abiErr
 	}
 	var out C.pot_bytes
 	var cerr *C.pot_error
 	st := C.pot_ledger_outcome_decode(&out, bytesPtr(record), C.size_t(len(record)), &cerr)
 	runtime.KeepAlive(record)
 	if err := toError(st, cerr); err != nil {
+		return nil, false, err
+	}
+	text := []byte(takeString(&out))
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(text, &keys); err != nil {
+		return nil, false, newError(StatusMalformed, "outcome log leaf JSON: %v", err)
+	}
+	_, dispute := keys["dispute_id"]
+	return text, dispute, nil
+}
+
+// DecodeOutcome decodes an outcome record: the bytes of a
+// finalize_challenge result's "outcome" hex, a leaf of the ledger's outcome
+// log (pot_ledger_outcome_decode). StatusMalformed names the broken rule;
+// StatusLimit past 266,350 bytes; StatusInvalidArgument for a dispute
+// record (the log's other kind of leaf: DecodeDisputeRecord reads it).
+func DecodeOutcome(record []byte) (Outcome, error) {
+	text, dispute, err := decodeLogLeaf(record)
+	if err != nil {
 		return Outcome{}, err
 	}
+	if dispute {
+		return Outcome{}, newError(StatusInvalidArgument, "a dispute record, not a challenge's outcome record: DecodeDisputeRecord reads it")
+	}
 	var o Outcome
-	if err := json.Unmarshal([]byte(takeString(&out)), &o); err != nil {
+	if err := json.Unmarshal(text, &o); err != nil {
 		return Outcome{}, newError(StatusMalformed, "outcome record JSON: %v", err)
 	}
 	return o, nil
+}
+
+// DisputeRecord is a decoded dispute record (docs/PROTOCOL.md 20.2): how a
+// ledger dispute ended, as the outcome log holds it.
+type DisputeRecord struct {
+	DisputeID  uint64 `json:"dispute_id"`
+	RunID      string `json:"run_id"`     // hex
+	Miner      string `json:"miner"`      // hex identity: party A, its claims its committed leaves
+	Challenger string `json:"challenger"` // hex identity: the verifier that opened the dispute
+	Lo         uint64 `json:"lo"`         // the interval it was opened over: (Lo, Hi]
+	Hi         uint64 `json:"hi"`
+	End        string `json:"end"` // step_found, miner_default, challenger_default, both_default
+	Rounds     uint32 `json:"rounds"`
+	Step       uint64 `json:"step"` // step_found: the step; else 0
+	// step_found: S_{Step-1}'s agreed digest and each party's S_Step
+	// (hex); empty otherwise.
+	Agreed           string   `json:"agreed"`
+	MinerDigest      string   `json:"miner_digest"`
+	ChallengerDigest string   `json:"challenger_digest"`
+	Losers           []string `json:"losers"` // "miner", "challenger": by default; none for step_found
+}
+
+// DecodeDisputeRecord decodes a dispute record: the bytes of the "record"
+// hex of a dispute call that ended the dispute, a leaf of the outcome log.
+// StatusMalformed names the broken rule; StatusInvalidArgument for a
+// challenge's outcome record (DecodeOutcome reads it).
+func DecodeDisputeRecord(record []byte) (DisputeRecord, error) {
+	text, dispute, err := decodeLogLeaf(record)
+	if err != nil {
+		return DisputeRecord{}, err
+	}
+	if !dispute {
+		return DisputeRecord{}, newError(StatusInvalidArgument, "a challenge's outcome record, not a dispute record: DecodeOutcome reads it")
+	}
+	var d DisputeRecord
+	if err := json.Unmarshal(text, &d); err != nil {
+		return DisputeRecord{}, newError(StatusMalformed, "dispute record JSON: %v", err)
+	}
+	return d, nil
 }

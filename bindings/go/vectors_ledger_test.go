@@ -77,8 +77,8 @@ func TestLedgerTranscript(t *testing.T) {
 			t.Errorf("call %d (%s): result %s, want %s", i, args["call"], result, wantResult)
 		}
 	}
-	if len(v.Calls) != 61 {
-		t.Fatalf("%d calls, want 61", len(v.Calls))
+	if len(v.Calls) != 80 {
+		t.Fatalf("%d calls, want 80", len(v.Calls))
 	}
 
 	state, err := ledger.Save()
@@ -146,4 +146,66 @@ func TestOutcomeRecordsDecode(t *testing.T) {
 	}
 	_, err := pot.DecodeOutcome(make([]byte, 266351))
 	wantCode(t, err, pot.StatusLimit)
+}
+
+// Each ended dispute's record (docs/PROTOCOL.md 20.2), decoded from its
+// bytes alone, says what the call that ended it said; each kind of leaf is
+// refused by the other's decoder.
+func TestDisputeRecordsDecode(t *testing.T) {
+	var v struct {
+		Calls []struct {
+			Call   string          `json:"call"`
+			Expect string          `json:"expect"`
+			Result json.RawMessage `json:"result"`
+		} `json:"calls"`
+	}
+	loadVectors(t, "ledger_transcript.json", &v)
+	var ends []string
+	for _, c := range v.Calls {
+		if c.Expect != "ok" || (c.Call != "open_dispute" && c.Call != "claim_dispute" && c.Call != "settle_dispute") {
+			continue
+		}
+		var r struct {
+			Ended   bool              `json:"ended"`
+			Record  string            `json:"record"`
+			Outcome pot.DisputeRecord `json:"outcome"`
+		}
+		if err := json.Unmarshal(c.Result, &r); err != nil {
+			t.Fatal(err)
+		}
+		if !r.Ended {
+			continue
+		}
+		record, err := hex.DecodeString(r.Record)
+		check(t, err)
+		d, err := pot.DecodeDisputeRecord(record)
+		check(t, err)
+		if !reflect.DeepEqual(d, r.Outcome) {
+			t.Errorf("decoded %+v, the result says %+v", d, r.Outcome)
+		}
+		ends = append(ends, d.End)
+		_, err = pot.DecodeOutcome(record)
+		wantCode(t, err, pot.StatusInvalidArgument)
+		_, err = pot.DecodeDisputeRecord(append(record, 0))
+		wantCode(t, err, pot.StatusMalformed)
+	}
+	if !reflect.DeepEqual(ends, []string{"step_found", "miner_default"}) {
+		t.Fatalf("ends %v", ends)
+	}
+	var losers []string
+	for _, c := range v.Calls {
+		if c.Call == "settle_dispute" && c.Expect == "ok" {
+			var r struct {
+				Record string `json:"record"`
+			}
+			check(t, json.Unmarshal(c.Result, &r))
+			record, _ := hex.DecodeString(r.Record)
+			d, err := pot.DecodeDisputeRecord(record)
+			check(t, err)
+			losers = d.Losers
+		}
+	}
+	if !reflect.DeepEqual(losers, []string{"miner"}) {
+		t.Fatalf("losers %v", losers)
+	}
 }

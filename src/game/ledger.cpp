@@ -1578,6 +1578,7 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
     out["open_runs"] = runs_.size();
     out["closed_runs"] = closed_.size();
     out["kept_challenges"] = challenges_.size();  // open, or final with their run still open
+    out["open_disputes"] = disputes_.size();
   } else {
     fail(Status::kInvalidArgument, "call: unknown call \"{}\"", name);
   }

@@ -227,6 +227,9 @@ void ledger_seeds(const json &transcript) {
       // until final).
       if (result.contains("outcome") && result["outcome"].is_string())
         seed("fuzz_outcome", "record_" + std::to_string(i), hex(result["outcome"]));
+      // An ended dispute's record.
+      if (result.contains("record") && result["record"].is_string())
+        seed("fuzz_outcome", "dispute_record_" + std::to_string(i), hex(result["record"]));
     } catch (const pot::Error &) {
     }
     seed("fuzz_ledger_calls", "transcript_" + std::to_string(i) + "_" + std::to_string(lines.size()), lines);

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <random>
+#include <tuple>
 #include <string>
 
 #include "commit/step_leaf.h"
@@ -114,6 +115,30 @@ struct DisputeRun {
 void expect_round_trip(const Ledger &l) {
   const Bytes s = l.save();
   EXPECT_EQ(Ledger::load(s).save(), s);
+}
+
+TEST(LedgerDispute, TheConfigBoundsTheDisputeFields) {
+  for (const auto &[window, arity, ok] : std::vector<std::tuple<uint64_t, uint32_t, bool>>{
+           {0, 2, false}, {1, 1, false}, {1, 257, false}, {1, 2, true}, {1, 256, true}, {UINT64_MAX, 2, true}}) {
+    SCOPED_TRACE(fmt::format("window {}, arity {}", window, arity));
+    EXPECT_EQ(status_of([&] { Ledger l(config(arity, window)); }), ok ? Status::kOk : Status::kInvalidArgument);
+  }
+  nlohmann::json j = config(2).to_json();
+  EXPECT_EQ(LedgerConfig::from_json(j), config(2));
+  for (const char *key : {"dispute_window", "dispute_arity"}) {
+    nlohmann::json missing = j;
+    missing.erase(key);
+    try {
+      LedgerConfig::from_json(missing);
+      ADD_FAILURE() << key;
+    } catch (const Error &e) {
+      EXPECT_EQ(e.status(), Status::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  }
+  // A first deadline past 2^64 - 1 is refused, not wrapped.
+  DisputeRun r(8, 3, 2, UINT64_MAX);
+  EXPECT_REFUSED(r.ledger, Status::kOutOfRange, r.open(honest(8), 8));
 }
 
 // Issue 15's proof, on the ledger: a run with one forged step (the miner's

@@ -29,7 +29,7 @@ def test_ledger_transcript():
             assert outcome == expect, f"call {i} ({args['call']}): {result}"
             if "result" in call:
                 assert result == call["result"], f"call {i} ({args['call']})"
-        assert len(V["calls"]) == 61
+        assert len(V["calls"]) == 80
 
         state = ledger.save()
         assert str(pot.sha256(state)) == V["state_sha256"]
@@ -63,7 +63,8 @@ def test_ledger_refusals_raise_their_status():
             assert e.value.message == call["result"]["message"]
     assert seen == {"POT_E_PERMISSION": pot.PermissionDeniedError, "POT_E_STATE": pot.StateError,
                     "POT_E_NOT_FOUND": pot.NotFoundError, "POT_E_INVALID_ARGUMENT": pot.InvalidArgumentError,
-                    "POT_E_CONFLICT": pot.ConflictError}
+                    "POT_E_CONFLICT": pot.ConflictError, "POT_E_DUPLICATE": pot.DuplicateError,
+                    "POT_E_PROOF_MISMATCH": pot.ProofMismatchError}
 
 
 def test_outcome_records_decode_to_the_verdicts_they_record():
@@ -87,3 +88,25 @@ def test_outcome_records_decode_to_the_verdicts_they_record():
         pot.decode_outcome(record[:23] + b"\0\0\0\0" + record[27:])
     with pytest.raises(pot.LimitError):
         pot.decode_outcome(bytes(266351))
+
+
+def test_dispute_records_decode_to_the_ends_they_record():
+    """Each ended dispute's record (docs/PROTOCOL.md 20.2), decoded from its
+    bytes alone, says what the call that ended it said: the step found, or
+    the party that missed a deadline; broken records are refused by name."""
+    ends = [c["result"] for c in V["calls"]
+            if c["call"] in ("open_dispute", "claim_dispute", "settle_dispute") and c["expect"] == "ok"
+            and c["result"]["ended"]]
+    assert [r["outcome"]["end"] for r in ends] == ["step_found", "miner_default"]
+    for r in ends:
+        assert pot.decode_outcome(bytes.fromhex(r["record"])) == r["outcome"]
+    found = pot.decode_outcome(bytes.fromhex(ends[0]["record"]))
+    assert (found["step"], found["losers"]) == (3, [])
+    assert pot.decode_outcome(bytes.fromhex(ends[1]["record"]))["losers"] == ["miner"]
+    record = bytes.fromhex(ends[0]["record"])
+    with pytest.raises(pot.MalformedError, match="this SDK reads 'pot/v2/dispute-outcome'"):
+        pot.decode_outcome(record.replace(b"pot/v2/dispute-outcome", b"pot/v3/dispute-outcome"))
+    with pytest.raises(pot.MalformedError, match="bytes after challenger_digest"):
+        pot.decode_outcome(record + b"\0")
+    with pytest.raises(pot.MalformedError, match="nothing is disputed"):
+        pot.decode_outcome(record[:-32] + record[-64:-32])  # the challenger's digest is the miner's

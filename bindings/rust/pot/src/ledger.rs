@@ -173,7 +173,11 @@ impl Ledger {
 /// outcome log) to its JSON object: `challenge_id`, `attempt`, `run_id`,
 /// `step`, `mode`, `verdict`, `cause`, `cluster_size`, `cluster_stake`,
 /// `committee_stake` and the `minority`, `silent`, `misconfigured` and
-/// `unreplayed` identities (hex). [`ErrorKind::Malformed`](crate::ErrorKind)
+/// `unreplayed` identities (hex). A dispute record (20.2, the log's other
+/// kind of leaf: the `"record"` hex of a dispute call that ended the
+/// dispute) gives `dispute_id`, `run_id`, `miner`, `challenger`, `lo`,
+/// `hi`, `end`, `rounds`, `step`, `agreed`, `miner_digest`,
+/// `challenger_digest` and `losers`. [`ErrorKind::Malformed`](crate::ErrorKind)
 /// names the broken rule; `Limit` past 266,350 bytes.
 ///
 /// ```

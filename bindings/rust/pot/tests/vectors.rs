@@ -539,7 +539,7 @@ fn ledger_transcript() {
             }
         }
     }
-    assert_eq!((calls.len(), refused), (61, 25));
+    assert_eq!((calls.len(), refused), (80, 35));
     let state = ledger.save().unwrap();
     assert_eq!(pot::sha256(&state).unwrap(), digest(&v, "state_sha256"));
     // Save, load, save again: the same bytes.
@@ -571,6 +571,33 @@ fn outcome_records_decode() {
         assert_eq!(pot::ledger::decode_outcome(&longer).unwrap_err().kind(), pot::ErrorKind::Malformed);
     }
     assert_eq!(pot::ledger::decode_outcome(&vec![0u8; 266_351]).unwrap_err().kind(), pot::ErrorKind::Limit);
+}
+
+/// Each ended dispute's record (docs/PROTOCOL.md 20.2), decoded from its
+/// bytes alone, says what the call that ended it said.
+#[test]
+fn dispute_records_decode() {
+    let v = load("ledger_transcript.json");
+    let ends: Vec<&Value> = arr(&v, "calls")
+        .iter()
+        .filter(|c| {
+            ["open_dispute", "claim_dispute", "settle_dispute"].contains(&s(c, "call"))
+                && s(c, "expect") == "ok"
+                && c["result"]["ended"] == Value::Bool(true)
+        })
+        .map(|c| &c["result"])
+        .collect();
+    assert_eq!(ends.len(), 2);
+    for r in &ends {
+        let record = unhex(s(r, "record"));
+        let d: Value = serde_json::from_str(&pot::ledger::decode_outcome(&record).unwrap()).unwrap();
+        assert_eq!(d, r["outcome"]);
+        let mut longer = record.clone();
+        longer.push(0);
+        assert_eq!(pot::ledger::decode_outcome(&longer).unwrap_err().kind(), pot::ErrorKind::Malformed);
+    }
+    assert_eq!(ends[0]["outcome"]["end"], "step_found");
+    assert_eq!(ends[1]["outcome"]["losers"], serde_json::json!(["miner"]));
 }
 
 #[test]
