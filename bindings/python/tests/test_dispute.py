@@ -3,7 +3,9 @@ real PyTorch training: an honest trainer that keeps every 10th state and
 answers each round by retraining from its nearest state, against a forger
 that replaced the weights at one step and trained on from there. At every
 tried position the bisection ends at exactly the forged step, within the
-k-ary bound, and the referee's one retrained step names the forger."""
+k-ary bound, and the referee's one retrained step names the forger. The
+same dispute is then played as reference-ledger calls, the miner answering
+with its committed leaves."""
 import copy
 import random
 
@@ -167,3 +169,91 @@ def test_rounds_and_refusals():
             b.play_round([], [])
     with pytest.raises(pot.StateError):
         b.points()  # closed
+
+
+# --- The same dispute on the reference ledger (docs/ledger.md 2.12-2.14) ---
+
+from conftest import spec_json  # noqa: E402
+
+MINER, VERIFIER = b"miner", b"verifier"
+
+
+def ledger_with_run(miner_digests, s0):
+    """A ledger with a task whose S_0 is `s0`, a registered verifier, and the
+    miner's sealed run: its step leaves commit `miner_digests[t]`. Returns
+    (ledger, run id, leaves, log)."""
+    ledger = pot.Ledger(draw_delay=1, opening_window=5, commit_window=5, reveal_window=5, max_committee_size=4,
+                        min_stake=1, max_rounds=2, max_attempts=1, dispute_window=3, dispute_arity=4)
+    h = pot.sha256
+    task = pot.Task({
+        "owner": b"owner".hex(), "spec": spec_json(h(b"program"), dropout=0.1), "dataset_root": h(b"dataset").hex(),
+        "dataset_size": 1000, "initial_state": {"published_digest": s0.hex()},
+        "schedule": {"listed_root": h(b"schedule").hex()}, "min_steps": STEPS, "max_steps": STEPS,
+        "challenge_policy": {"rounds": 1, "mode": "bitwise", "committee_size": 4}, "end_height": 10**6})
+    ledger.apply({"call": "post_task", "caller": b"owner".hex(), "now": 100, "task": task.encode().hex()})
+    ledger.apply({"call": "register_verifier", "caller": VERIFIER.hex(), "now": 100, "stake": 10})
+    c = pot.Commitment({
+        "task_id": task.id.hex(), "initial_state_digest": s0.hex(), "schedule_root": h(b"schedule").hex(),
+        "dataset_root": h(b"dataset").hex(), "dataset_size": 1000, "spec_digest": task.spec.digest().hex(),
+        "declared_steps": STEPS, "miner_identity": MINER.hex()})
+    run = ledger.apply({"call": "start_training_commitment", "caller": MINER.hex(), "now": 100,
+                        "commitment": c.encode().hex()})["run_id"]
+    leaves = [pot.StepLeaf(c.run_id, t, miner_digests[t], 1.0, 1.0) for t in range(1, STEPS + 1)]
+    log = pot.Tree()
+    for leaf in leaves:
+        log.append(leaf.encode())
+    ledger.apply({"call": "post_checkpoint_root", "caller": MINER.hex(), "now": 101, "run_id": run, "size": STEPS,
+                  "root": log.root().hex(), "consistency_proof": ""})
+    return ledger, run, leaves, log
+
+
+@pytest.mark.parametrize("miner_forges", [True, False])
+def test_on_the_ledger_the_dispute_ends_at_the_forged_step(miner_forges):
+    """Real training, a ledger dispute: a miner that forged step f (or an
+    honest miner disputed by a verifier that forged it in its own replay)
+    against the honest party retraining from every 10th state. The miner
+    answers with its committed leaves only; the verifier with digests. The
+    dispute record names step f, the agreed S_{f-1}, and the referee's one
+    retrained step from it agrees with the honest side only. A miner that
+    then stops answering loses at the deadline."""
+    honest_digests, kept = train()
+    for f in (1, 17, 43, STEPS):
+        forged, _ = train(forged_at=f)
+        miner_digests = forged if miner_forges else honest_digests
+        ledger, run, leaves, log = ledger_with_run(miner_digests, honest_digests[0])
+        verifier = Honest(kept)
+        verifier_view = (lambda p: verifier.claim(p)) if miner_forges else (lambda p: forged[p])
+        now = 102
+        r = ledger.apply({"call": "open_dispute", "caller": VERIFIER.hex(), "now": now, "run_id": run,
+                          "lo_leaf": "", "lo_proof": "", "hi_leaf": leaves[-1].encode().hex(),
+                          "hi_proof": log.inclusion_proof(STEPS - 1, STEPS).hex(),
+                          "claim": verifier_view(STEPS).hex()})
+        while not r["ended"]:
+            now += 1
+            points = r["points"]
+            ledger.apply({"call": "claim_dispute", "caller": MINER.hex(), "now": now, "dispute_id": 0,
+                          "claims": [{"step_leaf": leaves[p - 1].encode().hex(),
+                                      "leaf_proof": log.inclusion_proof(p - 1, STEPS).hex()} for p in points]})
+            r = ledger.apply({"call": "claim_dispute", "caller": VERIFIER.hex(), "now": now, "dispute_id": 0,
+                              "claims": [verifier_view(p).hex() for p in points]})
+        o = r["outcome"]
+        assert (o["end"], o["step"]) == ("step_found", f)
+        assert o["rounds"] <= pot.bisection_rounds(0, STEPS, 4)
+        assert o["agreed"] == honest_digests[f - 1].hex()
+        assert o["miner_digest"] == miner_digests[f].hex()
+        assert pot.decode_outcome(bytes.fromhex(r["record"])) == o
+        true_state = referee(f, snapshot(*Honest(kept).state_at(f - 1)), honest_digests[f - 1])
+        honest_side = "challenger_digest" if miner_forges else "miner_digest"
+        liar_side = "miner_digest" if miner_forges else "challenger_digest"
+        assert o[honest_side] == true_state.hex() and o[liar_side] != true_state.hex()
+    # A forging miner that stops answering once the rounds close in loses.
+    ledger, run, leaves, log = ledger_with_run(forged, honest_digests[0])
+    r = ledger.apply({"call": "open_dispute", "caller": VERIFIER.hex(), "now": 102, "run_id": run, "lo_leaf": "",
+                      "lo_proof": "", "hi_leaf": leaves[-1].encode().hex(),
+                      "hi_proof": log.inclusion_proof(STEPS - 1, STEPS).hex(), "claim": honest_digests[STEPS].hex()})
+    ledger.apply({"call": "claim_dispute", "caller": VERIFIER.hex(), "now": 103, "dispute_id": 0,
+                  "claims": [honest_digests[p].hex() for p in r["points"]]})
+    with pytest.raises(pot.StateError, match="open until height 105"):
+        ledger.apply({"call": "settle_dispute", "now": 105, "dispute_id": 0})
+    end = ledger.apply({"call": "settle_dispute", "now": 106, "dispute_id": 0})
+    assert end["outcome"]["end"] == "miner_default" and end["outcome"]["losers"] == ["miner"]
