@@ -1328,6 +1328,15 @@ POT_API pot_status pot_checkpoints_state_path(pot_bytes *out, uint64_t *replayed
 POT_API pot_status pot_checkpoints_opening(pot_bytes *out, pot_checkpoints *checkpoints, uint64_t step,
                                            uint64_t log_size, const char *dataset_dir,
                                            int serve_post_state, pot_error **err);
+/* The committed step leaf of step `step` (docs/PROTOCOL.md 10) and its
+ * RFC 6962 inclusion proof in the log's first log_size leaves
+ * (concatenated hashes): what a miner posts for that step in a ledger
+ * dispute (docs/ledger.md 2.12, 2.13: open_dispute's hi_leaf / lo_leaf,
+ * claim_dispute's claims). Replays nothing. POT_E_OUT_OF_RANGE unless
+ * 1 <= step <= log_size <= the steps recorded; POT_E_STATE for a directory
+ * without a commitment. */
+POT_API pot_status pot_checkpoints_leaf(pot_bytes *leaf, pot_bytes *proof, pot_checkpoints *checkpoints,
+                                        uint64_t step, uint64_t log_size, pot_error **err);
 
 #ifdef __cplusplus
 } /* extern "C" */

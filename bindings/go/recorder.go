@@ -341,3 +341,23 @@ func (c *Checkpoints) Opening(step, logSize uint64, datasetDir string, servePost
 	}
 	return takeBytes(&out), nil
 }
+
+// Leaf returns the committed step leaf of step and its inclusion proof in
+// the log's first logSize leaves (pot_checkpoints_leaf): what the miner
+// posts for that step in a ledger dispute (docs/ledger.md 2.12, 2.13).
+// Replays nothing. StatusOutOfRange unless 1 <= step <= logSize <= Size().
+func (c *Checkpoints) Leaf(step, logSize uint64) (leaf, proof []byte, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.p == nil {
+		return nil, nil, closedError("Checkpoints")
+	}
+	var l, p C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_checkpoints_leaf(&l, &p, c.p, C.uint64_t(step), C.uint64_t(logSize), &cerr)
+	runtime.KeepAlive(c)
+	if err := toError(st, cerr); err != nil {
+		return nil, nil, err
+	}
+	return takeBytes(&l), takeBytes(&p), nil
+}

@@ -395,6 +395,24 @@ func TestRecorderAndCheckpoints(t *testing.T) {
 	wantCode(t, err, pot.StatusOutOfRange)
 	_, err = cp.Opening(0, steps, data, false)
 	wantCode(t, err, pot.StatusOutOfRange)
+	// A miner's claims in a ledger dispute: each committed leaf and its
+	// proof in the sealed root (docs/ledger.md 2.13).
+	for s := uint64(1); s <= steps; s++ {
+		leaf, proof, err := cp.Leaf(s, steps)
+		check(t, err)
+		decoded, err := pot.DecodeStepLeaf(leaf)
+		check(t, err)
+		if decoded.Step != s || decoded.StateDigest != states[s] || decoded.RunID != runID {
+			t.Fatalf("Leaf(%d) = %+v", s, decoded)
+		}
+		h, err := pot.LeafHash(leaf)
+		check(t, err)
+		check(t, pot.VerifyInclusion(s-1, steps, h, proof, root))
+	}
+	for _, bad := range [][2]uint64{{0, steps}, {steps + 1, steps}, {2, 1}, {1, steps + 1}} {
+		_, _, err = cp.Leaf(bad[0], bad[1])
+		wantCode(t, err, pot.StatusOutOfRange)
+	}
 
 	const step = 2
 	m, err := cp.Opening(step, steps, data, true)

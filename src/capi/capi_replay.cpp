@@ -570,6 +570,24 @@ pot_status pot_checkpoints_state_path(pot_bytes *out, uint64_t *replayed, pot_ch
   });
 }
 
+pot_status pot_checkpoints_leaf(pot_bytes *leaf, pot_bytes *proof, pot_checkpoints *checkpoints, uint64_t step,
+                                uint64_t log_size, pot_error **err) {
+  return guard(err, [&] {
+    need(leaf, "leaf");
+    need(proof, "proof");
+    need(checkpoints, "checkpoints");
+    (void)step;
+    (void)log_size;
+#if POT_WITH_TORCH
+    auto [l, p] = checkpoints->s->leaf(step, log_size);
+    to_bytes(proof, p);
+    to_bytes(leaf, l);
+#else
+    no_torch();
+#endif
+  });
+}
+
 pot_status pot_checkpoints_opening(pot_bytes *out, pot_checkpoints *checkpoints, uint64_t step, uint64_t log_size,
                                    const char *dataset_dir, int serve_post_state, pot_error **err) {
   return guard(err, [&] {

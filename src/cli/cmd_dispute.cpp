@@ -48,6 +48,39 @@ void add_dispute_commands(CLI::App &app) {
     emit(po->json, {{"points", points}, {"rounds", rounds}}, {line, std::to_string(rounds)});
   });
 
+  // pot dispute leaves
+  struct Leaves {
+    std::string dir;
+    std::vector<uint64_t> steps;
+    uint64_t size = 0;
+    bool json = false;
+  };
+  auto lo = std::make_shared<Leaves>();
+  CLI::App *lv = d->add_subcommand(
+      "leaves", "A miner's committed leaves and proofs, for the ledger's dispute calls (checkpoint directory)");
+  lv->add_option("ckpt_dir", lo->dir, "the recorder's checkpoint directory")->required();
+  lv->add_option("--step", lo->steps, "a step (repeatable, in the order to claim them)")->required();
+  lv->add_option("--size", lo->size, "prove against the log's first N leaves (default: all)");
+  lv->add_flag("--json", lo->json, "print JSON");
+  lv->callback([lo] {
+    pot_error *err = nullptr;
+    pot_checkpoints *c = nullptr;
+    check(pot_checkpoints_open(&c, lo->dir.c_str(), &err), &err, lo->dir.c_str());
+    std::unique_ptr<pot_checkpoints, decltype(&pot_checkpoints_free)> guard(c, pot_checkpoints_free);
+    const uint64_t size = lo->size ? lo->size : pot_checkpoints_size(c);
+    nlohmann::json claims = nlohmann::json::array();
+    std::vector<std::string> plain;
+    for (uint64_t step : lo->steps) {
+      pot_bytes leaf{}, proof{};
+      check(pot_checkpoints_leaf(&leaf, &proof, c, step, size, &err), &err, "leaf");
+      const std::vector<uint8_t> lb = take_bytes(leaf), pb = take_bytes(proof);
+      const std::string l = hex(lb.data(), lb.size()), p = hex(pb.data(), pb.size());
+      claims.push_back({{"step_leaf", l}, {"leaf_proof", p}});
+      plain.push_back(std::to_string(step) + " " + l + " " + p);
+    }
+    emit(lo->json, {{"claims", claims}}, plain);
+  });
+
   // pot dispute trace
   struct Trace {
     ReplayStep step;

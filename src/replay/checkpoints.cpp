@@ -558,6 +558,15 @@ std::string CheckpointStore::state_path(uint64_t t, const std::string &dataset_d
   return derived;
 }
 
+std::pair<Bytes, Bytes> CheckpointStore::leaf(uint64_t t, uint64_t log_size) const {
+  const Impl &m = *impl_;
+  if (!m.commitment) fail(Status::kState, "the checkpoint directory has no commitment (set_commitment)");
+  if (t == 0 || t > log_size || log_size > m.steps.size())
+    fail(Status::kOutOfRange, "leaf of step {} against a log of {} leaves ({} recorded)", t, log_size,
+         m.steps.size());
+  return {m.leaf(m.steps[t - 1]).encode(), merkle::encode_proof(m.log->inclusion_proof(t - 1, log_size))};
+}
+
 Bytes CheckpointStore::opening(uint64_t t, uint64_t log_size, const std::string &dataset_dir, bool serve_post) {
   Impl &m = *impl_;
   if (!m.commitment) fail(Status::kState, "the checkpoint directory has no commitment (set_commitment)");

@@ -105,6 +105,12 @@ class CheckpointStore {
   // cross-architecture path), which may cost another re-derivation.
   Bytes opening(uint64_t t, uint64_t log_size, const std::string &dataset_dir, bool serve_post);
 
+  // The committed step leaf of step t and its inclusion proof in the log's
+  // first log_size leaves (t <= log_size <= size(), kOutOfRange otherwise;
+  // kState without a commitment): a miner's claim in a ledger dispute
+  // (docs/ledger.md 2.12, 2.13). Reads no state, replays nothing.
+  std::pair<Bytes, Bytes> leaf(uint64_t t, uint64_t log_size) const;
+
  private:
   CheckpointStore() = default;
   struct Impl;

@@ -291,6 +291,22 @@ def test_recorder_checkpoints_and_verify_step(tiny):
             cp.state_path(4, data)
         m = cp.opening(2, 3, data)
         pot.verify_opening(commitment, 2, 3, root, m, pre)
+        # A miner's claim in a ledger dispute: the committed leaf of a step
+        # and its proof in the sealed root (docs/ledger.md 2.13).
+        for t in (1, 2, 3):
+            leaf, proof = cp.leaf(t)
+            assert cp.leaf(t, 3) == (leaf, proof)
+            decoded = pot.StepLeaf.decode(leaf)
+            assert (decoded.run_id, decoded.step, decoded.state_digest) == (commitment.run_id, t, states[t])
+            pot.verify_inclusion(t - 1, 3, pot.leaf_hash(leaf), proof, root)
+        first_two = pot.Tree()
+        for t in (1, 2):
+            first_two.append(cp.leaf(t)[0])
+        leaf, proof = cp.leaf(1, 2)  # against the log's first two leaves
+        pot.verify_inclusion(0, 2, pot.leaf_hash(leaf), proof, first_two.root())
+        for bad in ((0, 3), (4, 3), (2, 1), (1, 4)):
+            with pytest.raises(pot.OutOfRangeError):
+                cp.leaf(*bad)
         res = pot.verify_step(commitment, spec, program, 2, 3, root, m, pre)
         assert res.ok and res.check is pot.OpeningCheck.OK and res.replayed
         assert res.replayed_state_digest == res.committed_state_digest == states[2]

@@ -387,6 +387,18 @@ class Checkpoints(Handle):
         with self._use() as h:
             return _pot.pot_checkpoints_opening(h, step, log_size, dataset_dir, int(bool(serve_post_state)))
 
+    def leaf(self, step: int, log_size: Optional[int] = None) -> Tuple[bytes, bytes]:
+        """(step leaf, inclusion proof): the committed leaf of step `step`
+        and its proof in the log's first log_size leaves (default: all),
+        what the miner posts for that step in a ledger dispute
+        (docs/ledger.md 2.12, 2.13: open_dispute's hi_leaf / lo_leaf,
+        claim_dispute's claims). Replays nothing. OutOfRangeError unless
+        1 <= step <= log_size <= size."""
+        with self._use() as h:
+            size = _pot.pot_checkpoints_size(h) if log_size is None else log_size
+            leaf, proof = _pot.pot_checkpoints_leaf(h, step, size)
+        return leaf, proof
+
     def _describe(self) -> str:
         return f"{self.dir!r}, {self.size} steps"
 

@@ -50,6 +50,25 @@ where
     Ok(unsafe { std::slice::from_raw_parts(out.0.data, out.0.len) }.to_vec())
 }
 
+/// Runs a call that fills two `pot_bytes` and returns copies of both.
+pub(crate) fn two_bytes_out<F>(f: F) -> Result<(Vec<u8>, Vec<u8>)>
+where
+    F: FnOnce(*mut sys::pot_bytes, *mut sys::pot_bytes, *mut *mut sys::pot_error) -> sys::pot_status,
+{
+    let mut a = OwnedBytes(sys::pot_bytes { data: ptr::null_mut(), len: 0 });
+    let mut b = OwnedBytes(sys::pot_bytes { data: ptr::null_mut(), len: 0 });
+    call(|err| f(&mut a.0, &mut b.0, err))?;
+    let copy = |o: &OwnedBytes| {
+        if o.0.data.is_null() || o.0.len == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: libpot wrote a buffer of len bytes at data, freed by OwnedBytes.
+            unsafe { std::slice::from_raw_parts(o.0.data, o.0.len) }.to_vec()
+        }
+    };
+    Ok((copy(&a), copy(&b)))
+}
+
 /// Like [`bytes_out`] for JSON outputs: UTF-8 text.
 pub(crate) fn string_out<F>(f: F) -> Result<String>
 where

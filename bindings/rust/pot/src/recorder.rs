@@ -395,6 +395,22 @@ impl Checkpoints {
             )
         })
     }
+
+    /// The committed step leaf of `step` and its inclusion proof in the
+    /// log's first `log_size` leaves: what the miner posts for that step in
+    /// a ledger dispute (docs/ledger.md 2.12, 2.13). Replays nothing.
+    /// `OutOfRange` unless `1 <= step <= log_size <= self.size()`.
+    ///
+    /// ```no_run
+    /// # let mut ck = pot::Checkpoints::open("ck")?;
+    /// let (leaf, proof) = ck.leaf(30, ck.size())?;
+    /// # Ok::<(), pot::Error>(())
+    /// ```
+    pub fn leaf(&mut self, step: u64, log_size: u64) -> Result<(Vec<u8>, Vec<u8>)> {
+        ffi::two_bytes_out(|leaf, proof, err| unsafe {
+            sys::pot_checkpoints_leaf(leaf, proof, self.raw.as_ptr(), step, log_size, err)
+        })
+    }
 }
 
 impl Drop for Checkpoints {

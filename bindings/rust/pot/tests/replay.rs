@@ -219,6 +219,17 @@ fn recorder_and_checkpoints_serve_a_verifiable_opening() {
     assert_eq!(safetensors::digest_file(&pre, 1).unwrap(), states[1]);
     assert_eq!(cp.state_path(STEPS + 1, &data).unwrap_err().kind(), ErrorKind::OutOfRange);
     assert_eq!(cp.opening(0, STEPS, &data, false).unwrap_err().kind(), ErrorKind::OutOfRange);
+    // A miner's claims in a ledger dispute: each committed leaf and its
+    // proof in the sealed root (docs/ledger.md 2.13).
+    for t in 1..=STEPS {
+        let (leaf, proof) = cp.leaf(t, STEPS).unwrap();
+        let decoded = StepLeaf::decode(&leaf).unwrap();
+        assert_eq!((decoded.step, decoded.state_digest), (t, states[t as usize]));
+        merkle::verify_inclusion(t - 1, STEPS, &merkle::leaf_hash(&leaf).unwrap(), &proof, &root).unwrap();
+    }
+    for (t, size) in [(0, STEPS), (STEPS + 1, STEPS), (2, 1), (1, STEPS + 1)] {
+        assert_eq!(cp.leaf(t, size).unwrap_err().kind(), ErrorKind::OutOfRange);
+    }
 
     let step = 2;
     let m = cp.opening(step, STEPS, &data, true).unwrap();
