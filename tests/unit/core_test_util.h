@@ -3,6 +3,7 @@
 
 #include <functional>
 
+#include "common/bytes.h"
 #include "common/error.h"
 
 namespace pot::test {
@@ -18,3 +19,13 @@ inline Status status_of(const std::function<void()> &f) {
 }
 
 }  // namespace pot::test
+
+// A refused ledger call must throw the given status and leave the
+// serialized state byte for byte as it was (docs/ledger.md: no call writes
+// anything before its last check has passed).
+#define EXPECT_REFUSED(ledger, status, ...)                                    \
+  do {                                                                         \
+    const ::pot::Bytes before_ = (ledger).save();                              \
+    EXPECT_EQ(::pot::test::status_of([&] { __VA_ARGS__; }), (status));         \
+    EXPECT_EQ((ledger).save(), before_) << "a refused call changed the state"; \
+  } while (0)

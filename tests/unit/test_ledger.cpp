@@ -31,15 +31,6 @@ using game::LedgerConfig;
 using witness::Mode;
 using witness::Verdict;
 
-// A refused call must throw the given status and leave the serialized state
-// byte for byte as it was.
-#define EXPECT_REFUSED(ledger, status, ...)                                    \
-  do {                                                                         \
-    const Bytes before_ = (ledger).save();                                     \
-    EXPECT_EQ(status_of([&] { __VA_ARGS__; }), (status));                      \
-    EXPECT_EQ((ledger).save(), before_) << "a refused call changed the state"; \
-  } while (0)
-
 // An accepted no-op leaves the state unchanged too.
 #define EXPECT_NO_OP(ledger, ...)                                        \
   do {                                                                   \

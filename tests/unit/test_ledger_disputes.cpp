@@ -29,15 +29,6 @@ using game::LedgerConfig;
 using hash::Digest;
 using pot::test::status_of;
 
-#ifndef EXPECT_REFUSED  // test_ledger.cpp's, when both are in one unity file
-#define EXPECT_REFUSED(ledger, status, ...)                                    \
-  do {                                                                         \
-    const Bytes before_ = (ledger).save();                                     \
-    EXPECT_EQ(status_of([&] { __VA_ARGS__; }), (status));                      \
-    EXPECT_EQ((ledger).save(), before_) << "a refused call changed the state"; \
-  } while (0)
-#endif
-
 // Named, not anonymous: the unity build may put test_ledger.cpp's helpers of
 // the same names in this file; lookup finds these first.
 namespace ledger_dispute_test {
