@@ -36,20 +36,6 @@ std::string apply(pot_ledger *l, const std::string &call, const char *what) {
   return s;
 }
 
-std::string hex_of(const std::string &s) {
-  static const char *digits = "0123456789abcdef";
-  std::string h;
-  for (unsigned char c : s) {
-    h += digits[c >> 4];
-    h += digits[c & 15];
-  }
-  return h;
-}
-
-std::string hex_of(const pot_bytes &b) {
-  return hex_of(std::string(reinterpret_cast<const char *>(b.data), b.len));
-}
-
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -97,8 +83,8 @@ int main(int argc, char **argv) {
                  err, "pot_task_commitment");
     pot_bytes b{};
     bench::check(pot_commitment_encode(&b, c, &err), err, "pot_commitment_encode");
-    commitments.push_back(hex_of(b));
-    miners.push_back(hex_of(miner));
+    commitments.push_back(bench::hex(b));
+    miners.push_back(bench::hex(miner));
     pot_bytes_free(&b);
     pot_commitment_free(c);
   }
@@ -113,11 +99,11 @@ int main(int argc, char **argv) {
     pot_ledger *l = nullptr;
     bench::check(pot_ledger_new(&l, config.c_str(), &err), err, "pot_ledger_new");
     uint64_t now = 1;
-    apply(l, R"({"call": "post_task", "caller": "6f776e6572", "now": 1, "task": ")" + hex_of(task_bytes) + "\"}",
+    apply(l, R"({"call": "post_task", "caller": "6f776e6572", "now": 1, "task": ")" + bench::hex(task_bytes) + "\"}",
           "post_task");
     const auto t_reg = bench::Clock::now();
     for (uint64_t i = 0; i < v; ++i) {
-      const std::string id = hex_of("verifier " + std::to_string(i));
+      const std::string id = bench::hex("verifier " + std::to_string(i));
       apply(l, R"({"call": "register_verifier", "caller": ")" + id + R"(", "now": 1, "stake": )" +
                    std::to_string(1 + (i * 2654435761u) % 1000) + "}",
             "register_verifier");

@@ -31,17 +31,7 @@
 
 namespace {
 
-std::string hex(const uint8_t *p, size_t n) {
-  static const char *digits = "0123456789abcdef";
-  std::string s;
-  for (size_t i = 0; i < n; ++i) {
-    s += digits[p[i] >> 4];
-    s += digits[p[i] & 15];
-  }
-  return s;
-}
-std::string hex(const std::string &s) { return hex(reinterpret_cast<const uint8_t *>(s.data()), s.size()); }
-std::string hex(const pot_digest &d) { return hex(d.bytes, sizeof d.bytes); }
+using bench::hex;
 
 nlohmann::json apply(pot_ledger *l, const nlohmann::json &call, const char *what) {
   pot_bytes out{};

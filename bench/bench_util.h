@@ -108,6 +108,20 @@ inline Stats summarize(std::vector<double> v) {
   return s;
 }
 
+// Lower-case hex of bytes.
+inline std::string hex(const uint8_t *p, size_t n) {
+  static const char *digits = "0123456789abcdef";
+  std::string h;
+  h.reserve(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    h += digits[p[i] >> 4];
+    h += digits[p[i] & 15];
+  }
+  return h;
+}
+inline std::string hex(const std::string &s) { return hex(reinterpret_cast<const uint8_t *>(s.data()), s.size()); }
+inline std::string hex(const pot_bytes &b) { return hex(b.data, b.len); }
+
 // Lower-case hex of a digest.
 inline std::string hex(const pot_digest &d) {
   char buf[2 * POT_DIGEST_SIZE + 1];
