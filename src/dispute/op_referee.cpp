@@ -69,11 +69,13 @@ struct Checked {
   std::optional<OpNode> node;  // nullopt: the trace ends
   std::optional<std::string> failure;
   std::string rule;
+  bool batch_deferred = false;  // a batch source left unchecked (no backend)
 };
 
-// Rule 1 for one party.
+// Rules 1 and 2 for one party. Without a backend, batch sources are left
+// unchecked (batch_deferred).
 Checked check_opening(const OperatorDispute &d, const NodeOpening &o, const Digest &root, bool is_a,
-                      RefereeBackend &backend) {
+                      RefereeBackend *backend) {
   Checked c;
   auto bad = [&](std::string rule, std::string why) {
     c.rule = std::move(rule);
@@ -133,7 +135,11 @@ Checked check_opening(const OperatorDispute &d, const NodeOpening &o, const Dige
           break;
         }
         case SourceKind::kBatch: {
-          const auto b = backend.batch_tensor(s.slot, s.name);
+          if (!backend) {
+            c.batch_deferred = true;
+            break;
+          }
+          const auto b = backend->batch_tensor(s.slot, s.name);
           if (!b || !b->same_content(t))
             return bad("source", fmt::format("input tensor {} is not argument '{}' of micro-batch {}", k, s.name,
                                              s.slot));
@@ -240,8 +246,8 @@ Ruling decide_operator(const OperatorDispute &d, const NodeOpening &a, const Nod
     fail(Status::kInvalidArgument, "both parties claim root {} for {} nodes: nothing is disputed", d.a_root.hex(),
          d.index + 1);
   Ruling r;
-  const Checked ca = check_opening(d, a, d.a_root, true, backend);
-  const Checked cb = check_opening(d, b, d.b_root, false, backend);
+  const Checked ca = check_opening(d, a, d.a_root, true, &backend);
+  const Checked cb = check_opening(d, b, d.b_root, false, &backend);
   if (ca.failure || cb.failure) {
     r.a_loses = ca.failure.has_value();
     r.b_loses = cb.failure.has_value();
@@ -299,6 +305,47 @@ Ruling decide_operator(const OperatorDispute &d, const NodeOpening &a, const Nod
   r.reason += fmt::format("node {} of the replayed step is {}: {}", d.index, what,
                           r.a_loses && r.b_loses ? "neither party's" : r.a_loses ? "B's" : "A's");
   return r;
+}
+
+OpeningCheck check_opening_alone(const OperatorDispute &d, const NodeOpening &o, bool is_a) {
+  const Checked c = check_opening(d, o, is_a ? d.a_root : d.b_root, is_a, nullptr);
+  OpeningCheck out;
+  out.has_node = o.node.has_value();
+  if (c.failure) {
+    out.failure_rule = c.rule;
+    out.reason = *c.failure;
+    return out;
+  }
+  out.batch_deferred = c.batch_deferred;
+  if (c.node) {
+    OpNode key = *c.node;
+    key.outputs.clear();
+    out.node_key = hash::sha256(encode_op_node(key));
+    out.post_state = c.node->name == kPostStateOp;
+    out.post_state_holds = out.post_state && post_state_holds(*c.node);
+  }
+  return out;
+}
+
+std::optional<Ruling> decide_without_backend(const OpeningCheck &a, const OpeningCheck &b) {
+  Ruling r;
+  if (!a.failure_rule.empty() || !b.failure_rule.empty()) {
+    r.a_loses = !a.failure_rule.empty();
+    r.b_loses = !b.failure_rule.empty();
+    r.rule = r.a_loses ? a.failure_rule : b.failure_rule;
+    r.reason = r.a_loses && r.b_loses ? a.reason + "; " + b.reason : r.a_loses ? a.reason : b.reason;
+    return r;
+  }
+  if (a.has_node && b.has_node && a.post_state && b.post_state && a.node_key == b.node_key && !a.batch_deferred &&
+      !b.batch_deferred) {
+    r.rule = "post_state";
+    r.a_loses = !a.post_state_holds;
+    r.b_loses = !b.post_state_holds;
+    r.reason = fmt::format("the post-state node's digest is the state digest of the tensors it lists: {}",
+                           r.a_loses && r.b_loses ? "neither party's is" : r.a_loses ? "A's is not" : "B's is not");
+    return r;
+  }
+  return std::nullopt;
 }
 
 std::string ruling_json(const Ruling &r) {

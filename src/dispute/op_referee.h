@@ -96,4 +96,29 @@ Ruling decide_operator(const OperatorDispute &dispute, const NodeOpening &a, con
 
 std::string ruling_json(const Ruling &r);
 
+// What can be checked of one opening without a backend: a ledger's part
+// of the referee (docs/ledger.md 2.16). Rules 1 and 2 except batch sources
+// (the ledger has no data set), and the post-state node's digest.
+struct OpeningCheck {
+  bool has_node = false;     // false: "my trace ends"
+  std::string failure_rule;  // "" when rules 1 and 2 hold; else "opening" or "source"
+  std::string reason;        // why, naming the party
+  bool batch_deferred = false;  // a batch source only a referee with the batch can check
+  Digest node_key;              // SHA-256 of the node's encoding without its results
+  bool post_state = false;      // the node is the post-state node
+  bool post_state_holds = false;  // and its digest is the state digest of its tensors
+  bool operator==(const OpeningCheck &) const = default;
+};
+
+// Party A's (is_a) or B's opening checked against its claim in `dispute`.
+OpeningCheck check_opening_alone(const OperatorDispute &dispute, const NodeOpening &opening, bool is_a);
+
+// The ruling the two checks decide alone, as decide_operator would rule,
+// or nullopt when a referee with a backend must (rule 3's operator run,
+// rule 4's step replay, a batch source). A party whose check failed loses;
+// the other party's batch sources are then not checked, so where both lie
+// one may go unnamed (with one honest party the ruling is decide_operator's:
+// an honest opening never fails a check).
+std::optional<Ruling> decide_without_backend(const OpeningCheck &a, const OpeningCheck &b);
+
 }  // namespace pot::dispute
