@@ -855,13 +855,17 @@ POT_API pot_status pot_ledger_apply(pot_bytes *result, pot_ledger *ledger, const
  * (hex), step, mode, verdict ("pass", "fail", "inconclusive"), cause,
  * cluster_size, cluster_stake, committee_stake and minority, silent,
  * misconfigured, unreplayed (hex identities, sorted). A dispute record
- * (section 20.2, tag "pot/v2/dispute-outcome": the "record" hex of a
+ * (section 20.2, tag "pot/v3/dispute-outcome": the "record" hex of a
  * dispute call that ended the dispute) gives dispute_id, run_id, miner,
  * challenger, lo, hi, end ("step_found", "miner_default",
- * "challenger_default", "both_default"), rounds, step, agreed,
- * miner_digest, challenger_digest (hex, null unless step_found) and losers
+ * "challenger_default", "both_default", "ruled", "referee_ruled",
+ * "referee_default"), phase ("steps", "traces", "operators", "openings",
+ * "referee"), rounds, step, agreed, miner_digest, challenger_digest (hex;
+ * null until the step is found), miner_trace and challenger_trace
+ * ({"size", "root"} or null), op_rounds, node (null before the openings
+ * phase), rule (null unless ruled) and losers
  * (["miner"], ["challenger"], both, or none). POT_E_LIMIT past 266,350
- * bytes (a full committee of 1024 identities of 256 bytes), or 708 for a
+ * bytes (a full committee of 1024 identities of 256 bytes), or 803 for a
  * dispute record (two identities of 256 bytes); POT_E_MALFORMED
  * naming the first violation of the record's rules, a record of another
  * tag version named as such. */

@@ -9,14 +9,46 @@ namespace pot::game {
 
 using hash::Digest;
 
+const char *dispute_phase_name(DisputePhase p) noexcept {
+  switch (p) {
+    case DisputePhase::kSteps: return "steps";
+    case DisputePhase::kTraces: return "traces";
+    case DisputePhase::kOperators: return "operators";
+    case DisputePhase::kOpenings: return "openings";
+    case DisputePhase::kReferee: return "referee";
+  }
+  return "unknown";
+}
+
 const char *dispute_end_name(DisputeEnd e) noexcept {
   switch (e) {
     case DisputeEnd::kStepFound: return "step_found";
     case DisputeEnd::kMinerDefault: return "miner_default";
     case DisputeEnd::kChallengerDefault: return "challenger_default";
     case DisputeEnd::kBothDefault: return "both_default";
+    case DisputeEnd::kRuled: return "ruled";
+    case DisputeEnd::kRefereeRuled: return "referee_ruled";
+    case DisputeEnd::kRefereeDefault: return "referee_default";
   }
   return "unknown";
+}
+
+const char *dispute_rule_name(DisputeRule r) noexcept {
+  switch (r) {
+    case DisputeRule::kNone: return "";
+    case DisputeRule::kOpening: return "opening";
+    case DisputeRule::kSource: return "source";
+    case DisputeRule::kOperator: return "operator";
+    case DisputeRule::kPostState: return "post_state";
+    case DisputeRule::kStep: return "step";
+  }
+  return "unknown";
+}
+
+DisputeRule dispute_rule_from_name(std::string_view name) {
+  for (uint8_t r = 1; r <= static_cast<uint8_t>(DisputeRule::kStep); ++r)
+    if (name == dispute_rule_name(static_cast<DisputeRule>(r))) return static_cast<DisputeRule>(r);
+  fail(Status::kInvalidArgument, "'{}' is not a rule (opening, source, operator, post_state, step)", name);
 }
 
 bool is_dispute_record(ByteView record) noexcept {
@@ -39,11 +71,20 @@ Bytes DisputeRecord::encode() const {
   put_u64le(out, lo);
   put_u64le(out, hi);
   put_u8(out, static_cast<uint8_t>(end));
+  put_u8(out, static_cast<uint8_t>(phase));
+  put_u8(out, losers);
   put_u32le(out, rounds);
   put_u64le(out, step);
   put_bytes(out, agreed.view());
   put_bytes(out, miner_digest.view());
   put_bytes(out, challenger_digest.view());
+  for (const TraceCommitment *t : {&miner_trace, &challenger_trace}) {
+    put_u64le(out, t->size);
+    put_bytes(out, t->root.view());
+  }
+  put_u32le(out, op_rounds);
+  put_u64le(out, node);
+  put_u8(out, static_cast<uint8_t>(rule));
   return out;
 }
 
@@ -57,7 +98,7 @@ DisputeRecord DisputeRecord::decode(ByteView b) {
   const std::string_view tag_text(reinterpret_cast<const char *>(tag.data()), tag.size());
   if (tag_text != kDisputeRecordTag) {
     if (tag_text.starts_with("pot/v") && tag_text.ends_with("/dispute-outcome"))
-      fail(Status::kMalformed, "{} of tag '{}': this SDK reads '{}' (protocol version 2)", kWhat, tag_text,
+      fail(Status::kMalformed, "{} of tag '{}': this SDK reads '{}' (protocol version 3)", kWhat, tag_text,
            kDisputeRecordTag);
     fail(Status::kMalformed, "{} does not start with the tag '{}'", kWhat, kDisputeRecordTag);
   }
@@ -78,38 +119,106 @@ DisputeRecord DisputeRecord::decode(ByteView b) {
   d.hi = r.u64("hi");
   if (d.lo >= d.hi) fail(Status::kMalformed, "{}: lo {} is not below hi {}", kWhat, d.lo, d.hi);
   const uint8_t end = r.u8("end");
-  if (end < 1 || end > 4) fail(Status::kMalformed, "{}: end {} is not 1..4", kWhat, end);
+  if (end < 1 || end > 7) fail(Status::kMalformed, "{}: end {} is not 1..7", kWhat, end);
   d.end = static_cast<DisputeEnd>(end);
+  const uint8_t phase = r.u8("phase");
+  if (phase < 1 || phase > 5) fail(Status::kMalformed, "{}: phase {} is not 1..5", kWhat, phase);
+  d.phase = static_cast<DisputePhase>(phase);
+  d.losers = r.u8("losers");
+  if (d.losers > 3) fail(Status::kMalformed, "{}: losers {} is not 0..3", kWhat, d.losers);
   d.rounds = r.u32("rounds");
   d.step = r.u64("step");
   d.agreed = Digest::from_bytes(r.take(32, "agreed"));
   d.miner_digest = Digest::from_bytes(r.take(32, "miner_digest"));
   d.challenger_digest = Digest::from_bytes(r.take(32, "challenger_digest"));
-  if (r.remaining() != 0) fail(Status::kMalformed, "{}: {} bytes after challenger_digest", kWhat, r.remaining());
-  if (d.end == DisputeEnd::kStepFound) {
+  for (TraceCommitment *t : {&d.miner_trace, &d.challenger_trace}) {
+    t->size = r.u64("a trace size");
+    t->root = Digest::from_bytes(r.take(32, "a trace root"));
+  }
+  d.op_rounds = r.u32("op_rounds");
+  d.node = r.u64("node");
+  const uint8_t rule = r.u8("rule");
+  if (rule > 5) fail(Status::kMalformed, "{}: rule {} is not 0..5", kWhat, rule);
+  d.rule = static_cast<DisputeRule>(rule);
+  if (r.remaining() != 0) fail(Status::kMalformed, "{}: {} bytes after the rule", kWhat, r.remaining());
+  // Every field as the ledger writes it for this end and phase.
+  const DisputeEnd e = d.end;
+  const DisputePhase p = d.phase;
+  const auto bad = [&](const char *why) {
+    fail(Status::kMalformed, "{}: end {} in phase {}: {}", kWhat, dispute_end_name(e), dispute_phase_name(p), why);
+  };
+  const uint8_t default_losers = e == DisputeEnd::kMinerDefault        ? kLoserMiner
+                                 : e == DisputeEnd::kChallengerDefault ? kLoserChallenger
+                                 : e == DisputeEnd::kBothDefault       ? kLoserMiner | kLoserChallenger
+                                                                       : 0;
+  switch (e) {
+    case DisputeEnd::kStepFound:
+      if (p != DisputePhase::kSteps) bad("a step found without a referee ends the step phase");
+      if (d.losers != 0) bad("no party loses");
+      break;
+    case DisputeEnd::kMinerDefault:
+    case DisputeEnd::kChallengerDefault:
+    case DisputeEnd::kBothDefault:
+      if (p == DisputePhase::kReferee) bad("the parties have no deadline in the referee phase");
+      if (d.losers != default_losers) bad("the losers are not the parties that missed the deadline");
+      break;
+    case DisputeEnd::kRuled:
+      if (p != DisputePhase::kOpenings) bad("the ledger rules on the openings");
+      if (d.losers == 0) bad("a ruling names a loser");
+      if (d.rule != DisputeRule::kOpening && d.rule != DisputeRule::kSource && d.rule != DisputeRule::kPostState)
+        bad("the ledger rules by opening, source or post_state");
+      break;
+    case DisputeEnd::kRefereeRuled:
+      if (p != DisputePhase::kReferee) bad("the referee rules in the referee phase");
+      if (d.losers == 0) bad("a ruling names a loser");
+      if (d.rule != DisputeRule::kSource && d.rule != DisputeRule::kOperator && d.rule != DisputeRule::kStep)
+        bad("the referee rules by source, operator or step");
+      break;
+    case DisputeEnd::kRefereeDefault:
+      if (p != DisputePhase::kReferee) bad("only the referee phase ends by the referee's default");
+      if (d.losers != 0) bad("no party loses");
+      break;
+  }
+  if (e != DisputeEnd::kRuled && e != DisputeEnd::kRefereeRuled && d.rule != DisputeRule::kNone)
+    bad("only a ruling names a rule");
+  const bool found = e == DisputeEnd::kStepFound || p != DisputePhase::kSteps;
+  if (found) {
     if (d.step <= d.lo || d.step > d.hi)
       fail(Status::kMalformed, "{}: step {} is outside the disputed interval ({}, {}]", kWhat, d.step, d.lo, d.hi);
     if (d.miner_digest == d.challenger_digest)
       fail(Status::kMalformed, "{}: the parties' digests of step {} are equal: nothing is disputed", kWhat, d.step);
   } else if (d.step != 0 || d.agreed != Digest{} || d.miner_digest != Digest{} || d.challenger_digest != Digest{}) {
-    fail(Status::kMalformed, "{}: a dispute ended by default has step 0 and all-zero digests", kWhat);
+    bad("the step fields are zero before the step is found");
+  }
+  for (const TraceCommitment *t : {&d.miner_trace, &d.challenger_trace}) {
+    if (t->size == 0 && t->root != Digest{}) bad("a trace root without a size");
+    if (p < DisputePhase::kTraces && t->size != 0) bad("no trace is committed before the traces phase");
+    if (p > DisputePhase::kTraces && t->size == 0) bad("both traces are committed after the traces phase");
+  }
+  if (p < DisputePhase::kOperators && d.op_rounds != 0) bad("no operator round is played before the operators phase");
+  if (p >= DisputePhase::kOpenings) {
+    if (d.node >= std::max(d.miner_trace.size, d.challenger_trace.size))
+      fail(Status::kMalformed, "{}: node {} is past both traces ({} and {} nodes)", kWhat, d.node,
+           d.miner_trace.size, d.challenger_trace.size);
+  } else if (d.node != 0) {
+    bad("the node is zero before the openings phase");
   }
   return d;
 }
 
-std::vector<std::string> DisputeRecord::losers() const {
-  switch (end) {
-    case DisputeEnd::kStepFound: return {};
-    case DisputeEnd::kMinerDefault: return {"miner"};
-    case DisputeEnd::kChallengerDefault: return {"challenger"};
-    case DisputeEnd::kBothDefault: return {"miner", "challenger"};
-  }
-  return {};
+std::vector<std::string> DisputeRecord::loser_names() const {
+  std::vector<std::string> out;
+  if (losers & kLoserMiner) out.push_back("miner");
+  if (losers & kLoserChallenger) out.push_back("challenger");
+  return out;
 }
 
 nlohmann::json DisputeRecord::to_json() const {
-  const bool found = end == DisputeEnd::kStepFound;
+  const bool found = end == DisputeEnd::kStepFound || phase != DisputePhase::kSteps;
   auto digest = [&](const Digest &d) { return found ? nlohmann::json(d.hex()) : nlohmann::json(nullptr); };
+  auto trace = [](const TraceCommitment &t) {
+    return t.size == 0 ? nlohmann::json(nullptr) : nlohmann::json{{"size", t.size}, {"root", t.root.hex()}};
+  };
   return {{"dispute_id", dispute_id},
           {"run_id", run_id.hex()},
           {"miner", to_hex(miner)},
@@ -117,13 +226,19 @@ nlohmann::json DisputeRecord::to_json() const {
           {"lo", lo},
           {"hi", hi},
           {"end", dispute_end_name(end)},
+          {"phase", dispute_phase_name(phase)},
           {"rounds", rounds},
-          {"step", step},
+          {"step", found ? nlohmann::json(step) : nlohmann::json(nullptr)},
           {"agreed", digest(agreed)},
           {"miner_digest", digest(miner_digest)},
           {"challenger_digest", digest(challenger_digest)},
-          {"losers", losers()}};
+          {"miner_trace", trace(miner_trace)},
+          {"challenger_trace", trace(challenger_trace)},
+          {"op_rounds", op_rounds},
+          {"node", phase >= DisputePhase::kOpenings ? nlohmann::json(node) : nlohmann::json(nullptr)},
+          {"rule", rule == DisputeRule::kNone ? nlohmann::json(nullptr) : nlohmann::json(dispute_rule_name(rule))},
+          {"losers", loser_names()}};
 }
 
 }  // namespace pot::game
-static_assert(pot::game::kMaxDisputeRecordBytes == 708, "include/pot.h documents the limit");
+static_assert(pot::game::kMaxDisputeRecordBytes == 803, "include/pot.h documents the limit");

@@ -26,7 +26,7 @@ using namespace ledger_util;
 
 namespace {
 
-constexpr uint32_t kStateFormatVersion = 3;
+constexpr uint32_t kStateFormatVersion = 4;
 
 const char *verdict_name(Verdict v) {
   switch (v) {
@@ -64,12 +64,15 @@ void LedgerConfig::validate() const {
   if (dispute_arity < dispute::kMinArity || dispute_arity > dispute::kMaxArity)
     fail(Status::kInvalidArgument, "ledger config: dispute_arity {} is outside {}..{}", dispute_arity,
          dispute::kMinArity, dispute::kMaxArity);
+  if (referee.size() > witness::kMaxIdentity)
+    fail(Status::kInvalidArgument, "ledger config: a referee of {} bytes (at most {})", referee.size(),
+         witness::kMaxIdentity);
 }
 
 LedgerConfig LedgerConfig::from_json(const nlohmann::json &j) {
   const commit::JsonFields f(j, "ledger config");
   f.only({"draw_delay", "opening_window", "commit_window", "reveal_window", "max_committee_size", "min_stake",
-          "max_rounds", "max_attempts", "dispute_window", "dispute_arity"});
+          "max_rounds", "max_attempts", "dispute_window", "dispute_arity", "referee"});
   LedgerConfig c;
   c.draw_delay = f.u64("draw_delay");
   c.opening_window = f.u64("opening_window");
@@ -81,16 +84,23 @@ LedgerConfig LedgerConfig::from_json(const nlohmann::json &j) {
   c.max_attempts = f.u32("max_attempts");
   c.dispute_window = f.u64("dispute_window");
   c.dispute_arity = f.u32("dispute_arity");
+  if (f.has("referee")) {
+    c.referee = f.hex("referee");
+    if (c.referee.empty())
+      fail(Status::kInvalidArgument, "{}: an empty referee (leave the key out for none)", f.path("referee"));
+  }
   c.validate();
   return c;
 }
 
 nlohmann::json LedgerConfig::to_json() const {
-  return {{"draw_delay", draw_delay},         {"opening_window", opening_window},
-          {"commit_window", commit_window},   {"reveal_window", reveal_window},
-          {"max_committee_size", max_committee_size}, {"min_stake", min_stake},
-          {"max_rounds", max_rounds},         {"max_attempts", max_attempts},
-          {"dispute_window", dispute_window}, {"dispute_arity", dispute_arity}};
+  nlohmann::json j = {{"draw_delay", draw_delay},         {"opening_window", opening_window},
+                      {"commit_window", commit_window},   {"reveal_window", reveal_window},
+                      {"max_committee_size", max_committee_size}, {"min_stake", min_stake},
+                      {"max_rounds", max_rounds},         {"max_attempts", max_attempts},
+                      {"dispute_window", dispute_window}, {"dispute_arity", dispute_arity}};
+  if (!referee.empty()) j["referee"] = to_hex(referee);
+  return j;
 }
 
 Ledger::Ledger(const LedgerConfig &config) : config_(config) { config_.validate(); }
@@ -891,6 +901,7 @@ Bytes Ledger::save() const {
   cfg->set_max_attempts(config_.max_attempts);
   cfg->set_dispute_window(config_.dispute_window);
   cfg->set_dispute_arity(config_.dispute_arity);
+  cfg->set_referee(as_string(config_.referee));
   p.set_height(height_);
   p.set_next_challenge_id(next_challenge_id_);
   for (const auto &[run_id, r] : runs_) {  // std::map: sorted by key, bytewise
@@ -1015,7 +1026,9 @@ Ledger Ledger::load(ByteView b) {
   if (p.format_version() != kStateFormatVersion)
     bad_state(fmt::format("format_version {} is not supported (this SDK writes {}{})", p.format_version(),
                           kStateFormatVersion,
-                          p.format_version() == 2 ? "; format 2 had no disputes and no dispute config" : ""));
+                          p.format_version() == 2   ? "; format 2 had no disputes and no dispute config"
+                          : p.format_version() == 3 ? "; format 3 had no referee and no operator phase"
+                                                    : ""));
   if (!p.has_config()) bad_state("the config is missing");
   LedgerConfig config;
   config.draw_delay = p.config().draw_delay();
@@ -1028,6 +1041,7 @@ Ledger Ledger::load(ByteView b) {
   config.max_attempts = p.config().max_attempts();
   config.dispute_window = p.config().dispute_window();
   config.dispute_arity = p.config().dispute_arity();
+  config.referee = to_bytes(view_of(p.config().referee()));
   Ledger l = as_state_check("config", [&] { return Ledger(config); });
   l.height_ = p.height();
   l.next_challenge_id_ = p.next_challenge_id();

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "commit/commitment.h"
+#include "dispute/op_referee.h"
 #include "dispute/timed.h"
 #include "game/committee.h"
 #include "game/dispute_record.h"
@@ -38,6 +39,8 @@ using witness::Verdict;
 
 // The largest saved state load accepts (and save produces).
 inline constexpr size_t kMaxLedgerStateBytes = size_t{64} << 20;
+// The largest node opening open_node takes (docs/ledger.md 2.16).
+inline constexpr size_t kMaxLedgerOpeningBytes = size_t{64} << 20;
 // The most committees one challenge may get (LedgerConfig::max_attempts).
 inline constexpr uint32_t kMaxAttempts = 16;
 
@@ -58,10 +61,14 @@ struct LedgerConfig {
   // the bisection (2..256: arity - 1 claims per party per round).
   uint64_t dispute_window = 1;
   uint32_t dispute_arity = 2;
+  // The referee (docs/ledger.md 2.17): the one identity that rules on an
+  // operator dispute where the ledger cannot (rules 3 and 4, batch
+  // sources). Empty: no referee, and a dispute ends when its step is found.
+  Bytes referee;
 
   // kInvalidArgument unless every field is >= 1, max_committee_size is at
   // most kMaxCommitteeSize, max_attempts at most kMaxAttempts and
-  // dispute_arity in 2..256.
+  // dispute_arity in 2..256, and the referee is at most 256 bytes.
   void validate() const;
   // Whether a challenge issued at `height` has deadlines (opening, commit,
   // reveal) that fit 64 bits, however late in its window it is opened.
@@ -70,7 +77,8 @@ struct LedgerConfig {
            reveal_window <= UINT64_MAX - height - opening_window - commit_window;
   }
   // The JSON form (docs/ledger.md section 1): an object with exactly these
-  // keys, every one an integer; kInvalidArgument naming the key otherwise.
+  // keys, every one an integer, and optionally "referee" (hex, 1..256
+  // bytes); kInvalidArgument naming the key otherwise.
   static LedgerConfig from_json(const nlohmann::json &j);
   nlohmann::json to_json() const;
   bool operator==(const LedgerConfig &) const = default;
@@ -202,20 +210,42 @@ struct LeafClaim {
   Bytes leaf_proof;
 };
 
-// An open dispute (docs/ledger.md 2.12): the run's miner (party A) and a
-// verifier (party B) bisecting the steps (opened_lo, opened_hi].
+// A party's opening of the disputed node as the ledger checked it
+// (docs/ledger.md 2.16).
+struct OpeningOnLedger {
+  hash::Digest digest;           // SHA-256 of the opening's bytes
+  dispute::OpeningCheck check;   // rules 1 and 2 (but batch sources), the post-state node
+  bool operator==(const OpeningOnLedger &) const = default;
+};
+
+// An open dispute (docs/ledger.md 2.12-2.17): the run's miner (party A)
+// and a verifier (party B), in one of its phases.
 struct DisputeInfo {
   uint64_t id = 0;
   hash::Digest run_id;
   Bytes miner, challenger;
   uint64_t opened_lo = 0, opened_hi = 0, opened_height = 0;
-  // The current interval (lo, hi]: S_lo agreed, the parties' S_hi.
+  DisputePhase phase = DisputePhase::kSteps;
+  // The step bisection's interval (lo, hi]: S_lo agreed, the parties' S_hi
+  // (past the steps phase, hi = lo + 1 is the step found).
   uint64_t lo = 0, hi = 0;
   hash::Digest agreed, miner_hi, challenger_hi;
-  uint32_t rounds = 0;            // rounds played
-  std::vector<uint64_t> points;   // the current round's steps
-  uint64_t deadline = 0;          // the last height of the current round
-  bool miner_claimed = false, challenger_claimed = false;  // in the current round
+  uint32_t rounds = 0;            // step rounds played
+  // The current round's points (steps, or node counts in the operators
+  // phase); empty in the other phases.
+  std::vector<uint64_t> points;
+  uint64_t deadline = 0;          // the last height of the current round or phase
+  // Whether each party has made its call of the current round or phase
+  // (claimed, committed its trace, opened its node).
+  bool miner_claimed = false, challenger_claimed = false;
+  TraceCommitment miner_trace, challenger_trace;  // size 0: not committed
+  // The operators phase on: the operator bisection's interval over node
+  // counts, its agreed root and the parties' roots at op_hi.
+  uint64_t op_lo = 0, op_hi = 0;
+  hash::Digest op_agreed, miner_op_hi, challenger_op_hi;
+  uint32_t op_rounds = 0;
+  std::optional<uint64_t> node;  // the openings phase on: the first differing node (op_hi - 1)
+  std::optional<OpeningOnLedger> miner_opening, challenger_opening;
 };
 
 // What a dispute call did: the dispute it moved and, when that ended it,
@@ -282,24 +312,48 @@ class Ledger {
   // so its runs cannot be registered twice. Outcome records stay in the log.
   PrunedTask prune_task(const hash::Digest &task_id, uint64_t now);
 
-  // Disputes (docs/ledger.md 2.12-2.14, src/game/ledger_disputes.cpp). A
-  // registered verifier disputes the state digest the run's committed leaf
-  // `hi_leaf` gives, claiming `claim` instead, from the agreed leaf
-  // `lo_leaf` (both empty: from step 0, the commitment's initial state).
-  // Each round both parties claim the digests of the round's points by its
-  // deadline: the miner with its committed leaves and their proofs, the
-  // verifier with digests. The dispute ends when one step is left (its
-  // record names the step) or, through settle_dispute, when a party misses
-  // a deadline (the record names it the loser).
+  // Disputes (docs/ledger.md 2.12-2.17, src/game/ledger_disputes.cpp and
+  // ledger_operators.cpp). A registered verifier disputes the state digest
+  // the run's committed leaf `hi_leaf` gives, claiming `claim` instead, from
+  // the agreed leaf `lo_leaf` (both empty: from step 0, the commitment's
+  // initial state). Each round both parties claim the digests of the
+  // round's points by its deadline: the miner with its committed leaves and
+  // their proofs, the verifier with digests. When one step is left, the
+  // dispute ends (no referee configured: its record names the step) or
+  // goes on to the operator phase: each party commits its trace of the
+  // step (commit_trace), the traces are bisected to one node (claim_dispute
+  // with digests), each party opens it (open_node), and the ledger rules or
+  // its referee does (rule_dispute). A party that misses a deadline loses
+  // (settle_dispute).
   DisputeProgress open_dispute(ByteView caller, const hash::Digest &run_id, ByteView lo_leaf, ByteView lo_proof,
                                ByteView hi_leaf, ByteView hi_proof, const hash::Digest &claim, uint64_t now);
-  // Exactly one of `digests` (the challenger) and `leaves` (the miner) is
-  // the caller's, one per point of the current round.
+  // Steps phase: exactly one of `digests` (the challenger) and `leaves` (the
+  // miner) is the caller's, one per point of the current round. Operators
+  // phase: both parties claim `digests`, the roots of their traces' first
+  // p nodes for each point p.
   DisputeProgress claim_dispute(ByteView caller, uint64_t dispute_id, const std::vector<hash::Digest> &digests,
                                 const std::vector<LeafClaim> &leaves, uint64_t now);
-  // Anyone, once the current round's deadline has passed with a party
-  // that did not claim: ends the dispute with that party (both, when
-  // neither claimed) the loser.
+  // Traces phase: the caller's trace of the step found has `size` nodes
+  // and root `root`; its last node, the post-state node `post_node`
+  // (proven by `post_proof`, its inclusion proof), gives the caller's
+  // digest of S_step.
+  DisputeProgress commit_trace(ByteView caller, uint64_t dispute_id, uint64_t size, const hash::Digest &root,
+                               ByteView post_node, ByteView post_proof, uint64_t now);
+  // Openings phase: the caller's opening of the node found
+  // (docs/PROTOCOL.md 22.3). The ledger checks it (rules 1 and 2 but batch
+  // sources); with both opened it rules, or hands the dispute to the
+  // referee. `check` (may be null) receives the ledger's check.
+  DisputeProgress open_node(ByteView caller, uint64_t dispute_id, ByteView opening, uint64_t now,
+                            dispute::OpeningCheck *check = nullptr);
+  // Referee phase: the config's referee names the losers (at least one)
+  // and the rule it ruled by: "source" (a batch source), "operator" or
+  // "step".
+  DisputeProgress rule_dispute(ByteView caller, uint64_t dispute_id, bool miner_loses, bool challenger_loses,
+                               DisputeRule rule, uint64_t now);
+  // Anyone, once the current round's or phase's deadline has passed with
+  // a party that did not make its call: ends the dispute with that party
+  // (both, when neither did) the loser; in the referee phase, with no
+  // loser (referee_default).
   DisputeProgress settle_dispute(uint64_t dispute_id, uint64_t now);
   // kNotFound for a dispute never opened, or ended (its record is in the
   // outcome log).
@@ -373,7 +427,13 @@ class Ledger {
     hash::Digest root;            // so the dispute outlives the run's pruning
     uint64_t opened_lo = 0, opened_hi = 0, opened_height = 0;
     uint32_t rounds_before = 0;   // rounds played before `bisection` was built (load)
-    dispute::TimedBisection bisection;
+    dispute::TimedBisection bisection;  // the step bisection (done past the steps phase)
+    DisputePhase phase = DisputePhase::kSteps;
+    uint64_t phase_start = 0;     // traces, openings, referee: the phase's first height
+    TraceCommitment miner_trace, challenger_trace;
+    std::optional<dispute::TimedBisection> operators;  // the operators phase on
+    uint32_t op_rounds_before = 0;
+    std::optional<OpeningOnLedger> miner_opening, challenger_opening;
   };
   struct Verifier {
     uint64_t stake = 0;
@@ -461,15 +521,24 @@ class Ledger {
   // Dispute helpers (ledger_disputes.cpp).
   Dispute &dispute_for(uint64_t id, const char *call);
   const Dispute &dispute_for(uint64_t id, const char *call) const;
-  // The record of a dispute whose bisection is done, or that `losers`
-  // lose by default.
-  static DisputeRecord record_of(uint64_t id, const Dispute &d, const std::vector<dispute::Party> &losers);
+  // The record of a dispute ending now in its phase with `end`, `losers`
+  // (kLoserMiner | kLoserChallenger) and `rule`.
+  static DisputeRecord record_of(uint64_t id, const Dispute &d, DisputeEnd end, uint8_t losers, DisputeRule rule);
+  // The last height of the dispute's current round or phase.
+  uint64_t dispute_deadline(const Dispute &d) const;
+  // The step bisection is done: the dispute ends (no referee) or enters
+  // the traces phase at `now`. Either way `d` is moved or erased.
+  DisputeProgress after_steps(uint64_t id, Dispute &&d, uint64_t now);
+  // The height `now + dispute_window`, kOutOfRange past 2^64 - 1.
+  uint64_t phase_deadline(uint64_t now, const char *call) const;
   // Appends the record to the outcome log (the caller checked it is not full).
   DisputeProgress log_end(uint64_t id, const DisputeRecord &rec);
   static nlohmann::json dispute_json(const DisputeInfo &i);
   void save_disputes(v2::LedgerState &p) const;
   void load_disputes(const v2::LedgerState &p);
   std::optional<nlohmann::json> apply_dispute(const std::string &name, const nlohmann::json &call);
+  std::optional<nlohmann::json> apply_operator_phase(const std::string &name, const nlohmann::json &call);
+  static nlohmann::json progress_json(const DisputeProgress &p, const merkle::Log &log);
   // Outcome log records of ended disputes (derived: next_dispute_id_ less
   // the open disputes).
   uint64_t ended_disputes() const { return next_dispute_id_ - disputes_.size(); }

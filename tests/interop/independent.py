@@ -596,18 +596,31 @@ def bisection_rounds(lo: int, hi: int, arity: int) -> int:
     return rounds
 
 
-DISPUTE_ENDS = {"step_found": 1, "miner_default": 2, "challenger_default": 3, "both_default": 4}
+DISPUTE_ENDS = {"step_found": 1, "miner_default": 2, "challenger_default": 3, "both_default": 4, "ruled": 5,
+                "referee_ruled": 6, "referee_default": 7}
+DISPUTE_PHASES = {"steps": 1, "traces": 2, "operators": 3, "openings": 4, "referee": 5}
+DISPUTE_RULES = {None: 0, "opening": 1, "source": 2, "operator": 3, "post_state": 4, "step": 5}
+DEFAULT_LOSERS = {"miner_default": 1, "challenger_default": 2, "both_default": 3}
 
 
 def dispute_record(dispute_id: int, run_id: bytes, miner: bytes, challenger: bytes, lo: int, hi: int, end: str,
                    rounds: int, step: int = 0, agreed: bytes = bytes(32), miner_digest: bytes = bytes(32),
-                   challenger_digest: bytes = bytes(32)) -> bytes:
-    """docs/PROTOCOL.md section 20.2: the outcome-log leaf of an ended ledger dispute."""
-    tag = b"pot/v2/dispute-outcome"
+                   challenger_digest: bytes = bytes(32), phase: str = "steps", losers=None,
+                   miner_trace=(0, bytes(32)), challenger_trace=(0, bytes(32)), op_rounds: int = 0, node: int = 0,
+                   rule=None) -> bytes:
+    """docs/PROTOCOL.md section 20.2: the outcome-log leaf of an ended ledger
+    dispute. losers: 1 the miner, 2 the challenger, 3 both (by default the
+    parties a default end names)."""
+    if losers is None:
+        losers = DEFAULT_LOSERS.get(end, 0)
+    tag = b"pot/v3/dispute-outcome"
     out = bytes([len(tag)]) + tag + struct.pack("<Q", dispute_id) + run_id
     out += struct.pack("<I", len(miner)) + miner + struct.pack("<I", len(challenger)) + challenger
-    out += struct.pack("<QQBIQ", lo, hi, DISPUTE_ENDS[end], rounds, step)
-    return out + agreed + miner_digest + challenger_digest
+    out += struct.pack("<QQBBBIQ", lo, hi, DISPUTE_ENDS[end], DISPUTE_PHASES[phase], losers, rounds, step)
+    out += agreed + miner_digest + challenger_digest
+    for size, root in (miner_trace, challenger_trace):
+        out += struct.pack("<Q", size) + root
+    return out + struct.pack("<IQB", op_rounds, node, DISPUTE_RULES[rule])
 
 
 def step_leaf_fields(leaf: bytes):

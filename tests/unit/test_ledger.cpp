@@ -62,7 +62,8 @@ const LedgerConfig kConfig{.draw_delay = 1,
                            .max_committee_size = 8,
                            .min_stake = 1,
                            .max_rounds = 4,
-                           .max_attempts = 1};
+                           .max_attempts = 1,
+                           .referee = {}};
 constexpr uint64_t kStake = 10;  // each Flow verifier's
 
 void expect_round_trip(const Ledger &l) {
@@ -1448,7 +1449,8 @@ TEST(Ledger, LoadChecksInvariants) {
   EXPECT_EQ(mutated(s, [](v2::LedgerState &) {}), s);
   refused("version 1", [](auto &p) { p.set_format_version(1); });
   refused("version 2", [](auto &p) { p.set_format_version(2); });  // before disputes
-  refused("version 4", [](auto &p) { p.set_format_version(4); });
+  refused("version 3", [](auto &p) { p.set_format_version(3); });  // before the operator phase
+  refused("version 5", [](auto &p) { p.set_format_version(5); });
   refused("no config", [](auto &p) { p.clear_config(); });
   refused("max committee size 0", [](auto &p) { p.mutable_config()->set_max_committee_size(0); });
   refused("max committee size 1025", [](auto &p) { p.mutable_config()->set_max_committee_size(1025); });
@@ -1877,7 +1879,8 @@ TEST(Ledger, AMillionFinalizedChallengesStayUnderTheCap) {
                             .max_committee_size = 3,
                             .min_stake = 1,
                             .max_rounds = kRounds,
-                            .max_attempts = 1};
+                            .max_attempts = 1,
+                           .referee = {}};
   Ledger l(config);
   uint64_t now = 1;
   for (const char *w : {"alice", "bob", "carol", "dave"}) l.register_verifier(id(w), kStake, now);

@@ -376,8 +376,15 @@ TEST(LedgerDispute, LoadRefusesImpossibleDisputes) {
   }
   try {
     Ledger::load(mutated([](v2::LedgerState &p) { p.set_format_version(2); }));
+    ADD_FAILURE() << "format 2 loaded";
   } catch (const Error &e) {
     EXPECT_NE(std::string(e.what()).find("format 2 had no disputes"), std::string::npos) << e.what();
+  }
+  try {
+    Ledger::load(mutated([](v2::LedgerState &p) { p.set_format_version(3); }));
+    ADD_FAILURE() << "format 3 loaded";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("format 3 had no referee"), std::string::npos) << e.what();
   }
 }
 
@@ -464,6 +471,7 @@ TEST(DisputeRecord, RoundTripsAndRefusesBrokenRecords) {
   EXPECT_EQ(rec.to_json()["losers"], nlohmann::json::array());
   DisputeRecord deflt = rec;
   deflt.end = DisputeEnd::kMinerDefault;
+  deflt.losers = game::kLoserMiner;
   deflt.step = 0;
   deflt.agreed = deflt.miner_digest = deflt.challenger_digest = Digest{};
   EXPECT_EQ(DisputeRecord::decode(deflt.encode()), deflt);
@@ -474,13 +482,18 @@ TEST(DisputeRecord, RoundTripsAndRefusesBrokenRecords) {
   Bytes trailing = b;
   trailing.push_back(0);
   EXPECT_EQ(refused(trailing), Status::kMalformed);
-  Bytes v1 = b;
-  v1[6] = '1';  // "pot/v1/dispute-outcome"
-  EXPECT_EQ(refused(v1), Status::kMalformed);
-  try {
-    DisputeRecord::decode(v1);
-  } catch (const Error &e) {
-    EXPECT_NE(std::string(e.what()).find("pot/v1/dispute-outcome"), std::string::npos) << e.what();
+  for (const char version : {'1', '2'}) {
+    Bytes old = b;
+    old[6] = static_cast<uint8_t>(version);  // "pot/v1/dispute-outcome", "pot/v2/..."
+    EXPECT_EQ(refused(old), Status::kMalformed);
+    try {
+      DisputeRecord::decode(old);
+      ADD_FAILURE() << "an old record decoded";
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("pot/v") + version + "/dispute-outcome"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("protocol version 3"), std::string::npos) << e.what();
+    }
   }
   auto with = [&](const std::function<void(DisputeRecord &)> &f) {
     DisputeRecord x = rec;
@@ -492,10 +505,59 @@ TEST(DisputeRecord, RoundTripsAndRefusesBrokenRecords) {
   EXPECT_EQ(with([](DisputeRecord &x) { x.lo = 200; }), Status::kMalformed);
   EXPECT_EQ(with([](DisputeRecord &x) { x.challenger = x.miner; }), Status::kMalformed);
   EXPECT_EQ(with([](DisputeRecord &x) { x.challenger_digest = x.miner_digest; }), Status::kMalformed);
-  EXPECT_EQ(with([](DisputeRecord &x) { x.end = static_cast<DisputeEnd>(5); }), Status::kMalformed);
+  EXPECT_EQ(with([](DisputeRecord &x) { x.end = static_cast<DisputeEnd>(8); }), Status::kMalformed);
+  EXPECT_EQ(with([](DisputeRecord &x) { x.end = DisputeEnd::kRuled; }), Status::kMalformed);  // in the steps phase
+  EXPECT_EQ(with([](DisputeRecord &x) { x.losers = game::kLoserMiner; }), Status::kMalformed);
+  EXPECT_EQ(with([](DisputeRecord &x) { x.rule = game::DisputeRule::kStep; }), Status::kMalformed);
+  EXPECT_EQ(with([](DisputeRecord &x) { x.miner_trace = {3, d("t")}; }), Status::kMalformed);
   EXPECT_EQ(with([](DisputeRecord &x) { x.end = DisputeEnd::kBothDefault; }), Status::kMalformed);  // step set
   EXPECT_EQ(with([](DisputeRecord &x) { x.miner = Bytes{}; }), Status::kMalformed);
   EXPECT_EQ(refused(Bytes(game::kMaxDisputeRecordBytes + 1, 0)), Status::kLimit);
+
+  // The operator phase's records: ruled by the ledger, by the referee, or
+  // by nobody; each field as that end and phase have it.
+  DisputeRecord ruled = rec;
+  ruled.end = DisputeEnd::kRefereeRuled;
+  ruled.phase = game::DisputePhase::kReferee;
+  ruled.losers = game::kLoserMiner;
+  ruled.rule = game::DisputeRule::kOperator;
+  ruled.miner_trace = {165, d("miner trace")};
+  ruled.challenger_trace = {165, d("challenger trace")};
+  ruled.op_rounds = 8;
+  ruled.node = 57;
+  EXPECT_EQ(DisputeRecord::decode(ruled.encode()), ruled);
+  EXPECT_EQ(ruled.to_json()["losers"], nlohmann::json({"miner"}));
+  EXPECT_EQ(ruled.to_json()["rule"], "operator");
+  EXPECT_EQ(ruled.to_json()["node"], 57);
+  EXPECT_EQ(ruled.to_json()["miner_trace"]["size"], 165);
+  auto with_ruled = [&](const std::function<void(DisputeRecord &)> &f) {
+    DisputeRecord x = ruled;
+    f(x);
+    return refused(x.encode());
+  };
+  EXPECT_EQ(with_ruled([](DisputeRecord &) {}), Status::kOk);
+  EXPECT_EQ(with_ruled([](DisputeRecord &x) { x.rule = game::DisputeRule::kPostState; }), Status::kMalformed);
+  EXPECT_EQ(with_ruled([](DisputeRecord &x) { x.losers = 0; }), Status::kMalformed);
+  EXPECT_EQ(with_ruled([](DisputeRecord &x) { x.node = 165; }), Status::kMalformed);
+  EXPECT_EQ(with_ruled([](DisputeRecord &x) { x.challenger_trace = {}; }), Status::kMalformed);
+  EXPECT_EQ(with_ruled([](DisputeRecord &x) { x.phase = game::DisputePhase::kOpenings; }), Status::kMalformed);
+  EXPECT_EQ(with_ruled([](DisputeRecord &x) {
+              x.end = DisputeEnd::kRuled;
+              x.phase = game::DisputePhase::kOpenings;
+              x.rule = game::DisputeRule::kPostState;
+            }),
+            Status::kOk);
+  EXPECT_EQ(with_ruled([](DisputeRecord &x) {
+              x.end = DisputeEnd::kRefereeDefault;
+              x.losers = 0;
+              x.rule = game::DisputeRule::kNone;
+            }),
+            Status::kOk);
+  EXPECT_EQ(with_ruled([](DisputeRecord &x) {
+              x.end = DisputeEnd::kMinerDefault;
+              x.rule = game::DisputeRule::kNone;
+            }),
+            Status::kMalformed);  // the parties have no deadline in the referee phase
 }
 
 }  // namespace ledger_dispute_test
