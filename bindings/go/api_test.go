@@ -536,6 +536,19 @@ func TestClosedHandles(t *testing.T) {
 	if !strings.Contains(err.Error(), "opening_window") {
 		t.Fatalf("the error does not name opening_window: %v", err)
 	}
+	// A referee is a hex identity: the config keeps it, and refuses another.
+	withReferee := pot.LedgerConfig{DrawDelay: 1, OpeningWindow: 1, CommitWindow: 1, RevealWindow: 1, MaxCommitteeSize: 1, MinStake: 1, MaxRounds: 1, MaxAttempts: 1, DisputeWindow: 1, DisputeArity: 2, Referee: "726566"}
+	l, err = pot.NewLedger(withReferee)
+	check(t, err)
+	info, err := l.Apply(`{"call": "ledger_info"}`)
+	check(t, err)
+	if !strings.Contains(info, `"referee":"726566"`) {
+		t.Fatalf("ledger_info does not give the referee: %s", info)
+	}
+	l.Close()
+	withReferee.Referee = "not hex"
+	_, err = pot.NewLedger(withReferee)
+	wantCode(t, err, pot.StatusInvalidArgument)
 	v, _ := pot.NewVerdict(pot.WitnessBitwise, 1)
 	v.Close()
 	wantCode(t, v.AddReveal([]byte("a"), pot.Digest{}, 0), pot.StatusState)

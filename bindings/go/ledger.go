@@ -13,7 +13,7 @@ import (
 )
 
 // LedgerConfig configures a new Ledger (docs/ledger.md section 1). Every
-// field must be at least 1 (DisputeArity 2..256). The JSON names are those of the "config" of a
+// integer field must be at least 1 (DisputeArity 2..256). The JSON names are those of the "config" of a
 // `pot ledger` transcript, and of the JSON object pot_ledger_new takes.
 type LedgerConfig struct {
 	DrawDelay        uint64 `json:"draw_delay"`         // blocks from a run's seal to the randomness its challenges use
@@ -26,6 +26,10 @@ type LedgerConfig struct {
 	MaxAttempts      uint32 `json:"max_attempts"`       // the most committees a challenge gets (1..16; 1: no re-run)
 	DisputeWindow    uint64 `json:"dispute_window"`     // blocks each dispute round lasts (docs/ledger.md 2.12)
 	DisputeArity     uint32 `json:"dispute_arity"`      // the dispute bisection's arity, 2..256
+	// Referee is the hex identity that rules on an operator dispute where
+	// the ledger cannot (docs/ledger.md 2.17); empty: no referee, and a
+	// dispute ends when its step is found.
+	Referee string `json:"referee,omitempty"`
 }
 
 // Ledger is the reference ledger (pot_ledger, docs/ledger.md): a
@@ -208,15 +212,31 @@ type DisputeRecord struct {
 	Challenger string `json:"challenger"` // hex identity: the verifier that opened the dispute
 	Lo         uint64 `json:"lo"`         // the interval it was opened over: (Lo, Hi]
 	Hi         uint64 `json:"hi"`
-	End        string `json:"end"` // step_found, miner_default, challenger_default, both_default
-	Rounds     uint32 `json:"rounds"`
-	Step       uint64 `json:"step"` // step_found: the step; else 0
-	// step_found: S_{Step-1}'s agreed digest and each party's S_Step
-	// (hex); empty otherwise.
-	Agreed           string   `json:"agreed"`
-	MinerDigest      string   `json:"miner_digest"`
-	ChallengerDigest string   `json:"challenger_digest"`
-	Losers           []string `json:"losers"` // "miner", "challenger": by default; none for step_found
+	// step_found, miner_default, challenger_default, both_default, ruled,
+	// referee_ruled, referee_default
+	End    string `json:"end"`
+	Phase  string `json:"phase"`  // where it ended: steps, traces, operators, openings, referee
+	Rounds uint32 `json:"rounds"` // step bisection rounds
+	Step   uint64 `json:"step"`   // once the step is found (step_found, or past the steps phase); else 0
+	// Once the step is found: S_{Step-1}'s agreed digest and each party's
+	// S_Step (hex); empty otherwise.
+	Agreed           string `json:"agreed"`
+	MinerDigest      string `json:"miner_digest"`
+	ChallengerDigest string `json:"challenger_digest"`
+	// Each party's operator trace of the step, once committed (nil before).
+	MinerTrace      *TraceCommitment `json:"miner_trace"`
+	ChallengerTrace *TraceCommitment `json:"challenger_trace"`
+	OpRounds        uint32           `json:"op_rounds"` // operator bisection rounds
+	Node            *uint64          `json:"node"`      // the openings phase on: the first differing node
+	Rule            string           `json:"rule"`      // ruled, referee_ruled: opening, source, operator, post_state, step
+	Losers          []string         `json:"losers"`    // "miner", "challenger"; none for step_found, referee_default
+}
+
+// TraceCommitment is a party's committed operator trace of the disputed
+// step (docs/PROTOCOL.md 22.2): its node count and root (hex).
+type TraceCommitment struct {
+	Size uint64 `json:"size"`
+	Root string `json:"root"`
 }
 
 // DecodeDisputeRecord decodes a dispute record: the bytes of the "record"

@@ -178,31 +178,33 @@ from conftest import spec_json  # noqa: E402
 MINER, VERIFIER = b"miner", b"verifier"
 
 
-def ledger_with_run(miner_digests, s0):
-    """A ledger with a task whose S_0 is `s0`, a registered verifier, and the
-    miner's sealed run: its step leaves commit `miner_digests[t]`. Returns
-    (ledger, run id, leaves, log)."""
+def ledger_with_run(miner_digests, s0, steps=STEPS, referee=b""):
+    """A ledger (with `referee`, if given) with a task whose S_0 is `s0`, a
+    registered verifier, and the miner's sealed run of `steps` steps: its
+    step leaves commit `miner_digests[t]`. Returns (ledger, run id, leaves,
+    log)."""
     ledger = pot.Ledger(draw_delay=1, opening_window=5, commit_window=5, reveal_window=5, max_committee_size=4,
-                        min_stake=1, max_rounds=2, max_attempts=1, dispute_window=3, dispute_arity=4)
+                        min_stake=1, max_rounds=2, max_attempts=1, dispute_window=3, dispute_arity=4,
+                        referee=referee)
     h = pot.sha256
     task = pot.Task({
         "owner": b"owner".hex(), "spec": spec_json(h(b"program"), dropout=0.1), "dataset_root": h(b"dataset").hex(),
         "dataset_size": 1000, "initial_state": {"published_digest": s0.hex()},
-        "schedule": {"listed_root": h(b"schedule").hex()}, "min_steps": STEPS, "max_steps": STEPS,
+        "schedule": {"listed_root": h(b"schedule").hex()}, "min_steps": steps, "max_steps": steps,
         "challenge_policy": {"rounds": 1, "mode": "bitwise", "committee_size": 4}, "end_height": 10**6})
     ledger.apply({"call": "post_task", "caller": b"owner".hex(), "now": 100, "task": task.encode().hex()})
     ledger.apply({"call": "register_verifier", "caller": VERIFIER.hex(), "now": 100, "stake": 10})
     c = pot.Commitment({
         "task_id": task.id.hex(), "initial_state_digest": s0.hex(), "schedule_root": h(b"schedule").hex(),
         "dataset_root": h(b"dataset").hex(), "dataset_size": 1000, "spec_digest": task.spec.digest().hex(),
-        "declared_steps": STEPS, "miner_identity": MINER.hex()})
+        "declared_steps": steps, "miner_identity": MINER.hex()})
     run = ledger.apply({"call": "start_training_commitment", "caller": MINER.hex(), "now": 100,
                         "commitment": c.encode().hex()})["run_id"]
-    leaves = [pot.StepLeaf(c.run_id, t, miner_digests[t], 1.0, 1.0) for t in range(1, STEPS + 1)]
+    leaves = [pot.StepLeaf(c.run_id, t, miner_digests[t], 1.0, 1.0) for t in range(1, steps + 1)]
     log = pot.Tree()
     for leaf in leaves:
         log.append(leaf.encode())
-    ledger.apply({"call": "post_checkpoint_root", "caller": MINER.hex(), "now": 101, "run_id": run, "size": STEPS,
+    ledger.apply({"call": "post_checkpoint_root", "caller": MINER.hex(), "now": 101, "run_id": run, "size": steps,
                   "root": log.root().hex(), "consistency_proof": ""})
     return ledger, run, leaves, log
 

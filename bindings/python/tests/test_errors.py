@@ -103,6 +103,12 @@ def test_provoked(tmp_path):
     assert "opening_window" in e.message
     with pytest.raises(TypeError, match="max_committee_size must be an int"):
         pot.Ledger(draw_delay=1, opening_window=1, commit_window=1, reveal_window=1, max_committee_size=1.0, min_stake=1, max_rounds=1, max_attempts=1, dispute_window=1, dispute_arity=2)
+    with pytest.raises(TypeError, match="referee must be bytes"):
+        pot.Ledger(draw_delay=1, opening_window=1, commit_window=1, reveal_window=1, max_committee_size=1, min_stake=1, max_rounds=1, max_attempts=1, dispute_window=1, dispute_arity=2, referee="ref")
+    e = expect(pot.InvalidArgumentError, S.INVALID_ARGUMENT, pot.Ledger, draw_delay=1, opening_window=1,
+               commit_window=1, reveal_window=1, max_committee_size=1, min_stake=1, max_rounds=1, max_attempts=1,
+               dispute_window=1, dispute_arity=2, referee=b"r" * 257)
+    assert "referee" in e.message
     with pot.Verdict(pot.WitnessMode.BITWISE, 1) as v:
         v.add_reveal(b"a", bytes(32))
         v.add_reveal(b"a", bytes(32))

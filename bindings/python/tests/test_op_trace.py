@@ -556,3 +556,129 @@ def test_every_operator_of_a_step_is_decided_by_running_it_alone(tmp_path):
                                                                                                    ruling)
                 decided += 1
             assert decided > 20
+
+
+# --- The operator phase as ledger calls (docs/ledger.md 2.15-2.17) ---
+
+REFEREE = b"referee"
+
+
+def ledger_dispute(s, miner_nodes, steps=8):
+    """A ledger with a referee and a run of `steps` steps whose miner
+    committed, at step s.step, the digest its trace `miner_nodes` ends in
+    (its post-state node); S_{step-1} is the fixture's. The honest verifier
+    disputes it and the step bisection is played; returns (ledger, the
+    miner's tree, the last result)."""
+    from test_dispute import MINER, VERIFIER, ledger_with_run
+
+    t = s.step
+    true_st = post_digest(s.nodes[-1])
+    label = lambda who, i: hashlib.sha256(f"{who} {i}".encode()).digest()  # noqa: E731
+    both = {i: label("both", i) for i in range(t - 1)}
+    both[t - 1] = s.pre_digest
+    miner = [both[i] if i < t else post_digest(miner_nodes[-1]) if i == t else label("m", i)
+             for i in range(steps + 1)]
+    verifier = [both[i] if i < t else true_st if i == t else label("v", i) for i in range(steps + 1)]
+    ledger, run, leaves, log = ledger_with_run(miner, both[0], steps=steps, referee=REFEREE)
+    now = 102
+    r = ledger.apply({"call": "open_dispute", "caller": VERIFIER.hex(), "now": now, "run_id": run, "lo_leaf": "",
+                      "lo_proof": "", "hi_leaf": leaves[-1].encode().hex(),
+                      "hi_proof": log.inclusion_proof(steps - 1, steps).hex(), "claim": verifier[steps].hex()})
+    while r["phase"] == "steps":
+        now += 1
+        ledger.apply({"call": "claim_dispute", "caller": MINER.hex(), "now": now, "dispute_id": 0,
+                      "claims": [{"step_leaf": leaves[p - 1].encode().hex(),
+                                  "leaf_proof": log.inclusion_proof(p - 1, steps).hex()} for p in r["points"]]})
+        r = ledger.apply({"call": "claim_dispute", "caller": VERIFIER.hex(), "now": now, "dispute_id": 0,
+                          "claims": [verifier[p].hex() for p in r["points"]]})
+    assert (r["phase"], r["lo"], r["hi"]) == ("traces", t - 1, t)
+    tree = pot.Tree.in_memory()
+    for x in miner_nodes:
+        tree.append(x)
+    n = len(miner_nodes)
+    for who, size, root, last, proof in (
+            (MINER, n, tree.root(n), miner_nodes[-1], tree.inclusion_proof(n - 1, n)),
+            (VERIFIER, len(s.trace), s.trace.root(len(s.trace)), s.nodes[-1],
+             s.trace.inclusion_proof(len(s.trace) - 1, len(s.trace)))):
+        r = ledger.apply({"call": "commit_trace", "caller": who.hex(), "now": now + 1, "dispute_id": 0, "size": size,
+                          "root": root.hex(), "post_node": last.hex(), "post_proof": proof.hex()})
+    now += 1
+    roots = {MINER: lambda p: tree.root(min(p, n)), VERIFIER: lambda p: s.trace.root(min(p, len(s.trace)))}
+    while r["phase"] == "operators":
+        now += 1
+        points = r["points"]
+        for who in (MINER, VERIFIER):
+            r = ledger.apply({"call": "claim_dispute", "caller": who.hex(), "now": now, "dispute_id": 0,
+                              "claims": [roots[who](p).hex() for p in points]})
+    assert r["phase"] == "openings"
+    return ledger, now, r
+
+
+def post_digest(node: bytes) -> bytes:
+    """The post-state node's digest: its one result, the node's last 32 bytes."""
+    assert pot.op_node_json(node)["name"] == "pot::post_state"
+    return node[-32:]
+
+
+def test_on_the_ledger_a_forged_operator_loses_to_the_referees_one_run(step5):
+    """The fixture's real AdamW step 5 disputed on a ledger with a referee: a
+    miner that committed a forged S_5, its trace forging aten::linear's
+    result and ending in its forged digest, against an honest verifier. The
+    step bisection finds step 5; the traces (each ending in its party's
+    S_5) are bisected to the forged node; both openings are sound, so the
+    ledger hands the node to the referee, whose one operator run names the
+    miner, and the record says so."""
+    from test_dispute import MINER, VERIFIER
+
+    s = step5
+    k = [pot.op_node_json(x)["name"] for x in s.nodes].index("aten::linear")
+    forged = list(s.nodes)
+    forged[k] = forged_output(s.nodes[k])
+    forged[-1] = s.nodes[-1][:-32] + hashlib.sha256(b"the forger's S_5").digest()
+    ledger, now, r = ledger_dispute(s, forged)
+    assert r["node"] == k
+    _, miner_opening = s.forge(k, forged[k])
+    honest_opening = s.opening(k)
+    r = ledger.apply({"call": "open_node", "caller": MINER.hex(), "now": now + 1, "dispute_id": 0,
+                      "opening": miner_opening.encode().hex()})
+    assert r["check"]["failure_rule"] is None and r["check"]["has_node"]
+    r = ledger.apply({"call": "open_node", "caller": VERIFIER.hex(), "now": now + 1, "dispute_id": 0,
+                      "opening": honest_opening.hex()})
+    assert r["phase"] == "referee" and not r["ended"]
+    ops = r["operators"]
+    ruling = s.replay.referee_decide_op(
+        s.pre, s.pre_digest, s.entry, s.batch, k, agreed_root=bytes.fromhex(ops["agreed"]),
+        a_root=bytes.fromhex(ops["miner_hi"]), b_root=bytes.fromhex(ops["challenger_hi"]),
+        a_opening=miner_opening.encode(), b_opening=honest_opening, run_id=s.run_id)
+    assert ruling.rule == "operator" and ruling.executed and (ruling.a_loses, ruling.b_loses) == (True, False)
+    with pytest.raises(pot.PermissionDeniedError):
+        ledger.apply({"call": "rule_dispute", "caller": VERIFIER.hex(), "now": now + 2, "dispute_id": 0,
+                      "miner_loses": True, "challenger_loses": False, "rule": "operator"})
+    end = ledger.apply({"call": "rule_dispute", "caller": REFEREE.hex(), "now": now + 2, "dispute_id": 0,
+                        "miner_loses": ruling.a_loses, "challenger_loses": ruling.b_loses, "rule": ruling.rule})
+    o = end["outcome"]
+    assert (o["end"], o["rule"], o["losers"], o["step"], o["node"]) == ("referee_ruled", "operator", ["miner"], 5, k)
+    assert o["miner_trace"]["size"] == o["challenger_trace"]["size"] == len(s.nodes)
+    assert pot.decode_outcome(bytes.fromhex(end["record"])) == o
+
+
+def test_on_the_ledger_a_forged_post_state_digest_is_ruled_without_the_referee(step5):
+    """A miner whose trace is the true one but for its last node's digest
+    (the forged S_5 it committed): the bisection ends at the post-state
+    node, and the ledger recomputes the digest from the tensors the node
+    lists: the miner loses by rule post_state, no referee asked."""
+    from test_dispute import MINER, VERIFIER
+
+    s = step5
+    forged = list(s.nodes)
+    forged[-1] = s.nodes[-1][:-32] + hashlib.sha256(b"the forger's S_5").digest()
+    ledger, now, r = ledger_dispute(s, forged)
+    last = len(s.nodes) - 1
+    assert r["node"] == last
+    tree, opening = s.forge(last, forged[-1])
+    ledger.apply({"call": "open_node", "caller": MINER.hex(), "now": now + 1, "dispute_id": 0,
+                  "opening": opening.encode().hex()})
+    end = ledger.apply({"call": "open_node", "caller": VERIFIER.hex(), "now": now + 1, "dispute_id": 0,
+                        "opening": s.opening(last).hex()})
+    o = end["outcome"]
+    assert (o["end"], o["rule"], o["losers"], o["node"]) == ("ruled", "post_state", ["miner"], last)

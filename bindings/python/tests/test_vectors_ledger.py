@@ -104,9 +104,11 @@ def test_dispute_records_decode_to_the_ends_they_record():
     assert (found["step"], found["losers"]) == (3, [])
     assert pot.decode_outcome(bytes.fromhex(ends[1]["record"]))["losers"] == ["miner"]
     record = bytes.fromhex(ends[0]["record"])
-    with pytest.raises(pot.MalformedError, match="this SDK reads 'pot/v2/dispute-outcome'"):
-        pot.decode_outcome(record.replace(b"pot/v2/dispute-outcome", b"pot/v3/dispute-outcome"))
-    with pytest.raises(pot.MalformedError, match="bytes after challenger_digest"):
+    with pytest.raises(pot.MalformedError, match=r"this SDK reads 'pot/v3/dispute-outcome' \(protocol version 3\)"):
+        pot.decode_outcome(record.replace(b"pot/v3/dispute-outcome", b"pot/v2/dispute-outcome"))
+    with pytest.raises(pot.MalformedError, match="bytes after the rule"):
         pot.decode_outcome(record + b"\0")
+    # The challenger's digest is the miner's (93 bytes of traces, rounds,
+    # node and rule follow the digests).
     with pytest.raises(pot.MalformedError, match="nothing is disputed"):
-        pot.decode_outcome(record[:-32] + record[-64:-32])  # the challenger's digest is the miner's
+        pot.decode_outcome(record[:-125] + record[-157:-125] + record[-93:])

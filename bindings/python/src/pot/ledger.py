@@ -32,7 +32,7 @@ class Ledger(Handle):
 
     def __init__(self, *, draw_delay: int, opening_window: int, commit_window: int, reveal_window: int,
                  max_committee_size: int, min_stake: int, max_rounds: int, max_attempts: int,
-                 dispute_window: int, dispute_arity: int) -> None:
+                 dispute_window: int, dispute_arity: int, referee: bytes = b"") -> None:
         """A new ledger (docs/ledger.md section 1): the blocks from a run's
         seal to the randomness that draws its challenges, the opening,
         commit and reveal windows (in blocks), the verifiers drawn to judge
@@ -40,8 +40,11 @@ class Ledger(Handle):
         with, the most challenge rounds a task may ask for, the most
         committees a challenge gets (1..16), and for disputes the blocks
         each bisection round lasts and the bisection's arity (2..256); all
-        >= 1, else InvalidArgumentError naming the field. A transcript's ``config`` is
-        passed as ``Ledger(**config)``."""
+        >= 1, else InvalidArgumentError naming the field; ``referee``, the
+        identity that rules on an operator dispute where the ledger cannot
+        (docs/ledger.md 2.17; empty: none, and a dispute ends when its step
+        is found). A transcript's ``config`` is passed as
+        ``Ledger(**config)`` (its ``referee`` hex as bytes)."""
         config = {"draw_delay": draw_delay, "opening_window": opening_window, "commit_window": commit_window,
                   "reveal_window": reveal_window, "max_committee_size": max_committee_size, "min_stake": min_stake,
                   "max_rounds": max_rounds, "max_attempts": max_attempts, "dispute_window": dispute_window,
@@ -51,6 +54,10 @@ class Ledger(Handle):
             # by the C API with a less direct message.
             if not isinstance(value, int) or isinstance(value, bool):
                 raise TypeError(f"Ledger: {key} must be an int, not {type(value).__name__}")
+        if not isinstance(referee, (bytes, bytearray)):
+            raise TypeError(f"Ledger: referee must be bytes, not {type(referee).__name__}")
+        if referee:
+            config["referee"] = bytes(referee).hex()
         super().__init__(_pot.pot_ledger_new(json.dumps(config)))
 
     @classmethod

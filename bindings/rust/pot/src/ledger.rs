@@ -107,7 +107,34 @@ impl Ledger {
     /// assert!(err.message().contains("opening_window"));
     /// ```
     pub fn new(config: LedgerConfig) -> Result<Ledger> {
-        let json = cstring(&config.to_json(), "ledger config")?;
+        Ledger::from_config_json(&config.to_json())
+    }
+
+    /// A new, empty ledger whose `referee` (1..256 bytes) rules on operator
+    /// disputes where the ledger cannot (docs/ledger.md 2.17); a ledger made
+    /// with [`Ledger::new`] has none, and its disputes end when their step
+    /// is found.
+    ///
+    /// # Errors
+    /// As [`Ledger::new`]; [`InvalidArgument`](crate::ErrorKind::InvalidArgument)
+    /// for an empty referee or one over 256 bytes.
+    ///
+    /// ```
+    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 1, commit_window: 1, reveal_window: 1, max_committee_size: 1, min_stake: 1, max_rounds: 1, max_attempts: 1, dispute_window: 1, dispute_arity: 2 };
+    /// let ledger = pot::Ledger::with_referee(config, b"referee")?;
+    /// let err = pot::Ledger::with_referee(config, b"").unwrap_err();
+    /// assert_eq!(err.kind(), pot::ErrorKind::InvalidArgument);
+    /// # drop(ledger);
+    /// # Ok::<(), pot::Error>(())
+    /// ```
+    pub fn with_referee(config: LedgerConfig, referee: &[u8]) -> Result<Ledger> {
+        let json = config.to_json();
+        let hex: String = referee.iter().map(|b| format!("{b:02x}")).collect();
+        Ledger::from_config_json(&format!(r#"{}, "referee": "{}"}}"#, &json[..json.len() - 1], hex))
+    }
+
+    fn from_config_json(config: &str) -> Result<Ledger> {
+        let json = cstring(config, "ledger config")?;
         let mut raw = ptr::null_mut();
         call(|err| unsafe { sys::pot_ledger_new(&mut raw, json.as_ptr(), err) })?;
         Ok(Ledger { raw: non_null(raw)? })
