@@ -529,6 +529,9 @@ class Ledger {
   // The step bisection is done: the dispute ends (no referee) or enters
   // the traces phase at `now`. Either way `d` is moved or erased.
   DisputeProgress after_steps(uint64_t id, Dispute &&d, uint64_t now);
+  // kState unless `d` is in `phase` and `now` is within its deadline (the
+  // operator phase's calls, ledger_operators.cpp).
+  void check_phase(const Dispute &d, uint64_t dispute_id, DisputePhase phase, uint64_t now, const char *call) const;
   // The height `now + dispute_window`, kOutOfRange past 2^64 - 1.
   uint64_t phase_deadline(uint64_t now, const char *call) const;
   // Appends the record to the outcome log (the caller checked it is not full).

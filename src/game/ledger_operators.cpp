@@ -40,6 +40,17 @@ Party party_of(ByteView caller, const Bytes &miner, const Bytes &challenger, uin
 
 }  // namespace
 
+void Ledger::check_phase(const Dispute &d, uint64_t dispute_id, DisputePhase phase, uint64_t now,
+                         const char *call) const {
+  if (d.phase != phase)
+    fail(Status::kState, "{}: dispute {} is in its {} phase, not its {} phase", call, dispute_id,
+         dispute_phase_name(d.phase), dispute_phase_name(phase));
+  const uint64_t deadline = dispute_deadline(d);
+  if (now > deadline)
+    fail(Status::kState, "{}: the {} phase of dispute {} closed at height {}; settle_dispute ends it", call,
+         dispute_phase_name(phase), dispute_id, deadline);
+}
+
 DisputeProgress Ledger::commit_trace(ByteView caller, uint64_t dispute_id, uint64_t size, const Digest &root,
                                      ByteView post_node, ByteView post_proof, uint64_t now) {
   constexpr const char *kCall = "commit_trace";
@@ -47,13 +58,7 @@ DisputeProgress Ledger::commit_trace(ByteView caller, uint64_t dispute_id, uint6
   check_caller(caller, kCall);
   Dispute &d = dispute_for(dispute_id, kCall);
   const Party p = party_of(caller, d.miner, d.challenger, dispute_id, kCall);
-  if (d.phase != DisputePhase::kTraces)
-    fail(Status::kState, "{}: dispute {} is in its {} phase, not taking traces", kCall, dispute_id,
-         dispute_phase_name(d.phase));
-  const uint64_t deadline = dispute_deadline(d);
-  if (now > deadline)
-    fail(Status::kState, "{}: the traces phase of dispute {} closed at height {}; settle_dispute ends it", kCall,
-         dispute_id, deadline);
+  check_phase(d, dispute_id, DisputePhase::kTraces, now, kCall);
   TraceCommitment &mine = p == Party::kA ? d.miner_trace : d.challenger_trace;
   if (mine.size != 0)
     fail(Status::kDuplicate, "{}: the {} has committed its trace of dispute {}", kCall, role_of(p), dispute_id);
@@ -99,13 +104,7 @@ DisputeProgress Ledger::open_node(ByteView caller, uint64_t dispute_id, ByteView
   check_caller(caller, kCall);
   Dispute &d = dispute_for(dispute_id, kCall);
   const Party p = party_of(caller, d.miner, d.challenger, dispute_id, kCall);
-  if (d.phase != DisputePhase::kOpenings)
-    fail(Status::kState, "{}: dispute {} is in its {} phase, not taking openings", kCall, dispute_id,
-         dispute_phase_name(d.phase));
-  const uint64_t deadline = dispute_deadline(d);
-  if (now > deadline)
-    fail(Status::kState, "{}: the openings phase of dispute {} closed at height {}; settle_dispute ends it", kCall,
-         dispute_id, deadline);
+  check_phase(d, dispute_id, DisputePhase::kOpenings, now, kCall);
   std::optional<OpeningOnLedger> &mine = p == Party::kA ? d.miner_opening : d.challenger_opening;
   if (mine) fail(Status::kDuplicate, "{}: the {} has opened its node of dispute {}", kCall, role_of(p), dispute_id);
   if (opening.size() > kMaxLedgerOpeningBytes)
@@ -151,13 +150,7 @@ DisputeProgress Ledger::rule_dispute(ByteView caller, uint64_t dispute_id, bool 
   const Dispute &d = dispute_for(dispute_id, kCall);
   if (config_.referee.empty() || !same(caller, config_.referee))
     fail(Status::kPermission, "{}: {} is not the ledger's referee", kCall, to_hex(caller));
-  if (d.phase != DisputePhase::kReferee)
-    fail(Status::kState, "{}: dispute {} is in its {} phase, not awaiting the referee", kCall, dispute_id,
-         dispute_phase_name(d.phase));
-  const uint64_t deadline = dispute_deadline(d);
-  if (now > deadline)
-    fail(Status::kState, "{}: the referee phase of dispute {} closed at height {}; settle_dispute ends it", kCall,
-         dispute_id, deadline);
+  check_phase(d, dispute_id, DisputePhase::kReferee, now, kCall);
   if (!miner_loses && !challenger_loses)
     fail(Status::kInvalidArgument, "{}: a ruling names a loser: the parties' nodes differ, so one is not the true one",
          kCall);
