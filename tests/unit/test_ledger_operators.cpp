@@ -170,6 +170,15 @@ struct OperatorRun {
     }
   }
 
+  // The step phase, both traces and the operator bisection: the dispute
+  // is in its openings phase.
+  void reach_openings() {
+    find_step();
+    commit(true);
+    commit(false);
+    bisect_operators();
+  }
+
   // The party's opening of the node found, as an honest party makes it.
   Bytes opening(bool of_miner) const {
     const uint64_t i = *ledger.dispute_info(0).node;
@@ -401,10 +410,7 @@ TEST(LedgerOperators, APartyThatStopsAnsweringLosesInEveryPhase) {
     }
     {  // openings
       OperatorRun r(10, 4, forgeries()[0].trace(), true_trace());
-      r.find_step();
-      r.commit(true);
-      r.commit(false);
-      r.bisect_operators();
+      r.reach_openings();
       ASSERT_EQ(r.ledger.dispute_info(0).phase, DisputePhase::kOpenings);
       r.ledger.open_node(r.who(!miner_silent), 0, r.opening(!miner_silent), ++r.now);
       expect_round_trip(r.ledger);
@@ -418,10 +424,7 @@ TEST(LedgerOperators, APartyThatStopsAnsweringLosesInEveryPhase) {
   }
   // A referee that does not rule names no loser.
   OperatorRun r(10, 4, forgeries()[0].trace(), true_trace());
-  r.find_step();
-  r.commit(true);
-  r.commit(false);
-  r.bisect_operators();
+  r.reach_openings();
   r.ledger.open_node(r.miner, 0, r.opening(true), ++r.now);
   r.ledger.open_node(r.challenger, 0, r.opening(false), r.now);
   ASSERT_EQ(r.ledger.dispute_info(0).phase, DisputePhase::kReferee);
@@ -437,10 +440,7 @@ TEST(LedgerOperators, TheRefereeRulesOnlyWhereAndHowTheLedgerAllows) {
   // may rule by operator or step, never by source (no batch source), and
   // must name a loser; nobody else may rule.
   OperatorRun r(10, 4, forgeries()[0].trace(), true_trace());
-  r.find_step();
-  r.commit(true);
-  r.commit(false);
-  r.bisect_operators();
+  r.reach_openings();
   r.ledger.open_node(r.miner, 0, r.opening(true), ++r.now);
   EXPECT_REFUSED(r.ledger, Status::kState,
                  r.ledger.rule_dispute(ident("referee"), 0, true, false, DisputeRule::kOperator, r.now));
@@ -462,10 +462,7 @@ TEST(LedgerOperators, TheRefereeRulesOnlyWhereAndHowTheLedgerAllows) {
   EXPECT_EQ(p.ended->losers, game::kLoserMiner);
   // Where the operators differ, an operator ruling is refused: the step decides.
   OperatorRun s(10, 4, forgeries()[4].trace(), true_trace());
-  s.find_step();
-  s.commit(true);
-  s.commit(false);
-  s.bisect_operators();
+  s.reach_openings();
   s.ledger.open_node(s.miner, 0, s.opening(true), ++s.now);
   s.ledger.open_node(s.challenger, 0, s.opening(false), s.now);
   EXPECT_REFUSED(s.ledger, Status::kInvalidArgument,
@@ -474,10 +471,7 @@ TEST(LedgerOperators, TheRefereeRulesOnlyWhereAndHowTheLedgerAllows) {
 
 TEST(LedgerOperators, WithoutAnOpeningThatDecodesNothingIsAccepted) {
   OperatorRun r(10, 4, forgeries()[0].trace(), true_trace());
-  r.find_step();
-  r.commit(true);
-  r.commit(false);
-  r.bisect_operators();
+  r.reach_openings();
   Bytes bad = r.opening(true);
   bad.resize(bad.size() - 1);
   EXPECT_REFUSED(r.ledger, Status::kMalformed, r.ledger.open_node(r.miner, 0, bad, r.now + 1));
