@@ -20,9 +20,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cfg.max_rounds = 4;
   cfg.max_attempts = 2;
   cfg.dispute_window = 5;
-  // With a referee, a dispute that finds its step goes on to the operator
-  // phase (the transcript's runs without one end there).
-  cfg.referee = {'r', 'e', 'f'};
+  // The transcript's referee: its op-phase calls (traces, node rounds,
+  // openings, the referee's ruling) are seeds that apply.
+  cfg.referee = {'r', 'e', 'f', 'e', 'r', 'e', 'e'};
   pot::game::Ledger ledger(cfg);
   const std::string text(reinterpret_cast<const char *>(data), size);
   size_t pos = 0;

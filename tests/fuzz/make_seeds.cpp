@@ -220,6 +220,9 @@ void ledger_seeds(const json &transcript) {
     call.erase("expect");
     call.erase("result");
     lines += call.dump() + "\n";
+    // The operator phase's real openings and post-state nodes.
+    if (call["call"] == "open_node") seed("fuzz_op_opening", "transcript_" + std::to_string(i), hex(call["opening"]));
+    if (call["call"] == "commit_trace") seed("fuzz_op_node", "transcript_" + std::to_string(i), hex(call["post_node"]));
     try {
       const json result = ledger.apply(call);
       seed("fuzz_ledger_state", "state_" + std::to_string(++i), ledger.save());

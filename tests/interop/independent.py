@@ -715,3 +715,231 @@ def post_state_digest(node: dict) -> bytes:
                                                           bytes.fromhex(t["chunk_root"]))
                for i in range(0, len(args), 2) for t in [args[i + 1]["tensor"]]}
     return state_digest(tensors)
+
+
+# --- Section 22.3: openings, checked as a ledger checks them ----------------
+
+def inclusion_path(m: int, hashes) -> list:
+    """RFC 6962 PATH(m, D[n]) from the leaf hashes, deepest hash first."""
+    n = len(hashes)
+    if n <= 1:
+        return []
+    k = 1
+    while k * 2 < n:
+        k *= 2
+    if m < k:
+        return inclusion_path(m, hashes[:k]) + [mth_of_hashes(hashes[k:])]
+    return inclusion_path(m - k, hashes[k:]) + [mth_of_hashes(hashes[:k])]
+
+
+def consistency_proof(m: int, hashes) -> list:
+    """RFC 6962 PROOF(m, D[n]) for 0 < m < n (SUBPROOF with b = true)."""
+    def sub(m, d, b):
+        n = len(d)
+        if m == n:
+            return [] if b else [mth_of_hashes(d)]
+        k = 1
+        while k * 2 < n:
+            k *= 2
+        if m <= k:
+            return sub(m, d[:k], b) + [mth_of_hashes(d[k:])]
+        return sub(m - k, d[k:], False) + [mth_of_hashes(d[:k])]
+    assert 0 < m < len(hashes)
+    return sub(m, list(hashes), True)
+
+
+def verify_consistency(m: int, n: int, old_root: bytes, new_root: bytes, proof) -> bool:
+    """RFC 9162 section 2.1.4.2, for 0 < m <= n."""
+    if m == n:
+        return not proof and old_root == new_root
+    if not proof:
+        return False
+    if m & (m - 1) == 0:  # a power of two: the old root is the first hash
+        proof = [old_root] + list(proof)
+    fn, sn = m - 1, n - 1
+    while fn & 1:
+        fn >>= 1
+        sn >>= 1
+    fr = sr = proof[0]
+    for c in proof[1:]:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            fr, sr = node_hash(c, fr), node_hash(c, sr)
+            while not fn & 1 and fn != 0:
+                fn >>= 1
+                sn >>= 1
+        else:
+            sr = node_hash(sr, c)
+        fn >>= 1
+        sn >>= 1
+    return sn == 0 and fr == old_root and sr == new_root
+
+
+def tensor_proof(names_digests: dict, name: str) -> bytes:
+    """Section 5.1's proof of one tensor of a state (name -> tensor digest)."""
+    names = sorted(names_digests, key=lambda s: s.encode())
+    hashes = [leaf_hash(names_digests[x]) for x in names]
+    i = names.index(name)
+    return struct.pack("<QQ", i, len(names)) + mth_of_hashes(hashes) + b"".join(inclusion_path(i, hashes))
+
+
+def op_opening(node, inclusion, consistency, producers=(), state_proofs=(), tensors=()) -> bytes:
+    """The op-opening of section 22.3. node: leaf data or None (my trace
+    ends); producers: (j, leaf data, proof); state_proofs: (name, proof)."""
+    def blob(b):
+        return struct.pack("<Q", len(b)) + b
+
+    def hashes(hs):
+        return struct.pack("<I", len(hs)) + b"".join(hs)
+    tag = b"pot/v1/op-opening"
+    out = bytes([len(tag)]) + tag + (b"\x01" + blob(node) if node is not None else b"\x00")
+    out += hashes(inclusion) + hashes(consistency)
+    out += struct.pack("<I", len(producers)) + b"".join(struct.pack("<Q", j) + blob(d) + hashes(p)
+                                                         for j, d, p in sorted(producers))
+    out += struct.pack("<I", len(state_proofs)) + b"".join(blob(nm.encode()) + blob(p)
+                                                           for nm, p in sorted(state_proofs))
+    return out + struct.pack("<I", len(tensors)) + b"".join(blob(t) for t in tensors)
+
+
+class _Reader:
+    def __init__(self, b: bytes):
+        self.b, self.i = b, 0
+
+    def take(self, n: int) -> bytes:
+        if self.i + n > len(self.b):
+            raise ValueError("truncated")
+        out = self.b[self.i:self.i + n]
+        self.i += n
+        return out
+
+    def u(self, fmt: str) -> int:
+        return struct.unpack("<" + fmt, self.take(struct.calcsize(fmt)))[0]
+
+    def blob(self) -> bytes:
+        return self.take(self.u("Q"))
+
+    def hashes(self) -> list:
+        return [self.take(32) for _ in range(self.u("I"))]
+
+    def string(self) -> str:
+        return self.take(self.u("I")).decode()
+
+
+def _op_value_decode(r: _Reader) -> dict:
+    kind = {c: k for k, c in OP_VALUE_KINDS.items()}[r.u("B")]
+    if kind in ("none", "generator"):
+        return {kind: None}
+    if kind == "tensor":
+        dtype = {c: name for name, (c, _) in DTYPES.items()}[r.u("B")]
+        ndim = r.u("I")
+        shape = [r.u("Q") for _ in range(ndim)]
+        strides = [r.u("q") for _ in range(ndim)]
+        root = r.take(32).hex()
+        src = {"kind": {c: k for k, c in OP_SOURCES.items()}[r.u("B")]}
+        if src["kind"] == "node":
+            src["node"], src["slot"] = r.u("Q"), r.u("I")
+        elif src["kind"] == "state":
+            src["name"] = r.string()
+        elif src["kind"] == "batch":
+            src["microbatch"], src["name"] = r.u("I"), r.string()
+        return {"tensor": {"dtype": dtype, "shape": shape, "strides": strides, "chunk_root": root, "source": src}}
+    if kind == "int":
+        return {"int": r.u("q")}
+    if kind == "double":
+        return {"double": None, "bits": r.take(8)[::-1].hex()}
+    if kind == "bool":
+        return {"bool": r.u("B") == 1}
+    if kind in ("string", "device", "opaque"):
+        return {kind: r.string()}
+    if kind == "list":
+        return {"list": [_op_value_decode(r) for _ in range(r.u("I"))]}
+    return {"digest": r.take(32).hex()}
+
+
+def op_node_decode(data: bytes) -> dict:
+    """The inverse of op_node_leaf_data (the values as op_value takes them)."""
+    r = _Reader(data)
+    if r.take(r.u("B")) != b"pot/v1/op-node":
+        raise ValueError("not an op node")
+    node = {"name": r.string(), "overload": r.string()}
+    node["inputs"] = [_op_value_decode(r) for _ in range(r.u("I"))]
+    node["outputs"] = [_op_value_decode(r) for _ in range(r.u("I"))]
+    if r.i != len(data):
+        raise ValueError("bytes after the node")
+    return node
+
+
+def op_opening_decode(b: bytes) -> dict:
+    r = _Reader(b)
+    if r.take(r.u("B")) != b"pot/v1/op-opening":
+        raise ValueError("not an op opening")
+    o = {"node": r.blob() if r.u("B") else None, "inclusion": r.hashes(), "consistency": r.hashes()}
+    o["producers"] = {}
+    for _ in range(r.u("I")):
+        j = r.u("Q")
+        o["producers"][j] = (r.blob(), r.hashes())
+    o["state"] = {}
+    for _ in range(r.u("I")):
+        name = r.blob().decode()
+        o["state"][name] = r.blob()
+    o["tensors"] = [r.blob() for _ in range(r.u("I"))]
+    if r.i != len(b):
+        raise ValueError("bytes after the tensors")
+    return o
+
+
+def _tensors(values):
+    """The tensor values of a value list, depth-first."""
+    for v in values:
+        if "tensor" in v:
+            yield v["tensor"]
+        elif "list" in v:
+            yield from _tensors(v["list"])
+
+
+def check_op_opening(i: int, agreed_root: bytes, claim: bytes, pre_state: bytes, opening: bytes) -> dict:
+    """What the ledger checks of one party's opening of node i (docs/ledger.md
+    2.16): rule 1 (the node against the party's claimed root of i + 1 nodes
+    and the agreed root of i) and rule 2 for node, state and uninit sources
+    (batch sources deferred). Returns {"failure": rule or None, "node":
+    decoded node or None, "deferred": bool}."""
+    try:
+        o = op_opening_decode(opening)
+    except (ValueError, KeyError, UnicodeDecodeError):
+        return {"failure": "opening", "node": None, "deferred": False}
+    if o["node"] is None:
+        return {"failure": None if claim == agreed_root else "opening", "node": None, "deferred": False}
+    if not verify_inclusion(i, i + 1, leaf_hash(o["node"]), o["inclusion"], claim):
+        return {"failure": "opening", "node": None, "deferred": False}
+    if i == 0:
+        if agreed_root != sha256(b"") or o["consistency"]:
+            return {"failure": "opening", "node": None, "deferred": False}
+    elif not verify_consistency(i, i + 1, agreed_root, claim, o["consistency"]):
+        return {"failure": "opening", "node": None, "deferred": False}
+    try:
+        node = op_node_decode(o["node"])
+    except (ValueError, KeyError, UnicodeDecodeError):
+        return {"failure": "opening", "node": None, "deferred": False}
+    deferred = False
+    for t in _tensors(node["inputs"]):
+        src, same = t["source"], ("dtype", "shape", "chunk_root")
+        if src["kind"] == "node":
+            p = o["producers"].get(src["node"])
+            if src["node"] >= i or p is None or not verify_inclusion(src["node"], i, leaf_hash(p[0]), p[1],
+                                                                     agreed_root):
+                return {"failure": "source", "node": node, "deferred": False}
+            results = list(_tensors(op_node_decode(p[0])["outputs"]))
+            if src["slot"] >= len(results) or any(results[src["slot"]][k] != t[k] for k in same):
+                return {"failure": "source", "node": node, "deferred": False}
+        elif src["kind"] == "state":
+            proof = o["state"].get(src["name"])
+            digest = tensor_digest_from_root(src["name"], t["dtype"], t["shape"], bytes.fromhex(t["chunk_root"]))
+            if proof is None or not verify_tensor_proof(pre_state, digest, proof):
+                return {"failure": "source", "node": node, "deferred": False}
+        elif src["kind"] == "uninit":
+            if t["chunk_root"] != "00" * 32:
+                return {"failure": "source", "node": node, "deferred": False}
+        elif src["kind"] == "batch":
+            deferred = True
+    return {"failure": None, "node": node, "deferred": deferred}

@@ -21,6 +21,26 @@ def test_rfc6962_roots_with_independent_mth():
         assert ind.mth(leaves[: r["tree_size"]]).hex() == r["hex"]
 
 
+def test_rfc6962_proofs_with_independent_path_and_proof():
+    """The independent PATH, PROOF and consistency verifier (used to build
+    and check the transcript's operator openings) against the published
+    proofs."""
+    v = load("rfc6962.json")
+    hashes = [ind.leaf_hash(bytes.fromhex(x["hex"])) for x in v["leaf_inputs"]]
+    for c in v["inclusion_proofs"]:
+        path = [h.hex() for h in ind.inclusion_path(c["leaf_index"], hashes[: c["tree_size"]])]
+        assert path == c["proof"], c
+    checked = 0
+    for c in v["consistency_proofs"]:
+        m, n = c["size1"], c["size2"]
+        proof = [bytes.fromhex(h) for h in c["proof"]]
+        if 0 < m < n:
+            assert [h.hex() for h in ind.consistency_proof(m, hashes[:n])] == c["proof"], c
+            checked += 1
+        assert ind.verify_consistency(m, n, bytes.fromhex(c["root1"]), bytes.fromhex(c["root2"]), proof), c
+    assert checked >= 4
+
+
 def test_tensor_digests():
     v = load("hash.json")
     assert v["chunk_size"] == ind.CHUNK
@@ -228,7 +248,7 @@ def test_ledger_transcript_outcome_records():
             assert r["outcome_index"] == len(records)
             records.append(record)
             assert r["outcome_root"] == ind.mth(records).hex()
-        if "dispute" in c["call"] and c["call"] != "dispute_info" and c["result"]["ended"]:
+        if c["result"].get("ended"):  # a dispute's end (any of its calls)
             r = c["result"]
             assert r["outcome_index"] == len(records)
             records.append(bytes.fromhex(r["record"]))  # checked by test_ledger_transcript_disputes
@@ -240,17 +260,36 @@ def test_ledger_transcript_outcome_records():
 
 
 def test_ledger_transcript_disputes():
-    """The transcript's disputes (docs/ledger.md 2.12-2.14) played here from
+    """The transcript's disputes (docs/ledger.md 2.12-2.17) played here from
     their calls: the interval from the leaves each opening proves (from S_0,
     the commitment's, without lo_leaf), the miner's claims read from its
-    leaves, each round per section 22.1, the deadlines (a round lasts
-    dispute_window blocks from the claim that completed the last), and the
-    record of section 20.2 each end returns."""
+    leaves, each round per section 22.1, the deadlines (a round or phase
+    lasts dispute_window blocks from the call that started it); with the
+    config's referee, the traces (each post-state node gives the party's
+    S_t and is proven last), the operator bisection over node counts, the
+    openings checked as the ledger checks them (rules 1 and 2), the
+    referee's one operator run (aten::add.Tensor of two F32 tensors, here
+    in struct), and the record of section 20.2 each end returns."""
     t = load("ledger_transcript.json")
     window, arity = t["config"]["dispute_window"], t["config"]["dispute_arity"]
+    referee = t["config"]["referee"]
+    assert referee
     ok = [c for c in t["calls"] if c["expect"] == "ok"]
     s0 = next(c for c in ok if c["call"] == "task_info")["result"]["task"]["initial_state"]["published_digest"]
+    miner = bytes.fromhex(next(x for x in ok if x["call"] == "run_info")["result"]["miner_identity"])
     disputes, ended = {}, []
+
+    def play(d, now, a, b):
+        """One round of the current bisection, from both parties' claims."""
+        b_ = d["bis"]
+        b_["lo"], b_["hi"], b_["agreed"], b_["a"], b_["b"] = ind.bisection_round(
+            b_["lo"], b_["hi"], b_["agreed"], b_["a"], b_["b"], ind.bisection_points(b_["lo"], b_["hi"], arity), a, b)
+        b_["rounds"] += 1
+        d["claims"] = {}
+        d["deadline"] = now + window
+        if b_["hi"] == b_["lo"] + 1:  # one step (node) left: the phase ends
+            d["phase"] = {"steps": "traces", "operators": "openings"}[d["phase"]]
+
     for c in ok:
         if c["call"] == "open_dispute":
             run = bytes.fromhex(c["run_id"])
@@ -259,50 +298,109 @@ def test_ledger_transcript_disputes():
                 r, lo, agreed = ind.step_leaf_fields(bytes.fromhex(c["lo_leaf"]))
                 assert r == run
             r, hi, miner_hi = ind.step_leaf_fields(bytes.fromhex(c["hi_leaf"]))
-            d = {"run": run, "challenger": bytes.fromhex(c["caller"]), "lo0": lo, "hi0": hi, "lo": lo, "hi": hi,
-                 "agreed": agreed, "a": miner_hi, "b": bytes.fromhex(c["claim"]), "rounds": 0,
-                 "deadline": c["now"] + window, "claims": {}}
+            d = {"run": run, "challenger": c["caller"], "lo0": lo, "hi0": hi, "phase": "steps",
+                 "bis": {"lo": lo, "hi": hi, "agreed": agreed, "a": miner_hi, "b": bytes.fromhex(c["claim"]),
+                         "rounds": 0},
+                 "deadline": c["now"] + window, "claims": {}, "traces": {}, "openings": {}}
             disputes[c["result"]["dispute_id"]] = d
             assert (c["result"]["lo"], c["result"]["hi"], c["result"]["deadline"]) == (lo, hi, d["deadline"])
-        elif c["call"] == "claim_dispute":
+        else:
+            if c.get("dispute_id") not in disputes or c["call"] == "dispute_info":
+                continue
             d = disputes[c["dispute_id"]]
-            assert c["now"] <= d["deadline"]
-            points = ind.bisection_points(d["lo"], d["hi"], arity)
-            if all(isinstance(x, dict) for x in c["claims"]):
+            role = "miner" if c.get("caller") == miner.hex() else "challenger"
+            if c["call"] != "settle_dispute":
+                assert c["now"] <= d["deadline"]
+                assert role == "miner" or c["caller"] in (d["challenger"], referee)
+        if c["call"] == "claim_dispute":
+            points = ind.bisection_points(d["bis"]["lo"], d["bis"]["hi"], arity)
+            if d["phase"] == "steps" and role == "miner":
                 fields = [ind.step_leaf_fields(bytes.fromhex(x["step_leaf"])) for x in c["claims"]]
                 assert [(r, step) for r, step, _ in fields] == [(d["run"], p) for p in points]
                 d["claims"]["miner"] = [state for _, _, state in fields]
             else:
-                d["claims"]["challenger"] = [bytes.fromhex(x) for x in c["claims"]]
+                assert d["phase"] in ("steps", "operators")
+                d["claims"][role] = [bytes.fromhex(x) for x in c["claims"]]
             if len(d["claims"]) == 2:
-                d["lo"], d["hi"], d["agreed"], d["a"], d["b"] = ind.bisection_round(
-                    d["lo"], d["hi"], d["agreed"], d["a"], d["b"], points, d["claims"]["miner"],
-                    d["claims"]["challenger"])
-                d["rounds"] += 1
-                d["claims"] = {}
+                play(d, c["now"], d["claims"]["miner"], d["claims"]["challenger"])
+                if d["phase"] == "traces" and not referee:
+                    d["end"] = "step_found"
+        elif c["call"] == "commit_trace":
+            assert d["phase"] == "traces"
+            post = bytes.fromhex(c["post_node"])
+            node = ind.op_node_decode(post)
+            claimed = d["bis"]["a" if role == "miner" else "b"]
+            assert node["name"] == "pot::post_state" and node["outputs"] == [{"digest": claimed.hex()}]
+            assert ind.post_state_digest(node) == claimed  # the transcript's traces are honest about S_t
+            proof = bytes.fromhex(c["post_proof"])
+            assert ind.verify_inclusion(c["size"] - 1, c["size"], ind.leaf_hash(post),
+                                        [proof[i:i + 32] for i in range(0, len(proof), 32)], bytes.fromhex(c["root"]))
+            d["traces"][role] = (c["size"], bytes.fromhex(c["root"]))
+            if len(d["traces"]) == 2:
+                (na, ra), (nb, rb) = d["traces"]["miner"], d["traces"]["challenger"]
+                d["steps"] = d["bis"]
+                d["bis"] = {"lo": 0, "hi": max(na, nb), "agreed": ind.sha256(b""), "a": ra, "b": rb, "rounds": 0}
+                d["phase"] = "operators" if max(na, nb) > 1 else "openings"
                 d["deadline"] = c["now"] + window
+        elif c["call"] == "open_node":
+            assert d["phase"] == "openings"
+            i = d["bis"]["lo"]
+            check = ind.check_op_opening(i, d["bis"]["agreed"], d["bis"]["a" if role == "miner" else "b"],
+                                         d["steps"]["agreed"], bytes.fromhex(c["opening"]))
+            assert c["result"]["check"]["failure_rule"] == check["failure"], c["result"]["check"]
+            assert c["result"]["check"]["batch_deferred"] == check["deferred"]
+            d["openings"][role] = (check, ind.op_opening_decode(bytes.fromhex(c["opening"])))
+            if len(d["openings"]) == 2:
+                (ca, _), (cb, _) = d["openings"]["miner"], d["openings"]["challenger"]
+                if ca["failure"] or cb["failure"]:
+                    d["end"], d["rule"] = "ruled", ca["failure"] or cb["failure"]
+                    d["losers"] = (1 if ca["failure"] else 0) | (2 if cb["failure"] else 0)
+                else:
+                    d["phase"] = "referee"  # the transcript has no post-state node opened
+                    d["deadline"] = c["now"] + window
+        elif c["call"] == "rule_dispute":
+            assert d["phase"] == "referee" and c["caller"] == referee
+            # Rule 3, the referee's one operator run, redone here: both
+            # openings hold the same add(a, b, alpha=1) of F32 tensors.
+            (ca, oa), (cb, _) = d["openings"]["miner"], d["openings"]["challenger"]
+            key = [dict(n, outputs=[]) for n in (ca["node"], cb["node"])]
+            assert key[0] == key[1] and ca["node"]["name"] == "aten::add" and ca["node"]["inputs"][2] == {"int": 1}
+            x, y = (struct.unpack("<2f", b) for b in oa["tensors"])
+            true = ind.chunk_root(struct.pack("<2f", *(p + q for p, q in zip(x, y)))).hex()
+            lose = [n["outputs"][0]["tensor"]["chunk_root"] != true for n in (ca["node"], cb["node"])]
+            assert (c["miner_loses"], c["challenger_loses"], c["rule"]) == (lose[0], lose[1], "operator")
+            d["end"], d["rule"], d["losers"] = "referee_ruled", "operator", lose[0] | lose[1] << 1
         elif c["call"] == "settle_dispute":
-            d = disputes[c["dispute_id"]]
             assert c["now"] > d["deadline"]
-            missing = [p for p in ("miner", "challenger") if p not in d["claims"]]
-            d["end"] = "both_default" if len(missing) == 2 else missing[0] + "_default"
-        else:
+            if d["phase"] == "referee":
+                d["end"] = "referee_default"
+            else:
+                done = set(d["claims"] if d["phase"] in ("steps", "operators") else
+                           d["traces"] if d["phase"] == "traces" else d["openings"])
+                missing = [p for p in ("miner", "challenger") if p not in done]
+                d["end"] = "both_default" if len(missing) == 2 else missing[0] + "_default"
+        elif c["call"] != "open_dispute":
             continue
         i = c.get("dispute_id", c["result"]["dispute_id"])
         d = disputes[i]
-        done = d["hi"] == d["lo"] + 1
-        assert c["result"]["ended"] == (done or "end" in d)
-        if c["result"]["ended"]:
-            miner = bytes.fromhex(next(x for x in ok if x["call"] == "run_info")["result"]["miner_identity"])
-            if done:
-                want = ind.dispute_record(i, d["run"], miner, d["challenger"], d["lo0"], d["hi0"], "step_found",
-                                          d["rounds"], d["hi"], d["agreed"], d["a"], d["b"])
-            else:
-                want = ind.dispute_record(i, d["run"], miner, d["challenger"], d["lo0"], d["hi0"], d["end"],
-                                          d["rounds"])
-            assert c["result"]["record"] == want.hex()
-            ended.append(c["result"]["outcome"]["end"])
-    assert ended == ["step_found", "miner_default"]
+        assert c["result"]["ended"] == ("end" in d), (c, d)
+        if not c["result"]["ended"]:
+            assert c["result"]["phase"] == d["phase"]
+            continue
+        steps = d.get("steps", d["bis"])
+        found = steps["hi"] == steps["lo"] + 1
+        ops = d["bis"] if "steps" in d else None
+        want = ind.dispute_record(
+            i, d["run"], miner, bytes.fromhex(d["challenger"]), d["lo0"], d["hi0"], d["end"], steps["rounds"],
+            *((steps["hi"], steps["agreed"], steps["a"], steps["b"]) if found else ()),
+            phase=d["phase"], losers=d.get("losers"),
+            miner_trace=d["traces"].get("miner", (0, bytes(32))),
+            challenger_trace=d["traces"].get("challenger", (0, bytes(32))),
+            op_rounds=ops["rounds"] if ops else 0, node=ops["lo"] if ops and ops["hi"] == ops["lo"] + 1 else 0,
+            rule=d.get("rule"))
+        assert c["result"]["record"] == want.hex(), (i, d)
+        ended.append((i, c["result"]["outcome"]["end"], c["result"]["outcome"]["rule"]))
+    assert ended == [(2, "ruled", "source"), (1, "miner_default", None), (0, "referee_ruled", "operator")]
 
 
 def test_ledger_transcript_task_end():

@@ -36,6 +36,27 @@ def digest(label: str) -> str:
     return ind.sha256(label.encode()).hex()
 
 
+# The run's states: one tensor "w" (F32 [2]), w_t = [1, 2] * 1.5^t, exact in
+# float32; S(t) its state digest (docs/PROTOCOL.md 5). A step multiplies by
+# 1.5 as two operators (section "operator traces" below).
+def w_bytes(values) -> bytes:
+    return struct.pack("<2f", *values)
+
+
+def w_at(t: int) -> list:
+    return [1.5 ** t, 2 * 1.5 ** t]
+
+
+def state_of(values) -> str:
+    return ind.state_digest({"w": ind.tensor_digest("w", "F32", [2], w_bytes(values))}).hex()
+
+
+def S(t: int) -> str:
+    """S_t's digest; S_0, the task's published model, is a label (the draws
+    depend on the run id, so on it)."""
+    return digest("S_0") if t == 0 else state_of(w_at(t))
+
+
 HARDWARE_CLASS = "cpu-x86_64/aten:avx2/onednn:avx2"
 SPEC = {"framework": "pytorch", "framework_version": "1.13.1", "model_program_digest": digest("program"),
         "dtype": "F32", "attention_backend": "math", "dropout": 0.1,
@@ -43,10 +64,10 @@ SPEC = {"framework": "pytorch", "framework_version": "1.13.1", "model_program_di
         "hardware_class": HARDWARE_CLASS, "seed_policy": {"kind": "per_step", "base_seed": 7},
         "norm_bucket_resolution": 16}  # a listed task draws per-step random numbers (docs/PROTOCOL.md 17.1)
 TASK = {"owner": OWNER, "spec": SPEC, "dataset_root": digest("dataset"), "dataset_size": 100,
-        "initial_state": {"published_digest": digest("S_0")}, "schedule": {"listed_root": digest("schedule")},
+        "initial_state": {"published_digest": S(0)}, "schedule": {"listed_root": digest("schedule")},
         "min_steps": STEPS, "max_steps": STEPS, "challenge_policy": {"rounds": 1, "mode": "norm_bucket", "committee_size": COMMITTEE_SIZE},
         "end_height": END_HEIGHT}
-COMMITMENT = {"task_id": ind.task_id(TASK).hex(), "initial_state_digest": digest("S_0"),
+COMMITMENT = {"task_id": ind.task_id(TASK).hex(), "initial_state_digest": S(0),
               "schedule_root": digest("schedule"), "dataset_root": digest("dataset"), "dataset_size": 100,
               "spec_digest": ind.spec_digest(SPEC).hex(), "declared_steps": STEPS, "miner_identity": MINER}
 RUN = ind.run_id(COMMITMENT).hex()
@@ -56,7 +77,7 @@ IDLE = dict(COMMITMENT, miner_identity=MALLORY)
 # Each leaf commits an update norm in bucket -1200 at the task's resolution
 # (16 * log2(1.02 * 2^-75) = -1199.54...): the reference witnesses are judged by.
 NORM = math.ldexp(1.02, -75)
-leaves = [ind.step_leaf(bytes.fromhex(RUN), t, ind.sha256(f"S_{t}".encode()), struct.pack("<d", 1.0 / t),
+leaves = [ind.step_leaf(bytes.fromhex(RUN), t, bytes.fromhex(S(t)), struct.pack("<d", 1.0 / t),
                         struct.pack("<d", NORM)) for t in range(1, STEPS + 1)]
 # The same step of another run (a trajectory copied from it).
 OTHER_RUN = ind.sha256(b"another run")
@@ -117,6 +138,83 @@ def witness(who, finding, salt):
     return ind.witness_commitment(statement, bytes.fromhex(salt), bytes.fromhex(who)).hex()
 
 
+# --- Operator traces (docs/ledger.md 2.15-2.17) --------------------------
+# With a referee configured, a dispute that found step 3 goes on to the
+# parties' operator traces of step 3 (docs/PROTOCOL.md 22.2). The honest
+# trace: h = w * 0.5 (node 0), w' = w + h (node 1), the post-state node (2).
+REFEREE = b"referee".hex()
+# The outsider (carol) forged node 1's result; the third verifier (erin)
+# wired node 1 to a tensor node 0 never produced. Both dispute the miner
+# from their own S_3.
+THIRD = next(who for who, _ in VERIFIERS
+             if who.hex() not in (OUTSIDER, FIRST_WITNESS[0]) and all(who != m for m, _ in COMMITTEE)).hex()
+assert (bytes.fromhex(OUTSIDER), bytes.fromhex(THIRD)) == (b"carol", b"erin")  # as docs/ledger.md 5.1 tells
+HALF = "3fe0000000000000"  # 0.5 as IEEE 754 bits
+
+
+def tensor(values, source):
+    return {"tensor": {"dtype": "F32", "shape": [2], "strides": [1],
+                       "chunk_root": ind.chunk_root(w_bytes(values)).hex(), "source": source}}
+
+
+def trace(h, out):
+    """The step-3 trace of a party whose node 1 adds h and gives out."""
+    w2 = w_at(2)
+    nodes = [
+        {"name": "aten::mul", "overload": "Scalar",
+         "inputs": [tensor(w2, {"kind": "state", "name": "w"}), {"double": 0.5, "bits": HALF}],
+         "outputs": [tensor([x * 0.5 for x in w2], {"kind": "none"})]},
+        {"name": "aten::add", "overload": "Tensor",
+         "inputs": [tensor(w2, {"kind": "state", "name": "w"}), tensor(h, {"kind": "node", "node": 0, "slot": 0}),
+                    {"int": 1}],
+         "outputs": [tensor(out, {"kind": "none"})]},
+        {"name": "pot::post_state", "overload": "",
+         "inputs": [{"string": "w"}, tensor(out, {"kind": "node", "node": 1, "slot": 0})],
+         "outputs": [{"digest": state_of(out)}]},
+    ]
+    return [ind.op_node_leaf_data(n) for n in nodes]
+
+
+HONEST = trace([x * 0.5 for x in w_at(2)], w_at(3))
+FORGED = [3.375, 6.5]  # the outsider's w_3: node 1's second value forged
+CAROLS = trace([x * 0.5 for x in w_at(2)], FORGED)
+WIRED = [1.0, 1.0]  # erin's "h": not node 0's result
+ERIN_W3 = [a + b for a, b in zip(w_at(2), WIRED)]
+ERINS = trace(WIRED, ERIN_W3)
+assert state_of([2.25 + 1.125, 4.5 + 2.25]) == S(3)
+
+
+def root(nodes, n=None):
+    return ind.mth(nodes[:len(nodes) if n is None else n]).hex()
+
+
+def commit_trace(who, now, dispute_id, nodes, **extra):
+    hashes = [ind.leaf_hash(x) for x in nodes]
+    return dict({"call": "commit_trace", "caller": who, "now": now, "dispute_id": dispute_id, "size": len(nodes),
+                 "root": root(nodes), "post_node": nodes[-1].hex(),
+                 "post_proof": b"".join(ind.inclusion_path(len(nodes) - 1, hashes)).hex()}, **extra)
+
+
+def op_claims(who, now, dispute_id, nodes, points, **extra):
+    return dict({"call": "claim_dispute", "caller": who, "now": now, "dispute_id": dispute_id,
+                 "claims": [root(nodes, p) for p in points]}, **extra)
+
+
+def open_node(who, now, dispute_id, nodes, i, **extra):
+    """Node i's opening: its proofs, node 0 (its producer) and the S_2
+    tensor proof of w, and the argument bytes."""
+    hashes = [ind.leaf_hash(x) for x in nodes[:i + 1]]
+    node = ind.op_node_decode(nodes[i])
+    producers = sorted({t["source"]["node"] for t in ind._tensors(node["inputs"]) if t["source"]["kind"] == "node"})
+    w2 = {"w": ind.tensor_digest("w", "F32", [2], w_bytes(w_at(2)))}
+    opening = ind.op_opening(nodes[i], ind.inclusion_path(i, hashes), ind.consistency_proof(i, hashes) if i else [],
+                             [(j, nodes[j], ind.inclusion_path(j, hashes[:i])) for j in producers],
+                             [("w", ind.tensor_proof(w2, "w"))],
+                             [w_bytes(w_at(2)), w_bytes(WIRED if nodes is ERINS else [x * 0.5 for x in w_at(2)])])
+    return dict({"call": "open_node", "caller": who, "now": now, "dispute_id": dispute_id,
+                 "opening": opening.hex()}, **extra)
+
+
 mine = dict(COMMITMENT, initial_state_digest=digest("a model obtained elsewhere"))
 calls = [
     {"call": "start_training_commitment", "caller": MINER, "now": 99,
@@ -157,7 +255,7 @@ calls = [
     # Once per run: anyone may ask again and gets the same challenge.
     {"call": "issue_challenge", "now": 104, "run_id": RUN},
     {"call": "submit_opening", "caller": MINER, "now": 104, "challenge_id": 0, "manifest_digest": MANIFEST,
-     "step_leaf": ind.step_leaf(OTHER_RUN, STEP, ind.sha256(f"S_{STEP}".encode()), struct.pack("<d", 1.0 / STEP),
+     "step_leaf": ind.step_leaf(OTHER_RUN, STEP, bytes.fromhex(S(STEP)), struct.pack("<d", 1.0 / STEP),
                                 struct.pack("<d", NORM)).hex(),
      "leaf_proof": inclusion(STEP - 1), "expect": "POT_E_INVALID_ARGUMENT"},
     {"call": "submit_opening", "caller": MINER, "now": 104, "challenge_id": 0, "manifest_digest": MANIFEST,
@@ -189,18 +287,18 @@ calls = [
     # S_0 (the commitment's). Round 1's point is step 2 (they agree), round
     # 2's step 3 (they differ): the record names step 3.
     {"call": "open_dispute", "caller": MINER, "now": 116, "run_id": RUN, "lo_leaf": "", "lo_proof": "",
-     "hi_leaf": leaves[3].hex(), "hi_proof": inclusion(3), "claim": digest("the outsider's S_4"),
+     "hi_leaf": leaves[3].hex(), "hi_proof": inclusion(3), "claim": state_of([1.5 * x for x in FORGED]),
      "expect": "POT_E_PERMISSION"},
     {"call": "open_dispute", "caller": OUTSIDER, "now": 116, "run_id": RUN, "lo_leaf": "", "lo_proof": "",
-     "hi_leaf": leaves[3].hex(), "hi_proof": inclusion(3), "claim": ind.sha256(b"S_4").hex(),
+     "hi_leaf": leaves[3].hex(), "hi_proof": inclusion(3), "claim": S(4),
      "expect": "POT_E_INVALID_ARGUMENT"},  # the miner's own digest: nothing disputed
     {"call": "open_dispute", "caller": OUTSIDER, "now": 116, "run_id": RUN, "lo_leaf": "", "lo_proof": "",
-     "hi_leaf": leaves[3].hex(), "hi_proof": inclusion(2), "claim": digest("the outsider's S_4"),
+     "hi_leaf": leaves[3].hex(), "hi_proof": inclusion(2), "claim": state_of([1.5 * x for x in FORGED]),
      "expect": "POT_E_PROOF_MISMATCH"},
     {"call": "open_dispute", "caller": OUTSIDER, "now": 116, "run_id": RUN, "lo_leaf": "", "lo_proof": "",
-     "hi_leaf": leaves[3].hex(), "hi_proof": inclusion(3), "claim": digest("the outsider's S_4")},
+     "hi_leaf": leaves[3].hex(), "hi_proof": inclusion(3), "claim": state_of([1.5 * x for x in FORGED])},
     {"call": "open_dispute", "caller": OUTSIDER, "now": 116, "run_id": RUN, "lo_leaf": "", "lo_proof": "",
-     "hi_leaf": leaves[3].hex(), "hi_proof": inclusion(3), "claim": digest("the outsider's S_4"),
+     "hi_leaf": leaves[3].hex(), "hi_proof": inclusion(3), "claim": state_of([1.5 * x for x in FORGED]),
      "expect": "POT_E_DUPLICATE"},
     # A second dispute from step 2 (agreed: the miner's leaf) that the
     # miner leaves unanswered: settled at the round's deadline + 1 (121 + 1),
@@ -208,7 +306,12 @@ calls = [
     {"call": "open_dispute", "caller": FIRST_WITNESS[0], "now": 116, "run_id": RUN,
      "lo_leaf": leaves[1].hex(), "lo_proof": inclusion(1), "hi_leaf": leaves[3].hex(), "hi_proof": inclusion(3),
      "claim": digest("another S_4")},
-    {"call": "claim_dispute", "caller": MINER, "now": 117, "dispute_id": 0, "claims": [ind.sha256(b"S_2").hex()],
+    # Erin disputes from step 2 too, with a trace wired wrongly: its one
+    # round finds step 3 at 117 (dispute 2).
+    {"call": "open_dispute", "caller": THIRD, "now": 116, "run_id": RUN,
+     "lo_leaf": leaves[1].hex(), "lo_proof": inclusion(1), "hi_leaf": leaves[3].hex(), "hi_proof": inclusion(3),
+     "claim": state_of([1.5 * x for x in ERIN_W3])},
+    {"call": "claim_dispute", "caller": MINER, "now": 117, "dispute_id": 0, "claims": [S(2)],
      "expect": "POT_E_INVALID_ARGUMENT"},  # the miner claims with its leaves
     {"call": "claim_dispute", "caller": MINER, "now": 117, "dispute_id": 0,
      "claims": [{"step_leaf": leaves[2].hex(), "leaf_proof": inclusion(2)}], "expect": "POT_E_INVALID_ARGUMENT"},
@@ -216,19 +319,60 @@ calls = [
      "claims": [{"step_leaf": leaves[1].hex(), "leaf_proof": inclusion(1)}]},
     {"call": "claim_dispute", "caller": MINER, "now": 117, "dispute_id": 0,
      "claims": [{"step_leaf": leaves[1].hex(), "leaf_proof": inclusion(1)}], "expect": "POT_E_DUPLICATE"},
+    {"call": "claim_dispute", "caller": MINER, "now": 117, "dispute_id": 2,
+     "claims": [{"step_leaf": leaves[2].hex(), "leaf_proof": inclusion(2)}]},
+    {"call": "claim_dispute", "caller": THIRD, "now": 117, "dispute_id": 2, "claims": [state_of(ERIN_W3)]},
     {"call": "dispute_info", "dispute_id": 0},
-    {"call": "claim_dispute", "caller": OUTSIDER, "now": 118, "dispute_id": 0, "claims": [ind.sha256(b"S_2").hex()]},
+    # Dispute 2's traces (phase from 117): each party's post-state node
+    # gives its S_3; the operator bisection starts at 118.
+    commit_trace(MINER, 118, 2, HONEST),
+    commit_trace(THIRD, 118, 2, ERINS),
+    {"call": "claim_dispute", "caller": OUTSIDER, "now": 118, "dispute_id": 0, "claims": [S(2)]},
     {"call": "claim_dispute", "caller": OUTSIDER, "now": 119, "dispute_id": 0,
-     "claims": [digest("the outsider's S_3")]},
+     "claims": [state_of(FORGED)]},
     {"call": "claim_dispute", "caller": MINER, "now": 119, "dispute_id": 0,
      "claims": [{"step_leaf": leaves[2].hex(), "leaf_proof": inclusion(2)}]},
-    {"call": "dispute_info", "dispute_id": 0, "expect": "POT_E_NOT_FOUND"},
+    # Step 3 found: with a referee, dispute 0 enters its traces phase.
+    {"call": "dispute_info", "dispute_id": 0},
+    op_claims(MINER, 119, 2, HONEST, [1]),
+    op_claims(THIRD, 119, 2, ERINS, [1]),  # the roots of node 0 agree
     {"call": "claim_dispute", "caller": FIRST_WITNESS[0], "now": 120, "dispute_id": 1,
      "claims": [digest("another S_3")]},
+    # Carol cannot bring the honest trace: its post-state node gives the
+    # miner's S_3, not carol's.
+    commit_trace(OUTSIDER, 120, 0, HONEST, expect="POT_E_INVALID_ARGUMENT"),
+    commit_trace(MINER, 120, 0, HONEST),
+    commit_trace(OUTSIDER, 120, 0, CAROLS),
+    op_claims(MINER, 120, 2, HONEST, [2]),
+    op_claims(THIRD, 120, 2, ERINS, [2]),  # the roots of nodes 0-1 differ: node 1
     {"call": "settle_dispute", "now": 121, "dispute_id": 1, "expect": "POT_E_STATE"},
+    op_claims(MINER, 121, 0, HONEST, [1]),
+    open_node(MINER, 121, 0, HONEST, 1, expect="POT_E_STATE"),  # the operators phase
+    op_claims(OUTSIDER, 121, 0, CAROLS, [1]),
+    # Dispute 2's openings of node 1: erin's names node 0's result as its
+    # second argument, but node 0 gave another tensor. The ledger rules
+    # (rule 2, source): erin loses.
+    open_node(MINER, 121, 2, HONEST, 1),
+    open_node(THIRD, 121, 2, ERINS, 1),
+    {"call": "dispute_info", "dispute_id": 2, "expect": "POT_E_NOT_FOUND"},  # ended: in the outcome log
     {"call": "claim_dispute", "caller": MINER, "now": 122, "dispute_id": 1,
      "claims": [{"step_leaf": leaves[2].hex(), "leaf_proof": inclusion(2)}], "expect": "POT_E_STATE"},
     {"call": "settle_dispute", "now": 122, "dispute_id": 1},
+    op_claims(OUTSIDER, 122, 0, CAROLS, [2]),
+    op_claims(MINER, 122, 0, HONEST, [2]),
+    # Node 1 of dispute 0: the same add of the same tensors, different
+    # results. The ledger cannot run an operator: the referee phase.
+    open_node(OUTSIDER, 123, 0, CAROLS, 1),
+    open_node(MINER, 123, 0, HONEST, 1),
+    {"call": "dispute_info", "dispute_id": 0},
+    {"call": "rule_dispute", "caller": OUTSIDER, "now": 124, "dispute_id": 0, "miner_loses": True,
+     "challenger_loses": False, "rule": "operator", "expect": "POT_E_PERMISSION"},
+    {"call": "rule_dispute", "caller": REFEREE, "now": 124, "dispute_id": 0, "miner_loses": False,
+     "challenger_loses": True, "rule": "opening", "expect": "POT_E_INVALID_ARGUMENT"},
+    # The referee ran aten::add.Tensor on the opened arguments ([2.25, 4.5]
+    # + [1.125, 2.25] = [3.375, 6.75]): carol's result is not it.
+    {"call": "rule_dispute", "caller": REFEREE, "now": 124, "dispute_id": 0, "miner_loses": False,
+     "challenger_loses": True, "rule": "operator"},
     {"call": "finalize_challenge", "now": 124, "challenge_id": 0, "expect": "POT_E_STATE"},
     {"call": "challenge_info", "challenge_id": 0},
     {"call": "finalize_challenge", "now": 125, "challenge_id": 0},
@@ -285,13 +429,15 @@ json.dump({
                    "before the task's end, a root after it, the pruned run, the pruned task posted again; in disputes, one opened by the miner, one disputing "
                    "the miner's own digest, one with another leaf's proof, a second one by the same verifier, the "
                    "miner claiming with a digest and with the leaf of another step, a second claim in a round, the "
-                   "ended dispute queried, a settlement before the deadline and a claim after it). Made by "
+                   "ended dispute queried, a settlement before the deadline and a claim after it, a challenger committing the "
+                   "miner's trace, an opening in the operators phase, a ruling by a party and one by a rule the "
+                   "referee cannot use). Made by "
                    "tests/vectors/make_ledger_transcript.py; each call carries the outcome and result the "
                    "reference ledger gives; `pot ledger` replays it and fails on any difference, including the "
                    "final state's SHA-256.",
     "config": {"draw_delay": 1, "opening_window": 10, "commit_window": 10, "reveal_window": 10,
                "max_committee_size": COMMITTEE_SIZE,
                "min_stake": 1, "max_rounds": 4, "max_attempts": 2,
-               "dispute_window": 5, "dispute_arity": 2},
+               "dispute_window": 5, "dispute_arity": 2, "referee": REFEREE},
     "calls": calls}, sys.stdout, indent=1, sort_keys=True)
 print()

@@ -21,6 +21,16 @@ def load_vectors(name):
         return json.load(f)
 
 
+def transcript_ledger(cfg):
+    """A pot.Ledger from a transcript's config (its referee is hex in JSON,
+    bytes in Python)."""
+    import pot
+    cfg = dict(cfg)
+    if "referee" in cfg:
+        cfg["referee"] = bytes.fromhex(cfg["referee"])
+    return pot.Ledger(**cfg)
+
+
 def stream(seed, n):
     """The tensor bytes of hash.json: the first n bytes of
     SHA-256(seed || u64le(0)) || SHA-256(seed || u64le(1)) || ...,

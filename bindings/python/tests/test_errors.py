@@ -124,11 +124,11 @@ def test_provoked(tmp_path):
 def test_conflict_from_the_ledger():
     """A size already posted with another root is POT_E_CONFLICT: driven
     through the transcript's first calls."""
-    from conftest import load_vectors
+    from conftest import load_vectors, transcript_ledger
     v = load_vectors("ledger_transcript.json")
     calls = [{k: x for k, x in c.items() if k not in ("expect", "result")} for c in v["calls"]]
     cfg = v["config"]
-    with pot.Ledger(**cfg) as ledger:
+    with transcript_ledger(cfg) as ledger:
         posted = None
         for c, raw in zip(calls, v["calls"]):
             if raw.get("expect", "ok") != "ok":

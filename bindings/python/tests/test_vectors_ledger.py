@@ -3,14 +3,14 @@
 import pytest
 
 import pot
-from conftest import load_vectors, want_error
+from conftest import load_vectors, transcript_ledger, want_error
 
 V = load_vectors("ledger_transcript.json")
 
 
 def test_ledger_transcript():
     cfg = V["config"]
-    ledger = pot.Ledger(**cfg)
+    ledger = transcript_ledger(cfg)
     with ledger:
         for i, call in enumerate(V["calls"]):
             expect = call.get("expect", "ok")
@@ -29,7 +29,7 @@ def test_ledger_transcript():
             assert outcome == expect, f"call {i} ({args['call']}): {result}"
             if "result" in call:
                 assert result == call["result"], f"call {i} ({args['call']})"
-        assert len(V["calls"]) == 80
+        assert len(V["calls"]) == 106
 
         state = ledger.save()
         assert str(pot.sha256(state)) == V["state_sha256"]
@@ -51,7 +51,7 @@ def test_ledger_refusals_raise_their_status():
     identity, calls in the wrong phase), carrying the transcript's messages."""
     cfg = V["config"]
     seen = {}
-    with pot.Ledger(**cfg) as ledger:
+    with transcript_ledger(cfg) as ledger:
         for call in V["calls"]:
             args = {k: v for k, v in call.items() if k not in ("expect", "result")}
             if call.get("expect", "ok") == "ok":
@@ -92,17 +92,17 @@ def test_outcome_records_decode_to_the_verdicts_they_record():
 
 def test_dispute_records_decode_to_the_ends_they_record():
     """Each ended dispute's record (docs/PROTOCOL.md 20.2), decoded from its
-    bytes alone, says what the call that ended it said: the step found, or
-    the party that missed a deadline; broken records are refused by name."""
-    ends = [c["result"] for c in V["calls"]
-            if c["call"] in ("open_dispute", "claim_dispute", "settle_dispute") and c["expect"] == "ok"
-            and c["result"]["ended"]]
-    assert [r["outcome"]["end"] for r in ends] == ["step_found", "miner_default"]
+    bytes alone, says what the call that ended it said: the ledger's own
+    ruling on an opening, the party that missed a deadline, the referee's
+    ruling; broken records are refused by name."""
+    ends = [c["result"] for c in V["calls"] if c["expect"] == "ok" and c["result"].get("ended")]
+    assert [(r["outcome"]["end"], r["outcome"]["rule"], r["outcome"]["losers"]) for r in ends] == [
+        ("ruled", "source", ["challenger"]), ("miner_default", None, ["miner"]),
+        ("referee_ruled", "operator", ["challenger"])]
     for r in ends:
         assert pot.decode_outcome(bytes.fromhex(r["record"])) == r["outcome"]
-    found = pot.decode_outcome(bytes.fromhex(ends[0]["record"]))
-    assert (found["step"], found["losers"]) == (3, [])
-    assert pot.decode_outcome(bytes.fromhex(ends[1]["record"]))["losers"] == ["miner"]
+    ruled = pot.decode_outcome(bytes.fromhex(ends[0]["record"]))
+    assert (ruled["step"], ruled["node"], ruled["phase"]) == (3, 1, "openings")
     record = bytes.fromhex(ends[0]["record"])
     with pytest.raises(pot.MalformedError, match=r"this SDK reads 'pot/v3/dispute-outcome' \(protocol version 3\)"):
         pot.decode_outcome(record.replace(b"pot/v3/dispute-outcome", b"pot/v2/dispute-outcome"))

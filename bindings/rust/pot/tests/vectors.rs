@@ -9,7 +9,7 @@ use pot::{
     Commitment, Digest, Dtype, ErrorKind, Ledger, LedgerConfig, Log, ScheduleEntry, SeededSchedule, Spec, State,
     StepLeaf, TensorAssembler, Tree, protocol,
 };
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn concat_hex(list: &[Value]) -> Vec<u8> {
     list.iter().flat_map(|h| unhex(h.as_str().unwrap())).collect()
@@ -498,18 +498,23 @@ fn protocol_witness_commitments() {
 fn ledger_transcript() {
     let v = load("ledger_transcript.json");
     let config = &v["config"];
-    let mut ledger = Ledger::new(LedgerConfig {
-        draw_delay: u(config, "draw_delay"),
-        opening_window: u(config, "opening_window"),
-        commit_window: u(config, "commit_window"),
-        reveal_window: u(config, "reveal_window"),
-        max_committee_size: u(config, "max_committee_size") as u32,
-        min_stake: u(config, "min_stake"),
-        max_rounds: u(config, "max_rounds") as u32,
-        max_attempts: u(config, "max_attempts") as u32,
-        dispute_window: u(config, "dispute_window"),
-        dispute_arity: u(config, "dispute_arity") as u32,
-    })
+    // The transcript's config names a referee: its disputes play the
+    // operator phase (traces, node rounds, openings, the referee's ruling).
+    let mut ledger = Ledger::with_referee(
+        LedgerConfig {
+            draw_delay: u(config, "draw_delay"),
+            opening_window: u(config, "opening_window"),
+            commit_window: u(config, "commit_window"),
+            reveal_window: u(config, "reveal_window"),
+            max_committee_size: u(config, "max_committee_size") as u32,
+            min_stake: u(config, "min_stake"),
+            max_rounds: u(config, "max_rounds") as u32,
+            max_attempts: u(config, "max_attempts") as u32,
+            dispute_window: u(config, "dispute_window"),
+            dispute_arity: u(config, "dispute_arity") as u32,
+        },
+        &unhex(s(config, "referee")),
+    )
     .unwrap();
     let calls = arr(&v, "calls");
     let mut refused = 0;
@@ -539,7 +544,7 @@ fn ledger_transcript() {
             }
         }
     }
-    assert_eq!((calls.len(), refused), (80, 35));
+    assert_eq!((calls.len(), refused), (106, 39));
     let state = ledger.save().unwrap();
     assert_eq!(pot::sha256(&state).unwrap(), digest(&v, "state_sha256"));
     // Save, load, save again: the same bytes.
@@ -581,13 +586,12 @@ fn dispute_records_decode() {
     let ends: Vec<&Value> = arr(&v, "calls")
         .iter()
         .filter(|c| {
-            ["open_dispute", "claim_dispute", "settle_dispute"].contains(&s(c, "call"))
-                && s(c, "expect") == "ok"
-                && c["result"]["ended"] == Value::Bool(true)
+            // Any dispute call may end one: claims, traces, openings, rulings.
+            s(c, "expect") == "ok" && c["result"]["ended"] == Value::Bool(true)
         })
         .map(|c| &c["result"])
         .collect();
-    assert_eq!(ends.len(), 2);
+    assert_eq!(ends.len(), 3);
     for r in &ends {
         let record = unhex(s(r, "record"));
         let d: Value = serde_json::from_str(&pot::ledger::decode_outcome(&record).unwrap()).unwrap();
@@ -596,8 +600,16 @@ fn dispute_records_decode() {
         longer.push(0);
         assert_eq!(pot::ledger::decode_outcome(&longer).unwrap_err().kind(), pot::ErrorKind::Malformed);
     }
-    assert_eq!(ends[0]["outcome"]["end"], "step_found");
-    assert_eq!(ends[1]["outcome"]["losers"], serde_json::json!(["miner"]));
+    let summary: Vec<(&Value, &Value, &Value)> =
+        ends.iter().map(|r| (&r["outcome"]["end"], &r["outcome"]["rule"], &r["outcome"]["losers"])).collect();
+    assert_eq!(
+        summary,
+        [
+            (&json!("ruled"), &json!("source"), &json!(["challenger"])),
+            (&json!("miner_default"), &Value::Null, &json!(["miner"])),
+            (&json!("referee_ruled"), &json!("operator"), &json!(["challenger"])),
+        ]
+    );
 }
 
 #[test]
