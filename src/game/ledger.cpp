@@ -26,7 +26,7 @@ using namespace ledger_util;
 
 namespace {
 
-constexpr uint32_t kStateFormatVersion = 4;
+constexpr uint32_t kStateFormatVersion = 5;
 
 const char *verdict_name(Verdict v) {
   switch (v) {
@@ -712,8 +712,10 @@ ChallengeVerdict Ledger::finalize_challenge(uint64_t challenge_id, uint64_t now)
       r.challenge_ids, [&](uint64_t id) { return id == challenge_id || challenges_.at(id).outcome; });
   std::map<Digest, ClosedRun> closed_node;
   if (closes)
-    closed_node.emplace(run_id, ClosedRun{r.commitment.task_id, r.commitment.miner_identity,
-                                          r.slashable || v.verdict == Verdict::kFail});
+    closed_node.emplace(run_id,
+                        ClosedRun{r.commitment.task_id, r.commitment.miner_identity,
+                                  r.slashable || v.verdict == Verdict::kFail, r.commitment.declared_steps,
+                                  r.latest_root, r.commitment.initial_state_digest});
   // Appending may allocate (strong guarantee); nothing after it does.
   outcomes_.append_hash(leaf);
   c.outcome = Final{v.verdict, v.cluster_size, v.cluster_stake, v.outcome_index};
@@ -805,6 +807,8 @@ RunInfo Ledger::run_info(const Digest &run_id) const {
     i.task_id = closed->second.task_id;
     i.miner_identity = closed->second.miner_identity;
     i.slashable = closed->second.slashable;
+    i.declared_steps = i.latest_size = closed->second.declared_steps;
+    i.latest_root = closed->second.root;
     i.sealed = true;  // a run closes once its challenges, drawn after its seal, are final
     i.closed = true;
     return i;
@@ -912,6 +916,7 @@ Bytes Ledger::save() const {
     if (r.latest_size > 0) put(m->mutable_latest_root(), r.latest_root);
     if (r.sealed()) m->set_seal_height(r.seal_height);
     if (r.drawn_from) put(m->mutable_drawn_from(), r.drawn_from->height, r.drawn_from->value);
+    m->set_lost_dispute(r.lost_dispute);
   }
   for (const auto &[id, t] : tasks_) {
     v2::LedgerTask *m = p.add_tasks();
@@ -986,6 +991,9 @@ Bytes Ledger::save() const {
     put(m->mutable_task_id(), r.task_id);
     m->set_miner_identity(as_string(r.miner_identity));
     m->set_slashable(r.slashable);
+    m->set_declared_steps(r.declared_steps);
+    put(m->mutable_root(), r.root);
+    put(m->mutable_initial_state_digest(), r.initial_state_digest);
   }
   if (outcomes_.size() > 0) p.set_outcome_log(as_string(outcomes_.save()));
   save_disputes(p);
@@ -1010,7 +1018,8 @@ Ledger Ledger::load(ByteView b) {
   // bytes or more), a salt of 16 bytes or more (18), a kind (2), a
   // framework_version, intra_op_threads and hardware_class (3, 2, 3); a
   // task its task_id and the task; a randomness entry its value; a closed
-  // run its run_id, task_id and miner identity.
+  // run its run_id, task_id, miner identity, declared_steps, root and
+  // initial_state_digest.
   commit::check_min_sizes(b,
                           {{5, 34},
                            {6, 34, {{9, 37}, {10, 31}, {13, 5}, {18, 1}}},
@@ -1018,7 +1027,7 @@ Ledger Ledger::load(ByteView b) {
                            {9, 34},
                            {10, 5},
                            {11, 71},
-                           {13, 40}},
+                           {13, 141}},
                           "ledger state");
   v2::LedgerState p;
   if (!p.ParseFromArray(b.data(), static_cast<int>(b.size())))
@@ -1028,7 +1037,9 @@ Ledger Ledger::load(ByteView b) {
                           kStateFormatVersion,
                           p.format_version() == 2   ? "; format 2 had no disputes and no dispute config"
                           : p.format_version() == 3 ? "; format 3 had no referee and no operator phase"
-                                                    : ""));
+                          : p.format_version() == 4
+                              ? "; format 4 kept no root of a closed run and no dispute a miner lost"
+                              : ""));
   if (!p.has_config()) bad_state("the config is missing");
   LedgerConfig config;
   config.draw_delay = p.config().draw_delay();
@@ -1115,6 +1126,8 @@ Ledger Ledger::load(ByteView b) {
       bad_state(where + ": a root without a posted size");
     r.seal_height = m.seal_height();
     if (!r.sealed() && r.seal_height != 0) bad_state(where + ": a seal height, but not sealed");
+    r.lost_dispute = r.slashable = m.lost_dispute();
+    if (r.lost_dispute && !r.sealed()) bad_state(where + ": a lost dispute, but not sealed");
     if (r.seal_height > l.height_) bad_state(where + ": sealed above the height");
     if (r.seal_height > task->second.task.end_height) bad_state(where + ": sealed after its task's end_height");
     if (r.sealed() && l.config_.draw_delay > UINT64_MAX - r.seal_height)
@@ -1141,6 +1154,10 @@ Ledger Ledger::load(ByteView b) {
     r.miner_identity = to_bytes(view_of(m.miner_identity()));
     as_state_check(where + ": miner", [&] { check_caller(r.miner_identity, "start_training_commitment"); });
     r.slashable = m.slashable();
+    r.declared_steps = m.declared_steps();
+    if (r.declared_steps == 0) bad_state(where + ": declared_steps 0");
+    r.root = digest_field(m.root(), where + ": root");
+    r.initial_state_digest = digest_field(m.initial_state_digest(), where + ": initial_state_digest");
     if (!l.tasks_.contains(r.task_id)) bad_state(where + ": its task is not posted");
     if (l.runs_.contains(run_id)) bad_state(where + " is also open");
     if (!l.run_keys_.emplace(RunKey{r.task_id, r.miner_identity}, run_id).second)
@@ -1519,11 +1536,11 @@ nlohmann::json Ledger::apply(const nlohmann::json &call) {
     out["run_id"] = r.run_id.hex();
     out["task_id"] = r.task_id.hex();
     out["miner_identity"] = to_hex(r.miner_identity);
-    // A closed run keeps its key and its slashable flag only.
+    // A closed run keeps its key, its slashable flag and its final root.
     const bool kept = !r.closed;
-    out["declared_steps"] = kept ? nlohmann::json(r.declared_steps) : null;
-    out["latest_size"] = kept ? nlohmann::json(r.latest_size) : null;
-    out["latest_root"] = kept && r.latest_size > 0 ? nlohmann::json(r.latest_root.hex()) : null;
+    out["declared_steps"] = r.declared_steps;
+    out["latest_size"] = r.latest_size;
+    out["latest_root"] = r.latest_size > 0 ? nlohmann::json(r.latest_root.hex()) : null;
     out["sealed"] = r.sealed;
     out["seal_height"] = kept && r.sealed ? nlohmann::json(r.seal_height) : null;
     out["draw_height"] = kept && r.sealed ? nlohmann::json(r.draw_height) : null;

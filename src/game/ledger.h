@@ -104,17 +104,20 @@ struct RunInfo {
   // Once its challenges are issued: the randomness they were drawn from
   // (the first posted at a height >= draw_height).
   std::optional<BlockRandomness> drawn_from;
-  bool slashable = false;    // some challenge of the run finalized FAIL
+  // Some challenge of the run finalized FAIL, or a dispute of the run ended
+  // naming the miner a loser (docs/ledger.md 2.14).
+  bool slashable = false;
   // Every challenge of the run is final, and the ledger pruned them with
-  // the run's record (docs/ledger.md section 2.9): only run_id, task_id,
-  // miner_identity and slashable are kept; the other fields read 0, empty,
-  // false, nullopt.
+  // the run's record (docs/ledger.md section 2.9): run_id, task_id,
+  // miner_identity, slashable, declared_steps, latest_size (=
+  // declared_steps) and latest_root are kept; seal_height, draw_height and
+  // drawn_from read 0 and nullopt.
   bool closed = false;
 };
 
 // What prune_task removed besides the task.
 struct PrunedTask {
-  uint64_t closed_runs = 0;  // closed runs (their keys and slashable flags)
+  uint64_t closed_runs = 0;  // closed runs (their keys, slashable flags and roots)
   uint64_t void_runs = 0;    // runs never sealed by the task's end_height
 };
 
@@ -297,7 +300,8 @@ class Ledger {
                             ByteView salt, uint64_t now);
   // Appends the challenge's outcome record to the outcome log. Finalizing
   // the last open challenge of a run closes the run: its challenges and
-  // commitment are pruned, leaving the closed run's key and slashable flag.
+  // commitment are pruned, leaving the closed run's key, slashable flag and
+  // what a dispute of it needs (final root, size, S_0).
   ChallengeVerdict finalize_challenge(uint64_t challenge_id, uint64_t now);
   // Draws a new committee for a challenge awaiting one, from the first
   // randomness posted at a height >= its awaiting_redraw_from, among the
@@ -314,7 +318,8 @@ class Ledger {
 
   // Disputes (docs/ledger.md 2.12-2.17, src/game/ledger_disputes.cpp and
   // ledger_operators.cpp). A registered verifier disputes the state digest
-  // the run's committed leaf `hi_leaf` gives, claiming `claim` instead, from
+  // a sealed run's (open or closed, until its task is pruned) committed
+  // leaf `hi_leaf` gives, claiming `claim` instead, from
   // the agreed leaf `lo_leaf` (both empty: from step 0, the commitment's
   // initial state). Each round both parties claim the digests of the
   // round's points by its deadline: the miner with its committed leaves and
@@ -394,7 +399,8 @@ class Ledger {
     uint64_t seal_height = 0;  // meaningful once sealed
     std::optional<BlockRandomness> drawn_from;  // once its challenges are issued
     std::vector<uint64_t> challenge_ids;  // derived: issued in round order, consecutive
-    bool slashable = false;  // derived from the challenges, kept for queries
+    bool lost_dispute = false;  // a dispute ended naming the miner a loser (stored)
+    bool slashable = false;  // derived: lost_dispute or a challenge finalized FAIL, kept for queries
     bool sealed() const { return latest_size == commitment.declared_steps; }
   };
   struct Reveal {
@@ -419,6 +425,12 @@ class Ledger {
     hash::Digest task_id;
     Bytes miner_identity;
     bool slashable = false;
+    // Kept so that a dispute can be opened after the close (a split's
+    // members dispute once the challenge is final): the run's final root
+    // over declared_steps leaves and the commitment's S_0.
+    uint64_t declared_steps = 0;
+    hash::Digest root;
+    hash::Digest initial_state_digest;
   };
   struct Dispute {
     hash::Digest run_id;
@@ -534,7 +546,8 @@ class Ledger {
   void check_phase(const Dispute &d, uint64_t dispute_id, DisputePhase phase, uint64_t now, const char *call) const;
   // The height `now + dispute_window`, kOutOfRange past 2^64 - 1.
   uint64_t phase_deadline(uint64_t now, const char *call) const;
-  // Appends the record to the outcome log (the caller checked it is not full).
+  // Appends the record to the outcome log (the caller checked it is not
+  // full); a record naming the miner a loser makes its run slashable.
   DisputeProgress log_end(uint64_t id, const DisputeRecord &rec);
   static nlohmann::json dispute_json(const DisputeInfo &i);
   void save_disputes(v2::LedgerState &p) const;

@@ -88,6 +88,17 @@ DisputeRecord Ledger::record_of(uint64_t id, const Dispute &d, DisputeEnd end, u
 DisputeProgress Ledger::log_end(uint64_t id, const DisputeRecord &rec) {
   DisputeProgress out{id, rec, outcomes_.size()};
   outcomes_.append_hash(hash::leaf_hash(rec.encode()));
+  // The witness game's accountability: a miner that lost a dispute of its
+  // run is slashable, open run or closed (gone with its pruned task: the
+  // record still names it). Nothing here allocates or throws.
+  if (rec.losers & kLoserMiner) {
+    if (auto r = runs_.find(rec.run_id); r != runs_.end()) {
+      r->second.lost_dispute = true;
+      r->second.slashable = true;
+    } else if (auto c = closed_.find(rec.run_id); c != closed_.end()) {
+      c->second.slashable = true;
+    }
+  }
   return out;
 }
 
@@ -123,30 +134,39 @@ DisputeProgress Ledger::open_dispute(ByteView caller, const Digest &run_id, Byte
   constexpr const char *kCall = "open_dispute";
   check_now(now);
   check_caller(caller, kCall);
-  if (closed_.contains(run_id))
-    fail(Status::kState, "{}: run {} is closed: its root is no longer kept", kCall, run_id.hex());
-  const Run &r = run_for(run_id, kCall);
-  if (same(caller, r.commitment.miner_identity))
-    fail(Status::kPermission, "{}: the miner cannot dispute its own run", kCall);
+  // An open run, or a closed one (its challenges final: a split's members
+  // dispute after the finalization), while its task is not pruned.
+  struct Disputed {
+    const Bytes &miner;
+    uint64_t n;
+    const Digest &root;
+    const Digest &initial;
+  };
+  const auto closed = closed_.find(run_id);
+  const Run *open = closed == closed_.end() ? &run_for(run_id, kCall) : nullptr;
+  const Disputed r = open ? Disputed{open->commitment.miner_identity, open->commitment.declared_steps,
+                                     open->latest_root, open->commitment.initial_state_digest}
+                          : Disputed{closed->second.miner_identity, closed->second.declared_steps,
+                                     closed->second.root, closed->second.initial_state_digest};
+  if (same(caller, r.miner)) fail(Status::kPermission, "{}: the miner cannot dispute its own run", kCall);
   Bytes challenger = to_bytes(caller);
   if (!verifiers_.contains(challenger))
     fail(Status::kPermission, "{}: {} is not a registered verifier", kCall, to_hex(challenger));
-  if (!r.sealed())
-    fail(Status::kState, "{}: run {} is not sealed ({} of {} steps posted)", kCall, run_id.hex(), r.latest_size,
-         r.commitment.declared_steps);
+  if (open && !open->sealed())
+    fail(Status::kState, "{}: run {} is not sealed ({} of {} steps posted)", kCall, run_id.hex(), open->latest_size,
+         open->commitment.declared_steps);
   for (const auto &[id, d] : disputes_)
     if (d.run_id == run_id && d.challenger == challenger)
       fail(Status::kDuplicate, "{}: {} already disputes run {} (dispute {})", kCall, to_hex(challenger),
            run_id.hex(), id);
-  const uint64_t n = r.commitment.declared_steps;
+  const uint64_t n = r.n;
   uint64_t lo = 0;
-  Digest agreed = r.commitment.initial_state_digest;
+  Digest agreed = r.initial;
   if (!lo_leaf.empty() || !lo_proof.empty()) {
     if (lo_leaf.empty()) fail(Status::kInvalidArgument, "{}: a lo_proof without a lo_leaf", kCall);
-    std::tie(lo, agreed) = proven_leaf(run_id, n, r.latest_root, lo_leaf, lo_proof, fmt::format("{}: lo_leaf", kCall));
+    std::tie(lo, agreed) = proven_leaf(run_id, n, r.root, lo_leaf, lo_proof, fmt::format("{}: lo_leaf", kCall));
   }
-  const auto [hi, miner_hi] =
-      proven_leaf(run_id, n, r.latest_root, hi_leaf, hi_proof, fmt::format("{}: hi_leaf", kCall));
+  const auto [hi, miner_hi] = proven_leaf(run_id, n, r.root, hi_leaf, hi_proof, fmt::format("{}: hi_leaf", kCall));
   if (lo >= hi) fail(Status::kInvalidArgument, "{}: the agreed step {} is not below the disputed step {}", kCall, lo, hi);
   if (claim == miner_hi)
     fail(Status::kInvalidArgument, "{}: the claim is the miner's committed digest of step {}: nothing is disputed",
@@ -155,10 +175,10 @@ DisputeProgress Ledger::open_dispute(ByteView caller, const Digest &run_id, Byte
   if (outcomes_.size() == UINT64_MAX) fail(Status::kLimit, "{}: the outcome log is full", kCall);
   const uint64_t id = next_dispute_id_;
   Dispute d{run_id,
-            r.commitment.miner_identity,
+            r.miner,
             std::move(challenger),
             n,
-            r.latest_root,
+            r.root,
             lo,
             hi,
             now,

@@ -20,6 +20,7 @@
 #include "pot/v2/commitment.pb.h"
 #include "pot/v2/ledger.pb.h"
 #include "pot/v2/task.pb.h"
+#include "dispute/op_node.h"
 #include "game/ledger.h"
 #include "witness/witness.h"
 
@@ -480,6 +481,63 @@ TEST(Ledger, TieOrTooFewRevealsIsInconclusive) {
             "unrevealed");
   EXPECT_FALSE(f.ledger.run_info(f.run_id).slashable);
   expect_round_trip(f.ledger);
+}
+
+// Attack: a forger escapes FAIL by splitting the committee (accomplices
+// reveal its forged digest with as much stake as the honest members) and
+// has the split finalized at once, which closes the run. The closed run
+// keeps its root, so an honest member disputes the challenged step after
+// the close; a forger that cannot defend the step (silent here) loses and
+// its closed run becomes slashable. The other way round, a griefer that
+// disputes an honest miner's closed run and walks away loses, and the
+// miner, which answered, stays unslashable.
+TEST(Ledger, ASplitIsSettledByADisputeAfterTheRunCloses) {
+  LedgerConfig config = kConfig;
+  config.dispute_window = 5;
+  config.referee = id("referee");
+  for (const bool forged : {true, false}) {
+    SCOPED_TRACE(forged ? "a forging miner" : "an honest miner and a griefer");
+    Flow f(forged, config);
+    f.verifiers.push_back("dave");
+    f.seal();
+    const uint64_t cid = f.challenge();
+    const uint64_t t = f.step_of(cid);
+    f.open(cid);
+    const Digest committed = f.leaves.at(t - 1).state_digest;
+    const Digest other = forged ? Flow::honest_state(t) : d("a griefer's digest");
+    const game::ChallengeVerdict v =
+        f.judge(cid, {{"alice", test::replayed_finding(committed)},
+                      {"bob", test::replayed_finding(committed)},
+                      {"carol", test::replayed_finding(other)},
+                      {"dave", test::replayed_finding(other)}});
+    ASSERT_STREQ(cause_name(v.cause), "split");
+    ASSERT_TRUE(f.ledger.run_info(f.run_id).closed);
+    EXPECT_FALSE(f.ledger.run_info(f.run_id).slashable);
+    // Carol disputes step t from the miner's S_{t-1} (the state the
+    // committee replayed from): one step, so the traces phase at once.
+    const Bytes lo_leaf = t == 1 ? Bytes{} : f.leaf_bytes(t - 1);
+    const Bytes lo_proof = t == 1 ? Bytes{} : f.leaf_proof(t - 1);
+    const game::DisputeProgress p = f.ledger.open_dispute(id("carol"), f.run_id, lo_leaf, lo_proof, f.leaf_bytes(t),
+                                                          f.leaf_proof(t), other, f.now);
+    ASSERT_FALSE(p.ended);
+    EXPECT_EQ(f.ledger.dispute_info(p.dispute_id).phase, game::DisputePhase::kTraces);
+    // The honest party commits its trace of step t (here the post-state
+    // node alone, giving its S_t); the other one stays silent.
+    dispute::OpNode post{std::string(dispute::kPostStateOp), "", {}, {}};
+    dispute::OpValue digest;
+    digest.kind = dispute::ValueKind::kDigest;
+    digest.digest = forged ? other : committed;
+    post.outputs.push_back(digest);
+    const Bytes node = dispute::encode_op_node(post);
+    f.ledger.commit_trace(forged ? id("carol") : f.miner, p.dispute_id, 1, hash::leaf_hash(node), node, {}, ++f.now);
+    f.now = f.ledger.dispute_info(p.dispute_id).deadline + 1;
+    const game::DisputeProgress end = f.ledger.settle_dispute(p.dispute_id, f.now);
+    ASSERT_TRUE(end.ended);
+    EXPECT_EQ(end.ended->end, forged ? game::DisputeEnd::kMinerDefault : game::DisputeEnd::kChallengerDefault);
+    EXPECT_EQ(f.ledger.run_info(f.run_id).slashable, forged);
+    EXPECT_EQ(Ledger::load(f.ledger.save()).run_info(f.run_id).slashable, forged);
+    expect_round_trip(f.ledger);
+  }
 }
 
 TEST(Ledger, NoOpeningFailsAndWitnessesAreComparedWithTheCommittedBucket) {
@@ -1450,7 +1508,13 @@ TEST(Ledger, LoadChecksInvariants) {
   refused("version 1", [](auto &p) { p.set_format_version(1); });
   refused("version 2", [](auto &p) { p.set_format_version(2); });  // before disputes
   refused("version 3", [](auto &p) { p.set_format_version(3); });  // before the operator phase
-  refused("version 5", [](auto &p) { p.set_format_version(5); });
+  refused("version 4", [](auto &p) { p.set_format_version(4); });  // before closed runs kept their roots
+  refused("version 6", [](auto &p) { p.set_format_version(6); });
+  try {
+    Ledger::load(mutated(s, [](auto &p) { p.set_format_version(4); }));
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("format 4 kept no root of a closed run"), std::string::npos) << e.what();
+  }
   refused("no config", [](auto &p) { p.clear_config(); });
   refused("max committee size 0", [](auto &p) { p.mutable_config()->set_max_committee_size(0); });
   refused("max committee size 1025", [](auto &p) { p.mutable_config()->set_max_committee_size(1025); });
@@ -1575,6 +1639,9 @@ TEST(Ledger, LoadChecksInvariants) {
   refused("closed run id short", [](auto &p) { p.mutable_closed_runs(0)->mutable_run_id()->pop_back(); });
   refused("closed run's task not posted", [](auto &p) { (*p.mutable_closed_runs(0)->mutable_task_id())[0] ^= 1; });
   refused("closed run without a miner", [](auto &p) { p.mutable_closed_runs(0)->clear_miner_identity(); });
+  refused("closed run of 0 steps", [](auto &p) { p.mutable_closed_runs(0)->clear_declared_steps(); });
+  refused("closed run's root short", [](auto &p) { p.mutable_closed_runs(0)->mutable_root()->pop_back(); });
+  refused("closed run without S_0", [](auto &p) { p.mutable_closed_runs(0)->clear_initial_state_digest(); });
   refused("closed run on an open run's key", [](auto &p) {
     const std::string commitment = p.runs(0).commitment();
     auto *c = p.mutable_closed_runs(0);
@@ -1765,12 +1832,15 @@ TEST(Ledger, JsonCallsMatchTheCppCalls) {
   EXPECT_EQ(fin["outcome_index"], 0);
   EXPECT_EQ(fin["outcome_root"], hash::leaf_hash(v.outcome.encode()).hex());
   EXPECT_EQ(fin["run_closed"], true);
-  // Closed: the run keeps its key and slashable flag, the challenge is pruned.
+  // Closed: the run keeps its key, slashable flag and final root (a
+  // dispute may still be opened), the challenge is pruned.
   const nlohmann::json closed = call({{"call", "run_info"}, {"run_id", run}});
   EXPECT_EQ(closed["closed"], true);
   EXPECT_EQ(closed["slashable"], false);
   EXPECT_EQ(closed["miner_identity"], miner);
-  EXPECT_TRUE(closed["latest_root"].is_null());
+  EXPECT_EQ(closed["latest_root"], f.tree->root(kSteps).hex());
+  EXPECT_EQ(closed["declared_steps"], kSteps);
+  EXPECT_TRUE(closed["seal_height"].is_null());
   EXPECT_TRUE(closed["drawn_from"].is_null());
   EXPECT_REFUSED(l, Status::kState, l.apply({{"call", "challenge_info"}, {"challenge_id", cid}}));
   const nlohmann::json info = call({{"call", "ledger_info"}});

@@ -606,7 +606,8 @@ def test_attack_history_does_not_fill_the_state():
     run whose challenges are all final closes: its challenges and
     commitment are pruned, each outcome is a record in the outcome log (its
     root in the state, its records in the finalize results), and the closed
-    run keeps only its key (task, miner) and its slashable flag. Thirty
+    run keeps its key (task, miner), its slashable flag and what a dispute
+    after the close needs (final root, size, S_0). Thirty
     honest runs, each challenged 8 times and witnessed, leave the state
     larger by that residue alone; a chain proves any record against the
     logged root with an RFC 9162 inclusion proof. Once the task's end has
@@ -630,7 +631,8 @@ def test_attack_history_does_not_fill_the_state():
             records.append(bytes.fromhex(v["outcome"]))
         assert v["run_closed"]
         info = chain.ledger.apply({"call": "run_info", "run_id": run})
-        assert (info["closed"], info["slashable"], info["declared_steps"]) == (True, False, None)
+        assert (info["closed"], info["slashable"], info["declared_steps"]) == (True, False, STEPS)
+        assert (info["latest_root"], info["seal_height"]) == (log.root().hex(), None)  # kept for disputes
         with pytest.raises(pot.StateError, match="final and pruned"):
             chain.ledger.apply({"call": "challenge_info", "challenge_id": pairs[0][0]})
         # Registering the run again names the closed run (the key is kept),
@@ -641,11 +643,12 @@ def test_attack_history_does_not_fill_the_state():
             chain.call("issue_challenge", run_id=run)
         sizes.append(len(chain.ledger.save()))
         assert sizes[-1] < open_size
-    # The closed runs' residue: a run id, a task id, the miner's name and a
-    # few tags; the outcome log's border; nothing per challenge.
+    # The closed runs' residue: a run id, a task id, the miner's name, the
+    # step count, the final root and S_0 (a dispute may follow the close)
+    # and a few tags; the outcome log's border; nothing per challenge.
     per_run = (sizes[-1] - sizes[0]) / 29
-    assert per_run < 90, per_run
-    assert sizes[-1] - empty < 30 * 90 + 8 + 64 * 32
+    assert per_run < 160, per_run
+    assert sizes[-1] - empty < 30 * 160 + 8 + 64 * 32
     ledger = chain.ledger.apply({"call": "ledger_info"})
     assert (ledger["outcome_count"], ledger["closed_runs"], ledger["kept_challenges"]) == (240, 30, 0)
     assert ledger["outcome_root"] == records.root().hex()
@@ -723,3 +726,65 @@ def test_attack_a_silent_coalition_is_replaced_and_the_forged_step_fails():
     # independent encoding by Chain.finalize).
     assert [r[23:27] for r in chain.records] == [b"\x01\0\0\0", b"\x02\0\0\0"]
 
+
+
+def test_attack_a_split_committee_is_settled_by_a_dispute_after_the_run_closed():
+    """docs/security.md 6.1: a forger's accomplices reveal its forged digests
+    with as much stake as the honest members, so every challenge ends
+    INCONCLUSIVE `split` and the last finalization closes the run. The
+    closed run keeps its final root (ledger state format 5), so an honest
+    member disputes a challenged step after the close; the forger, whose
+    forged digest no honest trace ends in, stays silent and loses by
+    default: its closed run is slashable, and the record names it."""
+    verifiers = {b"alice": 10, b"bob": 10, b"carol": 10, b"dave": 10}
+    chain = Chain(verifiers, config=dict(CONFIG, dispute_window=5, referee=b"referee"))
+    run, leaves, log = chain.run(MINER, forged=set(range(1, STEPS + 1)))
+    chain.block()
+    issued = chain.call("issue_challenge", run_id=run)
+    challenges = list(zip(issued["challenge_ids"], issued["steps"]))
+    for cid, step in challenges:
+        chain.open(MINER, cid, step, leaves, log)
+    accomplices, honest = (b"alice", b"bob"), (b"carol", b"dave")
+
+    def finding(w, step):
+        return replayed(leaves[step - 1].state_digest if w in accomplices else honest_state(step))
+
+    def salt(w, cid):
+        return hashlib.sha256(w + b"salt %d" % cid).digest()
+    for cid, step in challenges:
+        for w in verifiers:
+            st = chain.statement(run, cid, step, finding(w, step))
+            chain.call("commit_witness", caller=w.hex(), challenge_id=cid,
+                       commitment=pot.witness_commitment(st, salt(w, cid), w).hex())
+    info = chain.ledger.apply({"call": "challenge_info", "challenge_id": challenges[0][0]})
+    chain.now = info["commit_deadline"] + 1
+    for cid, step in challenges:
+        for w in verifiers:
+            chain.call("reveal_witness_value", caller=w.hex(), challenge_id=cid, **finding(w, step),
+                       environment=spec_environment(chain), salt=salt(w, cid).hex())
+    chain.now = info["reveal_deadline"] + 1
+    verdicts = [chain.finalize(cid) for cid, _ in challenges]
+    assert {(v["verdict"], v["cause"]) for v in verdicts} == {("inconclusive", "split")}
+    closed = chain.ledger.apply({"call": "run_info", "run_id": run})
+    assert (closed["closed"], closed["slashable"], closed["latest_root"]) == (True, False, log.root().hex())
+
+    # Carol disputes the first challenged step t from the miner's S_{t-1}.
+    _, t = challenges[0]
+    lo = ({"lo_leaf": leaves[t - 2].encode().hex(), "lo_proof": log.inclusion_proof(t - 2, STEPS).hex()} if t > 1
+          else {"lo_leaf": "", "lo_proof": ""})
+    opened = chain.call("open_dispute", caller=honest[0].hex(), run_id=run, **lo,
+                        hi_leaf=leaves[t - 1].encode().hex(), hi_proof=log.inclusion_proof(t - 1, STEPS).hex(),
+                        claim=honest_state(t).hex())
+    assert (opened["ended"], opened["phase"]) == (False, "traces")
+    # Her trace of step t (here its post-state node alone, giving her S_t).
+    post = pot.op_node_from_json({"name": "pot::post_state", "overload": "", "inputs": [],
+                                  "outputs": [{"digest": honest_state(t).hex()}]})
+    chain.call("commit_trace", caller=honest[0].hex(), dispute_id=opened["dispute_id"], size=1,
+               root=pot.sha256(b"\0" + post).hex(), post_node=post.hex(), post_proof="")
+    # The forger cannot bring a trace ending in its digest that an honest
+    # referee would uphold; it stays silent and loses at the deadline.
+    chain.now = opened["deadline"] + 1
+    end = chain.call("settle_dispute", dispute_id=opened["dispute_id"])
+    assert (end["outcome"]["end"], end["outcome"]["losers"], end["outcome"]["step"]) == ("miner_default", ["miner"], t)
+    assert chain.ledger.apply({"call": "run_info", "run_id": run})["slashable"]
+    assert pot.Ledger.load(chain.ledger.save()).apply({"call": "run_info", "run_id": run})["slashable"]
