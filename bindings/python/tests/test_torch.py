@@ -3,6 +3,7 @@ dropout, AdamW, a cosine LR schedule, gradient clipping, accumulation,
 zero_grad(set_to_none=True)) hooked with the three lines of docs/python.md;
 five beacon-challenged steps are served from the checkpoint directory and
 verified by the C++ replay called from Python; a tampered run fails."""
+import json
 import os
 
 import pytest
@@ -173,3 +174,34 @@ def test_recorder_checks_the_schedule_and_the_call_order(tmp_path):
     with pytest.raises(pot.InvalidArgumentError):
         pt.plan_schedule(loader, 2)
     rec.close()
+
+
+@pytest.mark.parametrize("flag", ["maximize", "capturable", "differentiable", "fused", "foreach"])
+def test_make_spec_refuses_an_option_it_does_not_replay_by_name(tmp_path, flag):
+    """An optimizer option that changes the update is refused at make_spec,
+    naming it, never recorded as a spec that replays another update. (Set
+    on the parameter group as torch 2.x's constructors set it; torch 1.13's
+    Adam takes no `fused` argument on CPU.)"""
+    model = Net()
+    program = str(tmp_path / "program.pt")
+    pt.save_program(model, program)
+    opt = torch.optim.Adam(model.parameters())
+    opt.param_groups[0][flag] = True
+    with pytest.raises(pot.InvalidArgumentError, match=f"{flag}=True is not replayed"):
+        pt.make_spec(opt, program, dtype=torch.float32, batch_size=4)
+
+
+def test_make_spec_reads_adamw_from_the_decoupled_weight_decay_flag(tmp_path):
+    """torch 2.x expresses AdamW as Adam(..., decoupled_weight_decay=True);
+    make_spec used to record it as "adam" (L2 decay, another update). The
+    flag is set on the group as torch 2.x's Adam sets it."""
+    model = Net()
+    program = str(tmp_path / "program.pt")
+    pt.save_program(model, program)
+    opt = torch.optim.Adam(model.parameters(), weight_decay=0.01)
+    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=4)
+    assert json.loads(spec.to_json())["optimizer"]["kind"] == "adam"
+    opt.param_groups[0]["decoupled_weight_decay"] = True
+    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=4)
+    assert json.loads(spec.to_json())["optimizer"]["kind"] == "adamw"
+    assert json.loads(spec.to_json())["optimizer"]["weight_decay"] == 0.01

@@ -225,12 +225,19 @@ def make_spec(optimizer: torch.optim.Optimizer, program: Union[str, "os.PathLike
         opt = {"kind": "sgd", "lr": base, "momentum": g["momentum"], "dampening": g["dampening"],
                "nesterov": g["nesterov"], "weight_decay": g["weight_decay"]}
     elif isinstance(optimizer, (torch.optim.AdamW, torch.optim.Adam)):
-        kind = "adamw" if isinstance(optimizer, torch.optim.AdamW) else "adam"
+        # torch 2.x spells AdamW as Adam(decoupled_weight_decay=True) (and
+        # makes AdamW a subclass of Adam): the flag, not the class, decides
+        # where the weight decay goes.
+        decoupled = isinstance(optimizer, torch.optim.AdamW) or bool(g.get("decoupled_weight_decay"))
+        kind = "adamw" if decoupled else "adam"
         opt = {"kind": kind, "lr": base, "beta1": g["betas"][0], "beta2": g["betas"][1], "eps": g["eps"],
                "weight_decay": g["weight_decay"], "amsgrad": g["amsgrad"]}
     else:
         raise InvalidArgumentError(f"{type(optimizer).__name__}: pot replays SGD, Adam and AdamW")
-    for flag in ("maximize", "capturable", "differentiable"):
+    # Options whose update pot does not replay, refused by name rather than
+    # recorded as a spec that replays another update (fused: torch 2.x's
+    # fused CPU kernels round differently from the single-tensor path).
+    for flag in ("maximize", "capturable", "differentiable", "fused"):
         if g.get(flag):
             raise InvalidArgumentError(f"optimizer option {flag}=True is not replayed")
     if g.get("foreach"):
