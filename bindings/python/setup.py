@@ -118,6 +118,23 @@ class BuildExt(build_ext):
             if str(libdir) not in SYSTEM_LIBDIRS:
                 ext.runtime_library_dirs.append(str(libdir))
         self._pot_include = include
+        self._pot_libdir = libdir
+
+    def _torch_version(self):
+        """pot_replay_framework_version of the libpot built against, asked
+        in a child process (loading libpot loads its LibTorch, which must
+        not meet a torch this setup process may have imported)."""
+        probe = ("import ctypes, sys\n"
+                 "lib = ctypes.CDLL(sys.argv[1])\n"
+                 "out, err = ctypes.c_char_p(), ctypes.c_void_p()\n"
+                 "status = lib.pot_replay_framework_version(ctypes.byref(out), ctypes.byref(err))\n"
+                 "print(out.value.decode() if status == 0 and out.value else '')\n")
+        done = subprocess.run([sys.executable, "-c", probe, str(self._pot_libdir / "libpot.so")],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"pot: cannot load {self._pot_libdir / 'libpot.so'} to read its LibTorch version: "
+                               f"{done.stderr.strip()}")
+        return done.stdout.strip() or None
 
     def swig_sources(self, sources, extension):
         interfaces = [s for s in sources if s.endswith(".i")]
@@ -138,6 +155,9 @@ class BuildExt(build_ext):
         self.announce("swig: " + " ".join(shlex.quote(c) for c in cmd), level=2)
         subprocess.run(cmd, check=True)
         check_wrapper(wrapper)
+        (outdir / "_build_torch.py").write_text(
+            '"""Written by setup.py: the LibTorch release libpot replays with (None: no replay layer)."""\n'
+            f"TORCH_VERSION = {self._torch_version()!r}\n")
         return [s for s in sources if not s.endswith(".i")] + [str(wrapper)]
 
 

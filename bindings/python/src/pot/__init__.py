@@ -22,7 +22,11 @@ its own calls (read-only handles let reads run at once), so handles may be
 shared between threads.
 """
 
-from . import _pot
+from ._torch_guard import check_torch as _check_torch
+
+_check_torch()  # before libpot (and its LibTorch) is loaded
+
+from . import _pot  # noqa: E402
 from ._core import (ABI_VERSION, BUILT_VERSION, CHUNK_SIZE, DIGEST_SIZE, MAX_BEACON_BYTES, MAX_CHALLENGE_ROUNDS,
                     PROTOCOL_VERSION, protocol_version,
                     MAX_JSON_BYTES, MAX_DIMS, MAX_NAME_BYTES, STEP_LEAF_SIZE, WITNESS_SALT_SIZE, Digest, abi_version, digest_to_hex,
