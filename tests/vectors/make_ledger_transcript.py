@@ -158,7 +158,8 @@ def tensor(values, source):
 
 
 def trace(h, out):
-    """The step-3 trace of a party whose node 1 adds h and gives out."""
+    """The step-3 trace of a party whose node 1 adds h and gives out: its
+    nodes' leaf data, and the bytes of node 1's tensor arguments (w_2, h)."""
     w2 = w_at(2)
     nodes = [
         {"name": "aten::mul", "overload": "Scalar",
@@ -172,7 +173,7 @@ def trace(h, out):
          "inputs": [{"string": "w"}, tensor(out, {"kind": "node", "node": 1, "slot": 0})],
          "outputs": [{"digest": state_of(out)}]},
     ]
-    return [ind.op_node_leaf_data(n) for n in nodes]
+    return [ind.op_node_leaf_data(n) for n in nodes], [w_bytes(w2), w_bytes(h)]
 
 
 HONEST = trace([x * 0.5 for x in w_at(2)], w_at(3))
@@ -188,21 +189,24 @@ def root(nodes, n=None):
     return ind.mth(nodes[:len(nodes) if n is None else n]).hex()
 
 
-def commit_trace(who, now, dispute_id, nodes, **extra):
+def commit_trace(who, now, dispute_id, party_trace, **extra):
+    nodes, _ = party_trace
     hashes = [ind.leaf_hash(x) for x in nodes]
     return dict({"call": "commit_trace", "caller": who, "now": now, "dispute_id": dispute_id, "size": len(nodes),
                  "root": root(nodes), "post_node": nodes[-1].hex(),
                  "post_proof": b"".join(ind.inclusion_path(len(nodes) - 1, hashes)).hex()}, **extra)
 
 
-def op_claims(who, now, dispute_id, nodes, points, **extra):
+def op_claims(who, now, dispute_id, party_trace, points, **extra):
+    nodes, _ = party_trace
     return dict({"call": "claim_dispute", "caller": who, "now": now, "dispute_id": dispute_id,
                  "claims": [root(nodes, p) for p in points]}, **extra)
 
 
-def open_node(who, now, dispute_id, nodes, i, **extra):
-    """Node i's opening: its proofs, node 0 (its producer) and the S_2
-    tensor proof of w, and the argument bytes."""
+def open_node(who, now, dispute_id, party_trace, i, **extra):
+    """Node i's opening: its proofs, its producer nodes, the S_2 tensor
+    proof of w, and (node 1's) argument bytes."""
+    nodes, args = party_trace
     hashes = [ind.leaf_hash(x) for x in nodes[:i + 1]]
     node = ind.op_node_decode(nodes[i])
     producers = sorted({t["source"]["node"] for t in ind._tensors(node["inputs"]) if t["source"]["kind"] == "node"})
@@ -210,7 +214,7 @@ def open_node(who, now, dispute_id, nodes, i, **extra):
     opening = ind.op_opening(nodes[i], ind.inclusion_path(i, hashes), ind.consistency_proof(i, hashes) if i else [],
                              [(j, nodes[j], ind.inclusion_path(j, hashes[:i])) for j in producers],
                              [("w", ind.tensor_proof(w2, "w"))],
-                             [w_bytes(w_at(2)), w_bytes(WIRED if nodes is ERINS else [x * 0.5 for x in w_at(2)])])
+                             args)
     return dict({"call": "open_node", "caller": who, "now": now, "dispute_id": dispute_id,
                  "opening": opening.hex()}, **extra)
 
