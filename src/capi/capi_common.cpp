@@ -26,7 +26,7 @@ pot_error g_out_of_memory{POT_E_OUT_OF_MEMORY, "out of memory"};
 pot_status set_error(pot_error **err, pot_status code, const char *message) noexcept {
   if (err) {
     try {
-      *err = new pot_error{code, message};
+      *err = new pot_error{code, printable_message(message ? message : "")};
     } catch (...) {
       *err = &g_out_of_memory;
     }

@@ -2,6 +2,9 @@
 // frozen in include/pot.h (pot_status); keep the two lists identical.
 #pragma once
 
+#include <string>
+#include <string_view>
+
 namespace pot {
 
 enum class Status : int {  // fixed type: any int value is valid
@@ -27,5 +30,10 @@ enum class Status : int {  // fixed type: any int value is valid
 
 // Stable upper-case name of a status, e.g. "POT_E_MALFORMED".
 const char *status_name(Status s) noexcept;
+
+// An error message as the C API hands it out: valid UTF-8 with no control
+// character but newline and tab. Anything else (bytes of a hostile input a
+// lower layer quoted, say) is written as \xNN.
+std::string printable_message(std::string_view message);
 
 }  // namespace pot

@@ -5,6 +5,7 @@
 #include <ATen/Context.h>
 #include <ATen/Version.h>
 
+#include "commit/cpu_isa.h"
 #include "commit/hardware_class.h"
 #include "common/error.h"
 
@@ -52,10 +53,9 @@ std::string onednn_isa() {
   void *get = dlsym(lib ? lib : RTLD_DEFAULT, "dnnl_get_effective_cpu_isa");
   void *name = dlsym(lib ? lib : RTLD_DEFAULT, "dnnl_cpu_isa2str");
   if (lib) dlclose(lib);  // RTLD_NOLOAD took a reference; LibTorch holds its own
-  if (!get || !name)
-    fail(Status::kUnsupported,
-         "hardware class: this LibTorch uses oneDNN, but oneDNN's dnnl_get_effective_cpu_isa is not reachable (a "
-         "statically linked oneDNN): its instruction set, which changes the bits, cannot be told");
+  // A oneDNN linked into LibTorch with its symbols hidden (the torch wheels
+  // on PyPI): its ISA derived from the CPU by oneDNN's own rule.
+  if (!get || !name) return commit::derived_onednn_isa();
   const char *s = reinterpret_cast<IsaName>(name)(reinterpret_cast<GetIsa>(get)());
   std::string v = s ? s : "";
   constexpr std::string_view kPrefix = "cpu_isa_";

@@ -11,6 +11,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
+#include <ATen/ScalarOps.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/version.h>
 
@@ -72,12 +73,55 @@ struct ParamState {
   std::map<std::string, at::Tensor> optim;  // key -> tensor (a copy owned by the replay)
 };
 
-// torch.nn.utils.clip_grad_norm_(parameters, max_norm) of torch 1.13, op for op.
+// The optimizer and clipping ports below follow, op for op, the torch
+// release this LibTorch belongs to (docs/determinism.md "Two torch lines"):
+// torch changed their code between 1.13 and 2.x in ways that change bits
+// (lerp_ in Adam, `** 0.5` for sqrt, _foreach_norm in clipping). A step's
+// spec names its release (framework_version): check_replayable refuses
+// any other before a port runs.
+#if TORCH_VERSION_MAJOR >= 2
+constexpr bool kTorch2 = true;
+#else
+constexpr bool kTorch2 = false;
+#endif
+
+// A Python number as an operator argument. torch's Python binding turns the
+// float of `t.mul_(0.9)` or `t / 3.0` into a 0-dim "wrapped number" tensor
+// and calls the Tensor overload (aten::mul_.Tensor); C++'s t.mul_(0.9) calls
+// aten::mul_.Scalar, which in torch 2.x rounds otherwise for BF16 and F16.
+at::Tensor py_float(double v) {
+  at::Tensor t = at::scalar_to_tensor(at::Scalar(v));
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+at::Tensor py_int(int64_t v) {
+  at::Tensor t = at::scalar_to_tensor(at::Scalar(v));
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+
+// torch.nn.utils.clip_grad_norm_(parameters, max_norm), op for op: 1.13
+// (a norm per gradient, then the norm of their stack) or 2.x
+// (_get_total_norm: _foreach_norm, linalg.vector_norm of the stack; then
+// _clip_grads_with_norm_: one _foreach_mul_ by the clamped coefficient).
 void clip_grad_norm(const std::vector<ParamState> &params, double max_norm) {
   std::vector<at::Tensor> grads;
   for (const ParamState &p : params)
     if (p.param.grad().defined()) grads.push_back(p.param.grad());
   if (grads.empty()) return;
+  if constexpr (kTorch2) {
+    // One device and dtype (the spec's): _group_tensors_by_device_and_dtype
+    // makes one group, in parameter order.
+    std::vector<at::Tensor> detached;
+    for (const at::Tensor &g : grads) detached.push_back(g.detach());
+    const std::vector<at::Tensor> norms = at::_foreach_norm(detached, 2.0);
+    const at::Tensor total_norm = at::linalg_vector_norm(at::stack(norms), 2.0);
+    // `max_norm / (total_norm + 1e-6)`: add.Tensor, then Tensor.__rtruediv__.
+    const at::Tensor clip_coef = total_norm.add(py_float(1e-6)).reciprocal().mul(py_float(max_norm));
+    const at::Tensor clamped = at::clamp(clip_coef, c10::nullopt, 1.0);
+    at::_foreach_mul_(detached, clamped);
+    return;
+  }
   std::vector<at::Tensor> norms;
   for (const at::Tensor &g : grads) {
     std::vector<int64_t> dims(static_cast<size_t>(g.dim()));
@@ -93,7 +137,8 @@ void clip_grad_norm(const std::vector<ParamState> &params, double max_norm) {
 }
 
 // torch.optim.SGD._single_tensor_sgd, one parameter whose gradient is
-// `grad`.
+// `grad` (the same code in 1.13 and 2.x; the momentum's Python float is a
+// wrapped number there).
 void sgd_update(ParamState &p, const at::Tensor &grad, const commit::OptimizerSpec &o, double lr) {
   at::Tensor d_p = grad;
   if (o.weight_decay != 0) d_p = d_p.add(p.param, o.weight_decay);
@@ -101,6 +146,8 @@ void sgd_update(ParamState &p, const at::Tensor &grad, const commit::OptimizerSp
     auto it = p.optim.find("momentum_buffer");
     if (it == p.optim.end()) {
       it = p.optim.emplace("momentum_buffer", d_p.clone().detach()).first;
+    } else if constexpr (kTorch2) {
+      it->second.mul_(py_float(o.momentum)).add_(d_p, 1 - o.dampening);
     } else {
       it->second.mul_(o.momentum).add_(d_p, 1 - o.dampening);
     }
@@ -113,7 +160,8 @@ void sgd_update(ParamState &p, const at::Tensor &grad, const commit::OptimizerSp
 }
 
 // torch.optim.Adam / AdamW ._single_tensor_adam(w) (capturable and
-// differentiable off), one parameter whose gradient is `grad`.
+// differentiable off), one parameter whose gradient is `grad`: 1.13's, or
+// 2.x's (AdamW is Adam with decoupled_weight_decay).
 void adam_update(ParamState &p, const at::Tensor &grad_in, const commit::OptimizerSpec &o, double lr,
                  bool decoupled) {
   if (p.optim.empty()) {  // torch.optim's lazy state initialisation
@@ -127,26 +175,41 @@ void adam_update(ParamState &p, const at::Tensor &grad_in, const commit::Optimiz
   at::Tensor &exp_avg_sq = p.optim.at("exp_avg_sq");
   at::Tensor &step_t = p.optim.at("step");
   step_t.add_(1);
-  if (decoupled) {
-    p.param.mul_(1 - lr * o.weight_decay);
-  } else if (o.weight_decay != 0) {
-    grad = grad.add(p.param, o.weight_decay);
+  if constexpr (kTorch2) {
+    if (o.weight_decay != 0) {
+      if (decoupled)
+        p.param.mul_(py_float(1 - lr * o.weight_decay));
+      else
+        grad = grad.add(p.param, o.weight_decay);
+    }
+    exp_avg.lerp_(grad, 1 - o.beta1);
+    exp_avg_sq.mul_(py_float(o.beta2)).addcmul_(grad, grad, 1 - o.beta2);
+  } else {
+    if (decoupled) {
+      p.param.mul_(1 - lr * o.weight_decay);
+    } else if (o.weight_decay != 0) {
+      grad = grad.add(p.param, o.weight_decay);
+    }
+    exp_avg.mul_(o.beta1).add_(grad, 1 - o.beta1);
+    exp_avg_sq.mul_(o.beta2).addcmul_(grad, decoupled ? grad : grad.conj(), 1 - o.beta2);
   }
-  exp_avg.mul_(o.beta1).add_(grad, 1 - o.beta1);
-  exp_avg_sq.mul_(o.beta2).addcmul_(grad, decoupled ? grad : grad.conj(), 1 - o.beta2);
   const double step = step_t.item<double>();
   const double bias_correction1 = 1 - std::pow(o.beta1, step);
   const double bias_correction2 = 1 - std::pow(o.beta2, step);
   const double step_size = lr / bias_correction1;
-  const double bias_correction2_sqrt = std::sqrt(bias_correction2);
-  at::Tensor denom;
+  // 1.13: math.sqrt; 2.x: `bias_correction2 ** 0.5` (Python's float pow).
+  const double bias_correction2_sqrt = kTorch2 ? std::pow(bias_correction2, 0.5) : std::sqrt(bias_correction2);
+  at::Tensor second = exp_avg_sq;
   if (o.amsgrad) {
     at::Tensor &max_sq = p.optim.at("max_exp_avg_sq");
     at::maximum_out(max_sq, max_sq, exp_avg_sq);
-    denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(o.eps);
-  } else {
-    denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(o.eps);
+    second = max_sq;
   }
+  at::Tensor denom;
+  if constexpr (kTorch2)
+    denom = second.sqrt().div(py_float(bias_correction2_sqrt)).add_(py_float(o.eps));
+  else
+    denom = (second.sqrt() / bias_correction2_sqrt).add_(o.eps);
   p.param.addcdiv_(exp_avg, denom, -step_size);
 }
 
@@ -256,6 +319,11 @@ std::unique_ptr<Program> Program::load(const std::string &path, const commit::Ex
   } catch (const c10::Error &e) {
     fail(Status::kInvalidArgument, "model program '{}' is not a TorchScript module LibTorch can load: {}", path,
          e.what_without_backtrace());
+  } catch (const std::exception &e) {
+    // torch 2.x's TorchScript parser reports bad code as a plain
+    // std::exception (an ErrorReport), not a c10::Error.
+    fail(Status::kInvalidArgument, "model program '{}' is not a TorchScript module LibTorch can load: {}", path,
+         e.what());
   }
   check_program_operators(p->module_, path);
   auto forward = p->module_.find_method("forward");
@@ -577,7 +645,9 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
            c10::toString(raw.scalar_type()), shape_str(raw.sizes()));
     if (!raw.requires_grad())
       fail(Status::kInvalidArgument, "the forward's loss does not depend on any parameter (no gradient)");
-    const at::Tensor scaled = raw / m;  // `loss / accum`, as PyTorch users write it
+    // `loss / accum`, as PyTorch users write it (a Python int: a wrapped
+    // number in 2.x's overload; 1.13's Scalar path rounds alike).
+    const at::Tensor scaled = kTorch2 ? raw.div(py_int(m)) : raw / m;
     try {
       scaled.backward();
     } catch (const c10::Error &e) {

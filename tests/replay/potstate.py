@@ -47,13 +47,73 @@ def hardware_class() -> str:
     aten = ATEN_CAPABILITIES[m.group(1).strip()]
     isa = "none"
     if torch.backends.mkldnn.is_available():
-        dnnl = ctypes.CDLL("libdnnl.so.2", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
-        dnnl.dnnl_get_effective_cpu_isa.restype = ctypes.c_int
-        dnnl.dnnl_cpu_isa2str.restype = ctypes.c_char_p
-        dnnl.dnnl_cpu_isa2str.argtypes = [ctypes.c_int]
-        isa = dnnl.dnnl_cpu_isa2str(dnnl.dnnl_get_effective_cpu_isa()).decode()
-        isa = isa[len("cpu_isa_"):] if isa.startswith("cpu_isa_") else isa
+        isa = onednn_api_isa()
+        if isa is None:  # oneDNN linked into torch with its API hidden (PyPI's wheels)
+            isa = derived_onednn_isa()
     return f"cpu-{platform.machine()}/aten:{aten}/onednn:{isa}"
+
+
+def onednn_api_isa():
+    """oneDNN's own answer, from the libdnnl torch loaded (Debian's torch);
+    None when no libdnnl is loaded."""
+    try:
+        dnnl = ctypes.CDLL("libdnnl.so.2", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except OSError:
+        return None
+    dnnl.dnnl_get_effective_cpu_isa.restype = ctypes.c_int
+    dnnl.dnnl_cpu_isa2str.restype = ctypes.c_char_p
+    dnnl.dnnl_cpu_isa2str.argtypes = [ctypes.c_int]
+    isa = dnnl.dnnl_cpu_isa2str(dnnl.dnnl_get_effective_cpu_isa()).decode()
+    return isa[len("cpu_isa_"):] if isa.startswith("cpu_isa_") else isa
+
+
+# oneDNN's ISA ladder, lowest first: (name, parent, /proc/cpuinfo flags it
+# adds). The kernel lists a flag only when the OS saves its registers. An
+# ISA is its chain of parents; the effective ISA is the highest one the CPU
+# has and the ONEDNN_MAX_CPU_ISA cap contains (the AVX-512 branch outranks
+# the AVX2-VNNI one). The C++ side derives the same from CPUID
+# (src/commit/cpu_isa.cpp); this is written from oneDNN's documentation,
+# independently of it.
+_ISA_LADDER = [
+    ("sse41", None, {"sse4_1"}),
+    ("avx", "sse41", {"avx"}),
+    ("avx2", "avx", {"avx2"}),
+    ("avx2_vnni", "avx2", {"avx_vnni"}),
+    ("avx2_vnni_2", "avx2_vnni", {"avx_vnni_int8", "avx_ne_convert"}),
+    ("avx512_core", "avx2", {"avx512f", "avx512dq", "avx512bw", "avx512vl"}),
+    ("avx512_core_vnni", "avx512_core", {"avx512_vnni"}),
+    ("avx512_core_bf16", "avx512_core_vnni", {"avx512_bf16"}),
+    ("avx10_1_512", "avx512_core_bf16", {"avx512_fp16"}),
+    ("avx10_1_512_amx", "avx10_1_512", {"amx_tile", "amx_int8", "amx_bf16"}),
+    ("avx10_1_512_amx_fp16", "avx10_1_512_amx", {"amx_fp16"}),
+]
+_CAP_ALIASES = {"avx512_core_fp16": "avx10_1_512", "avx512_core_amx": "avx10_1_512_amx",
+                "avx512_core_amx_fp16": "avx10_1_512_amx_fp16"}
+
+
+def derived_onednn_isa(flags=None, cap=None):
+    """oneDNN's effective ISA for the CPU flags under the ONEDNN_MAX_CPU_ISA
+    cap (default: this machine's /proc/cpuinfo and environment)."""
+    if flags is None:
+        with open("/proc/cpuinfo") as f:
+            m = re.search(r"^flags\s*:(.*)$", f.read(), re.M)
+        flags = set(m.group(1).split()) if m else set()
+    if cap is None:
+        cap = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or "all"
+    chain = {}
+    for name, parent, _ in _ISA_LADDER:
+        chain[name] = (chain[parent] if parent else set()) | {name}
+    cap = _CAP_ALIASES.get(cap.lower(), cap.lower())
+    allowed = set(chain) if cap == "all" else chain[cap]
+    have = set()
+    for name, parent, need in _ISA_LADDER:
+        if need <= flags and (parent is None or parent in have):
+            have.add(name)
+    best = "none"
+    for name, _, _ in _ISA_LADDER:  # later entries rank higher
+        if chain[name] <= have and chain[name] <= allowed:
+            best = name
+    return best
 
 
 if sys.byteorder != "little":  # the raw bytes below are the machine's

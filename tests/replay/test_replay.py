@@ -336,6 +336,39 @@ def test_a_verifier_of_another_hardware_class_refuses_bitwise_and_compares_bucke
         assert rc == 0 and res["replayed_state"] == res["committed_state"], (t, res, err)
 
 
+ONEDNN_CAPS = [None, "SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX512_CORE", "AVX512_CORE_VNNI", "AVX512_CORE_BF16",
+               "AVX10_1_512", "ALL"]
+
+
+def test_onednn_isa_is_named_as_onednn_names_it(pot_cli):
+    """The `onednn:<isa>` part under every ONEDNN_MAX_CPU_ISA cap, three ways:
+    libpot's (`pot spec hardware-class`: oneDNN's C API where LibTorch
+    exposes it, Debian's; else derived from CPUID, src/commit/cpu_isa.cpp,
+    the PyPI wheels), potstate's derivation from /proc/cpuinfo (written
+    independently) and, where reachable, oneDNN's own answer after a
+    convolution ran."""
+    probe = ("import sys, torch; sys.path.insert(0, %r); import potstate; "
+             "torch.nn.functional.conv2d(torch.ones(1, 1, 4, 4), torch.ones(1, 1, 3, 3)); "
+             "print(potstate.onednn_api_isa())") % HERE
+    for cap in ONEDNN_CAPS:
+        env = {} if cap is None else {"ONEDNN_MAX_CPU_ISA": cap}
+        rc, cls, err = pot(pot_cli, "spec", "hardware-class", env=env)
+        assert rc == 0 and "/onednn:" in cls, (cap, cls, err)
+        ours = cls.split("/onednn:")[1]
+        derived = potstate.derived_onednn_isa(cap=cap or "all")
+        assert ours == derived, (cap, ours, derived)
+        api = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                             env={**os.environ, **env}).stdout.strip()
+        if api != "None":
+            assert api == ours, (cap, api, ours)
+        print(f"\nONEDNN {cap}: libpot {ours}, derived {derived}, oneDNN {api}")
+    # A cap oneDNN does not name: libpot refuses to name a class (it cannot
+    # tell what oneDNN runs) where it derives the ISA itself.
+    if potstate.onednn_api_isa() is None:
+        rc, out, err = pot(pot_cli, "spec", "hardware-class", env={"ONEDNN_MAX_CPU_ISA": "AVX9000"})
+        assert rc != 0 and "ONEDNN_MAX_CPU_ISA='AVX9000' is no oneDNN ISA" in err, (rc, out, err)
+
+
 def test_copied_run_under_another_identity_fails_every_step(tmp_path, record_run_bin, pot_cli, check_run_bin,
                                                            honest):
     # Attack 5 under a listed schedule: a second identity registers the

@@ -59,7 +59,10 @@ import potstate  # noqa: E402
 
 DROPOUT = 0.1
 NUM_CLASSES = 4
-TORCH_RELEASE = "1.13.1"  # Debian's python3-torch 1.13.1 reports __version__ "1.13.0a0"
+# The release of the torch training here: Debian's python3-torch 1.13.1
+# reports __version__ "1.13.0a0"; PyPI's wheels "2.15.0+cu132" (the local
+# part names the CUDA build, which the CPU kernels do not depend on).
+TORCH_RELEASE = "1.13.1" if torch.__version__.startswith("1.13.") else torch.__version__.split("+")[0]
 
 # --------------------------------------------------------------------------
 # Models. Each Task's forward takes the sample tensors by name and returns
