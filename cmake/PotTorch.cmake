@@ -99,7 +99,7 @@ macro(pot_find_torch)
       message(FATAL_ERROR "POT_TORCH=${POT_TORCH}: not a Python interpreter (give e.g. venv/bin/python, whose "
                           "installed torch wheel provides LibTorch)")
     endif()
-    set(POT_TORCH_PYTHON "${POT_TORCH}")
+    set(POT_TORCH_PYTHON "${POT_TORCH}" CACHE INTERNAL "The Python whose torch is the LibTorch built against" FORCE)
     _pot_torch_package_dir("${POT_TORCH}" _pot_torch_dir)
     # The replay runs on the CPU: it links libtorch_cpu, never libtorch_cuda.
     # A CUDA wheel's Caffe2Config.cmake looks for a CUDA toolkit (and fails

@@ -5,7 +5,8 @@
 #   PREFIX              where libpot is installed (PREFIX/include/pot.h,
 #                       PREFIX/lib/libpot.so)
 #   POT_PYTHON          (environment) the interpreter, default Debian's
-#                       /usr/bin/python3 (the one with python3-torch)
+#                       /usr/bin/python3 (the one with python3-torch); may be
+#                       a virtual environment's (scripts/torch-env)
 #   POT_REPLAY_FIXTURE  (environment, optional) a directory made by
 #                       tests/replay/make_fixture.sh: its run is verified too
 #
@@ -39,6 +40,14 @@ trap 'rm -rf "$work"' EXIT INT TERM
 echo "== venv ($("$python" --version 2>&1), system site packages) in $work"
 "$python" -m venv --system-site-packages "$work/venv"
 py="$work/venv/bin/python"
+# A POT_PYTHON inside a virtual environment (torch 2.x from PyPI,
+# scripts/torch-env): a venv made from it sees its base interpreter's
+# packages, not the environment's; a .pth file adds the environment's.
+if [ "$("$python" -c 'import sys; print(sys.prefix != sys.base_prefix)')" = True ]; then
+  parent_site=$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  child_site=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  echo "$parent_site" >"$child_site/pot-test-parent-env.pth"
+fi
 if ! "$py" -c "import pytest" 2>/dev/null; then
   "$py" -m pip install --quiet --disable-pip-version-check "pytest==8.3.5"
 fi

@@ -17,8 +17,9 @@
 #                 with commitment.bin
 #   record.json   pot_record_run's output: {"run_id", "root", "size", ...}
 #
-# Needs Debian's /usr/bin/python3 with torch (python3-torch). Takes a few
-# seconds on one core.
+# Trains with the Python whose torch is the build's LibTorch (Debian's
+# /usr/bin/python3 with python3-torch, or the POT_TORCH wheel's). Takes a
+# few seconds on one core.
 set -euo pipefail
 
 if [ $# -ne 2 ]; then
@@ -36,7 +37,10 @@ mkdir -p "$2"
 out=$(cd "$2" && pwd)
 rm -rf "$out/run" "$out/ck" "$out/record.json"
 
-/usr/bin/python3 "$here/train.py" --out "$out/run" --model mlp --optim adamw --steps 6 >"$out/train.log"
+# The Python whose torch is the build's LibTorch (cmake/PotTorch.cmake).
+python=$(sed -n 's/^POT_TORCH_PYTHON:[A-Z]*=//p' "$build/CMakeCache.txt")
+python=${python:-/usr/bin/python3}
+"$python" "$here/train.py" --out "$out/run" --model mlp --optim adamw --steps 6 >"$out/train.log"
 # pot_record_run refuses a directory that already holds a run (removed above).
 if ! "$record" "$out/run" "$out/ck" --every 3 >"$out/record.json.tmp"; then
   echo "make_fixture.sh: pot_record_run failed:" >&2

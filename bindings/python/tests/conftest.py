@@ -62,12 +62,17 @@ def want_error(excinfo, cls, code):
     return e
 
 
+# The torch release libpot replays (Debian's 1.13, or a torch 2.x wheel's):
+# the spec's framework_version must name it.
+FRAMEWORK_VERSION = pot.framework_version() if pot.replay_available() else "1.13.1"
+
+
 def spec_json(program_digest, **over):
     """A valid execution spec whose model program has the given digest
     (SGD, per_step seeds from base seed 7), of this process's hardware class
     where libpot has the replay."""
     spec = {
-        "framework": "pytorch", "framework_version": "1.13.1", "model_program_digest": bytes(program_digest).hex(),
+        "framework": "pytorch", "framework_version": FRAMEWORK_VERSION, "model_program_digest": bytes(program_digest).hex(),
         "dtype": "F32", "attention_backend": "math", "dropout": 0.0, "optimizer": {"kind": "sgd", "lr": 0.1},
         "batch_size": 2, "intra_op_threads": 1, "norm_bucket_resolution": 16,
         "hardware_class": pot.hardware_class() if pot.replay_available() else "cpu-x86_64/aten:avx2/onednn:avx2",

@@ -49,7 +49,10 @@ def snapshot(model, opt):
 def restore(snap):
     model, opt = make()
     model.load_state_dict(snap[0])
-    opt.load_state_dict(snap[1])
+    # torch 2.x's Optimizer.load_state_dict keeps the given tensors as the
+    # optimizer's state (1.13 deep-copied them): without a copy the steps
+    # after a restore would change the snapshot itself.
+    opt.load_state_dict(copy.deepcopy(snap[1]))
     return model, opt
 
 

@@ -329,7 +329,8 @@ def test_recorder_checkpoints_and_verify_step(tiny):
                                       "hardware_class": pot.hardware_class()},
                       "kind": "replayed", "replayed_state": str(res.replayed_state_digest),
                       "bucket": res.norm_bucket, "gradient_digest": str(res.gradient_digest)}
-        assert pot.framework_version().startswith("1.13")
+        # The release of the torch this process trains with.
+        assert pot.framework_version().split(".")[:2] == torch.__version__.split(".")[:2]
         salt = pot.witness_salt()
         pot.verify_witness_reveal(pot.witness_commitment(st, salt, b"w"), st, salt, b"w")
         # Failures carry the check and the partial result.
