@@ -15,7 +15,8 @@
 # the directory libpot's RUNPATH names), POT_TORCH_SHIM_INCLUDE (set for a
 # wheel: see below).
 #
-# This file is also installed next to potConfig.cmake, which includes it to
+# This file is also installed next to potConfig.cmake, which sets
+# POT_TORCH_CONSUMER and POT_TORCH (the build's value) and includes it to
 # find the same LibTorch for users of pot::pot_static.
 
 # A wheel: ask its Python where the torch package is, without importing it
@@ -128,9 +129,16 @@ macro(pot_find_torch)
     # The wheel bundles its own fmt and protobuf headers in the include
     # directory LibTorch's targets add; pot's code uses the system's (the
     # libraries it links). This directory, searched first, holds only those.
+    # (Not for a consumer of the installed pot: it compiles none of pot's code.)
     set(POT_TORCH_SHIM_INCLUDE "${CMAKE_BINARY_DIR}/torch-shim-include")
-    file(MAKE_DIRECTORY "${POT_TORCH_SHIM_INCLUDE}")
-    foreach(_pot_hdr fmt/format.h google/protobuf/message_lite.h)
+    set(_pot_shim_headers fmt/format.h google/protobuf/message_lite.h)
+    if(POT_TORCH_CONSUMER)
+      set(POT_TORCH_SHIM_INCLUDE "")
+      set(_pot_shim_headers)
+    else()
+      file(MAKE_DIRECTORY "${POT_TORCH_SHIM_INCLUDE}")
+    endif()
+    foreach(_pot_hdr IN LISTS _pot_shim_headers)
       get_filename_component(_pot_top "${_pot_hdr}" DIRECTORY)
       string(REGEX REPLACE "/.*" "" _pot_top "${_pot_top}")
       find_path(_pot_hdr_dir "${_pot_hdr}" NO_CACHE NO_CMAKE_PATH NO_CMAKE_ENVIRONMENT_PATH)

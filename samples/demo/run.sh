@@ -2,6 +2,7 @@
 # Runs the demo against an installed pot: a venv over Debian's python3 (which
 # has torch) with the Python binding, the Go verifier, then demo.py.
 # Usage: samples/demo/run.sh PREFIX OUT_DIR   (PREFIX from cmake --install, built with LibTorch)
+# Environment: POT_PYTHON (below).
 set -euo pipefail
 if [ $# -ne 2 ]; then
   echo "usage: $0 PREFIX OUT_DIR" >&2
@@ -17,8 +18,20 @@ export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # the run ids and the challenged steps, the same on every run of the demo.
 export PYTHONHASHSEED=0
 
+# POT_PYTHON: the Python whose torch the installed libpot replays (default
+# Debian's /usr/bin/python3 with python3-torch; a venv's for torch 2.x,
+# scripts/torch-env).
+python=${POT_PYTHON:-/usr/bin/python3}
 venv="$prefix/demo-venv"
-[ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$venv"
+if [ ! -x "$venv/bin/python" ]; then
+  "$python" -m venv --system-site-packages "$venv"
+  # A venv made from a venv sees the base interpreter's packages, not the
+  # environment's (its torch): a .pth file adds them.
+  if [ "$("$python" -c 'import sys; print(sys.prefix != sys.base_prefix)')" = True ]; then
+    "$python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' \
+      >"$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/pot-demo-parent-env.pth"
+  fi
+fi
 echo "== installing the Python binding into $venv"
 work=$(mktemp -d "${TMPDIR:-/tmp}/pot-demo-build.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
