@@ -6,12 +6,13 @@ Trains each model of the replay matrix (tests/replay/train.py's task
 builders and hyper-parameters; F32 and BF16; 1 intra-op thread) for a few
 steps in a child process per environment: as this machine computes, with
 ATen's baseline kernels (ATEN_CPU_CAPABILITY=default), with oneDNN held to
-SSE4.1 (ONEDNN_MAX_CPU_ISA=SSE41), and with both. Prints each child's
+SSE4.1 (ONEDNN_MAX_CPU_ISA=SSE41), with both, and held to AVX2. Prints each child's
 hardware class and, per configuration, whether the final state's bits
 differ from the first environment's and by how much the norm of the whole
 update (S_n - S_0, float64) differs.
 
-Usage: /usr/bin/python3 bench/hardware_class_bits.py [--steps N]   (Debian's torch; ~1 min)
+Usage: PYTHON bench/hardware_class_bits.py [--steps N]   (~2 min; PYTHON: Debian's
+/usr/bin/python3, or a torch 2.x venv's, scripts/torch-env)
 """
 import argparse
 import json
@@ -21,7 +22,11 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENVS = [{}, {"ATEN_CPU_CAPABILITY": "default"}, {"ONEDNN_MAX_CPU_ISA": "SSE41"},
-        {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41"}]
+        {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41"},
+        # On an AVX-512 machine: the AVX2 kernels a task of class
+        # aten:avx2/onednn:avx2 asks for (the same as the first row elsewhere).
+        {"ATEN_CPU_CAPABILITY": "avx2"}, {"ONEDNN_MAX_CPU_ISA": "AVX2"},
+        {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}]
 CONFIGS = [(m, o, d) for m in ("mlp", "transformer", "cnn") for (o, d) in (("adamw", "f32"), ("sgd", "bf16"))]
 
 

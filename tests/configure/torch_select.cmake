@@ -39,12 +39,19 @@ if(WHEEL_PYTHON)
   # Debian's libtorch-dev: its searches pick the system's libraries.
   expect_refusal(mixed "pot: mixed LibTorch: the headers are those of '${torch_dir}', but '/usr/lib/[^']*lib(c10|torch)[^']*' comes from another installation"
                  -DTorch_DIR=${torch_dir}/share/cmake/Torch)
-  # The wheel itself configures, twice in one directory.
+  # The wheel itself configures, twice in one directory; then the same
+  # directory goes back to the system's LibTorch, and to the wheel again
+  # (each switch forgets the other's cached paths).
   foreach(i 1 2)
     configure(wheel rc text -DPOT_TORCH=${WHEEL_PYTHON})
     if(NOT rc EQUAL 0 OR NOT text MATCHES "pot: LibTorch [0-9.]+ from ${torch_dir}")
       message(FATAL_ERROR "wheel (${i}): want it configured, got rc ${rc}:\n${text}")
     endif()
+    configure(wheel rc text -DPOT_TORCH=)
+    if(NOT rc EQUAL 0 OR NOT text MATCHES "pot: LibTorch [0-9.]+ from /usr")
+      message(FATAL_ERROR "back to the system's LibTorch (${i}): want it configured, got rc ${rc}:\n${text}")
+    endif()
   endforeach()
+  message(STATUS "a wheel, the system's LibTorch, the wheel again: configured in one directory")
 endif()
 file(REMOVE_RECURSE ${WORK_DIR})
