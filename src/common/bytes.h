@@ -42,5 +42,8 @@ std::string to_hex(ByteView b);
 Bytes from_hex(std::string_view hex);
 // True when s is well-formed UTF-8 (no overlong forms, no surrogates).
 bool is_valid_utf8(std::string_view s) noexcept;
+// The length (1..4) of the well-formed UTF-8 sequence starting at s[i]; 0
+// when the bytes there are not one (or i is past the end).
+size_t utf8_sequence_length(std::string_view s, size_t i) noexcept;
 
 }  // namespace pot

@@ -89,13 +89,10 @@ constexpr bool kTorch2 = false;
 // float of `t.mul_(0.9)` or `t / 3.0` into a 0-dim "wrapped number" tensor
 // and calls the Tensor overload (aten::mul_.Tensor); C++'s t.mul_(0.9) calls
 // aten::mul_.Scalar, which in torch 2.x rounds otherwise for BF16 and F16.
-at::Tensor py_float(double v) {
-  at::Tensor t = at::scalar_to_tensor(at::Scalar(v));
-  t.unsafeGetTensorImpl()->set_wrapped_number(true);
-  return t;
-}
-at::Tensor py_int(int64_t v) {
-  at::Tensor t = at::scalar_to_tensor(at::Scalar(v));
+// (A Python int, as in `loss / accum`, is a wrapped Long tensor: pass an
+// int64_t.)
+at::Tensor py_number(const at::Scalar &v) {
+  at::Tensor t = at::scalar_to_tensor(v);
   t.unsafeGetTensorImpl()->set_wrapped_number(true);
   return t;
 }
@@ -117,7 +114,7 @@ void clip_grad_norm(const std::vector<ParamState> &params, double max_norm) {
     const std::vector<at::Tensor> norms = at::_foreach_norm(detached, 2.0);
     const at::Tensor total_norm = at::linalg_vector_norm(at::stack(norms), 2.0);
     // `max_norm / (total_norm + 1e-6)`: add.Tensor, then Tensor.__rtruediv__.
-    const at::Tensor clip_coef = total_norm.add(py_float(1e-6)).reciprocal().mul(py_float(max_norm));
+    const at::Tensor clip_coef = total_norm.add(py_number(1e-6)).reciprocal().mul(py_number(max_norm));
     const at::Tensor clamped = at::clamp(clip_coef, c10::nullopt, 1.0);
     at::_foreach_mul_(detached, clamped);
     return;
@@ -147,7 +144,7 @@ void sgd_update(ParamState &p, const at::Tensor &grad, const commit::OptimizerSp
     if (it == p.optim.end()) {
       it = p.optim.emplace("momentum_buffer", d_p.clone().detach()).first;
     } else if constexpr (kTorch2) {
-      it->second.mul_(py_float(o.momentum)).add_(d_p, 1 - o.dampening);
+      it->second.mul_(py_number(o.momentum)).add_(d_p, 1 - o.dampening);
     } else {
       it->second.mul_(o.momentum).add_(d_p, 1 - o.dampening);
     }
@@ -178,12 +175,12 @@ void adam_update(ParamState &p, const at::Tensor &grad_in, const commit::Optimiz
   if constexpr (kTorch2) {
     if (o.weight_decay != 0) {
       if (decoupled)
-        p.param.mul_(py_float(1 - lr * o.weight_decay));
+        p.param.mul_(py_number(1 - lr * o.weight_decay));
       else
         grad = grad.add(p.param, o.weight_decay);
     }
     exp_avg.lerp_(grad, 1 - o.beta1);
-    exp_avg_sq.mul_(py_float(o.beta2)).addcmul_(grad, grad, 1 - o.beta2);
+    exp_avg_sq.mul_(py_number(o.beta2)).addcmul_(grad, grad, 1 - o.beta2);
   } else {
     if (decoupled) {
       p.param.mul_(1 - lr * o.weight_decay);
@@ -207,7 +204,7 @@ void adam_update(ParamState &p, const at::Tensor &grad_in, const commit::Optimiz
   }
   at::Tensor denom;
   if constexpr (kTorch2)
-    denom = second.sqrt().div(py_float(bias_correction2_sqrt)).add_(py_float(o.eps));
+    denom = second.sqrt().div(py_number(bias_correction2_sqrt)).add_(py_number(o.eps));
   else
     denom = (second.sqrt() / bias_correction2_sqrt).add_(o.eps);
   p.param.addcdiv_(exp_avg, denom, -step_size);
@@ -647,7 +644,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
       fail(Status::kInvalidArgument, "the forward's loss does not depend on any parameter (no gradient)");
     // `loss / accum`, as PyTorch users write it (a Python int: a wrapped
     // number in 2.x's overload; 1.13's Scalar path rounds alike).
-    const at::Tensor scaled = kTorch2 ? raw.div(py_int(m)) : raw / m;
+    const at::Tensor scaled = kTorch2 ? raw.div(py_number(m)) : raw / m;
     try {
       scaled.backward();
     } catch (const c10::Error &e) {
