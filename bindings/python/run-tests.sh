@@ -38,16 +38,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/pot-python-tests.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
 
 echo "== venv ($("$python" --version 2>&1), system site packages) in $work"
-"$python" -m venv --system-site-packages "$work/venv"
+"$here/../../scripts/venv-over" "$python" "$work/venv"
 py="$work/venv/bin/python"
-# A POT_PYTHON inside a virtual environment (torch 2.x from PyPI,
-# scripts/torch-env): a venv made from it sees its base interpreter's
-# packages, not the environment's; a .pth file adds the environment's.
-if [ "$("$python" -c 'import sys; print(sys.prefix != sys.base_prefix)')" = True ]; then
-  parent_site=$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  child_site=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  echo "$parent_site" >"$child_site/pot-test-parent-env.pth"
-fi
 if ! "$py" -c "import pytest" 2>/dev/null; then
   "$py" -m pip install --quiet --disable-pip-version-check "pytest==8.3.5"
 fi

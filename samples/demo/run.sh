@@ -23,15 +23,7 @@ export PYTHONHASHSEED=0
 # scripts/torch-env).
 python=${POT_PYTHON:-/usr/bin/python3}
 venv="$prefix/demo-venv"
-if [ ! -x "$venv/bin/python" ]; then
-  "$python" -m venv --system-site-packages "$venv"
-  # A venv made from a venv sees the base interpreter's packages, not the
-  # environment's (its torch): a .pth file adds them.
-  if [ "$("$python" -c 'import sys; print(sys.prefix != sys.base_prefix)')" = True ]; then
-    "$python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' \
-      >"$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/pot-demo-parent-env.pth"
-  fi
-fi
+[ -x "$venv/bin/python" ] || "$root/scripts/venv-over" "$python" "$venv"
 echo "== installing the Python binding into $venv"
 work=$(mktemp -d "${TMPDIR:-/tmp}/pot-demo-build.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
