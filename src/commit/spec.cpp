@@ -5,6 +5,10 @@
 #include <cstring>
 
 #include <cmath>
+#include <set>
+#include <string_view>
+#include <type_traits>
+#include <variant>
 
 #include "commit/canonical.h"
 #include "commit/hardware_class.h"
@@ -30,14 +34,157 @@ void finite_range(double v, double lo, double hi, bool hi_open, const char *name
     rule(fmt::format("{} = {} is outside [{}, {}{}", name, v, lo, hi, hi_open ? ")" : "]"));
 }
 
-const char *optimizer_name(OptimizerKind k) {
-  switch (k) {
-    case OptimizerKind::kSgd: return "sgd";
-    case OptimizerKind::kAdam: return "adam";
-    case OptimizerKind::kAdamW: return "adamw";
-  }
-  return "?";
+// One hyper-parameter of OptimizerSpec, by its JSON and proto name.
+using FieldPtr = std::variant<double OptimizerSpec::*, bool OptimizerSpec::*, uint32_t OptimizerSpec::*,
+                              std::string OptimizerSpec::*>;
+struct OptField {
+  const char *name;
+  FieldPtr ptr;
+};
+
+const std::vector<OptField> &all_fields() {
+  static const std::vector<OptField> f = {
+      {"lr", &OptimizerSpec::lr},
+      {"weight_decay", &OptimizerSpec::weight_decay},
+      {"maximize", &OptimizerSpec::maximize},
+      {"momentum", &OptimizerSpec::momentum},
+      {"dampening", &OptimizerSpec::dampening},
+      {"nesterov", &OptimizerSpec::nesterov},
+      {"beta1", &OptimizerSpec::beta1},
+      {"beta2", &OptimizerSpec::beta2},
+      {"eps", &OptimizerSpec::eps},
+      {"amsgrad", &OptimizerSpec::amsgrad},
+      {"rho", &OptimizerSpec::rho},
+      {"lr_decay", &OptimizerSpec::lr_decay},
+      {"initial_accumulator_value", &OptimizerSpec::initial_accumulator_value},
+      {"alpha", &OptimizerSpec::alpha},
+      {"centered", &OptimizerSpec::centered},
+      {"momentum_decay", &OptimizerSpec::momentum_decay},
+      {"decoupled_weight_decay", &OptimizerSpec::decoupled_weight_decay},
+      {"ns_a", &OptimizerSpec::ns_a},
+      {"ns_b", &OptimizerSpec::ns_b},
+      {"ns_c", &OptimizerSpec::ns_c},
+      {"ns_steps", &OptimizerSpec::ns_steps},
+      {"adjust_lr_fn", &OptimizerSpec::adjust_lr_fn},
+  };
+  return f;
 }
+
+struct KindInfo {
+  OptimizerKind kind;
+  std::vector<const char *> fields;    // in the proto message's field order
+  std::vector<const char *> required;  // in the JSON form (the others default to 0 / false)
+};
+
+const std::vector<KindInfo> &kinds() {
+  static const std::vector<KindInfo> k = {
+      {OptimizerKind::kSgd, {"lr", "momentum", "dampening", "nesterov", "weight_decay", "maximize"}, {"lr"}},
+      {OptimizerKind::kAdam,
+       {"lr", "beta1", "beta2", "eps", "weight_decay", "amsgrad", "maximize"},
+       {"lr", "beta1", "beta2", "eps"}},
+      {OptimizerKind::kAdamW,
+       {"lr", "beta1", "beta2", "eps", "weight_decay", "amsgrad", "maximize"},
+       {"lr", "beta1", "beta2", "eps"}},
+      {OptimizerKind::kAdadelta, {"lr", "rho", "eps", "weight_decay", "maximize"}, {"lr", "rho", "eps"}},
+      {OptimizerKind::kAdagrad,
+       {"lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps", "maximize"},
+       {"lr", "eps"}},
+      {OptimizerKind::kRmsProp,
+       {"lr", "alpha", "eps", "weight_decay", "momentum", "centered", "maximize"},
+       {"lr", "alpha", "eps"}},
+      {OptimizerKind::kAdamax, {"lr", "beta1", "beta2", "eps", "weight_decay", "maximize"}, {"lr", "beta1", "beta2", "eps"}},
+      {OptimizerKind::kNAdam,
+       {"lr", "beta1", "beta2", "eps", "weight_decay", "momentum_decay", "decoupled_weight_decay", "maximize"},
+       {"lr", "beta1", "beta2", "eps", "momentum_decay"}},
+      {OptimizerKind::kRAdam,
+       {"lr", "beta1", "beta2", "eps", "weight_decay", "decoupled_weight_decay", "maximize"},
+       {"lr", "beta1", "beta2", "eps"}},
+      {OptimizerKind::kMuon,
+       {"lr", "weight_decay", "momentum", "nesterov", "ns_a", "ns_b", "ns_c", "ns_steps", "eps", "adjust_lr_fn"},
+       {"lr", "momentum", "ns_a", "ns_b", "ns_c", "ns_steps", "eps", "adjust_lr_fn"}},
+  };
+  return k;
+}
+
+const KindInfo *kind_info(OptimizerKind k) {
+  for (const KindInfo &i : kinds())
+    if (i.kind == k) return &i;
+  return nullptr;
+}
+
+bool has_field(const KindInfo &k, const char *name) {
+  for (const char *f : k.fields)
+    if (std::strcmp(f, name) == 0) return true;
+  return false;
+}
+
+bool is_default(const OptimizerSpec &o, const FieldPtr &p) {
+  return std::visit(
+      [&](auto ptr) {
+        using T = std::decay_t<decltype(o.*ptr)>;
+        if constexpr (std::is_same_v<T, double>) {
+          const double v = o.*ptr;
+          return v == 0 && !std::signbit(v);
+        } else {
+          return o.*ptr == T{};
+        }
+      },
+      p);
+}
+
+std::string kind_list() {
+  std::string out;
+  for (const KindInfo &k : kinds()) {
+    if (!out.empty()) out += ", ";
+    out += optimizer_name(k.kind);
+  }
+  return out;
+}
+
+nlohmann::json optimizer_to_json(const OptimizerSpec &o) {
+  nlohmann::json j = {{"kind", optimizer_name(o.kind)}};
+  const KindInfo *k = kind_info(o.kind);
+  for (const OptField &f : all_fields()) {
+    if (!has_field(*k, f.name)) continue;
+    std::visit([&](auto ptr) { j[f.name] = o.*ptr; }, f.ptr);
+  }
+  return j;
+}
+
+OptimizerSpec optimizer_from_json(const nlohmann::json &j, const std::string &where) {
+  const JsonFields o(j, where);
+  const std::string kind = o.str("kind");
+  const KindInfo *k = nullptr;
+  for (const KindInfo &i : kinds())
+    if (kind == optimizer_name(i.kind)) k = &i;
+  if (!k) fail(Status::kInvalidArgument, "{}.kind '{}' is unknown ({})", where, kind, kind_list());
+  std::vector<const char *> known{"kind"};
+  known.insert(known.end(), k->fields.begin(), k->fields.end());
+  o.only(known);
+  OptimizerSpec s;
+  s.kind = k->kind;
+  for (const OptField &f : all_fields()) {
+    if (!has_field(*k, f.name)) continue;
+    bool required = false;
+    for (const char *r : k->required) required = required || std::strcmp(r, f.name) == 0;
+    if (!required && !o.has(f.name)) continue;
+    std::visit(
+        [&](auto ptr) {
+          using T = std::decay_t<decltype(s.*ptr)>;
+          if constexpr (std::is_same_v<T, double>)
+            s.*ptr = o.f64(f.name);
+          else if constexpr (std::is_same_v<T, bool>)
+            s.*ptr = o.boolean(f.name);
+          else if constexpr (std::is_same_v<T, uint32_t>)
+            s.*ptr = o.u32(f.name);
+          else
+            s.*ptr = o.str(f.name);
+        },
+        f.ptr);
+  }
+  return s;
+}
+
 
 const char *phase_name(LrPhaseKind k) {
   switch (k) {
@@ -220,6 +367,140 @@ const char *policy_name(SeedPolicyKind k) {
   return "?";
 }
 
+// The Optimizer oneof, field by field (each message's fields are
+// OptimizerSpec's members of the same name).
+#define POT_SET(f) m->set_##f(o.f)
+void optimizer_to_proto(const OptimizerSpec &o, v2::Optimizer *p) {
+  switch (o.kind) {
+    case OptimizerKind::kSgd: {
+      v2::Sgd *m = p->mutable_sgd();
+      POT_SET(lr), POT_SET(momentum), POT_SET(dampening), POT_SET(nesterov), POT_SET(weight_decay), POT_SET(maximize);
+      return;
+    }
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kAdamW: {
+      v2::Adam *m = o.kind == OptimizerKind::kAdam ? p->mutable_adam() : p->mutable_adamw();
+      POT_SET(lr), POT_SET(beta1), POT_SET(beta2), POT_SET(eps), POT_SET(weight_decay), POT_SET(amsgrad),
+          POT_SET(maximize);
+      return;
+    }
+    case OptimizerKind::kAdadelta: {
+      v2::Adadelta *m = p->mutable_adadelta();
+      POT_SET(lr), POT_SET(rho), POT_SET(eps), POT_SET(weight_decay), POT_SET(maximize);
+      return;
+    }
+    case OptimizerKind::kAdagrad: {
+      v2::Adagrad *m = p->mutable_adagrad();
+      POT_SET(lr), POT_SET(lr_decay), POT_SET(weight_decay), POT_SET(initial_accumulator_value), POT_SET(eps),
+          POT_SET(maximize);
+      return;
+    }
+    case OptimizerKind::kRmsProp: {
+      v2::RmsProp *m = p->mutable_rmsprop();
+      POT_SET(lr), POT_SET(alpha), POT_SET(eps), POT_SET(weight_decay), POT_SET(momentum), POT_SET(centered),
+          POT_SET(maximize);
+      return;
+    }
+    case OptimizerKind::kAdamax: {
+      v2::Adamax *m = p->mutable_adamax();
+      POT_SET(lr), POT_SET(beta1), POT_SET(beta2), POT_SET(eps), POT_SET(weight_decay), POT_SET(maximize);
+      return;
+    }
+    case OptimizerKind::kNAdam: {
+      v2::NAdam *m = p->mutable_nadam();
+      POT_SET(lr), POT_SET(beta1), POT_SET(beta2), POT_SET(eps), POT_SET(weight_decay), POT_SET(momentum_decay),
+          POT_SET(decoupled_weight_decay), POT_SET(maximize);
+      return;
+    }
+    case OptimizerKind::kRAdam: {
+      v2::RAdam *m = p->mutable_radam();
+      POT_SET(lr), POT_SET(beta1), POT_SET(beta2), POT_SET(eps), POT_SET(weight_decay),
+          POT_SET(decoupled_weight_decay), POT_SET(maximize);
+      return;
+    }
+    case OptimizerKind::kMuon: {
+      v2::Muon *m = p->mutable_muon();
+      POT_SET(lr), POT_SET(weight_decay), POT_SET(momentum), POT_SET(nesterov), POT_SET(ns_a), POT_SET(ns_b),
+          POT_SET(ns_c), POT_SET(ns_steps), POT_SET(eps), POT_SET(adjust_lr_fn);
+      return;
+    }
+  }
+  fail(Status::kInternal, "optimizer kind {} has no encoding", static_cast<int>(o.kind));
+}
+#undef POT_SET
+
+#define POT_GET(f) o.f = m.f()
+OptimizerSpec optimizer_from_proto(const v2::Optimizer &p, const std::string &where) {
+  OptimizerSpec o;
+  switch (p.kind_case()) {
+    case v2::Optimizer::kSgd: {
+      const v2::Sgd &m = p.sgd();
+      o.kind = OptimizerKind::kSgd;
+      POT_GET(lr), POT_GET(momentum), POT_GET(dampening), POT_GET(nesterov), POT_GET(weight_decay), POT_GET(maximize);
+      break;
+    }
+    case v2::Optimizer::kAdam:
+    case v2::Optimizer::kAdamw: {
+      const v2::Adam &m = p.has_adam() ? p.adam() : p.adamw();
+      o.kind = p.has_adam() ? OptimizerKind::kAdam : OptimizerKind::kAdamW;
+      POT_GET(lr), POT_GET(beta1), POT_GET(beta2), POT_GET(eps), POT_GET(weight_decay), POT_GET(amsgrad),
+          POT_GET(maximize);
+      break;
+    }
+    case v2::Optimizer::kAdadelta: {
+      const v2::Adadelta &m = p.adadelta();
+      o.kind = OptimizerKind::kAdadelta;
+      POT_GET(lr), POT_GET(rho), POT_GET(eps), POT_GET(weight_decay), POT_GET(maximize);
+      break;
+    }
+    case v2::Optimizer::kAdagrad: {
+      const v2::Adagrad &m = p.adagrad();
+      o.kind = OptimizerKind::kAdagrad;
+      POT_GET(lr), POT_GET(lr_decay), POT_GET(weight_decay), POT_GET(initial_accumulator_value), POT_GET(eps),
+          POT_GET(maximize);
+      break;
+    }
+    case v2::Optimizer::kRmsprop: {
+      const v2::RmsProp &m = p.rmsprop();
+      o.kind = OptimizerKind::kRmsProp;
+      POT_GET(lr), POT_GET(alpha), POT_GET(eps), POT_GET(weight_decay), POT_GET(momentum), POT_GET(centered),
+          POT_GET(maximize);
+      break;
+    }
+    case v2::Optimizer::kAdamax: {
+      const v2::Adamax &m = p.adamax();
+      o.kind = OptimizerKind::kAdamax;
+      POT_GET(lr), POT_GET(beta1), POT_GET(beta2), POT_GET(eps), POT_GET(weight_decay), POT_GET(maximize);
+      break;
+    }
+    case v2::Optimizer::kNadam: {
+      const v2::NAdam &m = p.nadam();
+      o.kind = OptimizerKind::kNAdam;
+      POT_GET(lr), POT_GET(beta1), POT_GET(beta2), POT_GET(eps), POT_GET(weight_decay), POT_GET(momentum_decay),
+          POT_GET(decoupled_weight_decay), POT_GET(maximize);
+      break;
+    }
+    case v2::Optimizer::kRadam: {
+      const v2::RAdam &m = p.radam();
+      o.kind = OptimizerKind::kRAdam;
+      POT_GET(lr), POT_GET(beta1), POT_GET(beta2), POT_GET(eps), POT_GET(weight_decay),
+          POT_GET(decoupled_weight_decay), POT_GET(maximize);
+      break;
+    }
+    case v2::Optimizer::kMuon: {
+      const v2::Muon &m = p.muon();
+      o.kind = OptimizerKind::kMuon;
+      POT_GET(lr), POT_GET(weight_decay), POT_GET(momentum), POT_GET(nesterov), POT_GET(ns_a), POT_GET(ns_b),
+          POT_GET(ns_c), POT_GET(ns_steps), POT_GET(eps), POT_GET(adjust_lr_fn);
+      break;
+    }
+    default:
+      rule(fmt::format("{} is missing or of an unknown kind ({})", where, kind_list()));
+  }
+  return o;
+}
+#undef POT_GET
+
 v2::ExecutionSpec to_proto(const ExecutionSpec &s) {
   v2::ExecutionSpec p;
   p.set_framework(s.framework);
@@ -229,24 +510,7 @@ v2::ExecutionSpec to_proto(const ExecutionSpec &s) {
   p.set_attention_backend(s.attention_backend);
   p.set_dropout(s.dropout);
   p.set_other_rng_use(s.other_rng_use);
-  const OptimizerSpec &o = s.optimizer;
-  if (o.kind == OptimizerKind::kSgd) {
-    v2::Sgd *g = p.mutable_optimizer()->mutable_sgd();
-    g->set_lr(o.lr);
-    g->set_momentum(o.momentum);
-    g->set_dampening(o.dampening);
-    g->set_nesterov(o.nesterov);
-    g->set_weight_decay(o.weight_decay);
-  } else {
-    v2::Adam *a = o.kind == OptimizerKind::kAdam ? p.mutable_optimizer()->mutable_adam()
-                                                 : p.mutable_optimizer()->mutable_adamw();
-    a->set_lr(o.lr);
-    a->set_beta1(o.beta1);
-    a->set_beta2(o.beta2);
-    a->set_eps(o.eps);
-    a->set_weight_decay(o.weight_decay);
-    a->set_amsgrad(o.amsgrad);
-  }
+  optimizer_to_proto(s.optimizer, p.mutable_optimizer());
   p.set_grad_clip_max_norm(s.grad_clip_max_norm);
   p.set_grad_accum_microbatches(s.grad_accum_microbatches);
   p.set_batch_size(s.batch_size);
@@ -260,6 +524,12 @@ v2::ExecutionSpec to_proto(const ExecutionSpec &s) {
   }
   p.set_norm_bucket_resolution(s.norm_bucket_resolution);
   if (!s.lr_schedule.empty()) schedule_to_proto(s.lr_schedule, p.mutable_lr_schedule());
+  for (const ParamGroup &g : s.param_groups) {
+    v2::ParamGroup *q = p.add_param_groups();
+    optimizer_to_proto(g.optimizer, q->mutable_optimizer());
+    for (const std::string &n : g.params) q->add_params(n);
+  }
+  p.set_grad_clip_value(s.grad_clip_value);
   return p;
 }
 
@@ -274,26 +544,7 @@ ExecutionSpec from_proto(const v2::ExecutionSpec &p) {
   s.attention_backend = p.attention_backend();
   s.dropout = p.dropout();
   s.other_rng_use = p.other_rng_use();
-  const v2::Optimizer &o = p.optimizer();
-  if (o.has_sgd()) {
-    s.optimizer.kind = OptimizerKind::kSgd;
-    s.optimizer.lr = o.sgd().lr();
-    s.optimizer.momentum = o.sgd().momentum();
-    s.optimizer.dampening = o.sgd().dampening();
-    s.optimizer.nesterov = o.sgd().nesterov();
-    s.optimizer.weight_decay = o.sgd().weight_decay();
-  } else if (o.has_adam() || o.has_adamw()) {
-    const v2::Adam &a = o.has_adam() ? o.adam() : o.adamw();
-    s.optimizer.kind = o.has_adam() ? OptimizerKind::kAdam : OptimizerKind::kAdamW;
-    s.optimizer.lr = a.lr();
-    s.optimizer.beta1 = a.beta1();
-    s.optimizer.beta2 = a.beta2();
-    s.optimizer.eps = a.eps();
-    s.optimizer.weight_decay = a.weight_decay();
-    s.optimizer.amsgrad = a.amsgrad();
-  } else {
-    rule("optimizer is missing or unknown (sgd, adam or adamw)");
-  }
+  s.optimizer = optimizer_from_proto(p.optimizer(), "optimizer");
   s.grad_clip_max_norm = p.grad_clip_max_norm();
   s.grad_accum_microbatches = p.grad_accum_microbatches();
   s.batch_size = p.batch_size();
@@ -315,10 +566,111 @@ ExecutionSpec from_proto(const v2::ExecutionSpec &p) {
   s.norm_bucket_resolution = p.norm_bucket_resolution();
   // A present but empty schedule does not re-encode: refused as not canonical.
   if (p.has_lr_schedule()) s.lr_schedule = schedule_from_proto(p.lr_schedule());
+  if (static_cast<size_t>(p.param_groups_size()) > kMaxParamGroups)
+    rule(fmt::format("{} param_groups: at most {}", p.param_groups_size(), kMaxParamGroups));
+  for (int i = 0; i < p.param_groups_size(); ++i) {
+    const v2::ParamGroup &q = p.param_groups(i);
+    ParamGroup g;
+    g.optimizer = optimizer_from_proto(q.optimizer(), fmt::format("param_groups[{}].optimizer", i));
+    g.params.assign(q.params().begin(), q.params().end());
+    s.param_groups.push_back(std::move(g));
+  }
+  s.grad_clip_value = p.grad_clip_value();
   return s;
 }
 
 }  // namespace
+
+const char *optimizer_name(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::kSgd: return "sgd";
+    case OptimizerKind::kAdam: return "adam";
+    case OptimizerKind::kAdamW: return "adamw";
+    case OptimizerKind::kAdadelta: return "adadelta";
+    case OptimizerKind::kAdagrad: return "adagrad";
+    case OptimizerKind::kRmsProp: return "rmsprop";
+    case OptimizerKind::kAdamax: return "adamax";
+    case OptimizerKind::kNAdam: return "nadam";
+    case OptimizerKind::kRAdam: return "radam";
+    case OptimizerKind::kMuon: return "muon";
+  }
+  return "?";
+}
+
+void OptimizerSpec::validate(const std::string &where) const {
+  const KindInfo *k = kind_info(kind);
+  if (!k) rule(fmt::format("{} kind is unknown ({})", where, kind_list()));
+  const char *name = optimizer_name(kind);
+  for (const OptField &f : all_fields())
+    if (!has_field(*k, f.name) && !is_default(*this, f.ptr))
+      rule(fmt::format("{}.{} does not apply to {}", where, f.name, name));
+  const auto field = [&](const char *f) { return where + "." + f; };
+  if (!(std::isfinite(lr) && lr > 0)) rule(fmt::format("{} = {} must be finite and > 0", field("lr"), lr));
+  finite_range(weight_decay, 0, 1e6, false, field("weight_decay").c_str());
+  const auto positive = [&](double v, const char *f) {
+    if (!(std::isfinite(v) && v > 0)) rule(fmt::format("{} = {} must be finite and > 0", field(f), v));
+  };
+  const auto betas = [&] {
+    finite_range(beta1, 0, 1, true, field("beta1").c_str());
+    finite_range(beta2, 0, 1, true, field("beta2").c_str());
+  };
+  switch (kind) {
+    case OptimizerKind::kSgd:
+      finite_range(momentum, 0, 1, true, field("momentum").c_str());
+      finite_range(dampening, 0, 1, false, field("dampening").c_str());
+      if (nesterov && (momentum <= 0 || dampening != 0))
+        rule(fmt::format("{}.nesterov requires momentum > 0 and dampening = 0 (torch.optim.SGD)", where));
+      break;
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kAdamW:
+    case OptimizerKind::kAdamax:
+    case OptimizerKind::kRAdam:
+      betas();
+      positive(eps, "eps");
+      break;
+    case OptimizerKind::kNAdam:
+      betas();
+      positive(eps, "eps");
+      finite_range(momentum_decay, 0, 1e6, false, field("momentum_decay").c_str());
+      break;
+    case OptimizerKind::kAdadelta:
+      finite_range(rho, 0, 1, false, field("rho").c_str());
+      positive(eps, "eps");
+      break;
+    case OptimizerKind::kAdagrad:
+      finite_range(lr_decay, 0, 1e6, false, field("lr_decay").c_str());
+      finite_range(initial_accumulator_value, 0, 1e6, false, field("initial_accumulator_value").c_str());
+      positive(eps, "eps");
+      break;
+    case OptimizerKind::kRmsProp:
+      finite_range(alpha, 0, 1, false, field("alpha").c_str());
+      finite_range(momentum, 0, 1, true, field("momentum").c_str());
+      positive(eps, "eps");
+      break;
+    case OptimizerKind::kMuon:
+      finite_range(momentum, 0, 1, true, field("momentum").c_str());
+      for (const auto &[v, f] : {std::pair{ns_a, "ns_a"}, {ns_b, "ns_b"}, {ns_c, "ns_c"}})
+        finite_range(v, -1e6, 1e6, false, field(f).c_str());
+      if (ns_steps < 1 || ns_steps > 99)
+        rule(fmt::format("{} = {} is outside 1..99 (torch.optim.Muon)", field("ns_steps"), ns_steps));
+      positive(eps, "eps");
+      if (adjust_lr_fn != "original" && adjust_lr_fn != "match_rms_adamw" && adjust_lr_fn != "spectral_unclamped")
+        rule(fmt::format("{} = '{}' is not original, match_rms_adamw or spectral_unclamped", field("adjust_lr_fn"),
+                         printable_message(adjust_lr_fn)));
+      break;
+  }
+}
+
+const OptimizerSpec &ExecutionSpec::group_optimizer(size_t g) const {
+  if (g == 0) return optimizer;
+  if (g > param_groups.size())
+    fail(Status::kOutOfRange, "parameter group {}: the spec has {} groups", g, group_count());
+  return param_groups[g - 1].optimizer;
+}
+
+double ExecutionSpec::group_learning_rate(size_t g, uint64_t step) const {
+  return commit::learning_rate(lr_schedule, group_optimizer(g).lr, step);
+}
 
 void ExecutionSpec::validate() const {
   label(framework, "framework");
@@ -332,30 +684,30 @@ void ExecutionSpec::validate() const {
   if ((dropout > 0 || other_rng_use) && seed_policy == SeedPolicyKind::kNone)
     rule(dropout > 0 ? "dropout > 0 draws from the RNG: a seed policy (per_step or single_seed) is required"
                      : "other_rng_use is declared: a seed policy (per_step or single_seed) is required");
-  const OptimizerSpec &o = optimizer;
-  if (!(std::isfinite(o.lr) && o.lr > 0)) rule(fmt::format("optimizer.lr = {} must be finite and > 0", o.lr));
-  finite_range(o.weight_decay, 0, 1e6, false, "optimizer.weight_decay");
-  switch (o.kind) {
-    case OptimizerKind::kSgd:
-      finite_range(o.momentum, 0, 1, true, "optimizer.momentum");
-      finite_range(o.dampening, 0, 1, false, "optimizer.dampening");
-      if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
-        rule("optimizer.nesterov requires momentum > 0 and dampening = 0 (torch.optim.SGD)");
-      if (o.beta1 != 0 || o.beta2 != 0 || o.eps != 0 || o.amsgrad)
-        rule("optimizer: betas, eps and amsgrad do not apply to sgd");
-      break;
-    case OptimizerKind::kAdam:
-    case OptimizerKind::kAdamW:
-      finite_range(o.beta1, 0, 1, true, "optimizer.beta1");
-      finite_range(o.beta2, 0, 1, true, "optimizer.beta2");
-      if (!(std::isfinite(o.eps) && o.eps > 0)) rule(fmt::format("optimizer.eps = {} must be finite and > 0", o.eps));
-      if (o.momentum != 0 || o.dampening != 0 || o.nesterov)
-        rule(fmt::format("optimizer: momentum, dampening and nesterov do not apply to {}", optimizer_name(o.kind)));
-      break;
-    default:
-      rule("optimizer kind is unknown (sgd, adam or adamw)");
+  optimizer.validate("optimizer");
+  if (param_groups.size() > kMaxParamGroups)
+    rule(fmt::format("{} param_groups: at most {}", param_groups.size(), kMaxParamGroups));
+  std::set<std::string_view> named;
+  for (size_t i = 0; i < param_groups.size(); ++i) {
+    const ParamGroup &g = param_groups[i];
+    const std::string where = fmt::format("param_groups[{}]", i);
+    g.optimizer.validate(where + ".optimizer");
+    if (g.params.empty()) rule(where + ".params is empty: a group updates at least one parameter");
+    for (size_t j = 0; j < g.params.size(); ++j) {
+      const std::string &n = g.params[j];
+      if (n.empty() || n.size() > kMaxParamNameBytes || !is_valid_utf8(n))
+        rule(fmt::format("{}.params[{}] must be 1..{} bytes of UTF-8", where, j, kMaxParamNameBytes));
+      if (j > 0 && !(g.params[j - 1] < n))
+        rule(fmt::format("{}.params must be strictly increasing (byte order): '{}' follows '{}'", where,
+                         printable_message(n), printable_message(g.params[j - 1])));
+      if (!named.insert(n).second)
+        rule(fmt::format("{}.params: '{}' is in another group too", where, printable_message(n)));
+    }
   }
   finite_range(grad_clip_max_norm, 0, 1e12, false, "grad_clip_max_norm");
+  finite_range(grad_clip_value, 0, 1e12, false, "grad_clip_value");
+  if (grad_clip_max_norm > 0 && grad_clip_value > 0)
+    rule("grad_clip_max_norm and grad_clip_value are both set: a step clips by norm or by value, not both");
   if (grad_accum_microbatches < 1 || grad_accum_microbatches > 65536)
     rule(fmt::format("grad_accum_microbatches = {} is outside 1..65536", grad_accum_microbatches));
   if (batch_size < grad_accum_microbatches || batch_size > (1u << 24))
@@ -401,7 +753,7 @@ ExecutionSpec ExecutionSpec::from_json(const nlohmann::json &j) {
   f.only({"framework", "framework_version", "model_program_digest", "dtype", "attention_backend", "dropout",
           "other_rng_use", "optimizer", "grad_clip_max_norm", "grad_accum_microbatches", "batch_size",
           "deterministic_algorithms", "intra_op_threads", "hardware_class", "seed_policy",
-          "norm_bucket_resolution", "lr_schedule"});
+          "norm_bucket_resolution", "lr_schedule", "param_groups", "grad_clip_value"});
   ExecutionSpec s;
   s.framework = f.str("framework");
   s.framework_version = f.str("framework_version");
@@ -412,26 +764,7 @@ ExecutionSpec ExecutionSpec::from_json(const nlohmann::json &j) {
   s.attention_backend = f.str("attention_backend");
   s.dropout = f.f64("dropout");
   s.other_rng_use = f.has("other_rng_use") ? f.boolean("other_rng_use") : false;
-  const JsonFields o(f.object("optimizer"), "spec.optimizer");
-  const std::string kind = o.str("kind");
-  if (kind == "sgd") {
-    o.only({"kind", "lr", "momentum", "dampening", "nesterov", "weight_decay"});
-    s.optimizer.kind = OptimizerKind::kSgd;
-    s.optimizer.momentum = o.has("momentum") ? o.f64("momentum") : 0;
-    s.optimizer.dampening = o.has("dampening") ? o.f64("dampening") : 0;
-    s.optimizer.nesterov = o.has("nesterov") ? o.boolean("nesterov") : false;
-  } else if (kind == "adam" || kind == "adamw") {
-    o.only({"kind", "lr", "beta1", "beta2", "eps", "weight_decay", "amsgrad"});
-    s.optimizer.kind = kind == "adam" ? OptimizerKind::kAdam : OptimizerKind::kAdamW;
-    s.optimizer.beta1 = o.f64("beta1");
-    s.optimizer.beta2 = o.f64("beta2");
-    s.optimizer.eps = o.f64("eps");
-    s.optimizer.amsgrad = o.has("amsgrad") ? o.boolean("amsgrad") : false;
-  } else {
-    fail(Status::kInvalidArgument, "spec.optimizer.kind '{}' is unknown (sgd, adam or adamw)", kind);
-  }
-  s.optimizer.lr = o.f64("lr");
-  s.optimizer.weight_decay = o.has("weight_decay") ? o.f64("weight_decay") : 0;
+  s.optimizer = optimizer_from_json(f.object("optimizer"), "spec.optimizer");
   s.grad_clip_max_norm = f.has("grad_clip_max_norm") ? f.f64("grad_clip_max_norm") : 0;
   s.grad_accum_microbatches = f.has("grad_accum_microbatches") ? f.u32("grad_accum_microbatches") : 1;
   s.batch_size = f.u32("batch_size");
@@ -456,22 +789,34 @@ ExecutionSpec ExecutionSpec::from_json(const nlohmann::json &j) {
   }
   s.norm_bucket_resolution = f.u32("norm_bucket_resolution");
   if (f.has("lr_schedule")) s.lr_schedule = schedule_from_json(f.object("lr_schedule"));
+  if (f.has("param_groups")) {
+    const nlohmann::json &groups = f.value("param_groups");
+    if (!groups.is_array()) fail(Status::kInvalidArgument, "spec.param_groups must be an array");
+    if (groups.size() > kMaxParamGroups)
+      fail(Status::kInvalidArgument, "spec.param_groups: {} groups, at most {}", groups.size(), kMaxParamGroups);
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const std::string where = fmt::format("spec.param_groups[{}]", i);
+      const JsonFields g(groups[i], where);
+      g.only({"optimizer", "params"});
+      ParamGroup pg;
+      pg.optimizer = optimizer_from_json(g.object("optimizer"), where + ".optimizer");
+      const nlohmann::json &names = g.value("params");
+      if (!names.is_array()) fail(Status::kInvalidArgument, "{}.params must be an array of strings", where);
+      for (const nlohmann::json &n : names) {
+        if (!n.is_string()) fail(Status::kInvalidArgument, "{}.params must be an array of strings", where);
+        if (pg.params.size() == 65536) fail(Status::kLimit, "{}.params: more than 65536 names", where);
+        pg.params.push_back(n.get<std::string>());
+      }
+      s.param_groups.push_back(std::move(pg));
+    }
+  }
+  s.grad_clip_value = f.has("grad_clip_value") ? f.f64("grad_clip_value") : 0;
   s.validate();
   return s;
 }
 
 nlohmann::json ExecutionSpec::to_json() const {
-  nlohmann::json o = {{"kind", optimizer_name(optimizer.kind)}, {"lr", optimizer.lr}, {"weight_decay", optimizer.weight_decay}};
-  if (optimizer.kind == OptimizerKind::kSgd) {
-    o["momentum"] = optimizer.momentum;
-    o["dampening"] = optimizer.dampening;
-    o["nesterov"] = optimizer.nesterov;
-  } else {
-    o["beta1"] = optimizer.beta1;
-    o["beta2"] = optimizer.beta2;
-    o["eps"] = optimizer.eps;
-    o["amsgrad"] = optimizer.amsgrad;
-  }
+  const nlohmann::json o = optimizer_to_json(optimizer);
   nlohmann::json sp = {{"kind", policy_name(seed_policy)}};
   if (seed_policy == SeedPolicyKind::kPerStep) sp["base_seed"] = seed;
   if (seed_policy == SeedPolicyKind::kSingleSeed) sp["seed"] = seed;
@@ -492,6 +837,13 @@ nlohmann::json ExecutionSpec::to_json() const {
           {"seed_policy", sp},
           {"norm_bucket_resolution", norm_bucket_resolution}};
   if (!lr_schedule.empty()) j["lr_schedule"] = schedule_to_json(lr_schedule);
+  if (!param_groups.empty()) {
+    nlohmann::json groups = nlohmann::json::array();
+    for (const ParamGroup &g : param_groups)
+      groups.push_back({{"optimizer", optimizer_to_json(g.optimizer)}, {"params", g.params}});
+    j["param_groups"] = groups;
+  }
+  if (grad_clip_value != 0) j["grad_clip_value"] = grad_clip_value;
   return j;
 }
 

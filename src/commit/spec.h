@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -14,23 +15,63 @@
 
 namespace pot::commit {
 
-enum class OptimizerKind { kSgd = 1, kAdam = 2, kAdamW = 3 };
+// The optimizers of torch.optim the replay ports (docs/PROTOCOL.md 14.2);
+// the values are the Optimizer oneof's field numbers.
+enum class OptimizerKind {
+  kSgd = 1,
+  kAdam = 2,
+  kAdamW = 3,
+  kAdadelta = 4,
+  kAdagrad = 5,
+  kRmsProp = 6,
+  kAdamax = 7,
+  kNAdam = 8,
+  kRAdam = 9,
+  kMuon = 10,
+};
 enum class SeedPolicyKind { kPerStep = 1, kSingleSeed = 2, kNone = 3 };
 
+// "sgd", "adam", ... as the JSON form and messages name them.
+const char *optimizer_name(OptimizerKind k);
+
+// One optimizer's hyper-parameters. A field a kind does not have stays at
+// its default (validate() refuses anything else, naming it).
 struct OptimizerSpec {
   OptimizerKind kind = OptimizerKind::kSgd;
   double lr = 0;
   double weight_decay = 0;
-  // SGD
-  double momentum = 0;
-  double dampening = 0;
-  bool nesterov = false;
-  // Adam, AdamW
-  double beta1 = 0;
-  double beta2 = 0;
-  double eps = 0;
-  bool amsgrad = false;
+  bool maximize = false;                // every kind but muon
+  double momentum = 0;                  // sgd, rmsprop, muon
+  double dampening = 0;                 // sgd
+  bool nesterov = false;                // sgd, muon
+  double beta1 = 0;                     // adam, adamw, adamax, nadam, radam
+  double beta2 = 0;                     // adam, adamw, adamax, nadam, radam
+  double eps = 0;                       // every kind but sgd
+  bool amsgrad = false;                 // adam, adamw
+  double rho = 0;                       // adadelta
+  double lr_decay = 0;                  // adagrad
+  double initial_accumulator_value = 0; // adagrad
+  double alpha = 0;                     // rmsprop
+  bool centered = false;                // rmsprop
+  double momentum_decay = 0;            // nadam
+  bool decoupled_weight_decay = false;  // nadam, radam
+  double ns_a = 0, ns_b = 0, ns_c = 0;  // muon: ns_coefficients
+  uint32_t ns_steps = 0;                // muon
+  std::string adjust_lr_fn;             // muon: original, match_rms_adamw or spectral_unclamped
+
+  // Throws kInvalidArgument naming `where`.<field> for the first rule
+  // broken (docs/PROTOCOL.md 14.2).
+  void validate(const std::string &where) const;
 };
+
+// A parameter group besides group 0 (docs/PROTOCOL.md 14.5).
+struct ParamGroup {
+  OptimizerSpec optimizer;
+  std::vector<std::string> params;  // program parameter names, strictly increasing (bytes)
+};
+
+inline constexpr size_t kMaxParamGroups = 64;
+inline constexpr size_t kMaxParamNameBytes = 256;
 
 struct ExecutionSpec {
   std::string framework;
@@ -51,6 +92,17 @@ struct ExecutionSpec {
   uint64_t seed = 0;  // base seed (per_step) or the seed (single_seed)
   uint32_t norm_bucket_resolution = 0;
   LrSchedule lr_schedule;  // empty: optimizer.lr at every step
+  // Groups 1..n (param_groups[g - 1]); group 0 is `optimizer` and holds
+  // every parameter no group names.
+  std::vector<ParamGroup> param_groups;
+  double grad_clip_value = 0;  // clip_grad_value_(clip_value); 0: none
+
+  size_t group_count() const { return 1 + param_groups.size(); }
+  // Group g's optimizer (g = 0: `optimizer`).
+  const OptimizerSpec &group_optimizer(size_t g) const;
+  // Group g's learning rate at training step `step`: its base lr through
+  // lr_schedule (every group follows the one schedule). O(step).
+  double group_learning_rate(size_t g, uint64_t step) const;
 
   // The learning rate of training step `step` (>= 1): optimizer.lr through
   // lr_schedule (lr_schedule.h). O(step).
@@ -75,7 +127,7 @@ struct ExecutionSpec {
   nlohmann::json to_json() const;
 };
 
-inline constexpr size_t kMaxSpecBytes = 4096;
+inline constexpr size_t kMaxSpecBytes = 65536;
 
 // The model program digest the spec carries (docs/PROTOCOL.md section 21.2):
 // tagged("pot/v1/program", the program file's bytes).

@@ -24,6 +24,7 @@
 #include "witness/statement.h"
 #include "replay/program_check.h"
 #include "replay/op_trace.h"
+#include "replay/optimizers.h"
 #include "replay/torch_util.h"
 #include "hash/update_norm.h"
 #include "witness/norm_bucket.h"
@@ -49,176 +50,6 @@ const at::Tensor &need(const TensorMap &state, const std::string &name, at::Scal
   return it->second;
 }
 
-// Per-parameter optimizer state keys, as torch.optim names them.
-std::vector<std::string> optimizer_keys(const commit::OptimizerSpec &o) {
-  switch (o.kind) {
-    case commit::OptimizerKind::kSgd:
-      if (o.momentum != 0) return {"momentum_buffer"};
-      return {};
-    case commit::OptimizerKind::kAdam:
-    case commit::OptimizerKind::kAdamW:
-      if (o.amsgrad) return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step"};
-      return {"exp_avg", "exp_avg_sq", "step"};
-  }
-  fail(Status::kInternal, "unknown optimizer");
-}
-
-// RAII: the intra-op thread count for the duration of a replay.
-// The spec's deterministic_algorithms (field 12), applied for the replay
-// as torch.use_deterministic_algorithms(flag) applies it: an operator with
-// no deterministic implementation then fails the replay instead of running.
-struct ParamState {
-  std::string name;
-  at::Tensor param;
-  std::map<std::string, at::Tensor> optim;  // key -> tensor (a copy owned by the replay)
-};
-
-// The optimizer and clipping ports below follow, op for op, the torch
-// release this LibTorch belongs to (docs/determinism.md "Two torch lines"):
-// torch changed their code between 1.13 and 2.x in ways that change bits
-// (lerp_ in Adam, `** 0.5` for sqrt, _foreach_norm in clipping). A step's
-// spec names its release (framework_version): check_replayable refuses
-// any other before a port runs.
-#if TORCH_VERSION_MAJOR >= 2
-constexpr bool kTorch2 = true;
-#else
-constexpr bool kTorch2 = false;
-#endif
-
-// A Python number as an operator argument. torch's Python binding turns the
-// float of `t.mul_(0.9)` or `t / 3.0` into a 0-dim "wrapped number" tensor
-// and calls the Tensor overload (aten::mul_.Tensor); C++'s t.mul_(0.9) calls
-// aten::mul_.Scalar, which in torch 2.x rounds otherwise for BF16 and F16.
-// (A Python int, as in `loss / accum`, is a wrapped Long tensor: pass an
-// int64_t.)
-at::Tensor py_number(const at::Scalar &v) {
-  at::Tensor t = at::scalar_to_tensor(v);
-  t.unsafeGetTensorImpl()->set_wrapped_number(true);
-  return t;
-}
-
-// torch.nn.utils.clip_grad_norm_(parameters, max_norm), op for op: 1.13
-// (a norm per gradient, then the norm of their stack) or 2.x
-// (_get_total_norm: _foreach_norm, linalg.vector_norm of the stack; then
-// _clip_grads_with_norm_: one _foreach_mul_ by the clamped coefficient).
-void clip_grad_norm(const std::vector<ParamState> &params, double max_norm) {
-  std::vector<at::Tensor> grads;
-  for (const ParamState &p : params)
-    if (p.param.grad().defined()) grads.push_back(p.param.grad());
-  if (grads.empty()) return;
-  if constexpr (kTorch2) {
-    // One device and dtype (the spec's): _group_tensors_by_device_and_dtype
-    // makes one group, in parameter order.
-    std::vector<at::Tensor> detached;
-    for (const at::Tensor &g : grads) detached.push_back(g.detach());
-    const std::vector<at::Tensor> norms = at::_foreach_norm(detached, 2.0);
-    const at::Tensor total_norm = at::linalg_vector_norm(at::stack(norms), 2.0);
-    // `max_norm / (total_norm + 1e-6)`: add.Tensor, then Tensor.__rtruediv__.
-    const at::Tensor clip_coef = total_norm.add(py_number(1e-6)).reciprocal().mul(py_number(max_norm));
-    const at::Tensor clamped = at::clamp(clip_coef, c10::nullopt, 1.0);
-    at::_foreach_mul_(detached, clamped);
-    return;
-  }
-  std::vector<at::Tensor> norms;
-  for (const at::Tensor &g : grads) {
-    std::vector<int64_t> dims(static_cast<size_t>(g.dim()));
-    for (int64_t i = 0; i < g.dim(); ++i) dims[static_cast<size_t>(i)] = i;
-    norms.push_back(at::norm(g.detach(), 2.0, dims, false));
-  }
-  const at::Tensor total_norm = at::norm(at::stack(norms), 2.0, {0}, false);
-  // Python's `max_norm / (total_norm + 1e-6)` is Tensor.__rtruediv__:
-  // reciprocal() * max_norm.
-  const at::Tensor clip_coef = (total_norm + 1e-6).reciprocal() * max_norm;
-  const at::Tensor clamped = at::clamp(clip_coef, c10::nullopt, 1.0);
-  for (const at::Tensor &g : grads) g.detach().mul_(clamped);
-}
-
-// torch.optim.SGD._single_tensor_sgd, one parameter whose gradient is
-// `grad` (the same code in 1.13 and 2.x; the momentum's Python float is a
-// wrapped number there).
-void sgd_update(ParamState &p, const at::Tensor &grad, const commit::OptimizerSpec &o, double lr) {
-  at::Tensor d_p = grad;
-  if (o.weight_decay != 0) d_p = d_p.add(p.param, o.weight_decay);
-  if (o.momentum != 0) {
-    auto it = p.optim.find("momentum_buffer");
-    if (it == p.optim.end()) {
-      it = p.optim.emplace("momentum_buffer", d_p.clone().detach()).first;
-    } else if constexpr (kTorch2) {
-      it->second.mul_(py_number(o.momentum)).add_(d_p, 1 - o.dampening);
-    } else {
-      it->second.mul_(o.momentum).add_(d_p, 1 - o.dampening);
-    }
-    if (o.nesterov)
-      d_p = d_p.add(it->second, o.momentum);
-    else
-      d_p = it->second;
-  }
-  p.param.add_(d_p, -lr);
-}
-
-// torch.optim.Adam / AdamW ._single_tensor_adam(w) (capturable and
-// differentiable off), one parameter whose gradient is `grad`: 1.13's, or
-// 2.x's (AdamW is Adam with decoupled_weight_decay).
-void adam_update(ParamState &p, const at::Tensor &grad_in, const commit::OptimizerSpec &o, double lr,
-                 bool decoupled) {
-  if (p.optim.empty()) {  // torch.optim's lazy state initialisation
-    p.optim.emplace("step", at::zeros({}, at::kFloat));
-    p.optim.emplace("exp_avg", at::zeros_like(p.param, at::MemoryFormat::Preserve));
-    p.optim.emplace("exp_avg_sq", at::zeros_like(p.param, at::MemoryFormat::Preserve));
-    if (o.amsgrad) p.optim.emplace("max_exp_avg_sq", at::zeros_like(p.param, at::MemoryFormat::Preserve));
-  }
-  at::Tensor grad = grad_in;
-  at::Tensor &exp_avg = p.optim.at("exp_avg");
-  at::Tensor &exp_avg_sq = p.optim.at("exp_avg_sq");
-  at::Tensor &step_t = p.optim.at("step");
-  step_t.add_(1);
-  if constexpr (kTorch2) {
-    if (o.weight_decay != 0) {
-      if (decoupled)
-        p.param.mul_(py_number(1 - lr * o.weight_decay));
-      else
-        grad = grad.add(p.param, o.weight_decay);
-    }
-    exp_avg.lerp_(grad, 1 - o.beta1);
-    exp_avg_sq.mul_(py_number(o.beta2)).addcmul_(grad, grad, 1 - o.beta2);
-  } else {
-    if (decoupled) {
-      p.param.mul_(1 - lr * o.weight_decay);
-    } else if (o.weight_decay != 0) {
-      grad = grad.add(p.param, o.weight_decay);
-    }
-    exp_avg.mul_(o.beta1).add_(grad, 1 - o.beta1);
-    exp_avg_sq.mul_(o.beta2).addcmul_(grad, decoupled ? grad : grad.conj(), 1 - o.beta2);
-  }
-  const double step = step_t.item<double>();
-  const double bias_correction1 = 1 - std::pow(o.beta1, step);
-  const double bias_correction2 = 1 - std::pow(o.beta2, step);
-  const double step_size = lr / bias_correction1;
-  // 1.13: math.sqrt; 2.x: `bias_correction2 ** 0.5` (Python's float pow).
-  const double bias_correction2_sqrt = kTorch2 ? std::pow(bias_correction2, 0.5) : std::sqrt(bias_correction2);
-  at::Tensor second = exp_avg_sq;
-  if (o.amsgrad) {
-    at::Tensor &max_sq = p.optim.at("max_exp_avg_sq");
-    at::maximum_out(max_sq, max_sq, exp_avg_sq);
-    second = max_sq;
-  }
-  at::Tensor denom;
-  if constexpr (kTorch2)
-    denom = second.sqrt().div(py_number(bias_correction2_sqrt)).add_(py_number(o.eps));
-  else
-    denom = (second.sqrt() / bias_correction2_sqrt).add_(o.eps);
-  p.param.addcdiv_(exp_avg, denom, -step_size);
-}
-
-void optimizer_update(ParamState &p, const at::Tensor &grad, const commit::OptimizerSpec &o, double lr) {
-  switch (o.kind) {
-    case commit::OptimizerKind::kSgd: sgd_update(p, grad, o, lr); return;
-    case commit::OptimizerKind::kAdam: adam_update(p, grad, o, lr, false); return;
-    case commit::OptimizerKind::kAdamW: adam_update(p, grad, o, lr, true); return;
-  }
-  fail(Status::kInternal, "unknown optimizer");
-}
-
 // The elements of two tensors of one dtype and shape whose bit patterns
 // differ (+0 and -0 differ; the states are finite here).
 uint64_t differing_elements(const at::Tensor &a, const at::Tensor &b) {
@@ -240,7 +71,7 @@ uint64_t differing_elements(const at::Tensor &a, const at::Tensor &b) {
 void traced_update(ParamState &p, const at::Tensor &pre_param, const commit::OptimizerSpec &o, double lr,
                    witness::GradientTrace &trace, OpRecorder *recorder) {
   const at::Tensor grad = p.param.grad();
-  ParamState zero{p.name, p.param.detach().clone(), {}};
+  ParamState zero{p.name, p.param.detach().clone(), {}, p.group};
   for (const auto &[k, t] : p.optim) zero.optim.emplace(k, t.clone());
   optimizer_update(zero, at::zeros_like(grad), o, lr);
   {
@@ -251,7 +82,7 @@ void traced_update(ParamState &p, const at::Tensor &pre_param, const commit::Opt
   trace.moved_elements += differing_elements(p.param, pre_param);
   trace.gradient_elements += differing_elements(p.param, zero.param);
   for (const auto &[k, t] : p.optim) {
-    if (k == "step") continue;  // a counter: no gradient reaches it
+    if (is_scalar_key(k)) continue;  // counters and NAdam's mu product: no gradient reaches them
     trace.optim_elements += static_cast<uint64_t>(t.numel());
     trace.optim_gradient_elements += differing_elements(t, zero.optim.at(k));
   }
@@ -397,17 +228,21 @@ hash::Digest state_digest(const TensorMap &state, unsigned threads) {
   return b.digest();
 }
 
-double state_learning_rate(const std::vector<hash::StTensor> &state) {
+std::string group_lr_name(size_t g) {
+  return g == 0 ? std::string(kLrName) : fmt::format("{}/{}", kLrName, g);
+}
+
+double state_learning_rate(const std::vector<hash::StTensor> &state, std::string_view name) {
   const hash::StTensor *t = nullptr;
   for (const hash::StTensor &v : state)
-    if (v.meta.name == kLrName) t = &v;
-  if (!t) fail(Status::kInvalidArgument, "the state has no '{}' tensor (the learning rate of the next step)", kLrName);
+    if (v.meta.name == name) t = &v;
+  if (!t) fail(Status::kInvalidArgument, "the state has no '{}' tensor (the learning rate of the next step)", name);
   if (t->meta.dtype != hash::DType::kF64 || !t->meta.shape.empty() || t->data.size() != 8)
-    fail(Status::kInvalidArgument, "'{}' must be an F64 scalar (shape [])", kLrName);
+    fail(Status::kInvalidArgument, "'{}' must be an F64 scalar (shape [])", name);
   double lr;
   std::memcpy(&lr, t->data.data(), 8);
   if (!std::isfinite(lr) || std::signbit(lr))
-    fail(Status::kInvalidArgument, "'{}' = {}: a learning rate is finite and >= +0", kLrName, lr);
+    fail(Status::kInvalidArgument, "'{}' = {}: a learning rate is finite and >= +0", name, lr);
   return lr;
 }
 
@@ -429,6 +264,10 @@ void check_replayable(const commit::ExecutionSpec &spec) {
          "spec: framework_version '{}': this verifier replays pytorch {}.x (LibTorch {}); a step trained on another "
          "version does not replay bit for bit",
          v, ours, TORCH_VERSION);
+  // Every group's optimizer must exist, with its options, in this torch.
+  for (size_t g = 0; g < spec.group_count(); ++g)
+    check_supported(spec.group_optimizer(g), g == 0 ? std::string("spec: optimizer")
+                                                    : fmt::format("spec: param_groups[{}].optimizer", g - 1));
   // The CPU replay runs attention as the program's ATen operators: the math path.
   if (spec.attention_backend != "math")
     fail(Status::kUnsupported, "spec: attention_backend '{}': this verifier replays 'math' only",
@@ -476,19 +315,30 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
   if (spec.seed_policy == commit::SeedPolicyKind::kPerStep && !options.run_id)
     fail(Status::kInvalidArgument,
          "seed policy per_step: the seed of step {} names its run (docs/PROTOCOL.md section 9); give the run id", step);
-  const commit::OptimizerSpec &o = spec.optimizer;
   if (step == UINT64_MAX) fail(Status::kOutOfRange, "step {} has no successor", step);
   double lr, next_lr;
   if (options.rates) {
     std::tie(lr, next_lr) = *options.rates;
   } else {
     double r[2];
-    commit::learning_rates(spec.lr_schedule, o.lr, step, 2, r);
+    commit::learning_rates(spec.lr_schedule, spec.optimizer.lr, step, 2, r);
     lr = r[0];
     next_lr = r[1];
   }
   if (auto bad = learning_rate_mismatch(state_learning_rate(state_views(pre)), lr, step))
     fail(Status::kInvalidArgument, "pre-state: {}", *bad);
+  // Every group follows the one schedule from its own base rate; group g
+  // (>= 1) holds its rate as hparam/lr/<g>.
+  std::vector<double> group_lr{lr}, group_next_lr{next_lr};
+  for (size_t g = 1; g < spec.group_count(); ++g) {
+    double r[2];
+    commit::learning_rates(spec.lr_schedule, spec.group_optimizer(g).lr, step, 2, r);
+    const std::string name = group_lr_name(g);
+    if (auto bad = learning_rate_mismatch(state_learning_rate(state_views(pre), name), r[0], step))
+      fail(Status::kInvalidArgument, "pre-state: parameter group {}: {}", g, *bad);
+    group_lr.push_back(r[0]);
+    group_next_lr.push_back(r[1]);
+  }
 
   // Every replay changes process-wide LibTorch state (the default generator,
   // the thread count, the graph executor mode): one at a time.
@@ -505,10 +355,22 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
   }
   OpRecorder *rec = recorder ? &*recorder : nullptr;
 
+  // Which group updates each parameter: the one whose params name it, else
+  // group 0. Every name a group lists must be a parameter of the program.
+  std::map<std::string, size_t> group_of;
+  for (size_t g = 1; g < spec.group_count(); ++g)
+    for (const std::string &n : spec.param_groups[g - 1].params) group_of.emplace(n, g);
+  std::set<std::string> param_names;
+  for (const auto &[n, t] : program.params()) param_names.insert(n);
+  for (const auto &[n, g] : group_of)
+    if (!param_names.count(n))
+      fail(Status::kInvalidArgument, "spec: param_groups[{}] names '{}', which is not a parameter of the program",
+           g - 1, n);
+
   // Load S_{t-1} into the program; every name of the state must be used.
-  std::set<std::string> used{std::string(kLrName)};
+  std::set<std::string> used;
+  for (size_t g = 0; g < spec.group_count(); ++g) used.insert(group_lr_name(g));
   std::vector<ParamState> params;
-  const std::vector<std::string> keys = optimizer_keys(o);
   {
     at::NoGradGuard no_grad;
     for (const auto &[name, t] : program.params()) {
@@ -518,6 +380,13 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
       ParamState ps;
       ps.name = name;
       ps.param = t;
+      auto git = group_of.find(name);
+      ps.group = git == group_of.end() ? 0 : git->second;
+      const commit::OptimizerSpec &o = spec.group_optimizer(ps.group);
+      check_param(o, t, fmt::format("parameter '{}' (group {}, {})", name, ps.group,
+                                    commit::optimizer_name(o.kind)));
+      const std::vector<std::string> keys = optimizer_keys(o);
+      const std::map<std::string, at::Tensor> fresh = fresh_state(o, t);
       const std::string full = std::string(kParamPrefix) + name;
       ps.param.copy_(need(pre, full, t.scalar_type(), t.sizes()));
       ps.param.mutable_grad() = at::Tensor();  // zero_grad(set_to_none=True)
@@ -531,27 +400,45 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
         used.insert(key);
         if (k == "step") {
           at::Tensor count = need(pre, key, at::kFloat, {}).clone();
-          // Adam counts the parameter's updates: at most one per step before t.
+          // A parameter's updates: at most one per step before t, at least
+          // one once its state exists (Adagrad's exists from the start).
           const float c = count.item<float>();
-          if (!(c >= 1 && c <= static_cast<float>(step - 1) && c == std::floor(c)))
+          const float lo = fresh.count("step") ? 0.0f : 1.0f;
+          if (!(c >= lo && c <= static_cast<float>(step - 1) && c == std::floor(c)))
             fail(Status::kInvalidArgument,
-                 "pre-state: '{}' = {}: the updates of a parameter before step {} are a whole number in 1..{}", key,
-                 c, step, step - 1);
+                 "pre-state: '{}' = {}: the updates of a parameter before step {} are a whole number in {}..{}", key,
+                 c, step, lo, step - 1);
           ps.optim.emplace(k, std::move(count));
-        }
-        else
+        } else if (is_scalar_key(k)) {
+          ps.optim.emplace(k, need(pre, key, at::kFloat, {}).clone());
+        } else {
           ps.optim.emplace(k, need(pre, key, t.scalar_type(), t.sizes()).clone());
+        }
       }
       // S_0 holds the optimizer's fresh state: torch.optim creates a
-      // parameter's state at its first update. Seeding S_0 with state of the
+      // parameter's state at its first update (Adagrad's in its constructor:
+      // step 0 and the initial accumulator). Seeding S_0 with state of the
       // miner's choosing (moments so large that no gradient moves them) would
       // let later steps be computed without a backward pass.
-      if (step == 1 && present > 0)
-        fail(Status::kInvalidArgument,
-             "S_0 holds optimizer state for '{}': a run starts from the optimizer's fresh state, with no '{}{}/...' "
-             "tensor (docs/PROTOCOL.md 21.1)",
-             name, kOptimPrefix, name);
-      const bool all_or_none = o.kind == commit::OptimizerKind::kSgd || present == 0 || present == keys.size();
+      if (step == 1) {
+        bool is_fresh = ps.optim.size() == fresh.size();
+        for (const auto &[k, want] : fresh) {
+          auto it = ps.optim.find(k);
+          is_fresh = is_fresh && it != ps.optim.end() && it->second.scalar_type() == want.scalar_type() &&
+                     differing_elements(it->second, want) == 0;
+        }
+        if (!is_fresh && fresh.empty())
+          fail(Status::kInvalidArgument,
+               "S_0 holds optimizer state for '{}': a run starts from the optimizer's fresh state, with no '{}{}/...' "
+               "tensor (docs/PROTOCOL.md 21.1)",
+               name, kOptimPrefix, name);
+        if (!is_fresh)
+          fail(Status::kInvalidArgument,
+               "S_0's optimizer state for '{}' is not the optimizer's fresh state ('{}{}/step' = 0 and 'sum' full of "
+               "initial_accumulator_value; docs/PROTOCOL.md 21.1)",
+               name, kOptimPrefix, name);
+      }
+      const bool all_or_none = (present == 0 && fresh.empty()) || present == keys.size();
       if (!all_or_none) {
         for (const std::string &k : keys)
           if (!ps.optim.count(k))
@@ -685,6 +572,10 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
       OpRecording on(rec);
       clip_grad_norm(params, spec.grad_clip_max_norm);
     }
+    if (spec.grad_clip_value > 0) {
+      OpRecording on(rec);
+      clip_grad_value(params, spec.grad_clip_value);
+    }
     // The gradient the optimizer consumes (accumulated, clipped), as a
     // state "grad/<name>" (docs/PROTOCOL.md 21.3): the value a witness
     // states and the miner never publishes.
@@ -695,7 +586,8 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
     gradient_digest = state_digest(grads, options.hash_threads);
     for (ParamState &p : params) {
       if (!p.param.grad().defined()) continue;  // torch.optim skips parameters without a gradient
-      traced_update(p, pre.at(std::string(kParamPrefix) + p.name), o, lr, trace, rec);
+      traced_update(p, pre.at(std::string(kParamPrefix) + p.name), spec.group_optimizer(p.group),
+                    group_lr[p.group], trace, rec);
     }
   }
 
@@ -710,7 +602,8 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
   }
   for (const auto &[name, t] : program.buffers())
     r.post.emplace(std::string(kBufferPrefix) + name, t.detach().clone().contiguous());
-  r.post.emplace(std::string(kLrName), at::full({}, next_lr, at::kDouble));
+  for (size_t g = 0; g < spec.group_count(); ++g)
+    r.post.emplace(group_lr_name(g), at::full({}, group_next_lr[g], at::kDouble));
   if (spec.seed_policy == commit::SeedPolicyKind::kSingleSeed) {
     std::lock_guard<std::mutex> g(gen.mutex());
     r.post.emplace(std::string(kRngName), gen.get_state().contiguous());

@@ -156,9 +156,13 @@ const std::string &framework_version();
 // check_hardware_class's (replay/hardware_class.h).
 void check_replayable(const commit::ExecutionSpec &spec);
 
-// A state's hparam/lr: kInvalidArgument when it holds none, or not an F64
-// scalar, or one that is not finite and >= +0.
-double state_learning_rate(const std::vector<hash::StTensor> &state);
+// The state name of parameter group g's learning rate: hparam/lr for group
+// 0, hparam/lr/<g> (decimal) for the spec's param_groups (docs/PROTOCOL.md
+// 21.1).
+std::string group_lr_name(size_t g);
+// A state's hparam/lr (or `name`): kInvalidArgument when it holds none, or
+// not an F64 scalar, or one that is not finite and >= +0.
+double state_learning_rate(const std::vector<hash::StTensor> &state, std::string_view name = kLrName);
 // The problem with a held hparam/lr, when it is not `expected` (the rate the
 // spec's schedule gives step `step`) bit for bit; nullopt when it is.
 std::optional<std::string> learning_rate_mismatch(double held, double expected, uint64_t step);

@@ -18,7 +18,7 @@
 
 namespace pot::task {
 
-inline constexpr size_t kMaxTaskBytes = 8192;
+inline constexpr size_t kMaxTaskBytes = 73728;  // a spec of up to 64 KiB and the rest
 inline constexpr size_t kMaxOwnerBytes = 256;
 inline constexpr uint32_t kMaxChallengeRounds = 65536;
 // The largest committee a task may ask for (it bounds a challenge's witness

@@ -375,17 +375,41 @@ def learning_rates(j: dict, n: int) -> list:
     return out
 
 
+# Section 14.2: each optimizer kind's oneof field number in Optimizer and
+# its message's fields, numbered 1, 2, ... in this order (d: double, b: bool,
+# u: uint32, s: string).
+OPTIMIZERS = {
+    "sgd": (1, "lr:d momentum:d dampening:d nesterov:b weight_decay:d maximize:b"),
+    "adam": (2, "lr:d beta1:d beta2:d eps:d weight_decay:d amsgrad:b maximize:b"),
+    "adamw": (3, "lr:d beta1:d beta2:d eps:d weight_decay:d amsgrad:b maximize:b"),
+    "adadelta": (4, "lr:d rho:d eps:d weight_decay:d maximize:b"),
+    "adagrad": (5, "lr:d lr_decay:d weight_decay:d initial_accumulator_value:d eps:d maximize:b"),
+    "rmsprop": (6, "lr:d alpha:d eps:d weight_decay:d momentum:d centered:b maximize:b"),
+    "adamax": (7, "lr:d beta1:d beta2:d eps:d weight_decay:d maximize:b"),
+    "nadam": (8, "lr:d beta1:d beta2:d eps:d weight_decay:d momentum_decay:d decoupled_weight_decay:b maximize:b"),
+    "radam": (9, "lr:d beta1:d beta2:d eps:d weight_decay:d decoupled_weight_decay:b maximize:b"),
+    "muon": (10, "lr:d weight_decay:d momentum:d nesterov:b ns_a:d ns_b:d ns_c:d ns_steps:u eps:d adjust_lr_fn:s"),
+}
+
+
+def optimizer_canonical(o: dict) -> bytes:
+    """pot.v2.Optimizer: the oneof member of o["kind"] (an absent field is its default)."""
+    number, fields = OPTIMIZERS[o["kind"]]
+    body = b""
+    for i, f in enumerate(fields.split(), start=1):
+        name, t = f.split(":")
+        v = o.get(name)
+        if t == "d":
+            body += pb_double(i, float(v or 0.0))
+        elif t == "s":
+            body += pb_bytes(i, (v or "").encode())
+        else:
+            body += pb_varint(i, int(v or 0))
+    return pb_message(number, body)
+
+
 def spec_canonical(j: dict) -> bytes:
-    o = j["optimizer"]
-    if o["kind"] == "sgd":
-        opt = pb_message(1, pb_double(1, o["lr"]) + pb_double(2, o.get("momentum", 0.0)) +
-                         pb_double(3, o.get("dampening", 0.0)) + pb_varint(4, int(o.get("nesterov", False))) +
-                         pb_double(5, o.get("weight_decay", 0.0)))
-    else:
-        opt = pb_message(2 if o["kind"] == "adam" else 3,
-                         pb_double(1, o["lr"]) + pb_double(2, o["beta1"]) + pb_double(3, o["beta2"]) +
-                         pb_double(4, o["eps"]) + pb_double(5, o.get("weight_decay", 0.0)) +
-                         pb_varint(6, int(o.get("amsgrad", False))))
+    opt = optimizer_canonical(j["optimizer"])
     sp = j["seed_policy"]
     if sp["kind"] == "per_step":
         policy = pb_message(1, pb_varint(1, sp["base_seed"]))
@@ -401,7 +425,11 @@ def spec_canonical(j: dict) -> bytes:
             pb_varint(11, j["batch_size"]) + pb_varint(12, int(j.get("deterministic_algorithms", False))) +
             pb_varint(13, j["intra_op_threads"]) + pb_bytes(14, j["hardware_class"].encode()) +
             pb_message(15, policy) + pb_varint(16, j["norm_bucket_resolution"]) +
-            (pb_message(17, lr_schedule_canonical(j["lr_schedule"])) if j.get("lr_schedule") else b""))
+            (pb_message(17, lr_schedule_canonical(j["lr_schedule"])) if j.get("lr_schedule") else b"") +
+            b"".join(pb_message(18, pb_message(1, optimizer_canonical(g["optimizer"])) +
+                                b"".join(pb_bytes(2, n.encode()) for n in g["params"]))
+                     for g in j.get("param_groups", [])) +
+            pb_double(19, j.get("grad_clip_value", 0.0)))
 
 
 def commitment_canonical(j: dict) -> bytes:

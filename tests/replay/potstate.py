@@ -289,7 +289,8 @@ def read_safetensors(path) -> dict:
 # --------------------------------------------------------------------------
 # Canonical training state
 
-OPTIM_KEYS = ("step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer")
+OPTIM_KEYS = ("step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer", "square_avg", "acc_delta", "sum",
+              "grad_avg", "exp_inf", "mu_product")
 
 
 def canonical_state(task_module: torch.nn.Module, optimizer, rng: bool) -> dict:
@@ -306,23 +307,28 @@ def canonical_state(task_module: torch.nn.Module, optimizer, rng: bool) -> dict:
     for name, b in task_module.named_buffers():
         state["buffer/" + name] = b.detach()
     if optimizer is not None:
-        if len(optimizer.param_groups) != 1:
-            raise ValueError("canonical_state: expected exactly one param group, got %d"
-                             % len(optimizer.param_groups))
-        group = optimizer.param_groups[0]
-        for p in group["params"]:
-            if id(p) not in names:
-                raise ValueError("canonical_state: an optimizer parameter is not a parameter of the task")
-            st = optimizer.state.get(p, {})
-            for key, v in st.items():
-                if key not in OPTIM_KEYS:
-                    raise ValueError("canonical_state: unexpected optimizer state key %r" % key)
-                if v is None:
-                    continue
-                if not isinstance(v, torch.Tensor):
-                    raise ValueError("canonical_state: optimizer state %r is not a tensor" % key)
-                state["optim/%s/%s" % (names[id(p)], key)] = v.detach()
-        state["hparam/lr"] = torch.tensor(float(group["lr"]), dtype=torch.float64)
+        # One optimizer or a list of them (Muon and AdamW side by side): their
+        # groups, in order, are the spec's groups 0, 1, ...; group g's rate is
+        # hparam/lr (g = 0) or hparam/lr/<g>.
+        optimizers = optimizer if isinstance(optimizer, (list, tuple)) else [optimizer]
+        groups = [(o, g) for o in optimizers for g in o.param_groups]
+        for gi, (opt, group) in enumerate(groups):
+            for p in group["params"]:
+                if id(p) not in names:
+                    raise ValueError("canonical_state: an optimizer parameter is not a parameter of the task")
+                st = opt.state.get(p, {})
+                for key, v in st.items():
+                    if key not in OPTIM_KEYS:
+                        raise ValueError("canonical_state: unexpected optimizer state key %r" % key)
+                    if v is None:
+                        continue
+                    if key == "step" and isinstance(v, (int, float)):
+                        continue  # torch 1.13's RMSprop and Adadelta: a Python counter no update reads
+                    if not isinstance(v, torch.Tensor):
+                        raise ValueError("canonical_state: optimizer state %r is not a tensor" % key)
+                    state["optim/%s/%s" % (names[id(p)], key)] = v.detach()
+            state["hparam/lr" if gi == 0 else "hparam/lr/%d" % gi] = torch.tensor(float(group["lr"]),
+                                                                                 dtype=torch.float64)
     if rng:
         state["rng/cpu"] = torch.get_rng_state()
     return state

@@ -52,15 +52,62 @@ MATRIX = [
     ("cnn-sgd-bf16-accum", ["--model", "cnn", "--optim", "sgd", "--dtype", "bf16", "--accum", "4"]),
 ]
 
+# Every other optimizer on every model, each with its own mix of dtype,
+# clipping (by norm, by value), accumulation, maximize and two parameter
+# groups (decay / no decay at half the rate), on both torch lines; 10 steps
+# each (RAdam's rectified branch starts at step 6). TORCH2_ONLY: what torch
+# 1.13 lacks (Muon; NAdam and RAdam's maximize and decoupled weight decay).
+OPTIM_STEPS = 10
+OPTIM_MATRIX = [
+    ("mlp-adadelta-f32-groups2", ["--model", "mlp", "--optim", "adadelta", "--groups", "2"]),
+    ("cnn-adadelta-bf16-clipvalue", ["--model", "cnn", "--optim", "adadelta", "--dtype", "bf16", "--clip-value", "0.05"]),
+    ("transformer-adadelta-f64-maximize", ["--model", "transformer", "--optim", "adadelta", "--dtype", "f64",
+                                          "--maximize"]),
+    ("mlp-adagrad-f64-maximize", ["--model", "mlp", "--optim", "adagrad", "--dtype", "f64", "--maximize"]),
+    ("transformer-adagrad-bf16-groups2", ["--model", "transformer", "--optim", "adagrad", "--dtype", "bf16",
+                                         "--groups", "2"]),
+    ("cnn-adagrad-f32-clip-accum", ["--model", "cnn", "--optim", "adagrad", "--clip", "1.0", "--accum", "2"]),
+    ("mlp-rmsprop-bf16-clipvalue", ["--model", "mlp", "--optim", "rmsprop", "--dtype", "bf16", "--clip-value", "0.05"]),
+    ("transformer-rmsprop-f32-groups2-accum", ["--model", "transformer", "--optim", "rmsprop", "--groups", "2",
+                                              "--accum", "2"]),
+    ("cnn-rmsprop-f64-maximize", ["--model", "cnn", "--optim", "rmsprop", "--dtype", "f64", "--maximize"]),
+    ("mlp-adamax-f32-clip", ["--model", "mlp", "--optim", "adamax", "--clip", "0.5"]),
+    ("transformer-adamax-bf16-groups2", ["--model", "transformer", "--optim", "adamax", "--dtype", "bf16",
+                                        "--groups", "2"]),
+    ("cnn-adamax-f64-accum-maximize", ["--model", "cnn", "--optim", "adamax", "--dtype", "f64", "--accum", "2",
+                                      "--maximize"]),
+    ("mlp-nadam-f64-groups2", ["--model", "mlp", "--optim", "nadam", "--dtype", "f64", "--groups", "2"]),
+    ("transformer-nadam-f32-clipvalue", ["--model", "transformer", "--optim", "nadam", "--clip-value", "0.05"]),
+    ("cnn-nadam-bf16-clip", ["--model", "cnn", "--optim", "nadam", "--dtype", "bf16", "--clip", "1.0"]),
+    ("mlp-radam-bf16", ["--model", "mlp", "--optim", "radam", "--dtype", "bf16"]),
+    ("transformer-radam-f64-groups2-clip", ["--model", "transformer", "--optim", "radam", "--dtype", "f64",
+                                           "--groups", "2", "--clip", "1.0"]),
+    ("cnn-radam-f32-accum", ["--model", "cnn", "--optim", "radam", "--accum", "2"]),
+    ("mlp-sgd-f32-groups2-maximize", ["--model", "mlp", "--optim", "sgd", "--groups", "2", "--maximize"]),
+    ("transformer-adamw-bf16-groups2", ["--model", "transformer", "--optim", "adamw", "--dtype", "bf16",
+                                       "--groups", "2"]),
+    ("cnn-adam-f32-maximize-clipvalue", ["--model", "cnn", "--optim", "adam", "--maximize", "--clip-value", "0.05"]),
+    ("mlp-muon-f32", ["--model", "mlp", "--optim", "muon"]),
+    ("transformer-muon-bf16-clip", ["--model", "transformer", "--optim", "muon", "--dtype", "bf16", "--clip", "1.0"]),
+    ("cnn-nadam-f32-decoupled-maximize", ["--model", "cnn", "--optim", "nadam", "--decoupled", "--maximize"]),
+    ("mlp-radam-f64-decoupled-maximize-groups2", ["--model", "mlp", "--optim", "radam", "--dtype", "f64",
+                                                 "--decoupled", "--maximize", "--groups", "2"]),
+]
+TORCH2_ONLY = {"mlp-muon-f32", "transformer-muon-bf16-clip", "cnn-nadam-f32-decoupled-maximize",
+               "mlp-radam-f64-decoupled-maximize-groups2"}
+TORCH2 = int(torch.__version__.split(".")[0]) >= 2
+CASES = ([(n, a, STEPS) for n, a in MATRIX] +
+         [(n, a, OPTIM_STEPS) for n, a in OPTIM_MATRIX if TORCH2 or n not in TORCH2_ONLY])
 
-@pytest.mark.parametrize("name,args", MATRIX, ids=[m[0] for m in MATRIX])
-def test_every_step_replays_bit_for_bit(tmp_path, check_run_bin, name, args):
-    run = train(tmp_path / name, "--steps", STEPS, *args)
+
+@pytest.mark.parametrize("name,args,steps", CASES, ids=[c[0] for c in CASES])
+def test_every_step_replays_bit_for_bit(tmp_path, check_run_bin, name, args, steps):
+    run = train(tmp_path / name, "--steps", steps, *args)
     rc, rows, summary = check(check_run_bin, run)
-    assert [r["step"] for r in rows] == list(range(1, STEPS + 1))
+    assert [r["step"] for r in rows] == list(range(1, steps + 1))
     bad = [r["step"] for r in rows if not r["match"]]
     assert rc == 0 and not bad, f"{name}: steps {bad} differ"
-    assert summary == {"summary": True, "matched": STEPS, "mismatched": 0}
+    assert summary == {"summary": True, "matched": steps, "mismatched": 0}
     # The loss the replay reports is the trainer's, bit for bit.
     meta = json.load(open(os.path.join(run, "run.json")))
     assert [r["loss_bits"] for r in rows] == meta["loss_bits"]
@@ -68,7 +115,7 @@ def test_every_step_replays_bit_for_bit(tmp_path, check_run_bin, name, args):
     ignored = [r["step"] for r in rows if r["gradient_ignored"]]
     assert not ignored, f"{name}: honest steps {ignored} fail gradient_ignored"
     least = min(rows, key=lambda r: r["gradient_elements"])
-    print(f"\nDETERMINISM {name}: {STEPS}/{STEPS} steps bit-exact; the gradient changed at least "
+    print(f"\nDETERMINISM {name}: {steps}/{steps} steps bit-exact; the gradient changed at least "
           f"{least['gradient_elements']} of {least['param_elements']} parameter elements (step {least['step']})")
 
 
@@ -168,6 +215,87 @@ def test_missing_optimizer_entry_is_named(tmp_path, check_run_bin, honest):
     rc, _, last = check(check_run_bin, honest, "--pre-dir", pre, "--steps", "5-5")
     assert rc == 3 and last["error"] == "POT_E_INVALID_ARGUMENT"
     assert "optim/net.ln_f.weight/exp_avg_sq" in last["message"]
+
+
+@pytest.fixture(scope="module")
+def adagrad_groups(tmp_path_factory):
+    """Adagrad (state from the constructor) with a second parameter group."""
+    return train(tmp_path_factory.mktemp("adagrad"), "--model", "mlp", "--optim", "adagrad", "--groups", "2",
+                 "--steps", 4)
+
+
+def test_attack_saturated_adagrad_accumulator_in_s0_is_refused(tmp_path, check_run_bin, adagrad_groups):
+    """A miner seeds S_0's Adagrad accumulators with 1e30: every update is
+    then ~0 and no step needs a backward pass. S_0 must hold the fresh state
+    bit for bit (docs/PROTOCOL.md 21.1)."""
+    states = os.path.join(adagrad_groups, "states")
+    rc, rows, _ = check(check_run_bin, adagrad_groups, "--steps", "1-1")
+    assert rc == 0 and rows[0]["match"]  # the honest S_0, with its step-0 state, passes
+    for name, edit in [
+        ("saturated", lambda s: s.update({k: torch.full_like(v, 1e30) for k, v in s.items() if k.endswith("/sum")})),
+        ("counted", lambda s: s.update({k: torch.full_like(v, 3.0) for k, v in s.items() if k.endswith("/step")})),
+        ("dropped", lambda s: [s.pop(k) for k in [k for k in s if k.startswith("optim/")]]),
+    ]:
+        pre = edit_state(states, str(tmp_path / name), 0, edit)
+        rc, _, last = check(check_run_bin, adagrad_groups, "--pre-dir", pre, "--steps", "1-1")
+        assert rc == 3 and last["error"] == "POT_E_INVALID_ARGUMENT", (name, last)
+        assert any(w in last["message"] for w in ("fresh state", "missing tensor", "updates of a parameter")), \
+            (name, last)
+
+
+def test_attack_a_group_rate_other_than_the_schedule_is_refused(tmp_path, check_run_bin, adagrad_groups):
+    """Group 1's rate in S_{t-1} is the spec's, as group 0's is: a state
+    that doubles it (a miner stepping the no-decay group faster) is refused
+    before the step runs, naming the group."""
+    pre = edit_state(os.path.join(adagrad_groups, "states"), str(tmp_path / "pre"), 2,
+                     lambda s: s.update({"hparam/lr/1": s["hparam/lr/1"] * 2}))
+    rc, _, last = check(check_run_bin, adagrad_groups, "--pre-dir", pre, "--steps", "3-3")
+    assert rc == 3 and last["error"] == "POT_E_INVALID_ARGUMENT" and "parameter group 1" in last["message"], last
+    gone = edit_state(os.path.join(adagrad_groups, "states"), str(tmp_path / "gone"), 2,
+                      lambda s: s.pop("hparam/lr/1"))
+    rc, _, last = check(check_run_bin, adagrad_groups, "--pre-dir", gone, "--steps", "3-3")
+    assert rc == 3 and "hparam/lr/1" in last["message"], last
+
+
+def test_attack_other_group_hyper_parameters_than_committed_fail_the_replay(tmp_path, check_run_bin,
+                                                                            adagrad_groups):
+    """A miner trains the second group with weight decay the spec does not
+    have: every step fails the replay; and a spec whose group names a tensor
+    the program does not have is refused, naming it."""
+    spec = json.load(open(os.path.join(adagrad_groups, "spec.json")))
+    decayed = json.loads(json.dumps(spec))
+    decayed["param_groups"][0]["optimizer"]["weight_decay"] = 0.01
+    path = str(tmp_path / "decayed.json")
+    json.dump(decayed, open(path, "w"))
+    rc, rows, summary = check(check_run_bin, adagrad_groups, "--spec", path)
+    assert rc == 1 and summary["mismatched"] == len(rows) == 4, summary
+    bogus = json.loads(json.dumps(spec))
+    bogus["param_groups"][0]["params"] = sorted(bogus["param_groups"][0]["params"] + ["zz.not_a_parameter"])
+    path = str(tmp_path / "bogus.json")
+    json.dump(bogus, open(path, "w"))
+    rc, _, last = check(check_run_bin, adagrad_groups, "--spec", path, "--steps", "1-1")
+    assert rc == 3 and last["error"] == "POT_E_INVALID_ARGUMENT" and "zz.not_a_parameter" in last["message"], last
+
+
+def test_an_optimizer_this_torch_line_lacks_is_refused_before_replaying(tmp_path, check_run_bin, adagrad_groups):
+    """Muon on torch 1.13 (it has none): POT_E_UNSUPPORTED naming it; on
+    2.x, Muon on a parameter that is not a matrix: POT_E_INVALID_ARGUMENT."""
+    spec = json.load(open(os.path.join(adagrad_groups, "spec.json")))
+    spec["optimizer"] = {"kind": "muon", "lr": spec["optimizer"]["lr"], "weight_decay": 0.1, "momentum": 0.95, "nesterov": True,
+                         "ns_a": 3.4445, "ns_b": -4.775, "ns_c": 2.0315, "ns_steps": 5, "eps": 1e-7,
+                         "adjust_lr_fn": "original"}
+    path = str(tmp_path / "muon.json")
+    json.dump(spec, open(path, "w"))
+    rc, _, last = check(check_run_bin, adagrad_groups, "--spec", path, "--steps", "1-1")
+    if TORCH2:  # the mlp's matrices are in group 0, its biases in group 1: replays (other bits)
+        assert rc == 1, last
+        spec["param_groups"] = []
+        del spec["param_groups"]
+        json.dump(spec, open(path, "w"))
+        rc, _, last = check(check_run_bin, adagrad_groups, "--spec", path, "--steps", "1-1")
+        assert rc == 3 and last["error"] == "POT_E_INVALID_ARGUMENT" and "2-D parameters only" in last["message"]
+    else:
+        assert rc == 3 and last["error"] == "POT_E_UNSUPPORTED" and "Muon" in last["message"], last
 
 
 def test_wrong_dtype_and_shape_are_named(tmp_path, check_run_bin, honest):

@@ -303,6 +303,56 @@ def parse_steps(text: str, n: int) -> set:
     return out
 
 
+# The optimizers of the matrix and their hyper-parameters (the spec's JSON
+# form, docs/cli.md): each kind's update paths (weight decay, momentum,
+# centering...) on, with values that make a wrong port visible.
+OPTIMIZER_KINDS = {
+    "sgd": {"lr": 0.05, "momentum": 0.9, "dampening": 0.0, "nesterov": True, "weight_decay": 1e-4},
+    "adam": {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.01},
+    "adamw": {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.01},
+    "adadelta": {"lr": 1.0, "rho": 0.9, "eps": 1e-6, "weight_decay": 1e-4},
+    "adagrad": {"lr": 0.01, "lr_decay": 1e-3, "weight_decay": 1e-4, "initial_accumulator_value": 0.1,
+                "eps": 1e-10},
+    "rmsprop": {"lr": 1e-3, "alpha": 0.99, "eps": 1e-8, "weight_decay": 1e-4, "momentum": 0.9, "centered": True},
+    "adamax": {"lr": 2e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 1e-4},
+    "nadam": {"lr": 2e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 1e-4, "momentum_decay": 4e-3},
+    "radam": {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 1e-4},
+    "muon": {"lr": 0.02, "weight_decay": 0.1, "momentum": 0.95, "nesterov": True, "ns_a": 3.4445, "ns_b": -4.7750,
+             "ns_c": 2.0315, "ns_steps": 5, "eps": 1e-7, "adjust_lr_fn": "original"},
+}
+
+
+def optimizer_config(kind: str, a) -> dict:
+    cfg = dict(OPTIMIZER_KINDS[kind], kind=kind)
+    if kind in ("adam", "adamw"):
+        cfg["amsgrad"] = bool(a.amsgrad)
+    if a.maximize and kind != "muon":
+        cfg["maximize"] = True
+    if a.decoupled and kind in ("nadam", "radam"):
+        cfg["decoupled_weight_decay"] = True
+    return cfg
+
+
+def torch_group_options(cfg: dict) -> dict:
+    """The torch.optim keyword arguments of a spec optimizer config."""
+    out = {k: v for k, v in cfg.items() if k not in ("kind", "beta1", "beta2", "ns_a", "ns_b", "ns_c")}
+    if "beta1" in cfg:
+        out["betas"] = (cfg["beta1"], cfg["beta2"])
+    if "ns_a" in cfg:
+        out["ns_coefficients"] = (cfg["ns_a"], cfg["ns_b"], cfg["ns_c"])
+    return out
+
+
+def make_optimizer(cfg: dict, groups: list):
+    cls = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW,
+           "adadelta": torch.optim.Adadelta, "adagrad": torch.optim.Adagrad, "rmsprop": torch.optim.RMSprop,
+           "adamax": torch.optim.Adamax, "nadam": torch.optim.NAdam, "radam": torch.optim.RAdam,
+           "muon": getattr(torch.optim, "Muon", None)}[cfg["kind"]]
+    if cls is None:
+        raise SystemExit("torch %s has no torch.optim.Muon" % torch.__version__)
+    return cls(groups, **torch_group_options(cfg))
+
+
 def loss_bits(d: float) -> str:
     return struct.pack(">d", d).hex()
 
@@ -325,8 +375,15 @@ def main(argv=None) -> int:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--out", required=True, help="run directory (created; existing samples/ and states/ are replaced)")
     ap.add_argument("--model", required=True, choices=["mlp", "transformer", "cnn", "transformer5m"])
-    ap.add_argument("--optim", required=True, choices=["sgd", "adam", "adamw"])
+    ap.add_argument("--optim", required=True, choices=sorted(OPTIMIZER_KINDS))
     ap.add_argument("--amsgrad", action="store_true", help="adam/adamw: amsgrad=True")
+    ap.add_argument("--maximize", action="store_true", help="maximize=True (every optimizer but muon)")
+    ap.add_argument("--decoupled", action="store_true", help="nadam/radam: decoupled_weight_decay=True (torch 2.x)")
+    ap.add_argument("--groups", type=int, default=1, choices=[1, 2],
+                    help="2: a second parameter group (the parameters of fewer than 2 dimensions) without weight "
+                         "decay and at half the rate; muon: always 2 (muon for the matrices, adamw for the rest, "
+                         "two optimizers)")
+    ap.add_argument("--clip-value", type=float, default=0.0, help="clip_grad_value_ clip value; 0 = none")
     ap.add_argument("--dtype", default="f32", choices=["f32", "f64", "bf16"],
                     help="parameter and input dtype (task.to(dtype) before the optimizer is built)")
     ap.add_argument("--clip", type=float, default=0.0, help="clip_grad_norm_ max norm; 0 = no clipping")
@@ -402,21 +459,34 @@ def main(argv=None) -> int:
     del scripted, buf
     digest = potstate.program_digest(program_path)
 
-    # 3. optimizer, scheduler
-    if a.optim == "sgd":
-        opt_cfg = {"kind": "sgd", "lr": 0.05, "momentum": 0.9, "dampening": 0.0, "nesterov": True,
-                   "weight_decay": 1e-4}
-        opt = torch.optim.SGD(task.parameters(), lr=opt_cfg["lr"], momentum=opt_cfg["momentum"],
-                              dampening=opt_cfg["dampening"], nesterov=opt_cfg["nesterov"],
-                              weight_decay=opt_cfg["weight_decay"])
+    # 3. optimizer(s), scheduler(s)
+    named = list(task.named_parameters())
+    if a.optim == "muon" or a.groups == 2:
+        first = [(n, p) for n, p in named if p.dim() >= 2]
+        second = [(n, p) for n, p in named if p.dim() < 2]
     else:
-        opt_cfg = {"kind": a.optim, "lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8,
-                   "weight_decay": 0.01, "amsgrad": bool(a.amsgrad)}
-        cls = torch.optim.Adam if a.optim == "adam" else torch.optim.AdamW
-        opt = cls(task.parameters(), lr=opt_cfg["lr"], betas=(opt_cfg["beta1"], opt_cfg["beta2"]),
-                  eps=opt_cfg["eps"], weight_decay=opt_cfg["weight_decay"], amsgrad=opt_cfg["amsgrad"])
+        first, second = named, []
+    cfg0 = optimizer_config(a.optim, a)
+    if a.optim == "muon":
+        cfg1 = optimizer_config("adamw", a)
+    else:
+        cfg1 = dict(cfg0, lr=cfg0["lr"] * 0.5)
+        if "weight_decay" in cfg1:
+            cfg1["weight_decay"] = 0.0
+    if second:
+        if a.optim == "muon":  # two optimizers, as Muon is used
+            opts = [make_optimizer(cfg0, [{"params": [p for _, p in first]}]),
+                    make_optimizer(cfg1, [{"params": [p for _, p in second]}])]
+        else:  # one optimizer, two groups (decay / no decay, as GPT training code builds them)
+            opts = [make_optimizer(cfg0, [{"params": [p for _, p in first]},
+                                          dict(torch_group_options(cfg1), params=[p for _, p in second])])]
+    else:
+        opts = [make_optimizer(cfg0, [{"params": [p for _, p in first]}])]
     t_max = a.t_max or a.steps
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=t_max)
+    scheds = [torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=t_max) for o in opts]
+    opt = opts if len(opts) > 1 else opts[0]
+    param_groups = ([{"optimizer": cfg1, "params": sorted((n for n, _ in second), key=lambda x: x.encode("utf-8"))}]
+                    if second else [])
 
     # 4. data order
     def loader_for(ds: torch.utils.data.Dataset) -> torch.utils.data.DataLoader:
@@ -450,7 +520,7 @@ def main(argv=None) -> int:
         "dtype": {"f32": "F32", "f64": "F64", "bf16": "BF16"}[a.dtype],
         "attention_backend": "math",
         "dropout": DROPOUT,
-        "optimizer": opt_cfg,
+        "optimizer": cfg0,
         "grad_clip_max_norm": float(a.clip),
         "grad_accum_microbatches": a.accum,
         "batch_size": a.batch,
@@ -462,6 +532,10 @@ def main(argv=None) -> int:
         "norm_bucket_resolution": 16,
         "lr_schedule": {"phases": [{"kind": "cosine", "t_max": t_max, "eta_min": 0.0}]},
     }
+    if param_groups:
+        spec["param_groups"] = param_groups
+    if a.clip_value > 0:
+        spec["grad_clip_value"] = float(a.clip_value)
     s0 = potstate.canonical_state(task, opt, rng=single)
     initial = independent.state_digest(tensor_digests(s0))
     del s0
@@ -511,9 +585,14 @@ def main(argv=None) -> int:
             total = d if i == 0 else total + d
         if a.clip > 0:
             torch.nn.utils.clip_grad_norm_(task.parameters(), a.clip)
-        opt.step()
-        sched.step()
-        opt.zero_grad(set_to_none=True)
+        if a.clip_value > 0:
+            torch.nn.utils.clip_grad_value_(task.parameters(), a.clip_value)
+        for o in opts:
+            o.step()
+        for sc in scheds:
+            sc.step()
+        for o in opts:
+            o.zero_grad(set_to_none=True)
         seconds.append(time.perf_counter() - t0)
 
         if single:
@@ -529,7 +608,8 @@ def main(argv=None) -> int:
                                 ("[\n" + ",\n".join(json.dumps(e) for e in schedule) + "\n]\n").encode("ascii"))
     run = {
         "model": a.model, "optim": a.optim, "amsgrad": bool(a.amsgrad), "dtype": a.dtype,
-        "clip": float(a.clip), "accum": a.accum, "steps": a.steps, "batch": a.batch,
+        "maximize": bool(a.maximize), "decoupled": bool(a.decoupled), "groups": 2 if second else 1,
+        "clip": float(a.clip), "clip_value": float(a.clip_value), "accum": a.accum, "steps": a.steps, "batch": a.batch,
         "threads": a.threads, "seed_policy": a.seed_policy, "skip_seed": bool(a.skip_seed),
         "base_seed": a.base_seed, "data_seed": a.data_seed, "init_seed": a.init_seed,
         "dataset_size": n, "forward_args": arg_names, "params": params,

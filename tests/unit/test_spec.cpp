@@ -1,5 +1,7 @@
 // The canonical execution spec: JSON in, canonical bytes out, one precise
 // error per validation rule, and strict canonical decoding.
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "commit/spec.h"
@@ -160,7 +162,7 @@ TEST(Spec, DecodeRejectsNonCanonicalBytes) {
   // Garbage and truncation.
   EXPECT_EQ(status_of([&] { commit::ExecutionSpec::decode(ByteView(b).first(b.size() - 1)); }), Status::kMalformed);
   EXPECT_EQ(status_of([&] { commit::ExecutionSpec::decode(Bytes{0xff, 0xff, 0xff}); }), Status::kMalformed);
-  EXPECT_EQ(status_of([&] { commit::ExecutionSpec::decode(Bytes(5000, 0)); }), Status::kLimit);
+  EXPECT_EQ(status_of([&] { commit::ExecutionSpec::decode(Bytes(commit::kMaxSpecBytes + 1, 0)); }), Status::kLimit);
   // Well-formed protobuf that breaks a rule is refused as invalid, not malformed.
   v2::ExecutionSpec p;
   ASSERT_TRUE(p.ParseFromArray(b.data(), static_cast<int>(b.size())));
@@ -171,4 +173,149 @@ TEST(Spec, DecodeRejectsNonCanonicalBytes) {
             }),
             Status::kInvalidArgument);
   EXPECT_EQ(commit::ExecutionSpec::decode(b).encode(), b);
+}
+
+// Every optimizer kind of section 14.2 round-trips through JSON and the
+// canonical bytes, and a hyper-parameter of another kind is refused by name
+// (at the proto level too: a field the kind does not have cannot be
+// smuggled in through the struct).
+TEST(Spec, EveryOptimizerKindRoundTrips) {
+  const json kinds[] = {
+      {{"kind", "sgd"}, {"lr", 0.1}, {"momentum", 0.9}, {"dampening", 0.1}, {"weight_decay", 1e-4}, {"maximize", true}},
+      {{"kind", "adam"}, {"lr", 1e-3}, {"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}, {"amsgrad", true}, {"maximize", true}},
+      {{"kind", "adadelta"}, {"lr", 1.0}, {"rho", 0.9}, {"eps", 1e-6}, {"weight_decay", 1e-4}},
+      {{"kind", "adagrad"}, {"lr", 0.01}, {"lr_decay", 1e-3}, {"initial_accumulator_value", 0.1}, {"eps", 1e-10}},
+      {{"kind", "rmsprop"}, {"lr", 1e-3}, {"alpha", 0.99}, {"eps", 1e-8}, {"momentum", 0.9}, {"centered", true}},
+      {{"kind", "adamax"}, {"lr", 2e-3}, {"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}},
+      {{"kind", "nadam"}, {"lr", 2e-3}, {"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}, {"momentum_decay", 4e-3},
+       {"decoupled_weight_decay", true}, {"weight_decay", 0.01}},
+      {{"kind", "radam"}, {"lr", 1e-3}, {"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}, {"maximize", true}},
+      {{"kind", "muon"}, {"lr", 0.02}, {"weight_decay", 0.1}, {"momentum", 0.95}, {"nesterov", true},
+       {"ns_a", 3.4445}, {"ns_b", -4.775}, {"ns_c", 2.0315}, {"ns_steps", 5}, {"eps", 1e-7},
+       {"adjust_lr_fn", "match_rms_adamw"}},
+  };
+  std::set<std::string> encodings;
+  for (const json &o : kinds) {
+    json j = base_json();
+    j["optimizer"] = o;
+    const auto s = commit::ExecutionSpec::from_json(j);
+    const Bytes b = s.encode();
+    EXPECT_TRUE(encodings.insert(to_hex(b)).second) << o;
+    const auto back = commit::ExecutionSpec::decode(b);
+    EXPECT_EQ(back.encode(), b) << o;
+    EXPECT_EQ(back.to_json()["optimizer"]["kind"], o["kind"]);
+    for (const auto &[k, v] : o.items()) EXPECT_EQ(back.to_json()["optimizer"][k], v) << o["kind"] << "." << k;
+    // A field of another kind: refused by the JSON form, and by validate()
+    // when set on the struct.
+    json extra = j;
+    extra["optimizer"][o["kind"] == "adagrad" ? "rho" : "lr_decay"] = 0.5;
+    EXPECT_NE(rule_message(extra).find("unknown key"), std::string::npos) << rule_message(extra);
+    auto smuggled = s;
+    if (o["kind"] == "adagrad")
+      smuggled.optimizer.rho = 0.5;
+    else
+      smuggled.optimizer.lr_decay = 0.5;
+    try {
+      smuggled.validate();
+      ADD_FAILURE() << o["kind"] << ": a field of another kind was accepted";
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find("does not apply to"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Spec, EachOptimizerRuleHasItsOwnMessage) {
+  struct Case {
+    json optimizer;
+    const char *expect;
+  } cases[] = {
+      {{{"kind", "adadelta"}, {"lr", 1.0}, {"rho", 1.5}, {"eps", 1e-6}}, "optimizer.rho = 1.5 is outside"},
+      {{{"kind", "adagrad"}, {"lr", 0.01}, {"eps", 0.0}}, "optimizer.eps = 0 must be finite and > 0"},
+      {{{"kind", "adagrad"}, {"lr", 0.01}, {"eps", 1e-10}, {"initial_accumulator_value", -1.0}},
+       "optimizer.initial_accumulator_value = -1 is outside"},
+      {{{"kind", "rmsprop"}, {"lr", 1e-3}, {"alpha", 0.99}, {"eps", 1e-8}, {"momentum", 1.0}},
+       "optimizer.momentum = 1 is outside"},
+      {{{"kind", "nadam"}, {"lr", 1e-3}, {"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}, {"momentum_decay", -1.0}},
+       "optimizer.momentum_decay = -1 is outside"},
+      {{{"kind", "radam"}, {"lr", 1e-3}, {"beta1", 0.9}, {"eps", 1e-8}}, "missing key 'beta2'"},
+      {{{"kind", "muon"}, {"lr", 0.02}, {"momentum", 0.95}, {"ns_a", 3.4}, {"ns_b", -4.7}, {"ns_c", 2.0},
+        {"ns_steps", 100}, {"eps", 1e-7}, {"adjust_lr_fn", "original"}},
+       "optimizer.ns_steps = 100 is outside 1..99"},
+      {{{"kind", "muon"}, {"lr", 0.02}, {"momentum", 0.95}, {"ns_a", 3.4}, {"ns_b", -4.7}, {"ns_c", 2.0},
+        {"ns_steps", 5}, {"eps", 1e-7}, {"adjust_lr_fn", "bigger"}},
+       "adjust_lr_fn = 'bigger' is not original"},
+      {{{"kind", "muon"}, {"lr", 0.02}, {"momentum", 0.95}, {"ns_a", 3.4}, {"ns_b", -4.7}, {"ns_c", 2.0},
+        {"ns_steps", 5}, {"eps", 1e-7}, {"adjust_lr_fn", "original"}, {"maximize", true}},
+       "unknown key 'maximize'"},
+  };
+  for (const Case &c : cases) {
+    json j = base_json();
+    j["optimizer"] = c.optimizer;
+    EXPECT_NE(rule_message(j).find(c.expect), std::string::npos) << c.optimizer << ": " << rule_message(j);
+  }
+  json both = base_json();
+  both["grad_clip_value"] = 0.5;
+  EXPECT_NE(rule_message(both).find("grad_clip_max_norm and grad_clip_value are both set"), std::string::npos);
+  both["grad_clip_max_norm"] = 0.0;
+  EXPECT_EQ(rule_message(both), "accepted");
+  both["grad_clip_value"] = -1.0;
+  EXPECT_NE(rule_message(both).find("grad_clip_value = -1 is outside"), std::string::npos);
+}
+
+// Section 14.5: groups 1..n name their parameters, sorted and disjoint;
+// each group has its own optimizer and base rate, and follows the schedule.
+TEST(Spec, ParamGroupsAreCanonicalAndDisjoint) {
+  const json sgd = {{"kind", "sgd"}, {"lr", 0.5}};
+  json j = base_json();
+  j["lr_schedule"] = json::parse(R"({"phases": [{"kind": "exponential", "gamma": 0.5}]})");
+  j["param_groups"] = json::array({json{{"optimizer", sgd}, {"params", {"b.bias", "b.weight"}}}});
+  const auto s = commit::ExecutionSpec::from_json(j);
+  EXPECT_EQ(s.group_count(), 2u);
+  EXPECT_EQ(s.group_optimizer(1).kind, commit::OptimizerKind::kSgd);
+  EXPECT_EQ(s.group_learning_rate(1, 3), 0.125);
+  EXPECT_EQ(s.group_learning_rate(0, 3), s.learning_rate(3));
+  EXPECT_THROW(s.group_optimizer(2), Error);
+  const Bytes b = s.encode();
+  EXPECT_EQ(commit::ExecutionSpec::decode(b).to_json(), s.to_json());
+  EXPECT_EQ(commit::ExecutionSpec::from_json(s.to_json()).encode(), b);
+  // A spec without groups encodes as before (no field 18 or 19).
+  pot::v2::ExecutionSpec p;
+  ASSERT_TRUE(p.ParseFromArray(b.data(), static_cast<int>(b.size())));
+  EXPECT_EQ(p.param_groups_size(), 1);
+  const Bytes plain = commit::ExecutionSpec::from_json(base_json()).encode();
+  ASSERT_TRUE(p.ParseFromArray(plain.data(), static_cast<int>(plain.size())));
+  EXPECT_EQ(p.param_groups_size(), 0);
+
+  struct Case {
+    json groups;
+    const char *expect;
+  } cases[] = {
+      {json::array({json{{"optimizer", sgd}, {"params", {"b", "a"}}}}), "strictly increasing (byte order): 'a' follows 'b'"},
+      {json::array({json{{"optimizer", sgd}, {"params", {"a", "a"}}}}), "strictly increasing"},
+      {json::array({json{{"optimizer", sgd}, {"params", {"a"}}}, json{{"optimizer", sgd}, {"params", {"a"}}}}),
+       "param_groups[1].params: 'a' is in another group too"},
+      {json::array({json{{"optimizer", sgd}, {"params", json::array()}}}), "param_groups[0].params is empty"},
+      {json::array({json{{"optimizer", sgd}, {"params", {""}}}}), "params[0] must be 1..256 bytes"},
+      {json::array({json{{"optimizer", json{{"kind", "sgd"}, {"lr", 0.0}}}, {"params", {"a"}}}}),
+       "param_groups[0].optimizer.lr = 0 must be finite and > 0"},
+      {json::array({json{{"optimizer", sgd}, {"params", {"a"}}, {"lr", 1}}}), "unknown key 'lr'"},
+  };
+  for (const Case &c : cases) {
+    json k = base_json();
+    k["param_groups"] = c.groups;
+    EXPECT_NE(rule_message(k).find(c.expect), std::string::npos) << c.groups << ": " << rule_message(k);
+  }
+  json many = base_json();
+  many["param_groups"] = json::array();
+  for (size_t i = 0; i <= commit::kMaxParamGroups; ++i)
+    many["param_groups"].push_back(json{{"optimizer", sgd}, {"params", {fmt::format("p{}", 1000 + i)}}});
+  EXPECT_NE(rule_message(many).find("at most 64"), std::string::npos) << rule_message(many);
+  // A decoder sees the same rules: an unsorted group in canonical bytes.
+  pot::v2::ExecutionSpec q;
+  const Bytes ok_bytes = s.encode();
+  ASSERT_TRUE(q.ParseFromArray(ok_bytes.data(), static_cast<int>(ok_bytes.size())));
+  q.mutable_param_groups(0)->set_params(0, "z");
+  const std::string raw = q.SerializeAsString();
+  EXPECT_EQ(status_of([&] { commit::ExecutionSpec::decode(ByteView(reinterpret_cast<const uint8_t *>(raw.data()), raw.size())); }),
+            Status::kInvalidArgument);
 }

@@ -326,7 +326,31 @@ ordered_json generate_protocol() {
     "optimizer": {"kind": "sgd", "lr": 0.5, "momentum": 0.9, "nesterov": true},
     "batch_size": 4, "grad_accum_microbatches": 2, "intra_op_threads": 1, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2",
     "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 1})";
-  for (const char *sj : {spec_json, sgd_json}) {
+  // Every optimizer kind once: Muon for group 0 beside one group of each
+  // other kind, clipping by value (sections 14.2, 14.5).
+  const char *groups_json = R"({"framework": "pytorch", "framework_version": "2.15.0",
+    "model_program_digest": "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0",
+    "dtype": "BF16", "attention_backend": "math", "dropout": 0.0,
+    "optimizer": {"kind": "muon", "lr": 0.02, "weight_decay": 0.1, "momentum": 0.95, "nesterov": true,
+                  "ns_a": 3.4445, "ns_b": -4.775, "ns_c": 2.0315, "ns_steps": 5, "eps": 1e-07,
+                  "adjust_lr_fn": "original"},
+    "batch_size": 8, "intra_op_threads": 1, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2",
+    "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16, "grad_clip_value": 0.5,
+    "param_groups": [
+      {"optimizer": {"kind": "adamw", "lr": 0.001, "beta1": 0.9, "beta2": 0.95, "eps": 1e-08, "weight_decay": 0.0,
+                     "amsgrad": true, "maximize": true}, "params": ["embed.weight", "head.bias"]},
+      {"optimizer": {"kind": "adadelta", "lr": 1.0, "rho": 0.9, "eps": 1e-06}, "params": ["ln.bias", "ln.weight"]},
+      {"optimizer": {"kind": "adagrad", "lr": 0.01, "lr_decay": 0.001, "weight_decay": 0.0001,
+                     "initial_accumulator_value": 0.1, "eps": 1e-10}, "params": ["a"]},
+      {"optimizer": {"kind": "rmsprop", "lr": 0.001, "alpha": 0.99, "eps": 1e-08, "momentum": 0.9, "centered": true},
+       "params": ["b"]},
+      {"optimizer": {"kind": "adamax", "lr": 0.002, "beta1": 0.9, "beta2": 0.999, "eps": 1e-08}, "params": ["c"]},
+      {"optimizer": {"kind": "nadam", "lr": 0.002, "beta1": 0.9, "beta2": 0.999, "eps": 1e-08, "weight_decay": 0.01,
+                     "momentum_decay": 0.004, "decoupled_weight_decay": true}, "params": ["d"]},
+      {"optimizer": {"kind": "radam", "lr": 0.001, "beta1": 0.9, "beta2": 0.999, "eps": 1e-08,
+                     "decoupled_weight_decay": true, "maximize": true}, "params": ["e", "\u00e9"]},
+      {"optimizer": {"kind": "sgd", "lr": 0.1, "maximize": true}, "params": ["f"]}]})";
+  for (const char *sj : {spec_json, sgd_json, groups_json}) {
     pot_spec *spec = nullptr;
     pot_error *err = nullptr;
     ok(pot_spec_from_json(&spec, sj, &err), err, "spec");
@@ -334,9 +358,12 @@ ordered_json generate_protocol() {
     ok(pot_spec_encode(&b, spec, nullptr), nullptr, "encode");
     pot_digest d;
     ok(pot_spec_digest(&d, spec, nullptr), nullptr, "digest");
-    out["specs"].push_back({{"comment", sj == spec_json ? "AdamW, dropout, per_step seeds, warm-up, cosine with a "
-                                                          "restart, multi-step (sections 14, 14.3)"
-                                                         : "SGD with nesterov in F64, accumulation, no RNG use"},
+    const char *comment = sj == spec_json ? "AdamW, dropout, per_step seeds, warm-up, cosine with a restart, "
+                                            "multi-step (sections 14, 14.3)"
+                          : sj == sgd_json ? "SGD with nesterov in F64, accumulation, no RNG use"
+                                           : "Muon in group 0 and eight more parameter groups, one of each other "
+                                             "optimizer kind, clipping by value (sections 14.2, 14.5)";
+    out["specs"].push_back({{"comment", comment},
                             {"json", nlohmann::json::parse(sj)}, {"canonical", hex(b.data, b.len)}, {"digest", hex(d)}});
     pot_bytes_free(&b);
     if (sj == spec_json) {

@@ -29,7 +29,7 @@ from __future__ import annotations
 import io
 import json
 import os
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -53,40 +53,59 @@ DTYPE_NAMES: Dict[torch.dtype, str] = {
     torch.bool: "BOOL",
 }
 
-_OPTIM_KEYS = ("step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer")
+_OPTIM_KEYS = ("step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer", "square_avg", "acc_delta", "sum",
+               "grad_avg", "exp_inf", "mu_product")
+
+Optimizers = Union[torch.optim.Optimizer, Sequence[torch.optim.Optimizer]]
 
 
-def canonical_state(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+def _groups(optimizer: Optimizers) -> List[Tuple[torch.optim.Optimizer, Dict[str, Any]]]:
+    """The parameter groups of one optimizer, or of several in order (Muon
+    beside AdamW): the spec's groups 0, 1, ..."""
+    opts = [optimizer] if isinstance(optimizer, torch.optim.Optimizer) else list(optimizer)
+    if not opts or not all(isinstance(o, torch.optim.Optimizer) for o in opts):
+        raise InvalidArgumentError("optimizer must be a torch.optim.Optimizer or a non-empty list of them")
+    return [(o, g) for o in opts for g in o.param_groups]
+
+
+def group_lr_name(g: int) -> str:
+    """The state name of parameter group g's learning rate (docs/PROTOCOL.md 21.1)."""
+    return "hparam/lr" if g == 0 else f"hparam/lr/{g}"
+
+
+def canonical_state(model: torch.nn.Module, optimizer: Optimizers,
                     rng: bool = False) -> Dict[str, torch.Tensor]:
     """The training state in canonical names (docs/PROTOCOL.md section 21.1).
 
     `param/<name>` for each of model.named_parameters() (tied parameters
     once, under their first name), `buffer/<name>` for each buffer, the
-    optimizer's per-parameter state as `optim/<name>/<key>`, `hparam/lr`
-    (the learning rate the next step uses: param_groups[0]["lr"] now) and,
-    with rng, `rng/cpu` (torch.get_rng_state()). The tensors are the live
-    ones (detached), not copies. The optimizer must have one parameter group
-    over parameters of the model (InvalidArgumentError otherwise)."""
-    if len(optimizer.param_groups) != 1:
-        raise InvalidArgumentError(f"the optimizer has {len(optimizer.param_groups)} parameter groups; "
-                                   "pot replays one")
+    optimizer's per-parameter state as `optim/<name>/<key>`, each parameter
+    group's learning rate as it is now (the rate the next step uses):
+    `hparam/lr` for the first group, `hparam/lr/<g>` for group g of the
+    optimizer's param_groups (of several optimizers, their groups in order)
+    and, with rng, `rng/cpu` (torch.get_rng_state()). The tensors are the
+    live ones (detached), not copies. torch 1.13's RMSprop and Adadelta
+    count steps in a Python int that no update reads: it is not state.
+    Every optimized tensor must be a parameter of the model
+    (InvalidArgumentError otherwise)."""
     names = {id(p): n for n, p in model.named_parameters()}
     state: Dict[str, torch.Tensor] = {}
     for n, p in model.named_parameters():
         state["param/" + n] = p.detach()
     for n, b in model.named_buffers():
         state["buffer/" + n] = b.detach()
-    for p in optimizer.param_groups[0]["params"]:
-        if id(p) not in names:
-            raise InvalidArgumentError("the optimizer updates a tensor that is not a parameter of the model")
-        for key, value in optimizer.state.get(p, {}).items():
-            if key not in _OPTIM_KEYS:
-                raise InvalidArgumentError(f"optimizer state '{key}' has no canonical name "
-                                           f"(pot replays SGD, Adam and AdamW)")
-            if value is None:
-                continue
-            state[f"optim/{names[id(p)]}/{key}"] = value.detach()
-    state["hparam/lr"] = torch.tensor(float(optimizer.param_groups[0]["lr"]), dtype=torch.float64)
+    for gi, (opt, group) in enumerate(_groups(optimizer)):
+        for p in group["params"]:
+            if id(p) not in names:
+                raise InvalidArgumentError("the optimizer updates a tensor that is not a parameter of the model")
+            for key, value in opt.state.get(p, {}).items():
+                if key not in _OPTIM_KEYS:
+                    raise InvalidArgumentError(f"optimizer state '{key}' of {type(opt).__name__} has no canonical "
+                                               "name")
+                if value is None or (key == "step" and isinstance(value, (int, float))):
+                    continue
+                state[f"optim/{names[id(p)]}/{key}"] = value.detach()
+        state[group_lr_name(gi)] = torch.tensor(float(group["lr"]), dtype=torch.float64)
     if rng:
         state["rng/cpu"] = torch.get_rng_state()
     return state
@@ -193,55 +212,131 @@ def lr_schedule(scheduler: Any) -> Optional[Dict[str, Any]]:
     return {"phases": phases, "milestones": milestones}
 
 
-def make_spec(optimizer: torch.optim.Optimizer, program: Union[str, "os.PathLike[str]"], *, dtype: torch.dtype,
-              batch_size: int, microbatches: int = 1, dropout: float = 0.0, grad_clip_max_norm: float = 0.0,
-              intra_op_threads: Optional[int] = None, seed_policy: str = "per_step", seed: int = 0,
-              norm_bucket_resolution: int = 16, hardware_class: Optional[str] = None, attention_backend: str = "math",
-              other_rng_use: bool = False, deterministic_algorithms: bool = False,
-              scheduler: Any = None) -> Spec:
-    """The execution spec of a loop using this optimizer (SGD, Adam or AdamW,
-    one parameter group) with the program at `program`. intra_op_threads
-    defaults to torch.get_num_threads(); the loop must keep it. hardware_class
-    defaults to this process's (pot.hardware_class(), docs/PROTOCOL.md 14.4):
-    the recorder refuses any other, and a task owner writing a spec for
-    other machines names theirs (a libpot without LibTorch needs it named:
-    UnsupportedError otherwise).
+# The optimizer classes pot replays, by exact type (a subclass may override
+# step()), and their spec kind.
+_KIND_OF = {torch.optim.SGD: "sgd", torch.optim.Adam: "adam", torch.optim.AdamW: "adamw",
+            torch.optim.Adadelta: "adadelta", torch.optim.Adagrad: "adagrad", torch.optim.RMSprop: "rmsprop",
+            torch.optim.Adamax: "adamax", torch.optim.NAdam: "nadam", torch.optim.RAdam: "radam"}
+if hasattr(torch.optim, "Muon"):
+    _KIND_OF[torch.optim.Muon] = "muon"
 
-    scheduler: the loop's torch.optim.lr_scheduler object, fresh, stepped
-    once after every optimizer.step() (lr_schedule()); the spec then fixes
-    the learning rate of every step, and the recorder refuses a state whose
-    rate differs. An optimizer with a scheduler attached must name it."""
-    if len(optimizer.param_groups) != 1:
-        raise InvalidArgumentError("pot replays optimizers with one parameter group")
-    g = optimizer.param_groups[0]
-    schedule = lr_schedule(scheduler)
-    if schedule is None and "initial_lr" in g:
-        raise InvalidArgumentError("the optimizer has an LR scheduler attached (param_groups[0]['initial_lr']): "
-                                   "pass it as make_spec(..., scheduler=...)")
-    # A scheduler's constructor already changed param_groups[0]["lr"]: the
-    # spec's lr is the rate the schedule starts from.
-    base = float(g["initial_lr"]) if scheduler is not None else g["lr"]
-    if isinstance(optimizer, torch.optim.SGD):
-        opt = {"kind": "sgd", "lr": base, "momentum": g["momentum"], "dampening": g["dampening"],
-               "nesterov": g["nesterov"], "weight_decay": g["weight_decay"]}
-    elif isinstance(optimizer, (torch.optim.AdamW, torch.optim.Adam)):
-        # torch 2.x spells AdamW as Adam(decoupled_weight_decay=True) (and
-        # makes AdamW a subclass of Adam): the flag, not the class, decides
-        # where the weight decay goes.
-        decoupled = isinstance(optimizer, torch.optim.AdamW) or bool(g.get("decoupled_weight_decay"))
-        kind = "adamw" if decoupled else "adam"
-        opt = {"kind": kind, "lr": base, "beta1": g["betas"][0], "beta2": g["betas"][1], "eps": g["eps"],
-               "weight_decay": g["weight_decay"], "amsgrad": g["amsgrad"]}
-    else:
-        raise InvalidArgumentError(f"{type(optimizer).__name__}: pot replays SGD, Adam and AdamW")
+
+def _optimizer_json(opt: torch.optim.Optimizer, g: Dict[str, Any], lr: float) -> Dict[str, Any]:
+    """One parameter group as the spec's optimizer object (docs/cli.md)."""
+    kind = _KIND_OF.get(type(opt))
+    if kind is None:
+        names = ", ".join(sorted(c.__name__ for c in _KIND_OF))
+        raise InvalidArgumentError(f"{type(opt).__module__}.{type(opt).__name__}: pot replays {names} "
+                                   "(by exact class: a subclass may change step())")
     # Options whose update pot does not replay, refused by name rather than
     # recorded as a spec that replays another update (fused: torch 2.x's
     # fused CPU kernels round differently from the single-tensor path).
-    for flag in ("maximize", "capturable", "differentiable", "fused"):
+    for flag in ("capturable", "differentiable", "fused"):
         if g.get(flag):
             raise InvalidArgumentError(f"optimizer option {flag}=True is not replayed")
     if g.get("foreach"):
         raise InvalidArgumentError("optimizer option foreach=True is not replayed (use the default)")
+    j: Dict[str, Any] = {"kind": kind, "lr": lr}
+    if kind in ("adam", "adamw"):
+        # torch 2.x spells AdamW as Adam(decoupled_weight_decay=True) (and
+        # makes AdamW a subclass of Adam): the flag, not the class, decides
+        # where the weight decay goes.
+        j["kind"] = "adamw" if kind == "adamw" or g.get("decoupled_weight_decay") else "adam"
+    if "betas" in g:
+        j["beta1"], j["beta2"] = float(g["betas"][0]), float(g["betas"][1])
+    plain = {"sgd": ("momentum", "dampening", "nesterov", "weight_decay"),
+             "adam": ("eps", "weight_decay", "amsgrad"), "adamw": ("eps", "weight_decay", "amsgrad"),
+             "adadelta": ("rho", "eps", "weight_decay"),
+             "adagrad": ("lr_decay", "weight_decay", "eps"),
+             "rmsprop": ("alpha", "eps", "weight_decay", "momentum", "centered"),
+             "adamax": ("eps", "weight_decay"),
+             "nadam": ("eps", "weight_decay", "momentum_decay", "decoupled_weight_decay"),
+             "radam": ("eps", "weight_decay", "decoupled_weight_decay"),
+             "muon": ("weight_decay", "momentum", "nesterov", "ns_steps", "eps")}[kind]
+    for k in plain:
+        if k in g:
+            j[k] = g[k]
+    if kind != "muon" and g.get("maximize"):
+        j["maximize"] = True
+    if kind == "adagrad":
+        # Adagrad fills its state with the constructor's value, whatever a
+        # group says (torch reads self.defaults).
+        j["initial_accumulator_value"] = float(opt.defaults["initial_accumulator_value"])
+    if kind == "muon":
+        j["ns_a"], j["ns_b"], j["ns_c"] = (float(c) for c in g["ns_coefficients"])
+        j["adjust_lr_fn"] = g.get("adjust_lr_fn") or "original"
+    return j
+
+
+def make_spec(optimizer: Optimizers, program: Union[str, "os.PathLike[str]"], *, dtype: torch.dtype,
+              batch_size: int, microbatches: int = 1, dropout: float = 0.0, grad_clip_max_norm: float = 0.0,
+              grad_clip_value: float = 0.0, intra_op_threads: Optional[int] = None, seed_policy: str = "per_step",
+              seed: int = 0, norm_bucket_resolution: int = 16, hardware_class: Optional[str] = None,
+              attention_backend: str = "math", other_rng_use: bool = False, deterministic_algorithms: bool = False,
+              scheduler: Any = None, model: Optional[torch.nn.Module] = None) -> Spec:
+    """The execution spec of a loop using this optimizer (SGD, Adam, AdamW,
+    Adadelta, Adagrad, RMSprop, Adamax, NAdam, RAdam or Muon; several
+    optimizers side by side as a list, e.g. [Muon(matrices), AdamW(rest)])
+    with the program at `program`. Each parameter group becomes a group of
+    the spec (docs/PROTOCOL.md 14.5) with its own hyper-parameters and rate;
+    with more than one group, pass `model=` so the groups can name their
+    parameters (every parameter that requires a gradient must be in exactly
+    one group). intra_op_threads defaults to torch.get_num_threads(); the
+    loop must keep it. hardware_class defaults to this process's
+    (pot.hardware_class(), docs/PROTOCOL.md 14.4): the recorder refuses any
+    other, and a task owner writing a spec for other machines names theirs
+    (a libpot without LibTorch needs it named: UnsupportedError otherwise).
+    grad_clip_max_norm / grad_clip_value: the loop calls
+    torch.nn.utils.clip_grad_norm_ / clip_grad_value_ on model.parameters()
+    after the backward passes (one of them).
+
+    scheduler: the loop's torch.optim.lr_scheduler object (a list, one per
+    optimizer, for several), fresh, stepped once after every step
+    (lr_schedule()); the spec then fixes the learning rate of every step of
+    every group, and the recorder refuses a state whose rate differs. An
+    optimizer with a scheduler attached must name it."""
+    groups = _groups(optimizer)
+    scheds = [] if scheduler is None else list(scheduler) if isinstance(scheduler, (list, tuple)) else [scheduler]
+    schedules = [lr_schedule(sc) for sc in scheds]
+    if any(sch != schedules[0] for sch in schedules):
+        raise InvalidArgumentError("the schedulers give different schedules: the spec has one, every group follows it")
+    schedule = schedules[0] if schedules else None
+    for _, g in groups:
+        if schedule is None and "initial_lr" in g:
+            raise InvalidArgumentError("the optimizer has an LR scheduler attached (param_groups[...]['initial_lr']): "
+                                       "pass it as make_spec(..., scheduler=...)")
+    # A scheduler's constructor already changed each group's "lr": the
+    # spec's lr is the rate the schedule starts from.
+    opts = [_optimizer_json(o, g, float(g["initial_lr"]) if schedule is not None else g["lr"]) for o, g in groups]
+    param_groups: List[Dict[str, Any]] = []
+    if len(groups) > 1:
+        if model is None:
+            raise InvalidArgumentError(f"{len(groups)} parameter groups: pass model= so the spec can name their "
+                                       "parameters")
+        names = {id(p): n for n, p in model.named_parameters()}
+        seen: Dict[int, int] = {}
+        for gi, (_, g) in enumerate(groups):
+            for p in g["params"]:
+                if id(p) not in names:
+                    raise InvalidArgumentError(f"parameter group {gi} updates a tensor that is not a parameter of "
+                                               "the model")
+                if id(p) in seen:
+                    raise InvalidArgumentError(f"parameter '{names[id(p)]}' is in groups {seen[id(p)]} and {gi}")
+                seen[id(p)] = gi
+        for n, p in model.named_parameters():
+            if p.requires_grad and id(p) not in seen:
+                raise InvalidArgumentError(f"parameter '{n}' requires a gradient but is in no optimizer group: "
+                                           "the spec's first group would update it")
+        for gi in range(1, len(groups)):
+            members = sorted((names[id(p)] for p in groups[gi][1]["params"]), key=lambda x: x.encode("utf-8"))
+            param_groups.append({"optimizer": opts[gi], "params": members})
+    for (o, g), j in zip(groups, opts):
+        if j["kind"] == "muon":
+            for p in g["params"]:
+                if p.dim() != 2:
+                    raise InvalidArgumentError(f"muon updates 2-D parameters only; a group holds one of shape "
+                                               f"{list(p.shape)}")
+    g = groups[0][1]
     policy: Dict[str, Any] = {"kind": seed_policy}
     if seed_policy == "per_step":
         policy["base_seed"] = seed
@@ -251,7 +346,7 @@ def make_spec(optimizer: torch.optim.Optimizer, program: Union[str, "os.PathLike
         "framework": "pytorch", "framework_version": torch.__version__.split("a")[0].split("+")[0],
         "model_program_digest": program_digest_file(program).hex(), "dtype": DTYPE_NAMES[dtype],
         "attention_backend": attention_backend, "dropout": dropout, "other_rng_use": other_rng_use,
-        "optimizer": opt, "grad_clip_max_norm": grad_clip_max_norm, "grad_accum_microbatches": microbatches,
+        "optimizer": opts[0], "grad_clip_max_norm": grad_clip_max_norm, "grad_accum_microbatches": microbatches,
         "batch_size": batch_size, "deterministic_algorithms": deterministic_algorithms,
         "intra_op_threads": intra_op_threads or torch.get_num_threads(),
         "hardware_class": hardware_class or _hardware_class(),
@@ -259,6 +354,10 @@ def make_spec(optimizer: torch.optim.Optimizer, program: Union[str, "os.PathLike
     }
     if schedule is not None:
         j["lr_schedule"] = schedule
+    if param_groups:
+        j["param_groups"] = param_groups
+    if grad_clip_value:
+        j["grad_clip_value"] = grad_clip_value
     spec = Spec.from_json(j)
     if spec.learning_rate(1) != g["lr"]:
         raise InvalidArgumentError(f"the optimizer's rate now is {g['lr']!r}, the spec's rate of step 1 is "
@@ -345,7 +444,7 @@ def _schedule_root(entries: Sequence[bytes]) -> bytes:
         return tree.root()
 
 
-def _initial_state(model: torch.nn.Module, optimizer: torch.optim.Optimizer, spec: Spec) -> Dict[str, torch.Tensor]:
+def _initial_state(model: torch.nn.Module, optimizer: Optimizers, spec: Spec) -> Dict[str, torch.Tensor]:
     """S_0 as a run of `spec` starts from it: under single_seed the generator
     is seeded with the spec's seed first (rng/cpu is part of S_0)."""
     single = spec.seed_policy == SeedPolicy.SINGLE_SEED
@@ -364,14 +463,28 @@ def _state_digest(state: Mapping[str, torch.Tensor]) -> Any:
         return st.digest()
 
 
-def _check_initial_state(state: Mapping[str, torch.Tensor]) -> None:
+def _check_initial_state(state: Mapping[str, torch.Tensor], optimizer: Optimizers) -> None:
     """What a verifier refuses in S_0 (docs/PROTOCOL.md 21.1, 21.3): optimizer
-    state (a run starts from the optimizer's fresh state) and non-finite
-    values."""
+    state (a run starts from the optimizer's fresh state: none, or
+    Adagrad's, made by its constructor) and non-finite values."""
+    fresh = set()
+    for opt, g in _groups(optimizer):
+        if type(opt) is torch.optim.Adagrad:
+            fresh.update(id(p) for p in g["params"])
+    for opt, g in _groups(optimizer):
+        for p in g["params"]:
+            st = opt.state.get(p, {})
+            if not st:
+                continue
+            if id(p) in fresh:
+                init = float(opt.defaults["initial_accumulator_value"])
+                step, acc = st.get("step"), st.get("sum")
+                if (set(st) == {"step", "sum"} and float(step) == 0 and acc is not None and
+                        bool((acc == init).all())):
+                    continue
+            raise InvalidArgumentError("S_0 holds optimizer state: a run starts from the optimizer's fresh state "
+                                       "(build the task before the first optimizer step)")
     for name, t in state.items():
-        if name.startswith("optim/"):
-            raise InvalidArgumentError(f"S_0 holds optimizer state '{name}': a run starts from the optimizer's fresh "
-                                       "state (build the task before the first optimizer step)")
         if t.is_floating_point() and not bool(torch.isfinite(t).all()):
             raise NonFiniteError(f"S_0: tensor '{name}' holds a NaN or an infinity")
 
@@ -383,7 +496,7 @@ def _dataset_size(directory: str) -> int:
 RUN_SEEDED = "run_seeded"
 
 
-def make_task(model: torch.nn.Module, optimizer: torch.optim.Optimizer, spec: Spec, *,
+def make_task(model: torch.nn.Module, optimizer: Optimizers, spec: Spec, *,
               dataset_dir: Union[str, "os.PathLike[str]"],
               schedule: Union[Sequence[Sequence[Sequence[int]]], str],
               owner: bytes, end_height: int, challenge_rounds: int = 8, challenge_mode: str = "bitwise", committee_size: int = 3,
@@ -425,7 +538,7 @@ def make_task(model: torch.nn.Module, optimizer: torch.optim.Optimizer, spec: Sp
         rule = {"listed_root": _schedule_root(_schedule_entries(schedule, dataset_size)).hex()}
         bounds = (len(schedule), len(schedule))
     state = _initial_state(model, optimizer, spec)
-    _check_initial_state(state)
+    _check_initial_state(state, optimizer)
     initial = _state_digest(state)
     return Task.from_json({
         "owner": bytes(owner).hex(), "spec": json.loads(spec.to_json()),
@@ -454,7 +567,7 @@ class Recorder:
     `schedule` (Task.run_schedule), which the loop must feed.
     """
 
-    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, task: Task,
+    def __init__(self, model: torch.nn.Module, optimizer: Optimizers, task: Task,
                  program: Union[str, "os.PathLike[str]"], checkpoint_dir: Union[str, "os.PathLike[str]"], *,
                  dataset_dir: Union[str, "os.PathLike[str]"],
                  schedule: Optional[Sequence[Sequence[Sequence[int]]]] = None,
