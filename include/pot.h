@@ -472,7 +472,7 @@ typedef enum pot_seed_policy {
 POT_API pot_status pot_spec_from_json(pot_spec **out, const char *json, pot_error **err);
 /* Decodes canonical bytes: POT_E_MALFORMED unless they are exactly the
  * canonical encoding, POT_E_INVALID_ARGUMENT when a rule is broken,
- * POT_E_LIMIT past 4096 bytes. */
+ * POT_E_LIMIT past 65536 bytes. */
 POT_API pot_status pot_spec_decode(pot_spec **out, const uint8_t *data, size_t len, pot_error **err);
 POT_API void pot_spec_free(pot_spec *spec);
 /* The canonical bytes (a pot.v2.ExecutionSpec message). */
@@ -597,7 +597,7 @@ typedef struct pot_task pot_task;
  * text that is not JSON, POT_E_LIMIT past POT_MAX_JSON_BYTES. */
 POT_API pot_status pot_task_from_json(pot_task **out, const char *json, pot_error **err);
 /* From canonical pot.v2.Task bytes; POT_E_UNSUPPORTED for another protocol
- * version, POT_E_MALFORMED unless canonical, POT_E_LIMIT past 8192 bytes. */
+ * version, POT_E_MALFORMED unless canonical, POT_E_LIMIT past 73728 bytes. */
 POT_API pot_status pot_task_decode(pot_task **out, const uint8_t *data, size_t len, pot_error **err);
 POT_API void pot_task_free(pot_task *task);
 POT_API pot_status pot_task_encode(pot_bytes *out, const pot_task *task, pot_error **err);

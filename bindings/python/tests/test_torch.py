@@ -44,8 +44,14 @@ class Data(torch.utils.data.Dataset):
         return {"x": self.x[i], "y": self.y[i]}
 
 
-def train(tmp, forge_at=None, skip_seed_at=None):
-    """Trains STEPS steps with the recorder; returns (recorder, spec, program)."""
+def adamw(model):
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+    return [opt], [torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=STEPS)]
+
+
+def train(tmp, forge_at=None, skip_seed_at=None, optimizers=adamw):
+    """Trains STEPS steps with the recorder; returns (recorder, spec, program).
+    optimizers(model) gives the loop's optimizers and their schedulers."""
     torch.manual_seed(0)
     torch.set_num_threads(1)
     model, data = Net(), Data()
@@ -55,10 +61,10 @@ def train(tmp, forge_at=None, skip_seed_at=None):
     pt.write_dataset((data.sample(i) for i in range(len(data))), os.path.join(tmp, "data"))
     loader = torch.utils.data.DataLoader(data, batch_size=BATCH, shuffle=True, drop_last=True,
                                          generator=torch.Generator().manual_seed(11))
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=STEPS)
+    opts, scheds = optimizers(model)
+    opt = opts[0] if len(opts) == 1 else opts
     spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, microbatches=ACCUM, dropout=0.1,
-                        grad_clip_max_norm=1.0, seed=2026, scheduler=sched)
+                        grad_clip_max_norm=1.0, seed=2026, scheduler=scheds, model=model)
     schedule = pt.plan_schedule(loader, STEPS, ACCUM)
     # The task owner fixes S_0, the data, the schedule and the spec.
     task = pt.make_task(model, opt, spec, dataset_dir=os.path.join(tmp, "data"), schedule=schedule, end_height=10**6, owner=b"owner",
@@ -81,9 +87,12 @@ def train(tmp, forge_at=None, skip_seed_at=None):
                 loss.backward()
                 losses.append(loss)
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            sched.step()
-            opt.zero_grad(set_to_none=True)
+            for o in opts:
+                o.step()
+            for sc in scheds:
+                sc.step()
+            for o in opts:
+                o.zero_grad(set_to_none=True)
             if forge_at == t:
                 with torch.no_grad():
                     model.body[0].weight.mul_(0.9)  # an update the step did not compute
@@ -168,15 +177,20 @@ def test_recorder_checks_the_schedule_and_the_call_order(tmp_path):
         rec.end_step(1.0)
     with pytest.raises(pot.ConflictError):
         rec.begin_step([0, 1, 2, 4])
-    with pytest.raises(pot.Error):
-        pt.make_spec(torch.optim.RMSprop(model.parameters()), program, dtype=torch.float32, batch_size=4)
+    with pytest.raises(pot.InvalidArgumentError, match="ASGD: pot replays"):
+        pt.make_spec(torch.optim.ASGD(model.parameters()), program, dtype=torch.float32, batch_size=4)
+
+    class MySGD(torch.optim.SGD):  # a subclass may step otherwise: refused by class
+        pass
+    with pytest.raises(pot.InvalidArgumentError, match="MySGD: pot replays"):
+        pt.make_spec(MySGD(model.parameters(), lr=0.1), program, dtype=torch.float32, batch_size=4)
     loader = torch.utils.data.DataLoader(data, batch_size=4, shuffle=True)
     with pytest.raises(pot.InvalidArgumentError):
         pt.plan_schedule(loader, 2)
     rec.close()
 
 
-@pytest.mark.parametrize("flag", ["maximize", "capturable", "differentiable", "fused", "foreach"])
+@pytest.mark.parametrize("flag", ["capturable", "differentiable", "fused", "foreach"])
 def test_make_spec_refuses_an_option_it_does_not_replay_by_name(tmp_path, flag):
     """An optimizer option that changes the update is refused at make_spec,
     naming it, never recorded as a spec that replays another update. (Set
@@ -205,3 +219,60 @@ def test_make_spec_reads_adamw_from_the_decoupled_weight_decay_flag(tmp_path):
     spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=4)
     assert json.loads(spec.to_json())["optimizer"]["kind"] == "adamw"
     assert json.loads(spec.to_json())["optimizer"]["weight_decay"] == 0.01
+
+
+def decay_groups(model):
+    """Adagrad over two groups, as GPT code builds them: matrices with weight
+    decay, biases and norms without, at half the rate."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    rest = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.Adagrad([{"params": decay, "weight_decay": 1e-3},
+                               {"params": rest, "weight_decay": 0.0, "lr": 5e-3}], lr=1e-2, lr_decay=1e-3,
+                              initial_accumulator_value=0.1)
+    return [opt], [torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=STEPS)]
+
+
+def muon_and_adamw(model):
+    """Muon for the matrices beside AdamW for the rest: two optimizers."""
+    muon = torch.optim.Muon([p for p in model.parameters() if p.dim() == 2], lr=0.02)
+    adamw_ = torch.optim.AdamW([p for p in model.parameters() if p.dim() != 2], lr=3e-3, weight_decay=0.01)
+    return [muon, adamw_], [torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=STEPS) for o in (muon, adamw_)]
+
+
+@pytest.mark.parametrize("optimizers", [decay_groups, muon_and_adamw], ids=["adagrad-groups", "muon-adamw"])
+def test_parameter_groups_and_several_optimizers_verify(tmp_path, optimizers):
+    """Each torch parameter group is a group of the spec with its own
+    hyper-parameters and rate (hparam/lr/<g>); a forged step still fails."""
+    if optimizers is muon_and_adamw and not hasattr(torch.optim, "Muon"):
+        pytest.skip(f"torch {torch.__version__} has no torch.optim.Muon")
+    rec, spec, program = train(str(tmp_path / "run"), forge_at=5, optimizers=optimizers)
+    groups = json.loads(spec.to_json())["param_groups"]
+    assert len(groups) == 1 and groups[0]["params"] == sorted(
+        ["body.0.bias", "body.1.bias", "body.1.weight", "body.4.bias"], key=lambda n: n.encode())
+    for t in (1, 4, 9):
+        r = verify(rec, spec, program, t)
+        assert r.ok and r.replayed_state_digest == r.committed_state_digest, t
+    with pytest.raises(pot.ProofMismatchError) as e:
+        verify(rec, spec, program, 5)
+    assert e.value.check == pot.OpeningCheck.REPLAYED_STATE
+    rec.close()
+
+
+def test_make_spec_refuses_groups_it_cannot_name_or_that_miss_a_parameter(tmp_path):
+    model = Net()
+    program = str(tmp_path / "program.pt")
+    pt.save_program(model, program)
+    params = list(model.parameters())
+    opt = torch.optim.SGD([{"params": params[:2]}, {"params": params[2:], "lr": 0.05}], lr=0.1, maximize=True)
+    with pytest.raises(pot.InvalidArgumentError, match="pass model="):
+        pt.make_spec(opt, program, dtype=torch.float32, batch_size=4)
+    spec = json.loads(pt.make_spec(opt, program, dtype=torch.float32, batch_size=4, model=model).to_json())
+    assert spec["optimizer"]["maximize"] and spec["param_groups"][0]["optimizer"]["lr"] == 0.05
+    partial = torch.optim.SGD([{"params": params[:2]}, {"params": params[2:4]}], lr=0.1)
+    with pytest.raises(pot.InvalidArgumentError, match="requires a gradient but is in no optimizer group"):
+        pt.make_spec(partial, program, dtype=torch.float32, batch_size=4, model=model)
+    s1 = torch.optim.lr_scheduler.CosineAnnealingLR(torch.optim.SGD(params[:2], lr=0.1), T_max=5)
+    s2 = torch.optim.lr_scheduler.StepLR(torch.optim.SGD(params[2:], lr=0.1), step_size=2)
+    with pytest.raises(pot.InvalidArgumentError, match="different schedules"):
+        pt.make_spec([s1.optimizer, s2.optimizer], program, dtype=torch.float32, batch_size=4, model=model,
+                     scheduler=[s1, s2])
