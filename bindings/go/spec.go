@@ -72,7 +72,7 @@ func SpecFromJSON(json string) (*Spec, error) {
 
 // DecodeSpec decodes the canonical bytes of a spec: StatusMalformed unless
 // they are exactly the canonical encoding, StatusInvalidArgument when a
-// rule is broken, StatusLimit past 4096 bytes.
+// rule is broken, StatusLimit past 65536 bytes.
 func DecodeSpec(data []byte) (*Spec, error) {
 	if abiErr != nil {
 		return nil, abiErr

@@ -49,7 +49,7 @@ func TaskFromJSON(json string) (*Task, error) {
 
 // DecodeTask decodes canonical pot.v2.Task bytes; StatusUnsupported for
 // another protocol version, StatusMalformed unless canonical, StatusLimit
-// past 8192 bytes.
+// past 73728 bytes.
 func DecodeTask(data []byte) (*Task, error) {
 	if abiErr != nil {
 		return nil, abiErr

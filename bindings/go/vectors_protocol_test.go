@@ -351,8 +351,8 @@ func TestProtocolVectors(t *testing.T) {
 			dec.Close()
 			again.Close()
 		}
-		if len(v.Specs) != 2 {
-			t.Fatalf("%d specs, want 2", len(v.Specs))
+		if len(v.Specs) != 3 {
+			t.Fatalf("%d specs, want 3", len(v.Specs))
 		}
 		_, err := pot.SpecFromJSON(`{"framework": "pytorch"}`)
 		wantCode(t, err, pot.StatusInvalidArgument)

@@ -22,7 +22,9 @@
 #include "hash/update_norm.h"
 #include "merkle/proof.h"
 #include "replay/hardware_class.h"
+#include "replay/optimizers.h"
 #include "replay/replay.h"
+#include "replay/torch_util.h"
 
 namespace fs = std::filesystem;
 
@@ -112,6 +114,31 @@ const hash::StTensor *find(const std::vector<hash::StTensor> &state, std::string
   for (const hash::StTensor &t : state)
     if (t.meta.name == name) return &t;
   return nullptr;
+}
+
+// An optimizer entry of S_0 that is the optimizer's fresh state
+// (docs/PROTOCOL.md 21.1: Adagrad's step 0 and initial accumulator, made by
+// its constructor), bit for bit; the replay of step 1 checks the whole set.
+bool is_fresh_entry(const commit::ExecutionSpec &spec, const std::vector<hash::StTensor> &s0,
+                    const hash::StTensor &entry) {
+  const std::string_view rest = std::string_view(entry.meta.name).substr(kOptimPrefix.size());
+  const size_t slash = rest.rfind('/');
+  if (slash == std::string_view::npos) return false;
+  const std::string param(rest.substr(0, slash)), key(rest.substr(slash + 1));
+  size_t group = 0;
+  for (size_t g = 1; g < spec.group_count(); ++g)
+    for (const std::string &n : spec.param_groups[g - 1].params)
+      if (n == param) group = g;
+  const hash::StTensor *p = find(s0, std::string(kParamPrefix) + param);
+  if (!p) return false;
+  const std::map<std::string, at::Tensor> fresh = fresh_state(spec.group_optimizer(group),
+                                                              tensor_from_bytes(p->meta, p->data));
+  auto it = fresh.find(key);
+  if (it == fresh.end() || from_torch(it->second.scalar_type(), key) != entry.meta.dtype) return false;
+  const at::Tensor want = it->second.contiguous();
+  const at::Tensor held = tensor_from_bytes(entry.meta, entry.data);
+  return held.sizes() == want.sizes() && want.nbytes() == entry.data.size() &&
+         std::memcmp(want.data_ptr(), entry.data.data(), entry.data.size()) == 0;
 }
 
 std::string bits_hex(double v) {
@@ -246,7 +273,7 @@ hash::Digest Recorder::start(const std::vector<hash::StTensor> &s0) {
   // fresh optimizer state of S_0) is refused here, before training.
   if (auto bad = hash::nonfinite_tensor(s0)) fail(Status::kNonFinite, "start: S_0: {}", *bad);
   for (const hash::StTensor &t : s0)
-    if (t.meta.name.rfind(kOptimPrefix, 0) == 0)
+    if (t.meta.name.rfind(kOptimPrefix, 0) == 0 && !is_fresh_entry(m.spec, s0, t))
       fail(Status::kInvalidArgument,
            "start: S_0 holds optimizer state '{}': a run starts from the optimizer's fresh state (record S_0 "
            "before the first optimizer step)",

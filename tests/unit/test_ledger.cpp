@@ -635,7 +635,7 @@ TEST(Ledger, PostTaskRefusals) {
   extra.push_back(0x78);  // field 15, varint: parses, but is not canonical
   extra.push_back(1);
   EXPECT_REFUSED(l, Status::kMalformed, l.post_task(f.owner, extra, f.now));
-  EXPECT_REFUSED(l, Status::kLimit, l.post_task(f.owner, Bytes(9000), f.now));
+  EXPECT_REFUSED(l, Status::kLimit, l.post_task(f.owner, Bytes(task::kMaxTaskBytes + 1), f.now));
   // Only the owner named in the task posts it.
   EXPECT_REFUSED(l, Status::kPermission, l.post_task(id("mallory"), t, f.now));
   // A task asking for more rounds than the ledger allows (max_rounds 4).

@@ -124,7 +124,7 @@ TEST(Task, EachRuleHasItsOwnMessage) {
 TEST(Task, StrictDecoding) {
   const task::Task t = test::test_task();
   const Bytes b = t.encode();
-  EXPECT_EQ(status_of([&] { task::Task::decode(Bytes(9000)); }), Status::kLimit);
+  EXPECT_EQ(status_of([&] { task::Task::decode(Bytes(task::kMaxTaskBytes + 1)); }), Status::kLimit);
   for (size_t n = 0; n < b.size(); ++n)
     EXPECT_NE(status_of([&] { task::Task::decode(ByteView(b).first(n)); }), Status::kOk) << "prefix " << n;
   Bytes extra = b;

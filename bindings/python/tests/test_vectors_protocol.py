@@ -78,7 +78,7 @@ def test_specs(i):
         assert spec.seed == policy.get("base_seed", 0) + policy.get("seed", 0)
         assert spec.intra_op_threads == s["json"]["intra_op_threads"]
         assert spec.norm_bucket_resolution == s["json"]["norm_bucket_resolution"]
-    assert len(V["specs"]) == 2
+    assert len(V["specs"]) == 3
 
 
 def test_spec_errors():
@@ -89,7 +89,7 @@ def test_spec_errors():
         pot.Spec.from_json("not json")
     want_error(e, pot.MalformedError, pot.Status.MALFORMED)
     with pytest.raises(pot.LimitError) as e:
-        pot.Spec.decode(bytes(5000))
+        pot.Spec.decode(bytes(65537))
     want_error(e, pot.LimitError, pot.Status.LIMIT)
 
 

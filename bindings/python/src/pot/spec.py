@@ -54,7 +54,7 @@ class Spec(Handle):
     @classmethod
     def decode(cls, data: Buffer) -> "Spec":
         """From canonical bytes: MalformedError unless exactly canonical,
-        InvalidArgumentError when a rule is broken, LimitError past 4096 bytes."""
+        InvalidArgumentError when a rule is broken, LimitError past 65536 bytes."""
         return _new(cls, _pot.pot_spec_decode(data))
 
     def encode(self) -> bytes:

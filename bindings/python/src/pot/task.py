@@ -42,7 +42,7 @@ class Task(Handle):
     def decode(cls, data: Buffer) -> "Task":
         """From canonical pot.v2.Task bytes: UnsupportedError for another
         protocol version, MalformedError unless canonical, LimitError past
-        8192 bytes."""
+        73728 bytes."""
         return _new(cls, _pot.pot_task_decode(data))
 
     def encode(self) -> bytes:

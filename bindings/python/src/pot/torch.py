@@ -207,8 +207,10 @@ def lr_schedule(scheduler: Any) -> Optional[Dict[str, Any]]:
     if scheduler.last_epoch != 0:
         raise InvalidArgumentError(f"the LR scheduler has already stepped (last_epoch = {scheduler.last_epoch}): "
                                    "build the spec before training")
-    if len({float(b) for s in subs for b in s.base_lrs}) != 1:
-        raise InvalidArgumentError("the schedulers have different base learning rates")
+    # Each group follows the schedule from its own base rate (PROTOCOL.md
+    # 14.5); the phases of a SequentialLR must agree on them.
+    if any([float(b) for b in s.base_lrs] != [float(b) for b in subs[0].base_lrs] for s in subs):
+        raise InvalidArgumentError("the schedulers of the SequentialLR have different base learning rates")
     return {"phases": phases, "milestones": milestones}
 
 

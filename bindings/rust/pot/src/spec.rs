@@ -87,7 +87,7 @@ impl Spec {
     /// # Errors
     /// [`Malformed`](ErrorKind::Malformed) unless they are exactly the
     /// canonical encoding, [`InvalidArgument`](ErrorKind::InvalidArgument)
-    /// when a rule is broken, [`Limit`](ErrorKind::Limit) past 4096 bytes.
+    /// when a rule is broken, [`Limit`](ErrorKind::Limit) past 65536 bytes.
     ///
     /// ```
     /// assert!(pot::Spec::decode(&[0xff]).is_err());

@@ -57,7 +57,7 @@ impl Task {
     /// # Errors
     /// [`Unsupported`](crate::ErrorKind::Unsupported) for another protocol
     /// version, [`Malformed`](crate::ErrorKind::Malformed) unless canonical,
-    /// [`Limit`](crate::ErrorKind::Limit) past 8192 bytes.
+    /// [`Limit`](crate::ErrorKind::Limit) past 73728 bytes.
     pub fn decode(bytes: &[u8]) -> Result<Task> {
         let mut raw = ptr::null_mut();
         call(|err| unsafe { sys::pot_task_decode(&mut raw, bytes.as_ptr(), bytes.len(), err) })?;

@@ -97,7 +97,7 @@ fn decoders() {
     assert_eq!(kind(Spec::from_json("not json")), ErrorKind::Malformed);
     assert_eq!(kind(Spec::from_json(r#"{"framework": 1}"#)), ErrorKind::InvalidArgument);
     assert_eq!(kind(Spec::decode(&[0x0a])), ErrorKind::Malformed);
-    assert_eq!(kind(Spec::decode(&[0; 5000])), ErrorKind::Limit);
+    assert_eq!(kind(Spec::decode(&[0; 65537])), ErrorKind::Limit);
     assert_eq!(kind(Commitment::from_json("[]")), ErrorKind::InvalidArgument);
     assert_eq!(kind(Commitment::decode(&[0xff, 0xff])), ErrorKind::Malformed);
     assert_eq!(kind(pot::StepLeaf::decode(&[0; 59])), ErrorKind::Malformed);
