@@ -134,6 +134,14 @@ void clip_grad_value(const std::vector<ParamState> &params, double clip_value) {
 
 namespace {
 
+// torch.optim's lazy state initialisation, at a parameter's first update:
+// an F32 step count of 0 when `step` (the kind counts steps on this line),
+// and a zero tensor shaped like the parameter for each of `zeros`.
+void init_state(ParamState &p, bool step, std::initializer_list<const char *> zeros) {
+  if (step) p.optim.emplace("step", at::zeros({}, at::kFloat));
+  for (const char *k : zeros) p.optim.emplace(k, at::zeros_like(p.param, at::MemoryFormat::Preserve));
+}
+
 // torch.optim.SGD._single_tensor_sgd, one parameter whose gradient is
 // `grad` (the same code in 1.13 and 2.x; the momentum's Python float is a
 // wrapped number there).
@@ -162,11 +170,9 @@ void sgd_update(ParamState &p, const at::Tensor &grad, const commit::OptimizerSp
 // 2.x's (AdamW is Adam with decoupled_weight_decay).
 void adam_update(ParamState &p, const at::Tensor &grad_in, const commit::OptimizerSpec &o, double lr,
                  bool decoupled) {
-  if (p.optim.empty()) {  // torch.optim's lazy state initialisation
-    p.optim.emplace("step", at::zeros({}, at::kFloat));
-    p.optim.emplace("exp_avg", at::zeros_like(p.param, at::MemoryFormat::Preserve));
-    p.optim.emplace("exp_avg_sq", at::zeros_like(p.param, at::MemoryFormat::Preserve));
-    if (o.amsgrad) p.optim.emplace("max_exp_avg_sq", at::zeros_like(p.param, at::MemoryFormat::Preserve));
+  if (p.optim.empty()) {
+    init_state(p, true, {"exp_avg", "exp_avg_sq"});
+    if (o.amsgrad) init_state(p, false, {"max_exp_avg_sq"});
   }
   at::Tensor grad = o.maximize ? grad_in.neg() : grad_in;
   at::Tensor &exp_avg = p.optim.at("exp_avg");
@@ -213,11 +219,7 @@ void adam_update(ParamState &p, const at::Tensor &grad_in, const commit::Optimiz
 
 // torch.optim.Adadelta._single_tensor_adadelta (2.x also counts steps).
 void adadelta_update(ParamState &p, const at::Tensor &grad_in, const commit::OptimizerSpec &o, double lr) {
-  if (p.optim.empty()) {
-    if (kTorch2) p.optim.emplace("step", at::zeros({}, at::kFloat));
-    p.optim.emplace("square_avg", at::zeros_like(p.param, at::MemoryFormat::Preserve));
-    p.optim.emplace("acc_delta", at::zeros_like(p.param, at::MemoryFormat::Preserve));
-  }
+  if (p.optim.empty()) init_state(p, kTorch2, {"square_avg", "acc_delta"});
   if (kTorch2) p.optim.at("step").add_(py_number(1));
   at::Tensor grad = o.maximize ? grad_in.neg() : grad_in;
   if (o.weight_decay != 0) grad = grad.add(p.param, o.weight_decay);
@@ -250,10 +252,9 @@ void adagrad_update(ParamState &p, const at::Tensor &grad_in, const commit::Opti
 // average, and a step count).
 void rmsprop_update(ParamState &p, const at::Tensor &grad_in, const commit::OptimizerSpec &o, double lr) {
   if (p.optim.empty()) {
-    if (kTorch2) p.optim.emplace("step", at::zeros({}, at::kFloat));
-    p.optim.emplace("square_avg", at::zeros_like(p.param, at::MemoryFormat::Preserve));
-    if (o.momentum > 0) p.optim.emplace("momentum_buffer", at::zeros_like(p.param, at::MemoryFormat::Preserve));
-    if (o.centered) p.optim.emplace("grad_avg", at::zeros_like(p.param, at::MemoryFormat::Preserve));
+    init_state(p, kTorch2, {"square_avg"});
+    if (o.momentum > 0) init_state(p, false, {"momentum_buffer"});
+    if (o.centered) init_state(p, false, {"grad_avg"});
   }
   at::Tensor grad = o.maximize ? grad_in.neg() : grad_in;
   if (kTorch2) p.optim.at("step").add_(py_number(1));
@@ -284,11 +285,7 @@ void rmsprop_update(ParamState &p, const at::Tensor &grad_in, const commit::Opti
 // torch.optim.Adamax._single_tensor_adamax (1.13: cat + amax; 2.x: lerp_
 // and maximum).
 void adamax_update(ParamState &p, const at::Tensor &grad_in, const commit::OptimizerSpec &o, double lr) {
-  if (p.optim.empty()) {
-    p.optim.emplace("step", at::zeros({}, at::kFloat));
-    p.optim.emplace("exp_avg", at::zeros_like(p.param, at::MemoryFormat::Preserve));
-    p.optim.emplace("exp_inf", at::zeros_like(p.param, at::MemoryFormat::Preserve));
-  }
+  if (p.optim.empty()) init_state(p, true, {"exp_avg", "exp_inf"});
   at::Tensor grad = o.maximize ? grad_in.neg() : grad_in;
   at::Tensor &exp_avg = p.optim.at("exp_avg");
   at::Tensor &exp_inf = p.optim.at("exp_inf");
@@ -314,10 +311,8 @@ void adamax_update(ParamState &p, const at::Tensor &grad_in, const commit::Optim
 // decay, lerp_, and mu_product_next in Python floats, not a tensor).
 void nadam_update(ParamState &p, const at::Tensor &grad_in, const commit::OptimizerSpec &o, double lr) {
   if (p.optim.empty()) {
-    p.optim.emplace("step", at::zeros({}, at::kFloat));
+    init_state(p, true, {"exp_avg", "exp_avg_sq"});
     p.optim.emplace("mu_product", at::ones({}, at::kFloat));
-    p.optim.emplace("exp_avg", at::zeros_like(p.param, at::MemoryFormat::Preserve));
-    p.optim.emplace("exp_avg_sq", at::zeros_like(p.param, at::MemoryFormat::Preserve));
   }
   at::Tensor grad = o.maximize ? grad_in.neg() : grad_in;
   at::Tensor &exp_avg = p.optim.at("exp_avg");
@@ -357,11 +352,7 @@ void nadam_update(ParamState &p, const at::Tensor &grad_in, const commit::Optimi
 // torch.optim.RAdam._single_tensor_radam (2.x: maximize, decoupled weight
 // decay, lerp_, `** 0.5` for sqrt).
 void radam_update(ParamState &p, const at::Tensor &grad_in, const commit::OptimizerSpec &o, double lr) {
-  if (p.optim.empty()) {
-    p.optim.emplace("step", at::zeros({}, at::kFloat));
-    p.optim.emplace("exp_avg", at::zeros_like(p.param, at::MemoryFormat::Preserve));
-    p.optim.emplace("exp_avg_sq", at::zeros_like(p.param, at::MemoryFormat::Preserve));
-  }
+  if (p.optim.empty()) init_state(p, true, {"exp_avg", "exp_avg_sq"});
   at::Tensor grad = o.maximize ? grad_in.neg() : grad_in;
   at::Tensor &exp_avg = p.optim.at("exp_avg");
   at::Tensor &exp_avg_sq = p.optim.at("exp_avg_sq");
