@@ -198,15 +198,29 @@ struct Recorder::Impl {
   // The parameters of the last recorded state: leaf t commits the update
   // norm from S_{t-1} to S_t (one copy of the weights).
   std::vector<ParamCopy> last_params;
-  // The rates of the spec's schedule, walked forward as steps are recorded.
-  std::optional<commit::LrSequence> rates;
-  double rate_value = 0;  // the rate of step rates->steps_done()
+  // The rates of the spec's schedule, one sequence per parameter group,
+  // walked forward as steps are recorded.
+  std::vector<commit::LrSequence> rates;
+  std::vector<double> rate_values;  // group g's rate of step rates[g].steps_done()
 
-  // The rate of `step`; steps asked for never decrease.
-  double rate(uint64_t step) {
-    if (!rates) rates.emplace(spec.lr_schedule, spec.optimizer.lr);
-    while (rates->steps_done() < step) rate_value = rates->next();
-    return rate_value;
+  // Group g's rate of `step`; steps asked for never decrease.
+  double rate(uint64_t step, size_t g = 0) {
+    if (rates.empty()) {
+      for (size_t i = 0; i < spec.group_count(); ++i) rates.emplace_back(spec.lr_schedule, spec.group_optimizer(i).lr);
+      rate_values.assign(spec.group_count(), 0);
+    }
+    while (rates[g].steps_done() < step) rate_values[g] = rates[g].next();
+    return rate_values[g];
+  }
+
+  // What is wrong with the rates `state` holds for `step` (every group's
+  // hparam/lr, docs/PROTOCOL.md 21.1), or nullopt.
+  std::optional<std::string> rates_mismatch(const std::vector<hash::StTensor> &state, uint64_t step) {
+    for (size_t g = 0; g < spec.group_count(); ++g)
+      if (auto bad = learning_rate_mismatch(state_learning_rate(state, group_lr_name(g)), rate(step, g), step,
+                                            group_lr_name(g)))
+        return g == 0 ? *bad : fmt::format("parameter group {}: {}", g, *bad);
+    return std::nullopt;
   }
 };
 
@@ -267,7 +281,7 @@ hash::Digest Recorder::start(const std::vector<hash::StTensor> &s0) {
   if (m.started) fail(Status::kState, "start: S_0 is already recorded");
   hash::StateBuilder b(m.threads);
   for (const hash::StTensor &t : s0) b.add_tensor(t.meta, t.data);
-  if (auto bad = learning_rate_mismatch(state_learning_rate(s0), m.rate(1), 1))
+  if (auto bad = m.rates_mismatch(s0, 1))
     fail(Status::kInvalidArgument, "start: S_0 holds {}", *bad);
   // What a verifier refuses (docs/PROTOCOL.md 21.3, check nonfinite; the
   // fresh optimizer state of S_0) is refused here, before training.
@@ -355,7 +369,7 @@ commit::StepLeaf Recorder::end_step(const std::vector<hash::StTensor> &state, do
          m.begun, loss);
   if (auto bad = hash::nonfinite_tensor(state))
     fail(Status::kNonFinite, "end_step: S_{}: {}; a non-finite state fails verification", m.begun, *bad);
-  if (auto bad = learning_rate_mismatch(state_learning_rate(state), m.rate(m.begun + 1), m.begun + 1))
+  if (auto bad = m.rates_mismatch(state, m.begun + 1))
     fail(Status::kInvalidArgument, "end_step: S_{} holds {}", m.begun, *bad);
   hash::StateBuilder b(m.threads);
   for (const hash::StTensor &t : state) b.add_tensor(t.meta, t.data);

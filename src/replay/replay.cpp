@@ -274,14 +274,15 @@ void check_replayable(const commit::ExecutionSpec &spec) {
          spec.attention_backend);
 }
 
-std::optional<std::string> learning_rate_mismatch(double held, double expected, uint64_t step) {
+std::optional<std::string> learning_rate_mismatch(double held, double expected, uint64_t step,
+                                                  std::string_view name) {
   uint64_t a, b;
   std::memcpy(&a, &held, 8);
   std::memcpy(&b, &expected, 8);
   if (a == b) return std::nullopt;
-  return fmt::format("hparam/lr = {:.17g}, the spec's learning-rate schedule gives step {} the rate {:.17g} (the "
+  return fmt::format("{} = {:.17g}, the spec's learning-rate schedule gives step {} the rate {:.17g} (the "
                      "scheduler must step once after every optimizer step, as the spec's lr_schedule says)",
-                     held, step, expected);
+                     name, held, step, expected);
 }
 
 StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint64_t step, const TensorMap &pre,
@@ -334,7 +335,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
     double r[2];
     commit::learning_rates(spec.lr_schedule, spec.group_optimizer(g).lr, step, 2, r);
     const std::string name = group_lr_name(g);
-    if (auto bad = learning_rate_mismatch(state_learning_rate(state_views(pre), name), r[0], step))
+    if (auto bad = learning_rate_mismatch(state_learning_rate(state_views(pre), name), r[0], step, name))
       fail(Status::kInvalidArgument, "pre-state: parameter group {}: {}", g, *bad);
     group_lr.push_back(r[0]);
     group_next_lr.push_back(r[1]);

@@ -165,7 +165,8 @@ std::string group_lr_name(size_t g);
 double state_learning_rate(const std::vector<hash::StTensor> &state, std::string_view name = kLrName);
 // The problem with a held hparam/lr, when it is not `expected` (the rate the
 // spec's schedule gives step `step`) bit for bit; nullopt when it is.
-std::optional<std::string> learning_rate_mismatch(double held, double expected, uint64_t step);
+std::optional<std::string> learning_rate_mismatch(double held, double expected, uint64_t step,
+                                                  std::string_view name = kLrName);
 
 // Replays step t from `pre`, with the learning rate the spec's schedule
 // gives step t; S_t records the rate of step t+1 as hparam/lr. Errors:

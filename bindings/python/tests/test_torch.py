@@ -49,9 +49,10 @@ def adamw(model):
     return [opt], [torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=STEPS)]
 
 
-def train(tmp, forge_at=None, skip_seed_at=None, optimizers=adamw):
+def train(tmp, forge_at=None, skip_seed_at=None, optimizers=adamw, stepped_schedulers=None):
     """Trains STEPS steps with the recorder; returns (recorder, spec, program).
-    optimizers(model) gives the loop's optimizers and their schedulers."""
+    optimizers(model) gives the loop's optimizers and their schedulers; the
+    loop steps the first stepped_schedulers of them (default: all)."""
     torch.manual_seed(0)
     torch.set_num_threads(1)
     model, data = Net(), Data()
@@ -89,7 +90,7 @@ def train(tmp, forge_at=None, skip_seed_at=None, optimizers=adamw):
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             for o in opts:
                 o.step()
-            for sc in scheds:
+            for sc in scheds[:stepped_schedulers]:
                 sc.step()
             for o in opts:
                 o.zero_grad(set_to_none=True)
@@ -276,3 +277,17 @@ def test_make_spec_refuses_groups_it_cannot_name_or_that_miss_a_parameter(tmp_pa
     with pytest.raises(pot.InvalidArgumentError, match="different schedules"):
         pt.make_spec([s1.optimizer, s2.optimizer], program, dtype=torch.float32, batch_size=4, model=model,
                      scheduler=[s1, s2])
+
+
+def test_recorder_refuses_a_group_whose_rate_left_the_schedule(tmp_path):
+    """Two optimizers, two schedulers, and a loop that steps only the first:
+    the second group's rate stays put while the spec's schedule moves it.
+    The recorder refuses the step at once, naming the group, rather than
+    recording a run no verifier will accept."""
+    def two_sgd(model):
+        mats = [p for p in model.parameters() if p.dim() == 2]
+        rest = [p for p in model.parameters() if p.dim() != 2]
+        a, b = torch.optim.SGD(mats, lr=0.05, momentum=0.9), torch.optim.SGD(rest, lr=0.01)
+        return [a, b], [torch.optim.lr_scheduler.StepLR(o, step_size=1, gamma=0.5) for o in (a, b)]
+    with pytest.raises(pot.InvalidArgumentError, match="parameter group 1: hparam/lr/1"):
+        train(str(tmp_path / "run"), optimizers=two_sgd, stepped_schedulers=1)
