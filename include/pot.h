@@ -500,6 +500,15 @@ POT_API uint32_t pot_spec_norm_bucket_resolution(const pot_spec *spec);
 #define POT_MAX_RATES_PER_CALL 16777216 /* 2^24 */
 POT_API pot_status pot_spec_learning_rates(double *out, size_t n, const pot_spec *spec, uint64_t first,
                                            pot_error **err);
+/* The spec's parameter groups (docs/PROTOCOL.md 14.5): 1 + its param_groups;
+ * 0 for NULL. */
+POT_API uint32_t pot_spec_group_count(const pot_spec *spec);
+/* As pot_spec_learning_rates, for parameter group `group`: its optimizer's
+ * lr through the one lr_schedule (group 0 gives pot_spec_learning_rates'
+ * rates; S_t holds group g's rate of step t+1 as hparam/lr/<g>).
+ * POT_E_OUT_OF_RANGE for a group >= pot_spec_group_count. */
+POT_API pot_status pot_spec_group_learning_rates(double *out, size_t n, const pot_spec *spec, uint32_t group,
+                                                 uint64_t first, pot_error **err);
 
 /* ------------------------------------------------------------------------ */
 /* Commitments: dataset, schedule, training                                  */

@@ -207,6 +207,47 @@ func (s *Spec) LearningRates(first uint64, count int) ([]float64, error) {
 	return out, nil
 }
 
+// GroupCount returns the spec's parameter groups (docs/PROTOCOL.md 14.5):
+// 1 + its param_groups (0 after Close).
+func (s *Spec) GroupCount() uint32 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := uint32(C.pot_spec_group_count(s.p))
+	runtime.KeepAlive(s)
+	return n
+}
+
+// GroupLearningRates is LearningRates for parameter group `group`
+// (pot_spec_group_learning_rates): its optimizer's lr through the one
+// lr_schedule; S_t holds group g's rate of step t+1 as hparam/lr/<g>.
+// StatusOutOfRange for a group past GroupCount.
+func (s *Spec) GroupLearningRates(group uint32, first uint64, count int) ([]float64, error) {
+	if count < 0 {
+		return nil, &Error{Code: StatusInvalidArgument, Message: "GroupLearningRates: count < 0"}
+	}
+	if count > MaxRatesPerCall { // refused before allocating
+		return nil, newError(StatusLimit, "%d learning rates asked, at most %d per call (MaxRatesPerCall)", count,
+			MaxRatesPerCall)
+	}
+	out := make([]float64, count)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.p == nil {
+		return nil, closedError("Spec")
+	}
+	var ptr *C.double
+	if count > 0 {
+		ptr = (*C.double)(unsafe.Pointer(&out[0]))
+	}
+	var cerr *C.pot_error
+	st := C.pot_spec_group_learning_rates(ptr, C.size_t(count), s.p, C.uint32_t(group), C.uint64_t(first), &cerr)
+	runtime.KeepAlive(s)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NormBucketResolution returns the norm-bucket resolution in buckets per
 // doubling (0 after Close).
 func (s *Spec) NormBucketResolution() uint32 {

@@ -332,6 +332,12 @@ func TestProtocolVectors(t *testing.T) {
 			var j struct {
 				IntraOpThreads uint32 `json:"intra_op_threads"`
 				Resolution     uint32 `json:"norm_bucket_resolution"`
+				Schedule       any    `json:"lr_schedule"`
+				Groups         []struct {
+					Optimizer struct {
+						LR float64 `json:"lr"`
+					} `json:"optimizer"`
+				} `json:"param_groups"`
 				SeedPolicy     struct {
 					Kind     string `json:"kind"`
 					BaseSeed uint64 `json:"base_seed"`
@@ -347,6 +353,20 @@ func TestProtocolVectors(t *testing.T) {
 			if spec.IntraOpThreads() != j.IntraOpThreads || spec.NormBucketResolution() != j.Resolution {
 				t.Errorf("spec %d: threads %d resolution %d", i, spec.IntraOpThreads(), spec.NormBucketResolution())
 			}
+			// Parameter groups (PROTOCOL.md 14.5): without a schedule each
+			// group's rate is its optimizer's lr.
+			if spec.GroupCount() != uint32(1+len(j.Groups)) {
+				t.Errorf("spec %d: %d groups, want %d", i, spec.GroupCount(), 1+len(j.Groups))
+			}
+			for g, grp := range j.Groups {
+				rates, err := spec.GroupLearningRates(uint32(g+1), 1, 2)
+				check(t, err)
+				if j.Schedule == nil && (rates[0] != grp.Optimizer.LR || rates[1] != grp.Optimizer.LR) {
+					t.Errorf("spec %d group %d: rates %v, want %v", i, g+1, rates, grp.Optimizer.LR)
+				}
+			}
+			_, err = spec.GroupLearningRates(spec.GroupCount(), 1, 1)
+			wantCode(t, err, pot.StatusOutOfRange)
 			spec.Close()
 			dec.Close()
 			again.Close()

@@ -100,13 +100,25 @@ uint32_t pot_spec_norm_bucket_resolution(const pot_spec *spec) {
 }
 
 pot_status pot_spec_learning_rates(double *out, size_t n, const pot_spec *spec, uint64_t first, pot_error **err) {
+  return pot_spec_group_learning_rates(out, n, spec, 0, first, err);
+}
+
+uint32_t pot_spec_group_count(const pot_spec *spec) {
+  return spec ? static_cast<uint32_t>(spec->spec.group_count()) : 0;
+}
+
+pot_status pot_spec_group_learning_rates(double *out, size_t n, const pot_spec *spec, uint32_t group, uint64_t first,
+                                         pot_error **err) {
   return guard(err, [&] {
     need(spec, "spec");
     if (n > POT_MAX_RATES_PER_CALL)
       fail(Status::kLimit, "{} learning rates asked, at most {} per call (POT_MAX_RATES_PER_CALL)", n,
            POT_MAX_RATES_PER_CALL);
     if (n > 0) need(out, "out");
-    commit::learning_rates(spec->spec.lr_schedule, spec->spec.optimizer.lr, first, n, out);
+    if (group >= spec->spec.group_count())
+      fail(Status::kOutOfRange, "parameter group {}: the spec has {} (0..{})", group, spec->spec.group_count(),
+           spec->spec.group_count() - 1);
+    commit::learning_rates(spec->spec.lr_schedule, spec->spec.group_optimizer(group).lr, first, n, out);
   });
 }
 

@@ -74,6 +74,33 @@ TEST(CApiProtocol, SpecRoundTripAndErrors) {
   pot_spec_free(back);
 }
 
+// Each parameter group follows the one schedule from its own base rate
+// (docs/PROTOCOL.md 14.5).
+TEST(CApiProtocol, GroupLearningRatesThroughTheCApi) {
+  std::string j = kSpec;
+  j.replace(j.find("\"norm_bucket_resolution\": 32"), 28,
+            R"("norm_bucket_resolution": 32, "lr_schedule": {"phases": [{"kind": "step", "step_size": 2, "gamma": 0.5}]},
+               "param_groups": [{"optimizer": {"kind": "sgd", "lr": 0.4}, "params": ["head.bias"]}])");
+  pot_spec *spec = nullptr;
+  pot_error *err = nullptr;
+  ASSERT_EQ(pot_spec_from_json(&spec, j.c_str(), &err), POT_OK) << (err ? pot_error_message(err) : "");
+  EXPECT_EQ(pot_spec_group_count(spec), 2u);
+  EXPECT_EQ(pot_spec_group_count(nullptr), 0u);
+  double r[5] = {-1, -1, -1, -1, -1};
+  ASSERT_EQ(pot_spec_group_learning_rates(r, 5, spec, 1, 1, nullptr), POT_OK);
+  EXPECT_EQ(std::vector<double>(r, r + 5), (std::vector<double>{0.4, 0.4, 0.2, 0.2, 0.1}));
+  double g0[3], plain[3];
+  ASSERT_EQ(pot_spec_group_learning_rates(g0, 3, spec, 0, 2, nullptr), POT_OK);
+  ASSERT_EQ(pot_spec_learning_rates(plain, 3, spec, 2, nullptr), POT_OK);
+  EXPECT_EQ(std::vector<double>(g0, g0 + 3), std::vector<double>(plain, plain + 3));
+  r[0] = -1;
+  EXPECT_EQ(pot_spec_group_learning_rates(r, 1, spec, 2, 1, &err), POT_E_OUT_OF_RANGE);
+  EXPECT_NE(std::string(pot_error_message(err)).find("the spec has 2"), std::string::npos);
+  pot_error_free(err);
+  EXPECT_EQ(r[0], -1);
+  pot_spec_free(spec);
+}
+
 TEST(CApiProtocol, LearningRatesThroughTheCApi) {
   std::string j = kSpec;
   j.replace(j.find("\"norm_bucket_resolution\": 32"), 28,

@@ -78,6 +78,16 @@ def test_specs(i):
         assert spec.seed == policy.get("base_seed", 0) + policy.get("seed", 0)
         assert spec.intra_op_threads == s["json"]["intra_op_threads"]
         assert spec.norm_bucket_resolution == s["json"]["norm_bucket_resolution"]
+        # Parameter groups (PROTOCOL.md 14.5): without a schedule each
+        # group's rate is its optimizer's lr.
+        groups = s["json"].get("param_groups", [])
+        assert spec.group_count == 1 + len(groups)
+        for g, grp in enumerate(groups, start=1):
+            rates = spec.group_learning_rates(g, 1, 2)
+            if "lr_schedule" not in s["json"]:
+                assert rates == [grp["optimizer"]["lr"]] * 2
+        with pytest.raises(pot.OutOfRangeError):
+            spec.group_learning_rates(spec.group_count, 1, 1)
     assert len(V["specs"]) == 3
 
 

@@ -120,6 +120,22 @@ class Spec(Handle):
         """The learning rate of training step `step` (>= 1)."""
         return self.learning_rates(step, 1)[0]
 
+    @property
+    def group_count(self) -> int:
+        """The parameter groups (docs/PROTOCOL.md 14.5): 1 + the spec's param_groups."""
+        with self._read() as h:
+            return _pot.pot_spec_group_count(h)
+
+    def group_learning_rates(self, group: int, first: int, count: int) -> List[float]:
+        """learning_rates for parameter group `group` (pot_spec_group_learning_rates):
+        its optimizer's lr through the one lr_schedule; S_t holds group g's
+        rate of step t+1 as hparam/lr/<g>. OutOfRangeError for a group past
+        group_count."""
+        if count < 0:
+            raise ValueError("count must be >= 0")
+        with self._read() as h:
+            return list(_pot.pot_spec_group_learning_rates(count, h, group, first))  # (count, spec, group, first)
+
     def _describe(self) -> str:
         return f"{self.digest()}"
 

@@ -208,6 +208,31 @@ impl Spec {
         Ok(out)
     }
 
+    /// The spec's parameter groups (docs/PROTOCOL.md 14.5): 1 + its
+    /// `param_groups`.
+    pub fn group_count(&self) -> u32 {
+        // SAFETY: live handle.
+        unsafe { sys::pot_spec_group_count(self.raw.as_ptr()) }
+    }
+
+    /// [`learning_rates`](Self::learning_rates) for parameter group `group`
+    /// (`pot_spec_group_learning_rates`): its optimizer's lr through the one
+    /// `lr_schedule`; `S_t` holds group g's rate of step `t+1` as
+    /// `hparam/lr/<g>`.
+    ///
+    /// # Errors
+    /// As `learning_rates`, and [`OutOfRange`](crate::ErrorKind::OutOfRange)
+    /// for a group past [`group_count`](Self::group_count).
+    pub fn group_learning_rates(&self, group: u32, first: u64, count: usize) -> Result<Vec<f64>> {
+        crate::error::check_count(count, crate::MAX_RATES_PER_CALL, "learning rates", "MAX_RATES_PER_CALL")?;
+        let mut out = vec![0.0f64; count];
+        // SAFETY: live handle; out holds count doubles.
+        call(|err| unsafe {
+            sys::pot_spec_group_learning_rates(out.as_mut_ptr(), count, self.raw.as_ptr(), group, first, err)
+        })?;
+        Ok(out)
+    }
+
     pub(crate) fn as_ptr(&self) -> *const sys::pot_spec {
         self.raw.as_ptr()
     }

@@ -334,6 +334,18 @@ fn protocol_specs() {
         let json = &sp["json"];
         assert_eq!(spec.intra_op_threads() as u64, u(json, "intra_op_threads"));
         assert_eq!(spec.norm_bucket_resolution() as u64, u(json, "norm_bucket_resolution"));
+        // Parameter groups (PROTOCOL.md 14.5): without a schedule each
+        // group's rate is its optimizer's lr.
+        let groups = json["param_groups"].as_array().cloned().unwrap_or_default();
+        assert_eq!(spec.group_count() as usize, 1 + groups.len());
+        for (g, grp) in groups.iter().enumerate() {
+            let rates = spec.group_learning_rates(g as u32 + 1, 1, 2).unwrap();
+            if json.get("lr_schedule").is_none() {
+                let lr = grp["optimizer"]["lr"].as_f64().unwrap();
+                assert_eq!(rates, [lr, lr]);
+            }
+        }
+        assert_eq!(spec.group_learning_rates(spec.group_count(), 1, 1).unwrap_err().kind(), pot::ErrorKind::OutOfRange);
         let policy = spec.seed_policy().unwrap();
         match s(&json["seed_policy"], "kind") {
             "per_step" => {
