@@ -181,30 +181,7 @@ func (s *Spec) IntraOpThreads() uint32 {
 // rates in chunks, not once per step. StatusInvalidArgument for first = 0,
 // StatusOutOfRange past step 2^32.
 func (s *Spec) LearningRates(first uint64, count int) ([]float64, error) {
-	if count < 0 {
-		return nil, &Error{Code: StatusInvalidArgument, Message: "LearningRates: count < 0"}
-	}
-	if count > MaxRatesPerCall { // refused before allocating
-		return nil, newError(StatusLimit, "%d learning rates asked, at most %d per call (MaxRatesPerCall)", count,
-			MaxRatesPerCall)
-	}
-	out := make([]float64, count)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.p == nil {
-		return nil, closedError("Spec")
-	}
-	var ptr *C.double
-	if count > 0 {
-		ptr = (*C.double)(unsafe.Pointer(&out[0]))
-	}
-	var cerr *C.pot_error
-	st := C.pot_spec_learning_rates(ptr, C.size_t(count), s.p, C.uint64_t(first), &cerr)
-	runtime.KeepAlive(s)
-	if err := toError(st, cerr); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return s.GroupLearningRates(0, first, count)
 }
 
 // GroupCount returns the spec's parameter groups (docs/PROTOCOL.md 14.5):
@@ -223,7 +200,7 @@ func (s *Spec) GroupCount() uint32 {
 // StatusOutOfRange for a group past GroupCount.
 func (s *Spec) GroupLearningRates(group uint32, first uint64, count int) ([]float64, error) {
 	if count < 0 {
-		return nil, &Error{Code: StatusInvalidArgument, Message: "GroupLearningRates: count < 0"}
+		return nil, &Error{Code: StatusInvalidArgument, Message: "LearningRates: count < 0"}
 	}
 	if count > MaxRatesPerCall { // refused before allocating
 		return nil, newError(StatusLimit, "%d learning rates asked, at most %d per call (MaxRatesPerCall)", count,
