@@ -338,7 +338,7 @@ func TestProtocolVectors(t *testing.T) {
 						LR float64 `json:"lr"`
 					} `json:"optimizer"`
 				} `json:"param_groups"`
-				SeedPolicy     struct {
+				SeedPolicy struct {
 					Kind     string `json:"kind"`
 					BaseSeed uint64 `json:"base_seed"`
 					Seed     uint64 `json:"seed"`
