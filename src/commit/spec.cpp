@@ -1,5 +1,6 @@
 #include "commit/spec.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -566,8 +567,6 @@ ExecutionSpec from_proto(const v2::ExecutionSpec &p) {
   s.norm_bucket_resolution = p.norm_bucket_resolution();
   // A present but empty schedule does not re-encode: refused as not canonical.
   if (p.has_lr_schedule()) s.lr_schedule = schedule_from_proto(p.lr_schedule());
-  if (static_cast<size_t>(p.param_groups_size()) > kMaxParamGroups)
-    rule(fmt::format("{} param_groups: at most {}", p.param_groups_size(), kMaxParamGroups));
   for (int i = 0; i < p.param_groups_size(); ++i) {
     const v2::ParamGroup &q = p.param_groups(i);
     ParamGroup g;
@@ -666,6 +665,14 @@ const OptimizerSpec &ExecutionSpec::group_optimizer(size_t g) const {
   if (g > param_groups.size())
     fail(Status::kOutOfRange, "parameter group {}: the spec has {} groups", g, group_count());
   return param_groups[g - 1].optimizer;
+}
+
+size_t ExecutionSpec::group_of(std::string_view name) const {
+  for (size_t g = 1; g < group_count(); ++g) {
+    const std::vector<std::string> &names = param_groups[g - 1].params;  // strictly increasing (validate)
+    if (std::binary_search(names.begin(), names.end(), name, std::less<>())) return g;
+  }
+  return 0;
 }
 
 double ExecutionSpec::group_learning_rate(size_t g, uint64_t step) const {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -100,6 +101,9 @@ struct ExecutionSpec {
   size_t group_count() const { return 1 + param_groups.size(); }
   // Group g's optimizer (g = 0: `optimizer`).
   const OptimizerSpec &group_optimizer(size_t g) const;
+  // The group that updates parameter `name`: the one whose params name it,
+  // else 0 (docs/PROTOCOL.md 14.5). O(groups * log(names)).
+  size_t group_of(std::string_view name) const;
   // Group g's learning rate at training step `step`: its base lr through
   // lr_schedule (every group follows the one schedule). O(step).
   double group_learning_rate(size_t g, uint64_t step) const;

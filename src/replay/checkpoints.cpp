@@ -125,14 +125,11 @@ bool is_fresh_entry(const commit::ExecutionSpec &spec, const std::vector<hash::S
   const size_t slash = rest.rfind('/');
   if (slash == std::string_view::npos) return false;
   const std::string param(rest.substr(0, slash)), key(rest.substr(slash + 1));
-  size_t group = 0;
-  for (size_t g = 1; g < spec.group_count(); ++g)
-    for (const std::string &n : spec.param_groups[g - 1].params)
-      if (n == param) group = g;
+  const commit::OptimizerSpec &o = spec.group_optimizer(spec.group_of(param));
+  if (!constructs_state(o)) return false;
   const hash::StTensor *p = find(s0, std::string(kParamPrefix) + param);
   if (!p) return false;
-  const std::map<std::string, at::Tensor> fresh = fresh_state(spec.group_optimizer(group),
-                                                              tensor_from_bytes(p->meta, p->data));
+  const std::map<std::string, at::Tensor> fresh = fresh_state(o, tensor_from_bytes(p->meta, p->data));
   auto it = fresh.find(key);
   if (it == fresh.end() || from_torch(it->second.scalar_type(), key) != entry.meta.dtype) return false;
   const at::Tensor want = it->second.contiguous();

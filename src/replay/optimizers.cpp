@@ -50,9 +50,11 @@ std::vector<std::string> optimizer_keys(const commit::OptimizerSpec &o) {
 
 bool is_scalar_key(const std::string &key) { return key == "step" || key == "mu_product"; }
 
+bool constructs_state(const commit::OptimizerSpec &o) { return o.kind == OptimizerKind::kAdagrad; }
+
 std::map<std::string, at::Tensor> fresh_state(const commit::OptimizerSpec &o, const at::Tensor &param) {
   std::map<std::string, at::Tensor> s;
-  if (o.kind == OptimizerKind::kAdagrad) {
+  if (constructs_state(o)) {
     // Adagrad.__init__: state["step"] = torch.tensor(0.0), state["sum"] =
     // torch.full_like(p, initial_accumulator_value).
     s.emplace("step", at::zeros({}, at::kFloat));

@@ -49,6 +49,9 @@ bool is_scalar_key(const std::string &key);
 // except Adagrad's, made when the optimizer is constructed (step 0, sum
 // full of initial_accumulator_value).
 std::map<std::string, at::Tensor> fresh_state(const commit::OptimizerSpec &o, const at::Tensor &param);
+// Whether `o` holds state before a parameter's first update (fresh_state is
+// not empty): Adagrad.
+bool constructs_state(const commit::OptimizerSpec &o);
 // Throws kUnsupported when this torch line has no such optimizer or option
 // (1.13: Muon; NAdam and RAdam without maximize and decoupled weight
 // decay); `where` names the group.

@@ -358,15 +358,13 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
 
   // Which group updates each parameter: the one whose params name it, else
   // group 0. Every name a group lists must be a parameter of the program.
-  std::map<std::string, size_t> group_of;
-  for (size_t g = 1; g < spec.group_count(); ++g)
-    for (const std::string &n : spec.param_groups[g - 1].params) group_of.emplace(n, g);
   std::set<std::string> param_names;
   for (const auto &[n, t] : program.params()) param_names.insert(n);
-  for (const auto &[n, g] : group_of)
-    if (!param_names.count(n))
-      fail(Status::kInvalidArgument, "spec: param_groups[{}] names '{}', which is not a parameter of the program",
-           g - 1, n);
+  for (size_t g = 0; g < spec.param_groups.size(); ++g)
+    for (const std::string &n : spec.param_groups[g].params)
+      if (!param_names.count(n))
+        fail(Status::kInvalidArgument, "spec: param_groups[{}] names '{}', which is not a parameter of the program",
+             g, n);
 
   // Load S_{t-1} into the program; every name of the state must be used.
   std::set<std::string> used;
@@ -381,13 +379,12 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
       ParamState ps;
       ps.name = name;
       ps.param = t;
-      auto git = group_of.find(name);
-      ps.group = git == group_of.end() ? 0 : git->second;
+      ps.group = spec.group_of(name);
       const commit::OptimizerSpec &o = spec.group_optimizer(ps.group);
       check_param(o, t, fmt::format("parameter '{}' (group {}, {})", name, ps.group,
                                     commit::optimizer_name(o.kind)));
       const std::vector<std::string> keys = optimizer_keys(o);
-      const std::map<std::string, at::Tensor> fresh = fresh_state(o, t);
+      const bool eager = constructs_state(o);  // state before the first update (Adagrad)
       const std::string full = std::string(kParamPrefix) + name;
       ps.param.copy_(need(pre, full, t.scalar_type(), t.sizes()));
       ps.param.mutable_grad() = at::Tensor();  // zero_grad(set_to_none=True)
@@ -404,7 +401,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
           // A parameter's updates: at most one per step before t, at least
           // one once its state exists (Adagrad's exists from the start).
           const float c = count.item<float>();
-          const float lo = fresh.count("step") ? 0.0f : 1.0f;
+          const float lo = eager ? 0.0f : 1.0f;
           if (!(c >= lo && c <= static_cast<float>(step - 1) && c == std::floor(c)))
             fail(Status::kInvalidArgument,
                  "pre-state: '{}' = {}: the updates of a parameter before step {} are a whole number in {}..{}", key,
@@ -422,6 +419,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
       // miner's choosing (moments so large that no gradient moves them) would
       // let later steps be computed without a backward pass.
       if (step == 1) {
+        const std::map<std::string, at::Tensor> fresh = fresh_state(o, t);
         bool is_fresh = ps.optim.size() == fresh.size();
         for (const auto &[k, want] : fresh) {
           auto it = ps.optim.find(k);
@@ -439,7 +437,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
                "initial_accumulator_value; docs/PROTOCOL.md 21.1)",
                name, kOptimPrefix, name);
       }
-      const bool all_or_none = (present == 0 && fresh.empty()) || present == keys.size();
+      const bool all_or_none = (present == 0 && !eager) || present == keys.size();
       if (!all_or_none) {
         for (const std::string &k : keys)
           if (!ps.optim.count(k))

@@ -469,16 +469,12 @@ def _check_initial_state(state: Mapping[str, torch.Tensor], optimizer: Optimizer
     """What a verifier refuses in S_0 (docs/PROTOCOL.md 21.1, 21.3): optimizer
     state (a run starts from the optimizer's fresh state: none, or
     Adagrad's, made by its constructor) and non-finite values."""
-    fresh = set()
-    for opt, g in _groups(optimizer):
-        if type(opt) is torch.optim.Adagrad:
-            fresh.update(id(p) for p in g["params"])
     for opt, g in _groups(optimizer):
         for p in g["params"]:
             st = opt.state.get(p, {})
             if not st:
                 continue
-            if id(p) in fresh:
+            if type(opt) is torch.optim.Adagrad:
                 init = float(opt.defaults["initial_accumulator_value"])
                 step, acc = st.get("step"), st.get("sum")
                 if (set(st) == {"step", "sum"} and float(step) == 0 and acc is not None and
