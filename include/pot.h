@@ -1068,9 +1068,16 @@ POT_API pot_status pot_update_norm(double *out, const pot_safetensors *pre,
  * file cannot be read. Thread-safe. */
 POT_API pot_status pot_program_digest_file(pot_digest *out, const char *path, pot_error **err);
 
-/* 1 when this libpot was built with the LibTorch replay layer, else 0. In a
- * build without it every pot_replay_* and pot_recorder_* call that needs
- * LibTorch returns POT_E_UNSUPPORTED. */
+/* 1 when this libpot can replay, else 0. The shared libpot keeps LibTorch
+ * out of the programs that never replay: the replay, recorder, checkpoint,
+ * verify and referee calls live in its replay module
+ * (libpot-replay.so.<version>, installed beside libpot), loaded on the first
+ * such call (or this one), which then costs LibTorch's load time
+ * (docs/performance.md). 0 when libpot was built without LibTorch or its
+ * module does not load; every call that needs it then returns
+ * POT_E_UNSUPPORTED, whose message says why (the module's path and the
+ * loader's error). The static libpot holds the replay layer itself.
+ * Thread-safe. */
 POT_API int pot_replay_available(void);
 
 /* This process's hardware class (docs/PROTOCOL.md 14.4), the value a spec's

@@ -1,5 +1,8 @@
 // C entry points for the replay layer. Built in every configuration: without
 // LibTorch the replay calls return POT_E_UNSUPPORTED, so the ABI is the same.
+// With LibTorch they are compiled twice: into the static libpot, and into
+// the replay module that the shared libpot loads on first use
+// (replay_module.h).
 #include "capi/firewall.h"
 #include "capi/handles.h"
 #include "commit/dataset.h"
@@ -72,14 +75,8 @@ namespace {
 
 extern "C" {
 
-pot_status pot_program_digest_file(pot_digest *out, const char *path, pot_error **err) {
-  return guard(err, [&] {
-    need(out, "out");
-    const hash::Digest d = commit::program_digest_file(std::string(str_arg(path, "path")));
-    std::memcpy(out->bytes, d.bytes.data(), d.bytes.size());
-  });
-}
-
+// The shared libpot built with LibTorch answers this itself (whether its
+// module loads, capi_replay_forward.cpp).
 int pot_replay_available(void) { return POT_WITH_TORCH ? 1 : 0; }
 
 pot_status pot_replay_hardware_class(const char **out, pot_error **err) {

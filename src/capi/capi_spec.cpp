@@ -122,4 +122,12 @@ pot_status pot_spec_group_learning_rates(double *out, size_t n, const pot_spec *
   });
 }
 
+pot_status pot_program_digest_file(pot_digest *out, const char *path, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    const hash::Digest d = commit::program_digest_file(std::string(str_arg(path, "path")));
+    std::memcpy(out->bytes, d.bytes.data(), d.bytes.size());
+  });
+}
+
 }  // extern "C"

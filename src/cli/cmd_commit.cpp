@@ -157,16 +157,13 @@ void add_commit_commands(CLI::App &app) {
     bool json = false;
   };
   auto tr = std::make_shared<Training>();
-  CLI::App *training = commit->add_subcommand("training", "Validate a training commitment (JSON); print its run id");
-  training->add_option("FILE", tr->file, "commitment (JSON; '-' = stdin)")->required();
+  CLI::App *training = commit->add_subcommand("training", "Validate a training commitment; print its run id");
+  training->add_option("FILE", tr->file, "commitment (JSON, or canonical bytes as commitment.bin holds; '-' = stdin)")->required();
   training->add_flag("--json", tr->json, "print JSON");
   training->callback([tr] {
     pot_error *err = nullptr;
-    const auto bytes = read_file(tr->file);
-    const std::string text(bytes.begin(), bytes.end());
-    pot_commitment *c = nullptr;
-    check(pot_commitment_from_json(&c, text.c_str(), &err), &err, tr->file.c_str());
-    std::unique_ptr<pot_commitment, decltype(&pot_commitment_free)> guard(c, pot_commitment_free);
+    const Commitment guard = load_commitment(tr->file);
+    const pot_commitment *c = guard.get();
     pot_digest id;
     check(pot_commitment_run_id(&id, c, &err), &err, "run id");
     pot_bytes enc{};

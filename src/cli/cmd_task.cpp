@@ -10,7 +10,6 @@ namespace pot_cli {
 namespace {
 
 using Task = std::unique_ptr<pot_task, decltype(&pot_task_free)>;
-using Commitment = std::unique_ptr<pot_commitment, decltype(&pot_commitment_free)>;
 
 std::string text_of(const std::string &file) {
   const auto bytes = read_file(file);
@@ -53,14 +52,12 @@ void add_task_commands(CLI::App &app) {
   auto c = std::make_shared<Opts>();
   CLI::App *chk = task->add_subcommand("check", "Does the task admit this training commitment?");
   chk->add_option("TASK", c->file, "task (JSON)")->required();
-  chk->add_option("COMMITMENT", c->commitment, "training commitment (JSON)")->required();
+  chk->add_option("COMMITMENT", c->commitment, "training commitment (JSON or canonical bytes)")->required();
   chk->add_flag("--json", c->json, "print JSON");
   chk->callback([c] {
     pot_error *err = nullptr;
     const Task t = load_task(c->file);
-    pot_commitment *raw = nullptr;
-    check(pot_commitment_from_json(&raw, text_of(c->commitment).c_str(), &err), &err, c->commitment.c_str());
-    const Commitment m(raw, pot_commitment_free);
+    const Commitment m = load_commitment(c->commitment);
     if (pot_task_check_commitment(t.get(), m.get(), &err) != POT_OK) {
       const std::string msg = pot_error_message(err);
       pot_error_free(err);

@@ -14,6 +14,7 @@ void add_task_commands(CLI::App &app);
 void add_open_commands(CLI::App &app);
 void add_ledger_commands(CLI::App &app);
 void add_replay_commands(CLI::App &app);
+void add_checkpoint_commands(CLI::App &app);
 void add_report_commands(CLI::App &app);
 void add_dispute_commands(CLI::App &app);
 }  // namespace pot_cli
@@ -31,6 +32,7 @@ int main(int argc, char **argv) {
   pot_cli::add_open_commands(app);  // after protocol: adds to 'witness'
   pot_cli::add_ledger_commands(app);
   pot_cli::add_replay_commands(app);  // after open: adds to 'open'
+  pot_cli::add_checkpoint_commands(app);  // after replay: adds to 'checkpoints'
   pot_cli::add_report_commands(app);
   pot_cli::add_dispute_commands(app);
   try {

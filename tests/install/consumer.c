@@ -1,8 +1,31 @@
-/* Consumer of an installed pot: digests a tensor and checks a proof. */
+/* Consumer of an installed pot: digests a tensor and checks a proof. With
+ * an argument, also checks the replay module (loaded on first use): "replay"
+ * expects it to load, "no-replay" expects a clear POT_E_UNSUPPORTED naming
+ * it (a libpot whose module is missing). */
 #include <pot.h>
 #include <stdio.h>
+#include <string.h>
 
-int main(void) {
+static int check_replay(const char *expect) {
+  const char *hw = NULL;
+  pot_error *err = NULL;
+  pot_status s;
+  if (strcmp(expect, "replay") == 0) {
+    if (!pot_replay_available()) return 20;
+    if (pot_replay_hardware_class(&hw, NULL) != POT_OK) return 21;
+    printf("replay module loaded: hardware class %s\n", hw);
+    return 0;
+  }
+  if (strcmp(expect, "no-replay") != 0) return 22;
+  if (pot_replay_available()) return 23;
+  s = pot_replay_hardware_class(&hw, &err);
+  if (s != POT_E_UNSUPPORTED || !err || !strstr(pot_error_message(err), "libpot-replay.so")) return 24;
+  printf("no replay module: %s\n", pot_error_message(err));
+  pot_error_free(err);
+  return 0;
+}
+
+int main(int argc, char **argv) {
   const float w[4] = {1.0f, 2.0f, 3.0f, 4.0f};
   const uint64_t shape[2] = {2, 2};
   pot_digest d, root, leaf;
@@ -23,5 +46,5 @@ int main(void) {
   pot_tree_free(tree);
   pot_digest_to_hex(hex, &d, NULL);
   printf("consumer ok: pot %s, tensor digest %s\n", pot_version_string(), hex);
-  return 0;
+  return argc > 1 ? check_replay(argv[1]) : 0;
 }

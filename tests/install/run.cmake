@@ -19,8 +19,13 @@ run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/consumer -B ${WORK_DIR}/cmake-build -G Ninja
     -DCMAKE_PREFIX_PATH=${prefix})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/cmake-build)
-run(${WORK_DIR}/cmake-build/consumer_shared)
-run(${WORK_DIR}/cmake-build/consumer_static)
+if(WITH_TORCH)
+  set(replay replay)
+else()
+  set(replay no-replay)
+endif()
+run(${WORK_DIR}/cmake-build/consumer_shared ${replay})
+run(${WORK_DIR}/cmake-build/consumer_static ${replay})
 
 # pkg-config
 file(GLOB_RECURSE pc_files ${prefix}/*/pot.pc)
@@ -40,4 +45,24 @@ separate_arguments(sflags UNIX_COMMAND "${sflags}")
 run(cc -std=c99 -Wall -Werror ${SOURCE_DIR}/consumer.c -o ${WORK_DIR}/pc_static
     -Wl,-Bstatic -lpot -Wl,-Bdynamic ${sflags})
 unset(ENV{LD_LIBRARY_PATH})
-run(${WORK_DIR}/pc_static)
+run(${WORK_DIR}/pc_static ${replay})
+
+# The installed tool starts without LD_LIBRARY_PATH (its RPATH names the
+# prefix's libdir, relative to bin/).
+run(${prefix}/bin/pot --version)
+
+if(WITH_TORCH)
+  # libpot does not load LibTorch: only its replay module names it.
+  file(GLOB libpot ${libdir}/libpot.so.*.*)
+  execute_process(COMMAND readelf -d ${libpot} OUTPUT_VARIABLE dyn COMMAND_ERROR_IS_FATAL ANY)
+  if(dyn MATCHES "NEEDED[^\n]*(torch|c10)")
+    message(FATAL_ERROR "${libpot} links LibTorch:\n${dyn}")
+  endif()
+  # Without its module, the same libpot reports why replay is unavailable.
+  file(MAKE_DIRECTORY ${WORK_DIR}/no-module)
+  file(GLOB libs ${libdir}/libpot.so*)
+  file(COPY ${libs} DESTINATION ${WORK_DIR}/no-module)
+  set(ENV{LD_LIBRARY_PATH} ${WORK_DIR}/no-module)
+  run(${WORK_DIR}/pc_shared no-replay)
+  unset(ENV{LD_LIBRARY_PATH})
+endif()

@@ -428,6 +428,61 @@ def test_recorded_run_serves_openings_that_verify(tmp_path, record_run_bin, pot_
     assert rc == 1 and res["check"] == "replayed_state", res
 
 
+def loaded_libraries(pot_cli, *args):
+    """The shared objects the dynamic loader opened for one CLI call
+    (LD_DEBUG=libs), and the call's exit status."""
+    p = subprocess.run([pot_cli, *map(str, args)], capture_output=True, text=True,
+                       env={**os.environ, "LD_DEBUG": "libs"})
+    return p.returncode, {line.split("calling init: ")[1].strip() for line in p.stderr.splitlines()
+                          if "calling init: " in line}
+
+
+def test_checkpoints_info_reads_a_recorder_directory_without_libtorch(tmp_path, record_run_bin, pot_cli, honest):
+    """What a miner publishes, read from the directory the recorder wrote:
+    the run id, the log's size and root (the values a ledger registers),
+    with the core only. The protocol commands and --version never load
+    LibTorch; a replay loads it through libpot's replay module."""
+    ck = tmp_path / "ck"
+    info = record(record_run_bin, honest, ck)
+    rc, got, err = pot(pot_cli, "checkpoints", "info", ck, "--json")
+    assert rc == 0, err
+    assert (got["run_id"], got["log_root"], got["recorded_steps"], got["declared_steps"], got["complete"]) == \
+        (info["run_id"], info["root"], STEPS, STEPS, True)
+    assert got["stored_states"] == STEPS // EVERY + 1 and got["checkpoint_every"] == EVERY
+    rc, digest, err = pot(pot_cli, "spec", "digest", os.path.join(honest, "spec.json"))
+    assert rc == 0 and got["spec_digest"] == digest, err
+    # The commitment as the recorder wrote it (canonical bytes).
+    rc, tr, err = pot(pot_cli, "commit", "training", ck / "commitment.bin", "--json")
+    assert rc == 0 and tr["run_id"] == info["run_id"], err
+
+    for args in (("--version",), ("checkpoints", "info", ck), ("commit", "training", ck / "commitment.bin")):
+        rc, libs = loaded_libraries(pot_cli, *args)
+        assert rc == 0 and any("libpot.so" in lib for lib in libs), (args, libs)
+        assert not [lib for lib in libs if "torch" in lib or "libpot-replay" in lib], (args, libs)
+    rc, libs = loaded_libraries(pot_cli, "spec", "hardware-class")
+    assert rc == 0 and any("libpot-replay.so" in lib for lib in libs) and any("libtorch" in lib for lib in libs)
+
+    # What it refuses: a directory without its log; a pot-run.json whose
+    # spec is not the one the commitment names.
+    bad = tmp_path / "bad"
+    shutil.copytree(ck, bad)
+    os.remove(bad / "log.tree")
+    rc, _, err = pot(pot_cli, "checkpoints", "info", bad)
+    assert rc == 2 and "no log.tree" in err, err
+    shutil.rmtree(bad)
+    shutil.copytree(ck, bad)
+    spec = json.load(open(os.path.join(honest, "spec.json")))
+    spec["batch_size"] += 1
+    (tmp_path / "other.json").write_text(json.dumps(spec))
+    rc, other, err = pot(pot_cli, "spec", "encode", tmp_path / "other.json")
+    assert rc == 0, err
+    meta = json.load(open(bad / "pot-run.json"))
+    meta["spec"] = other if isinstance(other, str) else other["canonical"]
+    (bad / "pot-run.json").write_text(json.dumps(meta))
+    rc, _, err = pot(pot_cli, "checkpoints", "info", bad)
+    assert rc == 1 and "the commitment names spec" in err, err
+
+
 def test_a_verifier_of_another_hardware_class_refuses_bitwise_and_compares_buckets(tmp_path, record_run_bin,
                                                                                     pot_cli, honest):
     """docs/PROTOCOL.md 14.4. The trainer (train.py, torch's own report),

@@ -1,11 +1,24 @@
-# Fails unless every dynamic symbol libpot.so defines is a pot_* function.
-# Usage: cmake -DLIB=path/to/libpot.so -P check_symbols.cmake
+# Fails unless every dynamic symbol libpot.so defines is a pot_* function
+# (with -DMODULE=ON: unless the replay module defines its entry point and
+# nothing else).
+# Usage: cmake -DLIB=path/to/libpot.so [-DMODULE=ON] -P check_symbols.cmake
 find_program(NM nm REQUIRED)
 execute_process(COMMAND ${NM} -D --defined-only ${LIB} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "nm failed on ${LIB}")
 endif()
 string(REPLACE "\n" ";" lines "${out}")
+if(MODULE)
+  string(REGEX REPLACE "[0-9a-fA-F]+ [A-Za-z] " "" syms "${out}")
+  string(STRIP "${syms}" syms)
+  string(REPLACE "\n" ";" syms "${syms}")
+  list(REMOVE_ITEM syms POT_REPLAY_1)
+  if(NOT syms STREQUAL "pot_replay_module_v1@@POT_REPLAY_1")
+    message(FATAL_ERROR "the replay module exports ${syms}, not just pot_replay_module_v1")
+  endif()
+  message(STATUS "the replay module exports pot_replay_module_v1 only")
+  return()
+endif()
 set(count 0)
 set(bad "")
 foreach(line IN LISTS lines)
@@ -25,6 +38,21 @@ foreach(line IN LISTS lines)
 endforeach()
 if(bad)
   message(FATAL_ERROR "libpot exports symbols outside the C API: ${bad}")
+endif()
+# Every function pot.h declares is defined (the replay entry points of the
+# shared library are forwarders to its module: one missing would only fail
+# a program that calls it, at link time).
+file(STRINGS ${HEADER} decls REGEX "^POT_API ")
+set(missing "")
+foreach(d IN LISTS decls)
+  string(REGEX MATCH "(pot_[a-z0-9_]+)\\(" m "${d}")
+  set(name "${CMAKE_MATCH_1}")
+  if(name AND NOT out MATCHES " ${name}(@@POT_1)?\n")
+    list(APPEND missing ${name})
+  endif()
+endforeach()
+if(missing)
+  message(FATAL_ERROR "pot.h declares functions libpot does not define: ${missing}")
 endif()
 if(count LESS 40)
   message(FATAL_ERROR "only ${count} pot_* symbols exported; expected the whole C API")
