@@ -16,7 +16,6 @@ export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # TorchScript writes a module's constants in an order that follows Python's
 # string hashing: a fixed hash seed makes the program file, hence the spec,
 # the run ids and the challenged steps, the same on every run of the demo.
-export PYTHONHASHSEED=0
 
 # POT_PYTHON: the Python whose torch the installed libpot replays (default
 # Debian's /usr/bin/python3 with python3-torch; a venv's for torch 2.x,

@@ -140,7 +140,7 @@ def make_task(out, owner=b"task owner", rounds=8, end_height=10**6, **setup_args
 
 def train(out, steps=200, batch=16, every=20, data_seed=7, train_data_seed=None, init_seed=1, lr=3e-3,
           samples=256, base_seed=20261130, post_every=50, on_root=None, substitute=None, frozen=False,
-          identity=b"miner", on_start=None, after_step=None, progress=None, task=None, owner=b"task owner",
+          self_check=True, identity=b"miner", on_start=None, after_step=None, progress=None, task=None, owner=b"task owner",
           program=None):
     """Trains and records a run into `out`. Returns a dict of what a miner
     publishes and keeps.
@@ -154,7 +154,9 @@ def train(out, steps=200, batch=16, every=20, data_seed=7, train_data_seed=None,
     than the committed one; substitute(t, model, optimizer) -> loss or None
     replaces step t with a state taken from elsewhere (the recorded state is
     then whatever substitute left in the model and optimizer); frozen records
-    S_0 again and again with a constant loss, training nothing.
+    S_0 again and again with a constant loss, training nothing. A cheater
+    passes self_check=False: the recorder's self-check of step 1 would stop
+    it (it replays step 1 as a verifier does).
     on_root(size, root, proof) is called every post_every steps (the miner
     posting its checkpoint root with a consistency proof); on_start(recorder)
     once the commitment exists, before step 1 (the miner registering it);
@@ -166,7 +168,8 @@ def train(out, steps=200, batch=16, every=20, data_seed=7, train_data_seed=None,
         task = pt.make_task(model, opt, s["spec"], dataset_dir=s["data"], schedule=s["schedule"], owner=owner,
                             end_height=10**6, challenge_rounds=min(8, steps))
     rec = pt.Recorder(model, opt, task, program, os.path.join(out, "ckpt"), dataset_dir=s["data"],
-                      schedule=s["schedule"], checkpoint_every=every, miner_identity=identity)  # line 1
+                      schedule=s["schedule"], checkpoint_every=every, miner_identity=identity,
+                      self_check=self_check)  # line 1
     if on_start is not None:
         on_start(rec)
     losses, train_seconds, t, posted = [], 0.0, 0, 0

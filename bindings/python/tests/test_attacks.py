@@ -6,6 +6,7 @@ import hashlib
 import dataclasses
 import json
 import math
+import copy
 import os
 import re
 import struct
@@ -173,10 +174,24 @@ def test_attack_a_task_of_the_miners_choosing_is_refused(tmp_path):
     # Everything the task's, but 20,000 steps of it.
     refused(pot.OutOfRangeError, "declared_steps 20000 is outside 6..6",
             spec_digest=str(w.task.spec.digest()), **copied)
-    # The recorder refuses it too, before training: the trivial model is not the task's S_0.
-    with pytest.raises(pot.InvalidArgumentError, match="initial_state_digest"):
+    # The recorder refuses it too, before training: the trivial program is
+    # not the task's; with the task's program, the trivial model is not the
+    # program's; with a model of the program's shape but its own weights,
+    # it is not the task's S_0.
+    with pytest.raises(pot.ProofMismatchError, match="not the spec's model_program_digest"):
         pt.Recorder(trivial, opt, w.task, program, os.path.join(thief_dir, "ckpt"),
                     dataset_dir=os.path.join(thief_dir, "data"), schedule=[[[0]]] * STEPS, miner_identity=THIEF)
+    with pytest.raises(pot.InvalidArgumentError, match="the model is not the program's"):
+        pt.Recorder(trivial, opt, w.task, w.program, os.path.join(thief_dir, "ckpt"),
+                    dataset_dir=os.path.join(w.tmp, "data"), schedule=w.schedule, miner_identity=THIEF)
+    own_weights = copy.deepcopy(w.model)
+    with torch.no_grad():
+        for p in own_weights.parameters():
+            p.mul_(0.5)
+    own_opt = torch.optim.SGD(own_weights.parameters(), lr=w.opt.param_groups[0]["lr"], momentum=0.9)
+    with pytest.raises(pot.InvalidArgumentError, match="initial_state_digest"):
+        pt.Recorder(own_weights, own_opt, w.task, w.program, os.path.join(thief_dir, "ckpt"),
+                    dataset_dir=os.path.join(w.tmp, "data"), schedule=w.schedule, miner_identity=THIEF)
     # A task of its own can be posted, but it is another task id: a run of it
     # answers to nobody's task but the thief's.
     assert w.call("post_task", caller=THIEF.hex(), task=own.encode().hex())["task_id"] != str(w.task.id)

@@ -26,9 +26,9 @@ ahead without disturbing it) and `make_task` (the task from all of them).
 
 from __future__ import annotations
 
-import io
 import json
 import os
+from array import array
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
@@ -42,9 +42,10 @@ from .replay import hardware_class as _hardware_class
 from .safetensors import SafetensorsWriter
 from .spec import SeedPolicy, Spec
 from .task import Task
+from ._torch_program import check_model_matches_program, save_program, with_loss
 
 __all__ = ["RUN_SEEDED", "Recorder", "canonical_state", "lr_schedule", "make_spec", "make_task", "plan_schedule", "save_program",
-           "state_writer", "step_loss", "write_dataset", "DTYPE_NAMES"]
+           "state_writer", "step_loss", "with_loss", "write_dataset", "DTYPE_NAMES"]
 
 # torch dtype -> safetensors dtype name (docs/PROTOCOL.md section 4).
 DTYPE_NAMES: Dict[torch.dtype, str] = {
@@ -152,21 +153,6 @@ def step_loss(loss: Union[float, torch.Tensor, Sequence[Union[float, torch.Tenso
     for x in loss[1:]:
         total = total + float(x)
     return total
-
-
-def save_program(task: torch.nn.Module, path: Union[str, "os.PathLike[str]"]) -> bytes:
-    """Scripts the task module (its forward takes the batch tensors, named as
-    the sample tensors, and returns the loss) with torch.jit.script, saves it
-    and returns its digest, the spec's model_program_digest."""
-    # Saved through memory: a file-name target would name the archive's inner
-    # folder after the path, so the same module saved in two places would get
-    # two digests. (TorchScript also orders constants by Python's string hash:
-    # set PYTHONHASHSEED for byte-identical saves across processes.)
-    buf = io.BytesIO()
-    torch.jit.save(torch.jit.script(task), buf)  # type: ignore[attr-defined,no-untyped-call]
-    with open(path, "wb") as f:
-        f.write(buf.getvalue())
-    return program_digest_file(path)
 
 
 def _phase(s: Any) -> Dict[str, Any]:
@@ -549,6 +535,40 @@ def make_task(model: torch.nn.Module, optimizer: Optimizers, spec: Spec, *,
     })
 
 
+def _group_rates(spec: Spec, group: int, steps: int) -> "array[float]":
+    out: "array[float]" = array("d")
+    chunk = 1 << 24
+    for first in range(1, steps + 1, chunk):
+        out.extend(spec.group_learning_rates(group, first, min(chunk, steps + 1 - first)))
+    return out
+
+
+def _state_difference(replayed_path: str, recorded: Mapping[str, torch.Tensor], t: int) -> str:
+    """What differs between the replayed S_t (a file) and the recorded one,
+    and what usually causes it."""
+    from .safetensors import Safetensors
+    with Safetensors(replayed_path) as f:
+        replayed = set(f.names)
+        differ = [n for n in f.names if n in recorded and f.tensor_data(n) != _buffer(recorded[n]).tobytes()]
+    missing = sorted(set(recorded) - replayed)
+    extra = sorted(replayed - set(recorded))
+    parts = []
+    if differ:
+        parts.append(f"{len(differ)} tensors differ ({', '.join(differ[:4])}{'...' if len(differ) > 4 else ''})")
+    if missing or extra:
+        parts.append(f"the names differ (recorded only: {missing[:4]}, replayed only: {extra[:4]})")
+    what = "; ".join(parts) or "the digests differ"
+    causes = ("the step read something S_{t-1} does not hold (state carried from batch to batch, such as a "
+              "recurrent hidden state), drew random numbers the seed policy does not fix, or ran code the "
+              "program does not (the loop's forward or loss is not the program's)")
+    if differ and all(n.startswith("hparam/") for n in differ):
+        causes = "the learning rate after the step is not the spec's (a scheduler stepped otherwise than once per step)"
+    elif differ and all(n.startswith("optim/") or n.startswith("hparam/") for n in differ):
+        causes = "the optimizer's state moved otherwise than the spec's optimizer (its options differ from the spec)"
+    return (f"replaying it from S_{t - 1} as every verifier does gives another S_{t}: {what}. The usual causes: "
+            f"{causes}. The run would fail verification; the recorder stopped")
+
+
 class Recorder:
     """Records a PyTorch training loop: begin_step() before the forward
     pass, end_step(loss) after the optimizer (and LR scheduler) step.
@@ -570,7 +590,8 @@ class Recorder:
                  dataset_dir: Union[str, "os.PathLike[str]"],
                  schedule: Optional[Sequence[Sequence[Sequence[int]]]] = None,
                  dataset_size: Optional[int] = None, checkpoint_every: int = 10,
-                 miner_identity: bytes = b"miner", steps: Optional[int] = None) -> None:
+                 miner_identity: bytes = b"miner", steps: Optional[int] = None,
+                 self_check: Union[bool, str] = True) -> None:
         if not isinstance(task, Task):
             raise TypeError(f"Recorder takes the task the run answers to (pot.Task, see pot.torch.make_task), "
                             f"not {type(task).__name__}")
@@ -608,6 +629,15 @@ class Recorder:
         self._probe_rng = declared["dropout"] == 0
         self._other_rng_use = bool(declared.get("other_rng_use", False))
         self._rng_probe: Optional[torch.Tensor] = None
+        if self_check not in (True, False, "checkpoints"):
+            raise InvalidArgumentError(f"self_check must be True, False or 'checkpoints', not {self_check!r}")
+        # A program every verifier refuses (its operators, its forward) is
+        # refused now, not after training: loading it runs those checks;
+        # then the model must be the program's. The replay is kept for the
+        # self-checks.
+        self._replay: Optional[_Replay] = _Replay(spec, program)
+        check_model_matches_program(model, program, "Recorder")
+        self._check_sample_names()
         s0 = _initial_state(model, optimizer, spec)
         self._rng = s0.get("rng/cpu")
         initial = _state_digest(s0)
@@ -622,15 +652,35 @@ class Recorder:
             "miner_identity": bytes(miner_identity).hex(),
         })
         task.check_commitment(self.commitment)
-        # A program every verifier refuses (its operators, its forward) is
-        # refused now, not after training: loading it runs those checks.
-        _Replay(spec, program).close()
+        self._self_check, self._every = self_check, checkpoint_every
+        self._entries = entries
+        self._failed: Optional[str] = None
+        # Every group's learning rate of every step, as the spec gives it
+        # (begin_step compares the optimizer's before the step runs).
+        self._rates = [_group_rates(spec, g, len(entries)) for g in range(spec.group_count)]
         self._rec = _CRecorder(self.checkpoint_dir, spec, program, checkpoint_every)
         with state_writer(s0) as w:
             self.initial_state_digest = self._rec.start(w)
         self._rec.set_commitment(self.commitment, entries)
         self.run_id = self.commitment.run_id
         self._step = 0  # the step begun, 0 between steps
+
+    def _check_sample_names(self) -> None:
+        """The program's forward takes the samples' tensors by name
+        (docs/PROTOCOL.md 21.2): compared on the first sample, so that a
+        forward written for other inputs (a model returning logits, saved
+        without its loss) is named before training."""
+        from .safetensors import Safetensors
+        assert self._replay is not None
+        takes = self._replay.input_names
+        first = os.path.join(self.dataset_dir, f"{0:06d}.safetensors")
+        with Safetensors(first) as f:
+            holds = sorted(f.names)
+        if sorted(takes) != holds:
+            raise InvalidArgumentError(
+                f"Recorder: the program's forward takes ({', '.join(takes)}), the samples hold "
+                f"({', '.join(holds)}): the forward takes the sample tensors by name and returns the loss; for a "
+                "model returning logits save and record pot.torch.with_loss(model, loss, target=<name>)")
 
     @property
     def steps_recorded(self) -> int:
@@ -641,11 +691,21 @@ class Recorder:
         torch.manual_seed(seed(base, t)); single_seed: the RNG state of
         S_{t-1}). With indices (the batch's dataset indices, in order), checks
         them against the committed schedule (ConflictError). Returns t."""
+        if self._failed:
+            raise StateError(f"begin_step: the recorder stopped: {self._failed}")
         if self._step:
             raise StateError(f"begin_step: step {self._step} has not ended")
         t = self._rec.size + 1
         if t > len(self.schedule):
             raise StateError(f"begin_step: the commitment declares {len(self.schedule)} steps")
+        for g, (_, group) in enumerate(_groups(self.optimizer)):
+            want = self._rates[g][t - 1]
+            if float(group["lr"]) != want:
+                raise InvalidArgumentError(
+                    f"begin_step: step {t} would train parameter group {g} at learning rate {group['lr']!r}, the "
+                    f"spec's schedule gives {want!r}: every verifier replays the spec's rate. A scheduler stepped "
+                    "once per epoch, or a rate set by hand (warm-up code), is not what the spec says: step the "
+                    "scheduler after every optimizer step and pass it to make_spec(scheduler=...)")
         if indices is not None:
             got = [int(i) for i in indices]
             want = [i for mb in self.schedule[t - 1] for i in mb]
@@ -684,12 +744,42 @@ class Recorder:
                 f"end_step: step {self._step} drew no random numbers, but the spec declares other_rng_use (dropout "
                 "0): every verifier refuses the step; declare other_rng_use only for a program that draws")
         state = canonical_state(self.model, self.optimizer, rng=self._single_seed)
+        t = self._step
         with state_writer(state) as w:
             digest = self._rec.end_step(w, step_loss(loss))
         if self._single_seed:
             self._rng = state["rng/cpu"]
         self._step = 0
+        if self._self_check and (t == 1 or (self._self_check == "checkpoints" and (t - 1) % self._every == 0)):
+            self._check_step(t, digest, state)
         return digest
+
+    def _check_step(self, t: int, digest: bytes, state: Mapping[str, torch.Tensor]) -> None:
+        """The self-check: replays step t from the checkpoint S_{t-1} as a
+        verifier would and compares with the state just recorded. On any
+        difference the recorder stops (begin_step refuses) and the error
+        names what differs and the usual causes."""
+        assert self._replay is not None
+        pre = os.path.join(self.checkpoint_dir, "checkpoints", f"{t - 1:012d}.safetensors")
+        post = os.path.join(self.checkpoint_dir, f"self-check-{t:012d}.safetensors")
+        samples = []
+        for i in (i for mb in self.schedule[t - 1] for i in mb):
+            with open(os.path.join(self.dataset_dir, f"{i:06d}.safetensors"), "rb") as f:
+                samples.append(f.read())
+        try:
+            try:
+                res = self._replay.step(pre, self._entries[t - 1], samples, post, run_id=self.run_id)
+            except Exception as e:
+                self._failed = (f"self-check of step {t}: the replay every verifier runs fails: {e} (the forward must "
+                                "take the samples' tensors and return the loss; see pot.torch.with_loss)")
+                raise InvalidArgumentError(self._failed) from e
+            if res.post_state_digest == digest:
+                return
+            self._failed = f"self-check of step {t}: {_state_difference(post, state, t)}"
+            raise InvalidArgumentError(self._failed)
+        finally:
+            if os.path.exists(post):
+                os.remove(post)
 
     def root(self, size: Optional[int] = None) -> bytes:
         """The log root over the first `size` steps (default: all), to post."""
@@ -715,6 +805,9 @@ class Recorder:
             return c.state_path(step, self.dataset_dir)[0]
 
     def close(self) -> None:
+        if self._replay is not None:
+            self._replay.close()
+            self._replay = None
         if self._rec is not None:
             self._rec.close()
 

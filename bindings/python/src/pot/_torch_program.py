@@ -1,0 +1,232 @@
+"""The model program (docs/PROTOCOL.md 21.2) as pot.torch writes it:
+save_program and the checks a program and a model must pass before a run.
+
+A program file is named by the digest of its bytes, so the same module must
+give the same bytes in every process: save_program saves a copy whose
+parameters and buffers are zero (the replay sets every one of them from
+S_{t-1}; the values in the file are never read) and makes TorchScript
+list a module's constants in one order (it walks a Python set of their
+names, whose order follows the process's string-hash seed).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import inspect
+import io
+import keyword
+import linecache
+import os
+import threading
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import torch
+
+from ._errors import InvalidArgumentError
+from .replay import program_digest_file
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+_script_lock = threading.Lock()
+
+
+class _SortedSet(set):  # type: ignore[type-arg]
+    """A set iterated in sorted order: what torch.jit._recursive builds its
+    sets with while save_program scripts (constant names, attribute names)."""
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(sorted(set.__iter__(self), key=repr))
+
+
+def _script(module: torch.nn.Module) -> Any:
+    """torch.jit.script with the module's constants in sorted order."""
+    import torch.jit._recursive as recursive
+    with _script_lock:
+        saved = recursive.__dict__.get("set")
+        recursive.set = _SortedSet  # type: ignore[attr-defined]
+        try:
+            return torch.jit.script(module)  # type: ignore[attr-defined,no-untyped-call]
+        finally:
+            if saved is None:
+                del recursive.set  # type: ignore[attr-defined]
+            else:
+                recursive.set = saved  # type: ignore[attr-defined]
+
+
+def _where(obj: Any) -> str:
+    """'file.py:line' of a class or function, or its qualified name."""
+    try:
+        return f"{inspect.getsourcefile(obj)}:{inspect.getsourcelines(obj)[1]}"
+    except (OSError, TypeError):
+        return getattr(obj, "__qualname__", type(obj).__name__)
+
+
+_WRAPPER_SOURCE = '''\
+class PotProgram(torch.nn.Module):
+    """A model and its loss, as pot.torch.with_loss made it."""
+
+    def __init__(self, model, loss):
+        super().__init__()
+        self.model = model
+        self.loss = loss
+
+    def forward(self, {params}) -> torch.Tensor:
+        out = self.model({args}){index}
+        return {ret}
+'''
+
+
+def with_loss(model: torch.nn.Module, loss: Optional[Callable[..., Any]] = None, *, target: str = "target",
+              output: Optional[int] = None, inputs: Optional[Sequence[str]] = None) -> torch.nn.Module:
+    """The module whose forward takes the samples' tensors and returns the
+    loss, built around a model that returns something else: the program to
+    save (save_program) and the module to hand to make_spec, make_task and
+    the Recorder. It holds `model` itself (not a copy) as its submodule
+    "model", so its parameters are the model's, named model.<name>; the
+    training loop goes on calling the model as before.
+
+    - loss: a loss module (torch.nn.CrossEntropyLoss()) or a scriptable
+      function (torch.nn.functional.cross_entropy), called as
+      loss(model_output, target); the forward then takes the model's inputs
+      and `target`, the name of the target tensor in the samples.
+    - output: for a model returning a tuple, the index of the element to
+      use (1 for a forward returning (logits, loss)).
+    - inputs: the names of the model's inputs in the samples (default: the
+      parameter names of model.forward).
+    """
+    if loss is None and output is None:
+        raise InvalidArgumentError("with_loss: give loss= or output= (a model returning its loss is its own program)")
+    names_in = list(inputs) if inputs is not None else _forward_inputs(model)
+    names = names_in + ([target] if loss is not None else [])
+    for n in names:
+        if not n.isidentifier() or keyword.iskeyword(n) or n in ("self", "torch", "loss_fn"):
+            raise InvalidArgumentError(f"with_loss: '{n}' cannot name a forward argument (sample tensor names must "
+                                       "be Python identifiers)")
+    if len(set(names)) != len(names):
+        raise InvalidArgumentError(f"with_loss: the forward's arguments {names} repeat a name")
+    module_loss = isinstance(loss, torch.nn.Module)
+    source = _WRAPPER_SOURCE.format(
+        params=", ".join(f"{n}: torch.Tensor" for n in names), args=", ".join(names_in),
+        index="" if output is None else f"[{int(output)}]",
+        ret="out" if loss is None else f"self.loss(out, {target})" if module_loss else f"loss_fn(out, {target})")
+    # TorchScript compiles a class from its source: the generated source is
+    # registered with linecache under a name that depends on it alone, so
+    # every process scripts it to the same bytes.
+    filename = f"<pot.torch.with_loss {hashlib.sha256(source.encode()).hexdigest()[:16]}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    namespace: Dict[str, Any] = {"torch": torch, "__name__": "pot_program"}
+    if loss is not None and not module_loss:
+        if not callable(loss):
+            raise InvalidArgumentError(f"with_loss: loss must be a module or a function, not {type(loss).__name__}")
+        namespace["loss_fn"] = loss
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated source
+    return namespace["PotProgram"](model, loss if module_loss else None)  # type: ignore[no-any-return]
+
+
+def _forward_inputs(model: torch.nn.Module) -> List[str]:
+    names = []
+    for p in inspect.signature(model.forward).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise InvalidArgumentError(f"with_loss: {type(model).__name__}.forward takes *{p.name}: name the sample "
+                                       "tensors it is called with (inputs=[...])")
+        names.append(p.name)
+    return names
+
+
+def _zero_weights(module: torch.nn.Module) -> None:
+    with torch.no_grad():
+        for t in list(module.parameters()) + list(module.buffers()):
+            t.zero_()
+
+
+def save_program(module: torch.nn.Module, path: PathLike) -> bytes:
+    """Writes the model program (docs/PROTOCOL.md 21.2) of `module` to path
+    and returns its digest, the spec's model_program_digest.
+
+    The module's forward takes the batch tensors, named as the sample
+    tensors, and returns the loss; for a model that returns logits, or
+    (logits, loss), save with_loss(model, ...) and hand that same module to
+    make_spec, make_task and the Recorder. The same module gives the same
+    bytes, so the same digest, in every process: the file holds zeros for
+    every parameter and buffer (the replay sets them all from S_{t-1}).
+    The module itself is not changed.
+
+    InvalidArgumentError when TorchScript cannot compile the module (the
+    message names the class's file and line and holds TorchScript's, which
+    points at the failing source line) or when its forward does not return
+    one tensor."""
+    if not isinstance(module, torch.nn.Module):
+        raise InvalidArgumentError(f"save_program takes a torch.nn.Module, not {type(module).__name__}")
+    copy_of = copy.deepcopy(module)
+    _zero_weights(copy_of)
+    try:
+        program = _script(copy_of)
+    except Exception as e:  # TorchScript raises RuntimeError, NotSupportedError, OSError, ...
+        cls = type(module)
+        msg = str(e).strip()
+        if isinstance(e, OSError) and "source" in msg:
+            msg += (" (TorchScript compiles a module from its Python source: define the class in a .py file, "
+                    "not in an interactive session or exec)")
+        raise InvalidArgumentError(f"save_program: TorchScript cannot compile {cls.__module__}.{cls.__qualname__} "
+                                   f"(defined at {_where(cls)}): {msg}") from e
+    returns = [str(r.type) for r in program.forward.schema.returns]
+    if returns != ["Tensor"]:
+        raise InvalidArgumentError(
+            f"save_program: {type(module).__qualname__}.forward returns {', '.join(returns) or 'nothing'}, not the "
+            "loss (one scalar floating tensor, docs/PROTOCOL.md 21.2): save pot.torch.with_loss(model, loss) for a "
+            "model returning logits, with_loss(model, output=1) for one returning (logits, loss)")
+    # Saved through memory: a file-name target would name the archive's
+    # inner folder after the path, so the same module saved in two places
+    # would get two digests.
+    buf = io.BytesIO()
+    torch.jit.save(program, buf)  # type: ignore[attr-defined,no-untyped-call]
+    with open(path, "wb") as f:
+        f.write(buf.getvalue())
+    return program_digest_file(path)
+
+
+def program_parameters(path: PathLike) -> Dict[str, Tuple[List[int], torch.dtype]]:
+    """The parameters and buffers a program declares, by state name
+    (param/<name>, buffer/<name>), with shape and dtype."""
+    program = torch.jit.load(os.fspath(path), map_location="cpu")  # type: ignore[attr-defined,no-untyped-call]
+    out: Dict[str, Tuple[List[int], torch.dtype]] = {}
+    for n, p in program.named_parameters():
+        out["param/" + n] = (list(p.shape), p.dtype)
+    for n, b in program.named_buffers():
+        out["buffer/" + n] = (list(b.shape), b.dtype)
+    return out
+
+
+def check_model_matches_program(model: torch.nn.Module, path: PathLike, where: str) -> None:
+    """Refuses a model whose parameters and buffers are not the program's
+    (names, shapes, dtypes): the replay sets the program's from S_t, which
+    holds the model's. The usual cause is handing the inner model to the
+    Recorder while the program is its loss wrapper, or the other way round."""
+    want = program_parameters(path)
+    have: Dict[str, Tuple[List[int], torch.dtype]] = {}
+    for n, p in model.named_parameters():
+        have["param/" + n] = (list(p.shape), p.dtype)
+    for n, b in model.named_buffers():
+        have["buffer/" + n] = (list(b.shape), b.dtype)
+    hint = "pass the module save_program was given"
+    if want and all(k.split("/", 1)[1].startswith("model.") for k in want):
+        hint += " (a with_loss(model, ...) holds the model as .model: pass it, not the model)"
+    elif have and all(k.split("/", 1)[1].startswith("model.") for k in have):
+        hint += " (this is a with_loss(...) of the program's model: save that, or pass the model)"
+    missing = sorted(set(want) - set(have))
+    extra = sorted(set(have) - set(want))
+    if missing or extra:
+        detail = []
+        if missing:
+            detail.append(f"the program has {', '.join(missing[:4])}{'...' if len(missing) > 4 else ''} that the "
+                          "model has not")
+        if extra:
+            detail.append(f"the model has {', '.join(extra[:4])}{'...' if len(extra) > 4 else ''} that the program "
+                          "has not")
+        raise InvalidArgumentError(
+            f"{where}: the model is not the program's ({'; '.join(detail)}): {hint}")
+    for k, (shape, dtype) in want.items():
+        if have[k] != (shape, dtype):
+            raise InvalidArgumentError(f"{where}: '{k}' is {have[k][1]} of shape {have[k][0]} in the model, "
+                                       f"{dtype} of shape {shape} in the program")

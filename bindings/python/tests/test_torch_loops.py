@@ -1,0 +1,272 @@
+"""Training loops as people write them, and the mistakes that make a run
+unverifiable, caught while recording (docs/python.md "Self-checks"): each
+pitfall is a loop that trains without complaint and would fail every
+verifier; the recorder must name it at step 1 (or at the first step after a
+checkpoint), and the honest loop must still record and verify."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import pot  # noqa: E402
+import pot.torch as pt  # noqa: E402
+
+if not pot.replay_available():
+    pytest.skip("libpot was built without LibTorch", allow_module_level=True)
+
+STEPS, BATCH = 6, 4
+
+
+class Classifier(torch.nn.Module):
+    """A model as most code writes it: forward returns logits."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(8, 16)
+        self.fc2 = torch.nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class LogitsAndLoss(torch.nn.Module):
+    """A model returning (logits, loss), as small GPT repositories do."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 3)
+
+    def forward(self, x, y):
+        logits = self.fc(x)
+        return logits, torch.nn.functional.cross_entropy(logits, y)
+
+
+class Recurrent(torch.nn.Module):
+    """A recurrent cell whose hidden state the loop may carry."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = torch.nn.Linear(8, 8)
+        self.rec = torch.nn.Linear(8, 8)
+        self.out = torch.nn.Linear(8, 3)
+
+    def step(self, x, h):
+        h = torch.tanh(self.inp(x) + self.rec(h))
+        return self.out(h), h
+
+    def forward(self, x, y):
+        logits, _ = self.step(x, torch.zeros(x.shape[0], 8))
+        return torch.nn.functional.cross_entropy(logits, y)
+
+
+def data(tmp):
+    g = torch.Generator().manual_seed(5)
+    xs, ys = torch.randn(24, 8, generator=g), torch.randint(0, 3, (24,), generator=g)
+    pt.write_dataset(({"x": xs[i], "y": ys[i]} for i in range(24)), os.path.join(tmp, "data"))
+    schedule = [[[(t * BATCH + j) % 24 for j in range(BATCH)]] for t in range(STEPS)]
+    return xs, ys, schedule
+
+
+def make_run(tmp, program_module, model_for_recorder=None, lr=0.05, scheduler=None, every=3, self_check=True,
+          sched_factory=None):
+    """Program, spec, task and recorder for a plain SGD loop."""
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    os.makedirs(tmp, exist_ok=True)
+    xs, ys, schedule = data(tmp)
+    program = os.path.join(tmp, "program.pt")
+    pt.save_program(program_module, program)
+    opt = torch.optim.SGD(program_module.parameters(), lr=lr, momentum=0.9)
+    sched = sched_factory(opt) if sched_factory else None
+    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, seed_policy="none", scheduler=sched)
+    task = pt.make_task(program_module, opt, spec, dataset_dir=os.path.join(tmp, "data"), schedule="run_seeded",
+                        steps=STEPS, owner=b"owner", end_height=10**6, challenge_rounds=2)
+    rec = pt.Recorder(model_for_recorder or program_module, opt, task, program, os.path.join(tmp, "ckpt"),
+                      dataset_dir=os.path.join(tmp, "data"), steps=STEPS, checkpoint_every=every,
+                      self_check=self_check)
+    return rec, opt, sched, xs, ys, spec, program
+
+
+def batch(rec, xs, ys, t):
+    idx = [i for mb in rec.schedule[t - 1] for i in mb]
+    return idx, xs[idx], ys[idx]
+
+
+def test_a_model_returning_logits_is_saved_with_its_loss_and_verifies(tmp_path):
+    # Saved as it is, the model's forward takes x and returns logits: the
+    # recorder names it before training.
+    with pytest.raises(pot.InvalidArgumentError, match=r"forward takes \(x\), the samples hold \(x, y\).*with_loss"):
+        make_run(str(tmp_path / "as-is"), Classifier())
+    # Saved with its loss, the same loop records and verifies.
+    model = Classifier()
+    program_module = pt.with_loss(model, torch.nn.functional.cross_entropy, target="y")
+    rec, opt, _, xs, ys, spec, program = make_run(str(tmp_path / "run"), program_module)
+    for t in range(1, STEPS + 1):
+        idx, x, y = batch(rec, xs, ys, t)
+        rec.begin_step(idx)
+        loss = torch.nn.functional.cross_entropy(model(x), y)  # the loop is unchanged
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        rec.end_step(loss)
+    root = rec.finish()
+    for t in (2, 5):
+        r = pot.verify_step(rec.commitment, spec, program, t, STEPS, root, rec.serve(t), rec.state_path(t - 1))
+        assert r.ok, t
+    rec.close()
+
+
+def test_a_model_returning_logits_and_loss_uses_an_output_index(tmp_path):
+    model = LogitsAndLoss()
+    with pytest.raises(pot.InvalidArgumentError, match="output=1"):
+        pt.save_program(model, str(tmp_path / "p.pt"))
+    program_module = pt.with_loss(model, output=1)
+    rec, opt, _, xs, ys, _, _ = make_run(str(tmp_path / "run"), program_module)
+    for t in range(1, 3):
+        idx, x, y = batch(rec, xs, ys, t)
+        rec.begin_step(idx)
+        _, loss = model(x, y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        rec.end_step(loss)  # the self-check of step 1 replays it
+    rec.close()
+
+
+def test_the_inner_model_handed_to_the_recorder_is_refused_at_construction(tmp_path):
+    model = Classifier()
+    program_module = pt.with_loss(model, torch.nn.CrossEntropyLoss(), target="y")
+    with pytest.raises(pot.InvalidArgumentError, match="with_loss") as e:
+        make_run(str(tmp_path / "run"), program_module, model_for_recorder=model)
+    assert "param/model.fc1.weight" in str(e.value)
+
+
+def test_a_forward_that_does_not_return_a_scalar_is_caught_at_step_1(tmp_path):
+    class Mean(torch.nn.Module):
+        # Returns one tensor, but not a scalar: the program saves, and the
+        # replay of step 1 names it.
+        def __init__(self):
+            super().__init__()
+            self.model = Classifier()
+
+        def forward(self, x, y):
+            return torch.nn.functional.cross_entropy(self.model(x), y, reduction="none")
+
+    program_module = Mean()
+    rec, opt, _, xs, ys, _, _ = make_run(str(tmp_path / "run"), program_module)
+    idx, x, y = batch(rec, xs, ys, 1)
+    rec.begin_step(idx)
+    loss = program_module(x, y).mean()
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    with pytest.raises(pot.InvalidArgumentError, match="self-check of step 1: .*scalar"):
+        rec.end_step(loss)
+    with pytest.raises(pot.StateError, match="stopped"):
+        rec.begin_step()
+    rec.close()
+
+
+def test_a_learning_rate_set_by_hand_is_refused_before_the_step(tmp_path):
+    model = Recurrent()
+    rec, opt, _, xs, ys, _, _ = make_run(str(tmp_path / "run"), model, lr=0.05)
+    for t in range(1, 3):
+        lr = 0.05 * t / 2  # warm-up code at the top of the loop
+        for g in opt.param_groups:
+            g["lr"] = lr
+        idx, x, y = batch(rec, xs, ys, t)
+        with pytest.raises(pot.InvalidArgumentError, match="learning rate 0.025.* gives 0.05"):
+            rec.begin_step(idx)
+        break
+    rec.close()
+
+
+def test_a_scheduler_stepped_per_epoch_is_refused_at_step_1(tmp_path):
+    model = Recurrent()
+    rec, opt, sched, xs, ys, _, _ = make_run(
+        str(tmp_path / "run"), model, sched_factory=lambda o: torch.optim.lr_scheduler.StepLR(o, 1, gamma=0.5))
+    idx, x, y = batch(rec, xs, ys, 1)
+    rec.begin_step(idx)
+    model(x, y).backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    # The loop steps its scheduler at the end of an epoch, not here.
+    with pytest.raises(pot.InvalidArgumentError, match="hparam/lr"):
+        rec.end_step(1.0)
+    rec.close()
+
+
+def test_state_carried_between_batches_is_caught_at_the_first_step_after_a_checkpoint(tmp_path):
+    model = Recurrent()
+    rec, opt, _, xs, ys, _, _ = make_run(str(tmp_path / "run"), model, every=1, self_check="checkpoints")
+    h = torch.zeros(BATCH, 8)
+    with pytest.raises(pot.InvalidArgumentError, match="self-check of step 2: .*carried from batch to batch"):
+        for t in range(1, STEPS + 1):
+            idx, x, y = batch(rec, xs, ys, t)
+            rec.begin_step(idx)
+            logits, h = model.step(x, h)  # the hidden state crosses batches
+            h = h.detach()
+            loss = torch.nn.functional.cross_entropy(logits, y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            rec.end_step(loss)
+    assert rec.steps_recorded == 2  # step 1 started from zeros, as the program does
+    rec.close()
+
+
+def test_the_same_module_saves_to_the_same_digest_in_every_process(tmp_path):
+    """TorchScript lists a module's constants in the order of a Python set
+    (by string hash, a per-process seed); the weights are random. Neither
+    reaches the file."""
+    (tmp_path / "netdef.py").write_text(textwrap.dedent('''
+        import torch
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = torch.nn.Conv2d(1, 4, 3, padding=1)
+                self.bn = torch.nn.BatchNorm2d(4)
+                self.fc = torch.nn.Linear(4, 3)
+            def forward(self, x):
+                return self.fc(self.bn(self.conv(x)).mean((2, 3)))
+    '''))
+    script = textwrap.dedent(f'''
+        import sys, torch
+        sys.path.insert(0, {str(tmp_path)!r})
+        import pot.torch as pt
+        from netdef import Net
+        print(pt.save_program(pt.with_loss(Net(), torch.nn.functional.cross_entropy, target="y"),
+                              sys.argv[1]).hex())
+    ''')
+    digests = set()
+    for seed in ("1", "2", "3"):
+        out = subprocess.run([sys.executable, "-c", script, str(tmp_path / f"p{seed}.pt")], capture_output=True,
+                             text=True, env={**os.environ, "PYTHONHASHSEED": seed})
+        assert out.returncode == 0, out.stderr
+        digests.add(out.stdout.strip())
+    assert len(digests) == 1, digests
+
+
+def test_a_torchscript_error_names_the_class_and_the_line(tmp_path):
+    (tmp_path / "baddef.py").write_text(textwrap.dedent('''
+        import torch
+        class Bad(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(4, 3)
+            def forward(self, x):
+                d = {1: x, "a": x}
+                return self.fc(x).sum()
+    '''))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from baddef import Bad
+        with pytest.raises(pot.InvalidArgumentError) as e:
+            pt.save_program(Bad(), str(tmp_path / "p.pt"))
+    finally:
+        sys.path.remove(str(tmp_path))
+    msg = str(e.value)
+    assert "baddef.py:3" in msg and "line 8" in msg, msg
