@@ -270,3 +270,34 @@ def test_a_torchscript_error_names_the_class_and_the_line(tmp_path):
         sys.path.remove(str(tmp_path))
     msg = str(e.value)
     assert "baddef.py:3" in msg and "line 8" in msg, msg
+
+
+class Indexed(torch.utils.data.Dataset):
+    def __len__(self):
+        return 10
+
+    def __getitem__(self, i):
+        return i
+
+
+@pytest.mark.parametrize("workers,persistent", [(0, False), (2, False), (2, True)])
+def test_plan_schedule_draws_what_the_loader_draws_epoch_after_epoch(workers, persistent):
+    """The planned batches are the ones the loop then gets, over four epochs;
+    with persistent workers, epochs after the first draw no new base seed
+    (the planner used to assume they did: a ConflictError from epoch 2)."""
+    loader = torch.utils.data.DataLoader(Indexed(), batch_size=3, shuffle=True, drop_last=True, num_workers=workers,
+                                         persistent_workers=persistent, generator=torch.Generator().manual_seed(4))
+    plan = pt.plan_schedule(loader, 12)
+    got = []
+    while len(got) < 12:
+        for b in loader:
+            got.append([[int(i) for i in b]])
+    assert got == plan
+    # Planning again after the loop has iterated (a persistent iterator
+    # exists): still the batches it draws next.
+    plan = pt.plan_schedule(loader, 6)
+    got = []
+    while len(got) < 6:
+        for b in loader:
+            got.append([[int(i) for i in b]])
+    assert got[:6] == plan

@@ -379,7 +379,8 @@ def plan_schedule(loader: "torch.utils.data.DataLoader[Any]", steps: int, microb
     after epoch), each step's batch split into `microbatches` equal parts:
     what the schedule commitment needs before training starts. The loader's
     sampler is iterated ahead with its generator's state saved and restored,
-    so the loop then draws exactly these batches. A shuffling sampler needs
+    so the loop then draws exactly these batches (with workers, persistent
+    or not). A shuffling sampler needs
     an explicit generator (DataLoader(..., generator=torch.Generator().manual_seed(s)));
     without one it would draw from the global RNG the seed policy controls."""
     bs = loader.batch_sampler
@@ -395,14 +396,20 @@ def plan_schedule(loader: "torch.utils.data.DataLoader[Any]", steps: int, microb
     gens = [g for g in {id(g): g for g in (gen, loader_gen) if g is not None}.values()]
     saved = [g.get_state() for g in gens]
     plan: List[List[List[int]]] = []
+    # Each epoch, DataLoader.__iter__ (map-style, any num_workers) first
+    # draws a base seed from loader.generator, then the sampler draws its
+    # permutation: mirror that order. With persistent workers only the
+    # iterator's creation draws it: later epochs reset the same iterator
+    # (and a loader iterated before planning has its iterator already).
+    persistent = bool(loader.persistent_workers and loader.num_workers > 0)
+    draws_seed = not (persistent and getattr(loader, "_iterator", None) is not None)
     try:
         while len(plan) < steps:
             before = len(plan)
-            # Each epoch, DataLoader.__iter__ (torch 1.13, map-style, any
-            # num_workers) first draws a base seed from loader.generator, then
-            # the sampler draws its permutation: mirror that order.
-            if loader_gen is not None:
+            if loader_gen is not None and draws_seed:
                 torch.empty((), dtype=torch.int64).random_(generator=loader_gen)
+            if persistent:
+                draws_seed = False
             for batch in bs:
                 batch = [int(i) for i in batch]
                 if len(batch) % microbatches:
