@@ -115,7 +115,7 @@ pot_status pot_replay_new(pot_replay **out, const pot_spec *spec, const char *pr
 
 // A handle exists only if the module made it: the module frees it.
 void pot_replay_free(pot_replay *replay) {
-  if (replay) loaded().table->pot_replay_free(replay);
+  if (replay && loaded().table) loaded().table->pot_replay_free(replay);
 }
 
 pot_status pot_replay_input_name(const char **name, const pot_replay *replay, size_t index, pot_error **err) {
@@ -180,7 +180,7 @@ pot_status pot_recorder_new(pot_recorder **out, const char *dir, const pot_spec 
 }
 
 void pot_recorder_free(pot_recorder *recorder) {
-  if (recorder) loaded().table->pot_recorder_free(recorder);
+  if (recorder && loaded().table) loaded().table->pot_recorder_free(recorder);
 }
 
 pot_status pot_recorder_start(pot_digest *initial_state_digest, pot_recorder *recorder,
@@ -218,7 +218,7 @@ pot_status pot_recorder_finish(pot_digest *root, pot_recorder *recorder, pot_err
 
 // No error to report: a NULL handle (or no module, so no handle) has size 0.
 uint64_t pot_recorder_size(const pot_recorder *recorder) {
-  return recorder ? loaded().table->pot_recorder_size(recorder) : 0;
+  return recorder && loaded().table ? loaded().table->pot_recorder_size(recorder) : 0;
 }
 
 pot_status pot_checkpoints_open(pot_checkpoints **out, const char *dir, pot_error **err) {
@@ -226,12 +226,12 @@ pot_status pot_checkpoints_open(pot_checkpoints **out, const char *dir, pot_erro
 }
 
 void pot_checkpoints_free(pot_checkpoints *checkpoints) {
-  if (checkpoints) loaded().table->pot_checkpoints_free(checkpoints);
+  if (checkpoints && loaded().table) loaded().table->pot_checkpoints_free(checkpoints);
 }
 
 // No error to report: a NULL handle (or no module, so no handle) has size 0.
 uint64_t pot_checkpoints_size(const pot_checkpoints *checkpoints) {
-  return checkpoints ? loaded().table->pot_checkpoints_size(checkpoints) : 0;
+  return checkpoints && loaded().table ? loaded().table->pot_checkpoints_size(checkpoints) : 0;
 }
 
 pot_status pot_checkpoints_state_path(pot_bytes *out, uint64_t *replayed, pot_checkpoints *checkpoints, uint64_t step,
