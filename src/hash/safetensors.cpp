@@ -230,8 +230,12 @@ std::map<std::string, Digest> SafetensorsFile::tensor_digests(unsigned threads) 
 
 Digest SafetensorsFile::digest(unsigned threads) const { return state_digest(tensor_digests(threads)); }
 
-void write_safetensors(const std::string &path, const std::vector<StTensor> &tensors,
-                       const std::map<std::string, std::string> &metadata) {
+namespace {
+
+// Validates the tensors and returns the padded header text of the canonical
+// file and the tensors in name order (the order of the data).
+std::pair<std::string, std::vector<const StTensor *>> canonical_header(
+    const std::vector<StTensor> &tensors, const std::map<std::string, std::string> &metadata) {
   std::map<std::string, const StTensor *> sorted;
   for (const StTensor &t : tensors) {
     const uint64_t want = validate_meta(t.meta);
@@ -254,6 +258,7 @@ void write_safetensors(const std::string &path, const std::vector<StTensor> &ten
     header["__metadata__"] = m;
   }
   uint64_t offset = 0;
+  std::vector<const StTensor *> order;
   for (const auto &[name, t] : sorted) {
     json shape = json::array();
     for (uint64_t d : t->meta.shape) shape.push_back(d);
@@ -261,13 +266,30 @@ void write_safetensors(const std::string &path, const std::vector<StTensor> &ten
                     {"shape", shape},
                     {"data_offsets", {offset, offset + t->data.size()}}};
     offset += t->data.size();
+    order.push_back(t);
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
   if (text.size() > kMaxHeaderBytes)
     fail(Status::kLimit, "header of {} bytes exceeds the limit of {}", text.size(),
          kMaxHeaderBytes);
+  return {std::move(text), std::move(order)};
+}
 
+}  // namespace
+
+Bytes safetensors_bytes(const std::vector<StTensor> &tensors, const std::map<std::string, std::string> &metadata) {
+  const auto [text, sorted] = canonical_header(tensors, metadata);
+  Bytes out;
+  put_u64le(out, text.size());
+  put_str(out, text);
+  for (const StTensor *t : sorted) put_bytes(out, t->data);
+  return out;
+}
+
+void write_safetensors(const std::string &path, const std::vector<StTensor> &tensors,
+                       const std::map<std::string, std::string> &metadata) {
+  const auto [text, sorted] = canonical_header(tensors, metadata);
   const std::string tmp = temp_path_for(path);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) fail(Status::kIo, "cannot create '{}': {}", tmp, std::strerror(errno));
@@ -290,7 +312,7 @@ void write_safetensors(const std::string &path, const std::vector<StTensor> &ten
   put_u64le(len, text.size());
   write_all(len.data(), len.size());
   write_all(text.data(), text.size());
-  for (const auto &[name, t] : sorted) write_all(t->data.data(), t->data.size());
+  for (const StTensor *t : sorted) write_all(t->data.data(), t->data.size());
   const bool synced = ::fsync(fd) == 0;
   const int sync_errno = errno;
   const bool closed = ::close(fd) == 0;

@@ -73,6 +73,10 @@ struct StTensor {
   ByteView data;
 };
 
+// The canonical safetensors bytes of the tensors, in memory (validated as
+// write_safetensors does).
+Bytes safetensors_bytes(const std::vector<StTensor> &tensors, const std::map<std::string, std::string> &metadata);
+
 // Writes a canonical safetensors file: to a temporary file next to path,
 // fsync, then rename, so a crash never leaves a half-written file at path.
 // Validates every tensor (kInvalidArgument, kDuplicate) before writing.

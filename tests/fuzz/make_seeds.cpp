@@ -22,6 +22,7 @@
 #include "hash/sha256.h"
 #include "game/ledger.h"
 #include "dispute/op_referee.h"
+#include "stream_fixture.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -281,6 +282,25 @@ void manifest_seeds(const json &protocol, const json &rfc, const json &hash) {
 
 }  // namespace
 
+// Not from the vectors: the dataset of stream_fixture.h, its descriptor
+// and proofs of windows at its edges (first and last window of each shard,
+// one across a chunk boundary), each prefixed with its mode byte.
+void stream_seeds() {
+  const auto d = pot::fuzz::stream_dataset();
+  const auto shards = pot::fuzz::stream_shards();
+  Bytes desc{0};
+  const Bytes enc = d.encode();
+  desc.insert(desc.end(), enc.begin(), enc.end());
+  seed("fuzz_stream", "descriptor", desc);
+  for (uint64_t i : {uint64_t{0}, uint64_t{2030}, uint64_t{2967}, uint64_t{2968}, d.size() - 1}) {
+    const auto [s, o] = d.locate(i);
+    Bytes p{1};
+    const Bytes proof = pot::data::prove_window(d, i, shards[s]).encode();
+    p.insert(p.end(), proof.begin(), proof.end());
+    seed("fuzz_stream", "window_" + std::to_string(i), p);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) {
     std::cerr << "usage: fuzz_make_seeds VECTORS_DIR OUT_DIR\n";
@@ -301,6 +321,7 @@ int main(int argc, char **argv) {
     ledger_seeds(transcript);
     manifest_seeds(protocol, rfc, hash);
     op_seeds(protocol);
+    stream_seeds();
   } catch (const std::exception &e) {
     std::cerr << "fuzz_make_seeds: " << e.what() << "\n";
     return 1;

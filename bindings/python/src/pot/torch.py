@@ -590,6 +590,14 @@ class Recorder:
     miner publishes before training. Under a listed task pass its schedule;
     under a run-seeded task pass steps= and read the run's own order from
     `schedule` (Task.run_schedule), which the loop must feed.
+
+    Before anything is written it also refuses a program that is not the
+    spec's, a model that is not the program's (with_loss) and a forward
+    whose inputs are not the samples' tensors. self_check (docs/python.md
+    "Self-checks"): True replays step 1 from S_0 at end_step(1) as every
+    verifier does and stops the recorder, naming what differs, when it
+    would not verify; "checkpoints" also checks the step after every
+    checkpoint (state carried between batches shows there); False skips it.
     """
 
     def __init__(self, model: torch.nn.Module, optimizer: Optimizers, task: Task,
