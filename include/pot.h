@@ -648,6 +648,53 @@ POT_API pot_status pot_task_commitment(pot_commitment **out, const pot_task *tas
                                        size_t miner_identity_len, uint64_t declared_steps, pot_error **err);
 
 /* ------------------------------------------------------------------------ */
+/* Token-stream datasets                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* A validated stream dataset (docs/PROTOCOL.md 15.1): token files (shards)
+ * committed over 4096-byte chunks, sample i the i-th window of W tokens.
+ * Immutable. */
+typedef struct pot_stream pot_stream;
+
+/* From the JSON form (docs/cli.md "Stream dataset"): {"token_dtype": "U16",
+ * "output_dtype": "I64", "window": W, "views": [{"name", "start",
+ * "length"}...], "shards": [{"tokens", "root"}...]}. POT_E_INVALID_ARGUMENT
+ * names the rule or key, POT_E_LIMIT a bound, POT_E_MALFORMED text that is
+ * not JSON. */
+POT_API pot_status pot_stream_from_json(pot_stream **out, const char *json, pot_error **err);
+/* From the descriptor bytes of 15.1; POT_E_UNSUPPORTED for another version,
+ * POT_E_MALFORMED for a truncated record or a trailing byte. */
+POT_API pot_status pot_stream_decode(pot_stream **out, const uint8_t *data, size_t len, pot_error **err);
+POT_API void pot_stream_free(pot_stream *stream);
+POT_API pot_status pot_stream_encode(pot_bytes *out, const pot_stream *stream, pot_error **err);
+/* JSON form; out->data is also NUL-terminated. */
+POT_API pot_status pot_stream_to_json(pot_bytes *out, const pot_stream *stream, pot_error **err);
+/* dataset_root = tagged("pot/v2/stream", descriptor): what a task's and a
+ * commitment's dataset_root hold for this dataset. */
+POT_API pot_status pot_stream_root(pot_digest *out, const pot_stream *stream, pot_error **err);
+/* The number of windows, the dataset_size; 0 for NULL. */
+POT_API uint64_t pot_stream_size(const pot_stream *stream);
+/* The shard root and token count of a token file of token_dtype (U16 or
+ * U32), read once (POT_E_IO when it cannot be read, POT_E_INVALID_ARGUMENT
+ * when empty or not whole tokens). */
+POT_API pot_status pot_stream_shard_root_file(pot_digest *root, uint64_t *tokens, const char *path,
+                                              pot_dtype token_dtype, pot_error **err);
+/* The proof of window `index` (15.1), read from its shard's file (the shard
+ * pot_stream_locate names). POT_E_OUT_OF_RANGE past the size,
+ * POT_E_INVALID_ARGUMENT when the file is not the shard's size. */
+POT_API pot_status pot_stream_prove_window(pot_bytes *proof, const pot_stream *stream, uint64_t index,
+                                           const char *shard_path, pot_error **err);
+/* The shard and first token of window `index`. */
+POT_API pot_status pot_stream_locate(uint32_t *shard, uint64_t *offset, const pot_stream *stream, uint64_t index,
+                                     pot_error **err);
+/* Checks a window proof and gives the window's sample: its views as
+ * tensors, canonical safetensors bytes. POT_E_PROOF_LENGTH when the proof's
+ * sizes are not those the dataset and index imply, POT_E_PROOF_MISMATCH when
+ * its chunks do not give the shard's root. */
+POT_API pot_status pot_stream_check_window(pot_bytes *sample, const pot_stream *stream, uint64_t index,
+                                           const uint8_t *proof, size_t proof_len, pot_error **err);
+
+/* ------------------------------------------------------------------------ */
 /* Openings of challenged steps                                              */
 /* ------------------------------------------------------------------------ */
 

@@ -449,6 +449,7 @@ POT_HANDLE(pot_tree, pot_tree_free)
 POT_HANDLE(pot_spec, pot_spec_free)
 POT_HANDLE(pot_commitment, pot_commitment_free)
 POT_HANDLE(pot_task, pot_task_free)
+POT_HANDLE(pot_stream, pot_stream_free)
 POT_HANDLE(pot_opening, pot_opening_free)
 POT_HANDLE(pot_verdict, pot_verdict_free)
 POT_HANDLE(pot_ledger, pot_ledger_free)
@@ -473,6 +474,8 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
 %newobject pot_commitment_decode;
 %newobject pot_task_from_json;
 %newobject pot_task_decode;
+%newobject pot_stream_from_json;
+%newobject pot_stream_decode;
 %newobject pot_task_spec;
 %newobject pot_task_commitment;
 %newobject pot_opening_new;
@@ -664,7 +667,7 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
 %typemap(freearg) const char *path "Py_XDECREF(keep$argnum);"
 %apply const char *path {
   const char *program_path, const char *pre_state_path, const char *post_state_path,
-  const char *dir, const char *dataset_dir
+  const char *dir, const char *dataset_dir, const char *shard_path
 };
 %typemap(out) const char * "$result = pot_py_str($1);"
 
@@ -825,6 +828,11 @@ POT_SCALAR_OUT(pot_loss_flag_kind, PyLong_FromUnsignedLong((unsigned long)*$1))
 }
 %typemap(argout) (uint64_t *points, size_t *count) {
   if (result == POT_OK) POT_APPEND(pot_py_u64list($1, *$2))
+}
+/* pot_stream_locate. */
+%typemap(in, numinputs=0) uint32_t *shard (uint32_t temp = 0) "$1 = &temp;"
+%typemap(argout) uint32_t *shard {
+  if (result == POT_OK) POT_APPEND(PyLong_FromUnsignedLong((unsigned long)*$1))
 }
 /* pot_bisection_rounds. */
 %typemap(in, numinputs=0) uint32_t *rounds (uint32_t temp = 0) "$1 = &temp;"

@@ -72,6 +72,80 @@ void add_commit_commands(CLI::App &app) {
     emit(ds->json, j, plain);
   });
 
+  struct Stream {
+    std::vector<std::string> shards, views;
+    std::string token_dtype = "U16", output_dtype = "I64", out;
+    uint32_t window = 0;
+    long long prove = -1;
+    bool json = false;
+  };
+  auto st = std::make_shared<Stream>();
+  CLI::App *stream = commit->add_subcommand("stream", "Root of a token-stream dataset (token files, windows of W tokens)");
+  stream->add_option("SHARDS", st->shards, "token files (uint16 or uint32, little-endian), in order")->required();
+  stream->add_option("--window", st->window, "tokens per window (block size + 1 for next-token prediction)")
+      ->required();
+  stream->add_option("--view", st->views, "NAME:START:LENGTH, a tensor of the window's sample (default x:0:W-1 and "
+                                          "y:1:W-1)")
+      ->allow_extra_args(false);  // one NAME:START:LENGTH per --view: the shards follow
+  stream->add_option("--token-dtype", st->token_dtype, "U16 (default) or U32");
+  stream->add_option("--output-dtype", st->output_dtype, "I64 (default) or I32");
+  stream->add_option("--out", st->out, "write the descriptor (JSON) to this file");
+  stream->add_option("--prove", st->prove, "also print the proof of this window (docs/PROTOCOL.md 15.1)");
+  stream->add_flag("--json", st->json, "print JSON");
+  stream->callback([st] {
+    pot_error *err = nullptr;
+    const pot_dtype dt = st->token_dtype == "U32" ? POT_DTYPE_U32 : POT_DTYPE_U16;
+    if (st->token_dtype != "U16" && st->token_dtype != "U32")
+      throw CliError(kExitUsage, "--token-dtype " + st->token_dtype + ": U16 or U32");
+    nlohmann::json shards = nlohmann::json::array(), views = nlohmann::json::array();
+    for (const std::string &f : st->shards) {
+      pot_digest root;
+      uint64_t tokens = 0;
+      check(pot_stream_shard_root_file(&root, &tokens, f.c_str(), dt, &err), &err, f.c_str());
+      shards.push_back({{"tokens", tokens}, {"root", hex(root)}});
+    }
+    if (st->views.empty() && st->window >= 2)
+      st->views = {"x:0:" + std::to_string(st->window - 1), "y:1:" + std::to_string(st->window - 1)};
+    for (const std::string &v : st->views) {
+      const size_t a = v.find(':'), b = v.rfind(':');
+      if (a == std::string::npos || a == b)
+        throw CliError(kExitUsage, "--view " + v + ": NAME:START:LENGTH");
+      try {
+        views.push_back({{"name", v.substr(0, a)}, {"start", std::stoul(v.substr(a + 1, b - a - 1))},
+                         {"length", std::stoul(v.substr(b + 1))}});
+      } catch (const std::exception &) {
+        throw CliError(kExitUsage, "--view " + v + ": START and LENGTH are numbers");
+      }
+    }
+    const nlohmann::json desc = {{"token_dtype", st->token_dtype}, {"output_dtype", st->output_dtype},
+                                 {"window", st->window}, {"views", views}, {"shards", shards}};
+    pot_stream *raw = nullptr;
+    check(pot_stream_from_json(&raw, desc.dump().c_str(), &err), &err, "stream");
+    const std::unique_ptr<pot_stream, decltype(&pot_stream_free)> s(raw, pot_stream_free);
+    pot_digest root;
+    check(pot_stream_root(&root, s.get(), &err), &err, "root");
+    if (!st->out.empty()) {
+      const std::string text = desc.dump(1) + "\n";
+      write_file(st->out, std::vector<uint8_t>(text.begin(), text.end()));
+    }
+    nlohmann::json j = {{"dataset_root", hex(root)}, {"dataset_size", pot_stream_size(s.get())}, {"stream", desc}};
+    std::vector<std::string> plain = {hex(root), std::to_string(pot_stream_size(s.get()))};
+    if (st->prove >= 0) {
+      uint32_t shard = 0;
+      uint64_t offset = 0;
+      check(pot_stream_locate(&shard, &offset, s.get(), static_cast<uint64_t>(st->prove), &err), &err, "--prove");
+      pot_bytes proof{};
+      check(pot_stream_prove_window(&proof, s.get(), static_cast<uint64_t>(st->prove), st->shards[shard].c_str(),
+                                    &err),
+            &err, "--prove");
+      const std::string h = hex(proof.data, proof.len);
+      pot_bytes_free(&proof);
+      j["window"] = {{"index", st->prove}, {"shard", shard}, {"offset", offset}, {"proof", h}};
+      plain.push_back(h);
+    }
+    emit(st->json, j, plain);
+  });
+
   struct Schedule {
     uint64_t seed = 0, dataset_size = 0, steps = 0;
     uint32_t batch = 0, micro = 1;

@@ -1,6 +1,8 @@
 #include "data/stream.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "common/byte_reader.h"
@@ -14,6 +16,18 @@ namespace pot::data {
 namespace {
 
 uint64_t chunk_count(uint64_t bytes) { return (bytes + kStreamChunkSize - 1) / kStreamChunkSize; }
+
+// The windows of W tokens a shard holds: max(0, tokens - W + 1).
+uint64_t windows_of(const StreamShard &s, uint32_t window) {
+  return s.tokens >= window ? s.tokens - window + 1 : 0;
+}
+
+// Both records start with the version byte (15.1).
+void read_version(ByteReader &r, const char *record) {
+  const uint8_t version = r.u8("version");
+  if (version != kStreamVersion)
+    fail(Status::kUnsupported, "{}: version {} (this pot reads version {})", record, version, kStreamVersion);
+}
 
 // The byte range of a window inside its shard, and the chunks [a, c) of
 // the shard's m that cover it.
@@ -99,9 +113,7 @@ Bytes StreamDataset::encode() const {
 
 StreamDataset StreamDataset::decode(ByteView bytes) {
   ByteReader r(bytes, "stream dataset");
-  const uint8_t version = r.u8("version");
-  if (version != kStreamVersion)
-    fail(Status::kUnsupported, "stream dataset: version {} (this pot reads version {})", version, kStreamVersion);
+  read_version(r, "stream dataset");
   StreamDataset d;
   d.token_dtype = static_cast<hash::DType>(r.u8("token_dtype"));
   d.output_dtype = static_cast<hash::DType>(r.u8("output_dtype"));
@@ -146,15 +158,14 @@ Digest StreamDataset::root() const {
 
 uint64_t StreamDataset::size() const {
   uint64_t n = 0;
-  for (const StreamShard &s : shards)
-    if (s.tokens >= window) n += s.tokens - window + 1;
+  for (const StreamShard &s : shards) n += windows_of(s, window);
   return n;
 }
 
 std::pair<uint32_t, uint64_t> StreamDataset::locate(uint64_t index) const {
   uint64_t i = index;
   for (uint32_t s = 0; s < shards.size(); ++s) {
-    const uint64_t windows = shards[s].tokens >= window ? shards[s].tokens - window + 1 : 0;
+    const uint64_t windows = windows_of(shards[s], window);
     if (i < windows) return {s, i};
     i -= windows;
   }
@@ -185,9 +196,7 @@ Bytes WindowProof::encode() const {
 
 WindowProof WindowProof::decode(ByteView bytes) {
   ByteReader r(bytes, "window proof");
-  const uint8_t version = r.u8("version");
-  if (version != kStreamVersion)
-    fail(Status::kUnsupported, "window proof: version {} (this pot reads version {})", version, kStreamVersion);
+  read_version(r, "window proof");
   WindowProof p;
   p.index = r.u64("index");
   const ByteView chunks = r.take(r.u32("chunk bytes"), "chunks");
@@ -200,29 +209,112 @@ WindowProof WindowProof::decode(ByteView bytes) {
   return p;
 }
 
+namespace {
+
+// Reads a shard chunk by chunk, in order: next() gives chunk j's bytes.
+class ChunkSource {
+ public:
+  virtual ~ChunkSource() = default;
+  virtual ByteView next(uint64_t j, uint64_t len) = 0;
+};
+
+class MemorySource : public ChunkSource {
+ public:
+  explicit MemorySource(ByteView b) : b_(b) {}
+  ByteView next(uint64_t j, uint64_t len) override { return b_.subspan(j * kStreamChunkSize, len); }
+
+ private:
+  ByteView b_;
+};
+
+class FileSource : public ChunkSource {
+ public:
+  FileSource(const std::string &path, uint64_t expect) : path_(path), f_(std::fopen(path.c_str(), "rb")) {
+    if (!f_) fail(Status::kIo, "cannot open shard '{}': {}", path, std::strerror(errno));
+    if (std::fseek(f_, 0, SEEK_END) != 0) fail(Status::kIo, "cannot read shard '{}'", path);
+    const long size = std::ftell(f_);
+    std::rewind(f_);
+    if (size < 0 || static_cast<uint64_t>(size) != expect) {
+      std::fclose(f_);
+      f_ = nullptr;
+      fail(Status::kInvalidArgument, "shard '{}': {} bytes, the dataset says {}", path, size, expect);
+    }
+    buf_.resize(kStreamChunkSize);
+  }
+  ~FileSource() override {
+    if (f_) std::fclose(f_);
+  }
+  ByteView next(uint64_t, uint64_t len) override {
+    if (std::fread(buf_.data(), 1, len, f_) != len) fail(Status::kIo, "cannot read shard '{}'", path_);
+    return ByteView(buf_.data(), len);
+  }
+
+ private:
+  std::string path_;
+  std::FILE *f_;
+  Bytes buf_;
+};
+
+// One pass over the shard: the chunks left of the window fold into
+// decompose(0, a) (what an accumulator started at 0 holds after them), the
+// covered chunks are kept, the chunks right of it fold into decompose(c, m).
+WindowProof prove(const StreamDataset &d, uint64_t index, ChunkSource &src) {
+  const Cover cv = cover_of(d, index);
+  WindowProof p;
+  p.index = index;
+  hash::Accumulator left(0), right(cv.c);
+  for (uint64_t j = 0; j < cv.m; ++j) {
+    const ByteView chunk = src.next(j, std::min<uint64_t>(kStreamChunkSize, cv.shard_bytes - j * kStreamChunkSize));
+    if (j < cv.a)
+      left.push_leaf(hash::leaf_hash(chunk));
+    else if (j < cv.c)
+      p.chunks.insert(p.chunks.end(), chunk.begin(), chunk.end());
+    else
+      right.push_leaf(hash::leaf_hash(chunk));
+  }
+  for (const hash::Subtree &t : left.subtrees()) p.hashes.push_back(t.hash);
+  for (const hash::Subtree &t : right.subtrees()) p.hashes.push_back(t.hash);
+  return p;
+}
+
+}  // namespace
+
 WindowProof prove_window(const StreamDataset &d, uint64_t index, ByteView shard_bytes) {
   const Cover cv = cover_of(d, index);
   if (shard_bytes.size() != cv.shard_bytes)
     fail(Status::kInvalidArgument, "shard {}: {} bytes given, the dataset says {}", cv.shard, shard_bytes.size(),
          cv.shard_bytes);
-  WindowProof p;
-  p.index = index;
-  const ByteView covered = shard_bytes.subspan(cv.a * kStreamChunkSize, cv.chunk_bytes());
-  p.chunks.assign(covered.begin(), covered.end());
-  auto subtree_hashes = [&](uint64_t lo, uint64_t hi) {
-    for (const hash::Subtree &t : hash::decompose(lo, hi)) {
-      hash::Accumulator acc(t.start);
-      for (uint64_t j = t.start; j < t.end(); ++j) {
-        const uint64_t at = j * kStreamChunkSize;
-        acc.push_leaf(hash::leaf_hash(shard_bytes.subspan(at, std::min<uint64_t>(kStreamChunkSize,
-                                                                                  cv.shard_bytes - at))));
-      }
-      p.hashes.push_back(acc.root());
+  MemorySource src(shard_bytes);
+  return prove(d, index, src);
+}
+
+WindowProof prove_window_file(const StreamDataset &d, uint64_t index, const std::string &shard_path) {
+  const Cover cv = cover_of(d, index);
+  FileSource src(shard_path, cv.shard_bytes);
+  return prove(d, index, src);
+}
+
+std::pair<Digest, uint64_t> shard_root_file(const std::string &path, uint32_t token_bytes) {
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f) fail(Status::kIo, "cannot open shard '{}': {}", path, std::strerror(errno));
+  hash::Accumulator acc;
+  Bytes buf(kStreamChunkSize);
+  uint64_t total = 0;
+  for (;;) {
+    const size_t n = std::fread(buf.data(), 1, buf.size(), f);
+    if (n > 0) {
+      acc.push_leaf(hash::leaf_hash(buf.data(), n));
+      total += n;
     }
-  };
-  subtree_hashes(0, cv.a);
-  subtree_hashes(cv.c, cv.m);
-  return p;
+    if (n < buf.size()) break;
+  }
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) fail(Status::kIo, "cannot read shard '{}'", path);
+  if (total == 0) fail(Status::kInvalidArgument, "shard '{}' is empty (a shard holds at least one token)", path);
+  if (total % token_bytes)
+    fail(Status::kInvalidArgument, "shard '{}': {} bytes do not hold whole {}-byte tokens", path, total, token_bytes);
+  return {acc.root(), total / token_bytes};
 }
 
 Bytes check_window(const StreamDataset &d, uint64_t index, const WindowProof &proof) {

@@ -83,8 +83,15 @@ struct WindowProof {
 };
 
 // Builds the proof of window `index` from its shard's bytes (the whole
-// shard file). kInvalidArgument when the bytes are not the shard's size.
+// shard), in one pass and O(log) memory beside the proof. kInvalidArgument
+// when the bytes are not the shard's size.
 WindowProof prove_window(const StreamDataset &d, uint64_t index, ByteView shard_bytes);
+// The same, reading the shard file (kIo when it cannot be read,
+// kInvalidArgument when its size is not the shard's).
+WindowProof prove_window_file(const StreamDataset &d, uint64_t index, const std::string &shard_path);
+
+// The shard root and token count of a token file, read in one pass.
+std::pair<Digest, uint64_t> shard_root_file(const std::string &path, uint32_t token_bytes);
 
 // Checks a proof against the dataset and returns the window's token bytes
 // (W tokens). kProofLength when its sizes are not the ones the dataset and

@@ -971,3 +971,80 @@ def check_op_opening(i: int, agreed_root: bytes, claim: bytes, pre_state: bytes,
         elif src["kind"] == "batch":
             deferred = True
     return {"failure": None, "node": node, "deferred": deferred}
+
+
+# ---- 15.1 token-stream datasets ---------------------------------------------
+
+STREAM_CHUNK = 4096
+_DTYPE_CODES = {"U16": 5, "U32": 7, "I32": 6, "I64": 8}
+
+
+def shard_root(data: bytes) -> bytes:
+    return mth([data[i:i + STREAM_CHUNK] for i in range(0, len(data), STREAM_CHUNK)])
+
+
+def stream_descriptor(j: dict) -> bytes:
+    out = bytes([1, _DTYPE_CODES[j["token_dtype"]], _DTYPE_CODES[j["output_dtype"]]])
+    out += struct.pack("<II", j["window"], len(j["views"]))
+    for v in j["views"]:
+        name = v["name"].encode()
+        out += struct.pack("<I", len(name)) + name + struct.pack("<II", v["start"], v["length"])
+    out += struct.pack("<I", len(j["shards"]))
+    for s in j["shards"]:
+        out += struct.pack("<Q", s["tokens"]) + bytes.fromhex(s["root"])
+    return out
+
+
+def stream_root(j: dict) -> bytes:
+    return tagged("pot/v2/stream", stream_descriptor(j))
+
+
+def stream_size(j: dict) -> int:
+    return sum(max(0, s["tokens"] - j["window"] + 1) for s in j["shards"])
+
+
+def stream_locate(j: dict, i: int):
+    for s, sh in enumerate(j["shards"]):
+        n = max(0, sh["tokens"] - j["window"] + 1)
+        if i < n:
+            return s, i
+        i -= n
+    raise IndexError("window past the dataset")
+
+
+def check_window_proof(j: dict, i: int, proof: bytes) -> bytes:
+    """The window's token bytes when the proof holds, else ValueError."""
+    b = 2 if j["token_dtype"] == "U16" else 4
+    s, o = stream_locate(j, i)
+    total = j["shards"][s]["tokens"] * b
+    a = o * b // STREAM_CHUNK
+    c = -(-(o + j["window"]) * b // STREAM_CHUNK)
+    m = -(-total // STREAM_CHUNK)
+    n_bytes = min(c * STREAM_CHUNK, total) - a * STREAM_CHUNK
+    version, index = proof[0], struct.unpack_from("<Q", proof, 1)[0]
+    n = struct.unpack_from("<I", proof, 9)[0]
+    if version != 1 or index != i or n != n_bytes:
+        raise ValueError("proof header")
+    chunks = proof[13:13 + n]
+    k = struct.unpack_from("<I", proof, 13 + n)[0]
+    hashes = [proof[17 + n + 32 * x:17 + n + 32 * (x + 1)] for x in range(k)]
+    left, right = decompose(0, a), decompose(c, m)
+    if k != len(left) + len(right) or len(proof) != 17 + n + 32 * k:
+        raise ValueError("proof length")
+    # Every subtree of the tree of m chunks, left to right: the given ones
+    # and the chunks' own; folded as a compact range from 0.
+    subtrees = [(start, level, hashes[x]) for x, (start, level) in enumerate(left)]
+    subtrees += [(a + x, 0, leaf_hash(chunks[x * STREAM_CHUNK:(x + 1) * STREAM_CHUNK]))
+                 for x in range(c - a)]
+    subtrees += [(start, level, hashes[len(left) + x]) for x, (start, level) in enumerate(right)]
+    stack = []
+    for start, level, h in subtrees:
+        stack.append((start, level, h))
+        while len(stack) >= 2 and stack[-1][1] == stack[-2][1] and stack[-2][0] % (2 << stack[-2][1]) == 0:
+            s2, l2, h2 = stack.pop()
+            s1, l1, h1 = stack.pop()
+            stack.append((s1, l1 + 1, node_hash(h1, h2)))
+    if right_fold([h for _, _, h in stack]).hex() != j["shards"][s]["root"]:
+        raise ValueError("proof mismatch")
+    at = o * b - a * STREAM_CHUNK
+    return chunks[at:at + j["window"] * b]

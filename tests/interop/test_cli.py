@@ -321,3 +321,41 @@ def test_task_commitment_of_a_run_seeded_task(tmp_path):
     assert out.returncode == 1 and "the run-seeded schedule of this miner" in out.stderr
     out = run("task", "commitment", str(task), "--miner", "6d696e6572", "--steps", "13")
     assert out.returncode != 0 and "declared_steps 13 is outside 10..12" in out.stderr
+
+
+def test_commit_stream_agrees_with_the_independent_implementation(tmp_path):
+    """docs/PROTOCOL.md 15.1 implemented twice: the root and size `pot commit
+    stream` prints, and every proof it serves, checked by independent.py."""
+    import struct
+    import independent as ind
+    shards = []
+    for s, n in enumerate((6000, 2500)):
+        p = tmp_path / f"train{s}.bin"
+        p.write_bytes(b"".join(struct.pack("<H", (s * 7 + 31 * j) % 50257) for j in range(n)))
+        shards.append(str(p))
+    out = run("commit", "stream", "--window", "65", *shards, "--json")
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    desc = got["stream"]
+    for s, path in enumerate(shards):
+        data = open(path, "rb").read()
+        assert desc["shards"][s] == {"tokens": len(data) // 2, "root": ind.shard_root(data).hex()}
+    assert got["dataset_root"] == ind.stream_root(desc).hex()
+    assert got["dataset_size"] == ind.stream_size(desc) == (6000 - 64) + (2500 - 64)
+    for i in (0, 2030, 2047, 5935, 5936, got["dataset_size"] - 1):
+        out = run("commit", "stream", "--window", "65", *shards, "--prove", str(i), "--json")
+        w = json.loads(out.stdout)["window"]
+        proof = bytes.fromhex(w["proof"])
+        data = open(shards[w["shard"]], "rb").read()
+        assert ind.check_window_proof(desc, i, proof) == data[w["offset"] * 2:(w["offset"] + 65) * 2]
+        forged = bytearray(proof)
+        forged[20] ^= 1
+        try:
+            ind.check_window_proof(desc, i, bytes(forged))
+            raise AssertionError("a forged chunk verified")
+        except ValueError:
+            pass
+    # Refused: a window of one token, a view outside the window.
+    assert run("commit", "stream", "--window", "1", *shards).returncode == 2
+    bad = run("commit", "stream", "--window", "9", "--view", "x:5:5", *shards)
+    assert bad.returncode == 2 and "leave the window" in bad.stderr

@@ -5,6 +5,8 @@
 // status.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "common/error.h"
 #include "data/stream.h"
 #include "hash/rfc6962.h"
@@ -218,4 +220,30 @@ TEST(Stream, U32TokensAndI32Outputs) {
   // A token that I32 cannot hold is refused, not wrapped.
   const Bytes big = check_window(d, 1495, prove_window(d, 1495, shard));
   EXPECT_EQ(status_of([&] { window_sample(d, big); }), Status::kInvalidArgument);
+}
+
+TEST(Stream, ShardFilesGiveTheSameRootsAndProofs) {
+  const Fixture f = gpt();
+  test::TempDir dir;
+  for (size_t s = 0; s < 2; ++s) {
+    const std::string path = dir.file("shard" + std::to_string(s) + ".bin");
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char *>(f.shards[s].data()), static_cast<std::streamsize>(f.shards[s].size()));
+    const auto [root, tokens] = shard_root_file(path, 2);
+    EXPECT_EQ(root, f.d.shards[s].root);
+    EXPECT_EQ(tokens, f.d.shards[s].tokens);
+  }
+  for (uint64_t i : {uint64_t{0}, uint64_t{2040}, uint64_t{8935}, uint64_t{8936}, f.d.size() - 1}) {
+    const auto [s, o] = f.d.locate(i);
+    const WindowProof p = prove_window_file(f.d, i, dir.file("shard" + std::to_string(s) + ".bin"));
+    EXPECT_EQ(p.encode(), prove_window(f.d, i, f.shards[s]).encode()) << i;
+    EXPECT_EQ(check_window(f.d, i, p).size(), 65u * 2);
+  }
+  EXPECT_EQ(status_of([&] { prove_window_file(f.d, 0, dir.file("shard1.bin")); }), Status::kInvalidArgument);
+  EXPECT_EQ(status_of([&] { prove_window_file(f.d, 0, dir.file("missing.bin")); }), Status::kIo);
+  EXPECT_EQ(status_of([&] { shard_root_file(dir.file("missing.bin"), 2); }), Status::kIo);
+  std::ofstream(dir.file("odd.bin"), std::ios::binary).write("abc", 3);
+  EXPECT_EQ(status_of([&] { shard_root_file(dir.file("odd.bin"), 2); }), Status::kInvalidArgument);
+  std::ofstream(dir.file("empty.bin"), std::ios::binary);
+  EXPECT_EQ(status_of([&] { shard_root_file(dir.file("empty.bin"), 2); }), Status::kInvalidArgument);
 }

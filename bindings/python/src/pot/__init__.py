@@ -45,6 +45,7 @@ from .spec import SeedPolicy, Spec
 from .commitment import (Commitment, CommitmentDigests, ScheduleEntry, sample_digest, schedule_entry_encode,
                          seeded_schedule_entry, seeded_schedule_root)
 from .task import Task
+from .stream import Stream, shard_root_file
 from .opening import Opening, OpeningCheck, opening_check_name, verify_opening
 from .witness import (Decision, Statement, Verdict, VerdictOutcome, WitnessMode, verify_witness_reveal,
                       witness_commitment, witness_salt, witness_statement)
@@ -85,7 +86,7 @@ __all__ = [
     "NORM_BUCKET_ZERO", "NORM_BUCKET_NONFINITE", "norm_bucket", "norm_buckets_match", "update_norm",
     # spec, commitments
     "SeedPolicy", "Spec", "sample_digest", "ScheduleEntry", "schedule_entry_encode", "seeded_schedule_entry",
-    "seeded_schedule_root", "CommitmentDigests", "Commitment", "Task",
+    "seeded_schedule_root", "CommitmentDigests", "Commitment", "Task", "Stream", "shard_root_file",
     # openings
     "OpeningCheck", "opening_check_name", "Opening", "verify_opening",
     # witnesses

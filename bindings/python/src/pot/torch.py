@@ -353,6 +353,12 @@ def make_spec(optimizer: Optimizers, program: Union[str, "os.PathLike[str]"], *,
     return spec
 
 
+def _sample_path(directory: Union[str, "os.PathLike[str]"], index: int) -> str:
+    """Sample `index` of a dataset directory: DIR/%06d.safetensors, the layout
+    the checkpoint store reads."""
+    return os.path.join(directory, f"{index:06d}.safetensors")
+
+
 def write_dataset(samples: Iterable[Mapping[str, torch.Tensor]], directory: Union[str, "os.PathLike[str]"]) -> int:
     """Writes each sample (a mapping of the forward's argument names to
     tensors) as DIR/%06d.safetensors in dataset order, the layout the
@@ -361,7 +367,7 @@ def write_dataset(samples: Iterable[Mapping[str, torch.Tensor]], directory: Unio
     n = 0
     for i, sample in enumerate(samples):
         with state_writer(sample) as w:
-            w.write(os.path.join(directory, f"{i:06d}.safetensors"))
+            w.write(_sample_path(directory, i))
         n = i + 1
     return n
 
@@ -369,7 +375,7 @@ def write_dataset(samples: Iterable[Mapping[str, torch.Tensor]], directory: Unio
 def _dataset_root(directory: Union[str, "os.PathLike[str]"], size: int) -> bytes:
     with Tree.in_memory() as tree:
         for i in range(size):
-            with open(os.path.join(directory, f"{i:06d}.safetensors"), "rb") as f:
+            with open(_sample_path(directory, i), "rb") as f:
                 tree.append(sample_digest(f.read()))
         return tree.root()
 
@@ -688,7 +694,7 @@ class Recorder:
         from .safetensors import Safetensors
         assert self._replay is not None
         takes = self._replay.input_names
-        first = os.path.join(self.dataset_dir, f"{0:06d}.safetensors")
+        first = _sample_path(self.dataset_dir, 0)
         with Safetensors(first) as f:
             holds = sorted(f.names)
         if sorted(takes) != holds:
@@ -779,7 +785,7 @@ class Recorder:
         post = os.path.join(self.checkpoint_dir, f"self-check-{t:012d}.safetensors")
         samples = []
         for i in (i for mb in self.schedule[t - 1] for i in mb):
-            with open(os.path.join(self.dataset_dir, f"{i:06d}.safetensors"), "rb") as f:
+            with open(_sample_path(self.dataset_dir, i), "rb") as f:
                 samples.append(f.read())
         try:
             try:

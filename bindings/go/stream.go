@@ -1,0 +1,210 @@
+package pot
+
+/*
+#include <stdlib.h>
+#include <pot.h>
+*/
+import "C"
+
+import (
+	"runtime"
+	"sync"
+)
+
+// Stream is a validated token-stream dataset (pot_stream, PROTOCOL.md
+// section 15.1): token files committed over 4096-byte chunks, sample i the
+// i-th window of W tokens, proven by the chunks that hold it. It is
+// immutable and safe for concurrent use.
+type Stream struct {
+	mu sync.RWMutex
+	p  *C.pot_stream
+}
+
+func newStream(p *C.pot_stream) *Stream {
+	s := &Stream{p: p}
+	runtime.SetFinalizer(s, (*Stream).Close)
+	return s
+}
+
+// StreamFromJSON parses the JSON form (docs/cli.md "Stream dataset");
+// StatusInvalidArgument names the rule or key, StatusLimit a bound.
+func StreamFromJSON(json string) (*Stream, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	cs, err := cString(json, "stream JSON")
+	if err != nil {
+		return nil, err
+	}
+	defer freeString(cs)
+	var p *C.pot_stream
+	var cerr *C.pot_error
+	if err := toError(C.pot_stream_from_json(&p, cs, &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return newStream(p), nil
+}
+
+// DecodeStream decodes descriptor bytes; StatusUnsupported for another
+// version, StatusMalformed for a truncated record or a trailing byte.
+func DecodeStream(data []byte) (*Stream, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	var p *C.pot_stream
+	var cerr *C.pot_error
+	if err := toError(C.pot_stream_decode(&p, bytesPtr(data), C.size_t(len(data)), &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return newStream(p), nil
+}
+
+// Close frees the dataset. It is safe to call more than once.
+func (s *Stream) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.p != nil {
+		C.pot_stream_free(s.p)
+		s.p = nil
+		runtime.SetFinalizer(s, nil)
+	}
+	return nil
+}
+
+// Encode returns the descriptor bytes.
+func (s *Stream) Encode() ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.p == nil {
+		return nil, closedError("Stream")
+	}
+	var out C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_stream_encode(&out, s.p, &cerr)
+	runtime.KeepAlive(s)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	return takeBytes(&out), nil
+}
+
+// ToJSON returns the JSON form.
+func (s *Stream) ToJSON() (string, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.p == nil {
+		return "", closedError("Stream")
+	}
+	var out C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_stream_to_json(&out, s.p, &cerr)
+	runtime.KeepAlive(s)
+	if err := toError(st, cerr); err != nil {
+		return "", err
+	}
+	return takeString(&out), nil
+}
+
+// Root returns the dataset root, tagged("pot/v2/stream", descriptor).
+func (s *Stream) Root() (Digest, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.p == nil {
+		return Digest{}, closedError("Stream")
+	}
+	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_stream_root(out, s.p, cerr)
+	})
+	runtime.KeepAlive(s)
+	return d, err
+}
+
+// Size returns the number of windows (the dataset_size); 0 once closed.
+func (s *Stream) Size() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := uint64(C.pot_stream_size(s.p))
+	runtime.KeepAlive(s)
+	return n
+}
+
+// Locate returns the shard and first token of window index.
+func (s *Stream) Locate(index uint64) (shard uint32, offset uint64, err error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.p == nil {
+		return 0, 0, closedError("Stream")
+	}
+	var cs C.uint32_t
+	var co C.uint64_t
+	var cerr *C.pot_error
+	st := C.pot_stream_locate(&cs, &co, s.p, C.uint64_t(index), &cerr)
+	runtime.KeepAlive(s)
+	if err := toError(st, cerr); err != nil {
+		return 0, 0, err
+	}
+	return uint32(cs), uint64(co), nil
+}
+
+// ProveWindow returns the proof of window index, read from its shard's file.
+func (s *Stream) ProveWindow(index uint64, shardPath string) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.p == nil {
+		return nil, closedError("Stream")
+	}
+	cp, err := cString(shardPath, "shard path")
+	if err != nil {
+		return nil, err
+	}
+	defer freeString(cp)
+	var out C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_stream_prove_window(&out, s.p, C.uint64_t(index), cp, &cerr)
+	runtime.KeepAlive(s)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	return takeBytes(&out), nil
+}
+
+// CheckWindow checks a window proof and returns the window's sample
+// (safetensors bytes); StatusProofMismatch when its chunks do not give the
+// shard's root, StatusProofLength when its sizes are not the window's.
+func (s *Stream) CheckWindow(index uint64, proof []byte) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.p == nil {
+		return nil, closedError("Stream")
+	}
+	var out C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_stream_check_window(&out, s.p, C.uint64_t(index), bytesPtr(proof), C.size_t(len(proof)), &cerr)
+	runtime.KeepAlive(s)
+	runtime.KeepAlive(proof)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	return takeBytes(&out), nil
+}
+
+// ShardRootFile returns the shard root and token count of a token file of
+// tokenDType (DTypeU16 or DTypeU32).
+func ShardRootFile(path string, tokenDType DType) (Digest, uint64, error) {
+	if abiErr != nil {
+		return Digest{}, 0, abiErr
+	}
+	cp, err := cString(path, "path")
+	if err != nil {
+		return Digest{}, 0, err
+	}
+	defer freeString(cp)
+	var tokens C.uint64_t
+	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_stream_shard_root_file(out, &tokens, cp, C.pot_dtype(tokenDType), cerr)
+	})
+	if err != nil {
+		return Digest{}, 0, err
+	}
+	return d, uint64(tokens), nil
+}

@@ -1,0 +1,149 @@
+// C entry points for token-stream datasets (docs/PROTOCOL.md 15.1).
+#include "capi/firewall.h"
+#include "commit/json_fields.h"
+#include "data/stream.h"
+
+struct pot_stream {
+  pot::data::StreamDataset d;
+};
+
+using namespace pot;
+using namespace pot::capi;
+
+namespace {
+
+hash::DType dtype_field(const commit::JsonFields &f, const char *key) {
+  const std::string name = f.str(key);
+  const auto d = hash::dtype_from_name(name);
+  if (!d) fail(Status::kInvalidArgument, "{}: '{}' is not a dtype name", f.path(key), name);
+  return *d;
+}
+
+data::StreamDataset from_json(const nlohmann::json &j) {
+  commit::JsonFields f(j, "stream");
+  f.only({"token_dtype", "output_dtype", "window", "views", "shards"});
+  data::StreamDataset d;
+  d.token_dtype = dtype_field(f, "token_dtype");
+  d.output_dtype = dtype_field(f, "output_dtype");
+  d.window = f.u32("window");
+  const nlohmann::json &views = f.value("views"), &shards = f.value("shards");
+  if (!views.is_array()) fail(Status::kInvalidArgument, "stream.views must be an array");
+  if (!shards.is_array()) fail(Status::kInvalidArgument, "stream.shards must be an array");
+  if (views.size() > data::kMaxViews) fail(Status::kLimit, "stream.views: {}, at most {}", views.size(), data::kMaxViews);
+  if (shards.size() > data::kMaxShards)
+    fail(Status::kLimit, "stream.shards: {}, at most {}", shards.size(), data::kMaxShards);
+  for (size_t i = 0; i < views.size(); ++i) {
+    commit::JsonFields v(views[i], fmt::format("stream.views[{}]", i));
+    v.only({"name", "start", "length"});
+    d.views.push_back({v.str("name"), v.u32("start"), v.u32("length")});
+  }
+  for (size_t i = 0; i < shards.size(); ++i) {
+    commit::JsonFields s(shards[i], fmt::format("stream.shards[{}]", i));
+    s.only({"tokens", "root"});
+    d.shards.push_back({s.u64("tokens"), s.digest("root")});
+  }
+  d.validate();
+  return d;
+}
+
+nlohmann::json to_json(const data::StreamDataset &d) {
+  nlohmann::json views = nlohmann::json::array(), shards = nlohmann::json::array();
+  for (const auto &v : d.views) views.push_back({{"name", v.name}, {"start", v.start}, {"length", v.length}});
+  for (const auto &s : d.shards) shards.push_back({{"tokens", s.tokens}, {"root", s.root.hex()}});
+  return {{"token_dtype", std::string(hash::dtype_name(d.token_dtype))},
+          {"output_dtype", std::string(hash::dtype_name(d.output_dtype))},
+          {"window", d.window},
+          {"views", views},
+          {"shards", shards}};
+}
+
+}  // namespace
+
+extern "C" {
+
+pot_status pot_stream_from_json(pot_stream **out, const char *json, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    auto d = from_json(parse_json_arg(json, "json"));
+    *out = new pot_stream{std::move(d)};
+  });
+}
+
+pot_status pot_stream_decode(pot_stream **out, const uint8_t *data, size_t len, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    auto d = data::StreamDataset::decode(bytes_arg(data, len, "data"));
+    *out = new pot_stream{std::move(d)};
+  });
+}
+
+void pot_stream_free(pot_stream *stream) { delete stream; }
+
+pot_status pot_stream_encode(pot_bytes *out, const pot_stream *stream, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    to_bytes(out, need(stream, "stream")->d.encode());
+  });
+}
+
+pot_status pot_stream_to_json(pot_bytes *out, const pot_stream *stream, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    to_text(out, to_json(need(stream, "stream")->d).dump());
+  });
+}
+
+pot_status pot_stream_root(pot_digest *out, const pot_stream *stream, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    from_digest(out, need(stream, "stream")->d.root());
+  });
+}
+
+uint64_t pot_stream_size(const pot_stream *stream) { return stream ? stream->d.size() : 0; }
+
+pot_status pot_stream_shard_root_file(pot_digest *root, uint64_t *tokens, const char *path, pot_dtype token_dtype,
+                                      pot_error **err) {
+  return guard(err, [&] {
+    need(root, "root");
+    need(tokens, "tokens");
+    const int code = enum_arg(token_dtype);
+    if (code != POT_DTYPE_U16 && code != POT_DTYPE_U32)
+      fail(Status::kInvalidArgument, "token_dtype: {} is not U16 or U32", code);
+    const auto [r, n] = data::shard_root_file(std::string(str_arg(path, "path")), code == POT_DTYPE_U16 ? 2 : 4);
+    from_digest(root, r);
+    *tokens = n;
+  });
+}
+
+pot_status pot_stream_prove_window(pot_bytes *proof, const pot_stream *stream, uint64_t index, const char *shard_path,
+                                   pot_error **err) {
+  return guard(err, [&] {
+    need(proof, "proof");
+    const std::string path(str_arg(shard_path, "shard_path"));
+    to_bytes(proof, data::prove_window_file(need(stream, "stream")->d, index, path).encode());
+  });
+}
+
+pot_status pot_stream_locate(uint32_t *shard, uint64_t *offset, const pot_stream *stream, uint64_t index,
+                             pot_error **err) {
+  return guard(err, [&] {
+    need(shard, "shard");
+    need(offset, "offset");
+    const auto [s, o] = need(stream, "stream")->d.locate(index);
+    *shard = s;
+    *offset = o;
+  });
+}
+
+pot_status pot_stream_check_window(pot_bytes *sample, const pot_stream *stream, uint64_t index, const uint8_t *proof,
+                                   size_t proof_len, pot_error **err) {
+  return guard(err, [&] {
+    need(sample, "sample");
+    const data::StreamDataset &d = need(stream, "stream")->d;
+    const data::WindowProof p = data::WindowProof::decode(bytes_arg(proof, proof_len, "proof"));
+    to_bytes(sample, data::window_sample(d, data::check_window(d, index, p)));
+  });
+}
+
+}  // extern "C"
