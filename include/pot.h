@@ -693,6 +693,12 @@ POT_API pot_status pot_stream_locate(uint32_t *shard, uint64_t *offset, const po
  * its chunks do not give the shard's root. */
 POT_API pot_status pot_stream_check_window(pot_bytes *sample, const pot_stream *stream, uint64_t index,
                                            const uint8_t *proof, size_t proof_len, pot_error **err);
+/* The sample of window `index` read from its shard's file: what a trainer
+ * feeds the model (reads W tokens; POT_E_INVALID_ARGUMENT when the file is
+ * not the shard's size). The bytes are not checked against the shard root
+ * here: the opening's window proof binds them. */
+POT_API pot_status pot_stream_sample(pot_bytes *sample, const pot_stream *stream, uint64_t index,
+                                     const char *shard_path, pot_error **err);
 
 /* ------------------------------------------------------------------------ */
 /* Openings of challenged steps                                              */
@@ -775,6 +781,15 @@ POT_API pot_status pot_opening_set_schedule(pot_opening *opening, const uint8_t 
 POT_API pot_status pot_opening_add_sample(pot_opening *opening, uint64_t index, const uint8_t *payload,
                                           size_t len, const uint8_t *proof, size_t proof_len,
                                           pot_error **err);
+/* Token-stream datasets (docs/PROTOCOL.md 15.1, 18): the descriptor the
+ * windows are proven against (pot_stream_encode's bytes; tagged it must be
+ * the committed dataset root). Copies the bytes. */
+POT_API pot_status pot_opening_set_stream(pot_opening *opening, const uint8_t *descriptor, size_t len,
+                                          pot_error **err);
+/* Appends the next sample of the batch of a stream dataset: its window
+ * index and window proof (pot_stream_prove_window). Copies the bytes. */
+POT_API pot_status pot_opening_add_window(pot_opening *opening, uint64_t index, const uint8_t *proof,
+                                          size_t proof_len, pot_error **err);
 /* Where the state files are served (paths or URIs; NULL or "" for none). */
 POT_API pot_status pot_opening_set_state_refs(pot_opening *opening, const char *pre_state_ref,
                                               const char *post_state_ref, pot_error **err);
@@ -1381,7 +1396,10 @@ POT_API uint64_t pot_checkpoints_size(const pot_checkpoints *checkpoints);
 /* Path (NUL-terminated in out->data; out->len excludes the NUL) of a file
  * holding S_step, checked against the log before it is returned,
  * re-deriving it from the nearest checkpoint before it when needed with the samples of
- * dataset_dir (one %06d.safetensors file per dataset index); each replayed
+ * dataset_dir: a directory of samples (one %06d.safetensors file per dataset
+ * index), or a token stream (its stream.json, or a directory holding one:
+ * docs/cli.md "Stream datasets"), checked against the committed dataset
+ * root (POT_E_PROOF_MISMATCH); each replayed
  * state must match the log (POT_E_PROOF_MISMATCH). *replayed (may be NULL)
  * receives the number of steps replayed. */
 POT_API pot_status pot_checkpoints_state_path(pot_bytes *out, uint64_t *replayed,
@@ -1391,7 +1409,8 @@ POT_API pot_status pot_checkpoints_state_path(pot_bytes *out, uint64_t *replayed
  * leaves, pre_state_ref naming the (re-derived) S_{t-1} file (a path
  * relative to the checkpoint directory) and, when
  * serve_post_state is non-zero, post_state_ref naming S_t (for the
- * cross-architecture path; may cost another re-derivation). */
+ * cross-architecture path; may cost another re-derivation). The samples of a
+ * token stream are opened as window proofs with the stream's descriptor. */
 POT_API pot_status pot_checkpoints_opening(pot_bytes *out, pot_checkpoints *checkpoints, uint64_t step,
                                            uint64_t log_size, const char *dataset_dir,
                                            int serve_post_state, pot_error **err);

@@ -87,7 +87,23 @@ pot_status pot_opening_add_sample(pot_opening *opening, uint64_t index, const ui
                                   const uint8_t *proof, size_t proof_len, pot_error **err) {
   return guard(err, [&] {
     need(opening, "opening");
-    commit::SampleOpening s{index, copy(payload, len, "payload"), copy(proof, proof_len, "proof")};
+    commit::SampleOpening s{index, copy(payload, len, "payload"), copy(proof, proof_len, "proof"), {}};
+    opening->m.samples.push_back(std::move(s));
+  });
+}
+
+pot_status pot_opening_set_stream(pot_opening *opening, const uint8_t *descriptor, size_t len, pot_error **err) {
+  return guard(err, [&] {
+    need(opening, "opening");
+    opening->m.stream = copy(descriptor, len, "descriptor");
+  });
+}
+
+pot_status pot_opening_add_window(pot_opening *opening, uint64_t index, const uint8_t *proof, size_t proof_len,
+                                  pot_error **err) {
+  return guard(err, [&] {
+    need(opening, "opening");
+    commit::SampleOpening s{index, {}, {}, copy(proof, proof_len, "proof")};
     opening->m.samples.push_back(std::move(s));
   });
 }

@@ -1,6 +1,6 @@
 // C entry points for token-stream datasets (docs/PROTOCOL.md 15.1).
 #include "capi/firewall.h"
-#include "commit/json_fields.h"
+#include "commit/stream_json.h"
 #include "data/stream.h"
 
 struct pot_stream {
@@ -10,61 +10,12 @@ struct pot_stream {
 using namespace pot;
 using namespace pot::capi;
 
-namespace {
-
-hash::DType dtype_field(const commit::JsonFields &f, const char *key) {
-  const std::string name = f.str(key);
-  const auto d = hash::dtype_from_name(name);
-  if (!d) fail(Status::kInvalidArgument, "{}: '{}' is not a dtype name", f.path(key), name);
-  return *d;
-}
-
-data::StreamDataset from_json(const nlohmann::json &j) {
-  commit::JsonFields f(j, "stream");
-  f.only({"token_dtype", "output_dtype", "window", "views", "shards"});
-  data::StreamDataset d;
-  d.token_dtype = dtype_field(f, "token_dtype");
-  d.output_dtype = dtype_field(f, "output_dtype");
-  d.window = f.u32("window");
-  const nlohmann::json &views = f.value("views"), &shards = f.value("shards");
-  if (!views.is_array()) fail(Status::kInvalidArgument, "stream.views must be an array");
-  if (!shards.is_array()) fail(Status::kInvalidArgument, "stream.shards must be an array");
-  if (views.size() > data::kMaxViews) fail(Status::kLimit, "stream.views: {}, at most {}", views.size(), data::kMaxViews);
-  if (shards.size() > data::kMaxShards)
-    fail(Status::kLimit, "stream.shards: {}, at most {}", shards.size(), data::kMaxShards);
-  for (size_t i = 0; i < views.size(); ++i) {
-    commit::JsonFields v(views[i], fmt::format("stream.views[{}]", i));
-    v.only({"name", "start", "length"});
-    d.views.push_back({v.str("name"), v.u32("start"), v.u32("length")});
-  }
-  for (size_t i = 0; i < shards.size(); ++i) {
-    commit::JsonFields s(shards[i], fmt::format("stream.shards[{}]", i));
-    s.only({"tokens", "root"});
-    d.shards.push_back({s.u64("tokens"), s.digest("root")});
-  }
-  d.validate();
-  return d;
-}
-
-nlohmann::json to_json(const data::StreamDataset &d) {
-  nlohmann::json views = nlohmann::json::array(), shards = nlohmann::json::array();
-  for (const auto &v : d.views) views.push_back({{"name", v.name}, {"start", v.start}, {"length", v.length}});
-  for (const auto &s : d.shards) shards.push_back({{"tokens", s.tokens}, {"root", s.root.hex()}});
-  return {{"token_dtype", std::string(hash::dtype_name(d.token_dtype))},
-          {"output_dtype", std::string(hash::dtype_name(d.output_dtype))},
-          {"window", d.window},
-          {"views", views},
-          {"shards", shards}};
-}
-
-}  // namespace
-
 extern "C" {
 
 pot_status pot_stream_from_json(pot_stream **out, const char *json, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    auto d = from_json(parse_json_arg(json, "json"));
+    auto d = commit::stream_from_json(parse_json_arg(json, "json"));
     *out = new pot_stream{std::move(d)};
   });
 }
@@ -89,7 +40,7 @@ pot_status pot_stream_encode(pot_bytes *out, const pot_stream *stream, pot_error
 pot_status pot_stream_to_json(pot_bytes *out, const pot_stream *stream, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    to_text(out, to_json(need(stream, "stream")->d).dump());
+    to_text(out, commit::stream_to_json(need(stream, "stream")->d).dump());
   });
 }
 
@@ -143,6 +94,15 @@ pot_status pot_stream_check_window(pot_bytes *sample, const pot_stream *stream, 
     const data::StreamDataset &d = need(stream, "stream")->d;
     const data::WindowProof p = data::WindowProof::decode(bytes_arg(proof, proof_len, "proof"));
     to_bytes(sample, data::window_sample(d, data::check_window(d, index, p)));
+  });
+}
+
+pot_status pot_stream_sample(pot_bytes *sample, const pot_stream *stream, uint64_t index, const char *shard_path,
+                             pot_error **err) {
+  return guard(err, [&] {
+    need(sample, "sample");
+    const data::StreamDataset &d = need(stream, "stream")->d;
+    to_bytes(sample, data::window_sample(d, data::read_window_file(d, index, std::string(str_arg(shard_path, "shard_path")))));
   });
 }
 

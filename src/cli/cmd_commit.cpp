@@ -1,5 +1,6 @@
 // pot commit dataset|schedule|training and pot losscheck.
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <sstream>
 
 #include "cli_util.h"
@@ -89,7 +90,9 @@ void add_commit_commands(CLI::App &app) {
       ->allow_extra_args(false);  // one NAME:START:LENGTH per --view: the shards follow
   stream->add_option("--token-dtype", st->token_dtype, "U16 (default) or U32");
   stream->add_option("--output-dtype", st->output_dtype, "I64 (default) or I32");
-  stream->add_option("--out", st->out, "write the descriptor (JSON) to this file");
+  stream->add_option("--out", st->out,
+                     "write the stream file (stream.json: the descriptor and where each shard lies, relative to "
+                     "the file) for `pot open make --dataset`");
   stream->add_option("--prove", st->prove, "also print the proof of this window (docs/PROTOCOL.md 15.1)");
   stream->add_flag("--json", st->json, "print JSON");
   stream->callback([st] {
@@ -125,7 +128,14 @@ void add_commit_commands(CLI::App &app) {
     pot_digest root;
     check(pot_stream_root(&root, s.get(), &err), &err, "root");
     if (!st->out.empty()) {
-      const std::string text = desc.dump(1) + "\n";
+      // Shard paths relative to the stream file's directory: the directory
+      // can move with its token files.
+      const std::filesystem::path base = std::filesystem::absolute(st->out).parent_path();
+      nlohmann::json files = nlohmann::json::array();
+      for (const std::string &f : st->shards)
+        files.push_back(std::filesystem::relative(std::filesystem::absolute(f), base).generic_string());
+      const nlohmann::json file = {{"format", "pot-stream/1"}, {"stream", desc}, {"files", files}};
+      const std::string text = file.dump(1) + "\n";
       write_file(st->out, std::vector<uint8_t>(text.begin(), text.end()));
     }
     nlohmann::json j = {{"dataset_root", hex(root)}, {"dataset_size", pot_stream_size(s.get())}, {"stream", desc}};

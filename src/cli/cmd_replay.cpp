@@ -146,7 +146,7 @@ void add_replay_commands(CLI::App &app) {
   make->add_option("DIR", mo->dir, "checkpoint directory (written by a pot recorder)")->required();
   make->add_option("--step", mo->step, "the challenged step")->required();
   make->add_option("--size", mo->size, "leaves of the posted root the proofs are for (default: all)");
-  make->add_option("--dataset", mo->dataset, "directory of samples, %06d.safetensors by dataset index")->required();
+  make->add_option("--dataset", mo->dataset, "the dataset: a directory of samples (%06d.safetensors by index), or a token stream (stream.json, or a directory holding one)")->required();
   make->add_option("--out", mo->out, "manifest file to write")->required();
   make->add_flag("--post-state", mo->post, "serve S_t too (the cross-architecture path)");
   make->add_flag("--json", mo->json, "print JSON");
@@ -187,7 +187,7 @@ void add_replay_commands(CLI::App &app) {
   CLI::App *st = ck->add_subcommand("state", "Path of S_t, re-derived from the nearest checkpoint when needed");
   st->add_option("DIR", so->dir, "checkpoint directory")->required();
   st->add_option("--step", so->step, "t (0 = S_0)")->required();
-  st->add_option("--dataset", so->dataset, "directory of samples, %06d.safetensors by dataset index")->required();
+  st->add_option("--dataset", so->dataset, "the dataset: a directory of samples (%06d.safetensors by index), or a token stream (stream.json, or a directory holding one)")->required();
   st->add_flag("--json", so->json, "print JSON");
   st->callback([so] {
     pot_error *err = nullptr;

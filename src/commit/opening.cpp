@@ -7,6 +7,7 @@
 #include "commit/dataset.h"
 #include "commit/step_leaf.h"
 #include "common/error.h"
+#include "data/stream.h"
 #include "hash/finite.h"
 #include "hash/rfc6962.h"
 #include "hash/safetensors.h"
@@ -95,9 +96,11 @@ Bytes OpeningManifest::encode() const {
     o->set_index(s.index);
     o->set_payload(as_string(s.payload));
     o->set_proof(as_string(s.proof));
+    o->set_window(as_string(s.window));
   }
   p.set_pre_state_ref(pre_state_ref);
   p.set_post_state_ref(post_state_ref);
+  p.set_stream(as_string(stream));
   const std::string out = p.SerializeAsString();
   if (out.size() > kMaxManifestBytes)
     fail(Status::kLimit, "manifest of {} bytes, the limit is {}", out.size(), kMaxManifestBytes);
@@ -119,9 +122,11 @@ OpeningManifest OpeningManifest::decode(ByteView b) {
   m.post_leaf_proof = as_bytes(p.post_leaf_proof());
   m.schedule_entry = as_bytes(p.schedule_entry());
   m.schedule_proof = as_bytes(p.schedule_proof());
-  for (const v2::SampleOpening &s : p.samples()) m.samples.push_back({s.index(), as_bytes(s.payload()), as_bytes(s.proof())});
+  for (const v2::SampleOpening &s : p.samples())
+    m.samples.push_back({s.index(), as_bytes(s.payload()), as_bytes(s.proof()), as_bytes(s.window())});
   m.pre_state_ref = p.pre_state_ref();
   m.post_state_ref = p.post_state_ref();
+  m.stream = as_bytes(p.stream());
   require_canonical(m.encode(), b, "manifest");
   return m;
 }
@@ -208,11 +213,48 @@ OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t chal
     if (m.samples.size() != r.batch.size())
       failed(OpeningCheck::kSampleCount, Status::kProofMismatch,
              fmt::format("{} samples served, the schedule assigns {}", m.samples.size(), r.batch.size()));
+    // A stream dataset (15.1): the descriptor must be the committed dataset
+    // before any window is checked against it.
+    std::optional<data::StreamDataset> stream;
+    if (!m.stream.empty()) {
+      stream = under(OpeningCheck::kSampleProof, "stream descriptor", [&] { return data::StreamDataset::decode(m.stream); });
+      if (stream->root() != commitment.dataset_root)
+        failed(OpeningCheck::kSampleProof, Status::kProofMismatch,
+               fmt::format("the stream descriptor hashes to {}, the committed dataset root is {}", stream->root().hex(),
+                           commitment.dataset_root.hex()));
+      const uint64_t windows = under(OpeningCheck::kSampleProof, "stream descriptor", [&] { return stream->size(); });
+      if (windows != commitment.dataset_size)
+        failed(OpeningCheck::kSampleProof, Status::kProofMismatch,
+               fmt::format("the stream descriptor gives {} windows, the committed dataset size is {}", windows,
+                           commitment.dataset_size));
+    }
     for (size_t i = 0; i < m.samples.size(); ++i) {
-      const SampleOpening &s = m.samples[i];
+      SampleOpening &s = r.manifest.samples[i];
       if (s.index != r.batch[i])
         failed(OpeningCheck::kSampleIndex, Status::kProofMismatch,
                fmt::format("sample {} has dataset index {}, the schedule says {}", i, s.index, r.batch[i]));
+      if (stream) {
+        if (!s.payload.empty() || !s.proof.empty())
+          failed(OpeningCheck::kSamplePayload, Status::kMalformed,
+                 fmt::format("sample {}: a window of a stream dataset carries its window proof only", i));
+        // (A sample with neither payload nor window is refused by check 1:
+        // its element is shorter than any canonical one.)
+        const std::string what = fmt::format("sample {} (window {})", i, s.index);
+        const data::WindowProof proof =
+            under(OpeningCheck::kSampleProof, what.c_str(), [&] { return data::WindowProof::decode(s.window); });
+        if (proof.index != s.index)
+          failed(OpeningCheck::kSampleProof, Status::kProofMismatch,
+                 fmt::format("{}: the proof is of window {}", what, proof.index));
+        const Bytes tokens =
+            under(OpeningCheck::kSampleProof, what.c_str(), [&] { return data::check_window(*stream, s.index, proof); });
+        s.payload = under(OpeningCheck::kSamplePayload, what.c_str(), [&] { return data::window_sample(*stream, tokens); });
+        r.sample_digests.push_back(
+            under(OpeningCheck::kSamplePayload, what.c_str(), [&] { return sample_digest(s.payload); }));
+        continue;
+      }
+      if (!s.window.empty())
+        failed(OpeningCheck::kSamplePayload, Status::kMalformed,
+               fmt::format("sample {} carries a window proof, but the manifest has no stream descriptor", i));
       const hash::Digest d = under(OpeningCheck::kSamplePayload, fmt::format("sample {}", i).c_str(),
                                    [&] { return sample_digest(s.payload); });
       under(OpeningCheck::kSampleProof, fmt::format("sample {} (index {})", i, s.index).c_str(), [&] {

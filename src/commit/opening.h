@@ -16,10 +16,14 @@ namespace pot::commit {
 inline constexpr size_t kMaxManifestBytes = size_t{256} << 20;
 inline constexpr size_t kMaxRefBytes = 4096;
 
+// A sample of a sample dataset carries payload and proof; a window of a
+// token-stream dataset (PROTOCOL.md 15.1) carries only its window proof, and
+// the verifier rebuilds the payload from it.
 struct SampleOpening {
   uint64_t index = 0;
   Bytes payload;  // safetensors bytes
   Bytes proof;    // concatenated 32-byte hashes
+  Bytes window;   // stream datasets: the window proof record
 };
 
 struct OpeningManifest {
@@ -32,6 +36,7 @@ struct OpeningManifest {
   Bytes schedule_entry, schedule_proof;
   std::vector<SampleOpening> samples;
   std::string pre_state_ref, post_state_ref;
+  Bytes stream;  // stream datasets: the descriptor (PROTOCOL.md 15.1); empty otherwise
 
   Bytes encode() const;
   // Canonical decoding, bounded (kLimit past kMaxManifestBytes), kMalformed
@@ -90,7 +95,10 @@ struct OpeningResult {
   OpeningCheck check = OpeningCheck::kOk;
   Status status = Status::kOk;  // the error behind a failed check
   std::string message;
-  OpeningManifest manifest;     // decoded (valid when check != kManifest)
+  // Decoded (valid when check != kManifest). For a stream dataset, once
+  // check 15 passed, each sample's payload holds the sample rebuilt from its
+  // proven window (what the replay trains on).
+  OpeningManifest manifest;
   std::vector<uint64_t> batch;  // the scheduled dataset indices, in order
   std::vector<hash::Digest> sample_digests;
   hash::Digest post_state_digest;  // from leaf t

@@ -29,20 +29,14 @@ void read_version(ByteReader &r, const char *record) {
     fail(Status::kUnsupported, "{}: version {} (this pot reads version {})", record, version, kStreamVersion);
 }
 
-// The byte range of a window inside its shard, and the chunks [a, c) of
-// the shard's m that cover it.
-struct Cover {
-  uint32_t shard = 0;
-  uint64_t first_byte = 0;   // of the window, in the shard
-  uint64_t shard_bytes = 0;
-  uint64_t a = 0, c = 0, m = 0;
-  uint64_t chunk_bytes() const { return std::min(c * kStreamChunkSize, shard_bytes) - a * kStreamChunkSize; }
-};
+}  // namespace
 
-Cover cover_of(const StreamDataset &d, uint64_t index) {
+uint32_t StreamDataset::token_bytes() const { return token_dtype == hash::DType::kU32 ? 4 : 2; }
+
+WindowCover window_cover(const StreamDataset &d, uint64_t index) {
   const auto [s, o] = d.locate(index);
   const uint64_t b = d.token_bytes();
-  Cover cv;
+  WindowCover cv;
   cv.shard = s;
   cv.first_byte = o * b;
   cv.shard_bytes = d.shards[s].tokens * b;
@@ -51,10 +45,6 @@ Cover cover_of(const StreamDataset &d, uint64_t index) {
   cv.m = chunk_count(cv.shard_bytes);
   return cv;
 }
-
-}  // namespace
-
-uint32_t StreamDataset::token_bytes() const { return token_dtype == hash::DType::kU32 ? 4 : 2; }
 
 void StreamDataset::validate() const {
   if (token_dtype != hash::DType::kU16 && token_dtype != hash::DType::kU32)
@@ -244,6 +234,12 @@ class FileSource : public ChunkSource {
   ~FileSource() override {
     if (f_) std::fclose(f_);
   }
+  Bytes read_at(uint64_t offset, uint64_t len) {
+    if (std::fseek(f_, static_cast<long>(offset), SEEK_SET) != 0) fail(Status::kIo, "cannot seek in shard '{}'", path_);
+    Bytes b(len);
+    if (std::fread(b.data(), 1, len, f_) != len) fail(Status::kIo, "cannot read shard '{}'", path_);
+    return b;
+  }
   ByteView next(uint64_t, uint64_t len) override {
     if (std::fread(buf_.data(), 1, len, f_) != len) fail(Status::kIo, "cannot read shard '{}'", path_);
     return ByteView(buf_.data(), len);
@@ -259,7 +255,7 @@ class FileSource : public ChunkSource {
 // decompose(0, a) (what an accumulator started at 0 holds after them), the
 // covered chunks are kept, the chunks right of it fold into decompose(c, m).
 WindowProof prove(const StreamDataset &d, uint64_t index, ChunkSource &src) {
-  const Cover cv = cover_of(d, index);
+  const WindowCover cv = window_cover(d, index);
   WindowProof p;
   p.index = index;
   hash::Accumulator left(0), right(cv.c);
@@ -280,7 +276,7 @@ WindowProof prove(const StreamDataset &d, uint64_t index, ChunkSource &src) {
 }  // namespace
 
 WindowProof prove_window(const StreamDataset &d, uint64_t index, ByteView shard_bytes) {
-  const Cover cv = cover_of(d, index);
+  const WindowCover cv = window_cover(d, index);
   if (shard_bytes.size() != cv.shard_bytes)
     fail(Status::kInvalidArgument, "shard {}: {} bytes given, the dataset says {}", cv.shard, shard_bytes.size(),
          cv.shard_bytes);
@@ -289,9 +285,15 @@ WindowProof prove_window(const StreamDataset &d, uint64_t index, ByteView shard_
 }
 
 WindowProof prove_window_file(const StreamDataset &d, uint64_t index, const std::string &shard_path) {
-  const Cover cv = cover_of(d, index);
+  const WindowCover cv = window_cover(d, index);
   FileSource src(shard_path, cv.shard_bytes);
   return prove(d, index, src);
+}
+
+Bytes read_window_file(const StreamDataset &d, uint64_t index, const std::string &shard_path) {
+  const WindowCover cv = window_cover(d, index);
+  FileSource src(shard_path, cv.shard_bytes);
+  return src.read_at(cv.first_byte, uint64_t{d.window} * d.token_bytes());
 }
 
 std::pair<Digest, uint64_t> shard_root_file(const std::string &path, uint32_t token_bytes) {
@@ -320,7 +322,7 @@ std::pair<Digest, uint64_t> shard_root_file(const std::string &path, uint32_t to
 Bytes check_window(const StreamDataset &d, uint64_t index, const WindowProof &proof) {
   if (proof.index != index)
     fail(Status::kInvalidArgument, "the proof is of window {}, not {}", proof.index, index);
-  const Cover cv = cover_of(d, index);
+  const WindowCover cv = window_cover(d, index);
   if (proof.chunks.size() != cv.chunk_bytes())
     fail(Status::kProofLength, "window {}: {} chunk bytes, chunks [{}, {}) of shard {} hold {}", index,
          proof.chunks.size(), cv.a, cv.c, cv.shard, cv.chunk_bytes());

@@ -5,6 +5,7 @@
 // file per sample, and the commitment costs one pass over the tokens.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -67,6 +68,18 @@ struct StreamDataset {
   bool operator==(const StreamDataset &) const = default;
 };
 
+// Where window `index` lies (15.1): its shard, its first byte in the shard,
+// and the chunks [a, c) of the shard's m that cover its bytes.
+struct WindowCover {
+  uint32_t shard = 0;
+  uint64_t first_byte = 0;
+  uint64_t shard_bytes = 0;
+  uint64_t a = 0, c = 0, m = 0;
+  uint64_t chunk_bytes() const { return std::min(c * kStreamChunkSize, shard_bytes) - a * kStreamChunkSize; }
+};
+// kOutOfRange past size().
+WindowCover window_cover(const StreamDataset &d, uint64_t index);
+
 // The shard root of a shard's bytes (which must hold whole tokens of
 // token_bytes each; kInvalidArgument otherwise, or when empty).
 Digest shard_root(ByteView bytes, uint32_t token_bytes);
@@ -89,6 +102,12 @@ WindowProof prove_window(const StreamDataset &d, uint64_t index, ByteView shard_
 // The same, reading the shard file (kIo when it cannot be read,
 // kInvalidArgument when its size is not the shard's).
 WindowProof prove_window_file(const StreamDataset &d, uint64_t index, const std::string &shard_path);
+
+// The W tokens of window `index` read from its shard file (kIo when it
+// cannot be read, kInvalidArgument when its size is not the shard's).
+// Unchecked against the shard root: what a trainer reads; check_window or
+// StreamFiles binds the bytes.
+Bytes read_window_file(const StreamDataset &d, uint64_t index, const std::string &shard_path);
 
 // The shard root and token count of a token file, read in one pass.
 std::pair<Digest, uint64_t> shard_root_file(const std::string &path, uint32_t token_bytes);

@@ -15,7 +15,9 @@
 
 #include "commit/opening.h"
 #include "commit/seed.h"
+#include "commit/stream_json.h"
 #include "common/error.h"
+#include "common/files.h"
 #include "common/tempfile.h"
 #include "hash/finite.h"
 #include "hash/state.h"
@@ -40,19 +42,6 @@ std::string numbered(const std::string &dir, const char *sub, uint64_t t) {
 
 std::string sample_path(const std::string &dataset_dir, uint64_t index) {
   return fmt::format("{}/{:06d}.safetensors", dataset_dir, index);
-}
-
-Bytes read_all(const std::string &path, uint64_t limit) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(Status::kIo, "cannot open '{}': {}", path, std::strerror(errno));
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  if (size < 0) fail(Status::kIo, "cannot read '{}'", path);
-  if (static_cast<uint64_t>(size) > limit) fail(Status::kLimit, "'{}' is {} bytes, the limit is {}", path, size, limit);
-  Bytes b(static_cast<size_t>(size));
-  in.seekg(0);
-  if (size > 0 && !in.read(reinterpret_cast<char *>(b.data()), size)) fail(Status::kIo, "cannot read '{}'", path);
-  return b;
 }
 
 // Writes a small file atomically (a temporary file of its own, then rename).
@@ -437,7 +426,10 @@ struct CheckpointStore::Impl {
   std::optional<commit::TrainingCommitment> commitment;
   std::vector<Bytes> schedule;
   std::unique_ptr<Program> program;
-  std::unique_ptr<merkle::StoredTree> dataset;  // built on first use
+  // The dataset the openings and re-derivations read, built on first use:
+  // a tree over a directory of samples, or a stream's token files.
+  std::unique_ptr<merkle::StoredTree> dataset;
+  std::optional<data::StreamFiles> stream;
   std::string dataset_dir;
 
   commit::StepLeaf leaf(const StepRecord &r) const {
@@ -452,18 +444,47 @@ struct CheckpointStore::Impl {
     if (!program) program = Program::load(dir + "/program.pt", spec);
     return *program;
   }
-  // The dataset tree over dataset_dir, checked against the commitment.
-  merkle::StoredTree &data(const std::string &ddir) {
+  // Opens the dataset at ddir (a directory of samples, or a stream file or
+  // a directory holding stream.json) and checks it against the commitment.
+  void use_dataset(const std::string &ddir) {
     if (!commitment) fail(Status::kState, "the checkpoint directory has no commitment");
-    if (dataset && dataset_dir == ddir) return *dataset;
-    auto tree = merkle::StoredTree::in_memory();
-    for (uint64_t i = 0; i < commitment->dataset_size; ++i)
-      tree->append(commit::sample_digest(read_all(sample_path(ddir, i), commit::kMaxSampleBytes)).view());
-    if (tree->root() != commitment->dataset_root)
-      fail(Status::kProofMismatch, "the samples in '{}' do not hash to the committed dataset root", ddir);
-    dataset = std::move(tree);
+    if ((dataset || stream) && dataset_dir == ddir) return;
+    dataset.reset();
+    stream.reset();
+    if (const auto file = commit::stream_file_of(ddir)) {
+      data::StreamFiles f = commit::read_stream_file(*file);
+      if (f.dataset().root() != commitment->dataset_root)
+        fail(Status::kProofMismatch, "the stream '{}' has the root {}, the committed dataset root is {}", *file,
+             f.dataset().root().hex(), commitment->dataset_root.hex());
+      if (f.dataset().size() != commitment->dataset_size)
+        fail(Status::kProofMismatch, "the stream '{}' has {} windows, the committed dataset size is {}", *file,
+             f.dataset().size(), commitment->dataset_size);
+      stream.emplace(std::move(f));
+    } else {
+      auto tree = merkle::StoredTree::in_memory();
+      for (uint64_t i = 0; i < commitment->dataset_size; ++i)
+        tree->append(commit::sample_digest(read_all(sample_path(ddir, i), commit::kMaxSampleBytes)).view());
+      if (tree->root() != commitment->dataset_root)
+        fail(Status::kProofMismatch, "the samples in '{}' do not hash to the committed dataset root", ddir);
+      dataset = std::move(tree);
+    }
     dataset_dir = ddir;
-    return *dataset;
+  }
+  // Sample `index` of the dataset in use (a stream's window is checked
+  // against its shard root).
+  Bytes sample(uint64_t index) {
+    if (stream) return stream->sample(index);
+    return read_all(sample_path(dataset_dir, index), commit::kMaxSampleBytes);
+  }
+  // The opening of the samples of a schedule entry.
+  void open_samples(commit::OpeningManifest &o, const std::vector<uint64_t> &indices) {
+    if (stream) o.stream = stream->dataset().encode();
+    for (uint64_t idx : indices) {
+      if (stream)
+        o.samples.push_back({idx, {}, {}, stream->prove(idx).encode()});
+      else
+        o.samples.push_back({idx, sample(idx), merkle::encode_proof(dataset->inclusion_proof(idx, commitment->dataset_size)), {}});
+    }
   }
 };
 
@@ -563,8 +584,7 @@ std::string CheckpointStore::state_path(uint64_t t, const std::string &dataset_d
   TensorMap state = load_state(*file);
   file.reset();
   Program &program = m.prog();
-  merkle::StoredTree &data = m.data(dataset_dir);
-  (void)data;  // the samples are checked against the dataset root
+  m.use_dataset(dataset_dir);  // the samples are checked against the dataset root
   std::optional<hash::Digest> run_id;  // the per-step seeds name the run
   if (m.commitment) run_id = m.commitment->run_id();
   else if (m.spec.seed_policy == commit::SeedPolicyKind::kPerStep)
@@ -575,7 +595,7 @@ std::string CheckpointStore::state_path(uint64_t t, const std::string &dataset_d
     const commit::ScheduleEntry entry = commit::ScheduleEntry::decode(m.entry(s));
     std::vector<std::unique_ptr<hash::SafetensorsFile>> files;
     for (uint64_t idx : entry.indices())
-      files.push_back(hash::SafetensorsFile::from_bytes(read_all(sample_path(dataset_dir, idx), commit::kMaxSampleBytes)));
+      files.push_back(hash::SafetensorsFile::from_bytes(m.sample(idx)));
     const Batch batch = split_batch(entry, files);
     StepOptions opts;
     opts.allow_nonfinite_loss = true;
@@ -630,10 +650,8 @@ Bytes CheckpointStore::opening(uint64_t t, uint64_t log_size, const std::string 
     for (const Bytes &e : m.schedule) tree->append(e);
     o.schedule_proof = merkle::encode_proof(tree->inclusion_proof(t - 1, m.schedule.size()));
   }
-  merkle::StoredTree &data = m.data(dataset_dir);
-  for (uint64_t idx : commit::ScheduleEntry::decode(o.schedule_entry).indices())
-    o.samples.push_back({idx, read_all(sample_path(dataset_dir, idx), commit::kMaxSampleBytes),
-                         merkle::encode_proof(data.inclusion_proof(idx, m.commitment->dataset_size))});
+  m.use_dataset(dataset_dir);
+  m.open_samples(o, commit::ScheduleEntry::decode(o.schedule_entry).indices());
   // References relative to the checkpoint directory: the manifest (and the
   // digest a ledger records) does not depend on where the miner keeps it.
   auto relative = [&](const std::string &path) { return fs::relative(path, m.dir).generic_string(); };

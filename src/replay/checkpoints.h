@@ -92,8 +92,10 @@ class CheckpointStore {
 
   // Path of a file holding S_t (0 <= t <= size()): the checkpoint when there
   // is one, else S_t re-derived from the nearest checkpoint before t by
-  // replaying steps with the samples of dataset_dir (one safetensors file
-  // per sample, named %06d.safetensors by dataset index). Every replayed
+  // replaying steps with the samples of dataset_dir: a directory of
+  // samples (one safetensors file per sample, named %06d.safetensors by
+  // dataset index), or a token stream (a stream file, or a directory
+  // holding stream.json: commit/stream_json.h). Every replayed
   // state's digest must equal the log's (kProofMismatch otherwise: the
   // checkpoints or the data do not reproduce the run). `replayed`, when not
   // null, receives the number of steps replayed.
@@ -102,7 +104,8 @@ class CheckpointStore {
   // The opening of step t against the log's first log_size leaves
   // (t <= log_size <= size()), pre_state_ref naming S_{t-1} (re-derived as
   // needed); with serve_post, post_state_ref names S_t too (the
-  // cross-architecture path), which may cost another re-derivation.
+  // cross-architecture path), which may cost another re-derivation. A
+  // stream dataset's samples are opened as window proofs (PROTOCOL.md 18).
   Bytes opening(uint64_t t, uint64_t log_size, const std::string &dataset_dir, bool serve_post);
 
   // The committed step leaf of step t and its inclusion proof in the log's

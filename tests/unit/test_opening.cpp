@@ -15,6 +15,7 @@
 #include "commit/opening.h"
 #include "commit/step_leaf.h"
 #include "core_test_util.h"
+#include "data/stream_files.h"
 #include "hash/finite.h"
 #include "hash/safetensors.h"
 #include "hash/update_norm.h"
@@ -45,6 +46,8 @@ struct TinyRun {
   std::vector<double> losses;  // losses[t] of step t (losses[0] unused)
   std::vector<double> norms;   // norms[t]: the update norm leaf t commits (norms[0] unused)
   commit::TrainingCommitment commitment;
+  uint64_t n = kSamples;                     // the dataset size
+  mutable std::optional<data::StreamFiles> stream;  // a token-stream dataset (PROTOCOL.md 15.1); reads files
 
   std::string state_path(uint64_t t) const { return dir.file("state-" + std::to_string(t) + ".safetensors"); }
 
@@ -52,8 +55,29 @@ struct TinyRun {
   // run without it), whose step inf_loss_at has an infinite loss and whose
   // leaf norm_at commits the update norm norm_value (0: none), committed in
   // the log like any other value.
-  explicit TinyRun(uint64_t nan_at = 0, uint64_t inf_loss_at = 0, uint64_t norm_at = 0, double norm_value = 0) {
-    for (uint64_t i = 0; i < kSamples; ++i) {
+  // With `streamed`, the dataset is a token stream of two shards (20,000 and
+  // 2,100 U16 tokens, windows of 40: 22,022 windows, a window proof carrying
+  // subtree hashes on both sides in the 10-chunk shard).
+  explicit TinyRun(uint64_t nan_at = 0, uint64_t inf_loss_at = 0, uint64_t norm_at = 0, double norm_value = 0,
+                   bool streamed = false, uint64_t size_claimed = 0) {
+    if (streamed) {
+      data::StreamDataset d;
+      d.window = 40;
+      d.views = {{"x", 0, 39}, {"y", 1, 39}};
+      std::vector<std::string> paths;
+      for (uint64_t tokens : {20000, 2100}) {
+        std::vector<uint16_t> b(tokens);  // little-endian on the machines pot runs on
+        for (uint64_t i = 0; i < tokens; ++i) b[i] = static_cast<uint16_t>((i * 7919 + tokens) % 50257);
+        paths.push_back(dir.file("shard-" + std::to_string(paths.size()) + ".bin"));
+        std::ofstream(paths.back(), std::ios::binary).write(reinterpret_cast<const char *>(b.data()),
+                                                            static_cast<std::streamsize>(tokens * 2));
+        d.shards.push_back({tokens, data::shard_root_file(paths.back(), 2).first});
+      }
+      n = d.size();
+      commitment.dataset_root = d.root();
+      stream.emplace(d, paths);
+    }
+    for (uint64_t i = 0; i < (streamed ? 0 : kSamples); ++i) {
       const std::vector<float> x = {float(i), float(i) * 2, 1.0f};
       const std::string p = dir.file("sample-" + std::to_string(i));
       hash::write_safetensors(p, {{{"x", hash::DType::kF32, {3}}, view_of(x)}}, {});
@@ -64,7 +88,7 @@ struct TinyRun {
     for (uint64_t t = 0; t <= kSteps; ++t) {
       const std::vector<float> before = w;
       if (t > 0) {
-        schedule->append(commit::seeded_schedule_entry(kSeed, kSamples, kBatch, kMicro, t).encode(kSamples));
+        schedule->append(commit::seeded_schedule_entry(kSeed, n, kBatch, kMicro, t).encode(n));
         for (float &x : w) x = x * 0.9f + 0.01f * float(t);
       }
       std::vector<float> stored = w;
@@ -79,8 +103,8 @@ struct TinyRun {
     commitment.initial_state_digest = states[0];
     commitment.schedule_root = schedule->root();
     commitment.task_id = hash::sha256("task", 4);
-    commitment.dataset_root = dataset->root();
-    commitment.dataset_size = kSamples;
+    if (!stream) commitment.dataset_root = dataset->root();
+    commitment.dataset_size = size_claimed ? size_claimed : n;
     commitment.spec_digest = hash::sha256("spec", 4);
     commitment.declared_steps = kSteps;
     commitment.miner_identity = {1, 2, 3};
@@ -101,11 +125,16 @@ struct TinyRun {
     }
     m.post_leaf = leaf(t).encode();
     m.post_leaf_proof = merkle::encode_proof(log->inclusion_proof(t - 1, log->size()));
-    const auto entry = commit::seeded_schedule_entry(kSeed, kSamples, kBatch, kMicro, t);
-    m.schedule_entry = entry.encode(kSamples);
+    const auto entry = commit::seeded_schedule_entry(kSeed, n, kBatch, kMicro, t);
+    m.schedule_entry = entry.encode(n);
     m.schedule_proof = merkle::encode_proof(schedule->inclusion_proof(t - 1, kSteps));
-    for (uint64_t i : entry.indices())
-      m.samples.push_back({i, samples[i], merkle::encode_proof(dataset->inclusion_proof(i, kSamples))});
+    if (stream) m.stream = stream->dataset().encode();
+    for (uint64_t i : entry.indices()) {
+      if (stream)
+        m.samples.push_back({i, {}, {}, stream->prove(i).encode()});
+      else
+        m.samples.push_back({i, samples[i], merkle::encode_proof(dataset->inclusion_proof(i, kSamples)), {}});
+    }
     m.pre_state_ref = state_path(t - 1);
     return m;
   }
@@ -247,6 +276,104 @@ TEST(Opening, EachTamperingIsNamedByItsCheck) {
                                                  run.state_path(1), run.state_path(2), 1);
   EXPECT_EQ(wrong_step.check, OpeningCheck::kStep) << wrong_step.message;
   EXPECT_EQ(r.check, OpeningCheck::kManifest);
+}
+
+TEST(Opening, StreamWindowsOpenAndVerify) {
+  TinyRun run(0, 0, 0, 0, true);
+  ASSERT_EQ(run.n, (20000 - 39) + (2100 - 39));
+  size_t with_left = 0, with_right = 0;
+  for (uint64_t t = 1; t <= TinyRun::kSteps; ++t) {
+    const auto m = run.open(t);
+    const auto r = run.verify(m, run.state_path(t - 1), run.state_path(t));
+    ASSERT_EQ(r.check, OpeningCheck::kOk) << "step " << t << ": " << r.message;
+    ASSERT_EQ(r.manifest.samples.size(), TinyRun::kBatch);
+    for (size_t i = 0; i < TinyRun::kBatch; ++i) {
+      // The verifier rebuilt each sample from its proven window: the bytes
+      // the miner trains on.
+      const uint64_t idx = r.batch[i];
+      EXPECT_EQ(r.manifest.samples[i].payload, run.stream->sample(idx));
+      EXPECT_EQ(r.sample_digests[i], commit::sample_digest(run.stream->sample(idx)));
+      const data::WindowCover cv = data::window_cover(run.stream->dataset(), idx);
+      with_left += cv.a > 0;
+      with_right += cv.c < cv.m;
+    }
+    EXPECT_EQ(commit::OpeningManifest::decode(m.encode()).digest(), m.digest());
+  }
+  EXPECT_GT(with_left, 0u);
+  EXPECT_GT(with_right, 0u);
+}
+
+// What a miner who trained on other tokens, or a forger, can serve for a
+// stream dataset, and the check that names it.
+TEST(Opening, StreamTamperingIsNamed) {
+  TinyRun run(0, 0, 0, 0, true);
+  const auto base = run.open(3);
+  auto expect = [&](const commit::OpeningManifest &m, OpeningCheck check, Status status, const std::string &says) {
+    const auto r = run.verify(m);
+    EXPECT_EQ(r.check, check) << r.message;
+    EXPECT_EQ(r.status, status) << r.message;
+    EXPECT_NE(r.message.find(says), std::string::npos) << r.message;
+  };
+  ASSERT_EQ(run.verify(base).check, OpeningCheck::kOk);
+  {
+    auto m = base;  // another window's (valid) proof for the scheduled index
+    m.samples[0].window = run.stream->prove((m.samples[0].index + 1) % run.n).encode();
+    expect(m, OpeningCheck::kSampleProof, Status::kProofMismatch, "the proof is of window");
+  }
+  {
+    auto m = base;  // other tokens in the window (a byte of its chunks changed)
+    auto p = data::WindowProof::decode(m.samples[1].window);
+    p.chunks[p.chunks.size() / 2] ^= 1;
+    m.samples[1].window = p.encode();
+    expect(m, OpeningCheck::kSampleProof, Status::kProofMismatch, "the dataset commits to");
+  }
+  {
+    auto m = base;  // a subtree hash dropped
+    auto p = data::WindowProof::decode(m.samples[0].window);
+    ASSERT_FALSE(p.hashes.empty());
+    p.hashes.pop_back();
+    m.samples[0].window = p.encode();
+    expect(m, OpeningCheck::kSampleProof, Status::kProofLength, "hashes");
+  }
+  {
+    // The same token files read another way (y = x: no next-token shift):
+    // another descriptor, so another root.
+    auto m = base;
+    data::StreamDataset d = run.stream->dataset();
+    d.views = {{"x", 0, 39}, {"y", 0, 39}};
+    m.stream = d.encode();
+    expect(m, OpeningCheck::kSampleProof, Status::kProofMismatch, "the stream descriptor hashes to");
+  }
+  {
+    auto m = base;  // a descriptor of another version
+    m.stream[0] = 2;
+    expect(m, OpeningCheck::kSampleProof, Status::kUnsupported, "version 2");
+  }
+  {
+    auto m = base;  // windows without the descriptor they are proven against
+    m.stream.clear();
+    expect(m, OpeningCheck::kSamplePayload, Status::kMalformed, "no stream descriptor");
+  }
+  {
+    auto m = base;  // a payload of the miner's choosing beside the window
+    m.samples[2].payload = run.stream->sample(0);
+    expect(m, OpeningCheck::kSamplePayload, Status::kMalformed, "window proof only");
+  }
+  {
+    auto m = base;  // a sample with neither payload nor window is no canonical element
+    m.samples[2].window.clear();
+    expect(m, OpeningCheck::kManifest, Status::kMalformed, "field 11");
+  }
+  {
+    auto m = base;  // a truncated proof record
+    m.samples[3].window.resize(m.samples[3].window.size() - 1);
+    expect(m, OpeningCheck::kSampleProof, Status::kMalformed, "sample 3");
+  }
+  // A commitment whose dataset size is not the descriptor's window count.
+  TinyRun wrong_size(0, 0, 0, 0, true, (20000 - 39) + (2100 - 39) - 1);
+  const auto r = wrong_size.verify(wrong_size.open(2));
+  EXPECT_EQ(r.check, OpeningCheck::kSampleProof) << r.message;
+  EXPECT_NE(r.message.find("windows, the committed dataset size is"), std::string::npos) << r.message;
 }
 
 TEST(Opening, NonFiniteLossesAndStatesFail) {
