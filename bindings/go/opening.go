@@ -161,6 +161,37 @@ func (o *Opening) AddSample(index uint64, payload, proof []byte) error {
 	return toError(st, cerr)
 }
 
+// SetStream records the descriptor (Stream.Encode) a token-stream
+// dataset's windows are proven against (docs/PROTOCOL.md 15.1, 18).
+func (o *Opening) SetStream(descriptor []byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.p == nil {
+		return closedError("Opening")
+	}
+	var cerr *C.pot_error
+	st := C.pot_opening_set_stream(o.p, bytesPtr(descriptor), C.size_t(len(descriptor)), &cerr)
+	runtime.KeepAlive(o)
+	runtime.KeepAlive(descriptor)
+	return toError(st, cerr)
+}
+
+// AddWindow appends the next sample of a stream dataset's batch: its window
+// index and window proof (Stream.ProveWindow); the verifier rebuilds the
+// sample from it.
+func (o *Opening) AddWindow(index uint64, proof []byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.p == nil {
+		return closedError("Opening")
+	}
+	var cerr *C.pot_error
+	st := C.pot_opening_add_window(o.p, C.uint64_t(index), bytesPtr(proof), C.size_t(len(proof)), &cerr)
+	runtime.KeepAlive(o)
+	runtime.KeepAlive(proof)
+	return toError(st, cerr)
+}
+
 // SetStateRefs records where the state files are served (paths or URIs;
 // "" for none). StatusLimit for a reference that is too long.
 func (o *Opening) SetStateRefs(preStateRef, postStateRef string) error {

@@ -1,6 +1,7 @@
 package pot_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +21,8 @@ type run struct {
 	log        *pot.Tree
 	schedule   *pot.Tree
 	dataset    *pot.Tree
+	stream     *pot.Stream // a token-stream dataset (newStreamRun), else nil
+	n          uint64      // the dataset size
 }
 
 const (
@@ -42,10 +45,32 @@ func (r *run) statePath(t uint64) string {
 	return filepath.Join(r.dir, fmt.Sprintf("state-%d.safetensors", t))
 }
 
-func newRun(t *testing.T) *run {
+func newRun(t *testing.T) *run { return buildRun(t, false) }
+
+// newStreamRun is the run on a token stream (docs/PROTOCOL.md 15.1):
+// train.bin of 3000 uint16 tokens, windows of 17, opened as window proofs.
+func newStreamRun(t *testing.T) *run { return buildRun(t, true) }
+
+func buildRun(t *testing.T, streamed bool) *run {
 	t.Helper()
-	r := &run{dir: t.TempDir()}
+	r := &run{dir: t.TempDir(), n: runSamples}
 	var err error
+	if streamed {
+		b := make([]byte, 2*3000)
+		for j := 0; j < 3000; j++ {
+			binary.LittleEndian.PutUint16(b[2*j:], uint16((7*j+3)%50257))
+		}
+		path := filepath.Join(r.dir, "train.bin")
+		check(t, os.WriteFile(path, b, 0o644))
+		root, tokens, err := pot.ShardRootFile(path, pot.DTypeU16)
+		check(t, err)
+		r.stream, err = pot.StreamFromJSON(fmt.Sprintf(`{"token_dtype": "U16", "output_dtype": "I64", "window": 17,
+			"views": [{"name": "x", "start": 0, "length": 16}, {"name": "y", "start": 1, "length": 16}],
+			"shards": [{"tokens": %d, "root": "%s"}]}`, tokens, root))
+		check(t, err)
+		t.Cleanup(func() { r.stream.Close() })
+		r.n = r.stream.Size()
+	}
 	r.dataset, err = pot.NewMemoryTree()
 	check(t, err)
 	r.schedule, err = pot.NewMemoryTree()
@@ -53,7 +78,7 @@ func newRun(t *testing.T) *run {
 	r.log, err = pot.NewMemoryTree()
 	check(t, err)
 	t.Cleanup(func() { r.dataset.Close(); r.schedule.Close(); r.log.Close() })
-	for i := 0; i < runSamples; i++ {
+	for i := 0; i < runSamples && !streamed; i++ {
 		p := filepath.Join(r.dir, fmt.Sprintf("sample-%d.safetensors", i))
 		writeVector(t, p, "x", []float32{float32(i), float32(i * i)})
 		b, err := os.ReadFile(p)
@@ -69,7 +94,7 @@ func newRun(t *testing.T) *run {
 			for i := range w {
 				w[i] = w[i]*0.9 + 0.01*float32(step)
 			}
-			e, err := pot.SeededScheduleEntry(runSeed, runSamples, runBatch, 1, step)
+			e, err := pot.SeededScheduleEntry(runSeed, r.n, runBatch, 1, step)
 			check(t, err)
 			_, err = r.schedule.Append(e)
 			check(t, err)
@@ -81,11 +106,16 @@ func newRun(t *testing.T) *run {
 	}
 	sroot, err := r.schedule.Root(runSteps)
 	check(t, err)
-	droot, err := r.dataset.Root(runSamples)
+	var droot pot.Digest
+	if streamed {
+		droot, err = r.stream.Root()
+	} else {
+		droot, err = r.dataset.Root(runSamples)
+	}
 	check(t, err)
 	r.commitment, err = pot.CommitmentFromJSON(fmt.Sprintf(`{"initial_state_digest": "%s", "schedule_root": "%s",
 		"task_id": "7777777777777777777777777777777777777777777777777777777777777777", "dataset_root": "%s", "dataset_size": %d, "spec_digest": "%064d",
-		"declared_steps": %d, "miner_identity": "6d696e6572"}`, r.states[0], sroot, droot, runSamples, 0, runSteps))
+		"declared_steps": %d, "miner_identity": "6d696e6572"}`, r.states[0], sroot, droot, r.n, 0, runSteps))
 	check(t, err)
 	t.Cleanup(func() { r.commitment.Close() })
 	r.runID, err = r.commitment.RunID()
@@ -134,7 +164,7 @@ func (r *run) open(t *testing.T, step uint64) []byte {
 	proof, err := r.log.InclusionProof(step-1, runSteps)
 	check(t, err)
 	check(t, o.SetPostLeaf(leaf, proof))
-	entry, err := pot.SeededScheduleEntry(runSeed, runSamples, runBatch, 1, step)
+	entry, err := pot.SeededScheduleEntry(runSeed, r.n, runBatch, 1, step)
 	check(t, err)
 	proof, err = r.schedule.InclusionProof(step-1, runSteps)
 	check(t, err)
@@ -144,7 +174,18 @@ func (r *run) open(t *testing.T, step uint64) []byte {
 	if e.Step != step || len(e.Microbatches) != 1 || len(e.Microbatches[0]) != runBatch {
 		t.Fatalf("schedule entry %+v", e)
 	}
+	if r.stream != nil {
+		enc, err := r.stream.Encode()
+		check(t, err)
+		check(t, o.SetStream(enc))
+	}
 	for _, idx := range e.Microbatches[0] {
+		if r.stream != nil {
+			proof, err := r.stream.ProveWindow(idx, filepath.Join(r.dir, "train.bin"))
+			check(t, err)
+			check(t, o.AddWindow(idx, proof))
+			continue
+		}
 		b, err := os.ReadFile(filepath.Join(r.dir, fmt.Sprintf("sample-%d.safetensors", idx)))
 		check(t, err)
 		proof, err := r.dataset.InclusionProof(idx, runSamples)
@@ -222,4 +263,19 @@ func TestOpeningFlow(t *testing.T) {
 		t.Errorf("another step: check %v (%v)", got, err)
 	}
 	wantCode(t, err, pot.StatusProofMismatch)
+}
+
+// A run on a token stream: windows opened as window proofs verify.
+func TestStreamOpeningFlow(t *testing.T) {
+	r := newStreamRun(t)
+	if r.n != 3000-16 {
+		t.Fatalf("dataset size %d", r.n)
+	}
+	for _, step := range []uint64{1, 4} {
+		m := r.open(t, step)
+		c, err := pot.VerifyOpening(r.commitment, step, runSteps, r.logRoot, m, r.statePath(step-1), r.statePath(step), 1)
+		if err != nil || c != pot.CheckOK {
+			t.Fatalf("step %d: %v (%v)", step, c, err)
+		}
+	}
 }

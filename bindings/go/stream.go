@@ -168,6 +168,30 @@ func (s *Stream) ProveWindow(index uint64, shardPath string) ([]byte, error) {
 	return takeBytes(&out), nil
 }
 
+// Sample returns the sample of window index (safetensors bytes) read from
+// its shard's file: what a trainer feeds the model. It is not checked
+// against the shard root here; the opening's window proof binds it.
+func (s *Stream) Sample(index uint64, shardPath string) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.p == nil {
+		return nil, closedError("Stream")
+	}
+	cp, err := cString(shardPath, "shard path")
+	if err != nil {
+		return nil, err
+	}
+	defer freeString(cp)
+	var out C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_stream_sample(&out, s.p, C.uint64_t(index), cp, &cerr)
+	runtime.KeepAlive(s)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	return takeBytes(&out), nil
+}
+
 // CheckWindow checks a window proof and returns the window's sample
 // (safetensors bytes); StatusProofMismatch when its chunks do not give the
 // shard's root, StatusProofLength when its sizes are not the window's.

@@ -68,6 +68,11 @@ func TestStreamWindowsProveTheirSamples(t *testing.T) {
 		if err != nil {
 			t.Fatalf("window %d: %v", i, err)
 		}
+		read, err := s.Sample(i, filepath.Join(dir, "train"+string(rune('0'+shard))+".bin"))
+		check(t, err)
+		if string(read) != string(sample) {
+			t.Fatalf("window %d: the sample read from the file is not the proven one", i)
+		}
 		// The sample's last 32*8 bytes are y: token offset+1 first.
 		y0 := binary.LittleEndian.Uint64(sample[len(sample)-32*8:])
 		if want := (uint64(shard) + 31*(offset+1)) % 50257; y0 != want {

@@ -512,6 +512,7 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
   (const uint8_t *safetensors, size_t len),
   (const uint8_t *entry, size_t len),
   (const uint8_t *payload, size_t len),
+  (const uint8_t *descriptor, size_t len),
   (const uint8_t *manifest, size_t len),
   (const uint8_t *salt, size_t salt_len),
   (const uint8_t *identity, size_t identity_len),

@@ -57,4 +57,5 @@ echo "== import pot"
 echo "== pytest bindings/python/tests"
 cd "$here/tests"
 export PYTHONDONTWRITEBYTECODE=1
+export POT_PREFIX="$prefix"  # tests that run the installed bin/pot as a verifier would
 exec "$py" -m pytest -p no:cacheprovider -q -rs --durations=8 "$@" .

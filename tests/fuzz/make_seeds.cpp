@@ -278,6 +278,18 @@ void manifest_seeds(const json &protocol, const json &rfc, const json &hash) {
   seed("fuzz_manifest", "later_step", m.encode());
   m.pre_state_ref = "checkpoints/000000000002.safetensors";
   seed("fuzz_manifest", "state_ref", m.encode());
+  // A run on a token stream: the descriptor, and windows as their proofs.
+  const auto d = pot::fuzz::stream_dataset();
+  const auto shards = pot::fuzz::stream_shards();
+  m.stream = d.encode();
+  m.samples.clear();
+  for (uint64_t index : {uint64_t{2}, uint64_t{2968}}) {
+    pot::commit::SampleOpening s;
+    s.index = index;
+    s.window = pot::data::prove_window(d, index, shards[d.locate(index).first]).encode();
+    m.samples.push_back(s);
+  }
+  seed("fuzz_manifest", "stream", m.encode());
 }
 
 }  // namespace

@@ -1048,3 +1048,25 @@ def check_window_proof(j: dict, i: int, proof: bytes) -> bytes:
         raise ValueError("proof mismatch")
     at = o * b - a * STREAM_CHUNK
     return chunks[at:at + j["window"] * b]
+
+
+def sample_digest(tensor_digests: dict) -> bytes:
+    """Section 15: like a state digest, under the tag pot/v1/sample."""
+    names = sorted(tensor_digests, key=lambda s: s.encode())
+    return tagged("pot/v1/sample", struct.pack("<Q", len(names)) + mth([tensor_digests[n] for n in names]))
+
+
+def window_sample_digest(j: dict, window: bytes) -> bytes:
+    """The digest of the sample a window gives (15.1): each view's tokens as
+    signed integers of output_dtype, shape [length]."""
+    b = 2 if j["token_dtype"] == "U16" else 4
+    tokens = struct.unpack("<%d%s" % (j["window"], "H" if b == 2 else "I"), window)
+    out = j["output_dtype"]
+    digests = {}
+    for v in j["views"]:
+        part = tokens[v["start"]:v["start"] + v["length"]]
+        if out == "I32" and any(t > 0x7FFFFFFF for t in part):
+            raise ValueError("a token does not fit I32")
+        data = struct.pack("<%d%s" % (len(part), "q" if out == "I64" else "i"), *part)
+        digests[v["name"]] = tensor_digest(v["name"], out, [v["length"]], data)
+    return sample_digest(digests)

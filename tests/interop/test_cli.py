@@ -355,6 +355,13 @@ def test_commit_stream_agrees_with_the_independent_implementation(tmp_path):
             raise AssertionError("a forged chunk verified")
         except ValueError:
             pass
+    # --out writes the stream file: the descriptor and the shards' paths
+    # relative to it (docs/cli.md "Stream file").
+    (tmp_path / "meta").mkdir()
+    out = run("commit", "stream", "--window", "65", *shards, "--out", str(tmp_path / "meta" / "stream.json"))
+    assert out.returncode == 0, out.stderr
+    doc = json.loads((tmp_path / "meta" / "stream.json").read_text())
+    assert doc == {"format": "pot-stream/1", "stream": desc, "files": ["../train0.bin", "../train1.bin"]}
     # Refused: a window of one token, a view outside the window.
     assert run("commit", "stream", "--window", "1", *shards).returncode == 2
     bad = run("commit", "stream", "--window", "9", "--view", "x:5:5", *shards)

@@ -12,6 +12,7 @@
 //                     SHA-256(seed || u64le(1)) || ...
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -19,6 +20,8 @@
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include <unistd.h>
 
 #include "pot.h"
 
@@ -755,6 +758,76 @@ ordered_json generate_protocol() {
     out["op_trace_root"] = {{"comment", "MTH of the op_nodes' leaf data, in order (section 22.2)"},
                             {"size", nodes.size()}, {"root", hex(root)}};
     pot_log_free(log);
+  }
+  {
+    // Token streams (section 15.1): shard s of a dataset holds the bytes
+    // stream(seed + "/" + s, tokens * token size); windows proven from the
+    // files, each with the digest of the sample the verifier rebuilds.
+    struct StreamCase {
+      std::string comment, seed, token_dtype;
+      uint32_t window;
+      ordered_json views;
+      std::vector<uint64_t> tokens;
+    };
+    const std::vector<StreamCase> cases{
+        {"U16 tokens, two shards, next-token views x and y of 128 (windows across chunk and shard boundaries)",
+         "stream/u16", "U16", 129,
+         {{{"name", "x"}, {"start", 0}, {"length", 128}}, {{"name", "y"}, {"start", 1}, {"length", 128}}},
+         {9000, 2100}},
+        {"U32 tokens, one shard, one view of the whole 1025-token window (each window spans two chunks)",
+         "stream/u32", "U32", 1025, {{{"name", "ids"}, {"start", 0}, {"length", 1025}}}, {3000}}};
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                      ("pot-gen-vectors-" + std::to_string(static_cast<long>(getpid())));
+    std::filesystem::create_directories(dir);
+    for (const StreamCase &sc : cases) {
+      const size_t b = sc.token_dtype == "U16" ? 2 : 4;
+      ordered_json shards = ordered_json::array();
+      std::vector<std::string> paths;
+      for (size_t i = 0; i < sc.tokens.size(); ++i) {
+        const std::vector<uint8_t> bytes = stream(sc.seed + "/" + std::to_string(i), sc.tokens[i] * b);
+        paths.push_back((dir / ("shard" + std::to_string(i))).string());
+        std::ofstream(paths.back(), std::ios::binary)
+            .write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        pot_digest root;
+        uint64_t n = 0;
+        ok(pot_stream_shard_root_file(&root, &n, paths.back().c_str(), b == 2 ? POT_DTYPE_U16 : POT_DTYPE_U32, nullptr),
+           nullptr, "shard root");
+        shards.push_back({{"tokens", n}, {"root", hex(root)}});
+      }
+      const ordered_json desc = {{"token_dtype", sc.token_dtype}, {"output_dtype", "I64"}, {"window", sc.window},
+                                 {"views", sc.views},            {"shards", shards}};
+      pot_stream *st = nullptr;
+      pot_error *err = nullptr;
+      ok(pot_stream_from_json(&st, desc.dump().c_str(), &err), err, "stream");
+      pot_bytes enc{};
+      ok(pot_stream_encode(&enc, st, nullptr), nullptr, "encode");
+      pot_digest root;
+      ok(pot_stream_root(&root, st, nullptr), nullptr, "root");
+      const uint64_t size = pot_stream_size(st);
+      ordered_json windows = ordered_json::array();
+      std::vector<uint64_t> picks{0, 1, size / 2, size - 1};
+      if (sc.tokens.size() > 1) picks.push_back(sc.tokens[0] - sc.window + 1);  // first window of shard 1
+      for (uint64_t i : picks) {
+        uint32_t shard = 0;
+        uint64_t offset = 0;
+        ok(pot_stream_locate(&shard, &offset, st, i, nullptr), nullptr, "locate");
+        pot_bytes proof{}, sample{};
+        ok(pot_stream_prove_window(&proof, st, i, paths[shard].c_str(), nullptr), nullptr, "prove");
+        ok(pot_stream_check_window(&sample, st, i, proof.data, proof.len, nullptr), nullptr, "check");
+        pot_digest sd;
+        ok(pot_sample_digest(&sd, sample.data, sample.len, nullptr), nullptr, "sample digest");
+        windows.push_back({{"index", i}, {"shard", shard}, {"offset", offset}, {"proof", hex(proof.data, proof.len)},
+                           {"sample_digest", hex(sd)}});
+        pot_bytes_free(&proof);
+        pot_bytes_free(&sample);
+      }
+      out["streams"].push_back({{"comment", sc.comment}, {"seed", sc.seed}, {"stream", desc},
+                                {"descriptor", hex(enc.data, enc.len)}, {"dataset_root", hex(root)},
+                                {"dataset_size", size}, {"windows", windows}});
+      pot_bytes_free(&enc);
+      pot_stream_free(st);
+    }
+    std::filesystem::remove_all(dir);
   }
   return out;
 }

@@ -39,6 +39,7 @@ def test_windows_prove_their_samples(tmp_path):
         shard, offset = s.locate(i)
         proof = s.prove_window(i, tmp_path / f"train{shard}.bin")
         sample = s.check_window(i, proof)
+        assert s.sample(i, tmp_path / f"train{shard}.bin") == sample
         path = tmp_path / "sample.safetensors"
         path.write_bytes(sample)
         with pot.Safetensors(path) as f:

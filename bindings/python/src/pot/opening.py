@@ -97,6 +97,19 @@ class Opening(Handle):
         with self._use() as h:
             _pot.pot_opening_add_sample(h, index, payload, proof)
 
+    def set_stream(self, descriptor: Buffer) -> None:
+        """A token-stream dataset (docs/PROTOCOL.md 15.1, 18): the descriptor
+        (Stream.encode()) its windows are proven against."""
+        with self._use() as h:
+            _pot.pot_opening_set_stream(h, descriptor)
+
+    def add_window(self, index: int, proof: Buffer) -> None:
+        """Appends the batch's next sample of a stream dataset: its window
+        index and window proof (Stream.prove_window); the verifier rebuilds
+        the sample from it."""
+        with self._use() as h:
+            _pot.pot_opening_add_window(h, index, proof)
+
     def set_state_refs(self, pre_state_ref: Optional[str] = None, post_state_ref: Optional[str] = None) -> None:
         """Where the state files are served (paths or URIs; None for none)."""
         with self._use() as h:

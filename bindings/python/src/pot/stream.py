@@ -85,6 +85,13 @@ class Stream(Handle):
         with self._read() as h:
             return _pot.pot_stream_prove_window(h, index, shard_path)
 
+    def sample(self, index: int, shard_path: PathLike) -> bytes:
+        """The sample of window `index` (safetensors bytes) read from its
+        shard's file: what the trainer feeds the model. Not checked against
+        the shard root here; the opening's window proof binds it."""
+        with self._read() as h:
+            return _pot.pot_stream_sample(h, index, shard_path)
+
     def check_window(self, index: int, proof: Buffer) -> bytes:
         """Checks a window proof; the window's sample as safetensors bytes.
         ProofMismatchError when its chunks do not give the shard's root."""

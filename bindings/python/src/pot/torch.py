@@ -20,8 +20,10 @@ copying them, keeps a checkpoint directory and serves openings from it
 Helpers prepare what the task needs before training: `save_program`
 (the TorchScript model program), `make_spec` (the execution spec from the
 optimizer and the loop's settings), `write_dataset` (one safetensors file per
-sample), `plan_schedule` (the batches a DataLoader will draw, computed
-ahead without disturbing it) and `make_task` (the task from all of them).
+sample) or `commit_stream` (token files committed where they lie, samples
+their windows), `plan_schedule` (the batches a DataLoader will draw, computed
+ahead without disturbing it) or `plan_windows` (random windows as a
+`get_batch` draws them) and `make_task` (the task from all of them).
 """
 
 from __future__ import annotations
@@ -42,10 +44,13 @@ from .replay import hardware_class as _hardware_class
 from .safetensors import SafetensorsWriter
 from .spec import SeedPolicy, Spec
 from .task import Task
+from ._torch_data import (Dataset, commit_stream, open_dataset, plan_windows, sample_path, sample_tensors,
+                          stack_samples)
 from ._torch_program import check_model_matches_program, save_program, with_loss
 
-__all__ = ["RUN_SEEDED", "Recorder", "canonical_state", "lr_schedule", "make_spec", "make_task", "plan_schedule", "save_program",
-           "state_writer", "step_loss", "with_loss", "write_dataset", "DTYPE_NAMES"]
+__all__ = ["RUN_SEEDED", "Recorder", "canonical_state", "commit_stream", "lr_schedule", "make_spec", "make_task",
+           "plan_schedule", "plan_windows", "save_program", "state_writer", "step_loss", "with_loss", "write_dataset",
+           "DTYPE_NAMES"]
 
 # torch dtype -> safetensors dtype name (docs/PROTOCOL.md section 4).
 DTYPE_NAMES: Dict[torch.dtype, str] = {
@@ -353,12 +358,6 @@ def make_spec(optimizer: Optimizers, program: Union[str, "os.PathLike[str]"], *,
     return spec
 
 
-def _sample_path(directory: Union[str, "os.PathLike[str]"], index: int) -> str:
-    """Sample `index` of a dataset directory: DIR/%06d.safetensors, the layout
-    the checkpoint store reads."""
-    return os.path.join(directory, f"{index:06d}.safetensors")
-
-
 def write_dataset(samples: Iterable[Mapping[str, torch.Tensor]], directory: Union[str, "os.PathLike[str]"]) -> int:
     """Writes each sample (a mapping of the forward's argument names to
     tensors) as DIR/%06d.safetensors in dataset order, the layout the
@@ -367,17 +366,9 @@ def write_dataset(samples: Iterable[Mapping[str, torch.Tensor]], directory: Unio
     n = 0
     for i, sample in enumerate(samples):
         with state_writer(sample) as w:
-            w.write(_sample_path(directory, i))
+            w.write(sample_path(directory, i))
         n = i + 1
     return n
-
-
-def _dataset_root(directory: Union[str, "os.PathLike[str]"], size: int) -> bytes:
-    with Tree.in_memory() as tree:
-        for i in range(size):
-            with open(_sample_path(directory, i), "rb") as f:
-                tree.append(sample_digest(f.read()))
-        return tree.root()
 
 
 def plan_schedule(loader: "torch.utils.data.DataLoader[Any]", steps: int, microbatches: int = 1) -> List[List[List[int]]]:
@@ -486,10 +477,6 @@ def _check_initial_state(state: Mapping[str, torch.Tensor], optimizer: Optimizer
             raise NonFiniteError(f"S_0: tensor '{name}' holds a NaN or an infinity")
 
 
-def _dataset_size(directory: str) -> int:
-    return sum(1 for f in os.listdir(directory) if f.endswith(".safetensors"))
-
-
 RUN_SEEDED = "run_seeded"
 
 
@@ -517,9 +504,8 @@ def make_task(model: torch.nn.Module, optimizer: Optimizers, spec: Spec, *,
     for steps..max_steps steps (max_steps defaults to steps). Miners then
     train from the same S_0 and data and Recorder(task=...) refuses anything
     else."""
-    directory = os.fspath(dataset_dir)
-    if dataset_size is None:
-        dataset_size = _dataset_size(directory)
+    data = open_dataset(dataset_dir, dataset_size)
+    dataset_size = data.size
     if isinstance(schedule, str):
         if schedule != RUN_SEEDED:
             raise InvalidArgumentError(f"schedule must be a list of steps or {RUN_SEEDED!r}, not {schedule!r}")
@@ -539,7 +525,7 @@ def make_task(model: torch.nn.Module, optimizer: Optimizers, spec: Spec, *,
     initial = _state_digest(state)
     return Task.from_json({
         "owner": bytes(owner).hex(), "spec": json.loads(spec.to_json()),
-        "dataset_root": _dataset_root(directory, dataset_size).hex(), "dataset_size": dataset_size,
+        "dataset_root": data.root.hex(), "dataset_size": dataset_size,
         "initial_state": {"published_digest": initial.hex()},
         "schedule": rule,
         "min_steps": bounds[0], "max_steps": bounds[1],
@@ -632,9 +618,9 @@ class Recorder:
         self.schedule = [[list(map(int, mb)) for mb in step] for step in schedule]
         if not self.schedule:
             raise InvalidArgumentError("the schedule is empty")
-        if dataset_size is None:
-            dataset_size = _dataset_size(self.dataset_dir)
-        self.dataset_size = dataset_size
+        self._data: Optional[Dataset] = None
+        data = self._data = open_dataset(self.dataset_dir, dataset_size)
+        self.dataset_size = dataset_size = data.size
         if spec.intra_op_threads != torch.get_num_threads():
             torch.set_num_threads(spec.intra_op_threads)
         # deterministic_algorithms is applied by every replay: train the same way.
@@ -668,7 +654,7 @@ class Recorder:
         self.commitment = Commitment.from_json({
             "task_id": task.id.hex(), "initial_state_digest": initial.hex(),
             "schedule_root": _schedule_root(entries).hex(),
-            "dataset_root": _dataset_root(self.dataset_dir, dataset_size).hex(), "dataset_size": dataset_size,
+            "dataset_root": data.root.hex(), "dataset_size": dataset_size,
             "spec_digest": spec.digest().hex(), "declared_steps": len(entries),
             "miner_identity": bytes(miner_identity).hex(),
         })
@@ -691,12 +677,9 @@ class Recorder:
         (docs/PROTOCOL.md 21.2): compared on the first sample, so that a
         forward written for other inputs (a model returning logits, saved
         without its loss) is named before training."""
-        from .safetensors import Safetensors
-        assert self._replay is not None
+        assert self._replay is not None and self._data is not None
         takes = self._replay.input_names
-        first = _sample_path(self.dataset_dir, 0)
-        with Safetensors(first) as f:
-            holds = sorted(f.names)
+        holds = sorted(sample_tensors(self._data.sample(0)))
         if sorted(takes) != holds:
             raise InvalidArgumentError(
                 f"Recorder: the program's forward takes ({', '.join(takes)}), the samples hold "
@@ -783,10 +766,8 @@ class Recorder:
         assert self._replay is not None
         pre = os.path.join(self.checkpoint_dir, "checkpoints", f"{t - 1:012d}.safetensors")
         post = os.path.join(self.checkpoint_dir, f"self-check-{t:012d}.safetensors")
-        samples = []
-        for i in (i for mb in self.schedule[t - 1] for i in mb):
-            with open(_sample_path(self.dataset_dir, i), "rb") as f:
-                samples.append(f.read())
+        assert self._data is not None
+        samples = [self._data.sample(i) for mb in self.schedule[t - 1] for i in mb]
         try:
             try:
                 res = self._replay.step(pre, self._entries[t - 1], samples, post, run_id=self.run_id)
@@ -825,7 +806,27 @@ class Recorder:
         with Checkpoints(self.checkpoint_dir) as c:
             return c.state_path(step, self.dataset_dir)[0]
 
+    def batch(self, step: Optional[int] = None, micro: Optional[int] = None) -> Dict[str, torch.Tensor]:
+        """The committed batch of `step` (default: the step begun, else the
+        next one) read from the dataset, each sample tensor stacked along a
+        new first dimension ({"x": [B, W-1], "y": [B, W-1]} for a stream's
+        next-token windows); `micro` selects one micro-batch. The one line
+        that replaces a get_batch: the loop then trains on exactly what the
+        schedule commits to."""
+        assert self._data is not None
+        t = step if step is not None else (self._step or self._rec.size + 1)
+        if not 1 <= t <= len(self.schedule):
+            raise InvalidArgumentError(f"batch: step {t} is outside 1..{len(self.schedule)}")
+        parts = self.schedule[t - 1]
+        if micro is not None and not 0 <= micro < len(parts):
+            raise InvalidArgumentError(f"batch: step {t} has {len(parts)} micro-batches, not {micro + 1}")
+        indices = parts[micro] if micro is not None else [i for mb in parts for i in mb]
+        return stack_samples([self._data.sample(i) for i in indices])
+
     def close(self) -> None:
+        if self._data is not None:
+            self._data.close()
+            self._data = None
         if self._replay is not None:
             self._replay.close()
             self._replay = None

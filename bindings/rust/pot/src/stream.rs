@@ -94,6 +94,14 @@ impl Stream {
         })
     }
 
+    /// The sample of window `index` (safetensors bytes) read from its
+    /// shard's file: what a trainer feeds the model. Not checked against the
+    /// shard root here; the opening's window proof binds it.
+    pub fn sample(&self, index: u64, shard_path: &Path) -> Result<Vec<u8>> {
+        let path = path_cstring(shard_path)?;
+        ffi::bytes_out(|out, err| unsafe { sys::pot_stream_sample(out, self.raw.as_ptr(), index, path.as_ptr(), err) })
+    }
+
     /// Checks a window proof; the window's sample as safetensors bytes.
     ///
     /// # Errors

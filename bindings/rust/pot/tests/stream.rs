@@ -32,6 +32,7 @@ fn windows_prove_their_samples() {
         let (shard, offset) = s.locate(i).unwrap();
         let proof = s.prove_window(i, &dir.path(&format!("train{shard}.bin"))).unwrap();
         let sample = s.check_window(i, &proof).unwrap();
+        assert_eq!(s.sample(i, &dir.path(&format!("train{shard}.bin"))).unwrap(), sample);
         // y, the last tensor, starts with token offset + 1 of the shard.
         let y0 = u64::from_le_bytes(sample[sample.len() - 32 * 8..][..8].try_into().unwrap());
         assert_eq!(y0, (u64::from(shard) + 31 * (offset + 1)) % 50257, "window {i}");
