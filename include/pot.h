@@ -303,6 +303,11 @@ POT_API pot_status pot_safetensors_writer_set_metadata(pot_safetensors_writer *w
  * a partial file. POT_E_IO on failure. The writer may be written again. */
 POT_API pot_status pot_safetensors_writer_write(const pot_safetensors_writer *writer,
                                                 const char *path, pot_error **err);
+/* The same canonical file as bytes in memory (what pot_safetensors_writer_write
+ * would write), for a caller that writes or sends them itself: many small
+ * files written without a sync each, a sample served over the network. */
+POT_API pot_status pot_safetensors_writer_bytes(pot_bytes *out, const pot_safetensors_writer *writer,
+                                                pot_error **err);
 
 /* ------------------------------------------------------------------------ */
 /* RFC 6962 Merkle trees                                                     */

@@ -166,6 +166,11 @@ func TestSafetensors(t *testing.T) {
 	// The writer copied the data: changing the slice now changes nothing.
 	data[0] = 0xff
 	check(t, w.Write(path))
+	inMemory, err := w.Bytes()
+	check(t, err)
+	if onDisk, _ := os.ReadFile(path); string(onDisk) != string(inMemory) {
+		t.Fatal("SafetensorsWriter.Bytes is not the file Write wrote")
+	}
 	check(t, w.Close())
 	check(t, w.Close())
 	wantCode(t, w.Write(path), pot.StatusState)

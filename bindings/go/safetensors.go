@@ -322,3 +322,20 @@ func (w *SafetensorsWriter) Write(path string) error {
 	runtime.KeepAlive(w)
 	return toError(st, cerr)
 }
+
+// Bytes returns the canonical file Write would write, in memory.
+func (w *SafetensorsWriter) Bytes() ([]byte, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.p == nil {
+		return nil, closedError("SafetensorsWriter")
+	}
+	var out C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_safetensors_writer_bytes(&out, w.p, &cerr)
+	runtime.KeepAlive(w)
+	if err := toError(st, cerr); err != nil {
+		return nil, err
+	}
+	return takeBytes(&out), nil
+}

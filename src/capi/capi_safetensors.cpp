@@ -128,4 +128,11 @@ pot_status pot_safetensors_writer_write(const pot_safetensors_writer *writer, co
   });
 }
 
+pot_status pot_safetensors_writer_bytes(pot_bytes *out, const pot_safetensors_writer *writer, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    to_bytes(out, hash::safetensors_bytes(need(writer, "writer")->tensors, need(writer, "writer")->metadata));
+  });
+}
+
 }  // extern "C"

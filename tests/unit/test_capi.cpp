@@ -247,6 +247,11 @@ TEST(CApi, StateSafetensorsAndShardsAgree) {
   ASSERT_EQ(pot_safetensors_writer_set_metadata(wr, "step", "7", nullptr), POT_OK);
   const std::string path = dir.file("s.safetensors");
   ASSERT_EQ(pot_safetensors_writer_write(wr, path.c_str(), nullptr), POT_OK);
+  pot_bytes in_memory{nullptr, 0};
+  ASSERT_EQ(pot_safetensors_writer_bytes(&in_memory, wr, nullptr), POT_OK);
+  EXPECT_EQ(std::vector<uint8_t>(in_memory.data, in_memory.data + in_memory.len), pot::test::read_file(path));
+  pot_bytes_free(&in_memory);
+  EXPECT_EQ(pot_safetensors_writer_bytes(nullptr, wr, nullptr), POT_E_INVALID_ARGUMENT);
   pot_safetensors_writer_free(wr);
 
   pot_digest from_file;

@@ -131,6 +131,7 @@ def test_safetensors(tmp_path):
             w.add("x", "F32", [3], f32bytes(0))  # wrong size
         w.write(str(path))
         w.write(path)  # again: same bytes
+        assert w.to_bytes() == path.read_bytes()
     with pot.Safetensors.open(path) as f:
         assert len(f) == 2 and f.names == ["step", "w"]
         assert f.tensor(1) == pot.TensorInfo("w", pot.DType.F32, (2, 2), 16) == f.tensor("w")

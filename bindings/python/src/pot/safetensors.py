@@ -185,6 +185,11 @@ class SafetensorsWriter(Handle):
         with self._use() as h:
             _pot.pot_safetensors_writer_write(h, path)
 
+    def to_bytes(self) -> bytes:
+        """The same canonical file as bytes in memory."""
+        with self._use() as h:
+            return _pot.pot_safetensors_writer_bytes(h)
+
     def __len__(self) -> int:
         return len(self._held)
 

@@ -361,13 +361,23 @@ def make_spec(optimizer: Optimizers, program: Union[str, "os.PathLike[str]"], *,
 def write_dataset(samples: Iterable[Mapping[str, torch.Tensor]], directory: Union[str, "os.PathLike[str]"]) -> int:
     """Writes each sample (a mapping of the forward's argument names to
     tensors) as DIR/%06d.safetensors in dataset order, the layout the
-    checkpoint store reads; returns the number of samples."""
+    checkpoint store reads; returns the number of samples. Each file appears
+    whole (written under a temporary name, then renamed) and the whole
+    directory is synced once at the end rather than every file on its own:
+    when it returns, the dataset is on disk. For token data, commit_stream
+    writes no file per sample at all."""
     os.makedirs(directory, exist_ok=True)
     n = 0
     for i, sample in enumerate(samples):
         with state_writer(sample) as w:
-            w.write(sample_path(directory, i))
+            data = w.to_bytes()
+        path = sample_path(directory, i)
+        tmp = f"{path}.tmp-{os.getpid()}"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
         n = i + 1
+    os.sync()
     return n
 
 

@@ -445,6 +445,12 @@ impl<'a> SafetensorsWriter<'a> {
         call(|err| unsafe { sys::pot_safetensors_writer_write(self.raw.as_ptr(), path.as_ptr(), err) })
     }
 
+    /// The canonical file [`write`](Self::write) would write, as bytes in
+    /// memory.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        ffi::bytes_out(|out, err| unsafe { sys::pot_safetensors_writer_bytes(out, self.raw.as_ptr(), err) })
+    }
+
     pub(crate) fn as_ptr(&self) -> *const sys::pot_safetensors_writer {
         self.raw.as_ptr()
     }

@@ -29,6 +29,8 @@ fn write_vector(path: &Path, name: &str, v: &[f32]) {
     let mut w = SafetensorsWriter::new().unwrap();
     w.add(name, Dtype::F32, &[v.len() as u64], &data).unwrap();
     w.write(path).unwrap();
+    // The bytes in memory are the file written.
+    assert_eq!(w.to_bytes().unwrap(), std::fs::read(path).unwrap());
 }
 
 fn state_path(dir: &TempDir, t: u64) -> PathBuf {
