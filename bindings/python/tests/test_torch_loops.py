@@ -301,3 +301,75 @@ def test_plan_schedule_draws_what_the_loader_draws_epoch_after_epoch(workers, pe
         for b in loader:
             got.append([[int(i) for i in b]])
     assert got[:6] == plan
+
+
+def _drawn(loader, steps, set_epoch=None):
+    """The batches a loop draws, epoch after epoch (calling set_epoch as a
+    DistributedSampler loop does)."""
+    got, epoch = [], 0
+    while len(got) < steps:
+        if set_epoch:
+            set_epoch(epoch)
+        epoch += 1
+        for b in loader:
+            got.append([[int(i) for i in b]])
+    return got[:steps]
+
+
+@pytest.mark.parametrize("kind", ["with_replacement", "subset", "weighted", "batch_sampler"])
+def test_plan_schedule_follows_the_random_samplers(kind):
+    """RandomSampler with replacement, SubsetRandomSampler,
+    WeightedRandomSampler, and a BatchSampler over one: planned ahead, then
+    drawn by the loop, the same batches over several epochs."""
+    g = torch.Generator().manual_seed(11)
+    if kind == "with_replacement":
+        sampler = torch.utils.data.RandomSampler(Indexed(), replacement=True, num_samples=7, generator=g)
+    elif kind == "subset":
+        sampler = torch.utils.data.SubsetRandomSampler([1, 3, 5, 7, 9, 2], generator=g)
+    else:
+        sampler = torch.utils.data.WeightedRandomSampler([1.0] * 5 + [3.0] * 5, 8, generator=g)
+    if kind == "batch_sampler":
+        loader = torch.utils.data.DataLoader(
+            Indexed(), batch_sampler=torch.utils.data.BatchSampler(sampler, batch_size=2, drop_last=True))
+    else:
+        loader = torch.utils.data.DataLoader(Indexed(), batch_size=2, sampler=sampler, drop_last=True)
+    plan = pt.plan_schedule(loader, 10)
+    assert _drawn(loader, 10) == plan
+    # Without a generator the sampler draws from the global RNG, which the
+    # seed policy owns: refused, naming the sampler.
+    free = torch.utils.data.RandomSampler(Indexed(), replacement=True, num_samples=4)
+    with pytest.raises(pot.InvalidArgumentError, match="RandomSampler without a generator"):
+        pt.plan_schedule(torch.utils.data.DataLoader(Indexed(), batch_size=2, sampler=free), 2)
+
+
+def test_plan_schedule_follows_a_distributed_sampler_across_epochs():
+    """A DistributedSampler shuffles by seed and epoch: each rank's plan is
+    the batches its loop draws when it calls set_epoch(e) every epoch (the
+    planner used to plan every epoch as the first: a ConflictError at the
+    second)."""
+    for rank in (0, 1):
+        sampler = torch.utils.data.distributed.DistributedSampler(Indexed(), num_replicas=2, rank=rank, seed=3,
+                                                                  drop_last=True)
+        loader = torch.utils.data.DataLoader(Indexed(), batch_size=2, sampler=sampler, drop_last=True)
+        plan = pt.plan_schedule(loader, 8)
+        assert sampler.epoch == 0  # restored
+        assert _drawn(loader, 8, sampler.set_epoch) == plan
+        assert plan[0] != plan[2]  # epoch 1 is another permutation than epoch 0
+    # The two ranks split the data: disjoint within an epoch.
+    ranks = [pt.plan_schedule(torch.utils.data.DataLoader(
+        Indexed(), batch_size=2, drop_last=True,
+        sampler=torch.utils.data.distributed.DistributedSampler(Indexed(), num_replicas=2, rank=r, seed=3)), 2)
+        for r in (0, 1)]
+    assert not {i for s in ranks[0] for mb in s for i in mb} & {i for s in ranks[1] for mb in s for i in mb}
+
+
+def test_plan_function_is_the_schedule_of_a_plain_function():
+    def windows(seed, t):
+        g = torch.Generator().manual_seed(seed * 1000 + t)
+        return torch.randint(100, (4,), generator=g).tolist()
+
+    plan = pt.plan_function(windows, 5, seed=9, microbatches=2)
+    assert [i for mb in plan[2] for i in mb] == windows(9, 3)
+    assert all(len(mb) == 2 for step in plan for mb in step)
+    with pytest.raises(pot.InvalidArgumentError, match="step 1"):
+        pt.plan_function(lambda s, t: [1, 2, 3], 2, seed=0, microbatches=2)

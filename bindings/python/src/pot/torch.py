@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import os
 from array import array
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -49,7 +49,7 @@ from ._torch_data import (Dataset, commit_stream, open_dataset, plan_windows, sa
 from ._torch_program import check_model_matches_program, save_program, with_loss
 
 __all__ = ["RUN_SEEDED", "Recorder", "canonical_state", "commit_stream", "lr_schedule", "make_spec", "make_task",
-           "plan_schedule", "plan_windows", "save_program", "state_writer", "step_loss", "with_loss", "write_dataset",
+           "plan_function", "plan_schedule", "plan_windows", "save_program", "state_writer", "step_loss", "with_loss", "write_dataset",
            "DTYPE_NAMES"]
 
 # torch dtype -> safetensors dtype name (docs/PROTOCOL.md section 4).
@@ -381,23 +381,35 @@ def write_dataset(samples: Iterable[Mapping[str, torch.Tensor]], directory: Unio
     return n
 
 
-def plan_schedule(loader: "torch.utils.data.DataLoader[Any]", steps: int, microbatches: int = 1) -> List[List[List[int]]]:
+def plan_schedule(loader: "torch.utils.data.DataLoader[Any]", steps: int, microbatches: int = 1,
+                  first_epoch: int = 0) -> List[List[List[int]]]:
     """The dataset indices a DataLoader will draw for `steps` steps (epoch
     after epoch), each step's batch split into `microbatches` equal parts:
     what the schedule commitment needs before training starts. The loader's
     sampler is iterated ahead with its generator's state saved and restored,
     so the loop then draws exactly these batches (with workers, persistent
-    or not). A shuffling sampler needs
-    an explicit generator (DataLoader(..., generator=torch.Generator().manual_seed(s)));
-    without one it would draw from the global RNG the seed policy controls."""
+    or not; RandomSampler with or without replacement, SubsetRandomSampler,
+    WeightedRandomSampler, a BatchSampler of any of them). A random sampler
+    needs an explicit generator (shuffle=True: DataLoader(...,
+    generator=torch.Generator().manual_seed(s)); a sampler of one's own:
+    its generator=):
+    without one it would draw from the global RNG the seed policy controls.
+    A DistributedSampler draws from its seed and epoch: the loop calls
+    sampler.set_epoch(e) at the start of each epoch, e counting from
+    `first_epoch`, and the plan does the same."""
     bs = loader.batch_sampler
     if bs is None:
         raise InvalidArgumentError("the DataLoader has no batch sampler (batch_size=None)")
     sampler = getattr(bs, "sampler", None)
     gen = getattr(sampler, "generator", None) if sampler is not None else None
-    if isinstance(sampler, torch.utils.data.RandomSampler) and gen is None:
-        raise InvalidArgumentError("a shuffling DataLoader needs generator=torch.Generator().manual_seed(seed) "
-                                   "for its schedule to be planned and committed")
+    random_samplers = (torch.utils.data.RandomSampler, torch.utils.data.SubsetRandomSampler,
+                       torch.utils.data.WeightedRandomSampler)
+    if isinstance(sampler, random_samplers) and gen is None:
+        raise InvalidArgumentError(f"a {type(sampler).__name__} without a generator draws from the global RNG: "
+                                   "give it generator=torch.Generator().manual_seed(seed) (for shuffle=True, the "
+                                   "DataLoader's) for its schedule to be planned and committed")
+    distributed = isinstance(sampler, torch.utils.data.distributed.DistributedSampler)
+    saved_epoch = sampler.epoch if distributed else None
     # Every generator the loop's iteration draws from, saved and restored.
     loader_gen = loader.generator
     gens = [g for g in {id(g): g for g in (gen, loader_gen) if g is not None}.values()]
@@ -410,9 +422,13 @@ def plan_schedule(loader: "torch.utils.data.DataLoader[Any]", steps: int, microb
     # (and a loader iterated before planning has its iterator already).
     persistent = bool(loader.persistent_workers and loader.num_workers > 0)
     draws_seed = not (persistent and getattr(loader, "_iterator", None) is not None)
+    epoch = first_epoch
     try:
         while len(plan) < steps:
             before = len(plan)
+            if distributed:
+                sampler.set_epoch(epoch)
+            epoch += 1
             if loader_gen is not None and draws_seed:
                 torch.empty((), dtype=torch.int64).random_(generator=loader_gen)
             if persistent:
@@ -431,6 +447,25 @@ def plan_schedule(loader: "torch.utils.data.DataLoader[Any]", steps: int, microb
     finally:
         for g, st in zip(gens, saved):
             g.set_state(st)
+        if distributed:
+            sampler.set_epoch(saved_epoch)
+    return plan
+
+
+def plan_function(fn: Callable[[int, int], Sequence[int]], steps: int, *, seed: int,
+                  microbatches: int = 1) -> List[List[List[int]]]:
+    """The schedule of a sampler written as a plain function: step t's batch
+    is fn(seed, t) (dataset indices, in order; t from 1), split into
+    `microbatches` equal parts. The function must be deterministic: the
+    recorder compares every batch with this plan."""
+    plan: List[List[List[int]]] = []
+    for t in range(1, steps + 1):
+        batch = [int(i) for i in fn(seed, t)]
+        if not batch or len(batch) % microbatches:
+            raise InvalidArgumentError(f"plan_function: step {t}'s batch of {len(batch)} does not split into "
+                                       f"{microbatches} equal, non-empty micro-batches")
+        m = len(batch) // microbatches
+        plan.append([batch[j * m:(j + 1) * m] for j in range(microbatches)])
     return plan
 
 
