@@ -227,6 +227,13 @@ OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t chal
         failed(OpeningCheck::kSampleProof, Status::kProofMismatch,
                fmt::format("the stream descriptor gives {} windows, the committed dataset size is {}", windows,
                            commitment.dataset_size));
+      // The samples are rebuilt in memory: never more bytes than a manifest
+      // carrying them could hold.
+      const uint64_t rebuilt = r.batch.size() * stream->sample_bytes();
+      if (r.batch.size() > kMaxManifestBytes || rebuilt > kMaxManifestBytes)
+        failed(OpeningCheck::kSamplePayload, Status::kLimit,
+               fmt::format("the step's {} windows would rebuild {} bytes of samples, a manifest carries at most {}",
+                           r.batch.size(), rebuilt, kMaxManifestBytes));
     }
     for (size_t i = 0; i < m.samples.size(); ++i) {
       SampleOpening &s = r.manifest.samples[i];

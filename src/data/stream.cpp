@@ -33,6 +33,12 @@ void read_version(ByteReader &r, const char *record) {
 
 uint32_t StreamDataset::token_bytes() const { return token_dtype == hash::DType::kU32 ? 4 : 2; }
 
+uint64_t StreamDataset::sample_bytes() const {
+  uint64_t n = 0;
+  for (const StreamView &v : views) n += v.length;
+  return n * (output_dtype == hash::DType::kI32 ? 4 : 8);
+}
+
 WindowCover window_cover(const StreamDataset &d, uint64_t index) {
   const auto [s, o] = d.locate(index);
   const uint64_t b = d.token_bytes();
@@ -67,6 +73,9 @@ void StreamDataset::validate() const {
       fail(Status::kInvalidArgument, "stream.views: '{}' after '{}' (names strictly increasing, bytewise)", v.name,
            views[i - 1].name);
   }
+  if (sample_bytes() > kMaxStreamSampleBytes)
+    fail(Status::kLimit, "stream.views: a window's sample would hold {} bytes of tensor data, at most {}",
+         sample_bytes(), kMaxStreamSampleBytes);
   if (shards.empty()) fail(Status::kInvalidArgument, "stream.shards: none");
   if (shards.size() > kMaxShards) fail(Status::kLimit, "stream.shards: {}, at most {}", shards.size(), kMaxShards);
   for (size_t i = 0; i < shards.size(); ++i) {

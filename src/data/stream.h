@@ -27,6 +27,10 @@ inline constexpr uint32_t kMaxWindow = uint32_t{1} << 20;
 inline constexpr uint32_t kMaxViews = 16;
 inline constexpr uint32_t kMaxShards = uint32_t{1} << 20;
 inline constexpr uint64_t kMaxShardTokens = uint64_t{1} << 40;
+// A window's sample holds at most this many bytes of tensor data (the bound
+// of a sample dataset's payload): a verifier rebuilding samples from window
+// proofs allocates no more than a served sample could make it.
+inline constexpr uint64_t kMaxStreamSampleBytes = uint64_t{64} << 20;
 inline constexpr std::string_view kTagStream = "pot/v2/stream";
 
 // One sample tensor cut from a window: tokens [start, start + length).
@@ -65,6 +69,9 @@ struct StreamDataset {
   // (shard, first token) of window `index`; kOutOfRange past size().
   std::pair<uint32_t, uint64_t> locate(uint64_t index) const;
   uint32_t token_bytes() const;  // 2 or 4
+  // Bytes of tensor data in a window's sample: the views' lengths times the
+  // output dtype's size (at most kMaxStreamSampleBytes).
+  uint64_t sample_bytes() const;
   bool operator==(const StreamDataset &) const = default;
 };
 

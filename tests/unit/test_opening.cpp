@@ -490,3 +490,52 @@ TEST(Opening, AManifestCarryingNextLrIsRefused) {
   b.insert(b.end(), le, le + 8);
   EXPECT_EQ(test::status_of([&] { commit::OpeningManifest::decode(b); }), Status::kMalformed);
 }
+
+// A task whose windows rebuild large samples (8 views of 2^20 tokens as I64:
+// 64 MiB each) and a step of 5 of them: a verifier would hold 320 MiB of
+// samples that a 10 MiB manifest of window proofs asked for. Refused before
+// any sample is rebuilt; 4 of them (256 MiB, what a manifest may carry)
+// go on to the proofs.
+TEST(Opening, StreamSamplesAreBoundedBeforeTheyAreRebuilt) {
+  data::StreamDataset d;
+  d.window = data::kMaxWindow;
+  for (const char *name : {"v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7"}) d.views.push_back({name, 0, data::kMaxWindow});
+  d.shards = {{data::kMaxWindow + 9, hash::sha256("shard", 5)}};
+  ASSERT_EQ(d.size(), 10u);
+  for (const uint64_t batch : {5, 4}) {
+    commit::ScheduleEntry entry{1, {{}}};
+    for (uint64_t i = 0; i < batch; ++i) entry.micro[0].push_back(i);
+    auto schedule = merkle::StoredTree::in_memory(), log = merkle::StoredTree::in_memory();
+    schedule->append(entry.encode(d.size()));
+    commit::TrainingCommitment c;
+    c.initial_state_digest = hash::sha256("s0", 2);
+    c.schedule_root = schedule->root();
+    c.task_id = hash::sha256("task", 4);
+    c.dataset_root = d.root();
+    c.dataset_size = d.size();
+    c.spec_digest = hash::sha256("spec", 4);
+    c.declared_steps = 1;
+    c.miner_identity = {1};
+    const commit::StepLeaf leaf{c.run_id(), 1, hash::sha256("s1", 2), 1.0, 1.0};
+    log->append(leaf.encode());
+    commit::OpeningManifest m;
+    m.run_id = c.run_id();
+    m.step = 1;
+    m.log_size = 1;
+    m.pre_state_digest = c.initial_state_digest;
+    m.post_leaf = leaf.encode();
+    m.post_leaf_proof = merkle::encode_proof(log->inclusion_proof(0, 1));
+    m.schedule_entry = entry.encode(d.size());
+    m.schedule_proof = merkle::encode_proof(schedule->inclusion_proof(0, 1));
+    m.stream = d.encode();
+    for (uint64_t i = 0; i < batch; ++i) m.samples.push_back({i, {}, {}, Bytes(32, 7)});
+    const auto r = commit::verify_opening(c, 1, 1, log->root(), m.encode(), std::nullopt, std::nullopt, 1);
+    if (batch == 5) {
+      EXPECT_EQ(r.check, OpeningCheck::kSamplePayload) << r.message;
+      EXPECT_EQ(r.status, Status::kLimit) << r.message;
+      EXPECT_NE(r.message.find("would rebuild 335544320 bytes"), std::string::npos) << r.message;
+    } else {
+      EXPECT_EQ(r.check, OpeningCheck::kSampleProof) << r.message;  // the bound holds; the fake proofs do not
+    }
+  }
+}

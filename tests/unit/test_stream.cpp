@@ -189,6 +189,24 @@ TEST(Stream, DescriptorRoundTripsAndEveryRuleIsNamed) {
   EXPECT_EQ(rule([](StreamDataset &d) { d.views[0].length = 0; }), Status::kInvalidArgument);
   EXPECT_EQ(rule([](StreamDataset &d) { d.shards.clear(); }), Status::kInvalidArgument);
   EXPECT_EQ(rule([](StreamDataset &d) { d.shards[0].tokens = 0; }), Status::kInvalidArgument);
+  // A window whose sample would exceed a sample's bound (16 views of a
+  // 2^20-token window as I64: 128 MiB); 8 such views (64 MiB) are allowed.
+  auto huge = [](size_t n) {
+    return [n](StreamDataset &d) {
+      d.window = kMaxWindow;
+      d.views.clear();
+      for (size_t i = 0; i < n; ++i) {
+        std::string name = "v00";  // v00, v01, ...: increasing
+        name[1] = static_cast<char>('0' + i / 10);
+        name[2] = static_cast<char>('0' + i % 10);
+        d.views.push_back({name, 0, kMaxWindow});
+      }
+      for (StreamShard &s : d.shards) s.tokens = kMaxWindow + 5;
+    };
+  };
+  EXPECT_EQ(rule(huge(16)), Status::kLimit);
+  EXPECT_EQ(rule(huge(9)), Status::kLimit);
+  EXPECT_EQ(rule(huge(8)), Status::kOk);
   // Shards too short for one window: an empty dataset.
   EXPECT_EQ(rule([](StreamDataset &d) {
               for (StreamShard &s : d.shards) s.tokens = 10;
