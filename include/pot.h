@@ -1355,6 +1355,20 @@ typedef struct pot_recorder pot_recorder;
 POT_API pot_status pot_recorder_new(pot_recorder **out, const char *dir, const pot_spec *spec,
                                     const char *program_path, uint64_t checkpoint_every,
                                     pot_error **err);
+/* Reopens the directory of a recorder whose process stopped (killed at any
+ * point, crashed, or closed early) to continue its run (docs/python.md
+ * "Crash and resume"): the run continues after the last stored checkpoint
+ * c that the log and steps.jsonl hold whole and that digests to the
+ * recorded state; later records, torn writes included, are cut back.
+ * *step receives c and *state_path (NUL-terminated) the checkpoint S_c to
+ * load into the model and optimizer; the next step begun is c + 1.
+ * POT_E_STATE for a directory without a commitment (no step ever began:
+ * start again in an empty directory), POT_E_NOT_FOUND without
+ * pot-run.json, POT_E_MALFORMED naming the file for what no crash leaves
+ * (a record that contradicts the log, a program or schedule that is not
+ * the commitment's). */
+POT_API pot_status pot_recorder_resume(pot_recorder **out, uint64_t *step, pot_bytes *state_path, const char *dir,
+                                       pot_error **err);
 POT_API void pot_recorder_free(pot_recorder *recorder);
 /* Records S_0 (checkpoint 0); *initial_state_digest is the commitment's. */
 POT_API pot_status pot_recorder_start(pot_digest *initial_state_digest, pot_recorder *recorder,

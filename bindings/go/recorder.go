@@ -59,6 +59,36 @@ func NewRecorder(dir string, spec *Spec, programPath string, checkpointEvery uin
 	return r, nil
 }
 
+// ResumeRecorder reopens the directory of a recorder whose process stopped
+// (killed at any point, crashed, or closed early) to continue its run. The
+// run continues after the last stored checkpoint c that the log and
+// steps.jsonl hold whole (later records, torn writes included, are cut
+// back); it returns the recorder, c, and the checkpoint file of S_c to load
+// into the model and optimizer (the next step begun is c + 1).
+// StatusState for a directory without a commitment, StatusNotFound without
+// a run, StatusMalformed (naming the file) for what no crash leaves.
+func ResumeRecorder(dir string) (*Recorder, uint64, string, error) {
+	if abiErr != nil {
+		return nil, 0, "", abiErr
+	}
+	cdir, err := cString(dir, "directory")
+	if err != nil {
+		return nil, 0, "", err
+	}
+	defer freeString(cdir)
+	var p *C.pot_recorder
+	var step C.uint64_t
+	var path C.pot_bytes
+	var cerr *C.pot_error
+	st := C.pot_recorder_resume(&p, &step, &path, cdir, &cerr)
+	if err := toError(st, cerr); err != nil {
+		return nil, 0, "", err
+	}
+	r := &Recorder{p: p}
+	runtime.SetFinalizer(r, (*Recorder).Close)
+	return r, uint64(step), string(takeBytes(&path)), nil
+}
+
 // Close frees the recorder (what it wrote stays on disk; call Finish first
 // to flush the log). It is safe to call more than once.
 func (r *Recorder) Close() error {

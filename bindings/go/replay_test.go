@@ -475,6 +475,20 @@ func TestRecorderAndCheckpoints(t *testing.T) {
 	cp.Close()
 	_, err = cp.Opening(step, steps, data, false)
 	wantCode(t, err, pot.StatusState)
+
+	// The directory reopened as after a crash: the run continues after its
+	// last checkpoint (every step here), with the same log.
+	r2, at, path, err := pot.ResumeRecorder(ck)
+	check(t, err)
+	defer r2.Close()
+	if at != steps || r2.Size() != steps || !strings.HasSuffix(path, fmt.Sprintf("checkpoints/%012d.safetensors", steps)) {
+		t.Fatalf("ResumeRecorder: step %d, size %d, state %s", at, r2.Size(), path)
+	}
+	if got, err := r2.Root(steps); err != nil || got != root {
+		t.Fatalf("resumed root %v (%v), want %v", got, err, root)
+	}
+	_, _, _, err = pot.ResumeRecorder(filepath.Join(dir, "nothing-here"))
+	wantCode(t, err, pot.StatusNotFound)
 }
 
 // fixture is the directory tests/replay/make_fixture.sh prepares.

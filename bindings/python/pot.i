@@ -488,6 +488,7 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
 %newobject pot_losscheck_run;
 %newobject pot_replay_new;
 %newobject pot_recorder_new;
+%newobject pot_recorder_resume;
 %newobject pot_checkpoints_open;
 
 /* ---- input buffers ------------------------------------------------------- */

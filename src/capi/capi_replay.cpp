@@ -432,6 +432,24 @@ pot_status pot_recorder_new(pot_recorder **out, const char *dir, const pot_spec 
   });
 }
 
+pot_status pot_recorder_resume(pot_recorder **out, uint64_t *step, pot_bytes *state_path, const char *dir,
+                               pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    need(step, "step");
+    need(state_path, "state_path");
+    const std::string d(str_arg(dir, "dir"));
+#if POT_WITH_TORCH
+    auto r = replay::Recorder::resume(d);
+    to_text(state_path, r->resumed_state_path());
+    *step = r->resumed_step();
+    *out = new pot_recorder{std::move(r)};
+#else
+    no_torch();
+#endif
+  });
+}
+
 void pot_recorder_free(pot_recorder *recorder) { delete recorder; }
 
 pot_status pot_recorder_start(pot_digest *initial_state_digest, pot_recorder *recorder,

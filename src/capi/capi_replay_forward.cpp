@@ -179,6 +179,11 @@ pot_status pot_recorder_new(pot_recorder **out, const char *dir, const pot_spec 
   return call(&Table::pot_recorder_new, err, out, dir, spec, program_path, checkpoint_every);
 }
 
+pot_status pot_recorder_resume(pot_recorder **out, uint64_t *step, pot_bytes *state_path, const char *dir,
+                               pot_error **err) {
+  return call(&Table::pot_recorder_resume, err, out, step, state_path, dir);
+}
+
 void pot_recorder_free(pot_recorder *recorder) {
   if (recorder && loaded().table) loaded().table->pot_recorder_free(recorder);
 }

@@ -34,6 +34,7 @@
   X(pot_verify_step)                   \
   X(pot_witness_statement)             \
   X(pot_recorder_new)                  \
+  X(pot_recorder_resume)               \
   X(pot_recorder_free)                 \
   X(pot_recorder_start)                \
   X(pot_recorder_set_commitment)       \

@@ -133,6 +133,49 @@ class FileStore final : public NodeStore {
 
 }  // namespace
 
+namespace {
+
+// The hashes a tree file holds past its header (kMalformed when it has no
+// valid header); a torn last hash counts as absent.
+uint64_t tree_file_hashes(const std::string &path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(Status::kIo, "cannot open '{}': {}", path, std::strerror(errno));
+  struct stat st {};
+  uint8_t header[kHeaderSize];
+  const bool ok = fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) >= kHeaderSize &&
+                  ::pread(fd, header, kHeaderSize, 0) == static_cast<ssize_t>(kHeaderSize);
+  ::close(fd);
+  if (!ok || std::memcmp(header, kMagic, 8) != 0 || get_u32le(header + 8) != kFileVersion ||
+      get_u32le(header + 12) != kDigestSize)
+    fail(Status::kMalformed, "'{}' is not a pot tree file of version {}", path, kFileVersion);
+  return (static_cast<uint64_t>(st.st_size) - kHeaderSize) / kDigestSize;
+}
+
+}  // namespace
+
+uint64_t tree_file_leaves(const std::string &path) {
+  const uint64_t hashes = tree_file_hashes(path);
+  uint64_t lo = 0, hi = hashes;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo + 1) / 2;
+    if (postorder_count(mid) <= hashes) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
+void truncate_tree_file(const std::string &path, uint64_t size) {
+  const uint64_t hashes = tree_file_hashes(path);
+  if (size > UINT64_MAX / 4 || postorder_count(size) > hashes)
+    fail(Status::kMalformed, "'{}' holds {} hashes, fewer than a tree of {} leaves", path, hashes, size);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) fail(Status::kIo, "cannot open '{}': {}", path, std::strerror(errno));
+  const bool ok = ::ftruncate(fd, static_cast<off_t>(kHeaderSize + postorder_count(size) * kDigestSize)) == 0 &&
+                  ::fsync(fd) == 0;
+  const int e = errno;
+  ::close(fd);
+  if (!ok) fail(Status::kIo, "cannot truncate '{}': {}", path, std::strerror(e));
+}
+
 StoredTree::StoredTree(std::unique_ptr<NodeStore> store) : store_(std::move(store)) {
   // The node count is 2n - popcount(n), strictly increasing in n: find n.
   const uint64_t count = store_->count();

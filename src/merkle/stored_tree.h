@@ -57,6 +57,16 @@ class StoredTree {
   std::vector<hash::Subtree> border_;  // the right border, as hash::Accumulator
 };
 
+// Cuts the tree file at path back to its first `size` leaves: the file is
+// truncated after the 2 size - popcount(size) hashes a tree of that size
+// holds, discarding later (or torn) appends, and synced. kMalformed when it
+// is not a tree file or holds fewer hashes; kIo on I/O errors. The kept
+// hashes are not read: the caller checks the leaves it needs.
+void truncate_tree_file(const std::string &path, uint64_t size);
+// The number of leaves whose appends a tree file holds whole (a torn append
+// after them is ignored); kMalformed when it is not a tree file.
+uint64_t tree_file_leaves(const std::string &path);
+
 // Position of node (level, index) in post-order: the number of nodes written
 // before it. Exposed for tests and docs/PROTOCOL.md.
 uint64_t postorder_position(unsigned level, uint64_t index);

@@ -164,6 +164,75 @@ std::vector<hash::StTensor> param_views(const std::vector<ParamCopy> &params) {
   return out;
 }
 
+// pot-run.json: the spec and the checkpoint interval.
+struct RunMeta {
+  commit::ExecutionSpec spec;
+  uint64_t every = 1;
+};
+
+RunMeta read_meta(const std::string &dir) {
+  if (!fs::exists(dir + "/pot-run.json")) fail(Status::kNotFound, "'{}' is not a checkpoint directory (no pot-run.json)", dir);
+  const Bytes meta_bytes = read_all(dir + "/pot-run.json", 1 << 20);
+  RunMeta r;
+  try {
+    const nlohmann::json meta = nlohmann::json::parse(meta_bytes.begin(), meta_bytes.end());
+    if (meta.at("format").get<std::string>() != kFormat)
+      fail(Status::kUnsupported, "'{}/pot-run.json': format {} is not {} (a directory of protocol version 1 cannot "
+           "be opened: record the run again)", dir, meta.at("format").dump(), kFormat);
+    r.spec = commit::ExecutionSpec::decode(from_hex(meta.at("spec").get<std::string>()));
+    r.every = meta.at("checkpoint_every").get<uint64_t>();
+  } catch (const nlohmann::json::exception &e) {
+    fail(Status::kMalformed, "'{}/pot-run.json': {}", dir, e.what());
+  }
+  if (r.every == 0) fail(Status::kMalformed, "'{}/pot-run.json': checkpoint_every is 0", dir);
+  return r;
+}
+
+// steps.jsonl, one record per line in step order. With torn_tail, a last
+// line without its newline (a write the process did not finish) is left
+// out, and *kept_bytes receives the bytes of the whole lines.
+std::vector<StepRecord> read_steps(const std::string &dir, bool torn_tail, uint64_t *kept_bytes = nullptr) {
+  const std::string path = dir + "/steps.jsonl";
+  std::vector<StepRecord> steps;
+  if (!fs::exists(path)) {
+    if (kept_bytes) *kept_bytes = 0;
+    return steps;
+  }
+  const Bytes text = read_all(path, uint64_t{1} << 36);
+  size_t at = 0;
+  while (at < text.size()) {
+    const auto nl = std::find(text.begin() + static_cast<std::ptrdiff_t>(at), text.end(), uint8_t{'\n'});
+    if (nl == text.end() && torn_tail) break;
+    const std::string line(text.begin() + static_cast<std::ptrdiff_t>(at), nl);
+    at = static_cast<size_t>(nl - text.begin()) + (nl == text.end() ? 0 : 1);
+    if (line.empty()) continue;
+    try {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      StepRecord r;
+      r.step = j.at("step").get<uint64_t>();
+      r.state_digest = hash::Digest::from_hex(j.at("state_digest").get<std::string>());
+      r.loss = bits_from_hex(j.at("loss_bits").get<std::string>(), "loss_bits");
+      r.update_norm = bits_from_hex(j.at("update_norm_bits").get<std::string>(), "update_norm_bits");
+      if (r.step != steps.size() + 1)
+        fail(Status::kMalformed, "'{}': line {} is for step {}", path, steps.size() + 1, r.step);
+      steps.push_back(r);
+    } catch (const nlohmann::json::exception &e) {
+      fail(Status::kMalformed, "'{}' line {}: {}", path, steps.size() + 1, e.what());
+    }
+    if (kept_bytes) *kept_bytes = at;
+  }
+  if (kept_bytes && steps.empty()) *kept_bytes = 0;
+  return steps;
+}
+
+std::string step_line(const StepRecord &r) {
+  const nlohmann::json line = {{"step", r.step},
+                               {"state_digest", r.state_digest.hex()},
+                               {"loss_bits", bits_hex(r.loss)},
+                               {"update_norm_bits", bits_hex(r.update_norm)}};
+  return line.dump() + "\n";
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -187,6 +256,7 @@ struct Recorder::Impl {
   // The rates of the spec's schedule, one sequence per parameter group,
   // walked forward as steps are recorded.
   std::vector<commit::LrSequence> rates;
+  uint64_t resumed = 0;  // resume(): the step continued after
   std::vector<double> rate_values;  // group g's rate of step rates[g].steps_done()
 
   // Group g's rate of `step`; steps asked for never decrease.
@@ -259,6 +329,98 @@ std::unique_ptr<Recorder> Recorder::create(const std::string &dir, const commit:
   if (!m.steps) fail(Status::kIo, "cannot create '{}/steps.jsonl'", dir);
   return r;
 }
+
+std::unique_ptr<Recorder> Recorder::resume(const std::string &dir, unsigned hash_threads) {
+  RunMeta meta = read_meta(dir);
+  if (!fs::exists(dir + "/commitment.bin") || !fs::exists(dir + "/schedule.bin"))
+    fail(Status::kState, "'{}' holds no commitment: the run never began a step; start it again in an empty directory",
+         dir);
+  const commit::TrainingCommitment c =
+      commit::TrainingCommitment::decode(read_all(dir + "/commitment.bin", commit::kMaxCommitmentBytes));
+  const std::vector<Bytes> schedule = decode_schedule(read_all(dir + "/schedule.bin", kMaxScheduleFileBytes));
+  if (schedule.size() != c.declared_steps || schedule_root(schedule) != c.schedule_root)
+    fail(Status::kMalformed, "'{}': schedule.bin does not match the commitment", dir);
+  if (c.spec_digest != meta.spec.digest())
+    fail(Status::kMalformed, "'{}': the commitment names the spec {}, pot-run.json holds {}", dir, c.spec_digest.hex(),
+         meta.spec.digest().hex());
+  if (commit::program_digest_file(dir + "/program.pt") != meta.spec.model_program_digest)
+    fail(Status::kMalformed, "'{}/program.pt' is not the spec's model program", dir);
+  check_replayable(meta.spec);
+  check_hardware_class(meta.spec);
+
+  // The whole records: lines ending in a newline, appends not torn.
+  uint64_t kept_bytes = 0;
+  const std::vector<StepRecord> steps = read_steps(dir, true, &kept_bytes);
+  const std::string log_path = dir + "/log.tree";
+  const uint64_t logged = fs::exists(log_path) ? merkle::tree_file_leaves(log_path) : 0;
+  const uint64_t whole = std::min<uint64_t>(steps.size(), logged);
+  // The last checkpoint within them whose file is the recorded state.
+  auto recorded = [&](uint64_t t) { return t == 0 ? c.initial_state_digest : steps[t - 1].state_digest; };
+  uint64_t at = whole;
+  for (;; --at) {
+    const std::string ck = numbered(dir, "checkpoints", at);
+    if (fs::exists(ck)) {
+      try {
+        if (hash::SafetensorsFile::open(ck)->digest(hash_threads) == recorded(at)) break;
+      } catch (const Error &) {
+        // A damaged checkpoint: an earlier one serves.
+      }
+    }
+    if (at == 0) fail(Status::kMalformed, "'{}': no checkpoint, not even S_0, holds the state the run recorded", dir);
+  }
+  // Cut everything after it back; the leaves kept must be the records'.
+  if (fs::exists(log_path)) merkle::truncate_tree_file(log_path, at);
+  auto log = merkle::StoredTree::open(log_path);
+  for (uint64_t t = 1; t <= at; ++t)
+    if (log->leaf_hash(t - 1) != commit::StepLeaf{c.run_id(), t, steps[t - 1].state_digest, steps[t - 1].loss,
+                                                  steps[t - 1].update_norm}.leaf_hash())
+      fail(Status::kMalformed, "'{}': steps.jsonl and the log disagree at step {}", dir, t);
+  std::string lines;
+  for (uint64_t t = 1; t <= at; ++t) lines += step_line(steps[t - 1]);
+  write_text(dir + "/steps.jsonl", lines);
+  (void)kept_bytes;
+  std::error_code ec;
+  for (const char *sub : {"checkpoints", "derived"}) {
+    if (!fs::exists(dir + "/" + sub)) continue;
+    for (const auto &e : fs::directory_iterator(dir + "/" + sub)) {
+      const std::string name = e.path().filename().string();
+      // %012d.safetensors past the step, and temporary files of writes the
+      // process did not finish.
+      const bool numbered_file = name.size() == 24 && name.compare(12, 12, ".safetensors") == 0 &&
+                                 name.find_first_not_of("0123456789") == 12;
+      if (!numbered_file || std::stoull(name.substr(0, 12)) > at) fs::remove(e.path(), ec);
+    }
+  }
+
+  std::unique_ptr<Recorder> r(new Recorder());
+  r->impl_ = std::make_unique<Impl>();
+  Impl &m = *r->impl_;
+  m.dir = dir;
+  m.spec = std::move(meta.spec);
+  m.every = meta.every;
+  m.threads = hash_threads;
+  m.log = std::move(log);
+  m.steps.open(dir + "/steps.jsonl", std::ios::binary | std::ios::app);
+  if (!m.steps) fail(Status::kIo, "cannot open '{}/steps.jsonl'", dir);
+  m.started = true;
+  m.initial = c.initial_state_digest;
+  m.commitment = c;
+  m.resumed = at;
+  // What end_step(at) kept: S_at's parameters and generator state.
+  const auto state = hash::SafetensorsFile::open(numbered(dir, "checkpoints", at));
+  std::vector<hash::StTensor> tensors;
+  for (size_t i = 0; i < state->size(); ++i) tensors.push_back({state->entry(i).meta, state->data(i)});
+  m.last_params = copy_params(tensors);
+  if (m.spec.seed_policy == commit::SeedPolicyKind::kSingleSeed) {
+    const hash::StTensor *rng = find(tensors, kRngName);
+    if (!rng) fail(Status::kMalformed, "'{}': checkpoint {} has no '{}' tensor", dir, at, kRngName);
+    m.last_rng.assign(rng->data.begin(), rng->data.end());
+  }
+  return r;
+}
+
+uint64_t Recorder::resumed_step() const { return impl_->resumed; }
+std::string Recorder::resumed_state_path() const { return numbered(impl_->dir, "checkpoints", impl_->resumed); }
 
 Recorder::~Recorder() = default;
 
@@ -383,11 +545,7 @@ commit::StepLeaf Recorder::end_step(const std::vector<hash::StTensor> &state, do
   const commit::StepLeaf leaf{m.commitment->run_id(), t, digest, loss, norm};
   m.log->append(leaf.encode());
   m.log->flush();
-  const nlohmann::json line = {{"step", t},
-                               {"state_digest", digest.hex()},
-                               {"loss_bits", bits_hex(loss)},
-                               {"update_norm_bits", bits_hex(norm)}};
-  m.steps << line.dump() << "\n";
+  m.steps << step_line({t, digest, loss, norm});
   m.steps.flush();
   if (!m.steps) fail(Status::kIo, "cannot append to '{}/steps.jsonl'", m.dir);
   m.last_params = std::move(params);
@@ -493,33 +651,10 @@ std::unique_ptr<CheckpointStore> CheckpointStore::open(const std::string &dir) {
   s->impl_ = std::make_unique<Impl>();
   Impl &m = *s->impl_;
   m.dir = dir;
-  if (!fs::exists(dir + "/pot-run.json")) fail(Status::kNotFound, "'{}' is not a checkpoint directory (no pot-run.json)", dir);
-  const Bytes meta_bytes = read_all(dir + "/pot-run.json", 1 << 20);
-  try {
-    const nlohmann::json meta = nlohmann::json::parse(meta_bytes.begin(), meta_bytes.end());
-    if (meta.at("format").get<std::string>() != kFormat)
-      fail(Status::kUnsupported, "'{}/pot-run.json': format {} is not {} (a directory of protocol version 1 cannot "
-           "be opened: record the run again)", dir, meta.at("format").dump(), kFormat);
-    m.spec = commit::ExecutionSpec::decode(from_hex(meta.at("spec").get<std::string>()));
-    m.every = meta.at("checkpoint_every").get<uint64_t>();
-    std::ifstream in(dir + "/steps.jsonl");
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.empty()) continue;
-      const nlohmann::json j = nlohmann::json::parse(line);
-      StepRecord r;
-      r.step = j.at("step").get<uint64_t>();
-      r.state_digest = hash::Digest::from_hex(j.at("state_digest").get<std::string>());
-      r.loss = bits_from_hex(j.at("loss_bits").get<std::string>(), "loss_bits");
-      r.update_norm = bits_from_hex(j.at("update_norm_bits").get<std::string>(), "update_norm_bits");
-      if (r.step != m.steps.size() + 1)
-        fail(Status::kMalformed, "'{}/steps.jsonl': line {} is for step {}", dir, m.steps.size() + 1, r.step);
-      m.steps.push_back(r);
-    }
-  } catch (const nlohmann::json::exception &e) {
-    fail(Status::kMalformed, "'{}': {}", dir, e.what());
-  }
-  if (m.every == 0) fail(Status::kMalformed, "'{}/pot-run.json': checkpoint_every is 0", dir);
+  RunMeta meta = read_meta(dir);
+  m.spec = std::move(meta.spec);
+  m.every = meta.every;
+  m.steps = read_steps(dir, false);
   m.log = merkle::StoredTree::open(dir + "/log.tree");
   if (m.log->size() != m.steps.size())
     fail(Status::kMalformed, "'{}': the log has {} leaves, steps.jsonl {} lines", dir, m.log->size(), m.steps.size());

@@ -43,7 +43,28 @@ class Recorder {
   static std::unique_ptr<Recorder> create(const std::string &dir, const commit::ExecutionSpec &spec,
                                           const std::string &program_path, uint64_t checkpoint_every,
                                           unsigned hash_threads = 0);
+  // Reopens the directory of a recorder whose process stopped (killed at
+  // any point, crashed, or closed before its last step) to continue the
+  // run. The run continues after the last stored checkpoint c that the log
+  // and steps.jsonl both hold whole and that digests to the state they
+  // record: the log is cut back to c leaves, steps.jsonl to c lines (a torn
+  // last line or append is dropped), later checkpoints and derived states
+  // are removed, and the recorder is where it was after end_step(c) (or
+  // set_commitment, for c = 0): the caller loads S_c (resumed_state_path)
+  // into its model and optimizer and trains step c + 1 on. Training is
+  // deterministic, so the resumed run's leaves are the uninterrupted run's.
+  // kState for a directory without a commitment (no step ever began: start
+  // again in an empty directory), kNotFound without pot-run.json,
+  // kMalformed (naming the file) for anything a crash cannot leave: a
+  // record that contradicts the log, a malformed whole line, a program or
+  // schedule that is not the commitment's.
+  static std::unique_ptr<Recorder> resume(const std::string &dir, unsigned hash_threads = 0);
   ~Recorder();
+
+  // After resume: the step the run continues after, and the file of its
+  // state (the checkpoint S_c).
+  uint64_t resumed_step() const;
+  std::string resumed_state_path() const;
 
   // Records S_0 (checkpoint 0) and returns its digest: the commitment's
   // initial_state_digest. Once, before everything else (kState). S_0's

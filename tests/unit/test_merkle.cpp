@@ -216,6 +216,41 @@ TEST(Merkle, FileTreeRejectsForeignAndTornFiles) {
   EXPECT_EQ(status_of([&] { merkle::StoredTree::open(dir.path().string()); }), Status::kIo);
 }
 
+// What a resumed recorder does with a log its process left mid-append
+// (docs/PROTOCOL.md 21.4 "Resuming"): count the whole appends, cut back.
+TEST(Merkle, TornTreeFilesAreCutBackToWholeAppends) {
+  test::TempDir dir;
+  const auto l = leaf_hashes(12);
+  {
+    auto tree = merkle::StoredTree::open(dir.file("t"));
+    for (const Digest &d : l) tree->append_hash(d);
+  }
+  EXPECT_EQ(merkle::tree_file_leaves(dir.file("t")), 12u);
+  // Leaf 12's append (its leaf hash and two merged nodes) torn after two
+  // hashes and half of the third.
+  const uint64_t whole = 16 + 32 * merkle::postorder_count(11);
+  ASSERT_EQ(merkle::postorder_count(12), merkle::postorder_count(11) + 3);
+  std::filesystem::resize_file(dir.file("t"), whole + 2 * 32 + 17);
+  EXPECT_EQ(status_of([&] { merkle::StoredTree::open(dir.file("t")); }), Status::kMalformed);
+  EXPECT_EQ(merkle::tree_file_leaves(dir.file("t")), 11u);
+  EXPECT_EQ(status_of([&] { merkle::truncate_tree_file(dir.file("t"), 12); }), Status::kMalformed);
+  merkle::truncate_tree_file(dir.file("t"), 7);
+  EXPECT_EQ(std::filesystem::file_size(dir.file("t")), 16 + 32 * merkle::postorder_count(7));
+  {
+    auto tree = merkle::StoredTree::open(dir.file("t"));
+    EXPECT_EQ(tree->root(), mth(l, 0, 7));
+    tree->append_hash(l[7]);  // appends continue where it was cut
+    EXPECT_EQ(tree->root(), mth(l, 0, 8));
+  }
+  merkle::truncate_tree_file(dir.file("t"), 0);
+  EXPECT_EQ(merkle::StoredTree::open(dir.file("t"))->size(), 0u);
+  {
+    std::ofstream(dir.file("foreign")) << "this is not a tree file at all";
+  }
+  EXPECT_EQ(status_of([&] { merkle::tree_file_leaves(dir.file("foreign")); }), Status::kMalformed);
+  EXPECT_EQ(status_of([&] { merkle::truncate_tree_file(dir.file("missing"), 0); }), Status::kIo);
+}
+
 TEST(Merkle, LogSaveLoadRoundTripAndStrictness) {
   const auto l = leaf_hashes(kMax);
   merkle::Log log;

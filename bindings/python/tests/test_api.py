@@ -354,4 +354,4 @@ def test_pot_i_owns_every_handle():
     assert set(declared.values()) == frees
     constructors = {m.group(1) for m in re.finditer(r"\b(pot_\w+)\s*\(\s*pot_\w+\s*\*\*\s*out\b", text)}
     assert constructors == set(re.findall(r"^%newobject (pot_\w+);", iface, re.M))
-    assert len(constructors) == 28
+    assert len(constructors) == 29

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Sequenc
 from . import _pot
 from ._core import Digest, _digest
 from ._errors import Error
-from ._handle import Handle
+from ._handle import Handle, _new
 from .commitment import Commitment
 
 if TYPE_CHECKING:
@@ -290,6 +290,19 @@ class Recorder(Handle):
         with spec._read() as s:
             super().__init__(_pot.pot_recorder_new(dir, s, program_path, checkpoint_every))
         self.dir = os.fsdecode(dir)
+
+    @classmethod
+    def resume(cls, dir: PathLike) -> Tuple["Recorder", int, str]:
+        """Reopens the directory of a recorder whose process stopped (killed
+        at any point, crashed, or closed early): (recorder, c, path of S_c).
+        The run continues after the last stored checkpoint c that the log and
+        steps.jsonl hold whole; later records are cut back. StateError for a
+        directory without a commitment (no step ever began), MalformedError
+        naming the file for what no crash leaves."""
+        raw, step, path = _pot.pot_recorder_resume(dir)
+        r = _new(cls, raw)
+        r.dir = os.fsdecode(dir)
+        return r, int(step), bytes(path).decode("utf-8")
 
     def start(self, s0: SafetensorsWriter) -> Digest:
         """Records S_0 (checkpoint 0); returns its digest, the commitment's

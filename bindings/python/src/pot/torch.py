@@ -613,6 +613,60 @@ def _state_difference(replayed_path: str, recorded: Mapping[str, torch.Tensor], 
             f"{causes}. The run would fail verification; the recorder stopped")
 
 
+# The files a recorder writes (docs/PROTOCOL.md 21.4).
+_RECORDER_FILES = ("pot-run.json", "program.pt", "log.tree", "steps.jsonl", "schedule.bin", "commitment.bin")
+
+
+def _clear_unstarted(directory: str) -> None:
+    """A recorder killed before its commitment was written began no step:
+    nothing of it was published. Its files are removed so that the run can
+    start again in the directory (resume="auto")."""
+    if not os.path.isdir(directory) or os.path.exists(os.path.join(directory, "commitment.bin")):
+        return
+    for name in _RECORDER_FILES:
+        path = os.path.join(directory, name)
+        if os.path.exists(path):
+            os.remove(path)
+    for sub in ("checkpoints", "derived"):
+        path = os.path.join(directory, sub)
+        if os.path.isdir(path):
+            for f in os.listdir(path):
+                os.remove(os.path.join(path, f))
+            os.rmdir(path)
+    for f in os.listdir(directory):  # temporary files of writes the process did not finish
+        if ".tmp-pot." in f:
+            os.remove(os.path.join(directory, f))
+
+
+def _load_canonical_state(model: torch.nn.Module, optimizer: Optimizers, state: Mapping[str, torch.Tensor],
+                          step: int) -> None:
+    """Puts a canonical state (docs/PROTOCOL.md 21.1) back into the model and
+    optimizer: what canonical_state reads, written. The inverse the resumed
+    run needs; InvalidArgumentError for a state that is not theirs."""
+    names = {id(p): n for n, p in model.named_parameters()}
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "param/" + n not in state:
+                raise InvalidArgumentError(f"resume: the checkpoint has no 'param/{n}'")
+            p.copy_(state["param/" + n])
+        for n, b in model.named_buffers():
+            if "buffer/" + n in state:
+                b.copy_(state["buffer/" + n])
+    for gi, (opt, group) in enumerate(_groups(optimizer)):
+        group["lr"] = float(state[group_lr_name(gi)])
+        for p in group["params"]:
+            prefix = f"optim/{names[id(p)]}/"
+            held = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+            opt.state.pop(p, None)
+            if not held:
+                continue
+            st = opt.state[p]
+            for key, value in held.items():
+                st[key] = value.clone()
+            if "step" not in st and isinstance(opt, (torch.optim.RMSprop, torch.optim.Adadelta)):
+                st["step"] = step  # torch 1.13 counts in a Python int no update reads: not state
+
+
 class Recorder:
     """Records a PyTorch training loop: begin_step() before the forward
     pass, end_step(loss) after the optimizer (and LR scheduler) step.
@@ -643,7 +697,8 @@ class Recorder:
                  schedule: Optional[Sequence[Sequence[Sequence[int]]]] = None,
                  dataset_size: Optional[int] = None, checkpoint_every: int = 10,
                  miner_identity: bytes = b"miner", steps: Optional[int] = None,
-                 self_check: Union[bool, str] = True) -> None:
+                 self_check: Union[bool, str] = True, resume: Union[bool, str] = False,
+                 scheduler: Any = None) -> None:
         if not isinstance(task, Task):
             raise TypeError(f"Recorder takes the task the run answers to (pot.Task, see pot.torch.make_task), "
                             f"not {type(task).__name__}")
@@ -710,12 +765,42 @@ class Recorder:
         # Every group's learning rate of every step, as the spec gives it
         # (begin_step compares the optimizer's before the step runs).
         self._rates = [_group_rates(spec, g, len(entries)) for g in range(spec.group_count)]
+        if resume not in (True, False, "auto"):
+            raise InvalidArgumentError(f"resume must be True, False or 'auto', not {resume!r}")
+        committed = os.path.join(self.checkpoint_dir, "commitment.bin")
+        if resume == "auto":
+            resume = os.path.exists(committed)
+            if not resume:
+                _clear_unstarted(self.checkpoint_dir)
+        self.run_id = self.commitment.run_id
+        self._step = 0  # the step begun, 0 between steps
+        if resume:
+            # The directory is this run's before anything in it is cut back.
+            if os.path.exists(committed):
+                with open(committed, "rb") as f:
+                    if f.read() != self.commitment.encode():
+                        raise ConflictError(f"'{self.checkpoint_dir}' holds another run's commitment than this "
+                                            "task, model, schedule and miner give: resume it with what it began "
+                                            "with")
+            self._rec, at, path = _CRecorder.resume(self.checkpoint_dir)
+            self.initial_state_digest = initial
+            with open(path, "rb") as f:
+                state = sample_tensors(f.read())
+            _load_canonical_state(model, optimizer, state, at)
+            if self._single_seed:
+                self._rng = state["rng/cpu"]
+            for sched in ([] if scheduler is None else scheduler if isinstance(scheduler, (list, tuple))
+                          else [scheduler]):
+                # The schedulers the loop steps after each optimizer step:
+                # where they were after step `at`.
+                sched.last_epoch = at
+                sched._step_count = at + 1
+                sched._last_lr = [float(g["lr"]) for g in sched.optimizer.param_groups]
+            return
         self._rec = _CRecorder(self.checkpoint_dir, spec, program, checkpoint_every)
         with state_writer(s0) as w:
             self.initial_state_digest = self._rec.start(w)
         self._rec.set_commitment(self.commitment, entries)
-        self.run_id = self.commitment.run_id
-        self._step = 0  # the step begun, 0 between steps
 
     def _check_sample_names(self) -> None:
         """The program's forward takes the samples' tensors by name

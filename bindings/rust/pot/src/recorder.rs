@@ -8,7 +8,7 @@
 
 use crate::commitment::Commitment;
 use crate::digest::Digest;
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::ffi::{self, call, digest_out, non_null, path_cstring};
 use crate::safetensors::SafetensorsWriter;
 use crate::spec::Spec;
@@ -109,6 +109,32 @@ impl Recorder {
             sys::pot_recorder_new(&mut raw, dir.as_ptr(), spec.as_ptr(), program.as_ptr(), checkpoint_every, err)
         })?;
         Ok(Recorder { raw: non_null(raw)? })
+    }
+
+    /// Reopens the directory of a recorder whose process stopped (killed at
+    /// any point, crashed, or closed early) to continue its run: the
+    /// recorder, the step `c` it continues after (the last stored
+    /// checkpoint the log and `steps.jsonl` hold whole; later records, torn
+    /// writes included, are cut back) and the checkpoint file of `S_c` to
+    /// load into the model and optimizer. The next step begun is `c + 1`.
+    ///
+    /// # Errors
+    /// [`State`](crate::ErrorKind::State) for a directory without a
+    /// commitment, [`NotFound`](crate::ErrorKind::NotFound) without a run,
+    /// [`Malformed`](crate::ErrorKind::Malformed) (naming the file) for what no
+    /// crash leaves, [`Unsupported`](crate::ErrorKind::Unsupported) without
+    /// LibTorch.
+    pub fn resume(dir: impl AsRef<Path>) -> Result<(Recorder, u64, PathBuf)> {
+        let dir = path_cstring(dir.as_ref())?;
+        let mut raw = ptr::null_mut();
+        let mut step = 0u64;
+        let path = ffi::bytes_out(|out, err| unsafe {
+            sys::pot_recorder_resume(&mut raw, &mut step, out, dir.as_ptr(), err)
+        })?;
+        let recorder = Recorder { raw: non_null(raw)? };
+        let path = String::from_utf8(path)
+            .map_err(|e| Error::new(ErrorKind::Internal, format!("libpot returned a path that is not UTF-8: {e}")))?;
+        Ok((recorder, step, PathBuf::from(path)))
     }
 
     /// Records `S_0` (checkpoint 0) and returns its digest, the

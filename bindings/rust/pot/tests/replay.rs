@@ -277,6 +277,13 @@ fn recorder_and_checkpoints_serve_a_verifiable_opening() {
     assert_eq!((f.check, f.error.kind()), (None, ErrorKind::InvalidArgument));
     let e: Error = f.into();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    // The directory reopened as after a crash: the run continues after its
+    // last checkpoint (every step here), with the same log.
+    let (resumed, at, state) = Recorder::resume(&ck).unwrap();
+    assert_eq!((at, resumed.size()), (STEPS, STEPS));
+    assert!(state.ends_with(format!("checkpoints/{STEPS:012}.safetensors")), "{}", state.display());
+    assert_eq!(resumed.root(STEPS).unwrap(), root);
+    assert_eq!(Recorder::resume(dir.path("nothing-here")).unwrap_err().kind(), ErrorKind::NotFound);
 }
 
 /// The directory tests/replay/make_fixture.sh prepares.
