@@ -148,30 +148,23 @@ func (s *Stream) Locate(index uint64) (shard uint32, offset uint64, err error) {
 
 // ProveWindow returns the proof of window index, read from its shard's file.
 func (s *Stream) ProveWindow(index uint64, shardPath string) ([]byte, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.p == nil {
-		return nil, closedError("Stream")
-	}
-	cp, err := cString(shardPath, "shard path")
-	if err != nil {
-		return nil, err
-	}
-	defer freeString(cp)
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_stream_prove_window(&out, s.p, C.uint64_t(index), cp, &cerr)
-	runtime.KeepAlive(s)
-	if err := toError(st, cerr); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
+	return s.fromShard(shardPath, func(out *C.pot_bytes, cp *C.char, cerr **C.pot_error) C.pot_status {
+		return C.pot_stream_prove_window(out, s.p, C.uint64_t(index), cp, cerr)
+	})
 }
 
 // Sample returns the sample of window index (safetensors bytes) read from
 // its shard's file: what a trainer feeds the model. It is not checked
 // against the shard root here; the opening's window proof binds it.
 func (s *Stream) Sample(index uint64, shardPath string) ([]byte, error) {
+	return s.fromShard(shardPath, func(out *C.pot_bytes, cp *C.char, cerr **C.pot_error) C.pot_status {
+		return C.pot_stream_sample(out, s.p, C.uint64_t(index), cp, cerr)
+	})
+}
+
+// fromShard runs a call that reads a shard file into bytes.
+func (s *Stream) fromShard(shardPath string,
+	call func(out *C.pot_bytes, cp *C.char, cerr **C.pot_error) C.pot_status) ([]byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.p == nil {
@@ -184,7 +177,7 @@ func (s *Stream) Sample(index uint64, shardPath string) ([]byte, error) {
 	defer freeString(cp)
 	var out C.pot_bytes
 	var cerr *C.pot_error
-	st := C.pot_stream_sample(&out, s.p, C.uint64_t(index), cp, &cerr)
+	st := call(&out, cp, &cerr)
 	runtime.KeepAlive(s)
 	if err := toError(st, cerr); err != nil {
 		return nil, err

@@ -66,6 +66,19 @@ def make_run(tmp, stream_file=None):
     return rec, model, opt, spec, program, stream, tokens, schedule
 
 
+def train(rec, model, opt):
+    """The loop, every step on rec.batch() (in place of get_batch); the root."""
+    for _ in range(STEPS):
+        rec.begin_step()
+        b = rec.batch()
+        loss = model(b["x"], b["y"])
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        rec.end_step(loss)
+    return rec.finish()
+
+
 def test_plan_windows_draws_what_get_batch_draws(tmp_path):
     """nanoGPT's get_batch with a seeded generator: torch.randint over
     len(data) - block_size offsets; window i of one token file starts at
@@ -115,15 +128,7 @@ def test_tokens_changed_after_the_commitment_are_not_served(tmp_path):
     other tokens, or the file changed) cannot open a step: the checkpoint
     store checks the shard's chunk tree against the descriptor."""
     rec, model, opt, _, _, _, _, _ = make_run(str(tmp_path))
-    for _ in range(STEPS):
-        rec.begin_step()
-        b = rec.batch()
-        loss = model(b["x"], b["y"])
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        rec.end_step(loss)
-    rec.finish()
+    train(rec, model, opt)
     with open(tmp_path / "train.bin", "r+b") as f:
         f.seek(4000)
         f.write(b"\x01\x00")
@@ -154,15 +159,7 @@ def test_a_verifier_in_another_process_checks_a_stream_run_with_the_cli(tmp_path
     if not os.path.exists(cli):
         pytest.skip("no installed bin/pot (run through bindings/python/run-tests.sh PREFIX)")
     rec, model, opt, spec, program, _, _, _ = make_run(str(tmp_path))
-    for _ in range(STEPS):
-        rec.begin_step()
-        b = rec.batch()
-        loss = model(b["x"], b["y"])
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        rec.end_step(loss)
-    root = rec.finish()
+    root = train(rec, model, opt)
     rec.close()
     (tmp_path / "spec.bin").write_bytes(spec.encode())
     ck = str(tmp_path / "ckpt")
