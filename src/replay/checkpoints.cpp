@@ -190,14 +190,11 @@ RunMeta read_meta(const std::string &dir) {
 
 // steps.jsonl, one record per line in step order. With torn_tail, a last
 // line without its newline (a write the process did not finish) is left
-// out, and *kept_bytes receives the bytes of the whole lines.
-std::vector<StepRecord> read_steps(const std::string &dir, bool torn_tail, uint64_t *kept_bytes = nullptr) {
+// out.
+std::vector<StepRecord> read_steps(const std::string &dir, bool torn_tail) {
   const std::string path = dir + "/steps.jsonl";
   std::vector<StepRecord> steps;
-  if (!fs::exists(path)) {
-    if (kept_bytes) *kept_bytes = 0;
-    return steps;
-  }
+  if (!fs::exists(path)) return steps;
   const Bytes text = read_all(path, uint64_t{1} << 36);
   size_t at = 0;
   while (at < text.size()) {
@@ -219,10 +216,29 @@ std::vector<StepRecord> read_steps(const std::string &dir, bool torn_tail, uint6
     } catch (const nlohmann::json::exception &e) {
       fail(Status::kMalformed, "'{}' line {}: {}", path, steps.size() + 1, e.what());
     }
-    if (kept_bytes) *kept_bytes = at;
   }
-  if (kept_bytes && steps.empty()) *kept_bytes = 0;
   return steps;
+}
+
+// commitment.bin and schedule.bin, the schedule checked against the
+// commitment (kMalformed otherwise).
+std::pair<commit::TrainingCommitment, std::vector<Bytes>> read_commitment(const std::string &dir) {
+  auto c = commit::TrainingCommitment::decode(read_all(dir + "/commitment.bin", commit::kMaxCommitmentBytes));
+  auto schedule = decode_schedule(read_all(dir + "/schedule.bin", kMaxScheduleFileBytes));
+  if (schedule.size() != c.declared_steps || schedule_root(schedule) != c.schedule_root)
+    fail(Status::kMalformed, "'{}': schedule.bin does not match the commitment", dir);
+  return {std::move(c), std::move(schedule)};
+}
+
+// Leaves 1..count of the log are the ones steps.jsonl's records rebuild
+// (kMalformed naming the first that differs).
+void check_leaves(const std::string &dir, const merkle::StoredTree &log, const hash::Digest &run_id,
+                  const std::vector<StepRecord> &steps, uint64_t count) {
+  for (uint64_t t = 1; t <= count; ++t) {
+    const StepRecord &r = steps[t - 1];
+    if (log.leaf_hash(t - 1) != commit::StepLeaf{run_id, t, r.state_digest, r.loss, r.update_norm}.leaf_hash())
+      fail(Status::kMalformed, "'{}': steps.jsonl and the log disagree at step {}", dir, t);
+  }
 }
 
 std::string step_line(const StepRecord &r) {
@@ -335,11 +351,7 @@ std::unique_ptr<Recorder> Recorder::resume(const std::string &dir, unsigned hash
   if (!fs::exists(dir + "/commitment.bin") || !fs::exists(dir + "/schedule.bin"))
     fail(Status::kState, "'{}' holds no commitment: the run never began a step; start it again in an empty directory",
          dir);
-  const commit::TrainingCommitment c =
-      commit::TrainingCommitment::decode(read_all(dir + "/commitment.bin", commit::kMaxCommitmentBytes));
-  const std::vector<Bytes> schedule = decode_schedule(read_all(dir + "/schedule.bin", kMaxScheduleFileBytes));
-  if (schedule.size() != c.declared_steps || schedule_root(schedule) != c.schedule_root)
-    fail(Status::kMalformed, "'{}': schedule.bin does not match the commitment", dir);
+  const commit::TrainingCommitment c = read_commitment(dir).first;
   if (c.spec_digest != meta.spec.digest())
     fail(Status::kMalformed, "'{}': the commitment names the spec {}, pot-run.json holds {}", dir, c.spec_digest.hex(),
          meta.spec.digest().hex());
@@ -349,8 +361,7 @@ std::unique_ptr<Recorder> Recorder::resume(const std::string &dir, unsigned hash
   check_hardware_class(meta.spec);
 
   // The whole records: lines ending in a newline, appends not torn.
-  uint64_t kept_bytes = 0;
-  const std::vector<StepRecord> steps = read_steps(dir, true, &kept_bytes);
+  const std::vector<StepRecord> steps = read_steps(dir, true);
   const std::string log_path = dir + "/log.tree";
   const uint64_t logged = fs::exists(log_path) ? merkle::tree_file_leaves(log_path) : 0;
   const uint64_t whole = std::min<uint64_t>(steps.size(), logged);
@@ -371,14 +382,10 @@ std::unique_ptr<Recorder> Recorder::resume(const std::string &dir, unsigned hash
   // Cut everything after it back; the leaves kept must be the records'.
   if (fs::exists(log_path)) merkle::truncate_tree_file(log_path, at);
   auto log = merkle::StoredTree::open(log_path);
-  for (uint64_t t = 1; t <= at; ++t)
-    if (log->leaf_hash(t - 1) != commit::StepLeaf{c.run_id(), t, steps[t - 1].state_digest, steps[t - 1].loss,
-                                                  steps[t - 1].update_norm}.leaf_hash())
-      fail(Status::kMalformed, "'{}': steps.jsonl and the log disagree at step {}", dir, t);
+  check_leaves(dir, *log, c.run_id(), steps, at);
   std::string lines;
   for (uint64_t t = 1; t <= at; ++t) lines += step_line(steps[t - 1]);
   write_text(dir + "/steps.jsonl", lines);
-  (void)kept_bytes;
   std::error_code ec;
   for (const char *sub : {"checkpoints", "derived"}) {
     if (!fs::exists(dir + "/" + sub)) continue;
@@ -659,16 +666,13 @@ std::unique_ptr<CheckpointStore> CheckpointStore::open(const std::string &dir) {
   if (m.log->size() != m.steps.size())
     fail(Status::kMalformed, "'{}': the log has {} leaves, steps.jsonl {} lines", dir, m.log->size(), m.steps.size());
   if (fs::exists(dir + "/commitment.bin")) {
-    m.commitment = commit::TrainingCommitment::decode(read_all(dir + "/commitment.bin", commit::kMaxCommitmentBytes));
-    m.schedule = decode_schedule(read_all(dir + "/schedule.bin", kMaxScheduleFileBytes));
-    if (m.schedule.size() != m.commitment->declared_steps || schedule_root(m.schedule) != m.commitment->schedule_root)
-      fail(Status::kMalformed, "'{}': schedule.bin does not match the commitment", dir);
+    auto [c, schedule] = read_commitment(dir);
+    m.commitment = std::move(c);
+    m.schedule = std::move(schedule);
+    check_leaves(dir, *m.log, m.commitment->run_id(), m.steps, m.steps.size());
   } else if (!m.steps.empty()) {
     fail(Status::kMalformed, "'{}': steps are recorded but there is no commitment.bin (step leaves name the run)", dir);
   }
-  for (const StepRecord &r : m.steps)
-    if (m.log->leaf_hash(r.step - 1) != m.leaf(r).leaf_hash())
-      fail(Status::kMalformed, "'{}': steps.jsonl and the log disagree at step {}", dir, r.step);
   return s;
 }
 
