@@ -26,6 +26,21 @@ void in_range(double v, double lo, bool lo_open, double hi, size_t phase, const 
     rule(phase, fmt::format("{} = {} is outside {}{}, {}]", name, v, lo_open ? "(" : "[", lo, hi));
 }
 
+// LambdaLR's get_lr at local epoch e: base_lr * lmbda(e), the table's last
+// factor past its end.
+double lambda_rate(const LrPhase &p, double base, uint64_t e) {
+  return base * p.factors[static_cast<size_t>(std::min<uint64_t>(e, p.factors.size() - 1))];
+}
+
+// Each value of a table is finite and >= +0 (its sign bit clear).
+void check_table(const std::vector<double> &v, const std::string &where) {
+  if (v.empty() || v.size() > kMaxLrTable)
+    fail(Status::kInvalidArgument, "{} must hold 1..{} values, not {}", where, kMaxLrTable, v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i]) || std::signbit(v[i]))
+      fail(Status::kInvalidArgument, "{}[{}] = {}: each value is finite and >= +0", where, i, v[i]);
+}
+
 // The rate after SequentialLR's step(0) of a phase: its closed form at
 // epoch 0 (_get_closed_form_lr), from the base rate.
 double first_rate(const LrPhase &p, double base) {
@@ -40,6 +55,8 @@ double first_rate(const LrPhase &p, double base) {
       return base * (p.start_factor + (p.end_factor - p.start_factor) * 0.0 / static_cast<double>(p.total_iters));
     case LrPhaseKind::kConstant:  // base_lr * (factor + (0 >= total) * (1 - factor)), total >= 1
       return base * (p.factor + 0.0 * (1 - p.factor));
+    case LrPhaseKind::kLambda:  // LambdaLR has no closed form: get_lr() at last_epoch 0
+      return lambda_rate(p, base, 0);
   }
   return base;
 }
@@ -50,6 +67,7 @@ double initial_rate(const LrPhase &p, double lr) {
   switch (p.kind) {
     case LrPhaseKind::kLinear: return lr * p.start_factor;
     case LrPhaseKind::kConstant: return lr * p.factor;
+    case LrPhaseKind::kLambda: return lambda_rate(p, lr, 0);
     default: return lr;
   }
 }
@@ -82,6 +100,8 @@ double next_rate(const LrPhase &p, double lr, uint64_t e, double base) {
     }
     case LrPhaseKind::kConstant:
       return e == p.total_iters ? lr * (1.0 / p.factor) : lr;
+    case LrPhaseKind::kLambda:  // not chainable: from the base rate, not the current one
+      return lambda_rate(p, base, e);
   }
   return lr;
 }
@@ -91,10 +111,22 @@ double next_rate(const LrPhase &p, double lr, uint64_t e, double base) {
 bool LrPhase::operator==(const LrPhase &o) const {
   return kind == o.kind && step_size == o.step_size && milestones == o.milestones && gamma == o.gamma &&
          t_max == o.t_max && eta_min == o.eta_min && start_factor == o.start_factor && end_factor == o.end_factor &&
-         factor == o.factor && total_iters == o.total_iters;
+         factor == o.factor && total_iters == o.total_iters && factors == o.factors;
 }
 
 void LrSchedule::validate() const {
+  if (interval == 1)
+    fail(Status::kInvalidArgument, "spec.lr_schedule.interval = 1 is written as 0 (a change after every step)");
+  if (interval != 0 && empty())
+    fail(Status::kInvalidArgument, "spec.lr_schedule.interval = {} without phases or rates: a constant rate has "
+         "no interval", interval);
+  if (!rates.empty()) {
+    if (!phases.empty() || !milestones.empty())
+      fail(Status::kInvalidArgument,
+           "spec.lr_schedule: rates set by hand are the whole schedule: no phases or milestones beside them");
+    check_table(rates, "spec.lr_schedule.rates");
+    return;
+  }
   if (phases.size() > kMaxLrPhases)
     fail(Status::kInvalidArgument, "spec.lr_schedule: {} phases, at most {}", phases.size(), kMaxLrPhases);
   if (milestones.size() + 1 != phases.size() && !(phases.empty() && milestones.empty()))
@@ -116,7 +148,8 @@ void LrSchedule::validate() const {
         ((p.t_max != 0 || p.eta_min != 0) && p.kind != LrPhaseKind::kCosine) ||
         ((p.start_factor != 0 || p.end_factor != 0) && p.kind != LrPhaseKind::kLinear) ||
         (p.factor != 0 && p.kind != LrPhaseKind::kConstant) ||
-        (p.total_iters != 0 && p.kind != LrPhaseKind::kLinear && p.kind != LrPhaseKind::kConstant))
+        (p.total_iters != 0 && p.kind != LrPhaseKind::kLinear && p.kind != LrPhaseKind::kConstant) ||
+        (!p.factors.empty() && p.kind != LrPhaseKind::kLambda))
       rule(i, "a field of another scheduler kind is set");
     if (uses_gamma) in_range(p.gamma, 0, true, 1, i, "gamma");
     switch (p.kind) {
@@ -147,6 +180,7 @@ void LrSchedule::validate() const {
         in_range(p.factor, 0, true, 1, i, "factor");
         if (p.total_iters < 1) rule(i, "total_iters must be >= 1");
         break;
+      case LrPhaseKind::kLambda: check_table(p.factors, fmt::format("spec.lr_schedule.phases[{}].factors", i)); break;
       default: rule(i, "unknown scheduler kind");
     }
   }
@@ -155,7 +189,16 @@ void LrSchedule::validate() const {
 LrSequence::LrSequence(const LrSchedule &schedule, double base_lr) : s_(schedule), base_(base_lr) {}
 
 double LrSequence::next() {
-  if (epoch_ == 0) {
+  // Step t trains at scheduler step floor((t - 1) / interval) + 1's rate.
+  if (step_ % (s_.interval ? s_.interval : 1) == 0) advance();
+  ++step_;
+  return lr_;
+}
+
+void LrSequence::advance() {
+  if (!s_.rates.empty()) {  // set by hand: the table, whatever the group's base
+    lr_ = s_.rates[static_cast<size_t>(std::min<uint64_t>(epoch_, s_.rates.size() - 1))];
+  } else if (epoch_ == 0) {
     lr_ = s_.phases.empty() ? base_ : initial_rate(s_.phases[0], base_);
   } else if (!s_.phases.empty()) {
     // SequentialLR.step(): last_epoch = epoch_; idx = bisect_right(milestones, epoch_)
@@ -169,9 +212,8 @@ double LrSequence::next() {
   }
   ++epoch_;
   if (!std::isfinite(lr_) || std::signbit(lr_))
-    fail(Status::kInvalidArgument, "spec.lr_schedule: the rate of step {} is {}: a rate is finite and >= +0", epoch_,
-         lr_);
-  return lr_;
+    fail(Status::kInvalidArgument, "spec.lr_schedule: the rate of step {} is {}: a rate is finite and >= +0",
+         step_ + 1, lr_);
 }
 
 double learning_rate(const LrSchedule &schedule, double base_lr, uint64_t step) {

@@ -195,6 +195,7 @@ const char *phase_name(LrPhaseKind k) {
     case LrPhaseKind::kCosine: return "cosine";
     case LrPhaseKind::kLinear: return "linear";
     case LrPhaseKind::kConstant: return "constant";
+    case LrPhaseKind::kLambda: return "lambda";
   }
   return "?";
 }
@@ -225,9 +226,14 @@ void schedule_to_proto(const LrSchedule &s, v2::LrSchedule *p) {
         q->mutable_constant()->set_factor(ph.factor);
         q->mutable_constant()->set_total_iters(ph.total_iters);
         break;
+      case LrPhaseKind::kLambda:
+        for (double f : ph.factors) q->mutable_lambda()->add_factors(f);
+        break;
     }
   }
   for (uint64_t m : s.milestones) p->add_milestones(m);
+  for (double r : s.rates) p->add_rates(r);
+  p->set_interval(s.interval);
 }
 
 LrSchedule schedule_from_proto(const v2::LrSchedule &p) {
@@ -267,12 +273,35 @@ LrSchedule schedule_from_proto(const v2::LrSchedule &p) {
         ph.factor = q.constant().factor();
         ph.total_iters = q.constant().total_iters();
         break;
+      case v2::LrPhase::kLambda:
+        ph.kind = LrPhaseKind::kLambda;
+        if (static_cast<size_t>(q.lambda().factors_size()) > kMaxLrTable)
+          fail(Status::kMalformed, "spec: an lr_schedule lambda phase has {} factors, at most {}",
+               q.lambda().factors_size(), kMaxLrTable);
+        ph.factors.assign(q.lambda().factors().begin(), q.lambda().factors().end());
+        break;
       default: fail(Status::kMalformed, "spec: an lr_schedule phase has no scheduler kind");
     }
     s.phases.push_back(std::move(ph));
   }
   s.milestones.assign(p.milestones().begin(), p.milestones().end());
+  if (static_cast<size_t>(p.rates_size()) > kMaxLrTable)
+    fail(Status::kMalformed, "spec: lr_schedule has {} rates, at most {}", p.rates_size(), kMaxLrTable);
+  s.rates.assign(p.rates().begin(), p.rates().end());
+  s.interval = p.interval();
   return s;
+}
+
+std::vector<double> json_table(const nlohmann::json &j, const std::string &where) {
+  if (!j.is_array() || j.empty() || j.size() > kMaxLrTable)
+    fail(Status::kInvalidArgument, "{} must be an array of 1..{} numbers", where, kMaxLrTable);
+  std::vector<double> out;
+  out.reserve(j.size());
+  for (const auto &v : j) {
+    if (!v.is_number()) fail(Status::kInvalidArgument, "{} must hold numbers", where);
+    out.push_back(v.get<double>());
+  }
+  return out;
 }
 
 std::vector<uint64_t> json_steps(const nlohmann::json &j, const std::string &where) {
@@ -289,8 +318,15 @@ std::vector<uint64_t> json_steps(const nlohmann::json &j, const std::string &whe
 
 LrSchedule schedule_from_json(const nlohmann::json &j) {
   const JsonFields f(j, "spec.lr_schedule");
-  f.only({"phases", "milestones"});
   LrSchedule s;
+  // 1 (a change after every step) is the encoding's 0.
+  if (f.has("interval")) s.interval = f.u32("interval") == 1 ? 0 : f.u32("interval");
+  if (f.has("rates")) {
+    f.only({"rates", "interval"});
+    s.rates = json_table(f.value("rates"), "spec.lr_schedule.rates");
+    return s;
+  }
+  f.only({"phases", "milestones", "interval"});
   const nlohmann::json &phases = f.value("phases");
   if (!phases.is_array() || phases.empty() || phases.size() > kMaxLrPhases)
     fail(Status::kInvalidArgument, "spec.lr_schedule.phases must be an array of 1..{} schedulers", kMaxLrPhases);
@@ -328,9 +364,14 @@ LrSchedule schedule_from_json(const nlohmann::json &j) {
       ph.kind = LrPhaseKind::kConstant;
       ph.factor = p.f64("factor");
       ph.total_iters = p.u32("total_iters");
+    } else if (kind == "lambda") {
+      p.only({"kind", "factors"});
+      ph.kind = LrPhaseKind::kLambda;
+      ph.factors = json_table(p.value("factors"), p.path("factors"));
     } else {
       fail(Status::kInvalidArgument,
-           "{}.kind '{}' is unknown (step, multi_step, exponential, cosine, linear or constant)", p.path("kind"), kind);
+           "{}.kind '{}' is unknown (step, multi_step, exponential, cosine, linear, constant or lambda)",
+           p.path("kind"), kind);
     }
     s.phases.push_back(std::move(ph));
   }
@@ -339,6 +380,11 @@ LrSchedule schedule_from_json(const nlohmann::json &j) {
 }
 
 nlohmann::json schedule_to_json(const LrSchedule &s) {
+  if (!s.rates.empty()) {
+    nlohmann::json j = {{"rates", s.rates}};
+    if (s.interval) j["interval"] = s.interval;
+    return j;
+  }
   nlohmann::json phases = nlohmann::json::array();
   for (const LrPhase &ph : s.phases) {
     nlohmann::json p = {{"kind", phase_name(ph.kind)}};
@@ -353,10 +399,13 @@ nlohmann::json schedule_to_json(const LrSchedule &s) {
         p["total_iters"] = ph.total_iters;
         break;
       case LrPhaseKind::kConstant: p["factor"] = ph.factor; p["total_iters"] = ph.total_iters; break;
+      case LrPhaseKind::kLambda: p["factors"] = ph.factors; break;
     }
     phases.push_back(std::move(p));
   }
-  return {{"phases", phases}, {"milestones", s.milestones}};
+  nlohmann::json j = {{"phases", phases}, {"milestones", s.milestones}};
+  if (s.interval) j["interval"] = s.interval;
+  return j;
 }
 
 const char *policy_name(SeedPolicyKind k) {
@@ -738,6 +787,9 @@ double ExecutionSpec::learning_rate(uint64_t step) const { return commit::learni
 Bytes ExecutionSpec::encode() const {
   validate();
   const std::string s = to_proto(*this).SerializeAsString();
+  if (s.size() > kMaxSpecBytes)
+    fail(Status::kLimit, "spec: {} bytes encoded, at most {} (long rate tables or many parameter names)", s.size(),
+         kMaxSpecBytes);
   return Bytes(s.begin(), s.end());
 }
 
@@ -818,7 +870,7 @@ ExecutionSpec ExecutionSpec::from_json(const nlohmann::json &j) {
     }
   }
   s.grad_clip_value = f.has("grad_clip_value") ? f.f64("grad_clip_value") : 0;
-  s.validate();
+  s.encode();  // validates, and refuses a spec too large to be decoded again
   return s;
 }
 

@@ -290,7 +290,13 @@ def pb_packed(field: int, values) -> bytes:
     return varint(field << 3 | 2) + varint(len(body)) + body if body else b""
 
 
-LR_KINDS = {"step": 1, "multi_step": 2, "exponential": 3, "cosine": 4, "linear": 5, "constant": 6}
+LR_KINDS = {"step": 1, "multi_step": 2, "exponential": 3, "cosine": 4, "linear": 5, "constant": 6, "lambda": 7}
+
+
+def pb_packed_doubles(field: int, values) -> bytes:
+    """A packed repeated double field: the 8 little-endian bytes of each."""
+    body = b"".join(struct.pack("<d", float(v)) for v in values)
+    return varint(field << 3 | 2) + varint(len(body)) + body if body else b""
 
 
 def lr_phase_canonical(p: dict) -> bytes:
@@ -305,26 +311,48 @@ def lr_phase_canonical(p: dict) -> bytes:
         body = pb_varint(1, p["t_max"]) + pb_double(2, p.get("eta_min", 0.0))
     elif k == "linear":
         body = pb_double(1, p["start_factor"]) + pb_double(2, p["end_factor"]) + pb_varint(3, p["total_iters"])
-    else:
+    elif k == "constant":
         body = pb_double(1, p["factor"]) + pb_varint(2, p["total_iters"])
+    else:
+        body = pb_packed_doubles(1, p["factors"])
     return pb_message(LR_KINDS[k], body)
 
 
 def lr_schedule_canonical(s: dict) -> bytes:
     """pot.v2.LrSchedule (section 14.3)."""
-    return b"".join(pb_message(1, lr_phase_canonical(p)) for p in s["phases"]) + pb_packed(2, s.get("milestones", []))
+    every = s.get("interval", 0)
+    tail = pb_varint(4, 0 if every == 1 else every)
+    if "rates" in s:
+        return pb_packed_doubles(3, s["rates"]) + tail
+    return b"".join(pb_message(1, lr_phase_canonical(p)) for p in s["phases"]) + \
+        pb_packed(2, s.get("milestones", [])) + tail
 
 
-def learning_rates(j: dict, n: int) -> list:
-    """lr(1)..lr(n) of a spec's JSON form, by section 14.3's recursion."""
-    base = float(j["optimizer"]["lr"])
+def learning_rates(j: dict, n: int, group: int = 0) -> list:
+    """lr(1)..lr(n) of a spec's JSON form (of parameter group `group`), by
+    section 14.3's recursion."""
+    base = float((j["optimizer"] if group == 0 else j["param_groups"][group - 1]["optimizer"])["lr"])
     sched = j.get("lr_schedule")
     if not sched:
         return [base] * n
+    every = sched.get("interval", 1) or 1
+    if every > 1:
+        # Step t trains at the rate of scheduler step floor((t - 1) / every) + 1.
+        per = learning_rates(dict(j, lr_schedule=dict(sched, interval=0)), (n + every - 1) // every, group)
+        return [per[t // every] for t in range(n)]
+    if "rates" in sched:
+        r = sched["rates"]
+        return [float(r[min(e, len(r) - 1)]) for e in range(n)]
     phases, ms = sched["phases"], sched.get("milestones", [])
+
+    def lam(p, l):
+        f = p["factors"]
+        return base * float(f[min(l, len(f) - 1)])
     pi = 3.141592653589793
 
     def init(p):
+        if p["kind"] == "lambda":
+            return lam(p, 0)
         return base * p["start_factor"] if p["kind"] == "linear" else base * p["factor"] if p["kind"] == "constant" \
             else base
 
@@ -337,6 +365,8 @@ def learning_rates(j: dict, n: int) -> list:
             return eta + (base - eta) * (1 + math.cos(pi * 0.0 / float(p["t_max"]))) / 2
         if k == "linear":
             return base * (p["start_factor"] + (p["end_factor"] - p["start_factor"]) * 0.0 / float(p["total_iters"]))
+        if k == "lambda":
+            return lam(p, 0)
         return base * (p["factor"] + 0.0 * (1 - p["factor"]))
 
     def nxt(p, x, l):
@@ -359,6 +389,8 @@ def learning_rates(j: dict, n: int) -> list:
                 return x
             d = p["end_factor"] - p["start_factor"]
             return x * (1 + d / (float(p["total_iters"]) * p["start_factor"] + float(l - 1) * d))
+        if k == "lambda":
+            return lam(p, l)
         return x * (1.0 / p["factor"]) if l == p["total_iters"] else x
 
     out, x = [], 0.0

@@ -136,10 +136,16 @@ def test_canonical_spec_commitment_schedules_witnesses():
         canon = ind.spec_canonical(s["json"])
         assert canon.hex() == s["canonical"]
         assert ind.tagged("pot/v2/spec", canon).hex() == s["digest"]
-    lr = v["learning_rates"]
-    rates = ind.learning_rates(v["specs"][lr["spec"]]["json"], len(lr["rates_le"]))
-    assert [struct.pack("<d", r).hex() for r in rates] == lr["rates_le"]
-    assert "lr_schedule" in v["specs"][lr["spec"]]["json"]
+    kinds = set()
+    for lr in v["learning_rates"]:
+        j = v["specs"][lr["spec"]]["json"]
+        rates = ind.learning_rates(j, len(lr["rates_le"]), lr["group"])
+        assert [struct.pack("<d", r).hex() for r in rates] == lr["rates_le"]
+        sched = j["lr_schedule"]
+        kinds |= {"rates"} if "rates" in sched else {p["kind"] for p in sched["phases"]}
+    # Every kind of schedule, and an interval, has rates to check.
+    assert kinds == set(ind.LR_KINDS) | {"rates"}, kinds
+    assert any(v["specs"][lr["spec"]]["json"]["lr_schedule"].get("interval") for lr in v["learning_rates"])
     tasks = {}
     for t in v["tasks"]:
         canon = ind.task_canonical(t["json"])

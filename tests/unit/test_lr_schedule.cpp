@@ -223,3 +223,149 @@ TEST(LrSchedule, CanonicalEncodingAndJsonRoundTrip) {
             }),
             Status::kMalformed);
 }
+
+TEST(LrSchedule, LambdaPhaseIsTheBaseTimesItsFactorAndKeepsTheLastOne) {
+  // LambdaLR: base_lr * lmbda(e), not chained from the previous rate; past
+  // the table the last factor holds.
+  const std::vector<double> r = rates(one_phase({{"kind", "lambda"}, {"factors", {0.25, 0.5, 1.0, 0.1}}}), 6, 0.3);
+  EXPECT_EQ(r, (std::vector<double>{0.3 * 0.25, 0.3 * 0.5, 0.3 * 1.0, 0.3 * 0.1, 0.3 * 0.1, 0.3 * 0.1}));
+  // Entered at a milestone, it starts over at factor 0 (SequentialLR's step(0)).
+  const json seq = {{"phases", {{{"kind", "exponential"}, {"gamma", 0.5}}, {{"kind", "lambda"}, {"factors", {0.7, 0.9}}}}},
+                    {"milestones", {2}}};
+  EXPECT_EQ(rates(seq, 5, 2.0), (std::vector<double>{2.0, 1.0, 2.0 * 0.7, 2.0 * 0.9, 2.0 * 0.9}));
+}
+
+TEST(LrSchedule, RatesSetByHandAreEveryGroupsRateWhateverItsBase) {
+  // Warm-up code writing param_groups[g]["lr"] = get_lr(t - 1) before each
+  // step: the rate is the table's, the optimizer's lr plays no part.
+  const json hand = {{"rates", {1e-4, 2e-4, 3e-4, 2.5e-4}}};
+  EXPECT_EQ(rates(hand, 6, 0.9), (std::vector<double>{1e-4, 2e-4, 3e-4, 2.5e-4, 2.5e-4, 2.5e-4}));
+  auto j = schedule_spec_json(hand);
+  j["param_groups"] = json::array({{{"optimizer", {{"kind", "sgd"}, {"lr", 7.0}}}, {"params", {"b"}}}});
+  const auto s = commit::ExecutionSpec::from_json(j);
+  EXPECT_EQ(s.group_learning_rate(1, 3), 3e-4);
+  EXPECT_EQ(s.learning_rate(2), 2e-4);
+}
+
+TEST(LrSchedule, TablesAreCheckedValueByValue) {
+  struct Case {
+    json schedule;
+    const char *expect;
+  } cases[] = {
+      {json{{"rates", json::array()}}, "rates must be an array of 1..7680 numbers"},
+      {json{{"rates", {0.1, -0.0}}}, "rates[1] = -0: each value is finite and >= +0"},
+      {json{{"rates", {0.1, -1e-3}}}, "rates[1] = -0.001"},
+      {json{{"rates", {"0.1"}}}, "must hold numbers"},
+      {json{{"rates", {0.1}}, {"phases", {{{"kind", "exponential"}, {"gamma", 0.5}}}}}, "unknown key"},
+      {one_phase({{"kind", "lambda"}, {"factors", json::array()}}), "factors must be an array of 1..7680"},
+      {one_phase({{"kind", "lambda"}, {"factors", {1.0, -2.0}}}), "phases[0].factors[1] = -2"},
+      {one_phase({{"kind", "lambda"}, {"factors", {1.0}}, {"gamma", 0.5}}), "unknown key 'gamma'"},
+  };
+  for (const Case &c : cases)
+    EXPECT_NE(schedule_rule_message(c.schedule).find(c.expect), std::string::npos)
+        << c.schedule.dump() << ": " << schedule_rule_message(c.schedule);
+  json big = json::array();
+  for (size_t i = 0; i <= commit::kMaxLrTable; ++i) big.push_back(1e-3);
+  EXPECT_NE(schedule_rule_message(json{{"rates", big}}).find("1..7680"), std::string::npos);
+  // Rates beside phases, built in code rather than JSON: one schedule, one meaning.
+  commit::LrSchedule both;
+  both.rates = {0.1};
+  both.phases.push_back(commit::LrPhase{});
+  both.phases[0].kind = commit::LrPhaseKind::kExponential;
+  both.phases[0].gamma = 0.5;
+  EXPECT_EQ(status_of([&] { both.validate(); }), Status::kInvalidArgument);
+  // A factor of a non-lambda phase is a field of another kind.
+  commit::LrSchedule stray;
+  stray.phases.push_back(both.phases[0]);
+  stray.phases[0].factors = {1.0};
+  EXPECT_EQ(status_of([&] { stray.validate(); }), Status::kInvalidArgument);
+}
+
+TEST(LrSchedule, TablesEncodePackedAndRoundTrip) {
+  const json lambda = one_phase({{"kind", "lambda"}, {"factors", {0.0, 0.5, 1.0}}});
+  const json hand = {{"rates", {6e-4, 5.9999999999999995e-4}}};
+  for (const json &sched : {lambda, hand}) {
+    const auto s = commit::ExecutionSpec::from_json(schedule_spec_json(sched));
+    const Bytes b = s.encode();
+    const auto back = commit::ExecutionSpec::decode(b);
+    EXPECT_TRUE(back.lr_schedule == s.lr_schedule) << sched.dump();
+    EXPECT_EQ(commit::ExecutionSpec::from_json(back.to_json()).encode(), b);
+  }
+  // The hand-set rates are field 3 of field 17, packed: 8a 01 <len> 1a 10 <16 bytes>.
+  const auto s = commit::ExecutionSpec::from_json(schedule_spec_json(hand));
+  v2::ExecutionSpec p;
+  const Bytes b = s.encode();
+  ASSERT_TRUE(p.ParseFromArray(b.data(), static_cast<int>(b.size())));
+  ASSERT_EQ(p.lr_schedule().rates_size(), 2);
+  EXPECT_EQ(p.lr_schedule().SerializeAsString().substr(0, 2), std::string("\x1a\x10", 2));
+  // The unpacked form of the same rates is another encoding: refused.
+  std::string unpacked = p.SerializeAsString();
+  const std::string packed_sched = p.lr_schedule().SerializeAsString();
+  std::string loose;
+  for (int i = 0; i < 2; ++i) {
+    loose += '\x19';  // field 3, wire type 1 (64-bit)
+    const double v = p.lr_schedule().rates(i);
+    loose.append(reinterpret_cast<const char *>(&v), 8);
+  }
+  const size_t at = unpacked.rfind(packed_sched);
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_EQ(static_cast<unsigned char>(unpacked[at - 1]), packed_sched.size());
+  unpacked.replace(at - 1, packed_sched.size() + 1, std::string(1, static_cast<char>(loose.size())) + loose);
+  EXPECT_EQ(status_of([&] {
+              commit::ExecutionSpec::decode(
+                  ByteView(reinterpret_cast<const uint8_t *>(unpacked.data()), unpacked.size()));
+            }),
+            Status::kMalformed);
+}
+
+TEST(LrSchedule, TablesTooLargeForTheSpecAreRefusedWhenBuilt) {
+  // Two tables of the largest size: each is valid, together they do not fit
+  // the 64 KiB a decoder accepts, so the spec is refused when built, not
+  // after it has been published.
+  json factors = json::array();
+  for (size_t i = 0; i < commit::kMaxLrTable; ++i) factors.push_back(0.5);
+  const json two = {{"phases", {{{"kind", "lambda"}, {"factors", factors}}, {{"kind", "lambda"}, {"factors", factors}}}},
+                    {"milestones", {10}}};
+  EXPECT_EQ(status_of([&] { commit::ExecutionSpec::from_json(schedule_spec_json(two)); }), Status::kLimit);
+  const json one = one_phase({{"kind", "lambda"}, {"factors", factors}});
+  const auto s = commit::ExecutionSpec::from_json(schedule_spec_json(one));
+  EXPECT_LE(s.encode().size(), commit::kMaxSpecBytes);
+  EXPECT_TRUE(commit::ExecutionSpec::decode(s.encode()).lr_schedule == s.lr_schedule);
+}
+
+TEST(LrSchedule, AnIntervalHoldsEachRateForThatManySteps) {
+  // A StepLR stepped once per epoch of 3 batches: the rate of step t is the
+  // scheduler's after floor((t - 1) / 3) steps.
+  const json per_epoch = {{"phases", {{{"kind", "step"}, {"step_size", 2}, {"gamma", 0.5}}}}, {"interval", 3}};
+  EXPECT_EQ(rates(per_epoch, 14), (std::vector<double>{1, 1, 1, 1, 1, 1, .5, .5, .5, .5, .5, .5, .25, .25}));
+  // The per-epoch walk equals the per-step one evaluated at each epoch.
+  const json cos_every = {{"phases", {{{"kind", "cosine"}, {"t_max", 7}, {"eta_min", 0.01}}}}, {"interval", 4}};
+  const json cos_each = {{"phases", {{{"kind", "cosine"}, {"t_max", 7}, {"eta_min", 0.01}}}}};
+  const std::vector<double> fine = rates(cos_every, 40, 0.3), coarse = rates(cos_each, 10, 0.3);
+  for (size_t t = 0; t < fine.size(); ++t) EXPECT_EQ(fine[t], coarse[t / 4]) << t;
+  // Hand-set rates per epoch (the ImageNet example's adjust_learning_rate).
+  EXPECT_EQ(rates({{"rates", {0.1, 0.01}}, {"interval", 2}}, 5), (std::vector<double>{0.1, 0.1, 0.01, 0.01, 0.01}));
+  // A later window agrees with the walk from step 1.
+  const auto s = commit::ExecutionSpec::from_json(schedule_spec_json(cos_every));
+  std::vector<double> tail(9);
+  commit::learning_rates(s.lr_schedule, 0.3, 30, tail.size(), tail.data());
+  for (size_t i = 0; i < tail.size(); ++i) EXPECT_EQ(tail[i], rates(cos_every, 40, 0.3)[29 + i]);
+  // 1 is every step: the JSON form takes it and writes nothing; an encoding
+  // that holds it, or an interval without a schedule, is refused.
+  const auto one = commit::ExecutionSpec::from_json(schedule_spec_json({{"rates", {0.1}}, {"interval", 1}}));
+  EXPECT_EQ(one.lr_schedule.interval, 0u);
+  commit::LrSchedule bad;
+  bad.rates = {0.1};
+  bad.interval = 1;
+  EXPECT_EQ(status_of([&] { bad.validate(); }), Status::kInvalidArgument);
+  commit::LrSchedule bare;
+  bare.interval = 5;
+  EXPECT_EQ(status_of([&] { bare.validate(); }), Status::kInvalidArgument);
+  // It is field 4 of the schedule, and round-trips.
+  const Bytes b = s.encode();
+  EXPECT_TRUE(commit::ExecutionSpec::decode(b).lr_schedule == s.lr_schedule);
+  EXPECT_EQ(commit::ExecutionSpec::from_json(s.to_json()).encode(), b);
+  v2::ExecutionSpec p;
+  ASSERT_TRUE(p.ParseFromArray(b.data(), static_cast<int>(b.size())));
+  EXPECT_EQ(p.lr_schedule().interval(), 4u);
+}

@@ -353,7 +353,34 @@ ordered_json generate_protocol() {
       {"optimizer": {"kind": "radam", "lr": 0.001, "beta1": 0.9, "beta2": 0.999, "eps": 1e-08,
                      "decoupled_weight_decay": true, "maximize": true}, "params": ["e", "\u00e9"]},
       {"optimizer": {"kind": "sgd", "lr": 0.1, "maximize": true}, "params": ["f"]}]})";
-  for (const char *sj : {spec_json, sgd_json, groups_json}) {
+  // Tables (section 14.3): rates set by hand for two groups every second
+  // step (a warm-up as nanoGPT-style loops compute it, then a floor), and a LambdaLR warm-up
+  // followed by every other kind and a LambdaLR tail.
+  const char *hand_json = R"({"framework": "pytorch", "framework_version": "1.13.1",
+    "model_program_digest": "1111111111111111111111111111111111111111111111111111111111111111",
+    "dtype": "F32", "attention_backend": "math", "dropout": 0.0,
+    "optimizer": {"kind": "adamw", "lr": 0.0006, "beta1": 0.9, "beta2": 0.95, "eps": 1e-08, "weight_decay": 0.1},
+    "batch_size": 12, "intra_op_threads": 1, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2",
+    "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16,
+    "param_groups": [{"optimizer": {"kind": "adamw", "lr": 0.0006, "beta1": 0.9, "beta2": 0.95, "eps": 1e-08,
+                                    "weight_decay": 0.0}, "params": ["ln.bias", "ln.weight"]}],
+    "lr_schedule": {"rates": [0.00012, 0.00024, 0.00036, 0.00048, 0.0006, 0.0005, 0.00035, 0.0002, 6e-05],
+                    "interval": 2}})";
+  const char *lambda_json = R"({"framework": "pytorch", "framework_version": "1.13.1",
+    "model_program_digest": "2222222222222222222222222222222222222222222222222222222222222222",
+    "dtype": "F32", "attention_backend": "math", "dropout": 0.0,
+    "optimizer": {"kind": "sgd", "lr": 0.1, "momentum": 0.9},
+    "batch_size": 4, "intra_op_threads": 1, "hardware_class": "cpu-x86_64/aten:avx2/onednn:avx2",
+    "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 8,
+    "lr_schedule": {"phases": [{"kind": "lambda", "factors": [0.0, 0.25, 0.5, 0.75]},
+                               {"kind": "cosine", "t_max": 6, "eta_min": 0.001},
+                               {"kind": "step", "step_size": 2, "gamma": 0.5},
+                               {"kind": "exponential", "gamma": 0.9},
+                               {"kind": "constant", "factor": 0.5, "total_iters": 2},
+                               {"kind": "lambda", "factors": [0.3, 0.2, 0.1]}],
+                    "milestones": [4, 10, 15, 19, 23]}})";
+  out["learning_rates"] = nlohmann::json::array();
+  for (const char *sj : {spec_json, sgd_json, groups_json, hand_json, lambda_json}) {
     pot_spec *spec = nullptr;
     pot_error *err = nullptr;
     ok(pot_spec_from_json(&spec, sj, &err), err, "spec");
@@ -364,21 +391,26 @@ ordered_json generate_protocol() {
     const char *comment = sj == spec_json ? "AdamW, dropout, per_step seeds, warm-up, cosine with a restart, "
                                             "multi-step (sections 14, 14.3)"
                           : sj == sgd_json ? "SGD with nesterov in F64, accumulation, no RNG use"
-                                           : "Muon in group 0 and eight more parameter groups, one of each other "
-                                             "optimizer kind, clipping by value (sections 14.2, 14.5)";
+                          : sj == groups_json ? "Muon in group 0 and eight more parameter groups, one of each other "
+                                                "optimizer kind, clipping by value (sections 14.2, 14.5)"
+                          : sj == hand_json ? "rates set by hand (warm-up code) every second step, two parameter groups (section 14.3)"
+                                            : "LambdaLR warm-up, then each other kind, a LambdaLR tail (section 14.3)";
     out["specs"].push_back({{"comment", comment},
                             {"json", nlohmann::json::parse(sj)}, {"canonical", hex(b.data, b.len)}, {"digest", hex(d)}});
     pot_bytes_free(&b);
-    if (sj == spec_json) {
-      // lr(1)..lr(90): the warm-up, the cosine phase from its closed-form
-      // start through its restart branch (local epoch 31), multi-step.
-      std::vector<double> rates(90);
-      ok(pot_spec_learning_rates(rates.data(), rates.size(), spec, 1, nullptr), nullptr, "rates");
+    // lr(1)..lr(n) of the schedules: the first spec's warm-up, its cosine
+    // phase from its closed-form start through its restart branch (local
+    // epoch 31) and multi-step; the tables past their last value.
+    const size_t index = out["specs"].size() - 1;
+    const size_t n = sj == spec_json ? 90 : sj == hand_json ? 21 : sj == lambda_json ? 30 : 0;
+    for (uint32_t g = 0; n && g < (sj == hand_json ? 2u : 1u); ++g) {
+      std::vector<double> rates(n);
+      ok(pot_spec_group_learning_rates(rates.data(), rates.size(), spec, g, 1, nullptr), nullptr, "rates");
       nlohmann::json bits = nlohmann::json::array();
       for (double r : rates) bits.push_back(hex(reinterpret_cast<const uint8_t *>(&r), 8));
-      out["learning_rates"] = {{"comment", "lr(1)..lr(90) of the first spec, each the 8 little-endian bytes "
-                                           "of the binary64 (section 14.3)"},
-                               {"spec", 0}, {"first", 1}, {"rates_le", bits}};
+      out["learning_rates"].push_back({{"comment", "lr(1)..lr(n) of a spec's parameter group, each the 8 "
+                                                   "little-endian bytes of the binary64 (section 14.3)"},
+                                       {"spec", index}, {"group", g}, {"first", 1}, {"rates_le", bits}});
     }
     pot_spec_free(spec);
   }
