@@ -87,6 +87,12 @@ type protocolVectors struct {
 		Resolution uint32      `json:"resolution"`
 		Bucket     json.Number `json:"bucket"`
 	} `json:"norm_buckets"`
+	LearningRates []struct {
+		Spec    int      `json:"spec"`
+		Group   uint32   `json:"group"`
+		First   uint64   `json:"first"`
+		RatesLE []string `json:"rates_le"`
+	} `json:"learning_rates"`
 	Specs []struct {
 		JSON      json.RawMessage `json:"json"`
 		Canonical string          `json:"canonical"`
@@ -300,6 +306,27 @@ func TestProtocolVectors(t *testing.T) {
 		}
 	})
 
+	t.Run("learning_rates", func(t *testing.T) {
+		// Each schedule's rates, every kind and both tables, bit for bit (PROTOCOL.md 14.3).
+		if len(v.LearningRates) < 4 {
+			t.Fatalf("%d learning_rates vectors", len(v.LearningRates))
+		}
+		for _, lr := range v.LearningRates {
+			spec, err := pot.SpecFromJSON(string(v.Specs[lr.Spec].JSON))
+			check(t, err)
+			got, err := spec.GroupLearningRates(lr.Group, lr.First, len(lr.RatesLE))
+			check(t, err)
+			for i, r := range got {
+				var le [8]byte
+				binary.LittleEndian.PutUint64(le[:], math.Float64bits(r))
+				if fmt.Sprintf("%x", le) != lr.RatesLE[i] {
+					t.Errorf("spec %d group %d step %d: %x, want %s", lr.Spec, lr.Group, lr.First+uint64(i), le, lr.RatesLE[i])
+				}
+			}
+			spec.Close()
+		}
+	})
+
 	t.Run("specs", func(t *testing.T) {
 		for i, s := range v.Specs {
 			spec, err := pot.SpecFromJSON(string(s.JSON))
@@ -371,8 +398,8 @@ func TestProtocolVectors(t *testing.T) {
 			dec.Close()
 			again.Close()
 		}
-		if len(v.Specs) != 3 {
-			t.Fatalf("%d specs, want 3", len(v.Specs))
+		if len(v.Specs) != 5 {
+			t.Fatalf("%d specs, want 5", len(v.Specs))
 		}
 		_, err := pot.SpecFromJSON(`{"framework": "pytorch"}`)
 		wantCode(t, err, pot.StatusInvalidArgument)

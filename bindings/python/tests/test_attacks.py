@@ -554,17 +554,27 @@ def test_attack_learning_rate_zero_fails_at_learning_rate(tmp_path):
     for t in range(2, STEPS + 1):
         e = refused_at(w, commitment, root, serve, t, pot.OpeningCheck.LEARNING_RATE)
         assert f"hparam/lr = 0, the spec's learning-rate schedule gives step {t} the rate" in e.message
-    # The recorder stops a loop whose rate is not the spec's at the first step.
-    w2 = World(tmp_path / "again")
-    rec = pt.Recorder(w2.model, w2.opt, w2.task, w2.program, os.path.join(w2.tmp, "ckpt"), dataset_dir=w2.data_dir,
-                      schedule=w2.schedule, miner_identity=MINER)
-    rec.begin_step(w2.schedule[0][0])
-    batch = [w2.samples[i] for i in w2.schedule[0][0]]
-    w2.model(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch])).backward()
-    w2.opt.step()  # and no scheduler step: S_1 would hold the rate of step 1
-    with pytest.raises(pot.InvalidArgumentError, match="gives step 2 the rate"):
-        rec.end_step(1.0)
-    rec.close()
+    # The recorder stops a loop whose rate is not the spec's at the first
+    # step: the miner's rate 0 set after step 1 at end_step(1); a loop that
+    # leaves the rate where it was (no scheduler step) before step 2 trains.
+    for how in ("zero", "unstepped"):
+        w2 = World(tmp_path / f"again-{how}")
+        rec = pt.Recorder(w2.model, w2.opt, w2.task, w2.program, os.path.join(w2.tmp, "ckpt"),
+                          dataset_dir=w2.data_dir, schedule=w2.schedule, miner_identity=MINER)
+        rec.begin_step(w2.schedule[0][0])
+        batch = [w2.samples[i] for i in w2.schedule[0][0]]
+        w2.model(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch])).backward()
+        w2.opt.step()
+        if how == "zero":
+            w2.opt.param_groups[0]["lr"] = 0.0
+            with pytest.raises(pot.InvalidArgumentError, match="holds learning rate 0.0 after step 1"):
+                rec.end_step(1.0)
+        else:
+            rec.end_step(1.0)
+            with pytest.raises(pot.InvalidArgumentError, match="step 2 would train parameter group 0 at learning "
+                                                                "rate 0.0125, the spec's schedule gives"):
+                rec.begin_step(w2.schedule[1][0])
+        rec.close()
 
 
 def test_attack_non_finite_states_fail_at_every_challenged_step(tmp_path):

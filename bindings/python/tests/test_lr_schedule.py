@@ -3,6 +3,7 @@ for bit: pot.Spec.learning_rates (libpot's evaluation) must equal
 optimizer.param_groups[0]["lr"] before every optimizer step of a loop that
 steps the scheduler after each optimizer step. make_spec(scheduler=) reads
 the scheduler; what it cannot replay it refuses by name."""
+import math
 import struct
 
 import pytest
@@ -108,8 +109,8 @@ def test_schedulers_pot_cannot_replay_are_refused_by_name(tmp_path):
 
     with pytest.raises(pot.InvalidArgumentError, match="OneCycleLR is not replayed"):
         spec_of(lambda o: L.OneCycleLR(o, max_lr=0.1, total_steps=100))
-    with pytest.raises(pot.InvalidArgumentError, match="LambdaLR is not replayed"):
-        spec_of(lambda o: L.LambdaLR(o, lambda e: 0.5 ** e))
+    with pytest.raises(pot.InvalidArgumentError, match="MultiplicativeLR is not replayed"):
+        spec_of(lambda o: L.MultiplicativeLR(o, lambda e: 0.5))
 
     class MyStep(L.StepLR):  # a subclass may compute other rates
         pass
@@ -151,3 +152,124 @@ def test_spec_json_round_trip_and_rate_bounds(tmp_path):
     with pytest.raises(ValueError, match="POT_MAX_RATES_PER_CALL"):  # before anything is allocated
         spec.learning_rates(1, 2 ** 24 + 1)
     assert spec.learning_rates(5, 0) == []
+
+
+def hf_linear(warmup, total):
+    """The factor of a linear warm-up then linear decay to 0, as Hugging
+    Face's get_linear_schedule_with_warmup defines it."""
+    def factor(step):
+        if step < warmup:
+            return float(step) / float(max(1, warmup))
+        return max(0.0, float(total - step) / float(max(1, total - warmup)))
+    return factor
+
+
+def nanogpt_lr(it, lr=6e-4, warmup=40, decay=300, min_lr=6e-5):
+    """A rate set by hand at the top of the loop, as nanoGPT-style scripts
+    compute it: linear warm-up, cosine decay, then a floor."""
+    if it < warmup:
+        return lr * (it + 1) / (warmup + 1)
+    if it > decay:
+        return min_lr
+    ratio = (it - warmup) / (decay - warmup)
+    coeff = 0.5 * (1.0 + math.cos(math.pi * ratio))
+    return min_lr + coeff * (lr - min_lr)
+
+
+LAMBDA_CASES = {
+    "hf-linear": lambda o: L.LambdaLR(o, hf_linear(30, 300)),
+    "warmup-times-cosine": lambda o: L.LambdaLR(
+        o, lambda e: min(1.0, (e + 1) / 20) * 0.5 * (1 + math.cos(math.pi * e / STEPS))),
+    "int-factors": lambda o: L.LambdaLR(o, lambda e: 1 if e < 50 else 0),
+    "lambda-then-cosine": lambda o: L.SequentialLR(o, [L.LambdaLR(o, lambda e: (e + 1) / 10),
+                                                       L.CosineAnnealingLR(o, 100, 1e-5)], [10]),
+    "cosine-then-lambda": lambda o: L.SequentialLR(o, [L.CosineAnnealingLR(o, 50),
+                                                       L.LambdaLR(o, lambda e: 0.99 ** e)], [50]),
+}
+
+
+def bits(xs):
+    return [struct.pack("<d", x) for x in xs]
+
+
+@pytest.mark.parametrize("name", sorted(LAMBDA_CASES))
+def test_a_lambda_scheduler_is_listed_and_equals_torch(tmp_path, name):
+    model = Tiny()
+    opt = torch.optim.SGD(model.parameters(), lr=BASE)
+    sched = LAMBDA_CASES[name](opt)
+    spec = pt.make_spec(opt, program(tmp_path), dtype=torch.float32, batch_size=1, seed_policy="none",
+                        intra_op_threads=1, scheduler=sched, steps=STEPS)
+    _, _, want = torch_rates(LAMBDA_CASES[name])
+    assert bits(spec.learning_rates(1, STEPS)) == bits(want), name
+    # The table stops where the factor stops changing: a run as long as the
+    # task allows needs no more.
+    phases = spec.to_dict()["lr_schedule"]["phases"]
+    assert all(len(p["factors"]) <= STEPS + 1 for p in phases if p["kind"] == "lambda")
+    if name == "int-factors":
+        assert phases[0]["factors"] == [1.0] * 50 + [0.0]
+
+
+def torch_rates_every(make, every, steps=STEPS):
+    """A loop stepping its scheduler once per epoch of `every` steps."""
+    model = Tiny()
+    opt = torch.optim.SGD(model.parameters(), lr=BASE)
+    sched = make(opt)
+    out = []
+    for t in range(1, steps + 1):
+        out.append(opt.param_groups[0]["lr"])
+        opt.step()
+        if t % every == 0:
+            sched.step()
+    return out
+
+
+@pytest.mark.parametrize("name", ["step", "cosine", "warmup-cosine", "hf-linear"])
+def test_a_scheduler_stepped_per_epoch_equals_torch_with_lr_every(tmp_path, name):
+    make = {**CASES, **LAMBDA_CASES}[name]
+    every = 7
+    model = Tiny()
+    opt = torch.optim.SGD(model.parameters(), lr=BASE)
+    spec = pt.make_spec(opt, program(tmp_path), dtype=torch.float32, batch_size=1, seed_policy="none",
+                        intra_op_threads=1, scheduler=make(opt), lr_every=every, steps=STEPS)
+    assert spec.to_dict()["lr_schedule"]["interval"] == every
+    want = torch_rates_every(make, every)
+    assert bits(spec.learning_rates(1, STEPS)) == bits(want), name
+    assert len(set(want)) > 3  # the rate does change, once per epoch
+
+
+def test_rates_set_by_hand_are_every_groups_rate(tmp_path):
+    model = torch.nn.Linear(2, 2)
+    opt = torch.optim.AdamW([{"params": [model.weight]}, {"params": [model.bias], "weight_decay": 0.0}], lr=6e-4)
+    rates = [nanogpt_lr(it) for it in range(STEPS)]
+    spec = pt.make_spec(opt, program(tmp_path), dtype=torch.float32, batch_size=1, seed_policy="none",
+                        intra_op_threads=1, rates=rates, model=model)
+    table = spec.to_dict()["lr_schedule"]["rates"]
+    assert len(table) == 301  # the floor (reached at iteration 300: cos(pi) = -1) is listed once
+    for g in range(2):
+        assert bits(spec.group_learning_rates(g, 1, STEPS)) == bits(rates)
+    # Per epoch: one rate per epoch of 5 steps.
+    per_epoch = pt.make_spec(opt, program(tmp_path), dtype=torch.float32, batch_size=1, seed_policy="none",
+                             intra_op_threads=1, rates=[0.1, 0.01, 0.001], lr_every=5, model=model)
+    assert per_epoch.learning_rates(1, 16) == [0.1] * 5 + [0.01] * 5 + [0.001] * 6
+
+
+def test_tables_are_refused_where_they_cannot_be_what_the_loop_does(tmp_path):
+    model = Tiny()
+    kw = dict(dtype=torch.float32, batch_size=1, seed_policy="none", intra_op_threads=1)
+    opt = torch.optim.SGD(model.parameters(), lr=BASE)
+    lam = L.LambdaLR(opt, lambda e: 0.5)
+    with pytest.raises(pot.InvalidArgumentError, match="steps="):
+        pt.make_spec(opt, program(tmp_path), scheduler=lam, **kw)
+    with pytest.raises(pot.InvalidArgumentError, match="one schedule"):
+        pt.make_spec(opt, program(tmp_path), scheduler=lam, rates=[0.1], steps=3, **kw)
+    two = torch.optim.SGD([{"params": [model.w]}, {"params": [torch.nn.Parameter(torch.zeros(1))]}], lr=BASE)
+    with pytest.raises(pot.InvalidArgumentError, match="differ between parameter groups"):
+        pt.make_spec(two, program(tmp_path), scheduler=L.LambdaLR(two, [lambda e: 1.0, lambda e: 0.5]), steps=3,
+                     **kw)
+    fresh = torch.optim.SGD(Tiny().parameters(), lr=BASE)
+    with pytest.raises(pot.InvalidArgumentError, match="constant rate has no interval"):
+        pt.make_spec(fresh, program(tmp_path), lr_every=4, **kw)
+    with pytest.raises(pot.InvalidArgumentError, match=r"rates\[1\] = -0.1"):
+        pt.make_spec(fresh, program(tmp_path), rates=[0.1, -0.1], **kw)
+    with pytest.raises(pot.InvalidArgumentError, match="factors\\[2\\]"):
+        pt.make_spec(fresh, program(tmp_path), scheduler=L.LambdaLR(fresh, lambda e: 1.0 - e), steps=5, **kw)

@@ -4,6 +4,7 @@ pitfall is a loop that trains without complaint and would fail every
 verifier; the recorder must name it at step 1 (or at the first step after a
 checkpoint), and the honest loop must still record and verify."""
 import os
+import struct
 import subprocess
 import sys
 import textwrap
@@ -71,7 +72,7 @@ def data(tmp):
 
 
 def make_run(tmp, program_module, model_for_recorder=None, lr=0.05, scheduler=None, every=3, self_check=True,
-          sched_factory=None):
+             sched_factory=None, **spec_kw):
     """Program, spec, task and recorder for a plain SGD loop."""
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -81,7 +82,8 @@ def make_run(tmp, program_module, model_for_recorder=None, lr=0.05, scheduler=No
     pt.save_program(program_module, program)
     opt = torch.optim.SGD(program_module.parameters(), lr=lr, momentum=0.9)
     sched = sched_factory(opt) if sched_factory else None
-    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, seed_policy="none", scheduler=sched)
+    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, seed_policy="none", scheduler=sched,
+                        **spec_kw)
     task = pt.make_task(program_module, opt, spec, dataset_dir=os.path.join(tmp, "data"), schedule="run_seeded",
                         steps=STEPS, owner=b"owner", end_height=10**6, challenge_rounds=2)
     rec = pt.Recorder(model_for_recorder or program_module, opt, task, program, os.path.join(tmp, "ckpt"),
@@ -184,7 +186,7 @@ def test_a_learning_rate_set_by_hand_is_refused_before_the_step(tmp_path):
     rec.close()
 
 
-def test_a_scheduler_stepped_per_epoch_is_refused_at_step_1(tmp_path):
+def test_a_scheduler_stepped_per_epoch_is_refused_before_the_step_its_rate_differs(tmp_path):
     model = Recurrent()
     rec, opt, sched, xs, ys, _, _ = make_run(
         str(tmp_path / "run"), model, sched_factory=lambda o: torch.optim.lr_scheduler.StepLR(o, 1, gamma=0.5))
@@ -193,9 +195,108 @@ def test_a_scheduler_stepped_per_epoch_is_refused_at_step_1(tmp_path):
     model(x, y).backward()
     opt.step()
     opt.zero_grad(set_to_none=True)
-    # The loop steps its scheduler at the end of an epoch, not here.
-    with pytest.raises(pot.InvalidArgumentError, match="hparam/lr"):
+    rec.end_step(1.0)  # S_1 holds the spec's rate of step 2
+    # The loop steps its scheduler at the end of an epoch, not here: the
+    # spec (stepped after every step) trains step 2 at half the rate.
+    idx, x, y = batch(rec, xs, ys, 2)
+    with pytest.raises(pot.InvalidArgumentError, match="learning rate 0.05, the spec's schedule gives 0.025.*lr_every"):
+        rec.begin_step(idx)
+    rec.close()
+
+
+def record_all(rec, opt, xs, ys, set_rate=None, after_step=None):
+    """The loop: a rate set by hand before each step, or a scheduler hook
+    after each; every step recorded."""
+    for t in range(1, STEPS + 1):
+        if set_rate:
+            for g in opt.param_groups:
+                g["lr"] = set_rate(t - 1)
+        idx, x, y = batch(rec, xs, ys, t)
+        rec.begin_step(idx)
+        loss = rec.model(x, y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        rec.end_step(loss)
+        if after_step:
+            after_step(t)
+    return rec.finish()
+
+
+def verify_all(rec, spec, program, root):
+    for t in range(1, STEPS + 1):
+        r = pot.verify_step(rec.commitment, spec, program, t, STEPS, root, rec.serve(t), rec.state_path(t - 1))
+        assert r.ok, (t, r.failed_check, r.message)
+
+
+def warmup_lr(it, lr=0.05, warmup=2, decay=5, min_lr=0.005):
+    """nanoGPT-style rate set at the top of the loop."""
+    import math
+    if it < warmup:
+        return lr * (it + 1) / (warmup + 1)
+    if it > decay:
+        return min_lr
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * (it - warmup) / (decay - warmup))) * (lr - min_lr)
+
+
+def test_a_rate_set_by_hand_records_and_verifies_with_its_rates_in_the_spec(tmp_path):
+    rates = [warmup_lr(it) for it in range(STEPS)]
+    rec, opt, _, xs, ys, spec, program = make_run(str(tmp_path / "run"), Recurrent(), every=2, rates=rates)
+    assert spec.learning_rates(1, STEPS) == rates
+    root = record_all(rec, opt, xs, ys, set_rate=warmup_lr)
+    verify_all(rec, spec, program, root)
+    # S_t holds the rate of step t + 1, as a verifier replays it.
+    with pot.Safetensors(rec.state_path(3)) as f:
+        assert struct.unpack("<d", f.tensor_data("hparam/lr"))[0] == rates[3]
+    rec.close()
+
+
+def test_a_miner_training_at_a_rate_of_its_own_is_refused_at_that_step(tmp_path):
+    # The attack: the task's table, but a loop that trains step 3 at rate 0
+    # (parameters frozen, paid for nothing) or at another rate.
+    rates = [warmup_lr(it) for it in range(STEPS)]
+    for bad in (0.0, rates[2] * 2):
+        rec, opt, _, xs, ys, _, _ = make_run(str(tmp_path / f"run-{bad}"), Recurrent(), rates=rates)
+        with pytest.raises(pot.InvalidArgumentError, match=f"step 3 would train parameter group 0 at learning rate "
+                                                            f"{bad!r}"):
+            record_all(rec, opt, xs, ys, set_rate=lambda it: bad if it == 2 else warmup_lr(it))
+        assert rec.steps_recorded == 2
+        rec.close()
+    # Set after begin_step, the rate escapes the check before the step, not
+    # the one after it.
+    rec, opt, _, xs, ys, _, _ = make_run(str(tmp_path / "late"), Recurrent(), rates=rates)
+    idx, x, y = batch(rec, xs, ys, 1)
+    for g in opt.param_groups:
+        g["lr"] = rates[0]
+    rec.begin_step(idx)
+    for g in opt.param_groups:
+        g["lr"] = 0.0
+    rec.model(x, y).backward()
+    opt.step()
+    with pytest.raises(pot.InvalidArgumentError, match="holds learning rate 0.0 after step 1"):
         rec.end_step(1.0)
+    rec.close()
+
+
+def test_a_scheduler_stepped_per_epoch_records_and_verifies_with_lr_every(tmp_path):
+    per_epoch = 2
+    rec, opt, sched, xs, ys, spec, program = make_run(
+        str(tmp_path / "run"), Recurrent(), every=3, lr_every=per_epoch,
+        sched_factory=lambda o: torch.optim.lr_scheduler.StepLR(o, 1, gamma=0.5))
+    assert spec.learning_rates(1, STEPS) == [0.05, 0.05, 0.025, 0.025, 0.0125, 0.0125]
+    root = record_all(rec, opt, xs, ys, after_step=lambda t: sched.step() if t % per_epoch == 0 else None)
+    verify_all(rec, spec, program, root)
+    rec.close()
+
+
+def test_a_lambda_scheduler_records_and_verifies(tmp_path):
+    def factor(step):  # a linear warm-up then decay, as Hugging Face's default schedule
+        return step / 2 if step < 2 else max(0.0, (STEPS - step) / (STEPS - 2))
+    rec, opt, sched, xs, ys, spec, program = make_run(
+        str(tmp_path / "run"), Recurrent(), steps=STEPS,
+        sched_factory=lambda o: torch.optim.lr_scheduler.LambdaLR(o, factor))
+    root = record_all(rec, opt, xs, ys, after_step=lambda t: sched.step())
+    verify_all(rec, spec, program, root)
     rec.close()
 
 

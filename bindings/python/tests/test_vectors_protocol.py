@@ -88,7 +88,16 @@ def test_specs(i):
                 assert rates == [grp["optimizer"]["lr"]] * 2
         with pytest.raises(pot.OutOfRangeError):
             spec.group_learning_rates(spec.group_count, 1, 1)
-    assert len(V["specs"]) == 3
+
+
+def test_learning_rates():
+    # Each schedule's rates, every kind and both tables, bit for bit
+    # (docs/PROTOCOL.md 14.3), through the binding.
+    assert len(V["learning_rates"]) >= 4
+    for lr in V["learning_rates"]:
+        spec = pot.Spec.from_json(json.dumps(V["specs"][lr["spec"]]["json"]))
+        got = spec.group_learning_rates(lr["group"], lr["first"], len(lr["rates_le"]))
+        assert [struct.pack("<d", r).hex() for r in got] == lr["rates_le"]
 
 
 def test_spec_errors():

@@ -29,6 +29,7 @@ ahead without disturbing it) or `plan_windows` (random windows as a
 from __future__ import annotations
 
 import json
+import math
 import os
 from array import array
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -160,11 +161,33 @@ def step_loss(loss: Union[float, torch.Tensor, Sequence[Union[float, torch.Tenso
     return total
 
 
-def _phase(s: Any) -> Dict[str, Any]:
-    """One scheduler as a phase of the spec's lr_schedule. Exact types only:
-    a subclass may compute its rates otherwise."""
+def _factors(s: Any, span: Optional[int]) -> List[float]:
+    """A LambdaLR's factors at its scheduler steps 0..span-1 (every group's
+    function must give the same), the repeats at the end dropped: the
+    spec's table keeps its last factor."""
+    if span is None:
+        raise InvalidArgumentError("a LambdaLR is listed step by step in the spec: pass steps= (the run's training "
+                                   "steps) so its function can be evaluated")
+    tables = []
+    for fn in s.lr_lambdas:
+        tables.append([float(fn(e)) for e in range(max(span, 1))])
+    if any(t != tables[0] for t in tables):
+        raise InvalidArgumentError("the LambdaLR's functions differ between parameter groups: the spec has one "
+                                   "schedule, every group follows it")
+    table = tables[0]
+    while len(table) > 1 and table[-1] == table[-2] and math.copysign(1, table[-1]) == math.copysign(1, table[-2]):
+        table.pop()
+    return table
+
+
+def _phase(s: Any, span: Optional[int] = None) -> Dict[str, Any]:
+    """One scheduler as a phase of the spec's lr_schedule, `span` scheduler
+    steps long (None: to the end of an unknown run). Exact types only: a
+    subclass may compute its rates otherwise."""
     L = torch.optim.lr_scheduler
     kind = type(s)
+    if kind is L.LambdaLR:
+        return {"kind": "lambda", "factors": _factors(s, span)}
     if kind is L.StepLR:
         return {"kind": "step", "step_size": s.step_size, "gamma": float(s.gamma)}
     if kind is L.MultiStepLR:
@@ -180,21 +203,36 @@ def _phase(s: Any) -> Dict[str, Any]:
         return {"kind": "constant", "factor": float(s.factor), "total_iters": s.total_iters}
     raise InvalidArgumentError(
         f"LR scheduler {kind.__module__}.{kind.__qualname__} is not replayed (StepLR, MultiStepLR, ExponentialLR, "
-        "CosineAnnealingLR, LinearLR, ConstantLR, or a SequentialLR of them)")
+        "CosineAnnealingLR, LinearLR, ConstantLR, LambdaLR, or a SequentialLR of them; a rate computed by the "
+        "loop itself is make_spec(rates=...))")
 
 
-def lr_schedule(scheduler: Any) -> Optional[Dict[str, Any]]:
+def _scheduler_steps(steps: Optional[int], every: int) -> Optional[int]:
+    """The scheduler steps a run of `steps` training steps reaches, the one
+    after its last step included (S_n holds lr(n + 1))."""
+    return None if steps is None else steps // every + 1
+
+
+def lr_schedule(scheduler: Any, *, steps: Optional[int] = None, every: int = 1) -> Optional[Dict[str, Any]]:
     """The spec's lr_schedule (JSON form, docs/PROTOCOL.md 14.3) of a fresh
     torch.optim.lr_scheduler object that the loop steps once after every
-    optimizer step; None for no scheduler. InvalidArgumentError for a
-    scheduler pot does not replay or one that has already stepped."""
+    `every` optimizer steps (1: after each; len(train_loader) for once per
+    epoch); None for no scheduler. A LambdaLR is listed as a table of its
+    function's values, so it needs steps= (the run's training steps).
+    InvalidArgumentError for a scheduler pot does not replay or one that has
+    already stepped."""
     if scheduler is None:
         return None
+    if not isinstance(every, int) or every < 1:
+        raise InvalidArgumentError(f"every must be a positive step count, not {every!r}")
     if type(scheduler) is torch.optim.lr_scheduler.SequentialLR:
         subs, milestones = list(scheduler._schedulers), [int(m) for m in scheduler._milestones]
     else:
         subs, milestones = [scheduler], []
-    phases = [_phase(s) for s in subs]
+    total = _scheduler_steps(steps, every)
+    bounds = [0] + milestones + [total]
+    phases = [_phase(s, None if bounds[i + 1] is None else max(bounds[i + 1] - bounds[i], 1))
+              for i, s in enumerate(subs)]
     if scheduler.last_epoch != 0:
         raise InvalidArgumentError(f"the LR scheduler has already stepped (last_epoch = {scheduler.last_epoch}): "
                                    "build the spec before training")
@@ -202,7 +240,10 @@ def lr_schedule(scheduler: Any) -> Optional[Dict[str, Any]]:
     # 14.5); the phases of a SequentialLR must agree on them.
     if any([float(b) for b in s.base_lrs] != [float(b) for b in subs[0].base_lrs] for s in subs):
         raise InvalidArgumentError("the schedulers of the SequentialLR have different base learning rates")
-    return {"phases": phases, "milestones": milestones}
+    out: Dict[str, Any] = {"phases": phases, "milestones": milestones}
+    if every > 1:
+        out["interval"] = every
+    return out
 
 
 # The optimizer classes pot replays, by exact type (a subclass may override
@@ -266,7 +307,8 @@ def make_spec(optimizer: Optimizers, program: Union[str, "os.PathLike[str]"], *,
               grad_clip_value: float = 0.0, intra_op_threads: Optional[int] = None, seed_policy: str = "per_step",
               seed: int = 0, norm_bucket_resolution: int = 16, hardware_class: Optional[str] = None,
               attention_backend: str = "math", other_rng_use: bool = False, deterministic_algorithms: bool = False,
-              scheduler: Any = None, model: Optional[torch.nn.Module] = None) -> Spec:
+              scheduler: Any = None, model: Optional[torch.nn.Module] = None,
+              rates: Optional[Sequence[float]] = None, lr_every: int = 1, steps: Optional[int] = None) -> Spec:
     """The execution spec of a loop using this optimizer (SGD, Adam, AdamW,
     Adadelta, Adagrad, RMSprop, Adamax, NAdam, RAdam or Muon; several
     optimizers side by side as a list, e.g. [Muon(matrices), AdamW(rest)])
@@ -287,20 +329,40 @@ def make_spec(optimizer: Optimizers, program: Union[str, "os.PathLike[str]"], *,
     optimizer, for several), fresh, stepped once after every step
     (lr_schedule()); the spec then fixes the learning rate of every step of
     every group, and the recorder refuses a state whose rate differs. An
-    optimizer with a scheduler attached must name it."""
+    optimizer with a scheduler attached must name it. A LambdaLR is listed
+    step by step: pass steps= (the run's training steps).
+
+    rates: the rates a loop sets by hand (warm-up code writing
+    param_groups[g]["lr"] before each step), one per training step from
+    step 1, e.g. [get_lr(it) for it in range(max_iters)]; every group trains
+    at them (docs/PROTOCOL.md 14.3). lr_every: the loop changes the rate
+    (steps the scheduler, or sets a rate of `rates`) once every lr_every
+    training steps: len(train_loader) for once per epoch; `rates` then
+    holds one rate per epoch."""
     groups = _groups(optimizer)
     scheds = [] if scheduler is None else list(scheduler) if isinstance(scheduler, (list, tuple)) else [scheduler]
-    schedules = [lr_schedule(sc) for sc in scheds]
+    if rates is not None and scheds:
+        raise InvalidArgumentError("rates set by hand and a scheduler: the spec has one schedule, pass one of them")
+    schedules = [lr_schedule(sc, steps=steps, every=lr_every) for sc in scheds]
     if any(sch != schedules[0] for sch in schedules):
         raise InvalidArgumentError("the schedulers give different schedules: the spec has one, every group follows it")
     schedule = schedules[0] if schedules else None
+    if rates is not None:
+        table = [float(r) for r in rates]
+        while len(table) > 1 and table[-1] == table[-2]:
+            table.pop()  # the spec's table keeps its last rate
+        schedule = {"rates": table}
+        if lr_every > 1:
+            schedule["interval"] = lr_every
+    elif lr_every != 1 and not scheds:
+        raise InvalidArgumentError("lr_every without a scheduler or rates: a constant rate has no interval")
     for _, g in groups:
-        if schedule is None and "initial_lr" in g:
+        if not scheds and "initial_lr" in g:
             raise InvalidArgumentError("the optimizer has an LR scheduler attached (param_groups[...]['initial_lr']): "
                                        "pass it as make_spec(..., scheduler=...)")
     # A scheduler's constructor already changed each group's "lr": the
     # spec's lr is the rate the schedule starts from.
-    opts = [_optimizer_json(o, g, float(g["initial_lr"]) if schedule is not None else g["lr"]) for o, g in groups]
+    opts = [_optimizer_json(o, g, float(g["initial_lr"]) if scheds else g["lr"]) for o, g in groups]
     param_groups: List[Dict[str, Any]] = []
     if len(groups) > 1:
         if model is None:
@@ -352,7 +414,7 @@ def make_spec(optimizer: Optimizers, program: Union[str, "os.PathLike[str]"], *,
     if grad_clip_value:
         j["grad_clip_value"] = grad_clip_value
     spec = Spec.from_json(j)
-    if spec.learning_rate(1) != g["lr"]:
+    if rates is None and spec.learning_rate(1) != g["lr"]:
         raise InvalidArgumentError(f"the optimizer's rate now is {g['lr']!r}, the spec's rate of step 1 is "
                                    f"{spec.learning_rate(1)!r}: build the spec before the first step")
     return spec
@@ -483,11 +545,16 @@ def _schedule_root(entries: Sequence[bytes]) -> bytes:
 
 def _initial_state(model: torch.nn.Module, optimizer: Optimizers, spec: Spec) -> Dict[str, torch.Tensor]:
     """S_0 as a run of `spec` starts from it: under single_seed the generator
-    is seeded with the spec's seed first (rng/cpu is part of S_0)."""
+    is seeded with the spec's seed first (rng/cpu is part of S_0). Each
+    group's rate is the spec's of step 1 (the one step 1 trains at), whatever
+    the optimizer holds before a loop setting its rate by hand has set it."""
     single = spec.seed_policy == SeedPolicy.SINGLE_SEED
     if single:
         torch.manual_seed(spec.seed)
-    return canonical_state(model, optimizer, rng=single)
+    state = canonical_state(model, optimizer, rng=single)
+    for g in range(spec.group_count):
+        state[group_lr_name(g)] = torch.tensor(spec.group_learning_rates(g, 1, 1)[0], dtype=torch.float64)
+    return state
 
 
 def _state_digest(state: Mapping[str, torch.Tensor]) -> Any:
@@ -764,7 +831,8 @@ class Recorder:
         self._failed: Optional[str] = None
         # Every group's learning rate of every step, as the spec gives it
         # (begin_step compares the optimizer's before the step runs).
-        self._rates = [_group_rates(spec, g, len(entries)) for g in range(spec.group_count)]
+        self._rates = [_group_rates(spec, g, len(entries) + 1) for g in range(spec.group_count)]
+        self._lr_interval = int(declared.get("lr_schedule", {}).get("interval", 0)) or 1
         if resume not in (True, False, "auto"):
             raise InvalidArgumentError(f"resume must be True, False or 'auto', not {resume!r}")
         committed = os.path.join(self.checkpoint_dir, "commitment.bin")
@@ -793,8 +861,8 @@ class Recorder:
                           else [scheduler]):
                 # The schedulers the loop steps after each optimizer step:
                 # where they were after step `at`.
-                sched.last_epoch = at
-                sched._step_count = at + 1
+                sched.last_epoch = at // self._lr_interval
+                sched._step_count = sched.last_epoch + 1
                 sched._last_lr = [float(g["lr"]) for g in sched.optimizer.param_groups]
             return
         self._rec = _CRecorder(self.checkpoint_dir, spec, program, checkpoint_every)
@@ -837,9 +905,10 @@ class Recorder:
             if float(group["lr"]) != want:
                 raise InvalidArgumentError(
                     f"begin_step: step {t} would train parameter group {g} at learning rate {group['lr']!r}, the "
-                    f"spec's schedule gives {want!r}: every verifier replays the spec's rate. A scheduler stepped "
-                    "once per epoch, or a rate set by hand (warm-up code), is not what the spec says: step the "
-                    "scheduler after every optimizer step and pass it to make_spec(scheduler=...)")
+                    f"spec's schedule gives {want!r}: every verifier replays the spec's rate. Pass the loop's "
+                    "scheduler to make_spec(scheduler=..., lr_every=<steps between its step() calls>), or the "
+                    "rates it sets by hand as make_spec(rates=[...]); a loop setting its rate by hand sets it "
+                    "before begin_step")
         if indices is not None:
             got = [int(i) for i in indices]
             want = [i for mb in self.schedule[t - 1] for i in mb]
@@ -862,7 +931,9 @@ class Recorder:
 
     def end_step(self, loss: Union[float, torch.Tensor, Sequence[Union[float, torch.Tensor]]]) -> bytes:
         """Ends the step: digests the model and optimizer (call it after
-        optimizer.step() and scheduler.step()), appends the step leaf with the
+        optimizer.step(), and after scheduler.step() when the loop steps it
+        every batch; S_t records the spec's rate of step t+1, see
+        docs/python.md "The learning rate"), appends the step leaf with the
         loss (one value, or the micro-batches' scaled losses in order) and
         writes a checkpoint every k steps. Returns the state digest."""
         if not self._step:
@@ -879,6 +950,7 @@ class Recorder:
                 "0): every verifier refuses the step; declare other_rng_use only for a program that draws")
         state = canonical_state(self.model, self.optimizer, rng=self._single_seed)
         t = self._step
+        self._next_rates(state, t)
         with state_writer(state) as w:
             digest = self._rec.end_step(w, step_loss(loss))
         if self._single_seed:
@@ -887,6 +959,22 @@ class Recorder:
         if self._self_check and (t == 1 or (self._self_check == "checkpoints" and (t - 1) % self._every == 0)):
             self._check_step(t, digest, state)
         return digest
+
+    def _next_rates(self, state: Dict[str, torch.Tensor], t: int) -> None:
+        """S_t holds the rate step t+1 trains at (docs/PROTOCOL.md 14.3). A
+        scheduler stepped after every step has set it already; one stepped
+        per epoch, or a loop setting its rate by hand, changes it later, after
+        end_step: the optimizer then still holds step t's rate, and S_t
+        records the spec's next one. Any other value is a rate the loop
+        trained at or will train at that the spec does not give."""
+        for g, (_, group) in enumerate(_groups(self.optimizer)):
+            now, ran, nxt = float(group["lr"]), self._rates[g][t - 1], self._rates[g][t]
+            if now != ran and now != nxt:
+                raise InvalidArgumentError(
+                    f"end_step: parameter group {g} holds learning rate {now!r} after step {t}, the spec's schedule "
+                    f"gives {ran!r} for step {t} and {nxt!r} for step {t + 1}: a loop setting its rate by hand sets "
+                    "it before begin_step, and a scheduler steps as make_spec(lr_every=...) says")
+            state[group_lr_name(g)] = torch.tensor(nxt, dtype=torch.float64)
 
     def _check_step(self, t: int, digest: bytes, state: Mapping[str, torch.Tensor]) -> None:
         """The self-check: replays step t from the checkpoint S_{t-1} as a

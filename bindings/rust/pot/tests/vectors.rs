@@ -358,6 +358,22 @@ fn protocol_specs() {
 }
 
 #[test]
+fn protocol_learning_rates() {
+    // Each schedule's rates, every kind and both tables, bit for bit (PROTOCOL.md 14.3).
+    let v = load("protocol.json");
+    let lrs = arr(&v, "learning_rates");
+    assert!(lrs.len() >= 4);
+    for lr in lrs {
+        let spec = Spec::from_json(&v["specs"][u(lr, "spec") as usize]["json"].to_string()).unwrap();
+        let want = arr(lr, "rates_le");
+        let got = spec.group_learning_rates(u(lr, "group") as u32, u(lr, "first"), want.len()).unwrap();
+        for (r, w) in got.iter().zip(want) {
+            assert_eq!(hex(&r.to_le_bytes()), w.as_str().unwrap());
+        }
+    }
+}
+
+#[test]
 fn protocol_tasks() {
     let v = load("protocol.json");
     let tasks = arr(&v, "tasks");
