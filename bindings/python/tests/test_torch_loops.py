@@ -8,6 +8,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+from typing import Tuple
 
 import pytest
 
@@ -61,6 +62,34 @@ class Recurrent(torch.nn.Module):
     def forward(self, x, y):
         logits, _ = self.step(x, torch.zeros(x.shape[0], 8))
         return torch.nn.functional.cross_entropy(logits, y)
+
+
+class LstmLM(torch.nn.Module):
+    """A recurrent model as language-model examples write it: the hidden
+    state goes in and comes out, and the loop carries it to the next batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+        self.rnn = torch.nn.LSTM(8, 8, batch_first=True)
+        self.head = torch.nn.Linear(8, 3)
+
+    def forward(self, x, hidden: Tuple[torch.Tensor, torch.Tensor]):
+        out, hidden = self.rnn(torch.tanh(self.proj(x)).unsqueeze(1), hidden)
+        return self.head(out[:, -1]), hidden
+
+
+class GruLM(torch.nn.Module):
+    """The same with one state tensor."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = torch.nn.GRU(8, 8, batch_first=True)
+        self.head = torch.nn.Linear(8, 3)
+
+    def forward(self, x, h):
+        out, h = self.rnn(x.unsqueeze(1), h)
+        return self.head(out[:, -1]), h
 
 
 def data(tmp):
@@ -474,3 +503,44 @@ def test_plan_function_is_the_schedule_of_a_plain_function():
     assert all(len(mb) == 2 for step in plan for mb in step)
     with pytest.raises(pot.InvalidArgumentError, match="step 1"):
         pt.plan_function(lambda s, t: [1, 2, 3], 2, seed=0, microbatches=2)
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_a_hidden_state_declared_as_carried_records_and_verifies(tmp_path, kind):
+    # The loop carried `hidden` itself; declared to with_loss, the program
+    # holds it as buffers that every S_t records, and each step replays from
+    # the state it started with.
+    model = LstmLM() if kind == "lstm" else GruLM()
+    zeros = torch.zeros(1, BATCH, 8)
+    init = (zeros, zeros) if kind == "lstm" else zeros
+    program_module = pt.with_loss(model, torch.nn.functional.cross_entropy, target="y", carry=init)
+    rec, opt, _, xs, ys, spec, program = make_run(str(tmp_path / "run"), program_module, every=2,
+                                                  self_check="checkpoints")
+    root = record_all(rec, opt, xs, ys)
+    verify_all(rec, spec, program, root)
+    with pot.Safetensors(rec.state_path(STEPS)) as f:
+        assert "buffer/carry_0" in f.names and ("buffer/carry_1" in f.names) == (kind == "lstm")
+        assert f.tensor_data("buffer/carry_0") != bytes(4 * 8 * BATCH)  # the state moved
+    rec.close()
+
+
+def test_a_carried_state_reset_between_steps_is_caught_by_the_self_check(tmp_path):
+    # Resetting the carried state between steps (at an epoch start, say) is
+    # a change no step makes: the step after it does not replay.
+    program_module = pt.with_loss(GruLM(), torch.nn.functional.cross_entropy, target="y",
+                                  carry=torch.zeros(1, BATCH, 8))
+    rec, opt, _, xs, ys, _, _ = make_run(str(tmp_path / "run"), program_module, every=1, self_check="checkpoints")
+
+    def reset(t):
+        if t == 3:
+            program_module.carry_0.zero_()
+    with pytest.raises(pot.InvalidArgumentError, match="self-check of step 4: .*buffer/carry_0"):
+        record_all(rec, opt, xs, ys, after_step=reset)
+    rec.close()
+
+
+def test_with_loss_refuses_a_carry_it_cannot_hold():
+    with pytest.raises(pot.InvalidArgumentError, match="tensor or a tuple of tensors"):
+        pt.with_loss(GruLM(), torch.nn.functional.cross_entropy, target="y", carry=[])
+    with pytest.raises(pot.InvalidArgumentError, match="both element 1"):
+        pt.with_loss(GruLM(), torch.nn.functional.cross_entropy, target="y", carry=torch.zeros(1), output=1)

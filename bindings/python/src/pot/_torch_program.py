@@ -66,19 +66,24 @@ _WRAPPER_SOURCE = '''\
 class PotProgram(torch.nn.Module):
     """A model and its loss, as pot.torch.with_loss made it."""
 
-    def __init__(self, model, loss):
+    def __init__(self, model, loss, carry):
         super().__init__()
         self.model = model
         self.loss = loss
+        for i, c in enumerate(carry):
+            self.register_buffer(f"carry_{{i}}", c.detach().clone())
 
     def forward(self, {params}) -> torch.Tensor:
-        out = self.model({args}){index}
+        res = self.model({args})
+        out = res{index}{store}
         return {ret}
 '''
 
 
 def with_loss(model: torch.nn.Module, loss: Optional[Callable[..., Any]] = None, *, target: str = "target",
-              output: Optional[int] = None, inputs: Optional[Sequence[str]] = None) -> torch.nn.Module:
+              output: Optional[int] = None, inputs: Optional[Sequence[str]] = None,
+              carry: Union[None, torch.Tensor, Sequence[torch.Tensor]] = None,
+              carry_output: int = 1) -> torch.nn.Module:
     """The module whose forward takes the samples' tensors and returns the
     loss, built around a model that returns something else: the program to
     save (save_program) and the module to hand to make_spec, make_task and
@@ -94,10 +99,31 @@ def with_loss(model: torch.nn.Module, loss: Optional[Callable[..., Any]] = None,
       use (1 for a forward returning (logits, loss)).
     - inputs: the names of the model's inputs in the samples (default: the
       parameter names of model.forward).
+    - carry: state the model carries from batch to batch (a recurrent
+      hidden state: a tensor, or a tuple such as an LSTM's (h, c)), given as
+      its initial value. The model's forward takes it as its last argument
+      and returns (output, new state, ...): element `output` (default 0) is
+      the output and element `carry_output` (default 1) the new state. The
+      wrapper holds the state as its buffers carry_0, carry_1, ... (part of
+      every S_t, so each step replays from the state it started with),
+      passes a copy to the model and stores the new state, detached, after
+      the forward: the loop calls this module, not the model, and no longer
+      keeps the hidden state itself.
     """
-    if loss is None and output is None:
+    if loss is None and output is None and carry is None:
         raise InvalidArgumentError("with_loss: give loss= or output= (a model returning its loss is its own program)")
+    carried: List[torch.Tensor] = []
+    if carry is not None:
+        carried = [carry] if isinstance(carry, torch.Tensor) else list(carry)
+        if not carried or not all(isinstance(c, torch.Tensor) for c in carried):
+            raise InvalidArgumentError("with_loss: carry is a tensor or a tuple of tensors (the state's initial value)")
+        if output is None:
+            output = 0
+        if carry_output == output:
+            raise InvalidArgumentError(f"with_loss: output and carry_output are both element {output}")
     names_in = list(inputs) if inputs is not None else _forward_inputs(model)
+    if carried and inputs is None:
+        names_in = names_in[:-1]  # the last argument takes the carried state
     names = names_in + ([target] if loss is not None else [])
     for n in names:
         if not n.isidentifier() or keyword.iskeyword(n) or n in ("self", "torch", "loss_fn"):
@@ -106,9 +132,21 @@ def with_loss(model: torch.nn.Module, loss: Optional[Callable[..., Any]] = None,
     if len(set(names)) != len(names):
         raise InvalidArgumentError(f"with_loss: the forward's arguments {names} repeat a name")
     module_loss = isinstance(loss, torch.nn.Module)
+    # The model gets a copy of the carried state (autograd may keep the
+    # tensor it was given for the backward pass); the new state is stored
+    # detached, so no graph reaches into the next step.
+    state_in = ""
+    store = ""
+    if len(carried) == 1:
+        state_in = "self.carry_0.clone()"
+        store = f"\n        self.carry_0.copy_(res[{int(carry_output)}].detach())"
+    elif carried:
+        state_in = "(" + ", ".join(f"self.carry_{i}.clone()" for i in range(len(carried))) + ")"
+        store = f"\n        new = res[{int(carry_output)}]" + "".join(
+            f"\n        self.carry_{i}.copy_(new[{i}].detach())" for i in range(len(carried)))
     source = _WRAPPER_SOURCE.format(
-        params=", ".join(f"{n}: torch.Tensor" for n in names), args=", ".join(names_in),
-        index="" if output is None else f"[{int(output)}]",
+        params=", ".join(f"{n}: torch.Tensor" for n in names), args=", ".join(names_in + ([state_in] if state_in else [])),
+        index="" if output is None else f"[{int(output)}]", store=store,
         ret="out" if loss is None else f"self.loss(out, {target})" if module_loss else f"loss_fn(out, {target})")
     # TorchScript compiles a class from its source: the generated source is
     # registered with linecache under a name that depends on it alone, so
@@ -121,7 +159,7 @@ def with_loss(model: torch.nn.Module, loss: Optional[Callable[..., Any]] = None,
             raise InvalidArgumentError(f"with_loss: loss must be a module or a function, not {type(loss).__name__}")
         namespace["loss_fn"] = loss
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated source
-    return namespace["PotProgram"](model, loss if module_loss else None)  # type: ignore[no-any-return]
+    return namespace["PotProgram"](model, loss if module_loss else None, carried)  # type: ignore[no-any-return]
 
 
 def _forward_inputs(model: torch.nn.Module) -> List[str]:

@@ -670,8 +670,9 @@ def _state_difference(replayed_path: str, recorded: Mapping[str, torch.Tensor], 
         parts.append(f"the names differ (recorded only: {missing[:4]}, replayed only: {extra[:4]})")
     what = "; ".join(parts) or "the digests differ"
     causes = ("the step read something S_{t-1} does not hold (state carried from batch to batch, such as a "
-              "recurrent hidden state), drew random numbers the seed policy does not fix, or ran code the "
-              "program does not (the loop's forward or loss is not the program's)")
+              "recurrent hidden state: declare it, pot.torch.with_loss(model, loss, carry=initial_state)), drew "
+              "random numbers the seed policy does not fix, or ran code the program does not (the loop's forward "
+              "or loss is not the program's)")
     if differ and all(n.startswith("hparam/") for n in differ):
         causes = "the learning rate after the step is not the spec's (a scheduler stepped otherwise than once per step)"
     elif differ and all(n.startswith("optim/") or n.startswith("hparam/") for n in differ):
