@@ -90,6 +90,28 @@ void traced_update(ParamState &p, const at::Tensor &pre_param, const commit::Opt
 
 // Stacks the named tensor of every sample of a micro-batch along a new
 // dimension 0 (torch.utils.data.default_collate of tensors).
+// The program's pot_after_step, after the optimizer update (an EMA of the
+// weights into buffers). It may write buffers only: a hook that moved the
+// parameters would change the step after check 27 measured the update.
+void after_step(Program &program, std::vector<ParamState> &params, OpRecorder *rec) {
+  std::vector<int64_t> versions;
+  for (const ParamState &p : params) versions.push_back(p.param._version());
+  {
+    OpRecording on(rec);
+    try {
+      program.module().get_method(std::string(kAfterStepMethod))(std::vector<c10::IValue>{});
+    } catch (const c10::Error &e) {
+      fail(Status::kInvalidArgument, "{} failed: {}", kAfterStepMethod, e.what_without_backtrace());
+    } catch (const std::exception &e) {
+      fail(Status::kInvalidArgument, "{} failed: {}", kAfterStepMethod, e.what());
+    }
+  }
+  for (size_t i = 0; i < params.size(); ++i)
+    if (params[i].param._version() != versions[i])
+      fail(Status::kInvalidArgument, "{} wrote parameter '{}': it may write the program's buffers only",
+           kAfterStepMethod, params[i].name);
+}
+
 std::vector<c10::IValue> collate(const Program &program, const std::vector<const hash::SafetensorsFile *> &mb,
                                  size_t mb_index) {
   std::vector<c10::IValue> inputs;
@@ -164,6 +186,18 @@ std::unique_ptr<Program> Program::load(const std::string &path, const commit::Ex
     p->inputs_.push_back(args[i].name());
   }
   if (p->inputs_.empty()) fail(Status::kInvalidArgument, "model program '{}': forward takes no tensor", path);
+  if (auto after = p->module_.find_method(std::string(kAfterStepMethod))) {
+    const c10::FunctionSchema &schema = after->function().getSchema();
+    if (schema.arguments().size() != 1 || schema.returns().size() != 1 ||
+        schema.returns()[0].type()->kind() != c10::TypeKind::NoneType)
+    {
+      std::ostringstream shown;
+      shown << schema;
+      fail(Status::kInvalidArgument, "model program '{}': {} must take no argument besides self and return None, "
+           "not {}", path, kAfterStepMethod, shown.str());
+    }
+    p->has_after_step_ = true;
+  }
 
   std::unordered_set<const void *> seen;
   for (const auto &np : p->module_.named_parameters(/*recurse=*/true)) {
@@ -588,6 +622,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
       traced_update(p, pre.at(std::string(kParamPrefix) + p.name), spec.group_optimizer(p.group),
                     group_lr[p.group], trace, rec);
     }
+    if (program.has_after_step()) after_step(program, params, rec);
   }
 
   StepResult r;

@@ -35,6 +35,9 @@ inline constexpr std::string_view kOptimPrefix = "optim/";
 inline constexpr std::string_view kGradPrefix = "grad/";
 inline constexpr std::string_view kLrName = "hparam/lr";
 inline constexpr std::string_view kRngName = "rng/cpu";
+// The program method the replay calls after the optimizer update, if the
+// program defines it (docs/PROTOCOL.md 21.3).
+inline constexpr std::string_view kAfterStepMethod = "pot_after_step";
 
 // A training state in canonical names, bytewise name order. Tensors are
 // contiguous CPU tensors owned by the map.
@@ -62,6 +65,9 @@ class Program {
   const std::vector<std::pair<std::string, at::Tensor>> &params() const { return params_; }
   const std::vector<std::pair<std::string, at::Tensor>> &buffers() const { return buffers_; }
   torch::jit::Module &module() { return module_; }
+  // Whether the program defines pot_after_step(self) -> None, which the
+  // replay calls after the optimizer update (docs/PROTOCOL.md 21.3).
+  bool has_after_step() const { return has_after_step_; }
   // The dropout probability the program was checked against at load.
   double checked_dropout() const { return checked_dropout_; }
 
@@ -70,6 +76,7 @@ class Program {
   torch::jit::Module module_;
   hash::Digest digest_{};
   double checked_dropout_ = 0;
+  bool has_after_step_ = false;
   std::vector<std::string> inputs_;
   std::vector<std::pair<std::string, at::Tensor>> params_;
   std::vector<std::pair<std::string, at::Tensor>> buffers_;

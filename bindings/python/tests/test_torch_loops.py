@@ -544,3 +544,74 @@ def test_with_loss_refuses_a_carry_it_cannot_hold():
         pt.with_loss(GruLM(), torch.nn.functional.cross_entropy, target="y", carry=[])
     with pytest.raises(pot.InvalidArgumentError, match="both element 1"):
         pt.with_loss(GruLM(), torch.nn.functional.cross_entropy, target="y", carry=torch.zeros(1), output=1)
+
+
+def test_a_moving_average_of_the_weights_records_and_verifies(tmp_path):
+    # with_loss(ema=) keeps an EMA of every parameter as buffers; the
+    # Recorder runs the program's pot_after_step at end_step and the replay
+    # runs it after the optimizer update, so S_t holds it bit for bit.
+    model = Classifier()
+    decay = 0.9
+    program_module = pt.with_loss(model, torch.nn.functional.cross_entropy, target="y", ema=decay)
+    rec, opt, _, xs, ys, spec, program = make_run(str(tmp_path / "run"), program_module, every=2,
+                                                  self_check="checkpoints")
+    ema = pt.ema_parameters(program_module)
+    assert list(ema) == [n for n, _ in model.named_parameters()]
+    want = {n: p.detach().clone() for n, p in model.named_parameters()}
+    for t in range(1, STEPS + 1):
+        idx, x, y = batch(rec, xs, ys, t)
+        rec.begin_step(idx)
+        loss = torch.nn.functional.cross_entropy(model(x), y)  # the loop calls the model as before
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        rec.end_step(loss)
+        for n, p in model.named_parameters():  # the same average, computed here
+            want[n].mul_(decay).add_(p.detach(), alpha=1.0 - decay)
+    assert all(torch.equal(ema[n], want[n]) for n in want)
+    verify_all(rec, spec, program, rec.finish())
+    with pot.Safetensors(rec.state_path(STEPS)) as f:
+        assert f.tensor_data("buffer/ema_0") == want["fc1.weight"].numpy().tobytes()
+    rec.close()
+
+
+class RestoresWeights(torch.nn.Module):
+    """The attack: an after-step hook that undoes the update (the step then
+    trains nothing after check 27 has seen the gradient move it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 3)
+        self.register_buffer("keep", torch.zeros(3, 8))
+
+    def forward(self, x, y):
+        self.keep.copy_(self.fc.weight.detach())
+        return torch.nn.functional.cross_entropy(self.fc(x), y)
+
+    @torch.jit.export
+    def pot_after_step(self) -> None:
+        self.fc.weight.copy_(self.keep)
+
+
+class BadHook(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 3)
+
+    def forward(self, x, y):
+        return torch.nn.functional.cross_entropy(self.fc(x), y)
+
+    @torch.jit.export
+    def pot_after_step(self, scale: float) -> None:
+        self.fc.weight.mul_(scale)
+
+
+def test_an_after_step_hook_may_write_buffers_only(tmp_path):
+    model = RestoresWeights()
+    rec, opt, _, xs, ys, _, _ = make_run(str(tmp_path / "run"), model)
+    with pytest.raises(pot.InvalidArgumentError, match="self-check of step 1: .*pot_after_step wrote parameter "
+                                                       "'fc.weight': it may write the program's buffers only"):
+        record_all(rec, opt, xs, ys)
+    rec.close()
+    with pytest.raises(pot.InvalidArgumentError, match="pot_after_step must take no argument besides self"):
+        make_run(str(tmp_path / "bad"), BadHook())

@@ -66,24 +66,39 @@ _WRAPPER_SOURCE = '''\
 class PotProgram(torch.nn.Module):
     """A model and its loss, as pot.torch.with_loss made it."""
 
-    def __init__(self, model, loss, carry):
+    def __init__(self, model, loss, carry, averaged):
         super().__init__()
         self.model = model
         self.loss = loss
         for i, c in enumerate(carry):
             self.register_buffer(f"carry_{{i}}", c.detach().clone())
+        for i, p in enumerate(averaged):
+            self.register_buffer(f"ema_{{i}}", p.detach().clone())
 
     def forward(self, {params}) -> torch.Tensor:
         res = self.model({args})
         out = res{index}{store}
         return {ret}
+{after}'''
+
+_AFTER_STEP_SOURCE = '''
+    @torch.jit.export
+    def pot_after_step(self) -> None:
+        """The exponential moving average of every parameter, after the
+        optimizer step (docs/PROTOCOL.md 21.3)."""{updates}
 '''
+
+
+def _attribute_path(name: str) -> str:
+    """`self.model.<name>` as TorchScript reads it: `layers.0.weight` is
+    `.layers[0].weight`."""
+    return "".join(f"[{part}]" if part.isdigit() else f".{part}" for part in name.split("."))
 
 
 def with_loss(model: torch.nn.Module, loss: Optional[Callable[..., Any]] = None, *, target: str = "target",
               output: Optional[int] = None, inputs: Optional[Sequence[str]] = None,
               carry: Union[None, torch.Tensor, Sequence[torch.Tensor]] = None,
-              carry_output: int = 1) -> torch.nn.Module:
+              carry_output: int = 1, ema: Optional[float] = None) -> torch.nn.Module:
     """The module whose forward takes the samples' tensors and returns the
     loss, built around a model that returns something else: the program to
     save (save_program) and the module to hand to make_spec, make_task and
@@ -109,7 +124,15 @@ def with_loss(model: torch.nn.Module, loss: Optional[Callable[..., Any]] = None,
       passes a copy to the model and stores the new state, detached, after
       the forward: the loop calls this module, not the model, and no longer
       keeps the hidden state itself.
+    - ema: the decay of an exponential moving average of every parameter,
+      updated after each optimizer step as `ema.mul_(decay).add_(p,
+      alpha=1 - decay)`: held as buffers ema_0, ema_1, ... (in the order of
+      model.named_parameters(); ema_parameters() names them), part of every
+      S_t, and replayed by the program's pot_after_step, which the Recorder
+      calls at end_step (the loop does not).
     """
+    if ema is not None and not (isinstance(ema, float) and 0.0 < ema < 1.0):
+        raise InvalidArgumentError(f"with_loss: ema is a decay in (0, 1), not {ema!r}")
     if loss is None and output is None and carry is None:
         raise InvalidArgumentError("with_loss: give loss= or output= (a model returning its loss is its own program)")
     carried: List[torch.Tensor] = []
@@ -144,7 +167,11 @@ def with_loss(model: torch.nn.Module, loss: Optional[Callable[..., Any]] = None,
         state_in = "(" + ", ".join(f"self.carry_{i}.clone()" for i in range(len(carried))) + ")"
         store = f"\n        new = res[{int(carry_output)}]" + "".join(
             f"\n        self.carry_{i}.copy_(new[{i}].detach())" for i in range(len(carried)))
-    source = _WRAPPER_SOURCE.format(
+    named = list(model.named_parameters()) if ema is not None else []
+    after = "" if ema is None else _AFTER_STEP_SOURCE.format(updates="".join(
+        f"\n        self.ema_{i}.mul_({ema!r}).add_(self.model{_attribute_path(n)}.detach(), alpha={1.0 - ema!r})"
+        for i, (n, _) in enumerate(named)))
+    source = _WRAPPER_SOURCE.format(after=after,
         params=", ".join(f"{n}: torch.Tensor" for n in names), args=", ".join(names_in + ([state_in] if state_in else [])),
         index="" if output is None else f"[{int(output)}]", store=store,
         ret="out" if loss is None else f"self.loss(out, {target})" if module_loss else f"loss_fn(out, {target})")
@@ -159,7 +186,17 @@ def with_loss(model: torch.nn.Module, loss: Optional[Callable[..., Any]] = None,
             raise InvalidArgumentError(f"with_loss: loss must be a module or a function, not {type(loss).__name__}")
         namespace["loss_fn"] = loss
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated source
-    return namespace["PotProgram"](model, loss if module_loss else None, carried)  # type: ignore[no-any-return]
+    return namespace["PotProgram"](model, loss if module_loss else None, carried,  # type: ignore[no-any-return]
+                                   [p for _, p in named])
+
+
+def ema_parameters(program_module: torch.nn.Module) -> Dict[str, torch.Tensor]:
+    """The moving averages a with_loss(..., ema=) module holds, by the
+    model's parameter name (the live buffers, not copies)."""
+    model = getattr(program_module, "model", None)
+    if model is None or not hasattr(program_module, "ema_0"):
+        raise InvalidArgumentError("ema_parameters: the module holds no moving average (with_loss(..., ema=decay))")
+    return {n: getattr(program_module, f"ema_{i}") for i, (n, _) in enumerate(model.named_parameters())}
 
 
 def _forward_inputs(model: torch.nn.Module) -> List[str]:

@@ -47,9 +47,10 @@ from .spec import SeedPolicy, Spec
 from .task import Task
 from ._torch_data import (Dataset, commit_stream, open_dataset, plan_windows, sample_path, sample_tensors,
                           stack_samples)
-from ._torch_program import check_model_matches_program, save_program, with_loss
+from ._torch_program import check_model_matches_program, ema_parameters, save_program, with_loss
 
-__all__ = ["RUN_SEEDED", "Recorder", "canonical_state", "commit_stream", "lr_schedule", "make_spec", "make_task",
+__all__ = ["RUN_SEEDED", "Recorder", "canonical_state", "commit_stream", "ema_parameters", "lr_schedule", "make_spec",
+           "make_task",
            "plan_function", "plan_schedule", "plan_windows", "save_program", "state_writer", "step_loss", "with_loss", "write_dataset",
            "DTYPE_NAMES"]
 
@@ -949,6 +950,12 @@ class Recorder:
             raise InvalidArgumentError(
                 f"end_step: step {self._step} drew no random numbers, but the spec declares other_rng_use (dropout "
                 "0): every verifier refuses the step; declare other_rng_use only for a program that draws")
+        after = getattr(self.model, "pot_after_step", None)
+        if after is not None:
+            # What the replay runs after the optimizer update (an EMA of
+            # the weights): run here, once per step, before S_t is read.
+            with torch.no_grad():
+                after()
         state = canonical_state(self.model, self.optimizer, rng=self._single_seed)
         t = self._step
         self._next_rates(state, t)
