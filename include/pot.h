@@ -566,6 +566,14 @@ POT_API pot_status pot_seeded_schedule_root(pot_digest *out, uint64_t seed, uint
 #define POT_MAX_STREAM_POSITIONS 16777216 /* 2^24 */
 POT_API pot_status pot_seeded_schedule_stream(uint64_t *out, size_t count, uint64_t seed, uint64_t dataset_size,
                                               uint64_t first, pot_error **err);
+/* Positions first .. first + count - 1 of the uniform schedule's index
+ * stream (docs/PROTOCOL.md 16.3): each position an index drawn uniformly
+ * from [0, dataset_size) on its own (with replacement; any dataset size >=
+ * 1), steps and micro-batches taken as in pot_seeded_schedule_stream. A
+ * call costs count draws. POT_E_LIMIT past POT_MAX_STREAM_POSITIONS,
+ * POT_E_INVALID_ARGUMENT for an empty dataset; out is untouched on error. */
+POT_API pot_status pot_uniform_schedule_stream(uint64_t *out, size_t count, uint64_t seed, uint64_t dataset_size,
+                                               uint64_t first, pot_error **err);
 
 /* A validated training commitment (docs/PROTOCOL.md section 17). Immutable. */
 typedef struct pot_commitment pot_commitment;
@@ -634,12 +642,14 @@ POT_API pot_status pot_task_check_commitment(const pot_task *task, const pot_com
  * schedule every run follows, or each run's own seeded schedule (17.3). */
 typedef enum pot_schedule_rule {
   POT_SCHEDULE_LISTED = 1,
-  POT_SCHEDULE_RUN_SEEDED = 2
+  POT_SCHEDULE_RUN_SEEDED = 2,
+  POT_SCHEDULE_RUN_SEEDED_UNIFORM = 3 /* each run's own uniform schedule (16.3) */
 } pot_schedule_rule;
 POT_API pot_status pot_task_schedule_rule(pot_schedule_rule *out, const pot_task *task, pot_error **err);
 /* Under a run-seeded task, the seed of the run's schedule (17.3):
  * pot_seeded_schedule_entry(seed, dataset_size, spec batch_size, spec
- * grad_accum_microbatches, t) is the entry of step t. POT_E_INVALID_ARGUMENT
+ * grad_accum_microbatches, t) is the entry of step t (under
+ * run_seeded_uniform, positions of pot_uniform_schedule_stream). POT_E_INVALID_ARGUMENT
  * for a listed task or an identity outside 1..256 bytes, POT_E_OUT_OF_RANGE
  * for declared_steps outside the task's bounds. */
 POT_API pot_status pot_task_run_schedule_seed(uint64_t *out, const pot_task *task, const uint8_t *miner_identity,

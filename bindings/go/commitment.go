@@ -127,6 +127,19 @@ func SeededScheduleRoot(seed, datasetSize uint64, batchSize, microbatches uint32
 // whole schedule is read in one pass (Task.RunSchedule). StatusLimit for a
 // count above MaxStreamPositions, StatusInvalidArgument for a negative one.
 func SeededScheduleStream(seed, datasetSize, first uint64, count int) ([]uint64, error) {
+	return scheduleStream(false, seed, datasetSize, first, count)
+}
+
+// UniformScheduleStream returns positions first .. first+count-1 of the
+// uniform schedule's index stream (PROTOCOL.md 16.3): each position an index
+// drawn uniformly from [0, datasetSize) on its own, with replacement; steps
+// and micro-batches take positions as in SeededScheduleStream. A call costs
+// count draws. Errors as SeededScheduleStream.
+func UniformScheduleStream(seed, datasetSize, first uint64, count int) ([]uint64, error) {
+	return scheduleStream(true, seed, datasetSize, first, count)
+}
+
+func scheduleStream(uniform bool, seed, datasetSize, first uint64, count int) ([]uint64, error) {
 	if abiErr != nil {
 		return nil, abiErr
 	}
@@ -139,8 +152,14 @@ func SeededScheduleStream(seed, datasetSize, first uint64, count int) ([]uint64,
 	}
 	out := make([]uint64, count)
 	var cerr *C.pot_error
-	st := C.pot_seeded_schedule_stream(shapePtr(out), C.size_t(count), C.uint64_t(seed), C.uint64_t(datasetSize),
-		C.uint64_t(first), &cerr)
+	var st C.pot_status
+	if uniform {
+		st = C.pot_uniform_schedule_stream(shapePtr(out), C.size_t(count), C.uint64_t(seed), C.uint64_t(datasetSize),
+			C.uint64_t(first), &cerr)
+	} else {
+		st = C.pot_seeded_schedule_stream(shapePtr(out), C.size_t(count), C.uint64_t(seed), C.uint64_t(datasetSize),
+			C.uint64_t(first), &cerr)
+	}
 	runtime.KeepAlive(out)
 	if err := toError(st, cerr); err != nil {
 		return nil, err

@@ -162,22 +162,31 @@ func (t *Task) CheckCommitment(c *Commitment) error {
 }
 
 // RunSeeded reports whether every run of the task trains on its own seeded
-// order (schedule rule run_seeded, PROTOCOL.md 17.3) rather than one listed
-// schedule.
+// order (schedule rule run_seeded or run_seeded_uniform, PROTOCOL.md 17.3)
+// rather than one listed schedule.
 func (t *Task) RunSeeded() (bool, error) {
+	rule, err := t.scheduleRule()
+	return err == nil && rule != C.POT_SCHEDULE_LISTED, err
+}
+
+// RunSeededUniform reports whether each run's indices are drawn with
+// replacement (schedule rule run_seeded_uniform, PROTOCOL.md 16.3).
+func (t *Task) RunSeededUniform() (bool, error) {
+	rule, err := t.scheduleRule()
+	return err == nil && rule == C.POT_SCHEDULE_RUN_SEEDED_UNIFORM, err
+}
+
+func (t *Task) scheduleRule() (C.pot_schedule_rule, error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if t.p == nil {
-		return false, closedError("Task")
+		return 0, closedError("Task")
 	}
 	var rule C.pot_schedule_rule
 	var cerr *C.pot_error
 	st := C.pot_task_schedule_rule(&rule, t.p, &cerr)
 	runtime.KeepAlive(t)
-	if err := toError(st, cerr); err != nil {
-		return false, err
-	}
-	return rule == C.POT_SCHEDULE_RUN_SEEDED, nil
+	return rule, toError(st, cerr)
 }
 
 // RunScheduleSeed returns, under a run-seeded task, the seed of the
@@ -234,7 +243,11 @@ func (t *Task) RunSchedule(miner []byte, declaredSteps uint64) ([][][]uint64, er
 	if total > MaxStreamPositions {
 		return nil, newError(StatusLimit, "%d steps of %d samples exceed MaxStreamPositions", declaredSteps, batch)
 	}
-	stream, err := SeededScheduleStream(seed, shape.DatasetSize, 0, int(total))
+	uniform, err := t.RunSeededUniform()
+	if err != nil {
+		return nil, err
+	}
+	stream, err := scheduleStream(uniform, seed, shape.DatasetSize, 0, int(total))
 	if err != nil {
 		return nil, err
 	}

@@ -452,7 +452,48 @@ func TestProtocolVectors(t *testing.T) {
 			}
 			seeded, err := task.RunSeeded()
 			check(t, err)
-			if seeded {
+			uniform, err := task.RunSeededUniform()
+			check(t, err)
+			if uniform {
+				// Each miner's run draws its own samples (PROTOCOL.md 16.3):
+				// its schedule, read in one pass, hashes to its commitment's root.
+				for _, c := range v.Commitments {
+					var cj struct {
+						TaskID        string `json:"task_id"`
+						MinerIdentity string `json:"miner_identity"`
+						DeclaredSteps uint64 `json:"declared_steps"`
+						ScheduleRoot  string `json:"schedule_root"`
+						DatasetSize   uint64 `json:"dataset_size"`
+					}
+					check(t, json.Unmarshal(c.JSON, &cj))
+					if cj.TaskID != id.String() {
+						continue
+					}
+					sched, err := task.RunSchedule(mustHex(t, cj.MinerIdentity), cj.DeclaredSteps)
+					check(t, err)
+					tree, err := pot.NewMemoryTree()
+					check(t, err)
+					for s, mbs := range sched {
+						for _, mb := range mbs {
+							for _, x := range mb {
+								if x >= cj.DatasetSize {
+									t.Fatalf("task %d: index %d of %d samples", i, x, cj.DatasetSize)
+								}
+							}
+						}
+						e, err := pot.ScheduleEntry{Step: uint64(s + 1), Microbatches: mbs}.Encode(cj.DatasetSize)
+						check(t, err)
+						_, err = tree.Append(e)
+						check(t, err)
+					}
+					root, err := tree.Root(cj.DeclaredSteps)
+					check(t, err)
+					if root.String() != cj.ScheduleRoot {
+						t.Errorf("task %d: RunSchedule hashes to %s, the commitment's root is %s", i, root, cj.ScheduleRoot)
+					}
+					tree.Close()
+				}
+			} else if seeded {
 				// Each run's schedule seed, and the commitment the task gives each miner.
 				n := 0
 				for _, r := range v.RunScheduleSeeds {

@@ -94,6 +94,19 @@ pot_status pot_seeded_schedule_stream(uint64_t *out, size_t count, uint64_t seed
   });
 }
 
+pot_status pot_uniform_schedule_stream(uint64_t *out, size_t count, uint64_t seed, uint64_t dataset_size,
+                                       uint64_t first, pot_error **err) {
+  return guard(err, [&] {
+    if (count > POT_MAX_STREAM_POSITIONS)
+      fail(Status::kLimit, "{} positions asked, at most {} per call (POT_MAX_STREAM_POSITIONS)", count,
+           POT_MAX_STREAM_POSITIONS);
+    if (count > 0) need(out, "out");
+    std::vector<uint64_t> v(count);  // out stays untouched unless the whole window is drawn
+    commit::uniform_schedule_stream(seed, dataset_size, first, v.data(), count);
+    std::copy(v.begin(), v.end(), out);
+  });
+}
+
 pot_status pot_commitment_from_json(pot_commitment **out, const char *json, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");

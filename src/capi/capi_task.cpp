@@ -83,7 +83,7 @@ pot_status pot_task_run_schedule_seed(uint64_t *out, const pot_task *task, const
     need(out, "out");
     const task::Task &t = need(task, "task")->task;
     const ByteView miner = miner_arg(miner_identity, miner_identity_len);
-    if (t.schedule_rule != task::ScheduleRule::kRunSeeded)
+    if (t.schedule_rule == task::ScheduleRule::kListed)
       fail(Status::kInvalidArgument, "task {} has a listed schedule: every run follows its listed root",
            t.id().hex());
     const hash::Digest id = t.id();

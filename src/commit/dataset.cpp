@@ -62,7 +62,38 @@ class IndexStream {
   std::vector<uint64_t> perm_;
 };
 
-ScheduleEntry take_entry(IndexStream &s, uint64_t step, uint32_t batch_size, uint32_t microbatches) {
+// The uniform index stream from position `pos` (docs/PROTOCOL.md 16.3):
+// each position's index drawn on its own, without modulo bias.
+class UniformStream {
+ public:
+  UniformStream(uint64_t seed, uint64_t n, uint64_t pos) : seed_(seed), n_(n), pos_(pos) {}
+  uint64_t next() {
+    const uint64_t excess = (UINT64_MAX % n_ + 1) % n_;  // 2^64 mod n
+    for (uint64_t counter = 0;; ++counter) {
+      hash::begin_tagged(h_, "pot/v2/uniform");
+      const hash::Digest d = h_.update_u64le(seed_).update_u64le(pos_).update_u64le(counter).finish();
+      const uint64_t x = get_u64le(d.bytes.data());
+      if (excess == 0 || x <= UINT64_MAX - excess) {
+        ++pos_;
+        return x % n_;
+      }
+    }
+  }
+
+ private:
+  uint64_t seed_, n_, pos_;
+  hash::Sha256 h_;
+};
+
+void check_uniform(uint64_t dataset_size, uint32_t batch_size, uint32_t microbatches) {
+  if (dataset_size == 0) fail(Status::kInvalidArgument, "the dataset is empty");
+  if (batch_size == 0 || batch_size > kMaxBatch) fail(Status::kInvalidArgument, "batch size {} is outside 1..2^24", batch_size);
+  if (microbatches == 0 || microbatches > kMaxMicrobatches || batch_size % microbatches != 0)
+    fail(Status::kInvalidArgument, "{} micro-batches do not split a batch of {} evenly", microbatches, batch_size);
+}
+
+template <typename Stream>
+ScheduleEntry take_entry(Stream &s, uint64_t step, uint32_t batch_size, uint32_t microbatches) {
   ScheduleEntry e;
   e.step = step;
   e.micro.resize(microbatches);
@@ -183,6 +214,32 @@ hash::Digest seeded_schedule_root(uint64_t seed, uint64_t dataset_size, uint32_t
   if (steps > UINT64_MAX / batch_size) fail(Status::kOutOfRange, "{} steps overflow the index stream", steps);
   hash::Accumulator acc;
   IndexStream s(seed, dataset_size, 0);
+  for (uint64_t t = 1; t <= steps; ++t) acc.push_leaf(hash::leaf_hash(take_entry(s, t, batch_size, microbatches).encode()));
+  return acc.root();
+}
+
+ScheduleEntry uniform_schedule_entry(uint64_t seed, uint64_t dataset_size, uint32_t batch_size,
+                                     uint32_t microbatches, uint64_t step) {
+  check_uniform(dataset_size, batch_size, microbatches);
+  if (step == 0) fail(Status::kInvalidArgument, "schedule entries are numbered from step 1");
+  if (step - 1 > UINT64_MAX / batch_size) fail(Status::kOutOfRange, "step {} overflows the index stream", step);
+  UniformStream s(seed, dataset_size, (step - 1) * batch_size);
+  return take_entry(s, step, batch_size, microbatches);
+}
+
+void uniform_schedule_stream(uint64_t seed, uint64_t dataset_size, uint64_t first, uint64_t *out, size_t count) {
+  check_uniform(dataset_size, 1, 1);
+  if (count > UINT64_MAX - first) fail(Status::kOutOfRange, "positions {} + {} overflow the index stream", first, count);
+  UniformStream s(seed, dataset_size, first);
+  for (size_t i = 0; i < count; ++i) out[i] = s.next();
+}
+
+hash::Digest uniform_schedule_root(uint64_t seed, uint64_t dataset_size, uint32_t batch_size,
+                                   uint32_t microbatches, uint64_t steps) {
+  check_uniform(dataset_size, batch_size, microbatches);
+  if (steps > UINT64_MAX / batch_size) fail(Status::kOutOfRange, "{} steps overflow the index stream", steps);
+  hash::Accumulator acc;
+  UniformStream s(seed, dataset_size, 0);
   for (uint64_t t = 1; t <= steps; ++t) acc.push_leaf(hash::leaf_hash(take_entry(s, t, batch_size, microbatches).encode()));
   return acc.root();
 }

@@ -49,6 +49,17 @@ hash::Digest seeded_schedule_root(uint64_t seed, uint64_t dataset_size, uint32_t
 // perm_0 || perm_1 || ... of the seeded schedule, written to out (a caller
 // splitting them into steps and micro-batches gets the entries).
 void seeded_schedule_stream(uint64_t seed, uint64_t dataset_size, uint64_t first, uint64_t *out, size_t count);
+// The uniform seeded schedule (docs/PROTOCOL.md 16.3): stream position p
+// is an index drawn uniformly from [0, dataset_size) by the tagged hash of
+// (seed, p), independently of every other position (with replacement, any
+// dataset size >= 1). Entries take the stream's positions as the seeded
+// schedule's do. An entry costs batch_size draws, whatever the step.
+ScheduleEntry uniform_schedule_entry(uint64_t seed, uint64_t dataset_size, uint32_t batch_size,
+                                     uint32_t microbatches, uint64_t step);
+hash::Digest uniform_schedule_root(uint64_t seed, uint64_t dataset_size, uint32_t batch_size,
+                                   uint32_t microbatches, uint64_t steps);
+void uniform_schedule_stream(uint64_t seed, uint64_t dataset_size, uint64_t first, uint64_t *out, size_t count);
+
 // Permutation of [0, n) for an epoch (Fisher-Yates, unbiased draws).
 std::vector<uint64_t> epoch_permutation(uint64_t seed, uint64_t epoch, uint64_t n);
 

@@ -63,19 +63,26 @@ void Task::validate() const {
       rule("a listed schedule needs per-step randomness (seed policy per_step with dropout > 0 or other_rng_use): "
            "without it every run of the task is the same trajectory, and one training could be registered by any "
            "number of identities; give each run its own order with a run_seeded schedule");
-  } else if (schedule_rule == ScheduleRule::kRunSeeded) {
+  } else if (schedule_rule == ScheduleRule::kRunSeeded || schedule_rule == ScheduleRule::kRunSeededUniform) {
+    const bool uniform = schedule_rule == ScheduleRule::kRunSeededUniform;
     if (schedule_root != hash::Digest{}) rule("a run-seeded schedule has no listed root");
     if (spec.batch_size % spec.grad_accum_microbatches != 0)
       rule(fmt::format("a run-seeded schedule splits each batch evenly: batch_size {} is not a multiple of {} "
                        "micro-batches",
                        spec.batch_size, spec.grad_accum_microbatches));
-    // What the ledger recomputes for every run it registers (17.3).
-    if (dataset_size >= kMaxRunSeededDraws || max_steps > (kMaxRunSeededDraws - dataset_size) / spec.batch_size)
-      rule(fmt::format("a run-seeded schedule of max_steps {} x batch_size {} over {} samples takes more than {} "
-                       "index draws to recompute (kMaxRunSeededDraws)",
-                       max_steps, spec.batch_size, dataset_size, kMaxRunSeededDraws));
+    // What the ledger recomputes for every run it registers (17.3): the
+    // permutation of run_seeded walks the whole dataset, the uniform draws
+    // only the run's positions.
+    const uint64_t dataset_draws = uniform ? 0 : dataset_size;
+    if (dataset_draws >= kMaxRunSeededDraws || max_steps > (kMaxRunSeededDraws - dataset_draws) / spec.batch_size)
+      rule(fmt::format("a {} schedule of max_steps {} x batch_size {} over {} samples takes more than {} index "
+                       "draws to recompute (kMaxRunSeededDraws){}",
+                       uniform ? "run_seeded_uniform" : "run-seeded", max_steps, spec.batch_size, dataset_size,
+                       kMaxRunSeededDraws,
+                       uniform ? "" : "; run_seeded_uniform draws with replacement and has no dataset term"));
   } else {
-    rule(fmt::format("schedule rule {} is not listed (1) or run_seeded (2)", static_cast<int>(schedule_rule)));
+    rule(fmt::format("schedule rule {} is not listed (1), run_seeded (2) or run_seeded_uniform (3)",
+                     static_cast<int>(schedule_rule)));
   }
   if (challenge_rounds == 0 || challenge_rounds > kMaxChallengeRounds)
     rule(fmt::format("challenge_policy.rounds = {} is outside 1..{}", challenge_rounds, kMaxChallengeRounds));
@@ -102,8 +109,10 @@ Bytes Task::encode() const {
   put(p.mutable_initial_state()->mutable_published_digest(), initial_state_digest);
   if (schedule_rule == ScheduleRule::kListed)
     put(p.mutable_schedule()->mutable_listed_root(), schedule_root);
-  else
+  else if (schedule_rule == ScheduleRule::kRunSeeded)
     p.mutable_schedule()->mutable_run_seeded();
+  else
+    p.mutable_schedule()->mutable_run_seeded_uniform();
   p.set_min_steps(min_steps);
   p.set_max_steps(max_steps);
   p.mutable_challenge_policy()->set_rounds(challenge_rounds);
@@ -135,8 +144,10 @@ Task Task::decode(ByteView b) {
     t.schedule_root = digest_field(p.schedule().listed_root(), "task: schedule.listed_root");
   } else if (p.schedule().rule_case() == v2::ScheduleRule::kRunSeeded) {
     t.schedule_rule = ScheduleRule::kRunSeeded;
+  } else if (p.schedule().rule_case() == v2::ScheduleRule::kRunSeededUniform) {
+    t.schedule_rule = ScheduleRule::kRunSeededUniform;
   } else {
-    fail(Status::kMalformed, "task: schedule names no rule (listed_root or run_seeded)");
+    fail(Status::kMalformed, "task: schedule names no rule (listed_root, run_seeded or run_seeded_uniform)");
   }
   t.min_steps = p.min_steps();
   t.max_steps = p.max_steps();
@@ -171,14 +182,18 @@ Task Task::from_json(const nlohmann::json &j) {
   init.only({"published_digest"});
   t.initial_state_digest = init.digest("published_digest");
   const commit::JsonFields sched(f.object("schedule"), "task.schedule");
-  sched.only({"listed_root", "run_seeded"});
-  if (sched.has("listed_root") == sched.has("run_seeded"))
-    fail(Status::kInvalidArgument, "task.schedule must hold exactly one of listed_root and run_seeded");
+  sched.only({"listed_root", "run_seeded", "run_seeded_uniform"});
+  if (sched.has("listed_root") + sched.has("run_seeded") + sched.has("run_seeded_uniform") != 1)
+    fail(Status::kInvalidArgument,
+         "task.schedule must hold exactly one of listed_root, run_seeded and run_seeded_uniform");
   if (sched.has("listed_root")) {
     t.schedule_root = sched.digest("listed_root");
-  } else {
+  } else if (sched.has("run_seeded")) {
     commit::JsonFields(sched.object("run_seeded"), "task.schedule.run_seeded").only({});
     t.schedule_rule = ScheduleRule::kRunSeeded;
+  } else {
+    commit::JsonFields(sched.object("run_seeded_uniform"), "task.schedule.run_seeded_uniform").only({});
+    t.schedule_rule = ScheduleRule::kRunSeededUniform;
   }
   t.min_steps = f.u64("min_steps");
   t.max_steps = f.u64("max_steps");
@@ -201,7 +216,9 @@ nlohmann::json Task::to_json() const {
           {"initial_state", {{"published_digest", initial_state_digest.hex()}}},
           {"schedule", schedule_rule == ScheduleRule::kListed
                            ? nlohmann::json{{"listed_root", schedule_root.hex()}}
-                           : nlohmann::json{{"run_seeded", nlohmann::json::object()}}},
+                           : nlohmann::json{{schedule_rule == ScheduleRule::kRunSeeded ? "run_seeded"
+                                                                                        : "run_seeded_uniform",
+                                             nlohmann::json::object()}}},
           {"min_steps", min_steps},
           {"max_steps", max_steps},
           {"challenge_policy",
@@ -226,6 +243,9 @@ void check_steps(const Task &task, const hash::Digest &id, uint64_t declared_ste
 
 hash::Digest schedule_root_for(const Task &task, const hash::Digest &id, ByteView miner, uint64_t declared_steps) {
   if (task.schedule_rule == ScheduleRule::kListed) return task.schedule_root;
+  if (task.schedule_rule == ScheduleRule::kRunSeededUniform)
+    return commit::uniform_schedule_root(run_schedule_seed(id, miner, declared_steps), task.dataset_size,
+                                         task.spec.batch_size, task.spec.grad_accum_microbatches, declared_steps);
   return commit::seeded_schedule_root(run_schedule_seed(id, miner, declared_steps), task.dataset_size,
                                       task.spec.batch_size, task.spec.grad_accum_microbatches, declared_steps);
 }
@@ -262,9 +282,11 @@ void check_commitment(const Task &task, const commit::TrainingCommitment &c, boo
     const hash::Digest want = schedule_root_for(task, id, c.miner_identity, c.declared_steps);
     if (c.schedule_root != want)
       fail(Status::kInvalidArgument,
-           "commitment does not match task {}: schedule_root is {}, the run-seeded schedule of this miner and {} "
-           "steps has root {} (docs/PROTOCOL.md 17.3)",
-           id.hex(), c.schedule_root.hex(), c.declared_steps, want.hex());
+           "commitment does not match task {}: schedule_root is {}, the {} schedule of this miner and {} steps "
+           "has root {} (docs/PROTOCOL.md 17.3)",
+           id.hex(), c.schedule_root.hex(),
+           task.schedule_rule == ScheduleRule::kRunSeeded ? "run-seeded" : "run_seeded_uniform", c.declared_steps,
+           want.hex());
   }
   if (c.dataset_root != task.dataset_root) differs("dataset_root", c.dataset_root.hex(), task.dataset_root.hex());
   if (c.dataset_size != task.dataset_size)

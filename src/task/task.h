@@ -29,11 +29,12 @@ enum class ChallengeMode { kBitwise = 1, kNormBucket = 2 };
 
 // The schedule rule (docs/PROTOCOL.md 17.1, field 7): one listed schedule
 // for every run, or each run's own seeded schedule (17.3).
-enum class ScheduleRule { kListed = 1, kRunSeeded = 2 };
+// run_seeded_uniform draws each run's indices with replacement (16.3).
+enum class ScheduleRule { kListed = 1, kRunSeeded = 2, kRunSeededUniform = 3 };
 
 // A run-seeded task's ledger recomputes each registered run's schedule root
 // (17.3): at most this many index draws, max_steps * batch_size plus one
-// epoch's permutation of the dataset.
+// epoch's permutation of the dataset (run_seeded_uniform: no permutation).
 inline constexpr uint64_t kMaxRunSeededDraws = uint64_t{1} << 24;  // ~5 s (bench_run_schedule)
 
 // "bitwise" or "norm_bucket".

@@ -488,7 +488,8 @@ def task_canonical(j: dict) -> bytes:
             pb_varint(5, j["dataset_size"]) +
             pb_message(6, pb_bytes(1, bytes.fromhex(j["initial_state"]["published_digest"]))) +
             (pb_message(7, pb_bytes(1, bytes.fromhex(j["schedule"]["listed_root"])))
-             if "listed_root" in j["schedule"] else pb_message(7, pb_message(2, b""))) +
+             if "listed_root" in j["schedule"] else
+             pb_message(7, pb_message(3 if "run_seeded_uniform" in j["schedule"] else 2, b""))) +
             pb_varint(8, j["min_steps"]) + pb_varint(9, j["max_steps"]) +
             pb_message(10, pb_varint(1, policy["rounds"]) + pb_varint(2, CHALLENGE_MODES[policy["mode"]]) +
                        pb_varint(3, policy["committee_size"])) +
@@ -511,8 +512,9 @@ def run_schedule_root(task: dict, miner: bytes, declared_steps: int) -> bytes:
         return bytes.fromhex(task["schedule"]["listed_root"])
     seed = run_schedule_seed(task_id(task), miner, declared_steps)
     spec = task["spec"]
-    return mth(seeded_entries(seed, task["dataset_size"], spec["batch_size"], spec.get("grad_accum_microbatches", 1),
-                              declared_steps))
+    entries = uniform_entries if "run_seeded_uniform" in task["schedule"] else seeded_entries
+    return mth(entries(seed, task["dataset_size"], spec["batch_size"], spec.get("grad_accum_microbatches", 1),
+                       declared_steps))
 
 
 def spec_digest(j: dict) -> bytes:
@@ -547,6 +549,26 @@ def epoch_permutation(seed: int, epoch: int, n: int):
         j, counter = below(seed, epoch, counter, i + 1)
         perm[i], perm[j] = perm[j], perm[i]
     return perm
+
+
+def uniform_draw(seed: int, position: int, n: int) -> int:
+    """Section 16.3: position `position` of the uniform index stream."""
+    excess = (1 << 64) % n
+    counter = 0
+    while True:
+        x = int.from_bytes(tagged("pot/v2/uniform", struct.pack("<QQQ", seed, position, counter))[:8], "little")
+        counter += 1
+        if x < (1 << 64) - excess:
+            return x % n
+
+
+def uniform_entries(seed: int, n: int, batch: int, micro: int, steps: int):
+    per = batch // micro
+    out = []
+    for t in range(1, steps + 1):
+        b = [uniform_draw(seed, p, n) for p in range((t - 1) * batch, t * batch)]
+        out.append(schedule_entry(t, [b[k * per:(k + 1) * per] for k in range(micro)]))
+    return out
 
 
 def seeded_entries(seed: int, n: int, batch: int, micro: int, steps: int):

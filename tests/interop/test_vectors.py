@@ -172,6 +172,10 @@ def test_canonical_spec_commitment_schedules_witnesses():
                                      r["declared_steps"]) == r["seed"]
     for e in v["schedule_entries"]:
         assert ind.schedule_entry(e["step"], e["microbatches"]).hex() == e["entry"]
+    for u in v["uniform_streams"]:
+        got = [ind.uniform_draw(u["seed"], p, u["dataset_size"]) for p in range(u["first"], u["first"] + len(u["indices"]))]
+        assert got == u["indices"], u
+    assert any(t["json"]["schedule"].get("run_seeded_uniform") == {} for t in v["tasks"])
     for s in v["seeded_schedules"]:
         entries = ind.seeded_entries(s["seed"], s["dataset_size"], s["batch_size"], s["microbatches"], s["steps"])
         assert [e.hex() for e in entries] == s["entries"]

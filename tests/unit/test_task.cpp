@@ -10,6 +10,7 @@
 
 #include "commit/dataset.h"
 #include "core_test_util.h"
+#include "hash/rfc6962.h"
 #include "pot/v2/task.pb.h"
 #include "task/task.h"
 #include "task_test_util.h"
@@ -295,4 +296,100 @@ TEST(Task, RunSeededScheduleIsEachRunsOwn) {
   EXPECT_EQ(status_of([&] { task::Task::from_json(j); }), Status::kInvalidArgument);
   j["schedule"] = nlohmann::json::parse(R"({"run_seeded": {"seed": 1}})");
   EXPECT_EQ(status_of([&] { task::Task::from_json(j); }), Status::kInvalidArgument);
+}
+
+TEST(Task, RunSeededUniformDrawsEachRunsOwnSamplesFromAnyDataset) {
+  task::Task t = test::test_task();
+  t.schedule_rule = task::ScheduleRule::kRunSeededUniform;
+  t.schedule_root = hash::Digest{};
+  t.dataset_size = uint64_t{1} << 40;  // the windows of a large token stream: no permutation could cover it
+  t.min_steps = 8;
+  t.max_steps = 10;
+  // Field 7 holds an empty run_seeded_uniform (3a 02 1a 00); both forms round-trip.
+  const Bytes b = t.encode();
+  const Bytes rule = {0x3a, 0x02, 0x1a, 0x00};
+  EXPECT_NE(std::search(b.begin(), b.end(), rule.begin(), rule.end()), b.end());
+  EXPECT_EQ(task::Task::decode(b).id(), t.id());
+  EXPECT_EQ(task::Task::from_json(t.to_json()).id(), t.id());
+  EXPECT_EQ(t.to_json()["schedule"], nlohmann::json::parse(R"({"run_seeded_uniform": {}})"));
+  // Another rule, so another task: the same fields as a run-seeded task give another id.
+  task::Task permuted = t;
+  permuted.schedule_rule = task::ScheduleRule::kRunSeeded;
+  permuted.dataset_size = 1000;
+  task::Task uniform_small = t;
+  uniform_small.dataset_size = 1000;
+  EXPECT_NE(permuted.id(), uniform_small.id());
+
+  const Bytes miner = {'m'}, thief = {'t'};
+  const commit::TrainingCommitment mine = task::commitment_for(t, miner, 8);
+  EXPECT_EQ(mine.schedule_root,
+            commit::uniform_schedule_root(task::run_schedule_seed(t.id(), miner, 8), t.dataset_size, 4, 1, 8));
+  EXPECT_EQ(status_of([&] { task::check_commitment(t, mine); }), Status::kOk);
+  // Attack 5 under this rule: a copied commitment under another identity.
+  commit::TrainingCommitment copied = mine;
+  copied.miner_identity = thief;
+  auto [status, message] = outcome([&] { task::check_commitment(t, copied); });
+  EXPECT_EQ(status, Status::kInvalidArgument);
+  EXPECT_NE(message.find("the run_seeded_uniform schedule of this miner"), std::string::npos) << message;
+  EXPECT_NE(task::commitment_for(t, miner, 9).schedule_root, mine.schedule_root);
+
+  // Only the run's own draws bound it: no dataset term.
+  task::Task bound = t;
+  bound.max_steps = task::kMaxRunSeededDraws / 4;
+  EXPECT_EQ(status_of([&] { bound.validate(); }), Status::kOk);
+  bound.max_steps += 1;
+  std::tie(status, message) = outcome([&] { bound.validate(); });
+  EXPECT_EQ(status, Status::kInvalidArgument);
+  EXPECT_NE(message.find("a run_seeded_uniform schedule of max_steps"), std::string::npos) << message;
+  // The permuted rule names the uniform one when the dataset is what is too large.
+  std::tie(status, message) = outcome([&] {
+    task::Task big = t;
+    big.schedule_rule = task::ScheduleRule::kRunSeeded;
+    big.validate();
+  });
+  EXPECT_NE(message.find("run_seeded_uniform draws with replacement"), std::string::npos) << message;
+  task::Task rooted = t;
+  rooted.schedule_root = test::label_digest("a list");
+  EXPECT_EQ(status_of([&] { rooted.validate(); }), Status::kInvalidArgument);
+  nlohmann::json j = t.to_json();
+  j["schedule"]["run_seeded"] = nlohmann::json::object();
+  EXPECT_EQ(status_of([&] { task::Task::from_json(j); }), Status::kInvalidArgument);  // two rules
+}
+
+TEST(Schedule, UniformStreamDrawsEveryPositionOnItsOwn) {
+  // Entries take the stream's positions; a window equals the walk from 0.
+  std::vector<uint64_t> all(64), tail(9);
+  commit::uniform_schedule_stream(5, 1000, 0, all.data(), all.size());
+  commit::uniform_schedule_stream(5, 1000, 40, tail.data(), tail.size());
+  EXPECT_TRUE(std::equal(tail.begin(), tail.end(), all.begin() + 40));
+  const commit::ScheduleEntry e = commit::uniform_schedule_entry(5, 1000, 8, 2, 3);
+  EXPECT_EQ(e.micro, (std::vector<std::vector<uint64_t>>{{all[16], all[17], all[18], all[19]},
+                                                          {all[20], all[21], all[22], all[23]}}));
+  hash::Accumulator acc;
+  for (uint64_t t = 1; t <= 5; ++t) acc.push_leaf(hash::leaf_hash(commit::uniform_schedule_entry(5, 1000, 8, 2, t).encode()));
+  EXPECT_EQ(commit::uniform_schedule_root(5, 1000, 8, 2, 5), acc.root());
+  // Every index below the size, for sizes where most draws are rejected (just
+  // above 2^63) and none are (a power of two); one sample: always 0.
+  for (uint64_t n : {(uint64_t{1} << 63) + 5, uint64_t{1} << 40, uint64_t{3}, UINT64_MAX}) {
+    std::vector<uint64_t> v(256);
+    commit::uniform_schedule_stream(9, n, 0, v.data(), v.size());
+    EXPECT_TRUE(std::all_of(v.begin(), v.end(), [&](uint64_t x) { return x < n; })) << n;
+  }
+  std::vector<uint64_t> one(4);
+  commit::uniform_schedule_stream(9, 1, 0, one.data(), one.size());
+  EXPECT_EQ(one, std::vector<uint64_t>(4, 0));
+  // Uniform: 60000 draws over 6 values, each within 4 standard deviations of 10000.
+  std::vector<uint64_t> many(60000);
+  commit::uniform_schedule_stream(1, 6, 0, many.data(), many.size());
+  for (uint64_t k = 0; k < 6; ++k) {
+    const auto c = std::count(many.begin(), many.end(), k);
+    EXPECT_NEAR(static_cast<double>(c), 10000.0, 4 * 91.3) << k;
+  }
+  // Other seeds, other draws; an empty dataset and a bad split are refused.
+  std::vector<uint64_t> other(64);
+  commit::uniform_schedule_stream(6, 1000, 0, other.data(), other.size());
+  EXPECT_NE(other, all);
+  EXPECT_EQ(status_of([&] { commit::uniform_schedule_stream(1, 0, 0, other.data(), 1); }), Status::kInvalidArgument);
+  EXPECT_EQ(status_of([&] { commit::uniform_schedule_entry(1, 10, 6, 4, 1); }), Status::kInvalidArgument);
+  EXPECT_EQ(status_of([&] { commit::uniform_schedule_entry(1, 10, 4, 1, 0); }), Status::kInvalidArgument);
 }

@@ -503,6 +503,55 @@ ordered_json generate_protocol() {
     }
     pot_task_free(t);
   }
+  // A run-seeded uniform task (sections 16.3, 17.3) over 10^12 samples (the
+  // windows of a large token stream): each miner's root, recomputed.
+  {
+    const std::string uj = std::string(R"({"owner": "6f776e6572", "spec": )") + spec_json + R"(, "dataset_root": ")" +
+                           std::string(64, 'c') + R"(", "dataset_size": 1000000000000, "initial_state": {"published_digest": ")" +
+                           std::string(64, 'a') +
+                           R"("}, "schedule": {"run_seeded_uniform": {}}, "min_steps": 3, "max_steps": 4, "challenge_policy": {"rounds": 2, "mode": "bitwise", "committee_size": 16}, "end_height": 5000})";
+    pot_task *t = nullptr;
+    pot_error *err = nullptr;
+    ok(pot_task_from_json(&t, uj.c_str(), &err), err, "uniform task");
+    pot_bytes b{};
+    ok(pot_task_encode(&b, t, nullptr), nullptr, "encode");
+    pot_digest id;
+    ok(pot_task_id(&id, t, nullptr), nullptr, "task id");
+    out["tasks"].push_back({{"comment", "a run-seeded uniform task: every run draws its own samples with replacement "
+                                        "(sections 16.3, 17.3)"},
+                            {"json", nlohmann::json::parse(uj)}, {"canonical", hex(b.data, b.len)}, {"task_id", hex(id)}});
+    pot_bytes_free(&b);
+    for (const auto &[miner, steps] : {std::pair<std::string, uint64_t>{"miner", 3}, {"thief", 4}}) {
+      const auto *m = reinterpret_cast<const uint8_t *>(miner.data());
+      pot_commitment *c = nullptr;
+      ok(pot_task_commitment(&c, t, m, miner.size(), steps, &err), err, "uniform commitment");
+      pot_bytes cb{}, cjson{};
+      ok(pot_commitment_encode(&cb, c, nullptr), nullptr, "encode");
+      ok(pot_commitment_to_json(&cjson, c, nullptr), nullptr, "json");
+      pot_digest rid;
+      ok(pot_commitment_run_id(&rid, c, nullptr), nullptr, "run id");
+      out["commitments"].push_back(
+          {{"comment", "a run of the run-seeded uniform task: its schedule_root is the root of the run's own uniform "
+                       "schedule"},
+           {"json", nlohmann::json::parse(std::string(reinterpret_cast<const char *>(cjson.data), cjson.len))},
+           {"canonical", hex(cb.data, cb.len)},
+           {"run_id", hex(rid)}});
+      pot_bytes_free(&cb);
+      pot_bytes_free(&cjson);
+      pot_commitment_free(c);
+    }
+    pot_task_free(t);
+  }
+  // Uniform schedules (section 16.3): the index streams, including a dataset
+  // size just above 2^63, where nearly half of all draws are rejected.
+  out["uniform_streams"] = nlohmann::json::array();
+  for (auto [seed, n, first, count] : std::vector<std::tuple<uint64_t, uint64_t, uint64_t, size_t>>{
+           {7, 10, 0, 24}, {20261204, 1, 5, 3}, {3, (uint64_t{1} << 63) + 5, 0, 16}, {11, 1000000007, 1000, 8}}) {
+    std::vector<uint64_t> v(count);
+    ok(pot_uniform_schedule_stream(v.data(), count, seed, n, first, nullptr), nullptr, "uniform stream");
+    out["uniform_streams"].push_back({{"comment", "positions first.. of a uniform index stream (section 16.3)"},
+                                      {"seed", seed}, {"dataset_size", n}, {"first", first}, {"indices", v}});
+  }
   // Schedule entries and seeded schedules (section 16).
   {
     const uint64_t idx[5] = {4, 1, 9, 0, 7};

@@ -8,6 +8,7 @@ the committed ones, or commit the same tokens read another way."""
 import json
 import os
 import subprocess
+import sys
 from array import array
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import pot  # noqa: E402
 import pot.torch as pt  # noqa: E402
+from conftest import VECTORS  # noqa: E402
 
 if not pot.replay_available():
     pytest.skip("libpot was built without LibTorch", allow_module_level=True)
@@ -189,3 +191,43 @@ def test_a_verifier_in_another_process_checks_a_stream_run_with_the_cli(tmp_path
     rc, _, err = pot("open", "make", ck, "--step", 6, "--dataset", tmp_path / "stream.json", "--out",
                      tmp_path / "m6.bin")
     assert rc != 0 and "train.bin" in err
+
+
+def test_a_run_seeded_uniform_task_gives_each_miner_its_own_windows(tmp_path):
+    """A task whose runs each draw their windows with replacement (docs/
+    PROTOCOL.md 16.3): the schedule is the miner's own, and a run records
+    and verifies."""
+    tmp = str(tmp_path)
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    write_train_bin(os.path.join(tmp, "train.bin"))
+    stream = pt.commit_stream(os.path.join(tmp, "train.bin"), os.path.join(tmp, "stream.json"), window=BLOCK + 1)
+    model = TinyLM()
+    program = os.path.join(tmp, "program.pt")
+    pt.save_program(model, program)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, dropout=0.1, seed_policy="per_step")
+    task = pt.make_task(model, opt, spec, dataset_dir=os.path.join(tmp, "stream.json"),
+                        schedule=pt.RUN_SEEDED_UNIFORM, steps=STEPS, owner=b"owner", end_height=10**6,
+                        challenge_rounds=2)
+    assert task.schedule_rule == "run_seeded_uniform"
+    mine, theirs = task.run_schedule(b"miner", STEPS), task.run_schedule(b"thief", STEPS)
+    assert mine != theirs
+    assert all(0 <= i < stream.size for step in mine for mb in step for i in mb)
+    # The run's windows are the independent draws of PROTOCOL.md 16.3.
+    seed = task.run_schedule_seed(b"miner", STEPS)
+    sys.path.insert(0, str(VECTORS.parent / "interop"))
+    import independent as ind  # the implementation written from docs/PROTOCOL.md alone
+    assert [i for step in mine for mb in step for i in mb] == [ind.uniform_draw(seed, p, stream.size)
+                                                               for p in range(STEPS * BATCH)]
+    rec = pt.Recorder(model, opt, task, program, os.path.join(tmp, "ckpt"), dataset_dir=os.path.join(tmp, "stream.json"),
+                      steps=STEPS, miner_identity=b"miner", checkpoint_every=EVERY)
+    assert rec.schedule == mine
+    root = train(rec, model, opt)
+    for t in (1, STEPS):
+        r = pot.verify_step(rec.commitment, spec, program, t, STEPS, root, rec.serve(t), rec.state_path(t - 1))
+        assert r.ok, (t, r.message)
+    # The thief's commitment for this trajectory names another schedule root.
+    stolen = task.commitment(b"thief", STEPS)
+    assert json.loads(stolen.to_json())["schedule_root"] != json.loads(rec.commitment.to_json())["schedule_root"]
+    rec.close()

@@ -140,6 +140,18 @@ def test_tasks(i):
                 assert len(schedule) == r["declared_steps"]
                 with task.commitment(miner, r["declared_steps"]) as cm:
                     assert any(cm.encode().hex() == c["canonical"] for c in own)
+        elif "run_seeded_uniform" in t["json"]["schedule"]:
+            # Each miner's commitment is the one the task gives it, its
+            # schedule the uniform draws of its seed (PROTOCOL.md 16.3).
+            assert task.schedule_rule == "run_seeded_uniform"
+            for c in own:
+                miner, steps = bytes.fromhex(c["json"]["miner_identity"]), c["json"]["declared_steps"]
+                with task.commitment(miner, steps) as cm:
+                    assert cm.encode().hex() == c["canonical"]
+                flat = [i for step in task.run_schedule(miner, steps) for mb in step for i in mb]
+                seed = task.run_schedule_seed(miner, steps)
+                assert flat == pot.uniform_schedule_stream(seed, t["json"]["dataset_size"], 0, len(flat))
+                assert all(i < t["json"]["dataset_size"] for i in flat)
         else:
             assert task.schedule_rule == "listed"
             with pytest.raises(pot.InvalidArgumentError, match="listed schedule"):

@@ -43,7 +43,7 @@ from .protocol import (NORM_BUCKET_NONFINITE, NORM_BUCKET_ZERO, StepLeaf, challe
                        detection_probability, norm_bucket, norm_buckets_match, seed, seed_derive, update_norm)
 from .spec import SeedPolicy, Spec
 from .commitment import (Commitment, CommitmentDigests, ScheduleEntry, sample_digest, schedule_entry_encode,
-                         seeded_schedule_entry, seeded_schedule_root)
+                         seeded_schedule_entry, seeded_schedule_root, uniform_schedule_stream)
 from .task import Task
 from .stream import Stream, shard_root_file
 from .opening import Opening, OpeningCheck, opening_check_name, verify_opening
@@ -86,7 +86,7 @@ __all__ = [
     "NORM_BUCKET_ZERO", "NORM_BUCKET_NONFINITE", "norm_bucket", "norm_buckets_match", "update_norm",
     # spec, commitments
     "SeedPolicy", "Spec", "sample_digest", "ScheduleEntry", "schedule_entry_encode", "seeded_schedule_entry",
-    "seeded_schedule_root", "CommitmentDigests", "Commitment", "Task", "Stream", "shard_root_file",
+    "seeded_schedule_root", "uniform_schedule_stream", "CommitmentDigests", "Commitment", "Task", "Stream", "shard_root_file",
     # openings
     "OpeningCheck", "opening_check_name", "Opening", "verify_opening",
     # witnesses

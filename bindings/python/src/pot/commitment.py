@@ -72,6 +72,15 @@ def seeded_schedule_root(seed: int, dataset_size: int, batch_size: int, microbat
     return _digest(_pot.pot_seeded_schedule_root(seed, dataset_size, batch_size, microbatches, steps))
 
 
+def uniform_schedule_stream(seed: int, dataset_size: int, first: int, count: int) -> List[int]:
+    """Positions first .. first + count - 1 of the uniform schedule's index
+    stream (docs/PROTOCOL.md 16.3): each an index drawn uniformly from
+    [0, dataset_size) on its own, with replacement. Step t's entry holds
+    positions (t-1)*B .. t*B - 1. At most POT_MAX_STREAM_POSITIONS (2^24)
+    per call (ValueError past it)."""
+    return list(_pot.pot_uniform_schedule_stream(count, seed, dataset_size, first))
+
+
 class CommitmentDigests(NamedTuple):
     """The digests a training commitment binds."""
 

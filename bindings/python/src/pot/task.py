@@ -82,11 +82,12 @@ class Task(Handle):
 
     @property
     def schedule_rule(self) -> str:
-        """"listed" (every run follows the task's listed schedule) or
+        """"listed" (every run follows the task's listed schedule),
         "run_seeded" (each run trains on its own seeded order,
-        docs/PROTOCOL.md 17.3)."""
+        docs/PROTOCOL.md 17.3) or "run_seeded_uniform" (its own indices drawn
+        with replacement, 16.3)."""
         with self._read() as h:
-            return "run_seeded" if _pot.pot_task_schedule_rule(h) == 2 else "listed"
+            return {2: "run_seeded", 3: "run_seeded_uniform"}.get(_pot.pot_task_schedule_rule(h), "listed")
 
     def run_schedule_seed(self, miner_identity: Buffer, declared_steps: int) -> int:
         """Under a run-seeded task, the seed of the schedule of the run of
@@ -102,12 +103,14 @@ class Task(Handle):
         must feed, e.g. through a torch Sampler). A listed task's schedule
         is its owner's list; this is for run-seeded tasks."""
         seed = self.run_schedule_seed(miner_identity, declared_steps)
+        draw = (_pot.pot_uniform_schedule_stream if self.schedule_rule == "run_seeded_uniform"
+                else _pot.pot_seeded_schedule_stream)
         d = self.to_dict()
         n, batch, micro = d["dataset_size"], d["spec"]["batch_size"], d["spec"].get("grad_accum_microbatches", 1)
         total, chunk = declared_steps * batch, _pot.POT_MAX_STREAM_POSITIONS
         stream: List[int] = []
         for first in range(0, total, chunk):
-            stream += _pot.pot_seeded_schedule_stream(min(chunk, total - first), seed, n, first)
+            stream += draw(min(chunk, total - first), seed, n, first)
         per = batch // micro
         return [[stream[(t * batch) + j * per:(t * batch) + (j + 1) * per] for j in range(micro)]
                 for t in range(declared_steps)]

@@ -49,7 +49,7 @@ from ._torch_data import (Dataset, commit_stream, open_dataset, plan_windows, sa
                           stack_samples)
 from ._torch_program import check_model_matches_program, ema_parameters, save_program, with_loss
 
-__all__ = ["RUN_SEEDED", "Recorder", "canonical_state", "commit_stream", "ema_parameters", "lr_schedule", "make_spec",
+__all__ = ["RUN_SEEDED", "RUN_SEEDED_UNIFORM", "Recorder", "canonical_state", "commit_stream", "ema_parameters", "lr_schedule", "make_spec",
            "make_task",
            "plan_function", "plan_schedule", "plan_windows", "save_program", "state_writer", "step_loss", "with_loss", "write_dataset",
            "DTYPE_NAMES"]
@@ -591,6 +591,7 @@ def _check_initial_state(state: Mapping[str, torch.Tensor], optimizer: Optimizer
 
 
 RUN_SEEDED = "run_seeded"
+RUN_SEEDED_UNIFORM = "run_seeded_uniform"
 
 
 def make_task(model: torch.nn.Module, optimizer: Optimizers, spec: Spec, *,
@@ -614,17 +615,21 @@ def make_task(model: torch.nn.Module, optimizer: Optimizers, spec: Spec, *,
     or other_rng_use, since the seeds are what makes runs differ) or
     RUN_SEEDED: every run trains on its own seeded order (17.3; the
     schedule of one trajectory verifies under no other miner's commitment),
-    for steps..max_steps steps (max_steps defaults to steps). Miners then
+    for steps..max_steps steps (max_steps defaults to steps), or
+    RUN_SEEDED_UNIFORM: the same, each step's samples drawn with
+    replacement (16.3), for datasets of any size (the windows of a token
+    stream: nanoGPT's get_batch draws this way). Miners then
     train from the same S_0 and data and Recorder(task=...) refuses anything
     else."""
     data = open_dataset(dataset_dir, dataset_size)
     dataset_size = data.size
     if isinstance(schedule, str):
-        if schedule != RUN_SEEDED:
-            raise InvalidArgumentError(f"schedule must be a list of steps or {RUN_SEEDED!r}, not {schedule!r}")
+        if schedule not in (RUN_SEEDED, RUN_SEEDED_UNIFORM):
+            raise InvalidArgumentError(f"schedule must be a list of steps, {RUN_SEEDED!r} or {RUN_SEEDED_UNIFORM!r}, "
+                                       f"not {schedule!r}")
         if steps is None:
             raise InvalidArgumentError("a run-seeded task needs steps= (and optionally max_steps=)")
-        rule: Dict[str, Any] = {"run_seeded": {}}
+        rule: Dict[str, Any] = {schedule: {}}
         bounds = (steps, steps if max_steps is None else max_steps)
     else:
         if not schedule:
@@ -777,7 +782,7 @@ class Recorder:
         self.checkpoint_dir, self.dataset_dir = os.fspath(checkpoint_dir), os.fspath(dataset_dir)
         if schedule is None:
             # A run-seeded task: the run's own order (Task.run_schedule).
-            if task.schedule_rule != RUN_SEEDED:
+            if task.schedule_rule == "listed":
                 raise InvalidArgumentError("the task's schedule is listed: pass it as schedule=")
             if steps is None:
                 raise InvalidArgumentError("a run-seeded task needs steps= (the run's declared steps)")

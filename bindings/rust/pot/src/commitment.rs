@@ -285,6 +285,35 @@ impl SeededSchedule {
     }
 }
 
+/// Positions `first .. first + count` of the uniform schedule's index stream
+/// (docs/PROTOCOL.md 16.3): each position an index drawn uniformly from
+/// `0..dataset_size` on its own, with replacement (any dataset size >= 1);
+/// steps and micro-batches take positions as in
+/// [`SeededSchedule::stream`]. Under a `run_seeded_uniform` task the run's
+/// index stream is this with the seed of
+/// [`Task::run_schedule_seed`](crate::Task::run_schedule_seed). A call
+/// costs `count` draws.
+///
+/// # Errors
+/// [`Limit`](crate::ErrorKind::Limit) for `count` above
+/// [`MAX_STREAM_POSITIONS`](crate::MAX_STREAM_POSITIONS) (before
+/// allocating), [`InvalidArgument`](crate::ErrorKind::InvalidArgument) for
+/// an empty dataset.
+///
+/// ```
+/// let all = pot::uniform_schedule_stream(7, 1 << 40, 0, 64)?;
+/// assert!(all.iter().all(|&i| i < 1 << 40));
+/// assert_eq!(pot::uniform_schedule_stream(7, 1 << 40, 10, 5)?, all[10..15]);
+/// # Ok::<(), pot::Error>(())
+/// ```
+pub fn uniform_schedule_stream(seed: u64, dataset_size: u64, first: u64, count: usize) -> Result<Vec<u64>> {
+    crate::error::check_count(count, crate::MAX_STREAM_POSITIONS, "positions", "MAX_STREAM_POSITIONS")?;
+    let mut out = vec![0u64; count];
+    // SAFETY: out holds count u64; the call writes at most that many.
+    call(|err| unsafe { sys::pot_uniform_schedule_stream(out.as_mut_ptr(), count, seed, dataset_size, first, err) })?;
+    Ok(out)
+}
+
 /// A validated training commitment (`pot_commitment`, docs/PROTOCOL.md
 /// section 17): the task, initial state, schedule, dataset and spec of a run.
 ///

@@ -70,7 +70,9 @@ pub mod stream;
 pub mod task;
 pub mod witness;
 
-pub use commitment::{Commitment, CommitmentDigests, ScheduleEntry, SeededSchedule, sample_digest};
+pub use commitment::{
+    Commitment, CommitmentDigests, ScheduleEntry, SeededSchedule, sample_digest, uniform_schedule_stream,
+};
 pub use digest::Digest;
 pub use dispute::{BisectionState, OpDispute, OpRuling, OpTrace, StepBisection};
 pub use error::{Error, ErrorKind, Result};

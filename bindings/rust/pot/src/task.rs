@@ -98,12 +98,25 @@ impl Task {
     }
 
     /// True when every run trains on its own seeded order (the task's
-    /// schedule rule is `run_seeded`, docs/PROTOCOL.md 17.3); false for one
-    /// listed schedule.
+    /// schedule rule is `run_seeded` or `run_seeded_uniform`,
+    /// docs/PROTOCOL.md 17.3); false for one listed schedule.
     pub fn run_seeded(&self) -> Result<bool> {
+        Ok(self.schedule_rule()? != sys::pot_schedule_rule::POT_SCHEDULE_LISTED)
+    }
+
+    /// True when each run's indices are drawn with replacement (the rule
+    /// `run_seeded_uniform`, docs/PROTOCOL.md 16.3): the run's index stream
+    /// is [`uniform_schedule_stream`](crate::uniform_schedule_stream) of its
+    /// seed.
+    pub fn run_seeded_uniform(&self) -> Result<bool> {
+        Ok(self.schedule_rule()? == sys::pot_schedule_rule::POT_SCHEDULE_RUN_SEEDED_UNIFORM)
+    }
+
+    fn schedule_rule(&self) -> Result<sys::pot_schedule_rule> {
         let mut rule = sys::pot_schedule_rule::POT_SCHEDULE_LISTED;
+        // SAFETY: live handle; rule is a valid out pointer.
         call(|err| unsafe { sys::pot_task_schedule_rule(&mut rule, self.raw.as_ptr(), err) })?;
-        Ok(rule == sys::pot_schedule_rule::POT_SCHEDULE_RUN_SEEDED)
+        Ok(rule)
     }
 
     /// Under a run-seeded task, the seed of the schedule of the run of

@@ -406,8 +406,33 @@ fn protocol_tasks() {
             assert!(e.message().contains("initial_state_digest"), "{}", e.message());
         }
         assert!(own > 0);
-        // A run-seeded task gives each miner its own schedule seed and commitment.
-        if task.run_seeded().unwrap() {
+        // A run-seeded uniform task: each miner's commitment carries the
+        // root of its own uniform draws (PROTOCOL.md 16.3).
+        if task.run_seeded_uniform().unwrap() {
+            assert!(task.run_seeded().unwrap());
+            let spec = &t["json"]["spec"];
+            let (n, batch) = (u(&t["json"], "dataset_size"), u(spec, "batch_size"));
+            for c in arr(&v, "commitments") {
+                if c["json"]["task_id"].as_str() != Some(&task.id().unwrap().to_hex()) {
+                    continue;
+                }
+                let miner = unhex(s(&c["json"], "miner_identity"));
+                let steps = c["json"]["declared_steps"].as_u64().unwrap();
+                let seed = task.run_schedule_seed(&miner, steps).unwrap();
+                let stream = pot::uniform_schedule_stream(seed, n, 0, (steps * batch) as usize).unwrap();
+                let mut tree = pot::Tree::in_memory().unwrap();
+                for (i, chunk) in stream.chunks(batch as usize).enumerate() {
+                    let entry = pot::ScheduleEntry {
+                        step: i as u64 + 1,
+                        microbatch_sizes: vec![batch as u32],
+                        indices: chunk.to_vec(),
+                    };
+                    tree.append(&entry.encode(n).unwrap()).unwrap();
+                }
+                assert_eq!(tree.root(steps).unwrap().to_hex(), s(&c["json"], "schedule_root"));
+            }
+        } else if task.run_seeded().unwrap() {
+            // A run-seeded task gives each miner its own schedule seed and commitment.
             let seeds: Vec<_> =
                 arr(&v, "run_schedule_seeds").iter().filter(|r| digest(r, "task_id") == task.id().unwrap()).collect();
             assert!(!seeds.is_empty());
