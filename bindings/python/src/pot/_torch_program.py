@@ -173,7 +173,9 @@ def with_loss(model: torch.nn.Module, loss: Optional[Callable[..., Any]] = None,
         for i, (n, _) in enumerate(named)))
     source = _WRAPPER_SOURCE.format(after=after,
         params=", ".join(f"{n}: torch.Tensor" for n in names), args=", ".join(names_in + ([state_in] if state_in else [])),
-        index="" if output is None else f"[{int(output)}]", store=store,
+        # An element typed Optional[Tensor] (a forward returning (logits,
+        # loss) whose loss is None without targets) is refined by the assert.
+        index="" if output is None else f"[{int(output)}]\n        assert out is not None", store=store,
         ret="out" if loss is None else f"self.loss(out, {target})" if module_loss else f"loss_fn(out, {target})")
     # TorchScript compiles a class from its source: the generated source is
     # registered with linecache under a name that depends on it alone, so
