@@ -7,9 +7,11 @@
 // ledger's start_training_commitment recomputes the run's schedule root)
 // over --reps repetitions and reports the median, nanoseconds per index draw
 // and the peak resident set. The task rule caps a run at 2^24 draws
-// (kMaxRunSeededDraws).
+// (kMaxRunSeededDraws). --rule run_seeded_uniform times the uniform rule
+// (16.3), whose draws are the run's positions only (no permutation of the
+// dataset, which may then be as large as 2^62).
 //
-// Usage: bench_run_schedule [--json] [--dataset N] [--batch B] [--max-draws N] [--reps N]
+// Usage: bench_run_schedule [--json] [--rule R] [--dataset N] [--batch B] [--max-draws N] [--reps N]
 // Exit status: 0 when the run completed, 1 for bad options, 2 for a pot error.
 //
 // Only the public C API (pot.h) is used.
@@ -29,9 +31,13 @@ int main(int argc, char **argv) {
   uint64_t dataset = 100000, max_draws = uint64_t{1} << 24;
   uint32_t batch = 64;
   int reps = 3;
+  std::string rule = "run_seeded";
   CLI::App app{"bench_run_schedule: cost of registering a run of a run-seeded task"};
   app.add_flag("--json", json, "JSON object on stdout, report on stderr");
-  app.add_option("--dataset", dataset, "samples in the dataset")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 25));
+  app.add_option("--rule", rule, "run_seeded or run_seeded_uniform")
+      ->check(CLI::IsMember({"run_seeded", "run_seeded_uniform"}));
+  app.add_option("--dataset", dataset, "samples in the dataset (at most 2^25 under run_seeded)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 62));
   app.add_option("--batch", batch, "batch size")->check(CLI::Range(1u, 1u << 16));
   app.add_option("--max-draws", max_draws, "largest steps * batch + dataset timed (doubling from 2^20)")
       ->check(CLI::Range(uint64_t{1} << 20, uint64_t{1} << 24));
@@ -41,6 +47,12 @@ int main(int argc, char **argv) {
   } catch (const CLI::ParseError &e) {
     return app.exit(e) == 0 ? 0 : 1;
   }
+  const bool uniform = rule == "run_seeded_uniform";
+  if (!uniform && dataset > (uint64_t{1} << 25)) {
+    std::fprintf(stderr, "bench_run_schedule: --dataset above 2^25 needs --rule run_seeded_uniform\n");
+    return 1;
+  }
+  const uint64_t fixed = uniform ? 0 : dataset;  // draws a run costs besides its own positions
   std::FILE *report = json ? stderr : stdout;
   const std::string spec = R"({"framework": "pytorch", "framework_version": "1.13.1",
     "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
@@ -50,13 +62,13 @@ int main(int argc, char **argv) {
   std::string points;
   std::fprintf(report, "%-10s %12s %12s %10s %10s\n", "steps", "draws", "median s", "ns/draw", "peak MiB");
   for (uint64_t draws = uint64_t{1} << 20; draws <= max_draws; draws *= 2) {
-    if (draws <= dataset) continue;
-    const uint64_t steps = (draws - dataset) / batch;
+    if (draws <= fixed) continue;
+    const uint64_t steps = (draws - fixed) / batch;
     if (steps == 0) continue;
     const std::string task_json = R"({"owner": "6f776e6572", "spec": )" + spec + R"(, "dataset_root": ")" +
                                   std::string(64, 'c') + R"(", "dataset_size": )" + std::to_string(dataset) +
                                   R"(, "initial_state": {"published_digest": ")" + std::string(64, 'a') +
-                                  R"("}, "schedule": {"run_seeded": {}}, "min_steps": 1, "max_steps": )" +
+                                  R"("}, "schedule": {")" + rule + R"(": {}}, "min_steps": 1, "max_steps": )" +
                                   std::to_string(steps) + R"(, "challenge_policy": {"rounds": 1, "mode": "bitwise", "committee_size": 1}, "end_height": 1000000})";
     pot_task *task = nullptr;
     pot_error *err = nullptr;
@@ -72,7 +84,7 @@ int main(int argc, char **argv) {
     }
     std::sort(secs.begin(), secs.end());
     const double median = secs[secs.size() / 2];
-    const uint64_t used = steps * batch + dataset;
+    const uint64_t used = steps * batch + fixed;
     const double peak = bench::peak_rss_mib();
     std::fprintf(report, "%-10llu %12llu %12.3f %10.1f %10.0f\n", static_cast<unsigned long long>(steps),
                  static_cast<unsigned long long>(used), median, median * 1e9 / static_cast<double>(used), peak);
@@ -84,7 +96,7 @@ int main(int argc, char **argv) {
     pot_task_free(task);
   }
   bench::Json out;
-  out.integer("dataset", dataset).integer("batch", batch).raw("points", "[" + points + "]");
+  out.str("rule", rule).integer("dataset", dataset).integer("batch", batch).raw("points", "[" + points + "]");
   if (json) std::printf("%s\n", out.text().c_str());
   return 0;
 }
