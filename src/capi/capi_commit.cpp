@@ -10,6 +10,25 @@
 using namespace pot;
 using namespace pot::capi;
 
+namespace {
+
+// Positions first.. of an index stream drawn by `draw` (a seeded or uniform
+// schedule's): out stays untouched unless the whole window is drawn.
+template <typename Draw>
+pot_status stream_positions(uint64_t *out, size_t count, pot_error **err, Draw draw) {
+  return guard(err, [&] {
+    if (count > POT_MAX_STREAM_POSITIONS)
+      fail(Status::kLimit, "{} positions asked, at most {} per call (POT_MAX_STREAM_POSITIONS)", count,
+           POT_MAX_STREAM_POSITIONS);
+    if (count > 0) need(out, "out");
+    std::vector<uint64_t> v(count);
+    draw(v.data(), count);
+    std::copy(v.begin(), v.end(), out);
+  });
+}
+
+}  // namespace
+
 extern "C" {
 
 pot_status pot_sample_digest(pot_digest *out, const uint8_t *safetensors, size_t len, pot_error **err) {
@@ -81,29 +100,18 @@ pot_status pot_seeded_schedule_root(pot_digest *out, uint64_t seed, uint64_t dat
   });
 }
 
+
 pot_status pot_seeded_schedule_stream(uint64_t *out, size_t count, uint64_t seed, uint64_t dataset_size,
                                       uint64_t first, pot_error **err) {
-  return guard(err, [&] {
-    if (count > POT_MAX_STREAM_POSITIONS)
-      fail(Status::kLimit, "{} positions asked, at most {} per call (POT_MAX_STREAM_POSITIONS)", count,
-           POT_MAX_STREAM_POSITIONS);
-    if (count > 0) need(out, "out");
-    std::vector<uint64_t> v(count);  // out stays untouched unless the whole window is drawn
-    commit::seeded_schedule_stream(seed, dataset_size, first, v.data(), count);
-    std::copy(v.begin(), v.end(), out);
+  return stream_positions(out, count, err, [&](uint64_t *v, size_t n) {
+    commit::seeded_schedule_stream(seed, dataset_size, first, v, n);
   });
 }
 
 pot_status pot_uniform_schedule_stream(uint64_t *out, size_t count, uint64_t seed, uint64_t dataset_size,
                                        uint64_t first, pot_error **err) {
-  return guard(err, [&] {
-    if (count > POT_MAX_STREAM_POSITIONS)
-      fail(Status::kLimit, "{} positions asked, at most {} per call (POT_MAX_STREAM_POSITIONS)", count,
-           POT_MAX_STREAM_POSITIONS);
-    if (count > 0) need(out, "out");
-    std::vector<uint64_t> v(count);  // out stays untouched unless the whole window is drawn
-    commit::uniform_schedule_stream(seed, dataset_size, first, v.data(), count);
-    std::copy(v.begin(), v.end(), out);
+  return stream_positions(out, count, err, [&](uint64_t *v, size_t n) {
+    commit::uniform_schedule_stream(seed, dataset_size, first, v, n);
   });
 }
 

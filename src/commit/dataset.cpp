@@ -34,13 +34,19 @@ class PermStream {
   hash::Sha256 h_;
 };
 
-void check_seeded(uint64_t dataset_size, uint32_t batch_size, uint32_t microbatches) {
+// A uniform schedule's dataset and batch split (any dataset size >= 1).
+void check_uniform(uint64_t dataset_size, uint32_t batch_size, uint32_t microbatches) {
   if (dataset_size == 0) fail(Status::kInvalidArgument, "the dataset is empty");
-  if (dataset_size > kMaxSeededDataset)
-    fail(Status::kLimit, "seeded schedules cover at most {} samples, not {}", kMaxSeededDataset, dataset_size);
   if (batch_size == 0 || batch_size > kMaxBatch) fail(Status::kInvalidArgument, "batch size {} is outside 1..2^24", batch_size);
   if (microbatches == 0 || microbatches > kMaxMicrobatches || batch_size % microbatches != 0)
     fail(Status::kInvalidArgument, "{} micro-batches do not split a batch of {} evenly", microbatches, batch_size);
+}
+
+// A seeded schedule's: the same, and a dataset a permutation covers.
+void check_seeded(uint64_t dataset_size, uint32_t batch_size, uint32_t microbatches) {
+  check_uniform(dataset_size, batch_size, microbatches);
+  if (dataset_size > kMaxSeededDataset)
+    fail(Status::kLimit, "seeded schedules cover at most {} samples, not {}", kMaxSeededDataset, dataset_size);
 }
 
 // Walks the index stream perm_0 || perm_1 || ... from position `pos`.
@@ -85,13 +91,6 @@ class UniformStream {
   hash::Sha256 h_;
 };
 
-void check_uniform(uint64_t dataset_size, uint32_t batch_size, uint32_t microbatches) {
-  if (dataset_size == 0) fail(Status::kInvalidArgument, "the dataset is empty");
-  if (batch_size == 0 || batch_size > kMaxBatch) fail(Status::kInvalidArgument, "batch size {} is outside 1..2^24", batch_size);
-  if (microbatches == 0 || microbatches > kMaxMicrobatches || batch_size % microbatches != 0)
-    fail(Status::kInvalidArgument, "{} micro-batches do not split a batch of {} evenly", microbatches, batch_size);
-}
-
 template <typename Stream>
 ScheduleEntry take_entry(Stream &s, uint64_t step, uint32_t batch_size, uint32_t microbatches) {
   ScheduleEntry e;
@@ -102,6 +101,31 @@ ScheduleEntry take_entry(Stream &s, uint64_t step, uint32_t batch_size, uint32_t
     for (uint64_t &x : m) x = s.next();
   }
   return e;
+}
+
+// Entry `step` of the stream's schedule: positions (step - 1) * B .. step * B - 1.
+template <typename Stream>
+ScheduleEntry entry_at(uint64_t seed, uint64_t n, uint32_t batch_size, uint32_t microbatches, uint64_t step) {
+  if (step == 0) fail(Status::kInvalidArgument, "schedule entries are numbered from step 1");
+  if (step - 1 > UINT64_MAX / batch_size) fail(Status::kOutOfRange, "step {} overflows the index stream", step);
+  Stream s(seed, n, (step - 1) * batch_size);
+  return take_entry(s, step, batch_size, microbatches);
+}
+
+template <typename Stream>
+void positions(uint64_t seed, uint64_t n, uint64_t first, uint64_t *out, size_t count) {
+  if (count > UINT64_MAX - first) fail(Status::kOutOfRange, "positions {} + {} overflow the index stream", first, count);
+  Stream s(seed, n, first);
+  for (size_t i = 0; i < count; ++i) out[i] = s.next();
+}
+
+template <typename Stream>
+hash::Digest root_of(uint64_t seed, uint64_t n, uint32_t batch_size, uint32_t microbatches, uint64_t steps) {
+  if (steps > UINT64_MAX / batch_size) fail(Status::kOutOfRange, "{} steps overflow the index stream", steps);
+  hash::Accumulator acc;
+  Stream s(seed, n, 0);
+  for (uint64_t t = 1; t <= steps; ++t) acc.push_leaf(hash::leaf_hash(take_entry(s, t, batch_size, microbatches).encode()));
+  return acc.root();
 }
 
 }  // namespace
@@ -195,53 +219,35 @@ std::vector<uint64_t> epoch_permutation(uint64_t seed, uint64_t epoch, uint64_t 
 ScheduleEntry seeded_schedule_entry(uint64_t seed, uint64_t dataset_size, uint32_t batch_size,
                                     uint32_t microbatches, uint64_t step) {
   check_seeded(dataset_size, batch_size, microbatches);
-  if (step == 0) fail(Status::kInvalidArgument, "schedule entries are numbered from step 1");
-  if (step - 1 > UINT64_MAX / batch_size) fail(Status::kOutOfRange, "step {} overflows the index stream", step);
-  IndexStream s(seed, dataset_size, (step - 1) * batch_size);
-  return take_entry(s, step, batch_size, microbatches);
+  return entry_at<IndexStream>(seed, dataset_size, batch_size, microbatches, step);
 }
 
 void seeded_schedule_stream(uint64_t seed, uint64_t dataset_size, uint64_t first, uint64_t *out, size_t count) {
   check_seeded(dataset_size, 1, 1);
-  if (count > UINT64_MAX - first) fail(Status::kOutOfRange, "positions {} + {} overflow the index stream", first, count);
-  IndexStream s(seed, dataset_size, first);
-  for (size_t i = 0; i < count; ++i) out[i] = s.next();
+  positions<IndexStream>(seed, dataset_size, first, out, count);
 }
 
 hash::Digest seeded_schedule_root(uint64_t seed, uint64_t dataset_size, uint32_t batch_size,
                                   uint32_t microbatches, uint64_t steps) {
   check_seeded(dataset_size, batch_size, microbatches);
-  if (steps > UINT64_MAX / batch_size) fail(Status::kOutOfRange, "{} steps overflow the index stream", steps);
-  hash::Accumulator acc;
-  IndexStream s(seed, dataset_size, 0);
-  for (uint64_t t = 1; t <= steps; ++t) acc.push_leaf(hash::leaf_hash(take_entry(s, t, batch_size, microbatches).encode()));
-  return acc.root();
+  return root_of<IndexStream>(seed, dataset_size, batch_size, microbatches, steps);
 }
 
 ScheduleEntry uniform_schedule_entry(uint64_t seed, uint64_t dataset_size, uint32_t batch_size,
                                      uint32_t microbatches, uint64_t step) {
   check_uniform(dataset_size, batch_size, microbatches);
-  if (step == 0) fail(Status::kInvalidArgument, "schedule entries are numbered from step 1");
-  if (step - 1 > UINT64_MAX / batch_size) fail(Status::kOutOfRange, "step {} overflows the index stream", step);
-  UniformStream s(seed, dataset_size, (step - 1) * batch_size);
-  return take_entry(s, step, batch_size, microbatches);
+  return entry_at<UniformStream>(seed, dataset_size, batch_size, microbatches, step);
 }
 
 void uniform_schedule_stream(uint64_t seed, uint64_t dataset_size, uint64_t first, uint64_t *out, size_t count) {
   check_uniform(dataset_size, 1, 1);
-  if (count > UINT64_MAX - first) fail(Status::kOutOfRange, "positions {} + {} overflow the index stream", first, count);
-  UniformStream s(seed, dataset_size, first);
-  for (size_t i = 0; i < count; ++i) out[i] = s.next();
+  positions<UniformStream>(seed, dataset_size, first, out, count);
 }
 
 hash::Digest uniform_schedule_root(uint64_t seed, uint64_t dataset_size, uint32_t batch_size,
                                    uint32_t microbatches, uint64_t steps) {
   check_uniform(dataset_size, batch_size, microbatches);
-  if (steps > UINT64_MAX / batch_size) fail(Status::kOutOfRange, "{} steps overflow the index stream", steps);
-  hash::Accumulator acc;
-  UniformStream s(seed, dataset_size, 0);
-  for (uint64_t t = 1; t <= steps; ++t) acc.push_leaf(hash::leaf_hash(take_entry(s, t, batch_size, microbatches).encode()));
-  return acc.root();
+  return root_of<UniformStream>(seed, dataset_size, batch_size, microbatches, steps);
 }
 
 }  // namespace pot::commit

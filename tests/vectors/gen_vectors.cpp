@@ -458,88 +458,76 @@ ordered_json generate_protocol() {
     pot_bytes_free(&b);
     pot_commitment_free(c);
   }
-  // A run-seeded task (section 17.3): each miner's commitment carries its own
-  // schedule root; the seeds are listed for an independent check.
-  {
-    const std::string rj = std::string(R"({"owner": "6f776e6572", "spec": )") + spec_json + R"(, "dataset_root": ")" +
-                           std::string(64, 'c') + R"(", "dataset_size": 100, "initial_state": {"published_digest": ")" +
-                           std::string(64, 'a') +
-                           R"("}, "schedule": {"run_seeded": {}}, "min_steps": 10, "max_steps": 12, "challenge_policy": {"rounds": 4, "mode": "bitwise", "committee_size": 1024}, "end_height": 18446744073709551615})";
+  // Tasks whose runs each commit to their own schedule (section 17.3): the
+  // task, and the commitment of each (miner, steps) with its run id.
+  auto add_task = [&](const std::string &json_text, const char *comment, pot_digest *id) {
     pot_task *t = nullptr;
     pot_error *err = nullptr;
-    ok(pot_task_from_json(&t, rj.c_str(), &err), err, "run-seeded task");
+    ok(pot_task_from_json(&t, json_text.c_str(), &err), err, "task");
     pot_bytes b{};
     ok(pot_task_encode(&b, t, nullptr), nullptr, "encode");
-    pot_digest id;
-    ok(pot_task_id(&id, t, nullptr), nullptr, "task id");
-    out["tasks"].push_back({{"comment", "a run-seeded task: every run trains on its own seeded order (section 17.3)"},
-                            {"json", nlohmann::json::parse(rj)}, {"canonical", hex(b.data, b.len)}, {"task_id", hex(id)}});
+    ok(pot_task_id(id, t, nullptr), nullptr, "task id");
+    out["tasks"].push_back({{"comment", comment}, {"json", nlohmann::json::parse(json_text)},
+                            {"canonical", hex(b.data, b.len)}, {"task_id", hex(*id)}});
     pot_bytes_free(&b);
+    return t;
+  };
+  auto add_run = [&](pot_task *t, const std::string &miner, uint64_t steps, const char *comment) {
+    const auto *m = reinterpret_cast<const uint8_t *>(miner.data());
+    pot_error *err = nullptr;
+    pot_commitment *c = nullptr;
+    ok(pot_task_commitment(&c, t, m, miner.size(), steps, &err), err, "run commitment");
+    pot_bytes cb{}, cjson{};
+    ok(pot_commitment_encode(&cb, c, nullptr), nullptr, "encode");
+    ok(pot_commitment_to_json(&cjson, c, nullptr), nullptr, "json");
+    pot_digest rid;
+    ok(pot_commitment_run_id(&rid, c, nullptr), nullptr, "run id");
+    out["commitments"].push_back(
+        {{"comment", comment},
+         {"json", nlohmann::json::parse(std::string(reinterpret_cast<const char *>(cjson.data), cjson.len))},
+         {"canonical", hex(cb.data, cb.len)},
+         {"run_id", hex(rid)}});
+    pot_bytes_free(&cb);
+    pot_bytes_free(&cjson);
+    pot_commitment_free(c);
+  };
+  const auto seeded_task = [&](const char *rule, const char *dataset_size, const char *steps) {
+    return std::string(R"({"owner": "6f776e6572", "spec": )") + spec_json + R"(, "dataset_root": ")" +
+           std::string(64, 'c') + R"(", "dataset_size": )" + dataset_size + R"(, "initial_state": {"published_digest": ")" +
+           std::string(64, 'a') + R"("}, "schedule": {")" + rule + R"(": {}}, )" + steps;
+  };
+  // A run-seeded task: each miner's commitment carries its own schedule
+  // root; the seeds are listed for an independent check.
+  {
+    pot_digest id;
+    pot_task *t = add_task(seeded_task("run_seeded", "100", R"("min_steps": 10, "max_steps": 12, "challenge_policy": {"rounds": 4, "mode": "bitwise", "committee_size": 1024}, "end_height": 18446744073709551615})"),
+                           "a run-seeded task: every run trains on its own seeded order (section 17.3)", &id);
     out["run_schedule_seeds"] = nlohmann::json::array();
     for (const auto &[miner, steps] : {std::pair<std::string, uint64_t>{"miner", 10}, {"miner", 12}, {"thief", 10}}) {
       const auto *m = reinterpret_cast<const uint8_t *>(miner.data());
       uint64_t seed = 0;
+      pot_error *err = nullptr;
       ok(pot_task_run_schedule_seed(&seed, t, m, miner.size(), steps, &err), err, "run schedule seed");
       out["run_schedule_seeds"].push_back({{"comment", "the seed of a run's schedule under the run-seeded task (17.3)"},
                                            {"task_id", hex(id)},
                                            {"miner_identity", hex(m, miner.size())},
                                            {"declared_steps", steps},
                                            {"seed", seed}});
-      pot_commitment *c = nullptr;
-      ok(pot_task_commitment(&c, t, m, miner.size(), steps, &err), err, "run-seeded commitment");
-      pot_bytes cb{}, cjson{};
-      ok(pot_commitment_encode(&cb, c, nullptr), nullptr, "encode");
-      ok(pot_commitment_to_json(&cjson, c, nullptr), nullptr, "json");
-      pot_digest rid;
-      ok(pot_commitment_run_id(&rid, c, nullptr), nullptr, "run id");
-      out["commitments"].push_back(
-          {{"comment", "a run of the run-seeded task: its schedule_root is the root of the run's own seeded schedule"},
-           {"json", nlohmann::json::parse(std::string(reinterpret_cast<const char *>(cjson.data), cjson.len))},
-           {"canonical", hex(cb.data, cb.len)},
-           {"run_id", hex(rid)}});
-      pot_bytes_free(&cb);
-      pot_bytes_free(&cjson);
-      pot_commitment_free(c);
+      add_run(t, miner, steps, "a run of the run-seeded task: its schedule_root is the root of the run's own seeded schedule");
     }
     pot_task_free(t);
   }
   // A run-seeded uniform task (sections 16.3, 17.3) over 10^12 samples (the
   // windows of a large token stream): each miner's root, recomputed.
   {
-    const std::string uj = std::string(R"({"owner": "6f776e6572", "spec": )") + spec_json + R"(, "dataset_root": ")" +
-                           std::string(64, 'c') + R"(", "dataset_size": 1000000000000, "initial_state": {"published_digest": ")" +
-                           std::string(64, 'a') +
-                           R"("}, "schedule": {"run_seeded_uniform": {}}, "min_steps": 3, "max_steps": 4, "challenge_policy": {"rounds": 2, "mode": "bitwise", "committee_size": 16}, "end_height": 5000})";
-    pot_task *t = nullptr;
-    pot_error *err = nullptr;
-    ok(pot_task_from_json(&t, uj.c_str(), &err), err, "uniform task");
-    pot_bytes b{};
-    ok(pot_task_encode(&b, t, nullptr), nullptr, "encode");
     pot_digest id;
-    ok(pot_task_id(&id, t, nullptr), nullptr, "task id");
-    out["tasks"].push_back({{"comment", "a run-seeded uniform task: every run draws its own samples with replacement "
-                                        "(sections 16.3, 17.3)"},
-                            {"json", nlohmann::json::parse(uj)}, {"canonical", hex(b.data, b.len)}, {"task_id", hex(id)}});
-    pot_bytes_free(&b);
-    for (const auto &[miner, steps] : {std::pair<std::string, uint64_t>{"miner", 3}, {"thief", 4}}) {
-      const auto *m = reinterpret_cast<const uint8_t *>(miner.data());
-      pot_commitment *c = nullptr;
-      ok(pot_task_commitment(&c, t, m, miner.size(), steps, &err), err, "uniform commitment");
-      pot_bytes cb{}, cjson{};
-      ok(pot_commitment_encode(&cb, c, nullptr), nullptr, "encode");
-      ok(pot_commitment_to_json(&cjson, c, nullptr), nullptr, "json");
-      pot_digest rid;
-      ok(pot_commitment_run_id(&rid, c, nullptr), nullptr, "run id");
-      out["commitments"].push_back(
-          {{"comment", "a run of the run-seeded uniform task: its schedule_root is the root of the run's own uniform "
-                       "schedule"},
-           {"json", nlohmann::json::parse(std::string(reinterpret_cast<const char *>(cjson.data), cjson.len))},
-           {"canonical", hex(cb.data, cb.len)},
-           {"run_id", hex(rid)}});
-      pot_bytes_free(&cb);
-      pot_bytes_free(&cjson);
-      pot_commitment_free(c);
-    }
+    pot_task *t = add_task(seeded_task("run_seeded_uniform", "1000000000000", R"("min_steps": 3, "max_steps": 4, "challenge_policy": {"rounds": 2, "mode": "bitwise", "committee_size": 16}, "end_height": 5000})"),
+                           "a run-seeded uniform task: every run draws its own samples with replacement (sections "
+                           "16.3, 17.3)",
+                           &id);
+    for (const auto &[miner, steps] : {std::pair<std::string, uint64_t>{"miner", 3}, {"thief", 4}})
+      add_run(t, miner, steps,
+              "a run of the run-seeded uniform task: its schedule_root is the root of the run's own uniform schedule");
     pot_task_free(t);
   }
   // Uniform schedules (section 16.3): the index streams, including a dataset

@@ -33,19 +33,20 @@ class Tiny(torch.nn.Module):
         return (self.w * x).sum()
 
 
-def torch_rates(make, steps=STEPS, optim="sgd"):
+def torch_rates(make, steps=STEPS, optim="sgd", every=1):
     """Runs a loop of `steps` optimizer steps (no gradients: the rates only)
-    and returns the spec make_spec builds before the first step and the
-    rates torch used."""
+    stepping its scheduler after every `every`-th, and returns the optimizer,
+    the scheduler and the rates torch used."""
     model = Tiny()
     opt = (torch.optim.SGD(model.parameters(), lr=BASE) if optim == "sgd"
            else torch.optim.AdamW(model.parameters(), lr=BASE))
     sched = make(opt)
     out = []
-    for _ in range(steps):
+    for t in range(1, steps + 1):
         out.append(opt.param_groups[0]["lr"])
         opt.step()
-        sched.step()
+        if t % every == 0:
+            sched.step()
     return opt, sched, out
 
 
@@ -209,20 +210,6 @@ def test_a_lambda_scheduler_is_listed_and_equals_torch(tmp_path, name):
         assert phases[0]["factors"] == [1.0] * 50 + [0.0]
 
 
-def torch_rates_every(make, every, steps=STEPS):
-    """A loop stepping its scheduler once per epoch of `every` steps."""
-    model = Tiny()
-    opt = torch.optim.SGD(model.parameters(), lr=BASE)
-    sched = make(opt)
-    out = []
-    for t in range(1, steps + 1):
-        out.append(opt.param_groups[0]["lr"])
-        opt.step()
-        if t % every == 0:
-            sched.step()
-    return out
-
-
 @pytest.mark.parametrize("name", ["step", "cosine", "warmup-cosine", "hf-linear"])
 def test_a_scheduler_stepped_per_epoch_equals_torch_with_lr_every(tmp_path, name):
     make = {**CASES, **LAMBDA_CASES}[name]
@@ -232,7 +219,7 @@ def test_a_scheduler_stepped_per_epoch_equals_torch_with_lr_every(tmp_path, name
     spec = pt.make_spec(opt, program(tmp_path), dtype=torch.float32, batch_size=1, seed_policy="none",
                         intra_op_threads=1, scheduler=make(opt), lr_every=every, steps=STEPS)
     assert spec.to_dict()["lr_schedule"]["interval"] == every
-    want = torch_rates_every(make, every)
+    _, _, want = torch_rates(make, every=every)
     assert bits(spec.learning_rates(1, STEPS)) == bits(want), name
     assert len(set(want)) > 3  # the rate does change, once per epoch
 

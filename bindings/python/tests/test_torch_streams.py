@@ -46,7 +46,9 @@ def write_train_bin(path, n=3000):
     return ids
 
 
-def make_run(tmp, stream_file=None):
+def make_run(tmp, stream_file=None, uniform=False):
+    """A run on a token file under a listed schedule of get_batch's windows,
+    or (uniform) under a run-seeded uniform task: each miner's own."""
     torch.manual_seed(0)
     torch.set_num_threads(1)
     tokens = write_train_bin(os.path.join(tmp, "train.bin"))
@@ -59,13 +61,14 @@ def make_run(tmp, stream_file=None):
     # per-step randomness so that each run is its own trajectory: dropout
     # under per_step seeds.
     spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, dropout=0.1, seed_policy="per_step")
-    schedule = pt.plan_windows(stream.size, STEPS, BATCH, seed=1337)
-    task = pt.make_task(model, opt, spec, dataset_dir=os.path.join(tmp, "stream.json"), schedule=schedule,
-                        owner=b"owner", end_height=10**6, challenge_rounds=2)
+    schedule = None if uniform else pt.plan_windows(stream.size, STEPS, BATCH, seed=1337)
+    task = pt.make_task(model, opt, spec, dataset_dir=os.path.join(tmp, "stream.json"),
+                        schedule=pt.RUN_SEEDED_UNIFORM if uniform else schedule,
+                        steps=STEPS if uniform else None, owner=b"owner", end_height=10**6, challenge_rounds=2)
     rec = pt.Recorder(model, opt, task, program, os.path.join(tmp, "ckpt"),
                       dataset_dir=stream_file or os.path.join(tmp, "stream.json"), schedule=schedule,
-                      checkpoint_every=EVERY)
-    return rec, model, opt, spec, program, stream, tokens, schedule
+                      steps=STEPS if uniform else None, miner_identity=b"miner", checkpoint_every=EVERY)
+    return rec, model, opt, spec, program, stream, tokens, rec.schedule
 
 
 def train(rec, model, opt):
@@ -197,22 +200,10 @@ def test_a_run_seeded_uniform_task_gives_each_miner_its_own_windows(tmp_path):
     """A task whose runs each draw their windows with replacement (docs/
     PROTOCOL.md 16.3): the schedule is the miner's own, and a run records
     and verifies."""
-    tmp = str(tmp_path)
-    torch.manual_seed(0)
-    torch.set_num_threads(1)
-    write_train_bin(os.path.join(tmp, "train.bin"))
-    stream = pt.commit_stream(os.path.join(tmp, "train.bin"), os.path.join(tmp, "stream.json"), window=BLOCK + 1)
-    model = TinyLM()
-    program = os.path.join(tmp, "program.pt")
-    pt.save_program(model, program)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, dropout=0.1, seed_policy="per_step")
-    task = pt.make_task(model, opt, spec, dataset_dir=os.path.join(tmp, "stream.json"),
-                        schedule=pt.RUN_SEEDED_UNIFORM, steps=STEPS, owner=b"owner", end_height=10**6,
-                        challenge_rounds=2)
+    rec, model, opt, spec, program, stream, _, mine = make_run(str(tmp_path), uniform=True)
+    task = rec.task
     assert task.schedule_rule == "run_seeded_uniform"
-    mine, theirs = task.run_schedule(b"miner", STEPS), task.run_schedule(b"thief", STEPS)
-    assert mine != theirs
+    assert mine == task.run_schedule(b"miner", STEPS) != task.run_schedule(b"thief", STEPS)
     assert all(0 <= i < stream.size for step in mine for mb in step for i in mb)
     # The run's windows are the independent draws of PROTOCOL.md 16.3.
     seed = task.run_schedule_seed(b"miner", STEPS)
@@ -220,9 +211,6 @@ def test_a_run_seeded_uniform_task_gives_each_miner_its_own_windows(tmp_path):
     import independent as ind  # the implementation written from docs/PROTOCOL.md alone
     assert [i for step in mine for mb in step for i in mb] == [ind.uniform_draw(seed, p, stream.size)
                                                                for p in range(STEPS * BATCH)]
-    rec = pt.Recorder(model, opt, task, program, os.path.join(tmp, "ckpt"), dataset_dir=os.path.join(tmp, "stream.json"),
-                      steps=STEPS, miner_identity=b"miner", checkpoint_every=EVERY)
-    assert rec.schedule == mine
     root = train(rec, model, opt)
     for t in (1, STEPS):
         r = pot.verify_step(rec.commitment, spec, program, t, STEPS, root, rec.serve(t), rec.state_path(t - 1))
