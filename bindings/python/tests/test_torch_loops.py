@@ -304,6 +304,9 @@ def test_a_miner_training_at_a_rate_of_its_own_is_refused_at_that_step(tmp_path)
     opt.step()
     with pytest.raises(pot.InvalidArgumentError, match="holds learning rate 0.0 after step 1"):
         rec.end_step(1.0)
+    with pytest.raises(pot.StateError, match="the recorder stopped: .*holds learning rate 0.0"):
+        rec.begin_step()
+    assert rec.steps_recorded == 0
     rec.close()
 
 

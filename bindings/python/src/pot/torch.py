@@ -49,10 +49,9 @@ from ._torch_data import (Dataset, commit_stream, open_dataset, plan_windows, sa
                           stack_samples)
 from ._torch_program import check_model_matches_program, ema_parameters, save_program, with_loss
 
-__all__ = ["RUN_SEEDED", "RUN_SEEDED_UNIFORM", "Recorder", "canonical_state", "commit_stream", "ema_parameters", "lr_schedule", "make_spec",
-           "make_task",
-           "plan_function", "plan_schedule", "plan_windows", "save_program", "state_writer", "step_loss", "with_loss", "write_dataset",
-           "DTYPE_NAMES"]
+__all__ = ["RUN_SEEDED", "RUN_SEEDED_UNIFORM", "Recorder", "canonical_state", "commit_stream", "ema_parameters",
+           "lr_schedule", "make_spec", "make_task", "plan_function", "plan_schedule", "plan_windows", "save_program",
+           "state_writer", "step_loss", "with_loss", "write_dataset", "DTYPE_NAMES"]
 
 # torch dtype -> safetensors dtype name (docs/PROTOCOL.md section 4).
 DTYPE_NAMES: Dict[torch.dtype, str] = {
@@ -963,7 +962,13 @@ class Recorder:
                 after()
         state = canonical_state(self.model, self.optimizer, rng=self._single_seed)
         t = self._step
-        self._next_rates(state, t)
+        try:
+            self._next_rates(state, t)
+        except InvalidArgumentError as e:
+            # The step trained at a rate no verifier replays: nothing of it
+            # is recorded, and the recorder stops.
+            self._failed, self._step = str(e), 0
+            raise
         with state_writer(state) as w:
             digest = self._rec.end_step(w, step_loss(loss))
         if self._single_seed:
