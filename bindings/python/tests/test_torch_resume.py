@@ -184,3 +184,54 @@ def test_resume_refuses_what_no_crash_leaves(setup, tmp_path):
     with pytest.raises(pot.NotFoundError):
         pt.Recorder(model, opt, task, program, str(tmp_path / "empty"), dataset_dir=d / "data", steps=STEPS,
                     resume=True)
+
+
+def test_a_per_epoch_scheduler_resumes_where_its_epoch_was(setup, tmp_path):
+    """A loop stepping its scheduler once per epoch of 3 steps (make_spec
+    lr_every=3), stopped after step 6 (an epoch's last step, before its
+    scheduler step) and resumed from checkpoint 4: the scheduler is put back
+    at epoch 4 // 3 and the run ends at the uninterrupted root."""
+    d, program, _, _, xs, ys = setup
+    per_epoch = 3
+
+    def build():
+        torch.manual_seed(0)
+        model = Net()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        return model, opt, torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+
+    model, opt, sched = build()
+    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, seed_policy="none", scheduler=sched,
+                        lr_every=per_epoch)
+    task = pt.make_task(model, opt, spec, dataset_dir=d / "data", schedule="run_seeded", steps=STEPS,
+                        owner=b"owner", end_height=10**6, challenge_rounds=2)
+
+    started = []
+
+    def run(ckpt, stop_after=None):
+        model, opt, sched = build()
+        rec = pt.Recorder(model, opt, task, program, ckpt, dataset_dir=d / "data", steps=STEPS,
+                          checkpoint_every=EVERY, resume="auto", scheduler=sched)
+        started.append((rec.steps_recorded, sched.last_epoch, opt.param_groups[0]["lr"]))
+        for t in range(rec.steps_recorded + 1, STEPS + 1):
+            idx = [i for mb in rec.schedule[t - 1] for i in mb]
+            rec.begin_step(idx)
+            loss = model(xs[idx], ys[idx])
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            rec.end_step(loss)
+            if t == stop_after:
+                rec.close()  # the process ends here: the epoch's scheduler step never ran
+                return None
+            if t % per_epoch == 0:
+                sched.step()
+        root = rec.finish()
+        rec.close()
+        return root
+
+    want = run(str(tmp_path / "whole"))
+    assert run(str(tmp_path / "cut"), stop_after=6) is None
+    assert run(str(tmp_path / "cut")) == want
+    # Resumed after checkpoint 4: epoch 1 of the scheduler, the rate of step 5.
+    assert started[2] == (4, 1, spec.learning_rate(5)) and spec.learning_rate(5) == 1e-3 * 0.5
