@@ -256,6 +256,8 @@ def test_tables_are_refused_where_they_cannot_be_what_the_loop_does(tmp_path):
     fresh = torch.optim.SGD(Tiny().parameters(), lr=BASE)
     with pytest.raises(pot.InvalidArgumentError, match="constant rate has no interval"):
         pt.make_spec(fresh, program(tmp_path), lr_every=4, **kw)
+    with pytest.raises(pot.InvalidArgumentError, match=r"rates\[2\] = -0: each value"):
+        pt.make_spec(fresh, program(tmp_path), rates=[0.1, 0.0, -0.0], **kw)  # not a repeat of +0
     with pytest.raises(pot.InvalidArgumentError, match=r"rates\[1\] = -0.1"):
         pt.make_spec(fresh, program(tmp_path), rates=[0.1, -0.1], **kw)
     with pytest.raises(pot.InvalidArgumentError, match="factors\\[2\\]"):

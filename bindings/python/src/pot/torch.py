@@ -161,6 +161,16 @@ def step_loss(loss: Union[float, torch.Tensor, Sequence[Union[float, torch.Tenso
     return total
 
 
+def _table(values: Iterable[float]) -> List[float]:
+    """A spec table (docs/PROTOCOL.md 14.3) of these values: the repeats at
+    the end dropped, since the table keeps its last value. -0.0 is not a
+    repeat of +0.0: the spec refuses it rather than reading it as +0."""
+    table = [float(v) for v in values]
+    while len(table) > 1 and table[-1] == table[-2] and math.copysign(1, table[-1]) == math.copysign(1, table[-2]):
+        table.pop()
+    return table
+
+
 def _factors(s: Any, span: Optional[int]) -> List[float]:
     """A LambdaLR's factors at its scheduler steps 0..span-1 (every group's
     function must give the same), the repeats at the end dropped: the
@@ -174,10 +184,7 @@ def _factors(s: Any, span: Optional[int]) -> List[float]:
     if any(t != tables[0] for t in tables):
         raise InvalidArgumentError("the LambdaLR's functions differ between parameter groups: the spec has one "
                                    "schedule, every group follows it")
-    table = tables[0]
-    while len(table) > 1 and table[-1] == table[-2] and math.copysign(1, table[-1]) == math.copysign(1, table[-2]):
-        table.pop()
-    return table
+    return _table(tables[0])
 
 
 def _phase(s: Any, span: Optional[int] = None) -> Dict[str, Any]:
@@ -348,10 +355,7 @@ def make_spec(optimizer: Optimizers, program: Union[str, "os.PathLike[str]"], *,
         raise InvalidArgumentError("the schedulers give different schedules: the spec has one, every group follows it")
     schedule = schedules[0] if schedules else None
     if rates is not None:
-        table = [float(r) for r in rates]
-        while len(table) > 1 and table[-1] == table[-2]:
-            table.pop()  # the spec's table keeps its last rate
-        schedule = {"rates": table}
+        schedule = {"rates": _table(rates)}
         if lr_every > 1:
             schedule["interval"] = lr_every
     elif lr_every != 1 and not scheds:
