@@ -170,17 +170,38 @@ bool dropout_module(const torch::jit::Module &m) {
          last == "AlphaDropout" || last == "FeatureAlphaDropout";
 }
 
+// The dropout probability a node passes, if it takes one: input 1 of the
+// dropout operators, the argument named dropout_p of any other operator
+// (scaled_dot_product_attention). Returns the input's index, or -1.
+int dropout_input(const torch::jit::Node *n) {
+  if (dropout_operator(n->kind())) return n->inputs().size() > 1 ? 1 : -1;
+  const c10::FunctionSchema *schema = n->kind().is_aten() ? n->maybeSchema() : nullptr;
+  if (!schema) return -1;
+  const c10::optional<int> i = schema->argumentIndexWithName("dropout_p");
+  return i && static_cast<size_t>(*i) < n->inputs().size() ? *i : -1;
+}
+
+// Compares every literal dropout probability of a block with the spec's.
 void check_dropout_nodes(const torch::jit::Block *b, double dropout, const std::string &what) {
   for (const torch::jit::Node *n : b->nodes()) {
-    if (dropout_operator(n->kind()) && n->inputs().size() > 1) {
-      const c10::optional<c10::IValue> p = torch::jit::toIValue(n->input(1));
-      if (p && p->isDouble() && p->toDouble() != dropout)
+    if (const int i = dropout_input(n); i >= 0) {
+      const c10::optional<c10::IValue> p = torch::jit::toIValue(n->input(i));
+      if (p && (p->isDouble() || p->isInt()) && p->toScalar().toDouble() != dropout)
         fail(Status::kInvalidArgument,
              "model program '{}': forward calls {} with p = {}, the spec's dropout is {} (docs/PROTOCOL.md 14.2)",
-             what, n->kind().toQualString(), p->toDouble(), dropout);
+             what, n->kind().toQualString(), p->toScalar().toDouble(), dropout);
     }
     for (const torch::jit::Block *inner : n->blocks()) check_dropout_nodes(inner, dropout, what);
   }
+}
+
+// The forward of `module` with every call inlined, or nullptr.
+std::shared_ptr<torch::jit::Graph> inlined_forward(const torch::jit::Module &module) {
+  const auto forward = module.find_method("forward");
+  if (!forward) return nullptr;
+  std::shared_ptr<torch::jit::Graph> g = forward->graph()->copy();
+  torch::jit::Inline(*g);
+  return g;
 }
 
 }  // namespace
@@ -188,20 +209,20 @@ void check_dropout_nodes(const torch::jit::Block *b, double dropout, const std::
 void check_program_dropout(const torch::jit::Module &module, double dropout, const std::string &what) {
   for (const torch::jit::NameModule &nm : module.named_modules()) {
     if (!dropout_module(nm.value)) continue;
-    const c10::IValue p = nm.value.hasattr("p") ? nm.value.attr("p") : c10::IValue();
+    // A traced module keeps no p: its probability is a literal of the
+    // graph, which the check of forward below compares.
+    if (!nm.value.hasattr("p")) continue;
+    const c10::IValue p = nm.value.attr("p");
     if (!p.isDouble())
-      fail(Status::kInvalidArgument, "model program '{}': dropout module '{}' has no probability p", what, nm.name);
+      fail(Status::kInvalidArgument, "model program '{}': dropout module '{}' has a probability p that is not a float",
+           what, nm.name);
     if (p.toDouble() != dropout)
       fail(Status::kInvalidArgument,
            "model program '{}': module '{}' ({}) has p = {}, the spec's dropout is {} (docs/PROTOCOL.md 14.2)", what,
            nm.name, nm.value.type()->name()->name(), p.toDouble(), dropout);
   }
-  // Functional dropout with a literal probability, anywhere forward reaches.
-  const auto forward = module.find_method("forward");
-  if (!forward) return;
-  const std::shared_ptr<torch::jit::Graph> g = forward->graph()->copy();
-  torch::jit::Inline(*g);
-  check_dropout_nodes(g->block(), dropout, what);
+  // Dropout with a literal probability, anywhere forward reaches.
+  if (const auto g = inlined_forward(module)) check_dropout_nodes(g->block(), dropout, what);
 }
 
 void check_program_archive(const std::string &bytes, const std::string &what) {

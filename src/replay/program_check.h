@@ -36,8 +36,10 @@ void check_program_operators(const torch::jit::Module &module, const std::string
 
 // The spec's dropout (field 6) is the program's: every torch.nn dropout
 // module (Dropout, Dropout1d/2d/3d, AlphaDropout, FeatureAlphaDropout) must
-// have p == dropout, and so must every dropout operator that the inlined
-// forward calls with a literal probability. kInvalidArgument naming the
+// have p == dropout (a traced module keeps no p: its literal is checked as
+// the operators'), and so must every dropout operator that the inlined
+// forward calls with a literal probability, and the literal dropout_p of any
+// other operator (scaled_dot_product_attention). kInvalidArgument naming the
 // module or operator otherwise. A probability computed at run time is not
 // seen (docs/security.md section 6).
 void check_program_dropout(const torch::jit::Module &module, double dropout, const std::string &what);

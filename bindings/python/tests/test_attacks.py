@@ -871,12 +871,14 @@ class WithPut(Net):
         return torch.nn.functional.cross_entropy(self.body(z), y)
 
 
-def replay_step_one(w, model, spec, tmp_path, s0_state=None):
+def replay_step_one(w, model, spec, tmp_path, s0_state=None, program=None):
     """Replays step 1 of the world's schedule for `model` under `spec`, from
-    the model's fresh state (or s0_state); returns the result."""
-    program = str(tmp_path / f"{type(model).__name__}-{spec.digest()}.pt")
-    if not os.path.exists(program):
-        pt.save_program(model, program)
+    the model's fresh state (or s0_state); returns the result. The program
+    is `program`, or `model` scripted."""
+    if program is None:
+        program = str(tmp_path / f"{type(model).__name__}-{spec.digest()}.pt")
+        if not os.path.exists(program):
+            pt.save_program(model, program)
     s0 = str(tmp_path / f"S0-{spec.digest()}.safetensors")
     state = s0_state if s0_state is not None else dict(pt.canonical_state(model, torch.optim.SGD(model.parameters(),
                                                                                                     lr=0.05)))
@@ -899,6 +901,43 @@ def first_step_refused(w, model, opt, rec, match):
     with pytest.raises(pot.InvalidArgumentError, match=match):
         rec.end_step(1.0)
     rec.close()
+
+
+class SdpaDropout(Net):
+    """Attention whose dropout probability is an argument of the attention
+    operator (torch 2.x), as Hugging Face models call it."""
+
+    def forward(self, x, y):
+        q = x.unsqueeze(1)
+        a = torch.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.3 if self.training else 0.0)
+        return torch.nn.functional.cross_entropy(self.body(a.squeeze(1)), y)
+
+
+def test_attack_a_traced_program_drops_out_at_another_probability(tmp_path):
+    """A task declaring dropout 0.1 for a traced program dropping 0.25: a
+    traced dropout module keeps no p, so its literal probability in the
+    graph is what the replay compares (before the fix such a program could
+    not be loaded at all). Refused when the program is loaded; under its
+    honest spec the traced program replays step 1. And a probability given
+    to the attention operator (scaled_dot_product_attention's dropout_p,
+    torch 2.x) is compared too."""
+    w = World(tmp_path)
+    rng = dict(seed_policy="per_step", seed=3, dtype=torch.float32, batch_size=BATCH, intra_op_threads=1)
+    first = [w.samples[i] for i in w.schedule[0][0]]
+    example = {k: torch.stack([b[k] for b in first]) for k in ("x", "y")}
+    models = [WithDropout(0.25)]
+    if hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+        models.append(SdpaDropout())
+    for model, p, op in zip(models, (0.25, 0.3), ("aten::dropout", "aten::scaled_dot_product_attention")):
+        torch.manual_seed(0)
+        model.train()
+        program = str(tmp_path / f"traced-{type(model).__name__}.pt")
+        pt.save_program(model, program, example=example)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        with pytest.raises(pot.InvalidArgumentError, match=f"forward calls {op} with p = {p}, the spec's dropout is "
+                                                           "0.1"):
+            replay_step_one(w, model, pt.make_spec(opt, program, dropout=0.1, **rng), tmp_path, program=program)
+        assert replay_step_one(w, model, pt.make_spec(opt, program, dropout=p, **rng), tmp_path, program=program)
 
 
 def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):

@@ -11,6 +11,7 @@ names, whose order follows the process's string-hash seed).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import inspect
@@ -19,7 +20,7 @@ import keyword
 import linecache
 import os
 import threading
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -39,19 +40,27 @@ class _SortedSet(set):  # type: ignore[type-arg]
         return iter(sorted(set.__iter__(self), key=repr))
 
 
-def _script(module: torch.nn.Module) -> Any:
-    """torch.jit.script with the module's constants in sorted order."""
+@contextlib.contextmanager
+def _sorted_sets() -> Iterator[None]:
+    """While scripting or tracing: TorchScript's module types list their
+    constants in sorted order."""
     import torch.jit._recursive as recursive
     with _script_lock:
         saved = recursive.__dict__.get("set")
         recursive.set = _SortedSet  # type: ignore[attr-defined]
         try:
-            return torch.jit.script(module)  # type: ignore[attr-defined,no-untyped-call]
+            yield
         finally:
             if saved is None:
                 del recursive.set  # type: ignore[attr-defined]
             else:
                 recursive.set = saved  # type: ignore[attr-defined]
+
+
+def _script(module: torch.nn.Module) -> Any:
+    """torch.jit.script with the module's constants in sorted order."""
+    with _sorted_sets():
+        return torch.jit.script(module)  # type: ignore[attr-defined,no-untyped-call]
 
 
 def _where(obj: Any) -> str:
@@ -113,7 +122,9 @@ def with_loss(model: torch.nn.Module, loss: Optional[Callable[..., Any]] = None,
     - output: for a model returning a tuple, the index of the element to
       use (1 for a forward returning (logits, loss)).
     - inputs: the names of the model's inputs in the samples (default: the
-      parameter names of model.forward).
+      parameter names of model.forward), passed in order; when they are
+      names of model.forward's parameters but not its first ones (a Hugging
+      Face model's ["input_ids", "labels"]), passed by keyword.
     - carry: state the model carries from batch to batch (a recurrent
       hidden state: a tensor, or a tuple such as an LSTM's (h, c)), given as
       its initial value. The model's forward takes it as its last argument
@@ -167,12 +178,20 @@ def with_loss(model: torch.nn.Module, loss: Optional[Callable[..., Any]] = None,
         state_in = "(" + ", ".join(f"self.carry_{i}.clone()" for i in range(len(carried))) + ")"
         store = f"\n        new = res[{int(carry_output)}]" + "".join(
             f"\n        self.carry_{i}.copy_(new[{i}].detach())" for i in range(len(carried)))
+    # inputs= naming some of the model's own parameters (a Hugging Face
+    # model's input_ids and labels among its dozen optional arguments) are
+    # passed by keyword, as the model's training loop passes them.
+    call_args = list(names_in)
+    if inputs is not None and not carried:
+        own = _parameter_names(model)
+        if all(n in own for n in names_in) and names_in != own[:len(names_in)]:
+            call_args = [f"{n}={n}" for n in names_in]
     named = list(model.named_parameters()) if ema is not None else []
     after = "" if ema is None else _AFTER_STEP_SOURCE.format(updates="".join(
         f"\n        self.ema_{i}.mul_({ema!r}).add_(self.model{_attribute_path(n)}.detach(), alpha={1.0 - ema!r})"
         for i, (n, _) in enumerate(named)))
     source = _WRAPPER_SOURCE.format(after=after,
-        params=", ".join(f"{n}: torch.Tensor" for n in names), args=", ".join(names_in + ([state_in] if state_in else [])),
+        params=", ".join(f"{n}: torch.Tensor" for n in names), args=", ".join(call_args + ([state_in] if state_in else [])),
         # An element typed Optional[Tensor] (a forward returning (logits,
         # loss) whose loss is None without targets) is refined by the assert.
         index="" if output is None else f"[{int(output)}]\n        assert out is not None", store=store,
@@ -201,6 +220,12 @@ def ema_parameters(program_module: torch.nn.Module) -> Dict[str, torch.Tensor]:
     return {n: getattr(program_module, f"ema_{i}") for i, (n, _) in enumerate(model.named_parameters())}
 
 
+def _parameter_names(model: torch.nn.Module) -> List[str]:
+    """The named parameters of model.forward (not *args or **kwargs)."""
+    return [p.name for p in inspect.signature(model.forward).parameters.values()
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
 def _forward_inputs(model: torch.nn.Module) -> List[str]:
     names = []
     for p in inspect.signature(model.forward).parameters.values():
@@ -217,7 +242,27 @@ def _zero_weights(module: torch.nn.Module) -> None:
             t.zero_()
 
 
-def save_program(module: torch.nn.Module, path: PathLike) -> bytes:
+def _trace(module: torch.nn.Module, example: Mapping[str, torch.Tensor]) -> Any:
+    """torch.jit.trace of `module` called with the example batch, by the
+    names of its forward's arguments."""
+    if not isinstance(example, Mapping) or not all(isinstance(v, torch.Tensor) for v in example.values()):
+        raise InvalidArgumentError("save_program: example is a batch: a mapping of sample tensor names to tensors")
+    names = [p.name for p in inspect.signature(module.forward).parameters.values()]
+    missing = [n for n in names if n not in example]
+    if missing or len(names) != len(example):
+        raise InvalidArgumentError(
+            f"save_program: {type(module).__qualname__}.forward takes ({', '.join(names)}), the example batch holds "
+            f"({', '.join(example)}): a traced program takes exactly the sample tensors, by name")
+    # Traced in the module's mode: a dropout traced in train mode keeps its
+    # probability as a literal the replay checks against the spec's.
+    # check_trace is off: a second run differs whenever dropout draws.
+    with _sorted_sets():
+        return torch.jit.trace(module, tuple(example[n] for n in names),  # type: ignore[no-untyped-call]
+                               check_trace=False)
+
+
+def save_program(module: torch.nn.Module, path: PathLike, *,
+                 example: Optional[Mapping[str, torch.Tensor]] = None) -> bytes:
     """Writes the model program (docs/PROTOCOL.md 21.2) of `module` to path
     and returns its digest, the spec's model_program_digest.
 
@@ -229,24 +274,46 @@ def save_program(module: torch.nn.Module, path: PathLike) -> bytes:
     every parameter and buffer (the replay sets them all from S_{t-1}).
     The module itself is not changed.
 
-    InvalidArgumentError when TorchScript cannot compile the module (the
-    message names the class's file and line and holds TorchScript's, which
-    points at the failing source line) or when its forward does not return
-    one tensor."""
+    The module is scripted (torch.jit.script), or with `example` (a batch:
+    sample tensor name -> tensor, as the forward takes it) traced
+    (torch.jit.trace): for models TorchScript cannot compile, such as
+    Hugging Face transformers (built with torchscript=True). A trace
+    records the operators one call ran: a forward whose operators depend
+    on the data (control flow over tensor values, shapes that vary from
+    batch to batch) is not the same program for another batch, and the
+    replay of such a step fails. Trace in training mode (module.train()):
+    the dropout probability is a literal of the traced graph, checked
+    against the spec's.
+
+    InvalidArgumentError when TorchScript cannot compile or trace the
+    module (the message names the class's file and line and holds
+    TorchScript's, which points at the failing source line) or when its
+    forward does not return one tensor."""
     if not isinstance(module, torch.nn.Module):
         raise InvalidArgumentError(f"save_program takes a torch.nn.Module, not {type(module).__name__}")
     copy_of = copy.deepcopy(module)
-    _zero_weights(copy_of)
+    how = "compile" if example is None else "trace"
     try:
-        program = _script(copy_of)
+        if example is None:
+            _zero_weights(copy_of)
+            program = _script(copy_of)
+        else:
+            # Traced with the weights the module has (the forward runs), then
+            # zeroed: the traced module holds its own copies.
+            program = _trace(copy_of, example)
+            _zero_weights(program)
+    except InvalidArgumentError:
+        raise
     except Exception as e:  # TorchScript raises RuntimeError, NotSupportedError, OSError, ...
         cls = type(module)
         msg = str(e).strip()
         if isinstance(e, OSError) and "source" in msg:
             msg += (" (TorchScript compiles a module from its Python source: define the class in a .py file, "
                     "not in an interactive session or exec)")
-        raise InvalidArgumentError(f"save_program: TorchScript cannot compile {cls.__module__}.{cls.__qualname__} "
-                                   f"(defined at {_where(cls)}): {msg}") from e
+        hint = "" if example is not None else (" (a model TorchScript cannot compile may still be traced: "
+                                               "save_program(module, path, example=batch))")
+        raise InvalidArgumentError(f"save_program: TorchScript cannot {how} {cls.__module__}.{cls.__qualname__} "
+                                   f"(defined at {_where(cls)}): {msg}{hint}") from e
     returns = [str(r.type) for r in program.forward.schema.returns]
     if returns != ["Tensor"]:
         raise InvalidArgumentError(
