@@ -1,7 +1,8 @@
 """The proof of docs/python.md on scripts written the way public
 repositories write them (samples/loops): a character-level GPT on a token
 file with get_batch/torch.randint and a warm-up rate set by hand, a CNN with
-a per-epoch StepLR, an LSTM carrying its hidden state. Each is hooked by the
+a per-epoch StepLR, an LSTM carrying its hidden state, a GPT-2 fine-tuned by
+the Hugging Face Trainer (pot.torch.TrainerCallback). Each is hooked by the
 lines marked `# pot` (a `# pot-was: <code>` line replaced that code):
 
 1. without them the script is the plain training script, and it runs;
@@ -27,7 +28,21 @@ if not pot.replay_available():
 
 LOOPS = Path(__file__).resolve().parent.parent.parent.parent / "samples" / "loops"
 # script, its dataset as `pot open make --dataset` takes it, steps
-SCRIPTS = [("char_gpt.py", "stream.json", 12), ("mnist_cnn.py", "data", 12), ("lstm_lm.py", "stream.json", 8)]
+def _have(*modules):
+    try:
+        for m in modules:
+            __import__(m)
+    except ImportError:
+        return False
+    return True
+
+
+SCRIPTS = [("char_gpt.py", "stream.json", 12), ("mnist_cnn.py", "data", 12), ("lstm_lm.py", "stream.json", 8),
+           # The Trainer needs torch 2.x: the torch2 stage's environment has it
+           # (scripts/torch2-requirements.txt) and sets POT_REQUIRE_TRANSFORMERS.
+           pytest.param("hf_finetune.py", "data", 12, marks=pytest.mark.skipif(
+               not _have("transformers", "accelerate") and not os.environ.get("POT_REQUIRE_TRANSFORMERS"),
+               reason="transformers and accelerate are not installed"))]
 # A hook comment, not its mention in a docstring (`# pot`).
 HOOK = re.compile(r"\s(?<!`)# pot(?: \(.*\))?$")
 WAS = re.compile(r"^(\s*)\S.*\s(?<!`)# pot-was: (.*)$")

@@ -354,7 +354,7 @@ def test_state_carried_between_batches_is_caught_at_the_first_step_after_a_check
 def test_the_same_module_saves_to_the_same_digest_in_every_process(tmp_path):
     """TorchScript lists a module's constants in the order of a Python set
     (by string hash, a per-process seed); the weights are random. Neither
-    reaches the file."""
+    reaches the file, scripted or traced."""
     (tmp_path / "netdef.py").write_text(textwrap.dedent('''
         import torch
         class Net(torch.nn.Module):
@@ -371,16 +371,19 @@ def test_the_same_module_saves_to_the_same_digest_in_every_process(tmp_path):
         sys.path.insert(0, {str(tmp_path)!r})
         import pot.torch as pt
         from netdef import Net
-        print(pt.save_program(pt.with_loss(Net(), torch.nn.functional.cross_entropy, target="y"),
-                              sys.argv[1]).hex())
+        program = pt.with_loss(Net(), torch.nn.functional.cross_entropy, target="y")
+        print(pt.save_program(program, sys.argv[1]).hex())
+        # Traced (save_program(example=)): the same module, the same file.
+        example = dict(x=torch.randn(2, 1, 5, 5), y=torch.tensor([0, 2]))
+        print(pt.save_program(program, sys.argv[1] + ".traced", example=example).hex())
     ''')
     digests = set()
     for seed in ("1", "2", "3"):
         out = subprocess.run([sys.executable, "-c", script, str(tmp_path / f"p{seed}.pt")], capture_output=True,
                              text=True, env={**os.environ, "PYTHONHASHSEED": seed})
         assert out.returncode == 0, out.stderr
-        digests.add(out.stdout.strip())
-    assert len(digests) == 1, digests
+        digests.add(tuple(out.stdout.split()))
+    assert len(digests) == 1 and len(set(next(iter(digests)))) == 2, digests
 
 
 def test_a_torchscript_error_names_the_class_and_the_line(tmp_path):

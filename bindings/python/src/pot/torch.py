@@ -49,9 +49,23 @@ from ._torch_data import (Dataset, commit_stream, open_dataset, plan_windows, sa
                           stack_samples)
 from ._torch_program import check_model_matches_program, ema_parameters, save_program, with_loss
 
-__all__ = ["RUN_SEEDED", "RUN_SEEDED_UNIFORM", "Recorder", "canonical_state", "commit_stream", "ema_parameters",
+__all__ = ["RUN_SEEDED", "RUN_SEEDED_UNIFORM", "Recorder", "TrainerCallback", "canonical_state", "commit_stream", "ema_parameters",
            "lr_schedule", "make_spec", "make_task", "plan_function", "plan_schedule", "plan_windows", "save_program",
            "state_writer", "step_loss", "with_loss", "write_dataset", "DTYPE_NAMES"]
+
+
+
+def __getattr__(name: str) -> Any:
+    """TrainerCallback (a transformers.TrainerCallback) is imported on first
+    use: pot.torch itself does not need transformers."""
+    if name == "TrainerCallback":
+        try:
+            from ._torch_trainer import TrainerCallback
+        except ImportError as e:
+            raise ImportError(f"pot.torch.TrainerCallback needs transformers (and accelerate): {e}") from e
+        return TrainerCallback
+    raise AttributeError(f"module 'pot.torch' has no attribute '{name}'")
+
 
 # torch dtype -> safetensors dtype name (docs/PROTOCOL.md section 4).
 DTYPE_NAMES: Dict[torch.dtype, str] = {
@@ -460,9 +474,11 @@ def plan_schedule(loader: "torch.utils.data.DataLoader[Any]", steps: int, microb
     generator=torch.Generator().manual_seed(s)); a sampler of one's own:
     its generator=):
     without one it would draw from the global RNG the seed policy controls.
-    A DistributedSampler draws from its seed and epoch: the loop calls
-    sampler.set_epoch(e) at the start of each epoch, e counting from
-    `first_epoch`, and the plan does the same."""
+    A sampler with set_epoch (DistributedSampler, accelerate's
+    SeedableRandomSampler, which the Hugging Face Trainer uses) draws from
+    its seed and epoch: the loop calls sampler.set_epoch(e) at the start of
+    each epoch, e counting from `first_epoch` (the Trainer does), and the
+    plan does the same."""
     bs = loader.batch_sampler
     if bs is None:
         raise InvalidArgumentError("the DataLoader has no batch sampler (batch_size=None)")
@@ -470,12 +486,12 @@ def plan_schedule(loader: "torch.utils.data.DataLoader[Any]", steps: int, microb
     gen = getattr(sampler, "generator", None) if sampler is not None else None
     random_samplers = (torch.utils.data.RandomSampler, torch.utils.data.SubsetRandomSampler,
                        torch.utils.data.WeightedRandomSampler)
-    if isinstance(sampler, random_samplers) and gen is None:
+    distributed = callable(getattr(sampler, "set_epoch", None))
+    if isinstance(sampler, random_samplers) and gen is None and not distributed:
         raise InvalidArgumentError(f"a {type(sampler).__name__} without a generator draws from the global RNG: "
                                    "give it generator=torch.Generator().manual_seed(seed) (for shuffle=True, the "
                                    "DataLoader's) for its schedule to be planned and committed")
-    distributed = isinstance(sampler, torch.utils.data.distributed.DistributedSampler)
-    saved_epoch = sampler.epoch if distributed else None
+    saved_epoch = getattr(sampler, "epoch", None) if distributed else None
     # Every generator the loop's iteration draws from, saved and restored.
     loader_gen = loader.generator
     gens = [g for g in {id(g): g for g in (gen, loader_gen) if g is not None}.values()]
@@ -513,7 +529,7 @@ def plan_schedule(loader: "torch.utils.data.DataLoader[Any]", steps: int, microb
     finally:
         for g, st in zip(gens, saved):
             g.set_state(st)
-        if distributed:
+        if distributed and saved_epoch is not None:
             sampler.set_epoch(saved_epoch)
     return plan
 
