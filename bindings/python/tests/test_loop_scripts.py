@@ -39,9 +39,9 @@ def _have(*modules):
 
 SCRIPTS = [("char_gpt.py", "stream.json", 12), ("mnist_cnn.py", "data", 12), ("lstm_lm.py", "stream.json", 8),
            # The Trainer needs torch 2.x: the torch2 stage's environment has it
-           # (scripts/torch2-requirements.txt) and sets POT_REQUIRE_TRANSFORMERS.
+           # (scripts/torch2-requirements.txt) and sets POT_REQUIRE_FRAMEWORKS.
            pytest.param("hf_finetune.py", "data", 12, marks=pytest.mark.skipif(
-               not _have("transformers", "accelerate") and not os.environ.get("POT_REQUIRE_TRANSFORMERS"),
+               not _have("transformers", "accelerate") and not os.environ.get("POT_REQUIRE_FRAMEWORKS"),
                reason="transformers and accelerate are not installed"))]
 # A hook comment, not its mention in a docstring (`# pot`).
 HOOK = re.compile(r"\s(?<!`)# pot(?: \(.*\))?$")

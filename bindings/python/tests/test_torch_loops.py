@@ -439,6 +439,26 @@ def test_plan_schedule_draws_what_the_loader_draws_epoch_after_epoch(workers, pe
     assert got[:6] == plan
 
 
+def test_plan_schedule_of_a_loop_that_stops_at_the_loader_s_length():
+    """A loop that ends each epoch after len(loader) batches without asking
+    for the next (Lightning's Trainer) leaves the RandomSampler's last draw
+    (the permutation of its empty remainder) undone: from the second epoch
+    on it draws another order than a `for b in loader` loop. Planned with
+    stops_at_length=True, the plan is what such a loop draws; the default
+    plan is what the `for` loop draws, and the two differ."""
+    def loader():
+        return torch.utils.data.DataLoader(Indexed(), batch_size=3, shuffle=True, drop_last=True,
+                                           generator=torch.Generator().manual_seed(4))
+    steps, stopping = 9, loader()
+    got = []
+    while len(got) < steps:
+        for _, b in zip(range(len(stopping)), stopping):  # never asks for a fourth batch
+            got.append([[int(i) for i in b]])
+    assert pt.plan_schedule(loader(), steps, stops_at_length=True) == got
+    assert pt.plan_schedule(loader(), steps) == _drawn(loader(), steps) != got
+    assert got[:3] == _drawn(loader(), 3)  # the first epoch is the same
+
+
 def _drawn(loader, steps, set_epoch=None):
     """The batches a loop draws, epoch after epoch (calling set_epoch as a
     DistributedSampler loop does)."""
@@ -621,3 +641,34 @@ def test_an_after_step_hook_may_write_buffers_only(tmp_path):
     rec.close()
     with pytest.raises(pot.InvalidArgumentError, match="pot_after_step must take no argument besides self"):
         make_run(str(tmp_path / "bad"), BadHook())
+
+
+def test_a_loop_checks_the_batch_it_trains_on_before_the_forward(tmp_path):
+    """Recorder.check_batch, what the framework callbacks call: a loop whose
+    loader gives tensors rather than indices compares them with the
+    committed batch. A batch of another order (a miner's own choice) is
+    refused at step 1, by name of the tensor that differs; tensors the
+    program does not take, or a tuple of the wrong length, are named too;
+    the committed batch, as a mapping or in the forward's order, passes."""
+    model = Classifier()
+    program_module = pt.with_loss(model, torch.nn.functional.cross_entropy, target="y")
+    rec, opt, _, xs, ys, _, _ = make_run(str(tmp_path / "run"), program_module)
+    assert rec.input_names == ["x", "y"]
+    idx, x, y = batch(rec, xs, ys, 1)
+    rec.check_batch({"x": x, "y": y})
+    rec.check_batch((x, y))
+    with pytest.raises(pot.StateError, match=r"check_batch: step 1: the batch is not the committed schedule's "
+                                             r"\('y' differs\)"):
+        rec.check_batch((x, y.roll(1)))
+    with pytest.raises(pot.StateError, match=r"'x' differs"):
+        rec.check_batch({"x": x.flip(0), "y": y.flip(0)})
+    with pytest.raises(pot.InvalidArgumentError, match=r"the batch holds \(mask, x, y\), the program takes \(x, y\)"):
+        rec.check_batch({"x": x, "y": y, "mask": torch.ones(len(idx))})
+    with pytest.raises(pot.InvalidArgumentError, match=r"the batch is a tuple of 3, not a mapping of the program's "
+                                                       r"inputs \(x, y\)"):
+        rec.check_batch((x, y, y))
+    rec.begin_step(idx)
+    rec.check_batch((x, y))  # the step begun
+    with pytest.raises(pot.StateError, match="step 2: the batch is not the committed"):
+        rec.check_batch((x, y), step=2)
+    rec.close()

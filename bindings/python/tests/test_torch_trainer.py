@@ -16,7 +16,7 @@ import pot.torch as pt  # noqa: E402
 
 if not pot.replay_available():
     pytest.skip("libpot was built without LibTorch", allow_module_level=True)
-if not os.environ.get("POT_REQUIRE_TRANSFORMERS"):
+if not os.environ.get("POT_REQUIRE_FRAMEWORKS"):
     pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
 from torch.utils.data import default_collate  # noqa: E402
@@ -100,7 +100,8 @@ def test_a_trainer_feeding_another_order_is_refused_at_step_1(tmp_path):
     the Trainer's batch with the committed one before the forward."""
     run = Run(tmp_path, plan_args=dict(data_seed=1))
     run.trainer.add_callback(pt.TrainerCallback(run.rec))
-    with pytest.raises(pot.StateError, match="step 1: the Trainer's batch is not the committed schedule's"):
+    with pytest.raises(pot.StateError, match="TrainerCallback: step 1: the batch is not the committed schedule's "
+                                              "\\('input_ids' differs\\)"):
         run.trainer.train()
     run.rec.close()
 
@@ -160,7 +161,7 @@ def test_the_callback_needs_the_loss_wrapper_and_the_samples_tensors(tmp_path):
         return batch
     run.trainer.data_collator = with_mask
     run.trainer.add_callback(pt.TrainerCallback(run.rec))
-    with pytest.raises(pot.InvalidArgumentError, match=r"step 1: the Trainer's batch holds \(attention_mask, "
+    with pytest.raises(pot.InvalidArgumentError, match=r"TrainerCallback: step 1: the batch holds \(attention_mask, "
                                                        r"input_ids, labels\), the program takes \(input_ids, labels\)"):
         run.trainer.train()
     run.rec.close()

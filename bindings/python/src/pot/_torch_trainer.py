@@ -106,18 +106,7 @@ class TrainerCallback(transformers.TrainerCallback):  # type: ignore[misc]
         # the model's own mean; the program computes the mean, so the model
         # does too (the same value, in the program's bits).
         kwargs = {k: v for k, v in kwargs.items() if k != "num_items_in_batch"}
-        want = self.recorder.batch(t)
-        got = sorted(k for k, v in kwargs.items() if v is not None)
-        if got != sorted(want):
-            self._refuse(f"step {t}: the Trainer's batch holds ({', '.join(got)}), the program takes "
-                         f"({', '.join(sorted(want))}): the data collator must give exactly the sample tensors")
-        for name, tensor in want.items():
-            have = kwargs[name]
-            if have.shape != tensor.shape or have.dtype != tensor.dtype or not torch.equal(have.cpu(), tensor):
-                raise StateError(
-                    f"TrainerCallback: step {t}: the Trainer's batch is not the committed schedule's ('{name}' "
-                    "differs): plan the schedule from the Trainer's own loader, pot.torch.plan_schedule("
-                    "trainer.get_train_dataloader(), steps), with TrainingArguments(data_seed=...) set")
+        self.recorder.check_batch(kwargs, where="TrainerCallback")
         return args, kwargs
 
     def _after_forward(self, module: torch.nn.Module, args: Tuple[Any, ...], out: Any) -> None:

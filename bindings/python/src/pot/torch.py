@@ -49,21 +49,29 @@ from ._torch_data import (Dataset, commit_stream, open_dataset, plan_windows, sa
                           stack_samples)
 from ._torch_program import check_model_matches_program, ema_parameters, save_program, with_loss
 
-__all__ = ["RUN_SEEDED", "RUN_SEEDED_UNIFORM", "Recorder", "TrainerCallback", "canonical_state", "commit_stream", "ema_parameters",
+# (Not listed: TrainerCallback and LightningCallback, imported on use, so
+# that `from pot.torch import *` needs neither framework.)
+__all__ = ["RUN_SEEDED", "RUN_SEEDED_UNIFORM", "Recorder", "canonical_state", "commit_stream", "ema_parameters",
            "lr_schedule", "make_spec", "make_task", "plan_function", "plan_schedule", "plan_windows", "save_program",
            "state_writer", "step_loss", "with_loss", "write_dataset", "DTYPE_NAMES"]
 
 
 
 def __getattr__(name: str) -> Any:
-    """TrainerCallback (a transformers.TrainerCallback) is imported on first
-    use: pot.torch itself does not need transformers."""
+    """The framework callbacks are imported on first use: pot.torch itself
+    needs neither transformers nor Lightning."""
     if name == "TrainerCallback":
         try:
             from ._torch_trainer import TrainerCallback
         except ImportError as e:
             raise ImportError(f"pot.torch.TrainerCallback needs transformers (and accelerate): {e}") from e
         return TrainerCallback
+    if name == "LightningCallback":
+        try:
+            from ._torch_lightning import LightningCallback
+        except ImportError as e:
+            raise ImportError(f"pot.torch.LightningCallback needs Lightning (lightning.pytorch): {e}") from e
+        return LightningCallback
     raise AttributeError(f"module 'pot.torch' has no attribute '{name}'")
 
 
@@ -462,7 +470,7 @@ def write_dataset(samples: Iterable[Mapping[str, torch.Tensor]], directory: Unio
 
 
 def plan_schedule(loader: "torch.utils.data.DataLoader[Any]", steps: int, microbatches: int = 1,
-                  first_epoch: int = 0) -> List[List[List[int]]]:
+                  first_epoch: int = 0, *, stops_at_length: bool = False) -> List[List[List[int]]]:
     """The dataset indices a DataLoader will draw for `steps` steps (epoch
     after epoch), each step's batch split into `microbatches` equal parts:
     what the schedule commitment needs before training starts. The loader's
@@ -478,7 +486,14 @@ def plan_schedule(loader: "torch.utils.data.DataLoader[Any]", steps: int, microb
     SeedableRandomSampler, which the Hugging Face Trainer uses) draws from
     its seed and epoch: the loop calls sampler.set_epoch(e) at the start of
     each epoch, e counting from `first_epoch` (the Trainer does), and the
-    plan does the same."""
+    plan does the same.
+
+    A `for batch in loader` loop runs the sampler to its end each epoch,
+    and a RandomSampler draws once more there (the permutation of its last,
+    empty part). A loop that ends its epoch after len(loader) batches
+    without asking for another (Lightning's Trainer does) never makes that
+    draw, and every later epoch is another order: plan it with
+    stops_at_length=True."""
     bs = loader.batch_sampler
     if bs is None:
         raise InvalidArgumentError("the DataLoader has no batch sampler (batch_size=None)")
@@ -515,14 +530,16 @@ def plan_schedule(loader: "torch.utils.data.DataLoader[Any]", steps: int, microb
                 torch.empty((), dtype=torch.int64).random_(generator=loader_gen)
             if persistent:
                 draws_seed = False
+            per_epoch = len(bs) if stops_at_length else -1
             for batch in bs:
+                per_epoch -= 1
                 batch = [int(i) for i in batch]
                 if len(batch) % microbatches:
                     raise InvalidArgumentError(f"a batch of {len(batch)} does not split into {microbatches} "
                                                "equal micro-batches (use drop_last=True)")
                 m = len(batch) // microbatches
                 plan.append([batch[j * m:(j + 1) * m] for j in range(microbatches)])
-                if len(plan) == steps:
+                if len(plan) == steps or per_epoch == 0:
                     break
             if len(plan) == before:
                 raise InvalidArgumentError("the DataLoader yields no batch")
@@ -838,6 +855,7 @@ class Recorder:
         self._replay: Optional[_Replay] = _Replay(spec, program)
         check_model_matches_program(model, program, "Recorder")
         self._check_sample_names()
+        self.input_names: List[str] = list(self._replay.input_names)  # the forward's, in order
         s0 = _initial_state(model, optimizer, spec)
         self._rng = s0.get("rng/cpu")
         initial = _state_digest(s0)
@@ -1078,6 +1096,39 @@ class Recorder:
             raise InvalidArgumentError(f"batch: step {t} has {len(parts)} micro-batches, not {micro + 1}")
         indices = parts[micro] if micro is not None else [i for mb in parts for i in mb]
         return stack_samples([self._data.sample(i) for i in indices])
+
+    def check_batch(self, batch: Union[Mapping[str, torch.Tensor], Sequence[torch.Tensor]],
+                    step: Optional[int] = None, *, where: str = "check_batch") -> None:
+        """Compares the batch a loop is about to train on with the committed
+        batch of `step` (default: the step begun, else the next one): a
+        mapping of the program's input names to tensors, or a sequence in
+        the order of the program's forward. StateError naming the first
+        tensor that differs; InvalidArgumentError when the names are not the
+        program's. Training loops that do not take their batch from
+        batch() (a framework's own DataLoader) check it here before the
+        forward, so a schedule that is not the loop's is found at step 1."""
+        t = step if step is not None else (self._step or self._rec.size + 1)
+        want = self.batch(t)
+        if isinstance(batch, Mapping):
+            got = {k: v for k, v in batch.items() if v is not None}
+        elif isinstance(batch, (list, tuple)) and len(batch) == len(self.input_names):
+            got = dict(zip(self.input_names, batch))
+        else:
+            raise InvalidArgumentError(
+                f"{where}: step {t}: the batch is a {type(batch).__name__}"
+                f"{f' of {len(batch)}' if isinstance(batch, (list, tuple)) else ''}, not a mapping of the program's "
+                f"inputs ({', '.join(self.input_names)}) or a sequence of {len(self.input_names)} tensors in that order")
+        if sorted(got) != sorted(want):
+            raise InvalidArgumentError(
+                f"{where}: step {t}: the batch holds ({', '.join(sorted(got))}), the program takes "
+                f"({', '.join(sorted(want))}): the loader (its collate function) must give exactly the sample tensors")
+        for name in self.input_names:
+            have, tensor = got[name], want[name]
+            if (not isinstance(have, torch.Tensor) or have.shape != tensor.shape or have.dtype != tensor.dtype
+                    or not torch.equal(have.detach().cpu(), tensor)):
+                raise StateError(
+                    f"{where}: step {t}: the batch is not the committed schedule's ('{name}' differs): plan the "
+                    "schedule from the loop's own loader (pot.torch.plan_schedule), which must then draw it")
 
     def close(self) -> None:
         if self._data is not None:
