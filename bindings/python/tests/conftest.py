@@ -85,3 +85,14 @@ def spec_json(program_digest, **over):
 @pytest.fixture
 def hash_vectors():
     return load_vectors("hash.json")
+
+
+def assert_every_step_verifies(rec, program, steps):
+    """Every step of a finished pot.torch.Recorder run, served and verified
+    against its root, as a verifier would (the callbacks' honest runs)."""
+    import pot
+    root = rec.root()
+    for t in range(1, steps + 1):
+        r = pot.verify_step(rec.commitment, rec.spec, str(program), t, steps, root, rec.serve(t),
+                            rec.state_path(t - 1))
+        assert r.ok, (t, r)

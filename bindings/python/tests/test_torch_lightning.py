@@ -8,6 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import pot  # noqa: E402
+from conftest import assert_every_step_verifies  # noqa: E402
 import pot.torch as pt  # noqa: E402
 
 if not pot.replay_available():
@@ -87,11 +88,7 @@ def test_a_lightning_run_is_recorded_and_every_step_replays(tmp_path, interval):
     rec = recorder(tmp_path, lit, train_loader)
     trainer(callbacks=[pt.LightningCallback(rec)]).fit(lit, train_loader)
     assert rec.steps_recorded == STEPS  # and on_train_end finished the log
-    root = rec.root()
-    for t in range(1, STEPS + 1):
-        r = pot.verify_step(rec.commitment, rec.spec, str(tmp_path / "model.pt"), t, STEPS, root, rec.serve(t),
-                            rec.state_path(t - 1))
-        assert r.ok, (t, r)
+    assert_every_step_verifies(rec, tmp_path / "model.pt", STEPS)
     rec.close()
 
 

@@ -12,6 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import pot  # noqa: E402
+from conftest import assert_every_step_verifies  # noqa: E402
 import pot.torch as pt  # noqa: E402
 
 if not pot.replay_available():
@@ -86,11 +87,7 @@ def test_a_trainer_run_is_recorded_and_every_step_replays(tmp_path):
     run.trainer.train()
     rec = run.rec
     assert rec.steps_recorded == STEPS  # and on_train_end finished the log
-    root = rec.root()
-    for t in range(1, STEPS + 1):
-        r = pot.verify_step(rec.commitment, rec.spec, str(tmp_path / "model.pt"), t, STEPS, root, rec.serve(t),
-                            rec.state_path(t - 1))
-        assert r.ok, (t, r)
+    assert_every_step_verifies(rec, tmp_path / "model.pt", STEPS)
     rec.close()
 
 
