@@ -920,7 +920,8 @@ def test_attack_a_traced_program_drops_out_at_another_probability(tmp_path):
     not be loaded at all). Refused when the program is loaded; under its
     honest spec the traced program replays step 1. And a probability given
     to the attention operator (scaled_dot_product_attention's dropout_p,
-    torch 2.x) is compared too."""
+    torch 2.x) is compared too. A module traced in eval mode (no dropout
+    in its graph) is refused when saved."""
     w = World(tmp_path)
     rng = dict(seed_policy="per_step", seed=3, dtype=torch.float32, batch_size=BATCH, intra_op_threads=1)
     first = [w.samples[i] for i in w.schedule[0][0]]
@@ -938,6 +939,11 @@ def test_attack_a_traced_program_drops_out_at_another_probability(tmp_path):
                                                            "0.1"):
             replay_step_one(w, model, pt.make_spec(opt, program, dropout=0.1, **rng), tmp_path, program=program)
         assert replay_step_one(w, model, pt.make_spec(opt, program, dropout=p, **rng), tmp_path, program=program)
+    # Traced in eval mode, the graph holds no dropout at all (and would
+    # pass the check): refused when saved, naming the mode.
+    model = WithDropout(0.25).eval()
+    with pytest.raises(pot.InvalidArgumentError, match="WithDropout is in eval mode: a trace records the mode"):
+        pt.save_program(model, str(tmp_path / "eval.pt"), example=example)
 
 
 def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):

@@ -672,3 +672,21 @@ def test_a_loop_checks_the_batch_it_trains_on_before_the_forward(tmp_path):
     with pytest.raises(pot.StateError, match="step 2: the batch is not the committed"):
         rec.check_batch((x, y), step=2)
     rec.close()
+
+
+def test_save_program_traces_with_an_example_batch_by_name(tmp_path):
+    """save_program(example=): the batch names the forward's arguments; a
+    batch of other names, something that is not a batch, or a forward that
+    fails while traced is refused, naming what the forward takes or the
+    class and its file."""
+    program_module = pt.with_loss(Classifier(), torch.nn.functional.cross_entropy, target="y")
+    x, y = torch.randn(4, 8), torch.tensor([0, 1, 2, 0])
+    path = str(tmp_path / "p.pt")
+    assert pt.save_program(program_module, path, example={"y": y, "x": x}) == pot.program_digest_file(path)
+    with pytest.raises(pot.InvalidArgumentError, match=r"forward takes \(x, y\), the example batch holds "
+                                                       r"\(x, target\)"):
+        pt.save_program(program_module, path, example={"x": x, "target": y})
+    with pytest.raises(pot.InvalidArgumentError, match="example is a batch: a mapping of sample tensor names"):
+        pt.save_program(program_module, path, example=[x, y])
+    with pytest.raises(pot.InvalidArgumentError, match=r"TorchScript cannot trace .*PotProgram .*: .*"):
+        pt.save_program(program_module, path, example={"x": torch.randn(4, 5), "y": y})  # 5 features, not 8

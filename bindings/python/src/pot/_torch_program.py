@@ -247,6 +247,11 @@ def _trace(module: torch.nn.Module, example: Mapping[str, torch.Tensor]) -> Any:
     names of its forward's arguments."""
     if not isinstance(example, Mapping) or not all(isinstance(v, torch.Tensor) for v in example.values()):
         raise InvalidArgumentError("save_program: example is a batch: a mapping of sample tensor names to tensors")
+    if not module.training:
+        raise InvalidArgumentError(
+            f"save_program: {type(module).__qualname__} is in eval mode: a trace records the mode (no dropout, "
+            "BatchNorm's running statistics), and the replay runs the step in training mode; call module.train() "
+            "before tracing")
     names = [p.name for p in inspect.signature(module.forward).parameters.values()]
     missing = [n for n in names if n not in example]
     if missing or len(names) != len(example):
@@ -277,13 +282,13 @@ def save_program(module: torch.nn.Module, path: PathLike, *,
     The module is scripted (torch.jit.script), or with `example` (a batch:
     sample tensor name -> tensor, as the forward takes it) traced
     (torch.jit.trace): for models TorchScript cannot compile, such as
-    Hugging Face transformers (built with torchscript=True). A trace
-    records the operators one call ran: a forward whose operators depend
-    on the data (control flow over tensor values, shapes that vary from
-    batch to batch) is not the same program for another batch, and the
-    replay of such a step fails. Trace in training mode (module.train()):
-    the dropout probability is a literal of the traced graph, checked
-    against the spec's.
+    Hugging Face transformers. A trace records the operators one call ran:
+    a forward whose operators depend on the data (control flow over tensor
+    values, shapes that vary from batch to batch) is not the same program
+    for another batch, and the replay of such a step fails. A trace also
+    records the module's mode, so a module in eval mode is refused: traced
+    in training mode, the dropout probability is a literal of the graph,
+    checked against the spec's.
 
     InvalidArgumentError when TorchScript cannot compile or trace the
     module (the message names the class's file and line and holds

@@ -56,7 +56,6 @@ __all__ = ["RUN_SEEDED", "RUN_SEEDED_UNIFORM", "Recorder", "canonical_state", "c
            "state_writer", "step_loss", "with_loss", "write_dataset", "DTYPE_NAMES"]
 
 
-
 def __getattr__(name: str) -> Any:
     """The framework callbacks are imported on first use: pot.torch itself
     needs neither transformers nor Lightning."""
