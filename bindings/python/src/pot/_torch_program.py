@@ -4,9 +4,13 @@ save_program and the checks a program and a model must pass before a run.
 A program file is named by the digest of its bytes, so the same module must
 give the same bytes in every process: save_program saves a copy whose
 parameters and buffers are zero (the replay sets every one of them from
-S_{t-1}; the values in the file are never read) and makes TorchScript
-list a module's constants in one order (it walks a Python set of their
-names, whose order follows the process's string-hash seed).
+S_{t-1}; the values in the file are never read), makes TorchScript list a
+module's constants in one order (it walks a Python set of their names,
+whose order follows the process's string-hash seed), compiles or traces
+with TorchScript's type registry empty (it mangles a type's name when the
+process already made one of that name), and writes the archive without
+the Python source's locations (a script's file path and lines, a trace's
+call stack).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import keyword
 import linecache
 import os
 import threading
+import zipfile
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
@@ -57,10 +62,69 @@ def _sorted_sets() -> Iterator[None]:
                 recursive.set = saved  # type: ignore[attr-defined]
 
 
+# TorchScript's process-wide type registry: the compilation unit its types
+# and functions are made in, and the caches that hand back earlier ones.
+_REGISTRY = ("_python_cu", "_script_classes", "_name_to_pyclass", "_jit_caching_layer",
+             "_jit_function_overload_caching")
+
+
+@contextlib.contextmanager
+def _fresh_types() -> Iterator[Any]:
+    """While scripting or tracing: TorchScript's type registry is empty, as
+    in a new process, and yields the compilation unit. TorchScript names a
+    module's type after its class and, when the process already holds a
+    type of that name (the same class traced before, a Dropout of another
+    p scripted before), mangles it (___torch_mangle_<n>, n counting the
+    process's types): the program's bytes depended on what the process had
+    compiled earlier. Called under _sorted_sets (its lock)."""
+    import torch.jit._recursive as recursive
+    import torch.jit._state as state
+    saved = {n: getattr(state, n) for n in _REGISTRY}
+    saved_store, saved_cu = recursive.concrete_type_store, recursive.__dict__.get("_python_cu")
+    cu = torch._C.CompilationUnit()
+    for n in _REGISTRY:
+        setattr(state, n, cu if n == "_python_cu" else type(saved[n])())
+    recursive.concrete_type_store = recursive.ConcreteTypeStore()
+    recursive._python_cu = cu
+    try:
+        yield cu
+    finally:
+        for n, v in saved.items():
+            setattr(state, n, v)
+        recursive.concrete_type_store = saved_store
+        recursive._python_cu = saved_cu
+
+
 def _script(module: torch.nn.Module) -> Any:
-    """torch.jit.script with the module's constants in sorted order."""
-    with _sorted_sets():
+    """torch.jit.script with the module's constants in sorted order, in an
+    empty type registry."""
+    with _sorted_sets(), _fresh_types():
         return torch.jit.script(module)  # type: ignore[attr-defined,no-untyped-call]
+
+
+def _archive(program: Any) -> bytes:
+    """The program file of a scripted or traced module: torch.jit.save's
+    archive without the Python source's locations. TorchScript keeps, per
+    code file, a debug record of where each node came from: the class's
+    source file path and lines when scripted, the whole Python call stack
+    of the tracing call when traced; so the same module saved from another
+    directory, another line or another caller got other bytes. The debug
+    records are dropped and the archive loaded and saved again: the
+    records torch.jit.save then writes point into the archive's own code."""
+    first = io.BytesIO()
+    torch.jit.save(program, first)  # type: ignore[attr-defined,no-untyped-call]
+    stripped = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(first.getvalue())) as src, \
+            zipfile.ZipFile(stripped, "w", zipfile.ZIP_STORED) as dst:
+        for info in src.infolist():
+            if not info.filename.endswith(".debug_pkl"):
+                dst.writestr(zipfile.ZipInfo(info.filename, date_time=(1980, 1, 1, 0, 0, 0)), src.read(info))
+    stripped.seek(0)
+    with _sorted_sets(), _fresh_types():
+        reloaded = torch.jit.load(stripped, map_location="cpu")  # type: ignore[attr-defined,no-untyped-call]
+        out = io.BytesIO()
+        torch.jit.save(reloaded, out)  # type: ignore[attr-defined,no-untyped-call]
+    return out.getvalue()
 
 
 def _where(obj: Any) -> str:
@@ -261,9 +325,9 @@ def _trace(module: torch.nn.Module, example: Mapping[str, torch.Tensor]) -> Any:
     # Traced in the module's mode: a dropout traced in train mode keeps its
     # probability as a literal the replay checks against the spec's.
     # check_trace is off: a second run differs whenever dropout draws.
-    with _sorted_sets():
+    with _sorted_sets(), _fresh_types() as cu:
         return torch.jit.trace(module, tuple(example[n] for n in names),  # type: ignore[no-untyped-call]
-                               check_trace=False)
+                               check_trace=False, _compilation_unit=cu)
 
 
 def save_program(module: torch.nn.Module, path: PathLike, *,
@@ -328,10 +392,9 @@ def save_program(module: torch.nn.Module, path: PathLike, *,
     # Saved through memory: a file-name target would name the archive's
     # inner folder after the path, so the same module saved in two places
     # would get two digests.
-    buf = io.BytesIO()
-    torch.jit.save(program, buf)  # type: ignore[attr-defined,no-untyped-call]
+    data = _archive(program)
     with open(path, "wb") as f:
-        f.write(buf.getvalue())
+        f.write(data)
     return program_digest_file(path)
 
 
