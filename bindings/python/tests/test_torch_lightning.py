@@ -147,3 +147,22 @@ def test_another_optimizer_or_scheduler_interval_is_refused(tmp_path):
         trainer(callbacks=[pt.LightningCallback(rec)]).fit(lit, loader())  # (the refused fit drew a batch)
     assert rec.steps_recorded == 0
     rec.close()
+
+
+def test_a_trainer_resumed_at_another_step_than_the_recorder_is_refused(tmp_path):
+    """A Lightning checkpoint of step 3 resumed (fit(ckpt_path=...)) with a
+    recorder that starts at step 0: the Trainer would train step 4 and the
+    recorder record it as step 1. Refused when training begins, naming
+    both steps."""
+    torch.manual_seed(0)
+    first = trainer(max_steps=3)
+    first.fit(Lit(), loader())
+    first.save_checkpoint(str(tmp_path / "step3.ckpt"))
+    torch.manual_seed(0)
+    lit, train_loader = Lit(), loader()
+    rec = recorder(tmp_path, lit, train_loader)
+    with pytest.raises(pot.InvalidArgumentError, match=r"LightningCallback: the Trainer starts after step 3, the "
+                                                       r"recorder after step 0: resume both from the same step"):
+        trainer(callbacks=[pt.LightningCallback(rec)]).fit(lit, loader(), ckpt_path=str(tmp_path / "step3.ckpt"))
+    assert rec.steps_recorded == 0
+    rec.close()

@@ -21,7 +21,7 @@ if not os.environ.get("POT_REQUIRE_FRAMEWORKS"):
     pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
 from torch.utils.data import default_collate  # noqa: E402
-from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments  # noqa: E402
+from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments  # noqa: E402
 
 STEPS, BATCH, BLOCK, VOCAB = 6, 4, 8, 17
 
@@ -52,7 +52,7 @@ class Run:
     the Trainer's optimizer and schedule, its batch order, the traced
     program; then the miner's recorder and callback."""
 
-    def __init__(self, tmp_path, plan_args=None, **kw):
+    def __init__(self, tmp_path, plan_args=None, resume=False, **kw):
         torch.manual_seed(0)
         self.data = Blocks()
         self.model = GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_positions=BLOCK, n_embd=16, n_layer=1, n_head=2))
@@ -63,7 +63,8 @@ class Run:
         self.program = pt.with_loss(self.model, inputs=["input_ids", "labels"], output=0)
         path = str(tmp_path / "model.pt")
         pt.save_program(self.program, path, example=default_collate([self.data[i] for i in range(BATCH)]))
-        pt.write_dataset((self.data[i] for i in range(len(self.data))), str(tmp_path / "data"))
+        if not resume:
+            pt.write_dataset((self.data[i] for i in range(len(self.data))), str(tmp_path / "data"))
         spec = pt.make_spec(t.optimizer, path, model=self.program, dtype=torch.float32, batch_size=BATCH,
                             dropout=0.1, grad_clip_max_norm=1.0, scheduler=t.lr_scheduler, steps=STEPS)
         # The plan: the Trainer's loader, or (an attack) another one.
@@ -73,7 +74,8 @@ class Run:
         task = pt.make_task(self.program, t.optimizer, spec, dataset_dir=str(tmp_path / "data"), schedule=schedule,
                             owner=b"owner", end_height=10**6, challenge_rounds=2)
         self.rec = pt.Recorder(self.program, t.optimizer, task, path, str(tmp_path / "ckpt"),
-                               dataset_dir=str(tmp_path / "data"), schedule=schedule, checkpoint_every=2)
+                               dataset_dir=str(tmp_path / "data"), schedule=schedule, checkpoint_every=2,
+                               resume=resume, scheduler=t.lr_scheduler)
 
 
 def test_a_trainer_run_is_recorded_and_every_step_replays(tmp_path):
@@ -185,3 +187,64 @@ def test_a_traced_gpt2_saves_to_the_same_digest_in_every_process(tmp_path):
         assert out.returncode == 0, out.stderr[-2000:]
         digests.add(out.stdout.strip())
     assert len(digests) == 1, digests
+
+
+class Crash(Exception):
+    pass
+
+
+class CrashAt(TrainerCallback):
+    """Stops the process's training before step `after + 1` begins, as a
+    kill would (the Trainer has saved its checkpoint of step `after`)."""
+
+    def __init__(self, after):
+        self.after = after
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if state.global_step == self.after:
+            raise Crash(f"stopped after step {self.after}")
+
+
+def test_a_stopped_trainer_run_resumed_from_both_checkpoints_ends_at_the_uninterrupted_root(tmp_path):
+    """A Trainer run stopped after step 4 resumes with the recorder resumed
+    from its directory (resume=True) and the Trainer from its checkpoint of
+    step 4: the final root is the uninterrupted run's. A Trainer and a
+    recorder starting at different steps are refused when training begins,
+    naming both steps: the Trainer not resumed (it would train step 1
+    again, recorded as step 5), or resumed with a fresh recorder (step 5
+    recorded as step 1)."""
+    whole = Run(tmp_path / "whole")
+    whole.trainer.add_callback(pt.TrainerCallback(whole.rec))
+    whole.trainer.train()
+    root = whole.rec.root()
+    whole.rec.close()
+
+    cut = Run(tmp_path / "cut", save_strategy="steps", save_steps=2)
+    cut.trainer.add_callback(CrashAt(4))
+    cut.trainer.add_callback(pt.TrainerCallback(cut.rec))
+    with pytest.raises(Crash):
+        cut.trainer.train()
+    cut.rec.close()
+    checkpoint = str(tmp_path / "cut" / "trainer" / "checkpoint-4")
+
+    fresh = Run(tmp_path / "fresh", save_strategy="steps", save_steps=2)
+    fresh.trainer.add_callback(pt.TrainerCallback(fresh.rec))
+    with pytest.raises(pot.InvalidArgumentError, match=r"TrainerCallback: the Trainer starts after step 4, the "
+                                                       r"recorder after step 0: resume both from the same step"):
+        fresh.trainer.train(resume_from_checkpoint=checkpoint)
+    fresh.rec.close()
+
+    again = Run(tmp_path / "cut", resume=True, save_strategy="steps", save_steps=2)
+    assert again.rec.steps_recorded == 4
+    again.trainer.add_callback(pt.TrainerCallback(again.rec))
+    with pytest.raises(pot.InvalidArgumentError, match="the Trainer starts after step 0, the recorder after step 4"):
+        again.trainer.train()
+    again.rec.close()
+
+    again = Run(tmp_path / "cut", resume=True, save_strategy="steps", save_steps=2)
+    again.trainer.add_callback(pt.TrainerCallback(again.rec))
+    again.trainer.train(resume_from_checkpoint=checkpoint)
+    assert again.rec.steps_recorded == STEPS
+    assert again.rec.root() == root
+    assert_every_step_verifies(again.rec, tmp_path / "cut" / "model.pt", STEPS)
+    again.rec.close()
