@@ -59,11 +59,7 @@ class LightningCallback(pl.Callback):  # type: ignore[misc]
         if not pl_module.automatic_optimization:
             self._refuse("manual optimization: the callback records Lightning's automatic optimization (one "
                          "optimizer step per batch)")
-        done = rec.steps_recorded
-        if trainer.global_step != done:
-            self._refuse(f"the Trainer starts after step {trainer.global_step}, the recorder after step {done}: "
-                         "resume both from the same step (trainer.fit(..., ckpt_path=...) from the checkpoint of "
-                         "the step the recorder resumed at, Recorder(..., resume=True))")
+        rec._check_start(trainer.global_step, "LightningCallback", "trainer.fit(..., ckpt_path=...)")
         if trainer.accumulate_grad_batches != 1:
             self._refuse(f"accumulate_grad_batches={trainer.accumulate_grad_batches}: a step is one forward and "
                          "backward of one batch here")

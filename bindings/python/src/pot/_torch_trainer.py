@@ -69,11 +69,7 @@ class TrainerCallback(transformers.TrainerCallback):  # type: ignore[misc]
         if kwargs.get("model") is not None and kwargs["model"] is not self.model:
             self._refuse("the Trainer trains another model than the recorder's program holds (hand the Trainer "
                          "the model given to with_loss)")
-        done = self.recorder.steps_recorded
-        if state.global_step != done:
-            self._refuse(f"the Trainer starts after step {state.global_step}, the recorder after step {done}: "
-                         "resume both from the same step (trainer.train(resume_from_checkpoint=...) from the "
-                         "checkpoint of the step the recorder resumed at, Recorder(..., resume=True))")
+        self.recorder._check_start(state.global_step, "TrainerCallback", "trainer.train(resume_from_checkpoint=...)")
         if args.gradient_accumulation_steps != 1:
             self._refuse(f"gradient_accumulation_steps={args.gradient_accumulation_steps}: a step is one forward "
                          "and backward of one batch here (the Trainer scales accumulated losses its own way)")

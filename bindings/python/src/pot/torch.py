@@ -1129,6 +1129,18 @@ class Recorder:
                     f"{where}: step {t}: the batch is not the committed schedule's ('{name}' differs): plan the "
                     "schedule from the loop's own loader (pot.torch.plan_schedule), which must then draw it")
 
+    def _check_start(self, loop_step: int, where: str, resume_with: str) -> None:
+        """A framework loop about to train after its step `loop_step` starts
+        where the recorder does: InvalidArgumentError naming both otherwise
+        (a loop started afresh beside a resumed recorder, or resumed beside
+        a fresh one). `resume_with` says how the loop resumes."""
+        done = self.steps_recorded
+        if loop_step != done:
+            raise InvalidArgumentError(
+                f"{where}: the Trainer starts after step {loop_step}, the recorder after step {done}: resume both "
+                f"from the same step ({resume_with} from the checkpoint of the step the recorder resumed at, "
+                "Recorder(..., resume=True))")
+
     def close(self) -> None:
         if self._data is not None:
             self._data.close()
