@@ -5,6 +5,7 @@ Recorder(..., resume="auto") finishes a run whose log root is the
 uninterrupted run's, and whose directory opens and serves like it: no leaf
 lost or corrupted. POT_KILL_POINTS sets the number of kill points (default
 50, about 15 s)."""
+import copy
 import json
 import os
 import random
@@ -235,3 +236,45 @@ def test_a_per_epoch_scheduler_resumes_where_its_epoch_was(setup, tmp_path):
     assert run(str(tmp_path / "cut")) == want
     # Resumed after checkpoint 4: epoch 1 of the scheduler, the rate of step 5.
     assert started[2] == (4, 1, spec.learning_rate(5)) and spec.learning_rate(5) == 1e-3 * 0.5
+
+
+def test_a_resumed_loop_training_from_another_state_is_refused_at_its_first_step(setup, tmp_path):
+    """The recorder resumed from checkpoint 4 loads S_4 into the model; the
+    loop then loads its own checkpoint of step 6 over it (a mistake a
+    framework's resume makes the same way) and trains step 5 from there.
+    The first step a resumed process records is self-checked as step 1 is:
+    refused at step 5, naming the resume. The same loop without the stale
+    load resumes and ends at the uninterrupted root, its step 5 checked."""
+    d, program, _, task, xs, ys = setup
+    own = {}
+
+    def run(ckpt, stop_after=None, load_own=False):
+        model, opt, sched = fresh()
+        rec = pt.Recorder(model, opt, task, program, ckpt, dataset_dir=d / "data", steps=STEPS,
+                          checkpoint_every=EVERY, resume="auto", scheduler=sched)
+        if load_own:
+            model.load_state_dict(own["model"])
+        try:
+            for t in range(rec.steps_recorded + 1, STEPS + 1):
+                idx = [i for mb in rec.schedule[t - 1] for i in mb]
+                rec.begin_step(idx)
+                loss = model(xs[idx], ys[idx])
+                loss.backward()
+                opt.step()
+                sched.step()
+                opt.zero_grad(set_to_none=True)
+                rec.end_step(loss)
+                if t == stop_after:
+                    own["model"] = copy.deepcopy(model.state_dict())  # the loop's own checkpoint
+                    return None
+            return rec.finish()
+        finally:
+            rec.close()
+
+    want = run(str(tmp_path / "whole"))
+    assert run(str(tmp_path / "cut"), stop_after=6) is None
+    with pytest.raises(pot.InvalidArgumentError, match=r"self-check of step 5: replaying it from S_4 .*gives another "
+                                                       r"S_5: \d+ tensors differ .*The usual causes: this process "
+                                                       r"resumed from checkpoint 4"):
+        run(str(tmp_path / "cut"), load_own=True)
+    assert run(str(tmp_path / "cut")) == want

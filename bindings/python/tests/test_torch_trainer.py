@@ -4,6 +4,7 @@ name before the step is recorded (torch 2.x with transformers and
 accelerate: the torch2 stage; samples/loops/hf_finetune.py is the whole
 script, verified by another process in test_loop_scripts.py)."""
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -20,6 +21,7 @@ if not pot.replay_available():
 if not os.environ.get("POT_REQUIRE_FRAMEWORKS"):
     pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
+import safetensors.torch  # noqa: E402
 from torch.utils.data import default_collate  # noqa: E402
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments  # noqa: E402
 
@@ -212,7 +214,8 @@ def test_a_stopped_trainer_run_resumed_from_both_checkpoints_ends_at_the_uninter
     recorder starting at different steps are refused when training begins,
     naming both steps: the Trainer not resumed (it would train step 1
     again, recorded as step 5), or resumed with a fresh recorder (step 5
-    recorded as step 1)."""
+    recorded as step 1). A Trainer checkpoint whose weights are not the
+    recorder's S_4 is refused by the self-check of step 5."""
     whole = Run(tmp_path / "whole")
     whole.trainer.add_callback(pt.TrainerCallback(whole.rec))
     whole.trainer.train()
@@ -239,6 +242,22 @@ def test_a_stopped_trainer_run_resumed_from_both_checkpoints_ends_at_the_uninter
     again.trainer.add_callback(pt.TrainerCallback(again.rec))
     with pytest.raises(pot.InvalidArgumentError, match="the Trainer starts after step 0, the recorder after step 4"):
         again.trainer.train()
+    again.rec.close()
+
+    # The Trainer's checkpoint of step 4 holds other weights than the
+    # recorder's S_4 (another run's, or changed): the Trainer loads them over
+    # S_4 and step 5 trains from them; its self-check refuses it.
+    tampered = str(tmp_path / "tampered-checkpoint-4")
+    shutil.copytree(checkpoint, tampered)
+    weights = safetensors.torch.load_file(os.path.join(tampered, "model.safetensors"))
+    name = next(n for n in sorted(weights) if n.endswith("c_fc.weight"))
+    weights[name] = weights[name] + 1e-3
+    safetensors.torch.save_file(weights, os.path.join(tampered, "model.safetensors"), metadata={"format": "pt"})
+    again = Run(tmp_path / "cut", resume=True, save_strategy="steps", save_steps=2)
+    again.trainer.add_callback(pt.TrainerCallback(again.rec))
+    with pytest.raises(pot.InvalidArgumentError, match=r"self-check of step 5: .*The usual causes: this process "
+                                                       r"resumed from checkpoint 4"):
+        again.trainer.train(resume_from_checkpoint=tampered)
     again.rec.close()
 
     again = Run(tmp_path / "cut", resume=True, save_strategy="steps", save_steps=2)

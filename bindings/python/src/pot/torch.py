@@ -695,9 +695,11 @@ def _group_rates(spec: Spec, group: int, steps: int) -> "array[float]":
     return out
 
 
-def _state_difference(replayed_path: str, recorded: Mapping[str, torch.Tensor], t: int) -> str:
+def _state_difference(replayed_path: str, recorded: Mapping[str, torch.Tensor], t: int,
+                      resumed: bool = False) -> str:
     """What differs between the replayed S_t (a file) and the recorded one,
-    and what usually causes it."""
+    and what usually causes it (first, for the first step of a process that
+    resumed from checkpoint t-1, the state it trained from)."""
     from .safetensors import Safetensors
     with Safetensors(replayed_path) as f:
         replayed = set(f.names)
@@ -718,6 +720,10 @@ def _state_difference(replayed_path: str, recorded: Mapping[str, torch.Tensor], 
         causes = "the learning rate after the step is not the spec's (a scheduler stepped otherwise than once per step)"
     elif differ and all(n.startswith("optim/") or n.startswith("hparam/") for n in differ):
         causes = "the optimizer's state moved otherwise than the spec's optimizer (its options differ from the spec)"
+    if resumed:
+        causes = (f"this process resumed from checkpoint {t - 1}, whose S_{t - 1} Recorder(resume=...) loaded into "
+                  f"the model and optimizer, and step {t} trained from another state (a checkpoint of the loop's own "
+                  f"or a framework's loaded over it, of another step or run); or {causes}")
     return (f"replaying it from S_{t - 1} as every verifier does gives another S_{t}: {what}. The usual causes: "
             f"{causes}. The run would fail verification; the recorder stopped")
 
@@ -870,6 +876,7 @@ class Recorder:
         })
         task.check_commitment(self.commitment)
         self._self_check, self._every = self_check, checkpoint_every
+        self._first_step = 1  # the first step this process records (after resuming: the checkpoint's + 1)
         self._entries = entries
         self._failed: Optional[str] = None
         # Every group's learning rate of every step, as the spec gives it
@@ -895,6 +902,14 @@ class Recorder:
                                             "with")
             self._rec, at, path = _CRecorder.resume(self.checkpoint_dir)
             self.initial_state_digest = initial
+            # The first step this process records is self-checked as step 1
+            # is: the loop must train it from S_at, which it may not (a
+            # framework's own checkpoint loaded over it). A self-check the
+            # killed process left is removed.
+            self._first_step = at + 1
+            for f in os.listdir(self.checkpoint_dir):
+                if f.startswith("self-check-") and f.endswith(".safetensors"):
+                    os.remove(os.path.join(self.checkpoint_dir, f))
             with open(path, "rb") as f:
                 state = sample_tensors(f.read())
             _load_canonical_state(model, optimizer, state, at)
@@ -1011,7 +1026,8 @@ class Recorder:
         if self._single_seed:
             self._rng = state["rng/cpu"]
         self._step = 0
-        if self._self_check and (t == 1 or (self._self_check == "checkpoints" and (t - 1) % self._every == 0)):
+        if self._self_check and (t == self._first_step or
+                                 (self._self_check == "checkpoints" and (t - 1) % self._every == 0)):
             self._check_step(t, digest, state)
         return digest
 
@@ -1050,7 +1066,8 @@ class Recorder:
                 raise InvalidArgumentError(self._failed) from e
             if res.post_state_digest == digest:
                 return
-            self._failed = f"self-check of step {t}: {_state_difference(post, state, t)}"
+            resumed = t > 1 and t == self._first_step
+            self._failed = f"self-check of step {t}: {_state_difference(post, state, t, resumed)}"
             raise InvalidArgumentError(self._failed)
         finally:
             if os.path.exists(post):
