@@ -60,6 +60,26 @@ def setup(tmp_path_factory):
     return d, program, spec, task, xs, ys
 
 
+def train_steps(rec, model, opt, sched, xs, ys, sched_every=1, stop_after=None):
+    """The loop: from the step after the recorder's last to the end, the
+    scheduler stepped after every sched_every-th step. Stops after step
+    stop_after (before its scheduler step: the process ends there) and
+    returns None; else finishes and returns the root."""
+    for t in range(rec.steps_recorded + 1, STEPS + 1):
+        idx = [i for mb in rec.schedule[t - 1] for i in mb]
+        rec.begin_step(idx)
+        loss = model(xs[idx], ys[idx])
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        rec.end_step(loss)
+        if t == stop_after:
+            return None
+        if t % sched_every == 0:
+            sched.step()
+    return rec.finish()
+
+
 def train(setup, ckpt, ready_fd=None):
     """The training script: build S_0, record (resuming whatever the
     directory holds), train to the end. Returns the root."""
@@ -69,16 +89,7 @@ def train(setup, ckpt, ready_fd=None):
                       resume="auto", scheduler=sched)
     if ready_fd is not None:
         os.write(ready_fd, b"r")
-    for t in range(rec.steps_recorded + 1, STEPS + 1):
-        idx = [i for mb in rec.schedule[t - 1] for i in mb]
-        rec.begin_step(idx)
-        loss = model(xs[idx], ys[idx])
-        loss.backward()
-        opt.step()
-        sched.step()
-        opt.zero_grad(set_to_none=True)
-        rec.end_step(loss)
-    root = rec.finish()
+    root = train_steps(rec, model, opt, sched, xs, ys)
     rec.close()
     return root
 
@@ -214,20 +225,7 @@ def test_a_per_epoch_scheduler_resumes_where_its_epoch_was(setup, tmp_path):
         rec = pt.Recorder(model, opt, task, program, ckpt, dataset_dir=d / "data", steps=STEPS,
                           checkpoint_every=EVERY, resume="auto", scheduler=sched)
         started.append((rec.steps_recorded, sched.last_epoch, opt.param_groups[0]["lr"]))
-        for t in range(rec.steps_recorded + 1, STEPS + 1):
-            idx = [i for mb in rec.schedule[t - 1] for i in mb]
-            rec.begin_step(idx)
-            loss = model(xs[idx], ys[idx])
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-            rec.end_step(loss)
-            if t == stop_after:
-                rec.close()  # the process ends here: the epoch's scheduler step never ran
-                return None
-            if t % per_epoch == 0:
-                sched.step()
-        root = rec.finish()
+        root = train_steps(rec, model, opt, sched, xs, ys, sched_every=per_epoch, stop_after=stop_after)
         rec.close()
         return root
 
@@ -255,19 +253,9 @@ def test_a_resumed_loop_training_from_another_state_is_refused_at_its_first_step
         if load_own:
             model.load_state_dict(own["model"])
         try:
-            for t in range(rec.steps_recorded + 1, STEPS + 1):
-                idx = [i for mb in rec.schedule[t - 1] for i in mb]
-                rec.begin_step(idx)
-                loss = model(xs[idx], ys[idx])
-                loss.backward()
-                opt.step()
-                sched.step()
-                opt.zero_grad(set_to_none=True)
-                rec.end_step(loss)
-                if t == stop_after:
-                    own["model"] = copy.deepcopy(model.state_dict())  # the loop's own checkpoint
-                    return None
-            return rec.finish()
+            root = train_steps(rec, model, opt, sched, xs, ys, stop_after=stop_after)
+            own["model"] = copy.deepcopy(model.state_dict())  # the loop's own checkpoint
+            return root
         finally:
             rec.close()
 

@@ -230,35 +230,29 @@ def test_a_stopped_trainer_run_resumed_from_both_checkpoints_ends_at_the_uninter
     cut.rec.close()
     checkpoint = str(tmp_path / "cut" / "trainer" / "checkpoint-4")
 
-    fresh = Run(tmp_path / "fresh", save_strategy="steps", save_steps=2)
-    fresh.trainer.add_callback(pt.TrainerCallback(fresh.rec))
-    with pytest.raises(pot.InvalidArgumentError, match=r"TrainerCallback: the Trainer starts after step 4, the "
-                                                       r"recorder after step 0: resume both from the same step"):
-        fresh.trainer.train(resume_from_checkpoint=checkpoint)
-    fresh.rec.close()
-
-    again = Run(tmp_path / "cut", resume=True, save_strategy="steps", save_steps=2)
-    assert again.rec.steps_recorded == 4
-    again.trainer.add_callback(pt.TrainerCallback(again.rec))
-    with pytest.raises(pot.InvalidArgumentError, match="the Trainer starts after step 0, the recorder after step 4"):
-        again.trainer.train()
-    again.rec.close()
-
-    # The Trainer's checkpoint of step 4 holds other weights than the
-    # recorder's S_4 (another run's, or changed): the Trainer loads them over
-    # S_4 and step 5 trains from them; its self-check refuses it.
+    # The Trainer's checkpoint of step 4 with other weights than the
+    # recorder's S_4 (another run's, or changed).
     tampered = str(tmp_path / "tampered-checkpoint-4")
     shutil.copytree(checkpoint, tampered)
     weights = safetensors.torch.load_file(os.path.join(tampered, "model.safetensors"))
     name = next(n for n in sorted(weights) if n.endswith("c_fc.weight"))
     weights[name] = weights[name] + 1e-3
     safetensors.torch.save_file(weights, os.path.join(tampered, "model.safetensors"), metadata={"format": "pt"})
-    again = Run(tmp_path / "cut", resume=True, save_strategy="steps", save_steps=2)
-    again.trainer.add_callback(pt.TrainerCallback(again.rec))
-    with pytest.raises(pot.InvalidArgumentError, match=r"self-check of step 5: .*The usual causes: this process "
-                                                       r"resumed from checkpoint 4"):
-        again.trainer.train(resume_from_checkpoint=tampered)
-    again.rec.close()
+    refused = [
+        # a fresh recorder beside a resumed Trainer
+        ("fresh", False, checkpoint, r"TrainerCallback: the Trainer starts after step 4, the recorder after step 0: "
+                                     r"resume both from the same step"),
+        # a resumed recorder beside a Trainer started afresh
+        ("cut", True, None, "the Trainer starts after step 0, the recorder after step 4"),
+        # the Trainer loads its weights over S_4 and trains step 5 from them
+        ("cut", True, tampered, r"self-check of step 5: .*The usual causes: this process resumed from checkpoint 4"),
+    ]
+    for where, resume, trainer_checkpoint, match in refused:
+        run = Run(tmp_path / where, resume=resume, save_strategy="steps", save_steps=2)
+        run.trainer.add_callback(pt.TrainerCallback(run.rec))
+        with pytest.raises(pot.InvalidArgumentError, match=match):
+            run.trainer.train(resume_from_checkpoint=trainer_checkpoint)
+        run.rec.close()
 
     again = Run(tmp_path / "cut", resume=True, save_strategy="steps", save_steps=2)
     again.trainer.add_callback(pt.TrainerCallback(again.rec))
