@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import gc
 import hashlib
 import inspect
 import io
 import keyword
 import linecache
 import os
+import tempfile
 import threading
 import zipfile
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
@@ -102,29 +104,36 @@ def _script(module: torch.nn.Module) -> Any:
         return torch.jit.script(module)  # type: ignore[attr-defined,no-untyped-call]
 
 
-def _archive(program: Any) -> bytes:
-    """The program file of a scripted or traced module: torch.jit.save's
-    archive without the Python source's locations. TorchScript keeps, per
-    code file, a debug record of where each node came from: the class's
-    source file path and lines when scripted, the whole Python call stack
-    of the tracing call when traced; so the same module saved from another
-    directory, another line or another caller got other bytes. The debug
-    records are dropped and the archive loaded and saved again: the
-    records torch.jit.save then writes point into the archive's own code."""
-    first = io.BytesIO()
-    torch.jit.save(program, first)  # type: ignore[attr-defined,no-untyped-call]
-    stripped = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(first.getvalue())) as src, \
-            zipfile.ZipFile(stripped, "w", zipfile.ZIP_STORED) as dst:
-        for info in src.infolist():
-            if not info.filename.endswith(".debug_pkl"):
-                dst.writestr(zipfile.ZipInfo(info.filename, date_time=(1980, 1, 1, 0, 0, 0)), src.read(info))
-    stripped.seek(0)
-    with _sorted_sets(), _fresh_types():
-        reloaded = torch.jit.load(stripped, map_location="cpu")  # type: ignore[attr-defined,no-untyped-call]
-        out = io.BytesIO()
-        torch.jit.save(reloaded, out)  # type: ignore[attr-defined,no-untyped-call]
-    return out.getvalue()
+def _write_archive(archive: io.BytesIO, path: str) -> None:
+    """Writes the program file to path from the archive torch.jit.save
+    wrote of the scripted or traced module, without the Python source's
+    locations. TorchScript keeps, per code file, a debug record of where
+    each node came from: the class's source file path and lines when
+    scripted, the whole Python call stack of the tracing call when traced;
+    so the same module saved from another directory, another line or
+    another caller got other bytes. The debug records are dropped and the
+    archive loaded and saved again: the records torch.jit.save then writes
+    point into the archive's own code. The stripped archive goes through a
+    temporary file beside path, and `archive` is closed as soon as it is
+    read: each copy holds every parameter (zeroed), about the model's size,
+    and no more of them are held at once than saving once needs."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-pot.", dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        with os.fdopen(fd, "wb") as out, zipfile.ZipFile(archive) as src, \
+                zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
+            for info in src.infolist():
+                if not info.filename.endswith(".debug_pkl"):
+                    dst.writestr(zipfile.ZipInfo(info.filename, date_time=(1980, 1, 1, 0, 0, 0)), src.read(info))
+        archive.close()
+        with _sorted_sets(), _fresh_types():
+            reloaded = torch.jit.load(tmp, map_location="cpu")  # type: ignore[attr-defined,no-untyped-call]
+    finally:
+        os.remove(tmp)
+    # A file object, not a name: a name would name the archive's inner
+    # folder after the path, so the same module saved in two places would
+    # get two digests.
+    with open(path, "wb") as f:
+        torch.jit.save(reloaded, f)  # type: ignore[attr-defined,no-untyped-call]
 
 
 def _where(obj: Any) -> str:
@@ -389,12 +398,14 @@ def save_program(module: torch.nn.Module, path: PathLike, *,
             f"save_program: {type(module).__qualname__}.forward returns {', '.join(returns) or 'nothing'}, not the "
             "loss (one scalar floating tensor, docs/PROTOCOL.md 21.2): save pot.torch.with_loss(model, loss) for a "
             "model returning logits, with_loss(model, output=1) for one returning (logits, loss)")
-    # Saved through memory: a file-name target would name the archive's
-    # inner folder after the path, so the same module saved in two places
-    # would get two digests.
-    data = _archive(program)
-    with open(path, "wb") as f:
-        f.write(data)
+    archive = io.BytesIO()
+    torch.jit.save(program, archive)  # type: ignore[attr-defined,no-untyped-call]
+    # The archive holds what the file needs; a traced module sits in
+    # reference cycles, which only the collector frees.
+    del program, copy_of
+    gc.collect()
+    archive.seek(0)
+    _write_archive(archive, os.fspath(path))
     return program_digest_file(path)
 
 
