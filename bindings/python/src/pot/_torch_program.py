@@ -72,35 +72,37 @@ _REGISTRY = ("_python_cu", "_script_classes", "_name_to_pyclass", "_jit_caching_
 
 @contextlib.contextmanager
 def _fresh_types() -> Iterator[Any]:
-    """While scripting or tracing: TorchScript's type registry is empty, as
-    in a new process, and yields the compilation unit. TorchScript names a
+    """While scripting, tracing or loading a program: sets sorted
+    (_sorted_sets, under its lock) and TorchScript's type registry empty,
+    as in a new process; yields the compilation unit. TorchScript names a
     module's type after its class and, when the process already holds a
     type of that name (the same class traced before, a Dropout of another
     p scripted before), mangles it (___torch_mangle_<n>, n counting the
     process's types): the program's bytes depended on what the process had
-    compiled earlier. Called under _sorted_sets (its lock)."""
+    compiled earlier."""
     import torch.jit._recursive as recursive
     import torch.jit._state as state
-    saved = {n: getattr(state, n) for n in _REGISTRY}
-    saved_store, saved_cu = recursive.concrete_type_store, recursive.__dict__.get("_python_cu")
-    cu = torch._C.CompilationUnit()
-    for n in _REGISTRY:
-        setattr(state, n, cu if n == "_python_cu" else type(saved[n])())
-    recursive.concrete_type_store = recursive.ConcreteTypeStore()
-    recursive._python_cu = cu
-    try:
-        yield cu
-    finally:
-        for n, v in saved.items():
-            setattr(state, n, v)
-        recursive.concrete_type_store = saved_store
-        recursive._python_cu = saved_cu
+    with _sorted_sets():
+        saved = {n: getattr(state, n) for n in _REGISTRY}
+        saved_store, saved_cu = recursive.concrete_type_store, recursive.__dict__.get("_python_cu")
+        cu = torch._C.CompilationUnit()
+        for n in _REGISTRY:
+            setattr(state, n, cu if n == "_python_cu" else type(saved[n])())
+        recursive.concrete_type_store = recursive.ConcreteTypeStore()
+        recursive._python_cu = cu
+        try:
+            yield cu
+        finally:
+            for n, v in saved.items():
+                setattr(state, n, v)
+            recursive.concrete_type_store = saved_store
+            recursive._python_cu = saved_cu
 
 
 def _script(module: torch.nn.Module) -> Any:
     """torch.jit.script with the module's constants in sorted order, in an
     empty type registry."""
-    with _sorted_sets(), _fresh_types():
+    with _fresh_types():
         return torch.jit.script(module)  # type: ignore[attr-defined,no-untyped-call]
 
 
@@ -125,7 +127,7 @@ def _write_archive(archive: io.BytesIO, path: str) -> None:
                 if not info.filename.endswith(".debug_pkl"):
                     dst.writestr(zipfile.ZipInfo(info.filename, date_time=(1980, 1, 1, 0, 0, 0)), src.read(info))
         archive.close()
-        with _sorted_sets(), _fresh_types():
+        with _fresh_types():
             reloaded = torch.jit.load(tmp, map_location="cpu")  # type: ignore[attr-defined,no-untyped-call]
     finally:
         os.remove(tmp)
@@ -334,7 +336,7 @@ def _trace(module: torch.nn.Module, example: Mapping[str, torch.Tensor]) -> Any:
     # Traced in the module's mode: a dropout traced in train mode keeps its
     # probability as a literal the replay checks against the spec's.
     # check_trace is off: a second run differs whenever dropout draws.
-    with _sorted_sets(), _fresh_types() as cu:
+    with _fresh_types() as cu:
         return torch.jit.trace(module, tuple(example[n] for n in names),  # type: ignore[no-untyped-call]
                                check_trace=False, _compilation_unit=cu)
 

@@ -529,16 +529,14 @@ def plan_schedule(loader: "torch.utils.data.DataLoader[Any]", steps: int, microb
                 torch.empty((), dtype=torch.int64).random_(generator=loader_gen)
             if persistent:
                 draws_seed = False
-            per_epoch = len(bs) if stops_at_length else -1
-            for batch in bs:
-                per_epoch -= 1
+            for k, batch in enumerate(bs, 1):
                 batch = [int(i) for i in batch]
                 if len(batch) % microbatches:
                     raise InvalidArgumentError(f"a batch of {len(batch)} does not split into {microbatches} "
                                                "equal micro-batches (use drop_last=True)")
                 m = len(batch) // microbatches
                 plan.append([batch[j * m:(j + 1) * m] for j in range(microbatches)])
-                if len(plan) == steps or per_epoch == 0:
+                if len(plan) == steps or (stops_at_length and k == len(bs)):
                     break
             if len(plan) == before:
                 raise InvalidArgumentError("the DataLoader yields no batch")
@@ -1096,6 +1094,10 @@ class Recorder:
         with Checkpoints(self.checkpoint_dir) as c:
             return c.state_path(step, self.dataset_dir)[0]
 
+    def _step_or_next(self, step: Optional[int]) -> int:
+        """`step`, or by default the step begun, else the next one."""
+        return step if step is not None else (self._step or self._rec.size + 1)
+
     def batch(self, step: Optional[int] = None, micro: Optional[int] = None) -> Dict[str, torch.Tensor]:
         """The committed batch of `step` (default: the step begun, else the
         next one) read from the dataset, each sample tensor stacked along a
@@ -1104,7 +1106,7 @@ class Recorder:
         that replaces a get_batch: the loop then trains on exactly what the
         schedule commits to."""
         assert self._data is not None
-        t = step if step is not None else (self._step or self._rec.size + 1)
+        t = self._step_or_next(step)
         if not 1 <= t <= len(self.schedule):
             raise InvalidArgumentError(f"batch: step {t} is outside 1..{len(self.schedule)}")
         parts = self.schedule[t - 1]
@@ -1123,7 +1125,7 @@ class Recorder:
         program's. Training loops that do not take their batch from
         batch() (a framework's own DataLoader) check it here before the
         forward, so a schedule that is not the loop's is found at step 1."""
-        t = step if step is not None else (self._step or self._rec.size + 1)
+        t = self._step_or_next(step)
         want = self.batch(t)
         if isinstance(batch, Mapping):
             got = {k: v for k, v in batch.items() if v is not None}
