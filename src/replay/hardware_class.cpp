@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <optional>
+
 #include <ATen/Context.h>
 #include <ATen/Version.h>
 
@@ -54,8 +56,16 @@ std::string onednn_isa() {
   void *name = dlsym(lib ? lib : RTLD_DEFAULT, "dnnl_cpu_isa2str");
   if (lib) dlclose(lib);  // RTLD_NOLOAD took a reference; LibTorch holds its own
   // A oneDNN linked into LibTorch with its symbols hidden (the torch wheels
-  // on PyPI): its ISA derived from the CPU by oneDNN's own rule.
-  if (!get || !name) return commit::derived_onednn_isa();
+  // on PyPI): its ISA derived from the CPU by the rule, and in the names, of
+  // the oneDNN release LibTorch reports it carries.
+  if (!get || !name) {
+    const std::optional<commit::OnednnVersion> v = commit::onednn_version_in(at::show_config());
+    if (!v)
+      fail(Status::kUnsupported,
+           "hardware class: LibTorch links oneDNN with its C API hidden and its show_config() names no oneDNN "
+           "version, so which ISA it runs cannot be told");
+    return commit::derived_onednn_isa(*v);
+  }
   const char *s = reinterpret_cast<IsaName>(name)(reinterpret_cast<GetIsa>(get)());
   std::string v = s ? s : "";
   constexpr std::string_view kPrefix = "cpu_isa_";

@@ -67,53 +67,168 @@ def onednn_api_isa():
     return isa[len("cpu_isa_"):] if isa.startswith("cpu_isa_") else isa
 
 
-# oneDNN's ISA ladder, lowest first: (name, parent, /proc/cpuinfo flags it
-# adds). The kernel lists a flag only when the OS saves its registers. An
-# ISA is its chain of parents; the effective ISA is the highest one the CPU
-# has and the ONEDNN_MAX_CPU_ISA cap contains (the AVX-512 branch outranks
-# the AVX2-VNNI one). The C++ side derives the same from CPUID
-# (src/commit/cpu_isa.cpp); this is written from oneDNN's documentation,
-# independently of it.
-_ISA_LADDER = [
-    ("sse41", None, {"sse4_1"}),
-    ("avx", "sse41", {"avx"}),
-    ("avx2", "avx", {"avx2"}),
-    ("avx2_vnni", "avx2", {"avx_vnni"}),
-    ("avx2_vnni_2", "avx2_vnni", {"avx_vnni_int8", "avx_ne_convert"}),
-    ("avx512_core", "avx2", {"avx512f", "avx512dq", "avx512bw", "avx512vl"}),
-    ("avx512_core_vnni", "avx512_core", {"avx512_vnni"}),
-    ("avx512_core_bf16", "avx512_core_vnni", {"avx512_bf16"}),
-    ("avx10_1_512", "avx512_core_bf16", {"avx512_fp16"}),
-    ("avx10_1_512_amx", "avx10_1_512", {"amx_tile", "amx_int8", "amx_bf16"}),
-    ("avx10_1_512_amx_fp16", "avx10_1_512_amx", {"amx_fp16"}),
+# oneDNN's ISA lists, written from oneDNN's documentation of each release
+# (dnnl_cpu_isa_t, "CPU Dispatcher Control"), independently of libpot's
+# (src/commit/cpu_isa.cpp). An entry is (level, parents, /proc/cpuinfo flags
+# it adds); the kernel lists a flag only when the OS saves its registers.
+# An ISA is itself and its parents' ISAs; the effective ISA is the highest
+# entry the CPU has and the ONEDNN_MAX_CPU_ISA cap contains (later entries
+# rank higher; the AVX-512 branch outranks the AVX2-VNNI one). Levels in
+# capitals are the ones whose name depends on the release (_LEVEL_NAMES).
+_LIST_2_6 = [
+    ("sse41", (), {"sse4_1"}),
+    ("avx", ("sse41",), {"avx"}),
+    ("avx2", ("avx",), {"avx2"}),
+    ("avx2_vnni", ("avx2",), {"avx_vnni"}),
+    ("avx512_core", ("avx2",), {"avx512f", "avx512dq", "avx512bw", "avx512vl"}),
+    ("avx512_core_vnni", ("avx512_core",), {"avx512_vnni"}),
+    ("avx512_core_bf16", ("avx512_core_vnni",), {"avx512_bf16"}),
+    # 2.6: AMX on AVX512-BF16, no FP16 level.
+    ("AMX", ("avx512_core_bf16",), {"amx_tile", "amx_int8", "amx_bf16"}),
 ]
-_CAP_ALIASES = {"avx512_core_fp16": "avx10_1_512", "avx512_core_amx": "avx10_1_512_amx",
-                "avx512_core_amx_fp16": "avx10_1_512_amx_fp16"}
+_LIST_3 = [
+    ("sse41", (), {"sse4_1"}),
+    ("avx", ("sse41",), {"avx"}),
+    ("avx2", ("avx",), {"avx2"}),
+    ("avx2_vnni", ("avx2",), {"avx_vnni"}),
+    ("avx2_vnni_2", ("avx2_vnni",), {"avx_vnni_int8", "avx_ne_convert"}),
+    ("avx512_core", ("avx2",), {"avx512f", "avx512dq", "avx512bw", "avx512vl"}),
+    ("avx512_core_vnni", ("avx512_core",), {"avx512_vnni"}),
+    ("avx512_core_bf16", ("avx512_core_vnni",), {"avx512_bf16"}),
+    # 3.x: the FP16 level stands on AVX512-BF16 and AVX-VNNI; AMX on it.
+    ("FP16", ("avx512_core_bf16", "avx2_vnni"), {"avx512_fp16"}),
+    ("AMX", ("FP16",), {"amx_tile", "amx_int8", "amx_bf16"}),
+    ("AMX_FP16", ("AMX",), {"amx_fp16"}),
+]
+_LEVEL_NAMES = {  # release -> the names of the capital levels
+    "2.6": {"AMX": "avx512_core_amx"},
+    "3.0": {"FP16": "avx512_core_fp16", "AMX": "avx512_core_amx", "AMX_FP16": "avx512_core_amx_fp16"},
+    "3.6": {"FP16": "avx10_1_512", "AMX": "avx10_1_512_amx", "AMX_FP16": "avx10_1_512_amx_fp16"},
+}
 
 
-def derived_onednn_isa(flags=None, cap=None):
+def onednn_version(config=None):
+    """(major, minor) of the oneDNN torch carries, from its build report
+    (torch.__config__.show(): "Intel(R) MKL-DNN v3.13.3 ..."); None if it
+    names none."""
+    m = re.search(r"(?:MKL-DNN|oneDNN) v(\d+)\.(\d+)", torch.__config__.show() if config is None else config)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _release(version):
+    """The release whose list and names `version` follows, or None."""
+    major, minor = version
+    if (major, minor) == (2, 6):
+        return "2.6", _LIST_2_6
+    if major == 3:
+        return ("3.0" if minor <= 5 else "3.6"), _LIST_3
+    return None
+
+
+def onednn_level_name(level, version):
+    """The name release `version` gives a level of its list."""
+    release, _ = _release(version)
+    return _LEVEL_NAMES[release].get(level, level)
+
+
+def onednn_caps(version):
+    """Every ONEDNN_MAX_CPU_ISA value release `version` takes (lower case),
+    with the level each one caps at; 3.6 on also take the 3.0 names."""
+    release, entries = _release(version)
+    caps = {onednn_level_name(level, version): level for level, _, _ in entries}
+    if release == "3.6":
+        caps.update({name: level for level, name in _LEVEL_NAMES["3.0"].items()})
+    return caps
+
+
+def derived_onednn_isa(flags=None, cap=None, version=None):
     """oneDNN's effective ISA for the CPU flags under the ONEDNN_MAX_CPU_ISA
-    cap (default: this machine's /proc/cpuinfo and environment)."""
+    cap, named as oneDNN `version` names it (defaults: this machine's
+    /proc/cpuinfo, environment and torch). A cap the release does not name
+    is ignored, as oneDNN ignores it."""
     if flags is None:
         with open("/proc/cpuinfo") as f:
             m = re.search(r"^flags\s*:(.*)$", f.read(), re.M)
         flags = set(m.group(1).split()) if m else set()
     if cap is None:
         cap = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or "all"
-    chain = {}
-    for name, parent, _ in _ISA_LADDER:
-        chain[name] = (chain[parent] if parent else set()) | {name}
-    cap = _CAP_ALIASES.get(cap.lower(), cap.lower())
-    allowed = set(chain) if cap == "all" else chain[cap]
+    version = version or onednn_version()
+    _, entries = _release(version)
+    contents = {}
+    for level, parents, _ in entries:
+        contents[level] = set().union(*(contents[p] for p in parents)) | {level}
+    capped = onednn_caps(version).get(cap.lower())
+    allowed = contents[capped] if capped else set(contents)
     have = set()
-    for name, parent, need in _ISA_LADDER:
-        if need <= flags and (parent is None or parent in have):
-            have.add(name)
+    for level, parents, need in entries:
+        if need <= flags and all(p in have for p in parents):
+            have.add(level)
     best = "none"
-    for name, _, _ in _ISA_LADDER:  # later entries rank higher
-        if chain[name] <= have and chain[name] <= allowed:
-            best = name
+    for level, _, _ in entries:  # later entries rank higher
+        if contents[level] <= have and contents[level] <= allowed:
+            best = onednn_level_name(level, version)
     return best
+
+
+# How oneDNN describes its ISA in its verbose output ("onednn_verbose,...,
+# info,cpu,isa:<description>"), per level; " (preview support)" and trailing
+# blanks stripped. 2.6 describes AMX with only one of INT8 and BF16 apart,
+# and runs it as avx512_core_bf16.
+_DESCRIPTIONS = {
+    "Intel 64": "none",
+    "Intel SSE4.1": "sse41",
+    "Intel AVX": "avx",
+    "Intel AVX2": "avx2",
+    "Intel AVX2 with Intel DL Boost": "avx2_vnni",
+    "Intel AVX2 with Intel DL Boost, float16 and bfloat16 support": "avx2_vnni_2",
+    "Intel AVX-512 with AVX512BW, AVX512VL, and AVX512DQ extensions": "avx512_core",
+    "Intel AVX-512 with Intel DL Boost": "avx512_core_vnni",
+    "Intel AVX-512 with Intel DL Boost and bfloat16 support": "avx512_core_bf16",
+    "Intel AVX-512 with Intel DL Boost and bfloat16 support on Ymm/Zmm": "avx512_core_bf16",
+    "Intel AVX-512 with Intel DL Boost and bfloat16 support and Intel AMX with bfloat16 support": "avx512_core_bf16",
+    "Intel AVX-512 with Intel DL Boost and bfloat16 support and Intel AMX with 8-bit integer support":
+        "avx512_core_bf16",
+    "Intel AVX-512 with Intel DL Boost and bfloat16 support and Intel AMX with bfloat16 and 8-bit integer support":
+        "AMX",
+    "Intel AVX-512 with float16, Intel DL Boost and bfloat16 support": "FP16",
+    "Intel AVX-512 with float16, Intel DL Boost and bfloat16 support and Intel AMX with bfloat16 and 8-bit integer "
+    "support": "AMX",
+    "Intel AVX-512 with float16, Intel DL Boost and bfloat16 support and Intel AMX with bfloat16, float16 and 8-bit "
+    "integer support": "AMX_FP16",
+}
+
+# Runs one convolution through oneDNN in a fresh process with verbose output
+# on, and prints oneDNN's own API answer where the library's C API is
+# reachable (Debian's torch), then oneDNN's verbose lines.
+_PROBE = """
+import sys
+sys.path.insert(0, %r)
+import torch, potstate
+torch.nn.functional.conv2d(torch.ones(8, 16, 32, 32), torch.ones(32, 16, 3, 3))
+print("api:%%s" %% potstate.onednn_api_isa(), flush=True)
+"""
+
+
+def onednn_reported_isa(env=None):
+    """oneDNN's own answer in a fresh process under `env` (added to this
+    one's): (api, reported, version) where api is dnnl_get_effective_cpu_isa
+    named by dnnl_cpu_isa2str (None where the C API is hidden: the PyPI
+    wheels), reported is the ISA oneDNN's verbose output describes, named as
+    its release names it, and version is the oneDNN release it prints.
+    Raises AssertionError when oneDNN prints no ISA or one not described here."""
+    import subprocess
+    here = os.path.dirname(os.path.abspath(__file__))
+    p = subprocess.run([sys.executable, "-c", _PROBE % here], capture_output=True, text=True, check=True,
+                       env={**os.environ, "ONEDNN_VERBOSE": "1", **(env or {})})
+    api = re.search(r"^api:(.*)$", p.stdout, re.M).group(1)
+    m = re.search(r"^onednn_verbose,(?:v1,)?info,oneDNN v(\d+)\.(\d+)", p.stdout, re.M)
+    d = re.search(r"^onednn_verbose,(?:v1,)?info,cpu,isa:(.*)$", p.stdout, re.M)
+    assert m and d, f"oneDNN printed no version or ISA line under {env}:\n{p.stdout[:2000]}"
+    version = (int(m.group(1)), int(m.group(2)))
+    described = d.group(1).replace(" (preview support)", "").strip()
+    assert described in _DESCRIPTIONS, f"oneDNN {version} describes an ISA potstate does not know: {described!r}"
+    level = _DESCRIPTIONS[described]
+    return (None if api == "None" else api), onednn_level_name(level, version), version
 
 
 if sys.byteorder != "little":  # the raw bytes below are the machine's
