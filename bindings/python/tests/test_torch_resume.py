@@ -266,3 +266,76 @@ def test_a_resumed_loop_training_from_another_state_is_refused_at_its_first_step
                                                        r"resumed from checkpoint 4"):
         run(str(tmp_path / "cut"), load_own=True)
     assert run(str(tmp_path / "cut")) == want
+
+
+def _warmup_cosine(opt):
+    L = torch.optim.lr_scheduler
+    return L.SequentialLR(opt, [L.LinearLR(opt, start_factor=0.1, total_iters=10),
+                                L.CosineAnnealingLR(opt, T_max=15, eta_min=1e-5)], milestones=[10])
+
+
+def _three_phases(opt):
+    L = torch.optim.lr_scheduler
+    return L.SequentialLR(opt, [L.ConstantLR(opt, factor=0.5, total_iters=3), L.ExponentialLR(opt, gamma=0.9),
+                                L.StepLR(opt, step_size=3, gamma=0.5)], milestones=[8, 16])
+
+
+@pytest.mark.parametrize("composite, checkpoints", [(_warmup_cosine, (4, 8, 12, 16, 20)),
+                                                    (_three_phases, (8, 12, 16, 20))],
+                         ids=["warmup-cosine", "three-phases"])
+def test_a_sequential_scheduler_resumes_in_every_phase(setup, tmp_path, composite, checkpoints):
+    """A SequentialLR (the composite scheduler docs/python.md lists) resumed
+    from checkpoints inside each phase and at each milestone: the recorder
+    puts back the SequentialLR and the scheduler of the phase it was in
+    (each holds a position of its own; before, the inner ones restarted
+    their schedules and step c+2 was refused for its rate), and every
+    resumed run ends at the uninterrupted root."""
+    d, program, _, _, xs, ys = setup
+
+    def build():
+        torch.manual_seed(0)
+        model = Net()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        return model, opt, composite(opt)
+
+    model, opt, sched = build()
+    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, seed_policy="none", scheduler=sched)
+    task = pt.make_task(model, opt, spec, dataset_dir=d / "data", schedule="run_seeded", steps=STEPS,
+                        owner=b"owner", end_height=10**6, challenge_rounds=2)
+
+    def run(ckpt, stop_after=None):
+        model, opt, sched = build()
+        rec = pt.Recorder(model, opt, task, program, ckpt, dataset_dir=d / "data", steps=STEPS,
+                          checkpoint_every=EVERY, resume="auto", scheduler=sched)
+        try:
+            return train_steps(rec, model, opt, sched, xs, ys, stop_after=stop_after)
+        finally:
+            rec.close()
+
+    want = run(str(tmp_path / "whole"))
+    for c in checkpoints:
+        ckpt = str(tmp_path / f"cut-{c}")
+        assert run(ckpt, stop_after=c + 1) is None  # killed after step c+1: resumes from checkpoint c
+        # What a kill inside the self-check's write or the steps file's
+        # leaves (a temporary file of up to a whole state): removed.
+        left = [os.path.join(ckpt, f"self-check-{c + 1:012d}.safetensors.tmp-pot.4242.0"),
+                os.path.join(ckpt, "steps.jsonl.tmp-pot.4242.1")]
+        for f in left:
+            with open(f, "wb") as out:
+                out.write(b"\0" * 4096)
+        assert run(ckpt) == want, c
+        assert not any(os.path.exists(f) for f in left), os.listdir(ckpt)
+    # A composite the recorder is not given restarts its schedule on
+    # resuming: refused at the first step whose rate differs, naming the
+    # resume.
+    ckpt = str(tmp_path / "not-given")
+    assert run(ckpt, stop_after=13) is None
+    model, opt, sched = build()
+    rec = pt.Recorder(model, opt, task, program, ckpt, dataset_dir=d / "data", steps=STEPS, checkpoint_every=EVERY,
+                      resume="auto")
+    try:
+        with pytest.raises(pot.InvalidArgumentError, match=r"begin_step: step \d+ would train .* This process "
+                                                           r"resumed from checkpoint 12: the scheduler passed"):
+            train_steps(rec, model, opt, sched, xs, ys)
+    finally:
+        rec.close()

@@ -28,6 +28,7 @@ ahead without disturbing it) or `plan_windows` (random windows as a
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import os
@@ -233,6 +234,26 @@ def _phase(s: Any, span: Optional[int] = None) -> Dict[str, Any]:
         f"LR scheduler {kind.__module__}.{kind.__qualname__} is not replayed (StepLR, MultiStepLR, ExponentialLR, "
         "CosineAnnealingLR, LinearLR, ConstantLR, LambdaLR, or a SequentialLR of them; a rate computed by the "
         "loop itself is make_spec(rates=...))")
+
+
+def _place_scheduler(sched: Any, epoch: int) -> None:
+    """Puts a freshly built scheduler where it is after `epoch` step()
+    calls, the optimizer's rates being already those of that point (the
+    resumed state's). A SequentialLR's phases each hold a position of their
+    own: the phases before the one `epoch` is in ran to their milestones,
+    that one from its milestone (where SequentialLR restarted it with
+    step(0)) to `epoch`, the later ones have not begun (left as built)."""
+    rates = [float(g["lr"]) for g in sched.optimizer.param_groups]
+    sched.last_epoch = epoch
+    sched._step_count = epoch + 1
+    sched._last_lr = list(rates)
+    if type(sched) is torch.optim.lr_scheduler.SequentialLR:
+        starts = [0] + [int(m) for m in sched._milestones]
+        phase = bisect.bisect_right(starts, epoch) - 1
+        for i, sub in enumerate(sched._schedulers[:phase + 1]):
+            sub.last_epoch = (epoch if i == phase else starts[i + 1] - 1) - starts[i]
+            sub._step_count = sub.last_epoch + 1
+            sub._last_lr = list(rates)
 
 
 def _scheduler_steps(steps: Optional[int], every: int) -> Optional[int]:
@@ -730,6 +751,11 @@ def _state_difference(replayed_path: str, recorded: Mapping[str, torch.Tensor], 
 _RECORDER_FILES = ("pot-run.json", "program.pt", "log.tree", "steps.jsonl", "schedule.bin", "commitment.bin")
 
 
+# The state a self-check replays to: <checkpoint dir>/self-check-<t>.safetensors,
+# removed once compared (and on resuming, with its temporary file).
+_SELF_CHECK = "self-check-"
+
+
 def _clear_unstarted(directory: str) -> None:
     """A recorder killed before its commitment was written began no step:
     nothing of it was published. Its files are removed so that the run can
@@ -903,10 +929,11 @@ class Recorder:
             # The first step this process records is self-checked as step 1
             # is: the loop must train it from S_at, which it may not (a
             # framework's own checkpoint loaded over it). A self-check the
-            # killed process left is removed.
+            # killed process left is removed, finished or not, and so are
+            # the temporary files of its other unfinished writes.
             self._first_step = at + 1
             for f in os.listdir(self.checkpoint_dir):
-                if f.startswith("self-check-") and f.endswith(".safetensors"):
+                if f.startswith(_SELF_CHECK) or ".tmp-pot." in f:
                     os.remove(os.path.join(self.checkpoint_dir, f))
             with open(path, "rb") as f:
                 state = sample_tensors(f.read())
@@ -917,9 +944,7 @@ class Recorder:
                           else [scheduler]):
                 # The schedulers the loop steps after each optimizer step:
                 # where they were after step `at`.
-                sched.last_epoch = at // self._lr_interval
-                sched._step_count = sched.last_epoch + 1
-                sched._last_lr = [float(g["lr"]) for g in sched.optimizer.param_groups]
+                _place_scheduler(sched, at // self._lr_interval)
             return
         self._rec = _CRecorder(self.checkpoint_dir, spec, program, checkpoint_every)
         with state_writer(s0) as w:
@@ -959,11 +984,16 @@ class Recorder:
         for g, (_, group) in enumerate(_groups(self.optimizer)):
             want = self._rates[g][t - 1]
             if float(group["lr"]) != want:
+                resumed = ""
+                if self._first_step > 1:
+                    resumed = (f" This process resumed from checkpoint {self._first_step - 1}: the scheduler "
+                               "passed to Recorder(scheduler=...) was put back where it was after that step; one "
+                               "not passed to it (or stepped or restored by the loop) restarts its schedule.")
                 raise InvalidArgumentError(
                     f"begin_step: step {t} would train parameter group {g} at learning rate {group['lr']!r}, the "
-                    f"spec's schedule gives {want!r}: every verifier replays the spec's rate. Pass the loop's "
-                    "scheduler to make_spec(scheduler=..., lr_every=<steps between its step() calls>), or the "
-                    "rates it sets by hand as make_spec(rates=[...]); a loop setting its rate by hand sets it "
+                    f"spec's schedule gives {want!r}: every verifier replays the spec's rate.{resumed} Pass the "
+                    "loop's scheduler to make_spec(scheduler=..., lr_every=<steps between its step() calls>), or "
+                    "the rates it sets by hand as make_spec(rates=[...]); a loop setting its rate by hand sets it "
                     "before begin_step")
         if indices is not None:
             got = [int(i) for i in indices]
@@ -1052,7 +1082,7 @@ class Recorder:
         names what differs and the usual causes."""
         assert self._replay is not None
         pre = os.path.join(self.checkpoint_dir, "checkpoints", f"{t - 1:012d}.safetensors")
-        post = os.path.join(self.checkpoint_dir, f"self-check-{t:012d}.safetensors")
+        post = os.path.join(self.checkpoint_dir, f"{_SELF_CHECK}{t:012d}.safetensors")
         assert self._data is not None
         samples = [self._data.sample(i) for mb in self.schedule[t - 1] for i in mb]
         try:
