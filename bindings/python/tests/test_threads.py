@@ -58,16 +58,18 @@ def test_python_runs_during_a_c_call():
     try:
         time.sleep(0.05)
         before = ticks
+        # At least 0.2 s inside C calls, however fast this CPU hashes.
         t0 = time.perf_counter()
-        for _ in range(3):
+        calls = 0
+        while calls < 3 or time.perf_counter() - t0 < 0.2:
             digest_once()
+            calls += 1
         elapsed = time.perf_counter() - t0
         during = ticks - before
     finally:
         done.set()
         counter.join()
-    assert elapsed > 0.05, "the hashing finished too fast to tell"
-    assert during > 1000, f"the other thread advanced only {during} ticks in {elapsed:.2f}s of hashing"
+    assert during > 1000, f"the other thread advanced only {during} ticks in {elapsed:.2f}s of hashing ({calls} calls)"
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two cores")
