@@ -5,7 +5,7 @@
 #include "capi/firewall.h"
 #include "capi/handles.h"
 #include "dispute/bisection.h"
-#include "dispute/trace.h"
+#include "dispute/op_trace.h"
 #include "merkle/proof.h"
 
 using namespace pot;

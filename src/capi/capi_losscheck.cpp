@@ -2,24 +2,24 @@
 #include <cmath>
 
 #include "capi/firewall.h"
-#include "commit/loss_checks.h"
+#include "losscheck/loss_checks.h"
 
 using namespace pot;
 using namespace pot::capi;
 
 struct pot_losscheck_params {
-  commit::LossCheckParams p;
+  losscheck::LossCheckParams p;
 };
 
 struct pot_losscheck_report {
-  std::vector<commit::LossFlag> flags;
+  std::vector<losscheck::LossFlag> flags;
 };
 
-static_assert(POT_LOSS_NO_DECREASE == static_cast<int>(commit::LossFlagKind::kNoDecrease));
-static_assert(POT_LOSS_IMPLAUSIBLE_RATE == static_cast<int>(commit::LossFlagKind::kImplausibleRate));
-static_assert(POT_LOSS_FROZEN == static_cast<int>(commit::LossFlagKind::kFrozen));
-static_assert(POT_LOSS_REGRESSION == static_cast<int>(commit::LossFlagKind::kRegression));
-static_assert(POT_LOSS_NON_FINITE == static_cast<int>(commit::LossFlagKind::kNonFinite));
+static_assert(POT_LOSS_NO_DECREASE == static_cast<int>(losscheck::LossFlagKind::kNoDecrease));
+static_assert(POT_LOSS_IMPLAUSIBLE_RATE == static_cast<int>(losscheck::LossFlagKind::kImplausibleRate));
+static_assert(POT_LOSS_FROZEN == static_cast<int>(losscheck::LossFlagKind::kFrozen));
+static_assert(POT_LOSS_REGRESSION == static_cast<int>(losscheck::LossFlagKind::kRegression));
+static_assert(POT_LOSS_NON_FINITE == static_cast<int>(losscheck::LossFlagKind::kNonFinite));
 
 namespace {
 
@@ -30,7 +30,7 @@ uint64_t integral(double v, const char *name) {
 }
 
 // The field a parameter names, as a double (integers converted exactly).
-double get(const commit::LossCheckParams &p, int param) {
+double get(const losscheck::LossCheckParams &p, int param) {
   switch (param) {
     case POT_LOSSCHECK_WINDOW: return static_cast<double>(p.window);
     case POT_LOSSCHECK_DECREASE_TOLERANCE: return p.decrease_tolerance;
@@ -45,7 +45,7 @@ double get(const commit::LossCheckParams &p, int param) {
   fail(Status::kInvalidArgument, "{} is not a pot_losscheck_param", param);
 }
 
-void set(commit::LossCheckParams &p, int param, double v) {
+void set(losscheck::LossCheckParams &p, int param, double v) {
   switch (param) {
     case POT_LOSSCHECK_WINDOW: p.window = integral(v, "window"); return;
     case POT_LOSSCHECK_DECREASE_TOLERANCE: p.decrease_tolerance = v; return;
@@ -76,9 +76,9 @@ void pot_losscheck_params_free(pot_losscheck_params *params) { delete params; }
 pot_status pot_losscheck_params_set(pot_losscheck_params *params, pot_losscheck_param param, double value,
                                     pot_error **err) {
   return guard(err, [&] {
-    commit::LossCheckParams next = need(params, "params")->p;
+    losscheck::LossCheckParams next = need(params, "params")->p;
     set(next, enum_arg(param), value);
-    commit::validate(next);  // all or nothing
+    losscheck::validate(next);  // all or nothing
     params->p = next;
   });
 }
@@ -96,8 +96,8 @@ pot_status pot_losscheck_run(pot_losscheck_report **out, const double *losses, s
   return guard(err, [&] {
     need(out, "out");
     if (count) need(losses, "losses");
-    const commit::LossCheckParams p = params ? params->p : commit::LossCheckParams{};
-    auto flags = commit::check_loss_curve(std::vector<double>(losses, losses + count), p);
+    const losscheck::LossCheckParams p = params ? params->p : losscheck::LossCheckParams{};
+    auto flags = losscheck::check_loss_curve(std::vector<double>(losses, losses + count), p);
     *out = new pot_losscheck_report{std::move(flags)};
   });
 }
@@ -113,7 +113,7 @@ pot_status pot_losscheck_report_flag(pot_loss_flag_kind *kind, uint64_t *first_s
     need(report, "report");
     if (index >= report->flags.size())
       fail(Status::kOutOfRange, "flag {} of a report of {}", index, report->flags.size());
-    const commit::LossFlag &f = report->flags[index];
+    const losscheck::LossFlag &f = report->flags[index];
     if (kind) *kind = static_cast<pot_loss_flag_kind>(f.kind);
     if (first_step) *first_step = f.first_step;
     if (last_step) *last_step = f.last_step;
@@ -124,7 +124,7 @@ pot_status pot_losscheck_report_flag(pot_loss_flag_kind *kind, uint64_t *first_s
 const char *pot_loss_flag_name(pot_loss_flag_kind kind) {
   const int k = enum_arg(kind);
   if (k < 0 || k > 4) return "unknown";
-  return commit::loss_flag_name(static_cast<commit::LossFlagKind>(k));
+  return losscheck::loss_flag_name(static_cast<losscheck::LossFlagKind>(k));
 }
 
 }  // extern "C"

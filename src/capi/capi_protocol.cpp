@@ -2,16 +2,16 @@
 // challenges, security arithmetic, norm buckets.
 #include "capi/firewall.h"
 #include "capi/handles.h"
-#include "commit/challenge.h"
-#include "commit/security.h"
-#include "commit/seed.h"
+#include "challenge/challenge.h"
+#include "challenge/security.h"
+#include "spec/seed.h"
 #include "commit/step_leaf.h"
 #include "hash/update_norm.h"
 #include "witness/norm_bucket.h"
 
 static_assert(POT_STEP_LEAF_SIZE == pot::commit::StepLeaf::kSize);
-static_assert(POT_MAX_CHALLENGE_ROUNDS == pot::commit::kMaxRounds);
-static_assert(POT_MAX_BEACON_BYTES == pot::commit::kMaxBeaconBytes);
+static_assert(POT_MAX_CHALLENGE_ROUNDS == pot::challenge::kMaxRounds);
+static_assert(POT_MAX_BEACON_BYTES == pot::challenge::kMaxBeaconBytes);
 
 using namespace pot;
 using namespace pot::capi;
@@ -24,7 +24,7 @@ size_t pot_max_beacon_bytes(void) { return POT_MAX_BEACON_BYTES; }
 
 pot_status pot_seed_derive(uint64_t *out, uint64_t base_seed, const pot_digest *run_id, uint64_t step,
                            pot_error **err) {
-  return guard(err, [&] { *need(out, "out") = commit::derive_seed(base_seed, to_digest(run_id, "run_id"), step); });
+  return guard(err, [&] { *need(out, "out") = spec::derive_seed(base_seed, to_digest(run_id, "run_id"), step); });
 }
 
 pot_status pot_step_leaf_encode(uint8_t out[POT_STEP_LEAF_SIZE], const pot_digest *run_id, uint64_t step,
@@ -54,7 +54,7 @@ pot_status pot_challenge_derive(uint64_t *steps, size_t rounds, const uint8_t *b
                                 const pot_digest *run_id, uint64_t num_steps, pot_error **err) {
   return guard(err, [&] {
     if (rounds) need(steps, "steps");
-    const auto out = commit::derive_challenges(bytes_arg(beacon, beacon_len, "beacon"), to_digest(run_id, "run_id"),
+    const auto out = challenge::derive_challenges(bytes_arg(beacon, beacon_len, "beacon"), to_digest(run_id, "run_id"),
                                                num_steps, rounds);
     std::copy(out.begin(), out.end(), steps);
   });
@@ -64,7 +64,7 @@ pot_status pot_security_detection_probability(double *out, uint64_t steps, uint6
                                               pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    *out = commit::detection_probability(steps, forged, challenges);
+    *out = challenge::detection_probability(steps, forged, challenges);
   });
 }
 
@@ -72,7 +72,7 @@ pot_status pot_security_challenges_needed(uint64_t *out, uint64_t steps, uint64_
                                           pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    *out = commit::challenges_needed(steps, forged, target);
+    *out = challenge::challenges_needed(steps, forged, target);
   });
 }
 

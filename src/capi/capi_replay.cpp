@@ -6,14 +6,14 @@
 #include "capi/firewall.h"
 #include "capi/handles.h"
 #include "commit/dataset.h"
-#include "commit/spec.h"
+#include "spec/spec.h"
 #include "dispute/op_referee.h"
 #include "merkle/proof.h"
 
 #if POT_WITH_TORCH
 #include "replay/checkpoints.h"
-#include "replay/op_referee.h"
-#include "replay/hardware_class.h"
+#include "replay/referee_backend.h"
+#include "replay/hardware_probe.h"
 #include "replay/replay.h"
 #include "replay/verify.h"
 #include "witness/statement.h"
@@ -26,7 +26,7 @@ static_assert(POT_VERIFY_BITWISE == 1 && POT_VERIFY_NORM_BUCKET == 2);
 
 #if POT_WITH_TORCH
 struct pot_replay {
-  commit::ExecutionSpec spec;
+  spec::ExecutionSpec spec;
   std::unique_ptr<replay::Program> program;
 };
 struct pot_recorder {

@@ -1,14 +1,14 @@
 // C entry points for the execution spec.
 #include "capi/firewall.h"
 #include "capi/handles.h"
-#include "commit/spec.h"
+#include "spec/spec.h"
 
 using namespace pot;
 using namespace pot::capi;
 
-static_assert(POT_SEED_PER_STEP == static_cast<int>(commit::SeedPolicyKind::kPerStep));
-static_assert(POT_SEED_SINGLE_SEED == static_cast<int>(commit::SeedPolicyKind::kSingleSeed));
-static_assert(POT_SEED_NONE == static_cast<int>(commit::SeedPolicyKind::kNone));
+static_assert(POT_SEED_PER_STEP == static_cast<int>(spec::SeedPolicyKind::kPerStep));
+static_assert(POT_SEED_SINGLE_SEED == static_cast<int>(spec::SeedPolicyKind::kSingleSeed));
+static_assert(POT_SEED_NONE == static_cast<int>(spec::SeedPolicyKind::kNone));
 
 namespace pot::capi {
 
@@ -49,7 +49,7 @@ extern "C" {
 pot_status pot_spec_from_json(pot_spec **out, const char *json, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    auto s = commit::ExecutionSpec::from_json(parse_json_arg(json, "json"));
+    auto s = spec::ExecutionSpec::from_json(parse_json_arg(json, "json"));
     *out = new pot_spec{std::move(s)};
   });
 }
@@ -57,7 +57,7 @@ pot_status pot_spec_from_json(pot_spec **out, const char *json, pot_error **err)
 pot_status pot_spec_decode(pot_spec **out, const uint8_t *data, size_t len, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    auto s = commit::ExecutionSpec::decode(bytes_arg(data, len, "data"));
+    auto s = spec::ExecutionSpec::decode(bytes_arg(data, len, "data"));
     *out = new pot_spec{std::move(s)};
   });
 }
@@ -87,7 +87,7 @@ pot_status pot_spec_digest(pot_digest *out, const pot_spec *spec, pot_error **er
 
 pot_status pot_spec_seed_policy(pot_seed_policy *policy, uint64_t *seed, const pot_spec *spec, pot_error **err) {
   return guard(err, [&] {
-    const commit::ExecutionSpec &s = need(spec, "spec")->spec;
+    const spec::ExecutionSpec &s = need(spec, "spec")->spec;
     if (policy) *policy = static_cast<pot_seed_policy>(s.seed_policy);
     if (seed) *seed = s.seed;
   });
@@ -118,14 +118,14 @@ pot_status pot_spec_group_learning_rates(double *out, size_t n, const pot_spec *
     if (group >= spec->spec.group_count())
       fail(Status::kOutOfRange, "parameter group {}: the spec has {} (0..{})", group, spec->spec.group_count(),
            spec->spec.group_count() - 1);
-    commit::learning_rates(spec->spec.lr_schedule, spec->spec.group_optimizer(group).lr, first, n, out);
+    spec::learning_rates(spec->spec.lr_schedule, spec->spec.group_optimizer(group).lr, first, n, out);
   });
 }
 
 pot_status pot_program_digest_file(pot_digest *out, const char *path, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    const hash::Digest d = commit::program_digest_file(std::string(str_arg(path, "path")));
+    const hash::Digest d = spec::program_digest_file(std::string(str_arg(path, "path")));
     std::memcpy(out->bytes, d.bytes.data(), d.bytes.size());
   });
 }

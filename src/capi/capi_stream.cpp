@@ -1,6 +1,6 @@
 // C entry points for token-stream datasets (docs/PROTOCOL.md 15.1).
 #include "capi/firewall.h"
-#include "commit/stream_json.h"
+#include "data/stream_json.h"
 #include "data/stream.h"
 
 struct pot_stream {
@@ -15,7 +15,7 @@ extern "C" {
 pot_status pot_stream_from_json(pot_stream **out, const char *json, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    auto d = commit::stream_from_json(parse_json_arg(json, "json"));
+    auto d = data::stream_from_json(parse_json_arg(json, "json"));
     *out = new pot_stream{std::move(d)};
   });
 }
@@ -40,7 +40,7 @@ pot_status pot_stream_encode(pot_bytes *out, const pot_stream *stream, pot_error
 pot_status pot_stream_to_json(pot_bytes *out, const pot_stream *stream, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    to_text(out, commit::stream_to_json(need(stream, "stream")->d).dump());
+    to_text(out, data::stream_to_json(need(stream, "stream")->d).dump());
   });
 }
 

@@ -7,14 +7,14 @@
 #include <vector>
 
 #include "commit/commitment.h"
-#include "commit/spec.h"
-#include "dispute/trace.h"
+#include "spec/spec.h"
+#include "dispute/op_trace.h"
 #include "hash/safetensors.h"
 #include "task/task.h"
 #include "pot.h"
 
 struct pot_spec {
-  pot::commit::ExecutionSpec spec;
+  pot::spec::ExecutionSpec spec;
 };
 
 struct pot_safetensors_writer {

@@ -1,7 +1,7 @@
 #include "commit/commitment.h"
 
-#include "commit/canonical.h"
-#include "commit/json_fields.h"
+#include "codec/canonical.h"
+#include "codec/json_fields.h"
 #include "common/error.h"
 #include "pot/v2/commitment.pb.h"
 
@@ -47,23 +47,23 @@ Bytes TrainingCommitment::encode() const {
 }
 
 TrainingCommitment TrainingCommitment::decode(ByteView b) {
-  const auto p = parse_bounded<v2::TrainingCommitment>(b, kMaxCommitmentBytes, "commitment");
+  const auto p = codec::parse_bounded<v2::TrainingCommitment>(b, kMaxCommitmentBytes, "commitment");
   TrainingCommitment c;
   // The version decides how the other fields read: a version 1 commitment
   // (field 4 was schedule_length) is refused here, naming its version.
   c.protocol_version = p.protocol_version();
   if (c.protocol_version == 0) fail(Status::kMalformed, "commitment: protocol_version is missing");
   if (c.protocol_version != kProtocolVersion) c.validate();
-  c.task_id = digest_field(p.task_id(), "commitment: task_id");
-  c.initial_state_digest = digest_field(p.initial_state_digest(), "commitment: initial_state_digest");
-  c.schedule_root = digest_field(p.schedule_root(), "commitment: schedule_root");
-  c.dataset_root = digest_field(p.dataset_root(), "commitment: dataset_root");
+  c.task_id = codec::digest_field(p.task_id(), "commitment: task_id");
+  c.initial_state_digest = codec::digest_field(p.initial_state_digest(), "commitment: initial_state_digest");
+  c.schedule_root = codec::digest_field(p.schedule_root(), "commitment: schedule_root");
+  c.dataset_root = codec::digest_field(p.dataset_root(), "commitment: dataset_root");
   c.dataset_size = p.dataset_size();
-  c.spec_digest = digest_field(p.spec_digest(), "commitment: spec_digest");
+  c.spec_digest = codec::digest_field(p.spec_digest(), "commitment: spec_digest");
   c.declared_steps = p.declared_steps();
   c.miner_identity.assign(p.miner_identity().begin(), p.miner_identity().end());
   c.validate();
-  require_canonical(c.encode(), b, "commitment");
+  codec::require_canonical(c.encode(), b, "commitment");
   return c;
 }
 
@@ -75,7 +75,7 @@ hash::Digest TrainingCommitment::run_id() const {
 }
 
 TrainingCommitment TrainingCommitment::from_json(const nlohmann::json &j) {
-  const JsonFields f(j, "commitment");
+  const codec::JsonFields f(j, "commitment");
   f.only({"protocol_version", "task_id", "initial_state_digest", "schedule_root", "dataset_root", "dataset_size",
           "spec_digest", "declared_steps", "miner_identity"});
   TrainingCommitment c;

@@ -3,7 +3,7 @@
 #include <bit>
 #include <cmath>
 
-#include "commit/canonical.h"
+#include "codec/canonical.h"
 #include "commit/dataset.h"
 #include "commit/step_leaf.h"
 #include "common/error.h"
@@ -110,12 +110,12 @@ Bytes OpeningManifest::encode() const {
 OpeningManifest OpeningManifest::decode(ByteView b) {
   // A sample carries a payload of at least 10 bytes (the smallest safetensors
   // file), so its element (field 11) is at least 12 bytes.
-  const auto p = parse_bounded<v2::OpeningManifest>(b, kMaxManifestBytes, "manifest", {{11, 12}});
+  const auto p = codec::parse_bounded<v2::OpeningManifest>(b, kMaxManifestBytes, "manifest", {{11, 12}});
   OpeningManifest m;
-  m.run_id = digest_field(p.run_id(), "manifest: run_id");
+  m.run_id = codec::digest_field(p.run_id(), "manifest: run_id");
   m.step = p.step();
   m.log_size = p.log_size();
-  m.pre_state_digest = digest_field(p.pre_state_digest(), "manifest: pre_state_digest");
+  m.pre_state_digest = codec::digest_field(p.pre_state_digest(), "manifest: pre_state_digest");
   m.pre_leaf = as_bytes(p.pre_leaf());
   m.pre_leaf_proof = as_bytes(p.pre_leaf_proof());
   m.post_leaf = as_bytes(p.post_leaf());
@@ -127,7 +127,7 @@ OpeningManifest OpeningManifest::decode(ByteView b) {
   m.pre_state_ref = p.pre_state_ref();
   m.post_state_ref = p.post_state_ref();
   m.stream = as_bytes(p.stream());
-  require_canonical(m.encode(), b, "manifest");
+  codec::require_canonical(m.encode(), b, "manifest");
   return m;
 }
 

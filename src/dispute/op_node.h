@@ -8,7 +8,7 @@
 // give the same nodes, so the same root.
 //
 // This file is the encoding and its bounded decoder; no LibTorch. The
-// recorder is replay/op_trace.h, the referee dispute/op_referee.h.
+// recorder is replay/op_recorder.h, the referee dispute/op_referee.h.
 #pragma once
 
 #include <cstdint>

@@ -21,7 +21,7 @@
 //
 // With one honest party the agreed nodes are true ones, so the honest node
 // `index` passes every rule and the other one fails one. No LibTorch here:
-// running an operator or the step is the backend's (replay/op_referee.h).
+// running an operator or the step is the backend's (replay/referee_backend.h).
 #pragma once
 
 #include <map>
@@ -64,7 +64,7 @@ struct OperatorDispute {
   Digest pre_state;       // the agreed S_{t-1}
 };
 
-// What the referee needs besides the openings; replay/op_referee.h has the
+// What the referee needs besides the openings; replay/referee_backend.h has the
 // LibTorch one.
 class RefereeBackend {
  public:

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <bit>
 
-#include "commit/challenge.h"
+#include "challenge/challenge.h"
 #include "common/error.h"
 
 namespace pot::game {
@@ -44,9 +44,9 @@ class StakeTree {
 };
 
 uint64_t checked_total(ByteView randomness, const std::vector<Candidate> &candidates) {
-  if (randomness.empty() || randomness.size() > commit::kMaxBeaconBytes)
+  if (randomness.empty() || randomness.size() > challenge::kMaxBeaconBytes)
     fail(Status::kInvalidArgument, "committee draw: randomness of {} bytes, expected 1..{}", randomness.size(),
-         commit::kMaxBeaconBytes);
+         challenge::kMaxBeaconBytes);
   uint64_t total = 0;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (candidates[i].stake == 0) fail(Status::kInvalidArgument, "committee draw: a candidate without stake");
@@ -69,7 +69,7 @@ std::vector<Candidate> draw(ByteView randomness, const hash::Digest &run_id, uin
   for (uint32_t j = 0; j < members; ++j) {
     // Uniform over the remaining stake.
     uint64_t counter = 0;
-    const uint64_t y = commit::uniform_below(total, counter, [&](uint64_t k) {
+    const uint64_t y = challenge::uniform_below(total, counter, [&](uint64_t k) {
       hash::begin_tagged(h, "pot/v2/committee");
       h.update_u32le(static_cast<uint32_t>(randomness.size())).update(randomness).update(run_id.view());
       return h.update_u32le(round).update_u32le(j).update_u64le(k).finish();

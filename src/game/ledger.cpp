@@ -1,14 +1,14 @@
 #include "game/ledger.h"
 
-#include "commit/canonical.h"
+#include "codec/canonical.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
 
-#include "commit/challenge.h"
-#include "commit/json_fields.h"
+#include "challenge/challenge.h"
+#include "codec/json_fields.h"
 #include "commit/step_leaf.h"
 #include "common/error.h"
 #include "game/ledger_util.h"
@@ -70,7 +70,7 @@ void LedgerConfig::validate() const {
 }
 
 LedgerConfig LedgerConfig::from_json(const nlohmann::json &j) {
-  const commit::JsonFields f(j, "ledger config");
+  const codec::JsonFields f(j, "ledger config");
   f.only({"draw_delay", "opening_window", "commit_window", "reveal_window", "max_committee_size", "min_stake",
           "max_rounds", "max_attempts", "dispute_window", "dispute_arity", "referee"});
   LedgerConfig c;
@@ -359,7 +359,7 @@ std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, uint64_t now
   const uint64_t rounds = t.challenge_rounds;
   const Mode mode = t.challenge_mode == task::ChallengeMode::kNormBucket ? Mode::kNormBucket : Mode::kBitwise;
   // rounds <= min_steps <= n holds by the task's rules.
-  const std::vector<uint64_t> steps = commit::derive_challenges(entry->second.view(), run_id, n, rounds);
+  const std::vector<uint64_t> steps = challenge::derive_challenges(entry->second.view(), run_id, n, rounds);
   if (!config_.deadlines_fit(now))
     fail(Status::kOutOfRange,
          "{}: the deadlines of a challenge issued at height {} do not fit 64 bits", kCall, now);
@@ -1020,7 +1020,7 @@ Ledger Ledger::load(ByteView b) {
   // task its task_id and the task; a randomness entry its value; a closed
   // run its run_id, task_id, miner identity, declared_steps, root and
   // initial_state_digest.
-  commit::check_min_sizes(b,
+  codec::check_min_sizes(b,
                           {{5, 34},
                            {6, 34, {{9, 37}, {10, 31}, {13, 5}, {18, 1}}},
                            {7, 36},
@@ -1357,7 +1357,7 @@ Ledger Ledger::load(ByteView b) {
     const auto it = challenges_per_run.find(run_id);
     if (it == challenges_per_run.end()) bad_state(where + ": drawn, but without challenges");
     const std::vector<std::pair<uint64_t, uint64_t>> &got = it->second;  // sorted by id
-    const std::vector<uint64_t> steps = commit::derive_challenges(
+    const std::vector<uint64_t> steps = challenge::derive_challenges(
         r.drawn_from->value.view(), run_id, r.commitment.declared_steps, l.task_of(r).challenge_rounds);
     bool same_draw = got.size() == steps.size();
     for (size_t i = 0; same_draw && i < got.size(); ++i)
@@ -1420,9 +1420,9 @@ nlohmann::json verdict_json(const ChallengeVerdict &v) {
 }  // namespace
 
 nlohmann::json Ledger::apply(const nlohmann::json &call) {
-  const commit::JsonFields top(call, "call");
+  const codec::JsonFields top(call, "call");
   const std::string name = top.str("call");
-  const commit::JsonFields f(call, name);
+  const codec::JsonFields f(call, name);
   nlohmann::json out = {{"ok", true}};
   // Arguments are read into locals first, in the documented order, so a call
   // with several bad arguments always reports the same one.

@@ -10,7 +10,7 @@
 // dispute leaves its record in the outcome log (docs/PROTOCOL.md 20.2).
 #include <fmt/format.h>
 
-#include "commit/json_fields.h"
+#include "codec/json_fields.h"
 #include "commit/step_leaf.h"
 #include "common/error.h"
 #include "game/ledger.h"
@@ -589,7 +589,7 @@ nlohmann::json Ledger::progress_json(const DisputeProgress &p, const merkle::Log
 }
 
 std::optional<nlohmann::json> Ledger::apply_dispute(const std::string &name, const nlohmann::json &call) {
-  const commit::JsonFields f(call, name);
+  const codec::JsonFields f(call, name);
   if (name == "open_dispute") {
     f.only({"call", "caller", "now", "run_id", "lo_leaf", "lo_proof", "hi_leaf", "hi_proof", "claim"});
     const Bytes caller = f.hex("caller");
@@ -620,12 +620,12 @@ std::optional<nlohmann::json> Ledger::apply_dispute(const std::string &name, con
     for (size_t j = 0; j < list.size(); ++j) {
       const std::string where = fmt::format("{}[{}]", f.path("claims"), j);
       if (list[j].is_object()) {
-        const commit::JsonFields e(list[j], where);
+        const codec::JsonFields e(list[j], where);
         e.only({"step_leaf", "leaf_proof"});
         leaves.push_back({e.hex("step_leaf"), e.hex("leaf_proof")});
       } else {
         const nlohmann::json wrapped = {{"claim", list[j]}};
-        digests.push_back(commit::JsonFields(wrapped, where).digest("claim"));
+        digests.push_back(codec::JsonFields(wrapped, where).digest("claim"));
       }
     }
     if (!digests.empty() && !leaves.empty())

@@ -12,7 +12,7 @@
 // a party that misses it loses (settle_dispute, ledger_disputes.cpp).
 #include <fmt/format.h>
 
-#include "commit/json_fields.h"
+#include "codec/json_fields.h"
 #include "common/error.h"
 #include "dispute/op_node.h"
 #include "dispute/op_referee.h"
@@ -187,7 +187,7 @@ DisputeProgress Ledger::rule_dispute(ByteView caller, uint64_t dispute_id, bool 
 // ---- JSON ----
 
 std::optional<nlohmann::json> Ledger::apply_operator_phase(const std::string &name, const nlohmann::json &call) {
-  const commit::JsonFields f(call, name);
+  const codec::JsonFields f(call, name);
   auto progress = [&](const DisputeProgress &p) {
     nlohmann::json out = progress_json(p, outcomes_);
     if (!p.ended) out.update(dispute_json(dispute_info(p.dispute_id)));

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "commit/canonical.h"
+#include "codec/canonical.h"
 #include "common/bytes.h"
 #include "common/error.h"
 #include "hash/sha256.h"
@@ -42,7 +42,7 @@ inline void check_caller(ByteView caller, const char *call) {
 }
 
 inline Digest digest_field(const std::string &s, const std::string &what) {
-  return commit::digest_field(s, "ledger state: " + what);
+  return codec::digest_field(s, "ledger state: " + what);
 }
 
 // Runs a check from another layer and reports its failure as a malformed

@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commit/opening.h"
-#include "commit/seed.h"
-#include "commit/stream_json.h"
+#include "spec/seed.h"
+#include "data/stream_json.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/tempfile.h"
@@ -23,7 +23,7 @@
 #include "hash/state.h"
 #include "hash/update_norm.h"
 #include "merkle/proof.h"
-#include "replay/hardware_class.h"
+#include "replay/hardware_probe.h"
 #include "replay/optimizers.h"
 #include "replay/replay.h"
 #include "replay/torch_util.h"
@@ -108,13 +108,13 @@ const hash::StTensor *find(const std::vector<hash::StTensor> &state, std::string
 // An optimizer entry of S_0 that is the optimizer's fresh state
 // (docs/PROTOCOL.md 21.1: Adagrad's step 0 and initial accumulator, made by
 // its constructor), bit for bit; the replay of step 1 checks the whole set.
-bool is_fresh_entry(const commit::ExecutionSpec &spec, const std::vector<hash::StTensor> &s0,
+bool is_fresh_entry(const spec::ExecutionSpec &spec, const std::vector<hash::StTensor> &s0,
                     const hash::StTensor &entry) {
   const std::string_view rest = std::string_view(entry.meta.name).substr(kOptimPrefix.size());
   const size_t slash = rest.rfind('/');
   if (slash == std::string_view::npos) return false;
   const std::string param(rest.substr(0, slash)), key(rest.substr(slash + 1));
-  const commit::OptimizerSpec &o = spec.group_optimizer(spec.group_of(param));
+  const spec::OptimizerSpec &o = spec.group_optimizer(spec.group_of(param));
   if (!constructs_state(o)) return false;
   const hash::StTensor *p = find(s0, std::string(kParamPrefix) + param);
   if (!p) return false;
@@ -166,7 +166,7 @@ std::vector<hash::StTensor> param_views(const std::vector<ParamCopy> &params) {
 
 // pot-run.json: the spec and the checkpoint interval.
 struct RunMeta {
-  commit::ExecutionSpec spec;
+  spec::ExecutionSpec spec;
   uint64_t every = 1;
 };
 
@@ -179,7 +179,7 @@ RunMeta read_meta(const std::string &dir) {
     if (meta.at("format").get<std::string>() != kFormat)
       fail(Status::kUnsupported, "'{}/pot-run.json': format {} is not {} (a directory of protocol version 1 cannot "
            "be opened: record the run again)", dir, meta.at("format").dump(), kFormat);
-    r.spec = commit::ExecutionSpec::decode(from_hex(meta.at("spec").get<std::string>()));
+    r.spec = spec::ExecutionSpec::decode(from_hex(meta.at("spec").get<std::string>()));
     r.every = meta.at("checkpoint_every").get<uint64_t>();
   } catch (const nlohmann::json::exception &e) {
     fail(Status::kMalformed, "'{}/pot-run.json': {}", dir, e.what());
@@ -256,7 +256,7 @@ std::string step_line(const StepRecord &r) {
 
 struct Recorder::Impl {
   std::string dir;
-  commit::ExecutionSpec spec;
+  spec::ExecutionSpec spec;
   uint64_t every = 1;
   unsigned threads = 0;
   std::unique_ptr<merkle::StoredTree> log;
@@ -271,7 +271,7 @@ struct Recorder::Impl {
   std::vector<ParamCopy> last_params;
   // The rates of the spec's schedule, one sequence per parameter group,
   // walked forward as steps are recorded.
-  std::vector<commit::LrSequence> rates;
+  std::vector<spec::LrSequence> rates;
   uint64_t resumed = 0;  // resume(): the step continued after
   std::vector<double> rate_values;  // group g's rate of step rates[g].steps_done()
 
@@ -296,12 +296,12 @@ struct Recorder::Impl {
   }
 };
 
-std::unique_ptr<Recorder> Recorder::create(const std::string &dir, const commit::ExecutionSpec &spec,
+std::unique_ptr<Recorder> Recorder::create(const std::string &dir, const spec::ExecutionSpec &spec,
                                            const std::string &program_path, uint64_t checkpoint_every,
                                            unsigned hash_threads) {
   spec.validate();
   if (checkpoint_every == 0) fail(Status::kInvalidArgument, "checkpoint_every must be >= 1");
-  const hash::Digest d = commit::program_digest_file(program_path);
+  const hash::Digest d = spec::program_digest_file(program_path);
   if (d != spec.model_program_digest)
     fail(Status::kProofMismatch, "model program '{}': digest {} is not the spec's model_program_digest {}",
          program_path, d.hex(), spec.model_program_digest.hex());
@@ -355,7 +355,7 @@ std::unique_ptr<Recorder> Recorder::resume(const std::string &dir, unsigned hash
   if (c.spec_digest != meta.spec.digest())
     fail(Status::kMalformed, "'{}': the commitment names the spec {}, pot-run.json holds {}", dir, c.spec_digest.hex(),
          meta.spec.digest().hex());
-  if (commit::program_digest_file(dir + "/program.pt") != meta.spec.model_program_digest)
+  if (spec::program_digest_file(dir + "/program.pt") != meta.spec.model_program_digest)
     fail(Status::kMalformed, "'{}/program.pt' is not the spec's model program", dir);
   check_replayable(meta.spec);
   check_hardware_class(meta.spec);
@@ -418,7 +418,7 @@ std::unique_ptr<Recorder> Recorder::resume(const std::string &dir, unsigned hash
   std::vector<hash::StTensor> tensors;
   for (size_t i = 0; i < state->size(); ++i) tensors.push_back({state->entry(i).meta, state->data(i)});
   m.last_params = copy_params(tensors);
-  if (m.spec.seed_policy == commit::SeedPolicyKind::kSingleSeed) {
+  if (m.spec.seed_policy == spec::SeedPolicyKind::kSingleSeed) {
     const hash::StTensor *rng = find(tensors, kRngName);
     if (!rng) fail(Status::kMalformed, "'{}': checkpoint {} has no '{}' tensor", dir, at, kRngName);
     m.last_rng.assign(rng->data.begin(), rng->data.end());
@@ -447,7 +447,7 @@ hash::Digest Recorder::start(const std::vector<hash::StTensor> &s0) {
            "start: S_0 holds optimizer state '{}': a run starts from the optimizer's fresh state (record S_0 "
            "before the first optimizer step)",
            t.meta.name);
-  if (m.spec.seed_policy == commit::SeedPolicyKind::kSingleSeed) {
+  if (m.spec.seed_policy == spec::SeedPolicyKind::kSingleSeed) {
     const hash::StTensor *rng = find(s0, kRngName);
     if (!rng) fail(Status::kInvalidArgument, "seed policy single_seed: S_0 has no '{}' tensor", kRngName);
     m.last_rng.assign(rng->data.begin(), rng->data.end());
@@ -496,17 +496,17 @@ uint64_t Recorder::begin_step(uint64_t t) {
   // Step leaves and per-step seeds name the run: it is known before it trains.
   if (!m.commitment)
     fail(Status::kState, "begin_step({}): the step's leaf{} names the run; set the commitment (set_commitment) first",
-         t, m.spec.seed_policy == commit::SeedPolicyKind::kPerStep ? " (and, under per_step, its seed)" : "");
+         t, m.spec.seed_policy == spec::SeedPolicyKind::kPerStep ? " (and, under per_step, its seed)" : "");
   if (t > m.commitment->declared_steps)
     fail(Status::kOutOfRange, "begin_step({}): the commitment declares {} steps", t, m.commitment->declared_steps);
   uint64_t seed = 0;
   std::lock_guard<std::mutex> lock(torch_state_mutex());
   auto gen = at::detail::getDefaultCPUGenerator();
-  if (m.spec.seed_policy == commit::SeedPolicyKind::kPerStep) {
-    seed = commit::derive_seed(m.spec.seed, m.commitment->run_id(), t);
+  if (m.spec.seed_policy == spec::SeedPolicyKind::kPerStep) {
+    seed = spec::derive_seed(m.spec.seed, m.commitment->run_id(), t);
     std::lock_guard<std::mutex> g(gen.mutex());
     gen.set_current_seed(seed);
-  } else if (m.spec.seed_policy == commit::SeedPolicyKind::kSingleSeed) {
+  } else if (m.spec.seed_policy == spec::SeedPolicyKind::kSingleSeed) {
     at::Tensor st = at::empty({static_cast<int64_t>(m.last_rng.size())}, at::kByte);
     std::memcpy(st.data_ptr(), m.last_rng.data(), m.last_rng.size());
     std::lock_guard<std::mutex> g(gen.mutex());
@@ -542,7 +542,7 @@ commit::StepLeaf Recorder::end_step(const std::vector<hash::StTensor> &state, do
   if (!std::isfinite(norm))
     fail(Status::kNonFinite, "end_step: the parameters of S_{} are {} away from S_{}; a verifier refuses the step", t,
          norm, t - 1);
-  if (m.spec.seed_policy == commit::SeedPolicyKind::kSingleSeed) {
+  if (m.spec.seed_policy == spec::SeedPolicyKind::kSingleSeed) {
     const hash::StTensor *rng = find(state, kRngName);
     if (!rng) fail(Status::kInvalidArgument, "seed policy single_seed: S_{} has no '{}' tensor", t, kRngName);
     m.last_rng.assign(rng->data.begin(), rng->data.end());
@@ -584,7 +584,7 @@ hash::Digest Recorder::finish() {
 
 struct CheckpointStore::Impl {
   std::string dir;
-  commit::ExecutionSpec spec;
+  spec::ExecutionSpec spec;
   uint64_t every = 1;
   std::vector<StepRecord> steps;  // steps[t-1]
   std::unique_ptr<merkle::StoredTree> log;
@@ -616,8 +616,8 @@ struct CheckpointStore::Impl {
     if ((dataset || stream) && dataset_dir == ddir) return;
     dataset.reset();
     stream.reset();
-    if (const auto file = commit::stream_file_of(ddir)) {
-      data::StreamFiles f = commit::read_stream_file(*file);
+    if (const auto file = data::stream_file_of(ddir)) {
+      data::StreamFiles f = data::read_stream_file(*file);
       if (f.dataset().root() != commitment->dataset_root)
         fail(Status::kProofMismatch, "the stream '{}' has the root {}, the committed dataset root is {}", *file,
              f.dataset().root().hex(), commitment->dataset_root.hex());
@@ -679,7 +679,7 @@ std::unique_ptr<CheckpointStore> CheckpointStore::open(const std::string &dir) {
 CheckpointStore::~CheckpointStore() = default;
 uint64_t CheckpointStore::size() const { return impl_->steps.size(); }
 uint64_t CheckpointStore::checkpoint_every() const { return impl_->every; }
-const commit::ExecutionSpec &CheckpointStore::spec() const { return impl_->spec; }
+const spec::ExecutionSpec &CheckpointStore::spec() const { return impl_->spec; }
 const StepRecord &CheckpointStore::step(uint64_t t) const {
   if (t == 0 || t > impl_->steps.size()) fail(Status::kOutOfRange, "step {} of a run of {} steps", t, impl_->steps.size());
   return impl_->steps[t - 1];
@@ -726,10 +726,10 @@ std::string CheckpointStore::state_path(uint64_t t, const std::string &dataset_d
   m.use_dataset(dataset_dir);  // the samples are checked against the dataset root
   std::optional<hash::Digest> run_id;  // the per-step seeds name the run
   if (m.commitment) run_id = m.commitment->run_id();
-  else if (m.spec.seed_policy == commit::SeedPolicyKind::kPerStep)
+  else if (m.spec.seed_policy == spec::SeedPolicyKind::kPerStep)
     fail(Status::kState, "re-deriving S_{} needs the commitment (set_commitment): the per-step seeds name the run", t);
   std::vector<double> rates(t - c + 1);
-  commit::learning_rates(m.spec.lr_schedule, m.spec.optimizer.lr, c + 1, rates.size(), rates.data());
+  spec::learning_rates(m.spec.lr_schedule, m.spec.optimizer.lr, c + 1, rates.size(), rates.data());
   for (uint64_t s = c + 1; s <= t; ++s) {
     const commit::ScheduleEntry entry = commit::ScheduleEntry::decode(m.entry(s));
     std::vector<std::unique_ptr<hash::SafetensorsFile>> files;

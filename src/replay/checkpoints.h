@@ -21,7 +21,7 @@
 
 #include "commit/commitment.h"
 #include "commit/dataset.h"
-#include "commit/spec.h"
+#include "spec/spec.h"
 #include "commit/step_leaf.h"
 #include "hash/safetensors.h"
 #include "merkle/stored_tree.h"
@@ -40,7 +40,7 @@ class Recorder {
   // Creates the directory (or uses an empty one); kConflict when it already
   // holds a run. The program is copied in after its digest is checked
   // against the spec (kProofMismatch). checkpoint_every >= 1.
-  static std::unique_ptr<Recorder> create(const std::string &dir, const commit::ExecutionSpec &spec,
+  static std::unique_ptr<Recorder> create(const std::string &dir, const spec::ExecutionSpec &spec,
                                           const std::string &program_path, uint64_t checkpoint_every,
                                           unsigned hash_threads = 0);
   // Reopens the directory of a recorder whose process stopped (killed at
@@ -108,7 +108,7 @@ class CheckpointStore {
 
   uint64_t size() const;
   uint64_t checkpoint_every() const;
-  const commit::ExecutionSpec &spec() const;
+  const spec::ExecutionSpec &spec() const;
   const StepRecord &step(uint64_t t) const;  // 1..size()
 
   // Path of a file holding S_t (0 <= t <= size()): the checkpoint when there
@@ -116,7 +116,7 @@ class CheckpointStore {
   // replaying steps with the samples of dataset_dir: a directory of
   // samples (one safetensors file per sample, named %06d.safetensors by
   // dataset index), or a token stream (a stream file, or a directory
-  // holding stream.json: commit/stream_json.h). Every replayed
+  // holding stream.json: data/stream_json.h). Every replayed
   // state's digest must equal the log's (kProofMismatch otherwise: the
   // checkpoints or the data do not reproduce the run). `replayed`, when not
   // null, receives the number of steps replayed.

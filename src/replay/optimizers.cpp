@@ -10,7 +10,7 @@
 
 namespace pot::replay {
 
-using commit::OptimizerKind;
+using spec::OptimizerKind;
 
 at::Tensor py_number(const at::Scalar &v) {
   at::Tensor t = at::scalar_to_tensor(v);
@@ -18,7 +18,7 @@ at::Tensor py_number(const at::Scalar &v) {
   return t;
 }
 
-std::vector<std::string> optimizer_keys(const commit::OptimizerSpec &o) {
+std::vector<std::string> optimizer_keys(const spec::OptimizerSpec &o) {
   std::vector<std::string> k;
   switch (o.kind) {
     case OptimizerKind::kSgd:
@@ -50,9 +50,9 @@ std::vector<std::string> optimizer_keys(const commit::OptimizerSpec &o) {
 
 bool is_scalar_key(const std::string &key) { return key == "step" || key == "mu_product"; }
 
-bool constructs_state(const commit::OptimizerSpec &o) { return o.kind == OptimizerKind::kAdagrad; }
+bool constructs_state(const spec::OptimizerSpec &o) { return o.kind == OptimizerKind::kAdagrad; }
 
-std::map<std::string, at::Tensor> fresh_state(const commit::OptimizerSpec &o, const at::Tensor &param) {
+std::map<std::string, at::Tensor> fresh_state(const spec::OptimizerSpec &o, const at::Tensor &param) {
   std::map<std::string, at::Tensor> s;
   if (constructs_state(o)) {
     // Adagrad.__init__: state["step"] = torch.tensor(0.0), state["sum"] =
@@ -63,8 +63,8 @@ std::map<std::string, at::Tensor> fresh_state(const commit::OptimizerSpec &o, co
   return s;
 }
 
-void check_supported(const commit::OptimizerSpec &o, const std::string &where) {
-  [[maybe_unused]] const char *name = commit::optimizer_name(o.kind);
+void check_supported(const spec::OptimizerSpec &o, const std::string &where) {
+  [[maybe_unused]] const char *name = spec::optimizer_name(o.kind);
   if constexpr (!kTorch2) {
     if (o.kind == OptimizerKind::kMuon)
       fail(Status::kUnsupported, "{}: torch {} has no torch.optim.Muon (torch >= 2.9 has)", where, TORCH_VERSION);
@@ -76,7 +76,7 @@ void check_supported(const commit::OptimizerSpec &o, const std::string &where) {
   }
 }
 
-void check_param(const commit::OptimizerSpec &o, const at::Tensor &param, const std::string &where) {
+void check_param(const spec::OptimizerSpec &o, const at::Tensor &param, const std::string &where) {
   if (o.kind == OptimizerKind::kMuon && param.dim() != 2)
     fail(Status::kInvalidArgument, "{}: muon updates 2-D parameters only, this one has shape {}", where,
          shape_str(param.sizes()));
@@ -147,7 +147,7 @@ void init_state(ParamState &p, bool step, std::initializer_list<const char *> ze
 // torch.optim.SGD._single_tensor_sgd, one parameter whose gradient is
 // `grad` (the same code in 1.13 and 2.x; the momentum's Python float is a
 // wrapped number there).
-void sgd_update(ParamState &p, const at::Tensor &grad, const commit::OptimizerSpec &o, double lr) {
+void sgd_update(ParamState &p, const at::Tensor &grad, const spec::OptimizerSpec &o, double lr) {
   at::Tensor d_p = o.maximize ? grad.neg() : grad;
   if (o.weight_decay != 0) d_p = d_p.add(p.param, o.weight_decay);
   if (o.momentum != 0) {
@@ -170,7 +170,7 @@ void sgd_update(ParamState &p, const at::Tensor &grad, const commit::OptimizerSp
 // torch.optim.Adam / AdamW ._single_tensor_adam(w) (capturable and
 // differentiable off), one parameter whose gradient is `grad`: 1.13's, or
 // 2.x's (AdamW is Adam with decoupled_weight_decay).
-void adam_update(ParamState &p, const at::Tensor &grad_in, const commit::OptimizerSpec &o, double lr,
+void adam_update(ParamState &p, const at::Tensor &grad_in, const spec::OptimizerSpec &o, double lr,
                  bool decoupled) {
   if (p.optim.empty()) {
     init_state(p, true, {"exp_avg", "exp_avg_sq"});
@@ -220,7 +220,7 @@ void adam_update(ParamState &p, const at::Tensor &grad_in, const commit::Optimiz
 }
 
 // torch.optim.Adadelta._single_tensor_adadelta (2.x also counts steps).
-void adadelta_update(ParamState &p, const at::Tensor &grad_in, const commit::OptimizerSpec &o, double lr) {
+void adadelta_update(ParamState &p, const at::Tensor &grad_in, const spec::OptimizerSpec &o, double lr) {
   if (p.optim.empty()) init_state(p, kTorch2, {"square_avg", "acc_delta"});
   if (kTorch2) p.optim.at("step").add_(py_number(1));
   at::Tensor grad = o.maximize ? grad_in.neg() : grad_in;
@@ -236,7 +236,7 @@ void adadelta_update(ParamState &p, const at::Tensor &grad_in, const commit::Opt
 }
 
 // torch.optim.Adagrad._single_tensor_adagrad (dense gradients).
-void adagrad_update(ParamState &p, const at::Tensor &grad_in, const commit::OptimizerSpec &o, double lr) {
+void adagrad_update(ParamState &p, const at::Tensor &grad_in, const spec::OptimizerSpec &o, double lr) {
   if (p.optim.empty()) p.optim = fresh_state(o, p.param);  // made by the constructor, before any step
   at::Tensor &step_t = p.optim.at("step");
   step_t.add_(py_number(1));
@@ -252,7 +252,7 @@ void adagrad_update(ParamState &p, const at::Tensor &grad_in, const commit::Opti
 
 // torch.optim.RMSprop._single_tensor_rmsprop (2.x: lerp_ for the centered
 // average, and a step count).
-void rmsprop_update(ParamState &p, const at::Tensor &grad_in, const commit::OptimizerSpec &o, double lr) {
+void rmsprop_update(ParamState &p, const at::Tensor &grad_in, const spec::OptimizerSpec &o, double lr) {
   if (p.optim.empty()) {
     init_state(p, kTorch2, {"square_avg"});
     if (o.momentum > 0) init_state(p, false, {"momentum_buffer"});
@@ -286,7 +286,7 @@ void rmsprop_update(ParamState &p, const at::Tensor &grad_in, const commit::Opti
 
 // torch.optim.Adamax._single_tensor_adamax (1.13: cat + amax; 2.x: lerp_
 // and maximum).
-void adamax_update(ParamState &p, const at::Tensor &grad_in, const commit::OptimizerSpec &o, double lr) {
+void adamax_update(ParamState &p, const at::Tensor &grad_in, const spec::OptimizerSpec &o, double lr) {
   if (p.optim.empty()) init_state(p, true, {"exp_avg", "exp_inf"});
   at::Tensor grad = o.maximize ? grad_in.neg() : grad_in;
   at::Tensor &exp_avg = p.optim.at("exp_avg");
@@ -311,7 +311,7 @@ void adamax_update(ParamState &p, const at::Tensor &grad_in, const commit::Optim
 
 // torch.optim.NAdam._single_tensor_nadam (2.x: maximize, decoupled weight
 // decay, lerp_, and mu_product_next in Python floats, not a tensor).
-void nadam_update(ParamState &p, const at::Tensor &grad_in, const commit::OptimizerSpec &o, double lr) {
+void nadam_update(ParamState &p, const at::Tensor &grad_in, const spec::OptimizerSpec &o, double lr) {
   if (p.optim.empty()) {
     init_state(p, true, {"exp_avg", "exp_avg_sq"});
     p.optim.emplace("mu_product", at::ones({}, at::kFloat));
@@ -353,7 +353,7 @@ void nadam_update(ParamState &p, const at::Tensor &grad_in, const commit::Optimi
 
 // torch.optim.RAdam._single_tensor_radam (2.x: maximize, decoupled weight
 // decay, lerp_, `** 0.5` for sqrt).
-void radam_update(ParamState &p, const at::Tensor &grad_in, const commit::OptimizerSpec &o, double lr) {
+void radam_update(ParamState &p, const at::Tensor &grad_in, const spec::OptimizerSpec &o, double lr) {
   if (p.optim.empty()) init_state(p, true, {"exp_avg", "exp_avg_sq"});
   at::Tensor grad = o.maximize ? grad_in.neg() : grad_in;
   at::Tensor &exp_avg = p.optim.at("exp_avg");
@@ -391,7 +391,7 @@ void radam_update(ParamState &p, const at::Tensor &grad_in, const commit::Optimi
 
 // torch.optim._muon._zeropower_via_newtonschulz: the quintic Newton-Schulz
 // iteration, in BF16.
-at::Tensor zeropower_via_newtonschulz(const at::Tensor &grad, const commit::OptimizerSpec &o) {
+at::Tensor zeropower_via_newtonschulz(const at::Tensor &grad, const spec::OptimizerSpec &o) {
   at::Tensor ortho = grad.to(at::kBFloat16, /*non_blocking=*/false, /*copy=*/true);
   const bool tall = grad.size(0) > grad.size(1);
   if (tall) ortho = ortho.t();
@@ -406,7 +406,7 @@ at::Tensor zeropower_via_newtonschulz(const at::Tensor &grad, const commit::Opti
 }
 
 // torch.optim.Muon._single_tensor_muon (torch >= 2.9).
-void muon_update(ParamState &p, const at::Tensor &grad, const commit::OptimizerSpec &o, double lr) {
+void muon_update(ParamState &p, const at::Tensor &grad, const spec::OptimizerSpec &o, double lr) {
   if (p.optim.empty()) p.optim.emplace("momentum_buffer", at::zeros_like(grad, at::MemoryFormat::Preserve));
   at::Tensor &buf = p.optim.at("momentum_buffer");
   buf.lerp_(grad, 1 - o.momentum);
@@ -428,7 +428,7 @@ void muon_update(ParamState &p, const at::Tensor &grad, const commit::OptimizerS
 
 }  // namespace
 
-void optimizer_update(ParamState &p, const at::Tensor &grad, const commit::OptimizerSpec &o, double lr) {
+void optimizer_update(ParamState &p, const at::Tensor &grad, const spec::OptimizerSpec &o, double lr) {
   switch (o.kind) {
     case OptimizerKind::kSgd: sgd_update(p, grad, o, lr); return;
     case OptimizerKind::kAdam: adam_update(p, grad, o, lr, false); return;
@@ -446,7 +446,7 @@ void optimizer_update(ParamState &p, const at::Tensor &grad, const commit::Optim
       }
       break;
   }
-  fail(Status::kUnsupported, "optimizer '{}' is not replayed by this build", commit::optimizer_name(o.kind));
+  fail(Status::kUnsupported, "optimizer '{}' is not replayed by this build", spec::optimizer_name(o.kind));
 }
 
 }  // namespace pot::replay

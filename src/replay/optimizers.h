@@ -13,7 +13,7 @@
 #include <ATen/ATen.h>
 #include <torch/version.h>
 
-#include "commit/spec.h"
+#include "spec/spec.h"
 
 namespace pot::replay {
 
@@ -41,24 +41,24 @@ struct ParamState {
 
 // The per-parameter state keys torch.optim keeps for `o` on this torch line
 // (1.13's RMSprop and Adadelta count steps in a Python int: not state).
-std::vector<std::string> optimizer_keys(const commit::OptimizerSpec &o);
+std::vector<std::string> optimizer_keys(const spec::OptimizerSpec &o);
 // Keys held as F32 scalars ("step", "mu_product") rather than shaped like
 // the parameter.
 bool is_scalar_key(const std::string &key);
 // The state torch.optim holds for `param` before its first update: none,
 // except Adagrad's, made when the optimizer is constructed (step 0, sum
 // full of initial_accumulator_value).
-std::map<std::string, at::Tensor> fresh_state(const commit::OptimizerSpec &o, const at::Tensor &param);
+std::map<std::string, at::Tensor> fresh_state(const spec::OptimizerSpec &o, const at::Tensor &param);
 // Whether `o` holds state before a parameter's first update (fresh_state is
 // not empty): Adagrad.
-bool constructs_state(const commit::OptimizerSpec &o);
+bool constructs_state(const spec::OptimizerSpec &o);
 // Throws kUnsupported when this torch line has no such optimizer or option
 // (1.13: Muon; NAdam and RAdam without maximize and decoupled weight
 // decay); `where` names the group.
-void check_supported(const commit::OptimizerSpec &o, const std::string &where);
+void check_supported(const spec::OptimizerSpec &o, const std::string &where);
 // Throws kInvalidArgument for a parameter the optimizer cannot update
 // (Muon: 2-D only); `where` names the parameter.
-void check_param(const commit::OptimizerSpec &o, const at::Tensor &param, const std::string &where);
+void check_param(const spec::OptimizerSpec &o, const at::Tensor &param, const std::string &where);
 
 // torch.nn.utils.clip_grad_norm_(parameters, max_norm) and
 // clip_grad_value_(parameters, clip_value) over the parameters' gradients.
@@ -66,6 +66,6 @@ void clip_grad_norm(const std::vector<ParamState> &params, double max_norm);
 void clip_grad_value(const std::vector<ParamState> &params, double clip_value);
 
 // One parameter's update by `o` at learning rate `lr`, whose gradient is `grad`.
-void optimizer_update(ParamState &p, const at::Tensor &grad, const commit::OptimizerSpec &o, double lr);
+void optimizer_update(ParamState &p, const at::Tensor &grad, const spec::OptimizerSpec &o, double lr);
 
 }  // namespace pot::replay

@@ -15,15 +15,15 @@
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/version.h>
 
-#include "commit/seed.h"
+#include "spec/seed.h"
 #include "common/error.h"
 #include "hash/finite.h"
 #include "hash/sha256.h"
 #include "hash/state.h"
-#include "replay/hardware_class.h"
+#include "replay/hardware_probe.h"
 #include "witness/statement.h"
 #include "replay/program_check.h"
-#include "replay/op_trace.h"
+#include "replay/op_recorder.h"
 #include "replay/optimizers.h"
 #include "replay/torch_util.h"
 #include "hash/update_norm.h"
@@ -68,7 +68,7 @@ uint64_t differing_elements(const at::Tensor &a, const at::Tensor &b) {
 // One parameter's update, applied as the step applies it and a second time
 // from the same state with a zero gradient (check 27, docs/PROTOCOL.md
 // section 21.5): the difference is what the gradient did.
-void traced_update(ParamState &p, const at::Tensor &pre_param, const commit::OptimizerSpec &o, double lr,
+void traced_update(ParamState &p, const at::Tensor &pre_param, const spec::OptimizerSpec &o, double lr,
                    witness::GradientTrace &trace, OpRecorder *recorder) {
   const at::Tensor grad = p.param.grad();
   ParamState zero{p.name, p.param.detach().clone(), {}, p.group};
@@ -142,7 +142,7 @@ std::vector<c10::IValue> collate(const Program &program, const std::vector<const
 
 }  // namespace
 
-std::unique_ptr<Program> Program::load(const std::string &path, const commit::ExecutionSpec &spec) {
+std::unique_ptr<Program> Program::load(const std::string &path, const spec::ExecutionSpec &spec) {
   const hash::Digest &expected = spec.model_program_digest;
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(Status::kIo, "model program '{}': cannot open: {}", path, std::strerror(errno));
@@ -157,7 +157,7 @@ std::unique_ptr<Program> Program::load(const std::string &path, const commit::Ex
 
   std::unique_ptr<Program> p(new Program());
   // Hash and load the same bytes: the file cannot change in between.
-  p->digest_ = commit::program_digest(ByteView(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
+  p->digest_ = spec::program_digest(ByteView(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
   if (p->digest_ != expected)
     fail(Status::kProofMismatch, "model program '{}': digest {} is not the spec's model_program_digest {}", path,
          p->digest_.hex(), expected.hex());
@@ -285,7 +285,7 @@ const std::string &framework_version() {
   return v;
 }
 
-void check_replayable(const commit::ExecutionSpec &spec) {
+void check_replayable(const spec::ExecutionSpec &spec) {
   // A step trained on another framework or version does not replay bit for
   // bit here (docs/determinism.md): refused, never judged. The patch level
   // is not compared: Debian's LibTorch 1.13.1 headers say 1.13.0.
@@ -319,7 +319,7 @@ std::optional<std::string> learning_rate_mismatch(double held, double expected, 
                      name, held, step, expected);
 }
 
-StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint64_t step, const TensorMap &pre,
+StepResult replay_step(Program &program, const spec::ExecutionSpec &spec, uint64_t step, const TensorMap &pre,
                        const Batch &batch, const StepOptions &options) {
   spec.validate();
   if (program.digest() != spec.model_program_digest)
@@ -347,7 +347,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
   if (samples != spec.batch_size)
     fail(Status::kInvalidArgument, "the batch has {} samples, the spec's batch_size is {}", samples, spec.batch_size);
 
-  if (spec.seed_policy == commit::SeedPolicyKind::kPerStep && !options.run_id)
+  if (spec.seed_policy == spec::SeedPolicyKind::kPerStep && !options.run_id)
     fail(Status::kInvalidArgument,
          "seed policy per_step: the seed of step {} names its run (docs/PROTOCOL.md section 9); give the run id", step);
   if (step == UINT64_MAX) fail(Status::kOutOfRange, "step {} has no successor", step);
@@ -356,7 +356,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
     std::tie(lr, next_lr) = *options.rates;
   } else {
     double r[2];
-    commit::learning_rates(spec.lr_schedule, spec.optimizer.lr, step, 2, r);
+    spec::learning_rates(spec.lr_schedule, spec.optimizer.lr, step, 2, r);
     lr = r[0];
     next_lr = r[1];
   }
@@ -367,7 +367,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
   std::vector<double> group_lr{lr}, group_next_lr{next_lr};
   for (size_t g = 1; g < spec.group_count(); ++g) {
     double r[2];
-    commit::learning_rates(spec.lr_schedule, spec.group_optimizer(g).lr, step, 2, r);
+    spec::learning_rates(spec.lr_schedule, spec.group_optimizer(g).lr, step, 2, r);
     const std::string name = group_lr_name(g);
     if (auto bad = learning_rate_mismatch(state_learning_rate(state_views(pre), name), r[0], step, name))
       fail(Status::kInvalidArgument, "pre-state: parameter group {}: {}", g, *bad);
@@ -414,9 +414,9 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
       ps.name = name;
       ps.param = t;
       ps.group = spec.group_of(name);
-      const commit::OptimizerSpec &o = spec.group_optimizer(ps.group);
+      const spec::OptimizerSpec &o = spec.group_optimizer(ps.group);
       check_param(o, t, fmt::format("parameter '{}' (group {}, {})", name, ps.group,
-                                    commit::optimizer_name(o.kind)));
+                                    spec::optimizer_name(o.kind)));
       const std::vector<std::string> keys = optimizer_keys(o);
       const bool eager = constructs_state(o);  // state before the first update (Adagrad)
       const std::string full = std::string(kParamPrefix) + name;
@@ -487,7 +487,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
     }
   }
   auto gen = at::detail::getDefaultCPUGenerator();
-  if (spec.seed_policy == commit::SeedPolicyKind::kSingleSeed) {
+  if (spec.seed_policy == spec::SeedPolicyKind::kSingleSeed) {
     auto it = pre.find(std::string(kRngName));
     if (it == pre.end()) fail(Status::kInvalidArgument, "pre-state: missing tensor '{}' (seed policy single_seed)", kRngName);
     used.insert(std::string(kRngName));
@@ -509,9 +509,9 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
       fail(Status::kInvalidArgument, "pre-state: '{}' is not a CPU generator state: {}", kRngName,
            e.what_without_backtrace());
     }
-  } else if (spec.seed_policy == commit::SeedPolicyKind::kPerStep) {
+  } else if (spec.seed_policy == spec::SeedPolicyKind::kPerStep) {
     std::lock_guard<std::mutex> g(gen.mutex());
-    gen.set_current_seed(commit::derive_seed(spec.seed, *options.run_id, step));
+    gen.set_current_seed(spec::derive_seed(spec.seed, *options.run_id, step));
   }
   for (const auto &[name, t] : pre)
     if (!used.count(name))
@@ -638,7 +638,7 @@ StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint
     r.post.emplace(std::string(kBufferPrefix) + name, t.detach().clone().contiguous());
   for (size_t g = 0; g < spec.group_count(); ++g)
     r.post.emplace(group_lr_name(g), at::full({}, group_next_lr[g], at::kDouble));
-  if (spec.seed_policy == commit::SeedPolicyKind::kSingleSeed) {
+  if (spec.seed_policy == spec::SeedPolicyKind::kSingleSeed) {
     std::lock_guard<std::mutex> g(gen.mutex());
     r.post.emplace(std::string(kRngName), gen.get_state().contiguous());
   }

@@ -18,7 +18,7 @@
 #include <torch/script.h>
 
 #include "commit/dataset.h"
-#include "commit/spec.h"
+#include "spec/spec.h"
 #include "dispute/op_node.h"
 #include "hash/safetensors.h"
 #include "hash/update_norm.h"
@@ -54,7 +54,7 @@ class Program {
   // method taking only tensors, and that its dropout is the spec's
   // (check_program_dropout). replay_step trusts these checks for every spec
   // with the same digest and dropout.
-  static std::unique_ptr<Program> load(const std::string &path, const commit::ExecutionSpec &spec);
+  static std::unique_ptr<Program> load(const std::string &path, const spec::ExecutionSpec &spec);
 
   const hash::Digest &digest() const { return digest_; }
   // The forward's argument names after self: the sample tensor names, in the
@@ -160,8 +160,8 @@ const std::string &framework_version();
 // another framework, another framework_version (major.minor) than the
 // LibTorch it runs, an attention_backend other than "math". The hardware
 // class, a property of the process rather than the build, is
-// check_hardware_class's (replay/hardware_class.h).
-void check_replayable(const commit::ExecutionSpec &spec);
+// check_hardware_class's (replay/hardware_probe.h).
+void check_replayable(const spec::ExecutionSpec &spec);
 
 // The state name of parameter group g's learning rate: hparam/lr for group
 // 0, hparam/lr/<g> (decimal) for the spec's param_groups (docs/PROTOCOL.md
@@ -184,7 +184,7 @@ std::optional<std::string> learning_rate_mismatch(double held, double expected, 
 // not return a scalar; kNonFinite when the loss is NaN or infinite (unless
 // options.allow_nonfinite_loss); kProofMismatch when the program is not the
 // spec's.
-StepResult replay_step(Program &program, const commit::ExecutionSpec &spec, uint64_t step,
+StepResult replay_step(Program &program, const spec::ExecutionSpec &spec, uint64_t step,
                        const TensorMap &pre, const Batch &batch, const StepOptions &options = {});
 
 }  // namespace pot::replay

@@ -90,7 +90,7 @@ VerifyResult verify_step(const VerifyInputs &in) {
   // S_t's rate, so the bitwise path compares it through the state digest.
   double rates[2];
   try {
-    commit::learning_rates(in.spec->lr_schedule, in.spec->optimizer.lr, in.challenged_step, 2, rates);
+    spec::learning_rates(in.spec->lr_schedule, in.spec->optimizer.lr, in.challenged_step, 2, rates);
     if (auto bad = learning_rate_mismatch(state_learning_rate(state_views(pre)), rates[0], in.challenged_step))
       return failed(r, commit::OpeningCheck::kLearningRate, Status::kProofMismatch,
                     fmt::format("served S_{}: {}", in.challenged_step - 1, *bad));

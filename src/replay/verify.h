@@ -8,7 +8,7 @@
 #include <string>
 
 #include "commit/opening.h"
-#include "commit/spec.h"
+#include "spec/spec.h"
 #include "replay/replay.h"
 
 namespace pot::replay {
@@ -34,7 +34,7 @@ struct VerifyResult {
 
 struct VerifyInputs {
   const commit::TrainingCommitment *commitment = nullptr;
-  const commit::ExecutionSpec *spec = nullptr;
+  const spec::ExecutionSpec *spec = nullptr;
   std::string program_path;
   uint64_t challenged_step = 0;
   uint64_t log_size = 0;

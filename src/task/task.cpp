@@ -1,8 +1,8 @@
 #include "task/task.h"
 
-#include "commit/canonical.h"
+#include "codec/canonical.h"
 #include "commit/dataset.h"
-#include "commit/json_fields.h"
+#include "codec/json_fields.h"
 #include "common/error.h"
 #include "pot/v2/task.pb.h"
 
@@ -10,8 +10,8 @@ namespace pot::task {
 
 namespace {
 
-using commit::bytes_of;
-using commit::digest_field;
+using codec::bytes_of;
+using codec::digest_field;
 
 [[noreturn]] void rule(const std::string &what) { throw Error(Status::kInvalidArgument, "task: " + what); }
 
@@ -46,7 +46,7 @@ void Task::validate() const {
   if (min_steps == 0) rule("min_steps must be at least 1");
   if (max_steps < min_steps) rule(fmt::format("max_steps {} is below min_steps {}", max_steps, min_steps));
   // S_t records the rate of step t + 1, evaluated by walking the schedule.
-  if (max_steps >= commit::kMaxLrStep)
+  if (max_steps >= spec::kMaxLrStep)
     rule(fmt::format("max_steps {} is not below 2^32 (the learning-rate schedule's bound)", max_steps));
   if (schedule_rule == ScheduleRule::kListed) {
     // A listed schedule root commits to a fixed number of entries, and a run
@@ -59,7 +59,7 @@ void Task::validate() const {
     // (docs/PROTOCOL.md section 9), can make two runs differ, and only when
     // the steps draw random numbers. Without that one training could be
     // registered by any number of identities (attack 5).
-    if (spec.seed_policy != commit::SeedPolicyKind::kPerStep || (spec.dropout == 0 && !spec.other_rng_use))
+    if (spec.seed_policy != spec::SeedPolicyKind::kPerStep || (spec.dropout == 0 && !spec.other_rng_use))
       rule("a listed schedule needs per-step randomness (seed policy per_step with dropout > 0 or other_rng_use): "
            "without it every run of the task is the same trajectory, and one training could be registered by any "
            "number of identities; give each run its own order with a run_seeded schedule");
@@ -124,13 +124,13 @@ Bytes Task::encode() const {
 }
 
 Task Task::decode(ByteView b) {
-  const auto p = commit::parse_bounded<v2::Task>(b, kMaxTaskBytes, "task");
+  const auto p = codec::parse_bounded<v2::Task>(b, kMaxTaskBytes, "task");
   if (p.protocol_version() == 0) fail(Status::kMalformed, "task: protocol_version is missing");
   check_version(p.protocol_version());
   Task t;
   t.owner.assign(p.owner().begin(), p.owner().end());
   try {
-    t.spec = commit::ExecutionSpec::decode(bytes_of(p.spec()));
+    t.spec = spec::ExecutionSpec::decode(bytes_of(p.spec()));
   } catch (const Error &e) {
     throw Error(e.status(), std::string("task: ") + e.what());
   }
@@ -156,7 +156,7 @@ Task Task::decode(ByteView b) {
   t.committee_size = p.challenge_policy().committee_size();
   t.end_height = p.end_height();
   t.validate();
-  commit::require_canonical(t.encode(), b, "task");
+  codec::require_canonical(t.encode(), b, "task");
   return t;
 }
 
@@ -168,20 +168,20 @@ hash::Digest Task::id() const {
 }
 
 Task Task::from_json(const nlohmann::json &j) {
-  const commit::JsonFields f(j, "task");
+  const codec::JsonFields f(j, "task");
   f.only({"protocol_version", "owner", "spec", "dataset_root", "dataset_size", "initial_state", "schedule",
           "min_steps", "max_steps", "challenge_policy", "end_height"});
   Task t;
   t.protocol_version = f.has("protocol_version") ? f.u32("protocol_version") : commit::kProtocolVersion;
   check_version(t.protocol_version);
   t.owner = f.hex("owner");
-  t.spec = commit::ExecutionSpec::from_json(f.object("spec"));
+  t.spec = spec::ExecutionSpec::from_json(f.object("spec"));
   t.dataset_root = f.digest("dataset_root");
   t.dataset_size = f.u64("dataset_size");
-  const commit::JsonFields init(f.object("initial_state"), "task.initial_state");
+  const codec::JsonFields init(f.object("initial_state"), "task.initial_state");
   init.only({"published_digest"});
   t.initial_state_digest = init.digest("published_digest");
-  const commit::JsonFields sched(f.object("schedule"), "task.schedule");
+  const codec::JsonFields sched(f.object("schedule"), "task.schedule");
   sched.only({"listed_root", "run_seeded", "run_seeded_uniform"});
   if (sched.has("listed_root") + sched.has("run_seeded") + sched.has("run_seeded_uniform") != 1)
     fail(Status::kInvalidArgument,
@@ -189,15 +189,15 @@ Task Task::from_json(const nlohmann::json &j) {
   if (sched.has("listed_root")) {
     t.schedule_root = sched.digest("listed_root");
   } else if (sched.has("run_seeded")) {
-    commit::JsonFields(sched.object("run_seeded"), "task.schedule.run_seeded").only({});
+    codec::JsonFields(sched.object("run_seeded"), "task.schedule.run_seeded").only({});
     t.schedule_rule = ScheduleRule::kRunSeeded;
   } else {
-    commit::JsonFields(sched.object("run_seeded_uniform"), "task.schedule.run_seeded_uniform").only({});
+    codec::JsonFields(sched.object("run_seeded_uniform"), "task.schedule.run_seeded_uniform").only({});
     t.schedule_rule = ScheduleRule::kRunSeededUniform;
   }
   t.min_steps = f.u64("min_steps");
   t.max_steps = f.u64("max_steps");
-  const commit::JsonFields pol(f.object("challenge_policy"), "task.challenge_policy");
+  const codec::JsonFields pol(f.object("challenge_policy"), "task.challenge_policy");
   pol.only({"rounds", "mode", "committee_size"});
   t.challenge_rounds = pol.u32("rounds");
   t.challenge_mode = mode_from_name(pol.str("mode"), pol.path("mode"));

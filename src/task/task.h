@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commit/commitment.h"
-#include "commit/spec.h"
+#include "spec/spec.h"
 #include "hash/sha256.h"
 
 namespace pot::task {
@@ -43,7 +43,7 @@ const char *challenge_mode_name(ChallengeMode m) noexcept;
 struct Task {
   uint32_t protocol_version = commit::kProtocolVersion;
   Bytes owner;                        // who posts the task, 1..256 bytes
-  commit::ExecutionSpec spec;         // carries the model program digest
+  spec::ExecutionSpec spec;         // carries the model program digest
   hash::Digest dataset_root;          // section 15
   uint64_t dataset_size = 0;
   hash::Digest initial_state_digest;  // S_0 rule: the published S_0 every run starts from

@@ -2,7 +2,7 @@
 
 #include <openssl/rand.h>
 
-#include "commit/json_fields.h"
+#include "codec/json_fields.h"
 #include "common/error.h"
 
 namespace pot::witness {
@@ -87,7 +87,7 @@ void Finding::validate() const {
 }
 
 Finding Finding::from_json(const nlohmann::json &j, const std::string &where, std::vector<const char *> other) {
-  commit::JsonFields f(j, where);
+  codec::JsonFields f(j, where);
   Finding out;
   other.push_back("environment");
   other.push_back("kind");
@@ -112,7 +112,7 @@ Finding Finding::from_json(const nlohmann::json &j, const std::string &where, st
   } else {
     fail(Status::kInvalidArgument, "{}: '{}' is not replayed, unavailable or invalid_opening", f.path("kind"), kind);
   }
-  commit::JsonFields e(f.object("environment"), f.path("environment"));
+  codec::JsonFields e(f.object("environment"), f.path("environment"));
   e.only({"framework_version", "intra_op_threads", "hardware_class"});
   out.environment.framework_version = e.str("framework_version");
   out.environment.intra_op_threads = e.u32("intra_op_threads");
@@ -165,7 +165,7 @@ void Statement::validate() const {
 Statement Statement::from_json(const nlohmann::json &j) {
   Statement s;
   s.finding = Finding::from_json(j, "witness statement", {"run_id", "step", "challenge_id", "mode"});
-  commit::JsonFields f(j, "witness statement");
+  codec::JsonFields f(j, "witness statement");
   s.run_id = f.digest("run_id");
   s.step = f.u64("step");
   s.challenge_id = f.u64("challenge_id");
@@ -226,7 +226,7 @@ bool same_framework_release(const std::string &version, const std::string &spec_
   return release_of(version) == release_of(spec_version);
 }
 
-std::optional<std::string> environment_mismatch(const Environment &e, const commit::ExecutionSpec &spec, Mode mode) {
+std::optional<std::string> environment_mismatch(const Environment &e, const spec::ExecutionSpec &spec, Mode mode) {
   if (!same_framework_release(e.framework_version, spec.framework_version))
     return fmt::format("framework_version {} is not of the spec's release {}", e.framework_version,
                        spec.framework_version);

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "commit/opening.h"
-#include "commit/spec.h"
+#include "spec/spec.h"
 #include "hash/sha256.h"
 
 namespace pot::witness {
@@ -114,7 +114,7 @@ void verify_reveal(const hash::Digest &commitment, const Statement &s, ByteView 
 // the framework release (major.minor) must be the spec's in either mode; a
 // bitwise comparison also needs the spec's intra-op threads and hardware
 // class (docs/PROTOCOL.md section 19).
-std::optional<std::string> environment_mismatch(const Environment &e, const commit::ExecutionSpec &spec, Mode mode);
+std::optional<std::string> environment_mismatch(const Environment &e, const spec::ExecutionSpec &spec, Mode mode);
 
 // Whether `version` ("1.13.1") is of the release `spec_version` names: the
 // same major.minor ("1.13", "1.13.0" and "1.13.1" are one release).

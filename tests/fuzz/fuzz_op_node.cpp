@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dispute/trace.h"
+#include "dispute/op_trace.h"
 #include "fuzz_common.h"
 
 POT_FUZZ_TARGET({

@@ -3,10 +3,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "commit/spec.h"
+#include "spec/spec.h"
 #include "fuzz_common.h"
 
 POT_FUZZ_TARGET({
   const nlohmann::json j = nlohmann::json::parse(input.begin(), input.end(), nullptr, false);
-  if (!j.is_discarded()) (void)pot::commit::ExecutionSpec::from_json(j).encode();
+  if (!j.is_discarded()) (void)pot::spec::ExecutionSpec::from_json(j).encode();
 })

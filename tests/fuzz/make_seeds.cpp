@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commit/opening.h"
-#include "commit/spec.h"
+#include "spec/spec.h"
 #include "common/bytes.h"
 #include "common/error.h"
 #include "hash/sha256.h"
@@ -124,7 +124,7 @@ void spec_seeds(const json &protocol) {
   for (const auto &s : protocol["specs"]) {
     const Bytes b = hex(s["canonical"]);
     seed("fuzz_spec", "spec_" + std::to_string(i), b);
-    seed("fuzz_spec_json", "spec_" + std::to_string(i), pot::commit::ExecutionSpec::decode(b).to_json().dump(1));
+    seed("fuzz_spec_json", "spec_" + std::to_string(i), pot::spec::ExecutionSpec::decode(b).to_json().dump(1));
     ++i;
   }
 }

@@ -69,7 +69,7 @@ def onednn_api_isa():
 
 # oneDNN's ISA lists, written from oneDNN's documentation of each release
 # (dnnl_cpu_isa_t, "CPU Dispatcher Control"), independently of libpot's
-# (src/commit/cpu_isa.cpp). An entry is (level, parents, /proc/cpuinfo flags
+# (src/spec/cpu_isa.cpp). An entry is (level, parents, /proc/cpuinfo flags
 # it adds); the kernel lists a flag only when the OS saves its registers.
 # An ISA is itself and its parents' ISAs; the effective ISA is the highest
 # entry the CPU has and the ONEDNN_MAX_CPU_ISA cap contains (later entries

@@ -526,7 +526,7 @@ def test_onednn_isa_is_named_as_onednn_names_it(pot_cli, capsys):
     in the names of the oneDNN release torch carries (2.6 on Debian's torch,
     3.x in the PyPI wheel; they name the AMX and FP16 levels differently):
     libpot's (`pot spec hardware-class`: oneDNN's C API where LibTorch
-    exposes it, Debian's; else derived from CPUID, src/commit/cpu_isa.cpp,
+    exposes it, Debian's; else derived from CPUID, src/spec/cpu_isa.cpp,
     the PyPI wheels), potstate's derivation from /proc/cpuinfo (written
     independently) and oneDNN's own answer after a convolution ran: the ISA
     its verbose output describes and, where reachable, its C API's."""

@@ -1,16 +1,6 @@
-# The core (every layer but src/replay) never includes a LibTorch header, so
-# chain and wallet clients can build it without LibTorch.
-file(GLOB_RECURSE sources ${SRC}/*.h ${SRC}/*.cpp ${SRC}/*.in)
-set(bad "")
-foreach(f IN LISTS sources)
-  if(f MATCHES "/src/replay/")
-    continue()
-  endif()
-  file(STRINGS ${f} hits REGEX "#include *[<\"](torch/|ATen/|c10/)")
-  if(hits)
-    list(APPEND bad "${f}: ${hits}")
-  endif()
-endforeach()
-if(bad)
-  message(FATAL_ERROR "core sources include LibTorch headers:\n${bad}")
-endif()
+cmake_minimum_required(VERSION 3.22)
+# cmake -DSRC=<src dir> -P check_layering.cmake: fails naming every include
+# that breaks the floors of src/layers.cmake (cmake/PotLayering.cmake).
+include(${CMAKE_CURRENT_LIST_DIR}/../../cmake/PotLayering.cmake)
+pot_require_layering(${SRC})
+message(STATUS "layering: every include of ${SRC} stands on a layer below")

@@ -12,7 +12,7 @@
 #include "common/error.h"
 #include "dispute/op_node.h"
 #include "dispute/op_referee.h"
-#include "dispute/trace.h"
+#include "dispute/op_trace.h"
 #include "hash/state.h"
 #include "hash/tensor.h"
 #include "merkle/state_proof.h"

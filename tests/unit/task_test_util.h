@@ -6,7 +6,7 @@
 #include <string>
 
 #include "commit/commitment.h"
-#include "commit/spec.h"
+#include "spec/spec.h"
 #include "hash/sha256.h"
 #include "task/task.h"
 #include "witness/statement.h"
@@ -15,8 +15,8 @@ namespace pot::test {
 
 inline hash::Digest label_digest(const std::string &s) { return hash::sha256(s.data(), s.size()); }
 
-inline commit::ExecutionSpec test_spec() {
-  return commit::ExecutionSpec::from_json(nlohmann::json::parse(R"({
+inline spec::ExecutionSpec test_spec() {
+  return spec::ExecutionSpec::from_json(nlohmann::json::parse(R"({
     "framework": "pytorch", "framework_version": "1.13.1",
     "model_program_digest": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
     "dtype": "F32", "attention_backend": "math", "dropout": 0.1,

@@ -1,4 +1,4 @@
-// oneDNN's effective ISA derived from CPU features (commit/cpu_isa.h), for
+// oneDNN's effective ISA derived from CPU features (spec/cpu_isa.h), for
 // LibTorch builds whose oneDNN hides its C API, in the names of each oneDNN
 // release. The expected names are oneDNN's own (its dnnl_cpu_isa_t per
 // release); that the derivation agrees with a running oneDNN under every
@@ -9,10 +9,10 @@
 #include <functional>
 #include <string>
 
-#include "commit/cpu_isa.h"
+#include "spec/cpu_isa.h"
 #include "common/error.h"
 
-namespace pot::commit {
+namespace pot::spec {
 namespace {
 
 constexpr OnednnVersion k2_6{2, 6}, k3_5{3, 5}, k3_6{3, 6}, k3_13{3, 13};
@@ -148,4 +148,4 @@ TEST(CpuIsa, ThisCpuHasAConsistentLadder) {
 }
 
 }  // namespace
-}  // namespace pot::commit
+}  // namespace pot::spec

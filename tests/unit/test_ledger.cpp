@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "commit/challenge.h"
+#include "challenge/challenge.h"
 #include "commit/commitment.h"
 #include "commit/step_leaf.h"
 #include "core_test_util.h"
@@ -307,7 +307,7 @@ TEST(Ledger, HonestFlowPasses) {
   EXPECT_EQ(c.run_id, f.run_id);
   EXPECT_GE(c.step, 1u);
   EXPECT_LE(c.step, kSteps);
-  EXPECT_EQ(c.step, commit::derive_challenges(Flow::randomness(f.now).view(), f.run_id, kSteps, 1).at(0));
+  EXPECT_EQ(c.step, challenge::derive_challenges(Flow::randomness(f.now).view(), f.run_id, kSteps, 1).at(0));
   EXPECT_EQ(c.mode, Mode::kBitwise);
   EXPECT_EQ(c.issued_height, f.now);
   EXPECT_EQ(c.opening_deadline, f.now + 10);
@@ -773,7 +773,7 @@ TEST(Ledger, IssueChallengeRefusals) {
   const std::vector<uint64_t> ids = l.issue_challenge(f.run_id, f.now);
   EXPECT_EQ(ids, (std::vector<uint64_t>{0, 1, 2, 3}));
   for (uint64_t cid : ids) EXPECT_EQ(l.challenge_info(cid).mode, Mode::kBitwise);
-  const std::vector<uint64_t> steps = commit::derive_challenges(Flow::randomness(f.now).view(), f.run_id, kSteps, 4);
+  const std::vector<uint64_t> steps = challenge::derive_challenges(Flow::randomness(f.now).view(), f.run_id, kSteps, 4);
   for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(f.step_of(ids[i]), steps[i]);
   EXPECT_EQ(l.run_info(f.run_id).drawn_from, (game::BlockRandomness{sealed_at + 5, Flow::randomness(sealed_at + 5)}));
   // Once per run: anyone may call it again, and gets the same challenges.

@@ -14,11 +14,11 @@
 #include <tuple>
 #include <vector>
 
-#include "commit/loss_checks.h"
+#include "losscheck/loss_checks.h"
 #include "core_test_util.h"
 
 using namespace pot;
-using namespace pot::commit;
+using namespace pot::losscheck;
 using pot::test::status_of;
 
 namespace {

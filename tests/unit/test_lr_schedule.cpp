@@ -7,8 +7,8 @@
 #include <cmath>
 #include <vector>
 
-#include "commit/lr_schedule.h"
-#include "commit/spec.h"
+#include "spec/lr_schedule.h"
+#include "spec/spec.h"
 #include "core_test_util.h"
 #include "pot/v2/spec.pb.h"
 
@@ -34,15 +34,15 @@ json schedule_spec_json(const json &schedule) {
 std::vector<double> rates(const json &schedule, size_t n, double base = 1.0) {
   json j = schedule_spec_json(schedule);
   j["optimizer"]["lr"] = base;
-  const auto s = commit::ExecutionSpec::from_json(j);
+  const auto s = spec::ExecutionSpec::from_json(j);
   std::vector<double> out(n);
-  commit::learning_rates(s.lr_schedule, s.optimizer.lr, 1, n, out.data());
+  spec::learning_rates(s.lr_schedule, s.optimizer.lr, 1, n, out.data());
   return out;
 }
 
 std::string schedule_rule_message(const json &schedule) {
   try {
-    commit::ExecutionSpec::from_json(schedule_spec_json(schedule));
+    spec::ExecutionSpec::from_json(schedule_spec_json(schedule));
   } catch (const Error &e) {
     EXPECT_EQ(e.status(), Status::kInvalidArgument) << e.what();
     return e.what();
@@ -123,16 +123,16 @@ TEST(LrSchedule, SequentialSwitchesAtMilestonesWithTheClosedForm) {
 }
 
 TEST(LrSchedule, RatesOfALaterRangeEqualTheWalkFromStepOne) {
-  const auto s = commit::ExecutionSpec::from_json(schedule_spec_json(one_phase({{"kind", "cosine"}, {"t_max", 50}})));
+  const auto s = spec::ExecutionSpec::from_json(schedule_spec_json(one_phase({{"kind", "cosine"}, {"t_max", 50}})));
   std::vector<double> all(120), tail(20);
-  commit::learning_rates(s.lr_schedule, 1.0, 1, all.size(), all.data());
-  commit::learning_rates(s.lr_schedule, 1.0, 101, tail.size(), tail.data());
+  spec::learning_rates(s.lr_schedule, 1.0, 1, all.size(), all.data());
+  spec::learning_rates(s.lr_schedule, 1.0, 101, tail.size(), tail.data());
   for (size_t i = 0; i < tail.size(); ++i) EXPECT_EQ(tail[i], all[100 + i]);
   EXPECT_EQ(s.learning_rate(57), all[56]);
   EXPECT_EQ(status_of([&] { s.learning_rate(0); }), Status::kInvalidArgument);
-  EXPECT_EQ(status_of([&] { s.learning_rate(commit::kMaxLrStep + 1); }), Status::kOutOfRange);
+  EXPECT_EQ(status_of([&] { s.learning_rate(spec::kMaxLrStep + 1); }), Status::kOutOfRange);
   double out[2];
-  EXPECT_EQ(status_of([&] { commit::learning_rates(s.lr_schedule, 1.0, commit::kMaxLrStep, 2, out); }),
+  EXPECT_EQ(status_of([&] { spec::learning_rates(s.lr_schedule, 1.0, spec::kMaxLrStep, 2, out); }),
             Status::kOutOfRange);
 }
 
@@ -145,9 +145,9 @@ TEST(LrSchedule, ARateThatOverflowsIsRefusedAndNothingIsWritten) {
                    {{"kind", "cosine"}, {"t_max", 4}, {"eta_min", 1e6}}}},
        {"milestones", {3}}});
   j["optimizer"]["lr"] = 1.7e308;
-  const auto s = commit::ExecutionSpec::from_json(j);
+  const auto s = spec::ExecutionSpec::from_json(j);
   std::vector<double> out(8, -1.0);
-  EXPECT_EQ(status_of([&] { commit::learning_rates(s.lr_schedule, s.optimizer.lr, 1, out.size(), out.data()); }),
+  EXPECT_EQ(status_of([&] { spec::learning_rates(s.lr_schedule, s.optimizer.lr, 1, out.size(), out.data()); }),
             Status::kInvalidArgument);
   EXPECT_EQ(out, std::vector<double>(8, -1.0));
 }
@@ -194,13 +194,13 @@ TEST(LrSchedule, CanonicalEncodingAndJsonRoundTrip) {
                                   {{"kind", "cosine"}, {"t_max", 175}, {"eta_min", 1e-5}},
                                   {{"kind", "multi_step"}, {"milestones", {3, 9, 9}}, {"gamma", 0.3}}}},
                       {"milestones", {25, 200}}};
-  const auto s = commit::ExecutionSpec::from_json(schedule_spec_json(sched));
+  const auto s = spec::ExecutionSpec::from_json(schedule_spec_json(sched));
   const Bytes b = s.encode();
-  const auto back = commit::ExecutionSpec::decode(b);
+  const auto back = spec::ExecutionSpec::decode(b);
   EXPECT_TRUE(back.lr_schedule == s.lr_schedule);
-  EXPECT_EQ(commit::ExecutionSpec::from_json(back.to_json()).encode(), b);
+  EXPECT_EQ(spec::ExecutionSpec::from_json(back.to_json()).encode(), b);
   // The schedule changes the digest; no schedule leaves field 17 out.
-  const auto plain = commit::ExecutionSpec::from_json(schedule_spec_json(nullptr));
+  const auto plain = spec::ExecutionSpec::from_json(schedule_spec_json(nullptr));
   EXPECT_NE(plain.digest(), s.digest());
   v2::ExecutionSpec p;
   ASSERT_TRUE(p.ParseFromArray(b.data(), static_cast<int>(b.size())));
@@ -210,7 +210,7 @@ TEST(LrSchedule, CanonicalEncodingAndJsonRoundTrip) {
   p.mutable_lr_schedule();
   const std::string empty = p.SerializeAsString();
   EXPECT_EQ(status_of([&] {
-              commit::ExecutionSpec::decode(ByteView(reinterpret_cast<const uint8_t *>(empty.data()), empty.size()));
+              spec::ExecutionSpec::decode(ByteView(reinterpret_cast<const uint8_t *>(empty.data()), empty.size()));
             }),
             Status::kMalformed);
   // A phase without a kind is malformed; a field of another kind is refused.
@@ -218,7 +218,7 @@ TEST(LrSchedule, CanonicalEncodingAndJsonRoundTrip) {
   p.mutable_lr_schedule()->add_phases();
   const std::string kindless = p.SerializeAsString();
   EXPECT_EQ(status_of([&] {
-              commit::ExecutionSpec::decode(
+              spec::ExecutionSpec::decode(
                   ByteView(reinterpret_cast<const uint8_t *>(kindless.data()), kindless.size()));
             }),
             Status::kMalformed);
@@ -242,7 +242,7 @@ TEST(LrSchedule, RatesSetByHandAreEveryGroupsRateWhateverItsBase) {
   EXPECT_EQ(rates(hand, 6, 0.9), (std::vector<double>{1e-4, 2e-4, 3e-4, 2.5e-4, 2.5e-4, 2.5e-4}));
   auto j = schedule_spec_json(hand);
   j["param_groups"] = json::array({{{"optimizer", {{"kind", "sgd"}, {"lr", 7.0}}}, {"params", {"b"}}}});
-  const auto s = commit::ExecutionSpec::from_json(j);
+  const auto s = spec::ExecutionSpec::from_json(j);
   EXPECT_EQ(s.group_learning_rate(1, 3), 3e-4);
   EXPECT_EQ(s.learning_rate(2), 2e-4);
 }
@@ -265,17 +265,17 @@ TEST(LrSchedule, TablesAreCheckedValueByValue) {
     EXPECT_NE(schedule_rule_message(c.schedule).find(c.expect), std::string::npos)
         << c.schedule.dump() << ": " << schedule_rule_message(c.schedule);
   json big = json::array();
-  for (size_t i = 0; i <= commit::kMaxLrTable; ++i) big.push_back(1e-3);
+  for (size_t i = 0; i <= spec::kMaxLrTable; ++i) big.push_back(1e-3);
   EXPECT_NE(schedule_rule_message(json{{"rates", big}}).find("1..7680"), std::string::npos);
   // Rates beside phases, built in code rather than JSON: one schedule, one meaning.
-  commit::LrSchedule both;
+  spec::LrSchedule both;
   both.rates = {0.1};
-  both.phases.push_back(commit::LrPhase{});
-  both.phases[0].kind = commit::LrPhaseKind::kExponential;
+  both.phases.push_back(spec::LrPhase{});
+  both.phases[0].kind = spec::LrPhaseKind::kExponential;
   both.phases[0].gamma = 0.5;
   EXPECT_EQ(status_of([&] { both.validate(); }), Status::kInvalidArgument);
   // A factor of a non-lambda phase is a field of another kind.
-  commit::LrSchedule stray;
+  spec::LrSchedule stray;
   stray.phases.push_back(both.phases[0]);
   stray.phases[0].factors = {1.0};
   EXPECT_EQ(status_of([&] { stray.validate(); }), Status::kInvalidArgument);
@@ -285,14 +285,14 @@ TEST(LrSchedule, TablesEncodePackedAndRoundTrip) {
   const json lambda = one_phase({{"kind", "lambda"}, {"factors", {0.0, 0.5, 1.0}}});
   const json hand = {{"rates", {6e-4, 5.9999999999999995e-4}}};
   for (const json &sched : {lambda, hand}) {
-    const auto s = commit::ExecutionSpec::from_json(schedule_spec_json(sched));
+    const auto s = spec::ExecutionSpec::from_json(schedule_spec_json(sched));
     const Bytes b = s.encode();
-    const auto back = commit::ExecutionSpec::decode(b);
+    const auto back = spec::ExecutionSpec::decode(b);
     EXPECT_TRUE(back.lr_schedule == s.lr_schedule) << sched.dump();
-    EXPECT_EQ(commit::ExecutionSpec::from_json(back.to_json()).encode(), b);
+    EXPECT_EQ(spec::ExecutionSpec::from_json(back.to_json()).encode(), b);
   }
   // The hand-set rates are field 3 of field 17, packed: 8a 01 <len> 1a 10 <16 bytes>.
-  const auto s = commit::ExecutionSpec::from_json(schedule_spec_json(hand));
+  const auto s = spec::ExecutionSpec::from_json(schedule_spec_json(hand));
   v2::ExecutionSpec p;
   const Bytes b = s.encode();
   ASSERT_TRUE(p.ParseFromArray(b.data(), static_cast<int>(b.size())));
@@ -312,7 +312,7 @@ TEST(LrSchedule, TablesEncodePackedAndRoundTrip) {
   ASSERT_EQ(static_cast<unsigned char>(unpacked[at - 1]), packed_sched.size());
   unpacked.replace(at - 1, packed_sched.size() + 1, std::string(1, static_cast<char>(loose.size())) + loose);
   EXPECT_EQ(status_of([&] {
-              commit::ExecutionSpec::decode(
+              spec::ExecutionSpec::decode(
                   ByteView(reinterpret_cast<const uint8_t *>(unpacked.data()), unpacked.size()));
             }),
             Status::kMalformed);
@@ -323,14 +323,14 @@ TEST(LrSchedule, TablesTooLargeForTheSpecAreRefusedWhenBuilt) {
   // the 64 KiB a decoder accepts, so the spec is refused when built, not
   // after it has been published.
   json factors = json::array();
-  for (size_t i = 0; i < commit::kMaxLrTable; ++i) factors.push_back(0.5);
+  for (size_t i = 0; i < spec::kMaxLrTable; ++i) factors.push_back(0.5);
   const json two = {{"phases", {{{"kind", "lambda"}, {"factors", factors}}, {{"kind", "lambda"}, {"factors", factors}}}},
                     {"milestones", {10}}};
-  EXPECT_EQ(status_of([&] { commit::ExecutionSpec::from_json(schedule_spec_json(two)); }), Status::kLimit);
+  EXPECT_EQ(status_of([&] { spec::ExecutionSpec::from_json(schedule_spec_json(two)); }), Status::kLimit);
   const json one = one_phase({{"kind", "lambda"}, {"factors", factors}});
-  const auto s = commit::ExecutionSpec::from_json(schedule_spec_json(one));
-  EXPECT_LE(s.encode().size(), commit::kMaxSpecBytes);
-  EXPECT_TRUE(commit::ExecutionSpec::decode(s.encode()).lr_schedule == s.lr_schedule);
+  const auto s = spec::ExecutionSpec::from_json(schedule_spec_json(one));
+  EXPECT_LE(s.encode().size(), spec::kMaxSpecBytes);
+  EXPECT_TRUE(spec::ExecutionSpec::decode(s.encode()).lr_schedule == s.lr_schedule);
 }
 
 TEST(LrSchedule, AnIntervalHoldsEachRateForThatManySteps) {
@@ -346,25 +346,25 @@ TEST(LrSchedule, AnIntervalHoldsEachRateForThatManySteps) {
   // Hand-set rates per epoch (the ImageNet example's adjust_learning_rate).
   EXPECT_EQ(rates({{"rates", {0.1, 0.01}}, {"interval", 2}}, 5), (std::vector<double>{0.1, 0.1, 0.01, 0.01, 0.01}));
   // A later window agrees with the walk from step 1.
-  const auto s = commit::ExecutionSpec::from_json(schedule_spec_json(cos_every));
+  const auto s = spec::ExecutionSpec::from_json(schedule_spec_json(cos_every));
   std::vector<double> tail(9);
-  commit::learning_rates(s.lr_schedule, 0.3, 30, tail.size(), tail.data());
+  spec::learning_rates(s.lr_schedule, 0.3, 30, tail.size(), tail.data());
   for (size_t i = 0; i < tail.size(); ++i) EXPECT_EQ(tail[i], rates(cos_every, 40, 0.3)[29 + i]);
   // 1 is every step: the JSON form takes it and writes nothing; an encoding
   // that holds it, or an interval without a schedule, is refused.
-  const auto one = commit::ExecutionSpec::from_json(schedule_spec_json({{"rates", {0.1}}, {"interval", 1}}));
+  const auto one = spec::ExecutionSpec::from_json(schedule_spec_json({{"rates", {0.1}}, {"interval", 1}}));
   EXPECT_EQ(one.lr_schedule.interval, 0u);
-  commit::LrSchedule bad;
+  spec::LrSchedule bad;
   bad.rates = {0.1};
   bad.interval = 1;
   EXPECT_EQ(status_of([&] { bad.validate(); }), Status::kInvalidArgument);
-  commit::LrSchedule bare;
+  spec::LrSchedule bare;
   bare.interval = 5;
   EXPECT_EQ(status_of([&] { bare.validate(); }), Status::kInvalidArgument);
   // It is field 4 of the schedule, and round-trips.
   const Bytes b = s.encode();
-  EXPECT_TRUE(commit::ExecutionSpec::decode(b).lr_schedule == s.lr_schedule);
-  EXPECT_EQ(commit::ExecutionSpec::from_json(s.to_json()).encode(), b);
+  EXPECT_TRUE(spec::ExecutionSpec::decode(b).lr_schedule == s.lr_schedule);
+  EXPECT_EQ(spec::ExecutionSpec::from_json(s.to_json()).encode(), b);
   v2::ExecutionSpec p;
   ASSERT_TRUE(p.ParseFromArray(b.data(), static_cast<int>(b.size())));
   EXPECT_EQ(p.lr_schedule().interval(), 4u);

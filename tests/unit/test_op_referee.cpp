@@ -14,7 +14,7 @@
 #include "core_test_util.h"
 #include "dispute/bisection.h"
 #include "dispute/op_referee.h"
-#include "dispute/trace.h"
+#include "dispute/op_trace.h"
 #include "hash/rfc6962.h"
 #include "hash/state.h"
 #include "hash/tensor.h"

@@ -8,9 +8,9 @@
 #include <cmath>
 #include <set>
 
-#include "commit/challenge.h"
-#include "commit/security.h"
-#include "commit/seed.h"
+#include "challenge/challenge.h"
+#include "challenge/security.h"
+#include "spec/seed.h"
 #include "commit/step_leaf.h"
 #include "core_test_util.h"
 #include "hash/safetensors.h"
@@ -36,17 +36,17 @@ TEST(Seed, DeterministicAndDistinctPerRun) {
   run.bytes.fill(0x11);
   other.bytes.fill(0x11);
   other.bytes[31] = 0x12;  // one bit of the run id
-  EXPECT_EQ(commit::derive_seed(42, run, 7), commit::derive_seed(42, run, 7));
+  EXPECT_EQ(spec::derive_seed(42, run, 7), spec::derive_seed(42, run, 7));
   std::set<uint64_t> seen;
   for (uint64_t base : {0ull, 1ull, 42ull, ~0ull})
     for (const hash::Digest *r : {&run, &other})
-      for (uint64_t step = 0; step < 100; ++step) seen.insert(commit::derive_seed(base, *r, step));
+      for (uint64_t step = 0; step < 100; ++step) seen.insert(spec::derive_seed(base, *r, step));
   EXPECT_EQ(seen.size(), 800u);  // another run draws other seeds for every step
   // Known answer: first 8 bytes LE of SHA-256(0x0b "pot/v2/seed" u64le(42) run u64le(7)).
   hash::Sha256 h;
   const uint8_t tag_len = 11;
   h.update(&tag_len, 1).update("pot/v2/seed", 11).update_u64le(42).update(run.view()).update_u64le(7);
-  EXPECT_EQ(commit::derive_seed(42, run, 7), get_u64le(h.finish().bytes.data()));
+  EXPECT_EQ(spec::derive_seed(42, run, 7), get_u64le(h.finish().bytes.data()));
 }
 
 TEST(StepLeaf, RoundTripStrictDecodeAndHash) {
@@ -112,30 +112,30 @@ TEST(StepLeaf, RoundTripStrictDecodeAndHash) {
 
 TEST(Challenge, RangeDistinctDeterministic) {
   const Digest id = run_id("run");
-  const auto a = commit::derive_challenges(beacon(1), id, 1000, 50);
-  EXPECT_EQ(a, commit::derive_challenges(beacon(1), id, 1000, 50));
-  EXPECT_NE(a, commit::derive_challenges(beacon(2), id, 1000, 50));
-  EXPECT_NE(a, commit::derive_challenges(beacon(1), run_id("other"), 1000, 50));
+  const auto a = challenge::derive_challenges(beacon(1), id, 1000, 50);
+  EXPECT_EQ(a, challenge::derive_challenges(beacon(1), id, 1000, 50));
+  EXPECT_NE(a, challenge::derive_challenges(beacon(2), id, 1000, 50));
+  EXPECT_NE(a, challenge::derive_challenges(beacon(1), run_id("other"), 1000, 50));
   EXPECT_EQ(std::set<uint64_t>(a.begin(), a.end()).size(), 50u);
   for (uint64_t s : a) EXPECT_TRUE(s >= 1 && s <= 1000);
   // Earlier rounds do not depend on how many rounds are drawn.
-  const auto b = commit::derive_challenges(beacon(1), id, 1000, 10);
+  const auto b = challenge::derive_challenges(beacon(1), id, 1000, 10);
   EXPECT_TRUE(std::equal(b.begin(), b.end(), a.begin()));
   // k = n draws every step once.
-  auto all = commit::derive_challenges(beacon(3), id, 64, 64);
+  auto all = challenge::derive_challenges(beacon(3), id, 64, 64);
   std::sort(all.begin(), all.end());
   for (uint64_t i = 0; i < 64; ++i) EXPECT_EQ(all[i], i + 1);
-  EXPECT_EQ(commit::derive_challenges(beacon(1), id, 1, 1), std::vector<uint64_t>{1});
-  EXPECT_EQ(commit::derive_challenges(beacon(1), id, UINT64_MAX, 3).size(), 3u);
+  EXPECT_EQ(challenge::derive_challenges(beacon(1), id, 1, 1), std::vector<uint64_t>{1});
+  EXPECT_EQ(challenge::derive_challenges(beacon(1), id, UINT64_MAX, 3).size(), 3u);
 }
 
 TEST(Challenge, Errors) {
   const Digest id = run_id("run");
-  EXPECT_EQ(status_of([&] { commit::derive_challenges(beacon(1), id, 0, 0); }), Status::kInvalidArgument);
-  EXPECT_EQ(status_of([&] { commit::derive_challenges(beacon(1), id, 5, 6); }), Status::kInvalidArgument);
-  EXPECT_EQ(status_of([&] { commit::derive_challenges({}, id, 5, 1); }), Status::kInvalidArgument);
-  EXPECT_EQ(status_of([&] { commit::derive_challenges(Bytes(1025), id, 5, 1); }), Status::kLimit);
-  EXPECT_EQ(status_of([&] { commit::derive_challenges(beacon(1), id, 1u << 20, 65537); }), Status::kLimit);
+  EXPECT_EQ(status_of([&] { challenge::derive_challenges(beacon(1), id, 0, 0); }), Status::kInvalidArgument);
+  EXPECT_EQ(status_of([&] { challenge::derive_challenges(beacon(1), id, 5, 6); }), Status::kInvalidArgument);
+  EXPECT_EQ(status_of([&] { challenge::derive_challenges({}, id, 5, 1); }), Status::kInvalidArgument);
+  EXPECT_EQ(status_of([&] { challenge::derive_challenges(Bytes(1025), id, 5, 1); }), Status::kLimit);
+  EXPECT_EQ(status_of([&] { challenge::derive_challenges(beacon(1), id, 1u << 20, 65537); }), Status::kLimit);
 }
 
 TEST(Challenge, FirstRoundIsUniform) {
@@ -144,7 +144,7 @@ TEST(Challenge, FirstRoundIsUniform) {
   const Digest id = run_id("uniformity");
   std::vector<double> count(7, 0);
   const int draws = 70000;
-  for (int i = 0; i < draws; ++i) count[commit::derive_challenges(beacon(i), id, 7, 1)[0] - 1]++;
+  for (int i = 0; i < draws; ++i) count[challenge::derive_challenges(beacon(i), id, 7, 1)[0] - 1]++;
   double chi2 = 0;
   for (double c : count) chi2 += (c - draws / 7.0) * (c - draws / 7.0) / (draws / 7.0);
   EXPECT_LT(chi2, 22.46) << "chi-square " << chi2;
@@ -152,26 +152,26 @@ TEST(Challenge, FirstRoundIsUniform) {
 
 TEST(Security, ExactSmallCasesAndBounds) {
   // n = 10, m = 2, k = 3: 1 - C(8,3)/C(10,3) = 1 - 56/120.
-  EXPECT_NEAR(commit::detection_probability(10, 2, 3), 1 - 56.0 / 120.0, 1e-15);
-  EXPECT_EQ(commit::detection_probability(10, 0, 5), 0.0);
-  EXPECT_EQ(commit::detection_probability(10, 2, 9), 1.0);  // only 8 honest steps
-  EXPECT_EQ(commit::detection_probability(10, 10, 1), 1.0);
+  EXPECT_NEAR(challenge::detection_probability(10, 2, 3), 1 - 56.0 / 120.0, 1e-15);
+  EXPECT_EQ(challenge::detection_probability(10, 0, 5), 0.0);
+  EXPECT_EQ(challenge::detection_probability(10, 2, 9), 1.0);  // only 8 honest steps
+  EXPECT_EQ(challenge::detection_probability(10, 10, 1), 1.0);
   // Distinct draws detect at least as well as independent ones.
-  for (uint64_t k : {1u, 5u, 50u}) EXPECT_GE(commit::detection_probability(1000, 10, k), 1 - std::pow(0.99, k) - 1e-12);
+  for (uint64_t k : {1u, 5u, 50u}) EXPECT_GE(challenge::detection_probability(1000, 10, k), 1 - std::pow(0.99, k) - 1e-12);
   for (double target : {0.5, 0.9, 0.99, 0.999}) {
-    const uint64_t k = commit::challenges_needed(10000, 100, target);
-    EXPECT_GE(commit::detection_probability(10000, 100, k), target);
-    EXPECT_LT(commit::detection_probability(10000, 100, k - 1), target);
+    const uint64_t k = challenge::challenges_needed(10000, 100, target);
+    EXPECT_GE(challenge::detection_probability(10000, 100, k), target);
+    EXPECT_LT(challenge::detection_probability(10000, 100, k - 1), target);
   }
-  EXPECT_EQ(commit::challenges_needed(10000, 100, 0.99), 448u);  // exact rationals (Python math.comb) agree
-  EXPECT_EQ(status_of([&] { commit::detection_probability(0, 0, 0); }), Status::kInvalidArgument);
-  EXPECT_EQ(status_of([&] { commit::detection_probability(10, 11, 1); }), Status::kInvalidArgument);
-  EXPECT_EQ(status_of([&] { commit::detection_probability(10, 1, 11); }), Status::kInvalidArgument);
-  EXPECT_EQ(status_of([&] { commit::challenges_needed(10, 0, 0.9); }), Status::kInvalidArgument);
-  EXPECT_EQ(status_of([&] { commit::challenges_needed(10, 1, 1.0); }), Status::kInvalidArgument);
-  EXPECT_EQ(status_of([&] { commit::challenges_needed(10, 1, std::nan("")); }), Status::kInvalidArgument);
-  EXPECT_EQ(status_of([&] { commit::challenges_needed(uint64_t{1} << 40, 1, 0.99); }), Status::kLimit);
-  EXPECT_NEAR(commit::deterrence(1000, 10, 2, 3), 1000 * (1 - 56.0 / 120.0), 1e-9);
+  EXPECT_EQ(challenge::challenges_needed(10000, 100, 0.99), 448u);  // exact rationals (Python math.comb) agree
+  EXPECT_EQ(status_of([&] { challenge::detection_probability(0, 0, 0); }), Status::kInvalidArgument);
+  EXPECT_EQ(status_of([&] { challenge::detection_probability(10, 11, 1); }), Status::kInvalidArgument);
+  EXPECT_EQ(status_of([&] { challenge::detection_probability(10, 1, 11); }), Status::kInvalidArgument);
+  EXPECT_EQ(status_of([&] { challenge::challenges_needed(10, 0, 0.9); }), Status::kInvalidArgument);
+  EXPECT_EQ(status_of([&] { challenge::challenges_needed(10, 1, 1.0); }), Status::kInvalidArgument);
+  EXPECT_EQ(status_of([&] { challenge::challenges_needed(10, 1, std::nan("")); }), Status::kInvalidArgument);
+  EXPECT_EQ(status_of([&] { challenge::challenges_needed(uint64_t{1} << 40, 1, 0.99); }), Status::kLimit);
+  EXPECT_NEAR(challenge::deterrence(1000, 10, 2, 3), 1000 * (1 - 56.0 / 120.0), 1e-9);
 }
 
 TEST(Security, MonteCarloOverTheRealChallengeDerivation) {
@@ -182,13 +182,13 @@ TEST(Security, MonteCarloOverTheRealChallengeDerivation) {
   const int trials = 20000;
   int hits = 0;
   for (int i = 0; i < trials; ++i) {
-    for (uint64_t s : commit::derive_challenges(beacon(1'000'000 + i), id, 100, 10))
+    for (uint64_t s : challenge::derive_challenges(beacon(1'000'000 + i), id, 100, 10))
       if (forged.count(s)) {
         ++hits;
         break;
       }
   }
-  const double p = commit::detection_probability(100, 5, 10);
+  const double p = challenge::detection_probability(100, 5, 10);
   const double sigma = std::sqrt(p * (1 - p) / trials);
   EXPECT_NEAR(static_cast<double>(hits) / trials, p, 4 * sigma) << "exact " << p;
 }

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "commit/spec.h"
+#include "spec/spec.h"
 #include "core_test_util.h"
 #include "pot/v2/spec.pb.h"
 
@@ -29,7 +29,7 @@ json base_json() {
 
 std::string rule_message(const json &j) {
   try {
-    commit::ExecutionSpec::from_json(j);
+    spec::ExecutionSpec::from_json(j);
   } catch (const Error &e) {
     EXPECT_EQ(e.status(), Status::kInvalidArgument) << e.what();
     return e.what();
@@ -40,16 +40,16 @@ std::string rule_message(const json &j) {
 }  // namespace
 
 TEST(Spec, JsonRoundTripCanonicalBytesAndDigest) {
-  const auto s = commit::ExecutionSpec::from_json(base_json());
+  const auto s = spec::ExecutionSpec::from_json(base_json());
   const Bytes b = s.encode();
-  const auto back = commit::ExecutionSpec::decode(b);
+  const auto back = spec::ExecutionSpec::decode(b);
   EXPECT_EQ(back.encode(), b);
   EXPECT_EQ(back.to_json(), s.to_json());
-  EXPECT_EQ(commit::ExecutionSpec::from_json(s.to_json()).encode(), b);
+  EXPECT_EQ(spec::ExecutionSpec::from_json(s.to_json()).encode(), b);
   EXPECT_EQ(back.digest(), s.digest());
   auto changed = base_json();
   changed["intra_op_threads"] = 4;
-  EXPECT_NE(commit::ExecutionSpec::from_json(changed).digest(), s.digest());
+  EXPECT_NE(spec::ExecutionSpec::from_json(changed).digest(), s.digest());
 }
 
 TEST(Spec, EachRuleHasItsOwnMessage) {
@@ -143,36 +143,36 @@ TEST(Spec, HardwareClassHasOneForm) {
 }
 
 TEST(Spec, DecodeRejectsNonCanonicalBytes) {
-  const auto s = commit::ExecutionSpec::from_json(base_json());
+  const auto s = spec::ExecutionSpec::from_json(base_json());
   const Bytes b = s.encode();
   // An unknown field (number 99, varint 1) appended.
   Bytes unknown = b;
   for (uint8_t x : {0x98, 0x06, 0x01}) unknown.push_back(x);  // tag (99 << 3 | 0) as a varint, then 1
-  EXPECT_EQ(status_of([&] { commit::ExecutionSpec::decode(unknown); }), Status::kMalformed);
+  EXPECT_EQ(status_of([&] { spec::ExecutionSpec::decode(unknown); }), Status::kMalformed);
   // A default value written out explicitly (other_rng_use = false, field 7).
   Bytes with_default = b;
   with_default.push_back(7 << 3);
   with_default.push_back(0);
-  EXPECT_EQ(status_of([&] { commit::ExecutionSpec::decode(with_default); }), Status::kMalformed);
+  EXPECT_EQ(status_of([&] { spec::ExecutionSpec::decode(with_default); }), Status::kMalformed);
   // The same field twice (last one wins in protobuf; not canonical here).
   Bytes twice = b;
   twice.push_back(13 << 3);
   twice.push_back(2);
-  EXPECT_EQ(status_of([&] { commit::ExecutionSpec::decode(twice); }), Status::kMalformed);
+  EXPECT_EQ(status_of([&] { spec::ExecutionSpec::decode(twice); }), Status::kMalformed);
   // Garbage and truncation.
-  EXPECT_EQ(status_of([&] { commit::ExecutionSpec::decode(ByteView(b).first(b.size() - 1)); }), Status::kMalformed);
-  EXPECT_EQ(status_of([&] { commit::ExecutionSpec::decode(Bytes{0xff, 0xff, 0xff}); }), Status::kMalformed);
-  EXPECT_EQ(status_of([&] { commit::ExecutionSpec::decode(Bytes(commit::kMaxSpecBytes + 1, 0)); }), Status::kLimit);
+  EXPECT_EQ(status_of([&] { spec::ExecutionSpec::decode(ByteView(b).first(b.size() - 1)); }), Status::kMalformed);
+  EXPECT_EQ(status_of([&] { spec::ExecutionSpec::decode(Bytes{0xff, 0xff, 0xff}); }), Status::kMalformed);
+  EXPECT_EQ(status_of([&] { spec::ExecutionSpec::decode(Bytes(spec::kMaxSpecBytes + 1, 0)); }), Status::kLimit);
   // Well-formed protobuf that breaks a rule is refused as invalid, not malformed.
   v2::ExecutionSpec p;
   ASSERT_TRUE(p.ParseFromArray(b.data(), static_cast<int>(b.size())));
   p.set_intra_op_threads(0);
   const std::string unpinned = p.SerializeAsString();
   EXPECT_EQ(status_of([&] {
-              commit::ExecutionSpec::decode(ByteView(reinterpret_cast<const uint8_t *>(unpinned.data()), unpinned.size()));
+              spec::ExecutionSpec::decode(ByteView(reinterpret_cast<const uint8_t *>(unpinned.data()), unpinned.size()));
             }),
             Status::kInvalidArgument);
-  EXPECT_EQ(commit::ExecutionSpec::decode(b).encode(), b);
+  EXPECT_EQ(spec::ExecutionSpec::decode(b).encode(), b);
 }
 
 // Every optimizer kind of section 14.2 round-trips through JSON and the
@@ -198,10 +198,10 @@ TEST(Spec, EveryOptimizerKindRoundTrips) {
   for (const json &o : kinds) {
     json j = base_json();
     j["optimizer"] = o;
-    const auto s = commit::ExecutionSpec::from_json(j);
+    const auto s = spec::ExecutionSpec::from_json(j);
     const Bytes b = s.encode();
     EXPECT_TRUE(encodings.insert(to_hex(b)).second) << o;
-    const auto back = commit::ExecutionSpec::decode(b);
+    const auto back = spec::ExecutionSpec::decode(b);
     EXPECT_EQ(back.encode(), b) << o;
     EXPECT_EQ(back.to_json()["optimizer"]["kind"], o["kind"]);
     for (const auto &[k, v] : o.items()) EXPECT_EQ(back.to_json()["optimizer"][k], v) << o["kind"] << "." << k;
@@ -269,20 +269,20 @@ TEST(Spec, ParamGroupsAreCanonicalAndDisjoint) {
   json j = base_json();
   j["lr_schedule"] = json::parse(R"({"phases": [{"kind": "exponential", "gamma": 0.5}]})");
   j["param_groups"] = json::array({json{{"optimizer", sgd}, {"params", {"b.bias", "b.weight"}}}});
-  const auto s = commit::ExecutionSpec::from_json(j);
+  const auto s = spec::ExecutionSpec::from_json(j);
   EXPECT_EQ(s.group_count(), 2u);
-  EXPECT_EQ(s.group_optimizer(1).kind, commit::OptimizerKind::kSgd);
+  EXPECT_EQ(s.group_optimizer(1).kind, spec::OptimizerKind::kSgd);
   EXPECT_EQ(s.group_learning_rate(1, 3), 0.125);
   EXPECT_EQ(s.group_learning_rate(0, 3), s.learning_rate(3));
   EXPECT_THROW(s.group_optimizer(2), Error);
   const Bytes b = s.encode();
-  EXPECT_EQ(commit::ExecutionSpec::decode(b).to_json(), s.to_json());
-  EXPECT_EQ(commit::ExecutionSpec::from_json(s.to_json()).encode(), b);
+  EXPECT_EQ(spec::ExecutionSpec::decode(b).to_json(), s.to_json());
+  EXPECT_EQ(spec::ExecutionSpec::from_json(s.to_json()).encode(), b);
   // A spec without groups encodes as before (no field 18 or 19).
   pot::v2::ExecutionSpec p;
   ASSERT_TRUE(p.ParseFromArray(b.data(), static_cast<int>(b.size())));
   EXPECT_EQ(p.param_groups_size(), 1);
-  const Bytes plain = commit::ExecutionSpec::from_json(base_json()).encode();
+  const Bytes plain = spec::ExecutionSpec::from_json(base_json()).encode();
   ASSERT_TRUE(p.ParseFromArray(plain.data(), static_cast<int>(plain.size())));
   EXPECT_EQ(p.param_groups_size(), 0);
 
@@ -307,7 +307,7 @@ TEST(Spec, ParamGroupsAreCanonicalAndDisjoint) {
   }
   json many = base_json();
   many["param_groups"] = json::array();
-  for (size_t i = 0; i <= commit::kMaxParamGroups; ++i)
+  for (size_t i = 0; i <= spec::kMaxParamGroups; ++i)
     many["param_groups"].push_back(json{{"optimizer", sgd}, {"params", {fmt::format("p{}", 1000 + i)}}});
   EXPECT_NE(rule_message(many).find("at most 64"), std::string::npos) << rule_message(many);
   // A decoder sees the same rules: an unsorted group in canonical bytes.
@@ -316,6 +316,6 @@ TEST(Spec, ParamGroupsAreCanonicalAndDisjoint) {
   ASSERT_TRUE(q.ParseFromArray(ok_bytes.data(), static_cast<int>(ok_bytes.size())));
   q.mutable_param_groups(0)->set_params(0, "z");
   const std::string raw = q.SerializeAsString();
-  EXPECT_EQ(status_of([&] { commit::ExecutionSpec::decode(ByteView(reinterpret_cast<const uint8_t *>(raw.data()), raw.size())); }),
+  EXPECT_EQ(status_of([&] { spec::ExecutionSpec::decode(ByteView(reinterpret_cast<const uint8_t *>(raw.data()), raw.size())); }),
             Status::kInvalidArgument);
 }

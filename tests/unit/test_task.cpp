@@ -95,12 +95,12 @@ TEST(Task, EachRuleHasItsOwnMessage) {
       // numbers are all the same trajectory.
       {[](task::Task &t) { t.spec.dropout = 0; }, Status::kInvalidArgument, "a listed schedule needs per-step randomness"},
       {[](task::Task &t) {
-         t.spec.seed_policy = commit::SeedPolicyKind::kSingleSeed;
+         t.spec.seed_policy = spec::SeedPolicyKind::kSingleSeed;
        },
        Status::kInvalidArgument, "a listed schedule needs per-step randomness"},
       {[](task::Task &t) {
          t.spec.dropout = 0;
-         t.spec.seed_policy = commit::SeedPolicyKind::kNone;
+         t.spec.seed_policy = spec::SeedPolicyKind::kNone;
          t.spec.seed = 0;
        },
        Status::kInvalidArgument, "a listed schedule needs per-step randomness"},
@@ -231,7 +231,7 @@ TEST(Task, RunSeededScheduleIsEachRunsOwn) {
     // Each run's own order makes runs differ without any random numbers.
     task::Task quiet = t;
     quiet.spec.dropout = 0;
-    quiet.spec.seed_policy = commit::SeedPolicyKind::kNone;
+    quiet.spec.seed_policy = spec::SeedPolicyKind::kNone;
     quiet.spec.seed = 0;
     EXPECT_NO_THROW(quiet.validate());
   }

@@ -156,8 +156,8 @@ TEST(Witness, StatementsAreValidatedAndReadStrictly) {
 }
 
 TEST(Witness, AnEnvironmentJudgesOnlyTheStepsItCanReplay) {
-  const commit::ExecutionSpec spec = [] {
-    commit::ExecutionSpec s;
+  const spec::ExecutionSpec spec = [] {
+    spec::ExecutionSpec s;
     s.framework_version = "1.13.1";
     s.intra_op_threads = 1;
     s.hardware_class = "cpu-x86_64/aten:avx2/onednn:avx2";
