@@ -88,44 +88,48 @@ Bytes DisputeRecord::encode() const {
   return out;
 }
 
-DisputeRecord DisputeRecord::decode(ByteView b) {
-  constexpr const char *kWhat = "dispute record";
-  if (b.size() > kMaxDisputeRecordBytes)
-    fail(Status::kLimit, "{} of {} bytes, the limit is {}", kWhat, b.size(), kMaxDisputeRecordBytes);
-  ByteReader r(b, kWhat);
+namespace {
+
+constexpr const char *kRecordWhat = "dispute record";
+
+void read_tag(ByteReader &r) {
   const uint8_t tag_len = r.u8("the tag length");
   const ByteView tag = r.take(tag_len, "the tag");
   const std::string_view tag_text(reinterpret_cast<const char *>(tag.data()), tag.size());
-  if (tag_text != kDisputeRecordTag) {
-    if (tag_text.starts_with("pot/v") && tag_text.ends_with("/dispute-outcome"))
-      fail(Status::kMalformed, "{} of tag '{}': this SDK reads '{}' (protocol version 3)", kWhat, tag_text,
-           kDisputeRecordTag);
-    fail(Status::kMalformed, "{} does not start with the tag '{}'", kWhat, kDisputeRecordTag);
-  }
+  if (tag_text == kDisputeRecordTag) return;
+  if (tag_text.starts_with("pot/v") && tag_text.ends_with("/dispute-outcome"))
+    fail(Status::kMalformed, "{} of tag '{}': this SDK reads '{}' (protocol version 3)", kRecordWhat, tag_text,
+         kDisputeRecordTag);
+  fail(Status::kMalformed, "{} does not start with the tag '{}'", kRecordWhat, kDisputeRecordTag);
+}
+
+Bytes read_identity(ByteReader &r, const char *what) {
+  const uint32_t len = r.u32(what);
+  if (len == 0 || len > witness::kMaxIdentity)
+    fail(Status::kMalformed, "{}: {} of {} bytes, expected 1..{}", kRecordWhat, what, len, witness::kMaxIdentity);
+  const ByteView v = r.take(len, what);
+  return Bytes(v.begin(), v.end());
+}
+
+// The fields in their order (docs/PROTOCOL.md 20.2), each within its range.
+DisputeRecord read_fields(ByteReader &r) {
   DisputeRecord d;
   d.dispute_id = r.u64("dispute_id");
   d.run_id = Digest::from_bytes(r.take(32, "run_id"));
-  auto identity = [&](const char *what) {
-    const uint32_t len = r.u32(what);
-    if (len == 0 || len > witness::kMaxIdentity)
-      fail(Status::kMalformed, "{}: {} of {} bytes, expected 1..{}", kWhat, what, len, witness::kMaxIdentity);
-    const ByteView v = r.take(len, what);
-    return Bytes(v.begin(), v.end());
-  };
-  d.miner = identity("miner");
-  d.challenger = identity("challenger");
-  if (d.miner == d.challenger) fail(Status::kMalformed, "{}: the miner is its own challenger", kWhat);
+  d.miner = read_identity(r, "miner");
+  d.challenger = read_identity(r, "challenger");
+  if (d.miner == d.challenger) fail(Status::kMalformed, "{}: the miner is its own challenger", kRecordWhat);
   d.lo = r.u64("lo");
   d.hi = r.u64("hi");
-  if (d.lo >= d.hi) fail(Status::kMalformed, "{}: lo {} is not below hi {}", kWhat, d.lo, d.hi);
+  if (d.lo >= d.hi) fail(Status::kMalformed, "{}: lo {} is not below hi {}", kRecordWhat, d.lo, d.hi);
   const uint8_t end = r.u8("end");
-  if (end < 1 || end > 7) fail(Status::kMalformed, "{}: end {} is not 1..7", kWhat, end);
+  if (end < 1 || end > 7) fail(Status::kMalformed, "{}: end {} is not 1..7", kRecordWhat, end);
   d.end = static_cast<DisputeEnd>(end);
   const uint8_t phase = r.u8("phase");
-  if (phase < 1 || phase > 5) fail(Status::kMalformed, "{}: phase {} is not 1..5", kWhat, phase);
+  if (phase < 1 || phase > 5) fail(Status::kMalformed, "{}: phase {} is not 1..5", kRecordWhat, phase);
   d.phase = static_cast<DisputePhase>(phase);
   d.losers = r.u8("losers");
-  if (d.losers > 3) fail(Status::kMalformed, "{}: losers {} is not 0..3", kWhat, d.losers);
+  if (d.losers > 3) fail(Status::kMalformed, "{}: losers {} is not 0..3", kRecordWhat, d.losers);
   d.rounds = r.u32("rounds");
   d.step = r.u64("step");
   d.agreed = Digest::from_bytes(r.take(32, "agreed"));
@@ -138,71 +142,102 @@ DisputeRecord DisputeRecord::decode(ByteView b) {
   d.op_rounds = r.u32("op_rounds");
   d.node = r.u64("node");
   const uint8_t rule = r.u8("rule");
-  if (rule > 5) fail(Status::kMalformed, "{}: rule {} is not 0..5", kWhat, rule);
+  if (rule > 5) fail(Status::kMalformed, "{}: rule {} is not 0..5", kRecordWhat, rule);
   d.rule = static_cast<DisputeRule>(rule);
-  if (r.remaining() != 0) fail(Status::kMalformed, "{}: {} bytes after the rule", kWhat, r.remaining());
-  // Every field as the ledger writes it for this end and phase.
-  const DisputeEnd e = d.end;
+  if (r.remaining() != 0) fail(Status::kMalformed, "{}: {} bytes after the rule", kRecordWhat, r.remaining());
+  return d;
+}
+
+// kMalformed: a field the ledger does not write so for this end and phase.
+[[noreturn]] void not_as_written(const DisputeRecord &d, const char *why) {
+  fail(Status::kMalformed, "{}: end {} in phase {}: {}", kRecordWhat, dispute_end_name(d.end),
+       dispute_phase_name(d.phase), why);
+}
+
+// The phase each end happens in, its losers and its rule.
+void check_end(const DisputeRecord &d) {
   const DisputePhase p = d.phase;
-  const auto bad = [&](const char *why) {
-    fail(Status::kMalformed, "{}: end {} in phase {}: {}", kWhat, dispute_end_name(e), dispute_phase_name(p), why);
+  auto require = [&](bool ok, const char *why) {
+    if (!ok) not_as_written(d, why);
   };
-  const uint8_t default_losers = e == DisputeEnd::kMinerDefault        ? kLoserMiner
-                                 : e == DisputeEnd::kChallengerDefault ? kLoserChallenger
-                                 : e == DisputeEnd::kBothDefault       ? kLoserMiner | kLoserChallenger
-                                                                       : 0;
-  switch (e) {
+  switch (d.end) {
     case DisputeEnd::kStepFound:
-      if (p != DisputePhase::kSteps) bad("a step found without a referee ends the step phase");
-      if (d.losers != 0) bad("no party loses");
+      require(p == DisputePhase::kSteps, "a step found without a referee ends the step phase");
+      require(d.losers == 0, "no party loses");
       break;
     case DisputeEnd::kMinerDefault:
     case DisputeEnd::kChallengerDefault:
-    case DisputeEnd::kBothDefault:
-      if (p == DisputePhase::kReferee) bad("the parties have no deadline in the referee phase");
-      if (d.losers != default_losers) bad("the losers are not the parties that missed the deadline");
+    case DisputeEnd::kBothDefault: {
+      const uint8_t missed = d.end == DisputeEnd::kMinerDefault        ? kLoserMiner
+                             : d.end == DisputeEnd::kChallengerDefault ? kLoserChallenger
+                                                                       : kLoserMiner | kLoserChallenger;
+      require(p != DisputePhase::kReferee, "the parties have no deadline in the referee phase");
+      require(d.losers == missed, "the losers are not the parties that missed the deadline");
       break;
+    }
     case DisputeEnd::kRuled:
-      if (p != DisputePhase::kOpenings) bad("the ledger rules on the openings");
-      if (d.losers == 0) bad("a ruling names a loser");
-      if (d.rule != DisputeRule::kOpening && d.rule != DisputeRule::kSource && d.rule != DisputeRule::kPostState)
-        bad("the ledger rules by opening, source or post_state");
+      require(p == DisputePhase::kOpenings, "the ledger rules on the openings");
+      require(d.losers != 0, "a ruling names a loser");
+      require(d.rule == DisputeRule::kOpening || d.rule == DisputeRule::kSource || d.rule == DisputeRule::kPostState,
+              "the ledger rules by opening, source or post_state");
       break;
     case DisputeEnd::kRefereeRuled:
-      if (p != DisputePhase::kReferee) bad("the referee rules in the referee phase");
-      if (d.losers == 0) bad("a ruling names a loser");
-      if (d.rule != DisputeRule::kSource && d.rule != DisputeRule::kOperator && d.rule != DisputeRule::kStep)
-        bad("the referee rules by source, operator or step");
+      require(p == DisputePhase::kReferee, "the referee rules in the referee phase");
+      require(d.losers != 0, "a ruling names a loser");
+      require(d.rule == DisputeRule::kSource || d.rule == DisputeRule::kOperator || d.rule == DisputeRule::kStep,
+              "the referee rules by source, operator or step");
       break;
     case DisputeEnd::kRefereeDefault:
-      if (p != DisputePhase::kReferee) bad("only the referee phase ends by the referee's default");
-      if (d.losers != 0) bad("no party loses");
+      require(p == DisputePhase::kReferee, "only the referee phase ends by the referee's default");
+      require(d.losers == 0, "no party loses");
       break;
   }
-  if (e != DisputeEnd::kRuled && e != DisputeEnd::kRefereeRuled && d.rule != DisputeRule::kNone)
-    bad("only a ruling names a rule");
-  const bool found = e == DisputeEnd::kStepFound || p != DisputePhase::kSteps;
+  require(d.end == DisputeEnd::kRuled || d.end == DisputeEnd::kRefereeRuled || d.rule == DisputeRule::kNone,
+          "only a ruling names a rule");
+}
+
+// The step, the traces and the node: set from the phase that finds them on.
+void check_phase_fields(const DisputeRecord &d) {
+  const DisputePhase p = d.phase;
+  const bool found = d.end == DisputeEnd::kStepFound || p != DisputePhase::kSteps;
   if (found) {
     if (d.step <= d.lo || d.step > d.hi)
-      fail(Status::kMalformed, "{}: step {} is outside the disputed interval ({}, {}]", kWhat, d.step, d.lo, d.hi);
+      fail(Status::kMalformed, "{}: step {} is outside the disputed interval ({}, {}]", kRecordWhat, d.step, d.lo,
+           d.hi);
     if (d.miner_digest == d.challenger_digest)
-      fail(Status::kMalformed, "{}: the parties' digests of step {} are equal: nothing is disputed", kWhat, d.step);
+      fail(Status::kMalformed, "{}: the parties' digests of step {} are equal: nothing is disputed", kRecordWhat,
+           d.step);
   } else if (d.step != 0 || d.agreed != Digest{} || d.miner_digest != Digest{} || d.challenger_digest != Digest{}) {
-    bad("the step fields are zero before the step is found");
+    not_as_written(d, "the step fields are zero before the step is found");
   }
   for (const TraceCommitment *t : {&d.miner_trace, &d.challenger_trace}) {
-    if (t->size == 0 && t->root != Digest{}) bad("a trace root without a size");
-    if (p < DisputePhase::kTraces && t->size != 0) bad("no trace is committed before the traces phase");
-    if (p > DisputePhase::kTraces && t->size == 0) bad("both traces are committed after the traces phase");
+    if (t->size == 0 && t->root != Digest{}) not_as_written(d, "a trace root without a size");
+    if (p < DisputePhase::kTraces && t->size != 0) not_as_written(d, "no trace is committed before the traces phase");
+    if (p > DisputePhase::kTraces && t->size == 0)
+      not_as_written(d, "both traces are committed after the traces phase");
   }
-  if (p < DisputePhase::kOperators && d.op_rounds != 0) bad("no operator round is played before the operators phase");
+  if (p < DisputePhase::kOperators && d.op_rounds != 0)
+    not_as_written(d, "no operator round is played before the operators phase");
   if (p >= DisputePhase::kOpenings) {
     if (d.node >= std::max(d.miner_trace.size, d.challenger_trace.size))
-      fail(Status::kMalformed, "{}: node {} is past both traces ({} and {} nodes)", kWhat, d.node,
+      fail(Status::kMalformed, "{}: node {} is past both traces ({} and {} nodes)", kRecordWhat, d.node,
            d.miner_trace.size, d.challenger_trace.size);
   } else if (d.node != 0) {
-    bad("the node is zero before the openings phase");
+    not_as_written(d, "the node is zero before the openings phase");
   }
+}
+
+}  // namespace
+
+DisputeRecord DisputeRecord::decode(ByteView b) {
+  if (b.size() > kMaxDisputeRecordBytes)
+    fail(Status::kLimit, "{} of {} bytes, the limit is {}", kRecordWhat, b.size(), kMaxDisputeRecordBytes);
+  ByteReader r(b, kRecordWhat);
+  read_tag(r);
+  const DisputeRecord d = read_fields(r);
+  // Every field as the ledger writes it for this end and phase.
+  check_end(d);
+  check_phase_fields(d);
   return d;
 }
 

@@ -259,6 +259,18 @@ struct DisputeProgress {
   uint64_t outcome_index = 0;
 };
 
+// Counts of what a ledger's state holds.
+struct LedgerSummary {
+  uint64_t verifiers = 0;
+  uint64_t total_stake = 0;  // the verifiers' stakes
+  std::optional<BlockRandomness> latest_randomness;
+  uint64_t tasks = 0;
+  uint64_t open_runs = 0;
+  uint64_t closed_runs = 0;
+  uint64_t kept_challenges = 0;  // open, or final with their run still open
+  uint64_t open_disputes = 0;
+};
+
 class Ledger {
  public:
   // kInvalidArgument for an invalid config.
@@ -374,6 +386,8 @@ class Ledger {
   // The outcome log: one record per finalized challenge, in finalize order.
   uint64_t outcome_count() const { return outcomes_.size(); }
   hash::Digest outcome_root() const { return outcomes_.root(); }
+  // What the state holds, counted (the JSON call ledger_info).
+  LedgerSummary summary() const;
 
   // Canonical pot.v2.LedgerState bytes; kLimit past kMaxLedgerStateBytes.
   Bytes save() const;
@@ -383,10 +397,15 @@ class Ledger {
 
   // One call as JSON (docs/ledger.md, "JSON interface"): {"call": name,
   // ...arguments}. Returns {"ok": true, ...results}; throws pot::Error like
-  // the C++ call, or kInvalidArgument for a malformed call object.
+  // the C++ call, or kInvalidArgument for a malformed call object
+  // (ledger_json.cpp, a client of the calls above).
   nlohmann::json apply(const nlohmann::json &call);
 
  private:
+  // Saving and loading the state (ledger_state.cpp).
+  friend class LedgerStateWriter;
+  friend class LedgerStateReader;
+
   struct TaskRecord {
     Bytes bytes;  // canonical
     task::Task task;
@@ -529,7 +548,6 @@ class Ledger {
   std::optional<std::string> misconfigured(const Challenge &c, const Reveal &r) const;
   // Norm-bucket mode, once opened: the bucket of the opened leaf's norm.
   std::optional<int64_t> committed_bucket(const Challenge &c) const;
-  void validate_loaded() const;
   // Dispute helpers (ledger_disputes.cpp).
   Dispute &dispute_for(uint64_t id, const char *call);
   const Dispute &dispute_for(uint64_t id, const char *call) const;
@@ -549,12 +567,6 @@ class Ledger {
   // Appends the record to the outcome log (the caller checked it is not
   // full); a record naming the miner a loser makes its run slashable.
   DisputeProgress log_end(uint64_t id, const DisputeRecord &rec);
-  static nlohmann::json dispute_json(const DisputeInfo &i);
-  void save_disputes(v2::LedgerState &p) const;
-  void load_disputes(const v2::LedgerState &p);
-  std::optional<nlohmann::json> apply_dispute(const std::string &name, const nlohmann::json &call);
-  std::optional<nlohmann::json> apply_operator_phase(const std::string &name, const nlohmann::json &call);
-  static nlohmann::json progress_json(const DisputeProgress &p, const merkle::Log &log);
   // Outcome log records of ended disputes (derived: next_dispute_id_ less
   // the open disputes).
   uint64_t ended_disputes() const { return next_dispute_id_ - disputes_.size(); }

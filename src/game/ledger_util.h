@@ -1,5 +1,6 @@
-// Helpers shared by the ledger's translation units (ledger.cpp and
-// ledger_disputes.cpp); internal, not installed.
+// Helpers shared by the ledger's translation units (the rules in
+// ledger.cpp, ledger_disputes.cpp and ledger_operators.cpp, the saved state
+// in ledger_state.cpp); internal, not installed.
 #pragma once
 
 #include <algorithm>
