@@ -38,12 +38,7 @@ nlohmann::json root_and_proof(const std::vector<std::vector<uint8_t>> &leaves, l
   return j;
 }
 
-}  // namespace
-
-void add_commit_commands(CLI::App &app) {
-  CLI::App *commit = app.add_subcommand("commit", "Dataset, schedule and training commitments");
-  commit->require_subcommand(1);
-
+void add_commit_dataset(CLI::App *commit) {
   struct Dataset {
     std::vector<std::string> samples;
     long long prove = -1;
@@ -72,7 +67,9 @@ void add_commit_commands(CLI::App &app) {
       for (const auto &h : j["proof"]) plain.push_back(h);
     emit(ds->json, j, plain);
   });
+}
 
+void add_commit_stream(CLI::App *commit) {
   struct Stream {
     std::vector<std::string> shards, views;
     std::string token_dtype = "U16", output_dtype = "I64", out;
@@ -155,7 +152,9 @@ void add_commit_commands(CLI::App &app) {
     }
     emit(st->json, j, plain);
   });
+}
 
+void add_commit_schedule(CLI::App *commit) {
   struct Schedule {
     uint64_t seed = 0, dataset_size = 0, steps = 0;
     uint32_t batch = 0, micro = 1;
@@ -235,7 +234,9 @@ void add_commit_commands(CLI::App &app) {
     }
     emit(sc->json, j, plain);
   });
+}
 
+void add_commit_training(CLI::App *commit) {
   struct Training {
     std::string file;
     bool json = false;
@@ -256,7 +257,9 @@ void add_commit_commands(CLI::App &app) {
     pot_bytes_free(&enc);
     emit(tr->json, {{"run_id", hex(id)}, {"canonical", h}}, {hex(id)});
   });
+}
 
+void add_losscheck(CLI::App &app) {
   struct LossCheck {
     std::string file;
     double window = -1, tolerance = -1, max_drop = -1, frozen_steps = -1, regression_min_increase = -1;
@@ -330,6 +333,18 @@ void add_commit_commands(CLI::App &app) {
     if (plain.empty()) plain.push_back("no flags (" + std::to_string(losses.size()) + " steps)");
     emit(lc->json, {{"steps", losses.size()}, {"flags", flags}}, plain);
   });
+}
+
+}  // namespace
+
+void add_commit_commands(CLI::App &app) {
+  CLI::App *commit = app.add_subcommand("commit", "Dataset, schedule and training commitments");
+  commit->require_subcommand(1);
+  add_commit_dataset(commit);
+  add_commit_stream(commit);
+  add_commit_schedule(commit);
+  add_commit_training(commit);
+  add_losscheck(app);
 }
 
 }  // namespace pot_cli

@@ -17,12 +17,7 @@ std::vector<uint8_t> take_bytes(pot_bytes &b) {
   return v;
 }
 
-}  // namespace
-
-void add_dispute_commands(CLI::App &app) {
-  CLI::App *d = app.add_subcommand("dispute", "Refereed disputes: bisections, operator traces, the referee");
-  d->require_subcommand(1);
-
+void add_dispute_points(CLI::App *d) {
   // pot dispute points
   struct Points {
     uint64_t lo = 0, hi = 0;
@@ -47,7 +42,9 @@ void add_dispute_commands(CLI::App &app) {
     for (uint64_t p : points) line += (line.empty() ? "" : " ") + std::to_string(p);
     emit(po->json, {{"points", points}, {"rounds", rounds}}, {line, std::to_string(rounds)});
   });
+}
 
+void add_dispute_leaves(CLI::App *d) {
   // pot dispute leaves
   struct Leaves {
     std::string dir;
@@ -80,7 +77,9 @@ void add_dispute_commands(CLI::App &app) {
     }
     emit(lo->json, {{"claims", claims}}, plain);
   });
+}
 
+void add_dispute_trace(CLI::App *d) {
   // pot dispute trace
   struct Trace {
     ReplayStep step;
@@ -128,7 +127,9 @@ void add_dispute_commands(CLI::App &app) {
     emit(to->step.json,
          {{"nodes", n}, {"root", hex(root)}, {"roots", roots}, {"state_digest", hex(res.post_state_digest)}}, plain);
   });
+}
 
+void add_dispute_node(CLI::App *d) {
   // pot dispute node
   struct Node {
     std::string hex_or_file;
@@ -145,7 +146,9 @@ void add_dispute_commands(CLI::App &app) {
     const auto v = take_bytes(b);
     std::cout << std::string(v.begin(), v.end()) << "\n";
   });
+}
 
+void add_dispute_open(CLI::App *d) {
   // pot dispute open
   struct Open {
     ReplayStep step;
@@ -168,7 +171,9 @@ void add_dispute_commands(CLI::App &app) {
     write_file(oo->out, v);
     emit(oo->step.json, {{"node", oo->node}, {"bytes", v.size()}, {"out", oo->out}}, {std::to_string(v.size())});
   });
+}
 
+void add_dispute_decide(CLI::App *d) {
   // pot dispute decide
   struct Decide {
     ReplayStep step;
@@ -205,6 +210,19 @@ void add_dispute_commands(CLI::App &app) {
               " (rule " + ruling["rule"].get<std::string>() + ")",
           ruling["reason"].get<std::string>()});
   });
+}
+
+}  // namespace
+
+void add_dispute_commands(CLI::App &app) {
+  CLI::App *d = app.add_subcommand("dispute", "Refereed disputes: bisections, operator traces, the referee");
+  d->require_subcommand(1);
+  add_dispute_points(d);
+  add_dispute_leaves(d);
+  add_dispute_trace(d);
+  add_dispute_node(d);
+  add_dispute_open(d);
+  add_dispute_decide(d);
 }
 
 }  // namespace pot_cli

@@ -64,12 +64,7 @@ pot_digest root_at(const Tree &t, uint64_t size) {
   return d;
 }
 
-}  // namespace
-
-void add_merkle_commands(CLI::App &app) {
-  CLI::App *m = app.add_subcommand("merkle", "RFC 6962 trees: roots, proofs, verification");
-  m->require_subcommand(1);
-
+void add_merkle_root(CLI::App *m) {
   auto rt = std::make_shared<TreeOpts>();
   CLI::App *c_root = m->add_subcommand("root", "Root of a tree of leaves");
   add_tree_options(c_root, *rt);
@@ -79,7 +74,9 @@ void add_merkle_commands(CLI::App &app) {
     const pot_digest d = root_at(t, n);
     emit(rt->json, {{"size", n}, {"root", hex(d)}}, {hex(d)});
   });
+}
 
+void add_merkle_build(CLI::App *m) {
   auto build = std::make_shared<TreeOpts>();
   CLI::App *c_build = m->add_subcommand("build", "Append leaves to a stored tree file (created when missing)");
   add_tree_options(c_build, *build);
@@ -95,7 +92,9 @@ void add_merkle_commands(CLI::App &app) {
     const pot_digest d = root_at(tree, n);
     emit(build->json, {{"size", n}, {"root", hex(d)}}, {hex(d)});
   });
+}
 
+void add_merkle_prove(CLI::App *m) {
   struct Prove : TreeOpts {
     uint64_t index = 0, size = 0;
   };
@@ -119,7 +118,9 @@ void add_merkle_commands(CLI::App &app) {
           {"root", hex(root_at(t, size))}, {"proof", hashes}},
          hashes);
   });
+}
 
+void add_merkle_consistency(CLI::App *m) {
   struct Consistency : TreeOpts {
     uint64_t old_size = 0, new_size = 0;
   };
@@ -141,7 +142,9 @@ void add_merkle_commands(CLI::App &app) {
           {"new_root", hex(root_at(t, n))}, {"proof", hashes}},
          hashes);
   });
+}
 
+void add_merkle_verify_inclusion(CLI::App *m) {
   struct VerifyInclusion {
     uint64_t index = 0, size = 0;
     std::string leaf_hash, leaf_data, root, proof = "-";
@@ -172,7 +175,9 @@ void add_merkle_commands(CLI::App &app) {
           "inclusion proof rejected");
     emit(vi->json, {{"valid", true}}, {"OK"});
   });
+}
 
+void add_merkle_verify_consistency(CLI::App *m) {
   struct VerifyConsistency {
     uint64_t old_size = 0, new_size = 0;
     std::string old_root, new_root, proof = "-";
@@ -194,6 +199,19 @@ void add_merkle_commands(CLI::App &app) {
           &err, "consistency proof rejected");
     emit(vc->json, {{"valid", true}}, {"OK"});
   });
+}
+
+}  // namespace
+
+void add_merkle_commands(CLI::App &app) {
+  CLI::App *m = app.add_subcommand("merkle", "RFC 6962 trees: roots, proofs, verification");
+  m->require_subcommand(1);
+  add_merkle_root(m);
+  add_merkle_build(m);
+  add_merkle_prove(m);
+  add_merkle_consistency(m);
+  add_merkle_verify_inclusion(m);
+  add_merkle_verify_consistency(m);
 }
 
 }  // namespace pot_cli

@@ -7,11 +7,7 @@ namespace pot_cli {
 
 namespace {
 
-}  // namespace
-
-void add_open_commands(CLI::App &app) {
-  CLI::App *open = app.add_subcommand("open", "Openings of challenged steps");
-  open->require_subcommand(1);
+void add_open_verify(CLI::App *open) {
   struct Verify {
     std::string commitment, root, manifest, pre, post;
     uint64_t size = 0, step = 0;
@@ -47,7 +43,9 @@ void add_open_commands(CLI::App &app) {
     }
     emit(vo->json, {{"valid", true}, {"check", "ok"}}, {"OK"});
   });
+}
 
+void add_witness_calls(CLI::App &app) {
   CLI::App *witness = app.get_subcommand("witness");
   struct Commit {
     std::string statement, identity, salt;
@@ -154,6 +152,15 @@ void add_open_commands(CLI::App &app) {
     emit(wv->json, {{"verdict", name}, {"cluster_size", cluster}, {"reason", pot_verdict_reason(v)}},
          {std::string(name) + ": " + pot_verdict_reason(v)});
   });
+}
+
+}  // namespace
+
+void add_open_commands(CLI::App &app) {
+  CLI::App *open = app.add_subcommand("open", "Openings of challenged steps");
+  open->require_subcommand(1);
+  add_open_verify(open);
+  add_witness_calls(app);
 }
 
 }  // namespace pot_cli

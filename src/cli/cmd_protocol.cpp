@@ -23,9 +23,7 @@ File open_state(const std::string &path) {
   return File(f, pot_safetensors_free);
 }
 
-}  // namespace
-
-void add_protocol_commands(CLI::App &app) {
+void add_seed(CLI::App &app) {
   struct Seed {
     uint64_t base = 0, step = 0;
     std::string run_id;
@@ -45,7 +43,9 @@ void add_protocol_commands(CLI::App &app) {
     emit(sd->json, {{"base_seed", sd->base}, {"run_id", sd->run_id}, {"step", sd->step}, {"seed", s}},
          {std::to_string(s)});
   });
+}
 
+void add_leaf(CLI::App &app) {
   struct Leaf {
     uint64_t step = 0;
     std::string run_id, state;
@@ -70,7 +70,9 @@ void add_protocol_commands(CLI::App &app) {
     check(pot_merkle_leaf_hash(&h, data, sizeof data, &err), &err, "leaf hash");
     emit(lf->json, {{"leaf", hex(data, sizeof data)}, {"leaf_hash", hex(h)}}, {hex(data, sizeof data), hex(h)});
   });
+}
 
+void add_challenge(CLI::App &app) {
   struct Challenge {
     std::string beacon, run_id;
     uint64_t steps = 0;
@@ -97,7 +99,9 @@ void add_protocol_commands(CLI::App &app) {
     for (uint64_t s : steps) plain.push_back(std::to_string(s));
     emit(ch->json, {{"steps", steps}}, plain);
   });
+}
 
+void add_security(CLI::App &app) {
   struct Security {
     uint64_t steps = 0, forged = 0, challenges = 0;
     double fraction = -1, target = -1;
@@ -139,7 +143,9 @@ void add_protocol_commands(CLI::App &app) {
     }
     emit(sec->json, j, plain);
   });
+}
 
+void add_witness_bucket(CLI::App &app) {
   CLI::App *witness = app.add_subcommand("witness", "Witness values");
   witness->require_subcommand(1);
   struct Bucket {
@@ -172,6 +178,16 @@ void add_protocol_commands(CLI::App &app) {
     emit(bk->json, {{"norm", norm}, {"resolution", bk->resolution}, {"bucket", bucket_value}},
          {std::to_string(bucket_value)});
   });
+}
+
+}  // namespace
+
+void add_protocol_commands(CLI::App &app) {
+  add_seed(app);
+  add_leaf(app);
+  add_challenge(app);
+  add_security(app);
+  add_witness_bucket(app);
 }
 
 }  // namespace pot_cli

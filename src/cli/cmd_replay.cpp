@@ -45,9 +45,7 @@ nlohmann::json verify_json(const pot_verify_result &r) {
   return j;
 }
 
-}  // namespace
-
-void add_replay_commands(CLI::App &app) {
+void add_replay(CLI::App &app) {
   // pot replay
   struct Replay {
     ReplayStep step;
@@ -69,7 +67,9 @@ void add_replay_commands(CLI::App &app) {
           {"norm_bucket", res.norm_bucket}, {"gradient", gradient_json(res.gradient)}},
          {hex(res.post_state_digest), nlohmann::json(res.loss).dump()});
   });
+}
 
+void add_verify(CLI::App &app) {
   // pot verify
   struct Verify {
     std::string manifest, commitment, spec, program, root, pre, post, mode = "bitwise";
@@ -133,7 +133,9 @@ void add_replay_commands(CLI::App &app) {
     j["valid"] = true;
     emit(vo->json, j, {"OK " + hex(r.replayed_state_digest)});
   });
+}
 
+void add_open_make(CLI::App &app) {
   // pot open make
   struct Make {
     std::string dir, dataset, out;
@@ -174,7 +176,9 @@ void add_replay_commands(CLI::App &app) {
     }
     emit(mo->json, j, plain);
   });
+}
 
+void add_checkpoints_state(CLI::App &app) {
   // pot checkpoints state
   struct State {
     std::string dir, dataset;
@@ -200,6 +204,15 @@ void add_replay_commands(CLI::App &app) {
     const std::string path = text_of(p);
     emit(so->json, {{"path", path}, {"replayed_steps", replayed}}, {path});
   });
+}
+
+}  // namespace
+
+void add_replay_commands(CLI::App &app) {
+  add_replay(app);
+  add_verify(app);
+  add_open_make(app);
+  add_checkpoints_state(app);
 }
 
 }  // namespace pot_cli

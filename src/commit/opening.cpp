@@ -138,184 +138,230 @@ hash::Digest OpeningManifest::digest() const {
   return h.update(b).finish();
 }
 
+namespace {
+
+// Checks 2-5: the manifest opens the challenged step of this run, with
+// proofs against the posted log.
+void check_target(const TrainingCommitment &commitment, uint64_t challenged_step, uint64_t log_size,
+                  const OpeningManifest &m) {
+  const uint64_t t = m.step;
+  if (m.run_id != commitment.run_id())
+    failed(OpeningCheck::kRunId, Status::kProofMismatch,
+           fmt::format("manifest is for run {}, not {}", m.run_id.hex(), commitment.run_id().hex()));
+  if (t != challenged_step)
+    failed(OpeningCheck::kStep, Status::kProofMismatch,
+           fmt::format("the manifest opens step {}, the challenge is for step {}", t, challenged_step));
+  if (t == 0 || t > commitment.declared_steps)
+    failed(OpeningCheck::kStep, Status::kOutOfRange,
+           fmt::format("step {} is outside 1..{}", t, commitment.declared_steps));
+  if (m.log_size != log_size)
+    failed(OpeningCheck::kLogSize, Status::kProofMismatch,
+           fmt::format("proofs are for a log of {} leaves, the posted root covers {}", m.log_size, log_size));
+  if (t > log_size)
+    failed(OpeningCheck::kStep, Status::kOutOfRange,
+           fmt::format("step {} is beyond the posted log of {} leaves", t, log_size));
+}
+
+// Leaf t: the committed result of the step.
+StepLeaf check_post_leaf(const OpeningManifest &m, uint64_t log_size, const hash::Digest &log_root) {
+  const uint64_t t = m.step;
+  const StepLeaf post = under(OpeningCheck::kPostLeaf, "leaf t", [&] { return StepLeaf::decode(m.post_leaf); });
+  if (post.run_id != m.run_id)
+    failed(OpeningCheck::kPostLeaf, Status::kProofMismatch,
+           fmt::format("leaf t is a step of run {}, not of {}", post.run_id.hex(), m.run_id.hex()));
+  if (post.step != t)
+    failed(OpeningCheck::kPostLeaf, Status::kProofMismatch, fmt::format("leaf t names step {}, not {}", post.step, t));
+  under(OpeningCheck::kPostLeafProof, "leaf t", [&] {
+    merkle::verify_inclusion(t - 1, log_size, post.leaf_hash().view(), merkle::decode_proof(m.post_leaf_proof),
+                             log_root.view());
+  });
+  return post;
+}
+
+// The pre-state: the committed initial state, or leaf t-1.
+void check_pre_state(const TrainingCommitment &commitment, const OpeningManifest &m, uint64_t log_size,
+                     const hash::Digest &log_root) {
+  const uint64_t t = m.step;
+  if (t == 1) {
+    if (!m.pre_leaf.empty() || !m.pre_leaf_proof.empty())
+      failed(OpeningCheck::kPreLeaf, Status::kMalformed, "step 1 has no leaf t-1; the fields must be empty");
+    if (m.pre_state_digest != commitment.initial_state_digest)
+      failed(OpeningCheck::kPreStateCommitted, Status::kProofMismatch,
+             "the pre-state of step 1 is not the committed initial state");
+    return;
+  }
+  const StepLeaf pre = under(OpeningCheck::kPreLeaf, "leaf t-1", [&] { return StepLeaf::decode(m.pre_leaf); });
+  if (pre.run_id != m.run_id)
+    failed(OpeningCheck::kPreLeaf, Status::kProofMismatch,
+           fmt::format("leaf t-1 is a step of run {}, not of {}", pre.run_id.hex(), m.run_id.hex()));
+  if (pre.step != t - 1)
+    failed(OpeningCheck::kPreLeaf, Status::kProofMismatch,
+           fmt::format("leaf t-1 names step {}, not {}", pre.step, t - 1));
+  if (pre.state_digest != m.pre_state_digest)
+    failed(OpeningCheck::kPreLeaf, Status::kProofMismatch, "leaf t-1 commits to another pre-state digest");
+  under(OpeningCheck::kPreLeafProof, "leaf t-1", [&] {
+    merkle::verify_inclusion(t - 2, log_size, pre.leaf_hash().view(), merkle::decode_proof(m.pre_leaf_proof),
+                             log_root.view());
+  });
+}
+
+// The batch: the schedule entry of t, proven against the schedule root.
+std::vector<uint64_t> check_schedule_entry(const TrainingCommitment &commitment, const OpeningManifest &m) {
+  const uint64_t t = m.step;
+  const ScheduleEntry entry =
+      under(OpeningCheck::kScheduleEntry, "schedule entry", [&] { return ScheduleEntry::decode(m.schedule_entry); });
+  if (entry.step != t)
+    failed(OpeningCheck::kScheduleEntry, Status::kProofMismatch,
+           fmt::format("schedule entry is for step {}, not {}", entry.step, t));
+  under(OpeningCheck::kScheduleProof, "schedule entry", [&] {
+    merkle::verify_inclusion(t - 1, commitment.declared_steps, hash::leaf_hash(m.schedule_entry).view(),
+                             merkle::decode_proof(m.schedule_proof), commitment.schedule_root.view());
+  });
+  std::vector<uint64_t> batch = entry.indices();
+  if (m.samples.size() != batch.size())
+    failed(OpeningCheck::kSampleCount, Status::kProofMismatch,
+           fmt::format("{} samples served, the schedule assigns {}", m.samples.size(), batch.size()));
+  return batch;
+}
+
+// A stream dataset (15.1): the descriptor must be the committed dataset
+// before any window is checked against it.
+std::optional<data::StreamDataset> check_stream(const TrainingCommitment &commitment, const OpeningManifest &m,
+                                                size_t batch_size) {
+  if (m.stream.empty()) return std::nullopt;
+  data::StreamDataset stream =
+      under(OpeningCheck::kSampleProof, "stream descriptor", [&] { return data::StreamDataset::decode(m.stream); });
+  if (stream.root() != commitment.dataset_root)
+    failed(OpeningCheck::kSampleProof, Status::kProofMismatch,
+           fmt::format("the stream descriptor hashes to {}, the committed dataset root is {}", stream.root().hex(),
+                       commitment.dataset_root.hex()));
+  const uint64_t windows = under(OpeningCheck::kSampleProof, "stream descriptor", [&] { return stream.size(); });
+  if (windows != commitment.dataset_size)
+    failed(OpeningCheck::kSampleProof, Status::kProofMismatch,
+           fmt::format("the stream descriptor gives {} windows, the committed dataset size is {}", windows,
+                       commitment.dataset_size));
+  // The samples are rebuilt in memory: never more bytes than a manifest
+  // carrying them could hold.
+  const uint64_t rebuilt = batch_size * stream.sample_bytes();
+  if (batch_size > kMaxManifestBytes || rebuilt > kMaxManifestBytes)
+    failed(OpeningCheck::kSamplePayload, Status::kLimit,
+           fmt::format("the step's {} windows would rebuild {} bytes of samples, a manifest carries at most {}",
+                       batch_size, rebuilt, kMaxManifestBytes));
+  return stream;
+}
+
+// Sample i of a stream dataset: its window proof, from which its payload is
+// rebuilt. Returns the sample's digest.
+hash::Digest check_window_sample(const data::StreamDataset &stream, size_t i, SampleOpening &s) {
+  if (!s.payload.empty() || !s.proof.empty())
+    failed(OpeningCheck::kSamplePayload, Status::kMalformed,
+           fmt::format("sample {}: a window of a stream dataset carries its window proof only", i));
+  // (A sample with neither payload nor window is refused by check 1: its
+  // element is shorter than any canonical one.)
+  const std::string what = fmt::format("sample {} (window {})", i, s.index);
+  const data::WindowProof proof =
+      under(OpeningCheck::kSampleProof, what.c_str(), [&] { return data::WindowProof::decode(s.window); });
+  if (proof.index != s.index)
+    failed(OpeningCheck::kSampleProof, Status::kProofMismatch,
+           fmt::format("{}: the proof is of window {}", what, proof.index));
+  const Bytes tokens =
+      under(OpeningCheck::kSampleProof, what.c_str(), [&] { return data::check_window(stream, s.index, proof); });
+  s.payload = under(OpeningCheck::kSamplePayload, what.c_str(), [&] { return data::window_sample(stream, tokens); });
+  return under(OpeningCheck::kSamplePayload, what.c_str(), [&] { return sample_digest(s.payload); });
+}
+
+// Sample i of a listed dataset: its payload, proven against the dataset root.
+hash::Digest check_listed_sample(const TrainingCommitment &commitment, size_t i, const SampleOpening &s) {
+  if (!s.window.empty())
+    failed(OpeningCheck::kSamplePayload, Status::kMalformed,
+           fmt::format("sample {} carries a window proof, but the manifest has no stream descriptor", i));
+  const hash::Digest d =
+      under(OpeningCheck::kSamplePayload, fmt::format("sample {}", i).c_str(), [&] { return sample_digest(s.payload); });
+  under(OpeningCheck::kSampleProof, fmt::format("sample {} (index {})", i, s.index).c_str(), [&] {
+    merkle::verify_inclusion(s.index, commitment.dataset_size, hash::leaf_hash(d.view()).view(),
+                             merkle::decode_proof(s.proof), commitment.dataset_root.view());
+  });
+  return d;
+}
+
+void check_samples(const TrainingCommitment &commitment, const std::optional<data::StreamDataset> &stream,
+                   OpeningResult &r) {
+  for (size_t i = 0; i < r.manifest.samples.size(); ++i) {
+    SampleOpening &s = r.manifest.samples[i];
+    if (s.index != r.batch[i])
+      failed(OpeningCheck::kSampleIndex, Status::kProofMismatch,
+             fmt::format("sample {} has dataset index {}, the schedule says {}", i, s.index, r.batch[i]));
+    r.sample_digests.push_back(stream ? check_window_sample(*stream, i, s) : check_listed_sample(commitment, i, s));
+  }
+}
+
+// A served state file, digested as it streams from disk: it must be the
+// committed one.
+std::unique_ptr<hash::SafetensorsFile> check_served_state(const std::string &path, OpeningCheck check,
+                                                          const hash::Digest &committed, unsigned threads,
+                                                          const char *served, const char *committer) {
+  auto file = under(check, path.c_str(), [&] { return hash::SafetensorsFile::open(path); });
+  const hash::Digest d = under(check, path.c_str(), [&] { return file->digest(threads); });
+  if (d != committed)
+    failed(check, Status::kProofMismatch,
+           fmt::format("served {} digests to {}, {} commits to {}", served, d.hex(), committer, committed.hex()));
+  return file;
+}
+
+// A NaN or an infinity in the committed loss or a served state is no
+// training step, whatever a replay would say (a NaN compares like any
+// other bits in the bitwise path); with both states served, the committed
+// norm is a function of them.
+void check_values(const OpeningManifest &m, const StepLeaf &post, const hash::SafetensorsFile *pre_file,
+                  const hash::SafetensorsFile *post_file) {
+  if (!std::isfinite(post.loss))
+    failed(OpeningCheck::kNonFinite, Status::kNonFinite, fmt::format("leaf {} commits to the loss {}", m.step, post.loss));
+  if (!std::isfinite(post.update_norm))
+    failed(OpeningCheck::kNonFinite, Status::kNonFinite,
+           fmt::format("leaf {} commits to the update norm {}", m.step, post.update_norm));
+  if (pre_file)
+    if (auto bad = hash::nonfinite_tensor(*pre_file))
+      failed(OpeningCheck::kNonFinite, Status::kNonFinite, fmt::format("served S_{}: {}", m.step - 1, *bad));
+  if (post_file)
+    if (auto bad = hash::nonfinite_tensor(*post_file))
+      failed(OpeningCheck::kNonFinite, Status::kNonFinite, fmt::format("served S_{}: {}", m.step, *bad));
+  if (!pre_file || !post_file) return;
+  const double norm = under(OpeningCheck::kCommittedNorm, "served states", [&] {
+    return hash::update_norm(*pre_file, *post_file, std::string(hash::kLeafNormPrefix));
+  });
+  if (std::bit_cast<uint64_t>(norm) != std::bit_cast<uint64_t>(post.update_norm))
+    failed(OpeningCheck::kCommittedNorm, Status::kProofMismatch,
+           fmt::format("the served S_{} and S_{} are {:.17g} apart, leaf {} commits to the update norm {:.17g}",
+                       m.step - 1, m.step, norm, m.step, post.update_norm));
+}
+
+}  // namespace
+
 OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t challenged_step, uint64_t log_size,
-                             const hash::Digest &log_root,
-                             ByteView manifest, const std::optional<std::string> &pre_state_path,
+                             const hash::Digest &log_root, ByteView manifest,
+                             const std::optional<std::string> &pre_state_path,
                              const std::optional<std::string> &post_state_path, unsigned threads) {
   OpeningResult r;
   try {
-    const OpeningManifest m = under(OpeningCheck::kManifest, "manifest", [&] { return OpeningManifest::decode(manifest); });
-    r.manifest = m;
-    const uint64_t t = m.step;
-    if (m.run_id != commitment.run_id())
-      failed(OpeningCheck::kRunId, Status::kProofMismatch,
-             fmt::format("manifest is for run {}, not {}", m.run_id.hex(), commitment.run_id().hex()));
-    if (t != challenged_step)
-      failed(OpeningCheck::kStep, Status::kProofMismatch,
-             fmt::format("the manifest opens step {}, the challenge is for step {}", t, challenged_step));
-    if (t == 0 || t > commitment.declared_steps)
-      failed(OpeningCheck::kStep, Status::kOutOfRange,
-             fmt::format("step {} is outside 1..{}", t, commitment.declared_steps));
-    if (m.log_size != log_size)
-      failed(OpeningCheck::kLogSize, Status::kProofMismatch,
-             fmt::format("proofs are for a log of {} leaves, the posted root covers {}", m.log_size, log_size));
-    if (t > log_size)
-      failed(OpeningCheck::kStep, Status::kOutOfRange, fmt::format("step {} is beyond the posted log of {} leaves", t, log_size));
-
-    // Leaf t: the committed result of the step.
-    const StepLeaf post = under(OpeningCheck::kPostLeaf, "leaf t", [&] { return StepLeaf::decode(m.post_leaf); });
-    if (post.run_id != m.run_id)
-      failed(OpeningCheck::kPostLeaf, Status::kProofMismatch,
-             fmt::format("leaf t is a step of run {}, not of {}", post.run_id.hex(), m.run_id.hex()));
-    if (post.step != t)
-      failed(OpeningCheck::kPostLeaf, Status::kProofMismatch, fmt::format("leaf t names step {}, not {}", post.step, t));
-    under(OpeningCheck::kPostLeafProof, "leaf t", [&] {
-      merkle::verify_inclusion(t - 1, log_size, post.leaf_hash().view(), merkle::decode_proof(m.post_leaf_proof),
-                               log_root.view());
-    });
+    r.manifest = under(OpeningCheck::kManifest, "manifest", [&] { return OpeningManifest::decode(manifest); });
+    const OpeningManifest &m = r.manifest;
+    check_target(commitment, challenged_step, log_size, m);
+    const StepLeaf post = check_post_leaf(m, log_size, log_root);
     r.post_state_digest = post.state_digest;
     r.committed_loss = post.loss;
     r.committed_update_norm = post.update_norm;
-
-    // The pre-state: the committed initial state, or leaf t-1.
-    if (t == 1) {
-      if (!m.pre_leaf.empty() || !m.pre_leaf_proof.empty())
-        failed(OpeningCheck::kPreLeaf, Status::kMalformed, "step 1 has no leaf t-1; the fields must be empty");
-      if (m.pre_state_digest != commitment.initial_state_digest)
-        failed(OpeningCheck::kPreStateCommitted, Status::kProofMismatch,
-               "the pre-state of step 1 is not the committed initial state");
-    } else {
-      const StepLeaf pre = under(OpeningCheck::kPreLeaf, "leaf t-1", [&] { return StepLeaf::decode(m.pre_leaf); });
-      if (pre.run_id != m.run_id)
-        failed(OpeningCheck::kPreLeaf, Status::kProofMismatch,
-               fmt::format("leaf t-1 is a step of run {}, not of {}", pre.run_id.hex(), m.run_id.hex()));
-      if (pre.step != t - 1)
-        failed(OpeningCheck::kPreLeaf, Status::kProofMismatch, fmt::format("leaf t-1 names step {}, not {}", pre.step, t - 1));
-      if (pre.state_digest != m.pre_state_digest)
-        failed(OpeningCheck::kPreLeaf, Status::kProofMismatch, "leaf t-1 commits to another pre-state digest");
-      under(OpeningCheck::kPreLeafProof, "leaf t-1", [&] {
-        merkle::verify_inclusion(t - 2, log_size, pre.leaf_hash().view(), merkle::decode_proof(m.pre_leaf_proof),
-                                 log_root.view());
-      });
-    }
-
-    // The batch: the schedule entry of t and each sample.
-    const ScheduleEntry entry =
-        under(OpeningCheck::kScheduleEntry, "schedule entry", [&] { return ScheduleEntry::decode(m.schedule_entry); });
-    if (entry.step != t)
-      failed(OpeningCheck::kScheduleEntry, Status::kProofMismatch,
-             fmt::format("schedule entry is for step {}, not {}", entry.step, t));
-    under(OpeningCheck::kScheduleProof, "schedule entry", [&] {
-      merkle::verify_inclusion(t - 1, commitment.declared_steps, hash::leaf_hash(m.schedule_entry).view(),
-                               merkle::decode_proof(m.schedule_proof), commitment.schedule_root.view());
-    });
-    r.batch = entry.indices();
-    if (m.samples.size() != r.batch.size())
-      failed(OpeningCheck::kSampleCount, Status::kProofMismatch,
-             fmt::format("{} samples served, the schedule assigns {}", m.samples.size(), r.batch.size()));
-    // A stream dataset (15.1): the descriptor must be the committed dataset
-    // before any window is checked against it.
-    std::optional<data::StreamDataset> stream;
-    if (!m.stream.empty()) {
-      stream = under(OpeningCheck::kSampleProof, "stream descriptor", [&] { return data::StreamDataset::decode(m.stream); });
-      if (stream->root() != commitment.dataset_root)
-        failed(OpeningCheck::kSampleProof, Status::kProofMismatch,
-               fmt::format("the stream descriptor hashes to {}, the committed dataset root is {}", stream->root().hex(),
-                           commitment.dataset_root.hex()));
-      const uint64_t windows = under(OpeningCheck::kSampleProof, "stream descriptor", [&] { return stream->size(); });
-      if (windows != commitment.dataset_size)
-        failed(OpeningCheck::kSampleProof, Status::kProofMismatch,
-               fmt::format("the stream descriptor gives {} windows, the committed dataset size is {}", windows,
-                           commitment.dataset_size));
-      // The samples are rebuilt in memory: never more bytes than a manifest
-      // carrying them could hold.
-      const uint64_t rebuilt = r.batch.size() * stream->sample_bytes();
-      if (r.batch.size() > kMaxManifestBytes || rebuilt > kMaxManifestBytes)
-        failed(OpeningCheck::kSamplePayload, Status::kLimit,
-               fmt::format("the step's {} windows would rebuild {} bytes of samples, a manifest carries at most {}",
-                           r.batch.size(), rebuilt, kMaxManifestBytes));
-    }
-    for (size_t i = 0; i < m.samples.size(); ++i) {
-      SampleOpening &s = r.manifest.samples[i];
-      if (s.index != r.batch[i])
-        failed(OpeningCheck::kSampleIndex, Status::kProofMismatch,
-               fmt::format("sample {} has dataset index {}, the schedule says {}", i, s.index, r.batch[i]));
-      if (stream) {
-        if (!s.payload.empty() || !s.proof.empty())
-          failed(OpeningCheck::kSamplePayload, Status::kMalformed,
-                 fmt::format("sample {}: a window of a stream dataset carries its window proof only", i));
-        // (A sample with neither payload nor window is refused by check 1:
-        // its element is shorter than any canonical one.)
-        const std::string what = fmt::format("sample {} (window {})", i, s.index);
-        const data::WindowProof proof =
-            under(OpeningCheck::kSampleProof, what.c_str(), [&] { return data::WindowProof::decode(s.window); });
-        if (proof.index != s.index)
-          failed(OpeningCheck::kSampleProof, Status::kProofMismatch,
-                 fmt::format("{}: the proof is of window {}", what, proof.index));
-        const Bytes tokens =
-            under(OpeningCheck::kSampleProof, what.c_str(), [&] { return data::check_window(*stream, s.index, proof); });
-        s.payload = under(OpeningCheck::kSamplePayload, what.c_str(), [&] { return data::window_sample(*stream, tokens); });
-        r.sample_digests.push_back(
-            under(OpeningCheck::kSamplePayload, what.c_str(), [&] { return sample_digest(s.payload); }));
-        continue;
-      }
-      if (!s.window.empty())
-        failed(OpeningCheck::kSamplePayload, Status::kMalformed,
-               fmt::format("sample {} carries a window proof, but the manifest has no stream descriptor", i));
-      const hash::Digest d = under(OpeningCheck::kSamplePayload, fmt::format("sample {}", i).c_str(),
-                                   [&] { return sample_digest(s.payload); });
-      under(OpeningCheck::kSampleProof, fmt::format("sample {} (index {})", i, s.index).c_str(), [&] {
-        merkle::verify_inclusion(s.index, commitment.dataset_size, hash::leaf_hash(d.view()).view(),
-                                 merkle::decode_proof(s.proof), commitment.dataset_root.view());
-      });
-      r.sample_digests.push_back(d);
-    }
-
-    // The served state files, digested as they stream from disk.
+    check_pre_state(commitment, m, log_size, log_root);
+    r.batch = check_schedule_entry(commitment, m);
+    const std::optional<data::StreamDataset> stream = check_stream(commitment, m, r.batch.size());
+    check_samples(commitment, stream, r);
     std::unique_ptr<hash::SafetensorsFile> pre_file, post_file;
-    if (pre_state_path) {
-      pre_file = under(OpeningCheck::kPreStateDigest, pre_state_path->c_str(),
-                       [&] { return hash::SafetensorsFile::open(*pre_state_path); });
-      const hash::Digest d = under(OpeningCheck::kPreStateDigest, pre_state_path->c_str(),
-                                   [&] { return pre_file->digest(threads); });
-      if (d != m.pre_state_digest)
-        failed(OpeningCheck::kPreStateDigest, Status::kProofMismatch,
-               fmt::format("served pre-state digests to {}, the opening commits to {}", d.hex(), m.pre_state_digest.hex()));
-    }
-    if (post_state_path) {
-      post_file = under(OpeningCheck::kPostStateDigest, post_state_path->c_str(),
-                        [&] { return hash::SafetensorsFile::open(*post_state_path); });
-      const hash::Digest d = under(OpeningCheck::kPostStateDigest, post_state_path->c_str(),
-                                   [&] { return post_file->digest(threads); });
-      if (d != post.state_digest)
-        failed(OpeningCheck::kPostStateDigest, Status::kProofMismatch,
-               fmt::format("served post-state digests to {}, leaf t commits to {}", d.hex(), post.state_digest.hex()));
-    }
-    // A NaN or an infinity in the committed loss or a served state is no
-    // training step, whatever a replay would say (a NaN compares like any
-    // other bits in the bitwise path).
-    if (!std::isfinite(post.loss))
-      failed(OpeningCheck::kNonFinite, Status::kNonFinite,
-             fmt::format("leaf {} commits to the loss {}", m.step, post.loss));
-    if (!std::isfinite(post.update_norm))
-      failed(OpeningCheck::kNonFinite, Status::kNonFinite,
-             fmt::format("leaf {} commits to the update norm {}", m.step, post.update_norm));
-    if (pre_file)
-      if (auto bad = hash::nonfinite_tensor(*pre_file))
-        failed(OpeningCheck::kNonFinite, Status::kNonFinite, fmt::format("served S_{}: {}", m.step - 1, *bad));
-    if (post_file)
-      if (auto bad = hash::nonfinite_tensor(*post_file))
-        failed(OpeningCheck::kNonFinite, Status::kNonFinite, fmt::format("served S_{}: {}", m.step, *bad));
-    // With both states served, the committed norm is a function of them.
-    if (pre_file && post_file) {
-      const double norm = under(OpeningCheck::kCommittedNorm, "served states", [&] {
-        return hash::update_norm(*pre_file, *post_file, std::string(hash::kLeafNormPrefix));
-      });
-      if (std::bit_cast<uint64_t>(norm) != std::bit_cast<uint64_t>(post.update_norm))
-        failed(OpeningCheck::kCommittedNorm, Status::kProofMismatch,
-               fmt::format("the served S_{} and S_{} are {:.17g} apart, leaf {} commits to the update norm {:.17g}",
-                           m.step - 1, m.step, norm, m.step, post.update_norm));
-    }
+    if (pre_state_path)
+      pre_file = check_served_state(*pre_state_path, OpeningCheck::kPreStateDigest, m.pre_state_digest, threads,
+                                    "pre-state", "the opening");
+    if (post_state_path)
+      post_file = check_served_state(*post_state_path, OpeningCheck::kPostStateDigest, post.state_digest, threads,
+                                     "post-state", "leaf t");
+    check_values(m, post, pre_file.get(), post_file.get());
     r.message = "all checks passed";
   } catch (const CheckFailed &f) {
     r.check = f.check;

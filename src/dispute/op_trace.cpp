@@ -146,59 +146,98 @@ Digest digest_of(const json &j, const std::string &path) {
   }
 }
 
+uint32_t u32_of(const json &j, const std::string &path) {
+  const uint64_t v = unsigned_of(j, path);
+  if (v > UINT32_MAX) bad(path, "over 2^32 - 1");
+  return static_cast<uint32_t>(v);
+}
+
+// A tensor value's source: {"kind": none|uninit|node|state|batch, ...}.
+OpSource source_from_json(const json &src, const std::string &at) {
+  const std::string sk = text(field(src, "kind", at), at + ".kind");
+  OpSource s;
+  if (sk == "none" || sk == "uninit") {
+    only(src, {"kind"}, at);
+    s.kind = sk == "none" ? SourceKind::kNone : SourceKind::kUninit;
+  } else if (sk == "node") {
+    only(src, {"kind", "node", "slot"}, at);
+    s.kind = SourceKind::kNode;
+    s.node = unsigned_of(field(src, "node", at), at + ".node");
+    s.slot = u32_of(field(src, "slot", at), at + ".slot");
+  } else if (sk == "state") {
+    only(src, {"kind", "name"}, at);
+    s.kind = SourceKind::kState;
+    s.name = text(field(src, "name", at), at + ".name");
+  } else if (sk == "batch") {
+    only(src, {"kind", "microbatch", "name"}, at);
+    s.kind = SourceKind::kBatch;
+    s.slot = u32_of(field(src, "microbatch", at), at + ".microbatch");
+    s.name = text(field(src, "name", at), at + ".name");
+  } else {
+    bad(at + ".kind", fmt::format("\"{}\" is not a source kind", sk));
+  }
+  return s;
+}
+
+void tensor_from_json(const json &x, const std::string &at, OpValue &v) {
+  v.kind = ValueKind::kTensor;
+  only(x, {"dtype", "shape", "strides", "chunk_root", "source"}, at);
+  const auto dt = hash::dtype_from_name(text(field(x, "dtype", at), at + ".dtype"));
+  if (!dt) bad(at + ".dtype", "not a dtype name");
+  v.tensor.dtype = *dt;
+  const json &shape = field(x, "shape", at), &strides = field(x, "strides", at);
+  if (!shape.is_array() || !strides.is_array() || shape.size() != strides.size())
+    bad(at, "shape and strides are arrays of one length");
+  if (shape.size() > hash::kMaxDims)
+    fail(Status::kLimit, "op node JSON: {}: rank {} (at most {})", at, shape.size(), hash::kMaxDims);
+  for (const json &d : shape) v.tensor.shape.push_back(unsigned_of(d, at + ".shape"));
+  for (const json &d : strides) v.tensor.strides.push_back(signed_of(d, at + ".strides"));
+  v.tensor.chunk_root = digest_of(field(x, "chunk_root", at), at + ".chunk_root");
+  v.tensor.source = source_from_json(field(x, "source", at), at + ".source");
+}
+
+// {"double": <any>, "bits": "<16 hex digits>"}: the bits are the value.
+void double_from_json(const json &j, const std::string &path, OpValue &v) {
+  v.kind = ValueKind::kDouble;
+  const json &bits = field(j, "bits", path);
+  Bytes b;
+  try {
+    b = from_hex(text(bits, path + ".bits"));
+  } catch (const Error &) {
+    bad(path + ".bits", "not hex");
+  }
+  if (b.size() != 8) bad(path + ".bits", "not 16 hex digits");
+  for (uint8_t c : b) v.bits = (v.bits << 8) | c;
+}
+
+OpValue value_from_json(const json &j, const std::string &path, unsigned depth);
+
+void list_from_json(const json &x, const std::string &at, unsigned depth, OpValue &v) {
+  if (!x.is_array()) bad(at, "not an array");
+  if (x.size() > kMaxOpListValues)
+    fail(Status::kLimit, "op node JSON: {}: {} values (at most {})", at, x.size(), kMaxOpListValues);
+  v.kind = ValueKind::kList;
+  for (size_t i = 0; i < x.size(); ++i)
+    v.list.push_back(value_from_json(x[i], fmt::format("{}[{}]", at, i), depth + 1));
+}
+
+void null_from_json(const json &x, const std::string &at) {
+  if (!x.is_null()) bad(at, "not null");
+}
+
 OpValue value_from_json(const json &j, const std::string &path, unsigned depth) {
   if (depth > kMaxOpValueDepth) fail(Status::kLimit, "op node JSON: {}: nested deeper than {}", path, kMaxOpValueDepth);
-  if (!j.is_object() || j.size() != 1) {
-    if (!(j.is_object() && j.size() == 2 && j.contains("double") && j.contains("bits")))
-      bad(path, "a value is an object with one key naming its kind");
-  }
+  const bool a_double = j.is_object() && j.size() == 2 && j.contains("double") && j.contains("bits");
+  if (!(j.is_object() && j.size() == 1) && !a_double) bad(path, "a value is an object with one key naming its kind");
   OpValue v;
   const std::string kind = j.size() == 2 ? "double" : j.begin().key();
   if (kind == "bits") bad(path, "a double's \"bits\" without its \"double\"");
   const json &x = j.at(kind);
   const std::string at = path + "." + kind;
   if (kind == "none") {
-    if (!x.is_null()) bad(at, "not null");
+    null_from_json(x, at);
   } else if (kind == "tensor") {
-    v.kind = ValueKind::kTensor;
-    only(x, {"dtype", "shape", "strides", "chunk_root", "source"}, at);
-    const auto dt = hash::dtype_from_name(text(field(x, "dtype", at), at + ".dtype"));
-    if (!dt) bad(at + ".dtype", "not a dtype name");
-    v.tensor.dtype = *dt;
-    const json &shape = field(x, "shape", at), &strides = field(x, "strides", at);
-    if (!shape.is_array() || !strides.is_array() || shape.size() != strides.size())
-      bad(at, "shape and strides are arrays of one length");
-    if (shape.size() > hash::kMaxDims) fail(Status::kLimit, "op node JSON: {}: rank {} (at most {})", at, shape.size(), hash::kMaxDims);
-    for (const json &d : shape) v.tensor.shape.push_back(unsigned_of(d, at + ".shape"));
-    for (const json &d : strides) v.tensor.strides.push_back(signed_of(d, at + ".strides"));
-    v.tensor.chunk_root = digest_of(field(x, "chunk_root", at), at + ".chunk_root");
-    const json &src = field(x, "source", at);
-    const std::string sk = text(field(src, "kind", at + ".source"), at + ".source.kind");
-    OpSource &s = v.tensor.source;
-    if (sk == "none" || sk == "uninit") {
-      only(src, {"kind"}, at + ".source");
-      s.kind = sk == "none" ? SourceKind::kNone : SourceKind::kUninit;
-    } else if (sk == "node") {
-      only(src, {"kind", "node", "slot"}, at + ".source");
-      s.kind = SourceKind::kNode;
-      s.node = unsigned_of(field(src, "node", at), at + ".source.node");
-      const uint64_t slot = unsigned_of(field(src, "slot", at), at + ".source.slot");
-      if (slot > UINT32_MAX) bad(at + ".source.slot", "over 2^32 - 1");
-      s.slot = static_cast<uint32_t>(slot);
-    } else if (sk == "state") {
-      only(src, {"kind", "name"}, at + ".source");
-      s.kind = SourceKind::kState;
-      s.name = text(field(src, "name", at), at + ".source.name");
-    } else if (sk == "batch") {
-      only(src, {"kind", "microbatch", "name"}, at + ".source");
-      s.kind = SourceKind::kBatch;
-      const uint64_t mb = unsigned_of(field(src, "microbatch", at), at + ".source.microbatch");
-      if (mb > UINT32_MAX) bad(at + ".source.microbatch", "over 2^32 - 1");
-      s.slot = static_cast<uint32_t>(mb);
-      s.name = text(field(src, "name", at), at + ".source.name");
-    } else {
-      bad(at + ".source.kind", fmt::format("\"{}\" is not a source kind", sk));
-    }
+    tensor_from_json(x, at, v);
   } else if (kind == "int") {
     v.kind = ValueKind::kInt;
     v.integer = signed_of(x, at);
@@ -207,27 +246,14 @@ OpValue value_from_json(const json &j, const std::string &path, unsigned depth) 
     v.kind = ValueKind::kBool;
     v.integer = x.get<bool>() ? 1 : 0;
   } else if (kind == "double") {
-    v.kind = ValueKind::kDouble;
-    const json &bits = field(j, "bits", path);
-    const Bytes b = [&] {
-      try {
-        return from_hex(text(bits, path + ".bits"));
-      } catch (const Error &) {
-        bad(path + ".bits", "not hex");
-      }
-    }();
-    if (b.size() != 8) bad(path + ".bits", "not 16 hex digits");
-    for (uint8_t c : b) v.bits = (v.bits << 8) | c;
+    double_from_json(j, path, v);
   } else if (kind == "string" || kind == "device" || kind == "opaque") {
     v.kind = kind == "string" ? ValueKind::kString : kind == "device" ? ValueKind::kDevice : ValueKind::kOpaque;
     v.text = text(x, at);
   } else if (kind == "list") {
-    if (!x.is_array()) bad(at, "not an array");
-    if (x.size() > kMaxOpListValues) fail(Status::kLimit, "op node JSON: {}: {} values (at most {})", at, x.size(), kMaxOpListValues);
-    v.kind = ValueKind::kList;
-    for (size_t i = 0; i < x.size(); ++i) v.list.push_back(value_from_json(x[i], fmt::format("{}[{}]", at, i), depth + 1));
+    list_from_json(x, at, depth, v);
   } else if (kind == "generator") {
-    if (!x.is_null()) bad(at, "not null");
+    null_from_json(x, at);
     v.kind = ValueKind::kGenerator;
   } else if (kind == "digest") {
     v.kind = ValueKind::kDigest;

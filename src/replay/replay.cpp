@@ -319,8 +319,12 @@ std::optional<std::string> learning_rate_mismatch(double held, double expected, 
                      name, held, step, expected);
 }
 
-StepResult replay_step(Program &program, const spec::ExecutionSpec &spec, uint64_t step, const TensorMap &pre,
-                       const Batch &batch, const StepOptions &options) {
+namespace {
+
+// The inputs a replay needs agree with the spec and each other: the
+// program, the step, this machine, the batch's shape, the seed's inputs.
+void check_step_inputs(const Program &program, const spec::ExecutionSpec &spec, uint64_t step, const Batch &batch,
+                       const StepOptions &options) {
   spec.validate();
   if (program.digest() != spec.model_program_digest)
     fail(Status::kProofMismatch, "the program's digest {} is not the spec's model_program_digest {}",
@@ -346,11 +350,22 @@ StepResult replay_step(Program &program, const spec::ExecutionSpec &spec, uint64
   }
   if (samples != spec.batch_size)
     fail(Status::kInvalidArgument, "the batch has {} samples, the spec's batch_size is {}", samples, spec.batch_size);
-
   if (spec.seed_policy == spec::SeedPolicyKind::kPerStep && !options.run_id)
     fail(Status::kInvalidArgument,
          "seed policy per_step: the seed of step {} names its run (docs/PROTOCOL.md section 9); give the run id", step);
   if (step == UINT64_MAX) fail(Status::kOutOfRange, "step {} has no successor", step);
+}
+
+// Each group's rate of step t and of step t + 1 (held in S_t).
+struct StepRates {
+  std::vector<double> lr, next_lr;
+};
+
+// Every group follows the one schedule from its own base rate; group g
+// (>= 1) holds its rate as hparam/lr/<g>, and the pre-state must hold the
+// schedule's rate of this step.
+StepRates step_rates(const spec::ExecutionSpec &spec, uint64_t step, const TensorMap &pre,
+                     const StepOptions &options) {
   double lr, next_lr;
   if (options.rates) {
     std::tie(lr, next_lr) = *options.rates;
@@ -362,18 +377,300 @@ StepResult replay_step(Program &program, const spec::ExecutionSpec &spec, uint64
   }
   if (auto bad = learning_rate_mismatch(state_learning_rate(state_views(pre)), lr, step))
     fail(Status::kInvalidArgument, "pre-state: {}", *bad);
-  // Every group follows the one schedule from its own base rate; group g
-  // (>= 1) holds its rate as hparam/lr/<g>.
-  std::vector<double> group_lr{lr}, group_next_lr{next_lr};
+  StepRates rates{{lr}, {next_lr}};
   for (size_t g = 1; g < spec.group_count(); ++g) {
     double r[2];
     spec::learning_rates(spec.lr_schedule, spec.group_optimizer(g).lr, step, 2, r);
     const std::string name = group_lr_name(g);
     if (auto bad = learning_rate_mismatch(state_learning_rate(state_views(pre), name), r[0], step, name))
       fail(Status::kInvalidArgument, "pre-state: parameter group {}: {}", g, *bad);
-    group_lr.push_back(r[0]);
-    group_next_lr.push_back(r[1]);
+    rates.lr.push_back(r[0]);
+    rates.next_lr.push_back(r[1]);
   }
+  return rates;
+}
+
+// Which group updates each parameter: the one whose params name it, else
+// group 0. Every name a group lists must be a parameter of the program.
+void check_group_names(const Program &program, const spec::ExecutionSpec &spec) {
+  std::set<std::string> param_names;
+  for (const auto &[n, t] : program.params()) param_names.insert(n);
+  for (size_t g = 0; g < spec.param_groups.size(); ++g)
+    for (const std::string &n : spec.param_groups[g].params)
+      if (!param_names.count(n))
+        fail(Status::kInvalidArgument, "spec: param_groups[{}] names '{}', which is not a parameter of the program",
+             g, n);
+}
+
+// One optimizer entry "optim/<name>/<k>" of the pre-state, checked.
+at::Tensor load_optim_entry(const TensorMap &pre, const std::string &key, const std::string &k, const at::Tensor &t,
+                            bool eager, uint64_t step) {
+  if (k != "step") {
+    return is_scalar_key(k) ? need(pre, key, at::kFloat, {}).clone()
+                            : need(pre, key, t.scalar_type(), t.sizes()).clone();
+  }
+  at::Tensor count = need(pre, key, at::kFloat, {}).clone();
+  // A parameter's updates: at most one per step before t, at least one once
+  // its state exists (Adagrad's exists from the start).
+  const float c = count.item<float>();
+  const float lo = eager ? 0.0f : 1.0f;
+  if (!(c >= lo && c <= static_cast<float>(step - 1) && c == std::floor(c)))
+    fail(Status::kInvalidArgument,
+         "pre-state: '{}' = {}: the updates of a parameter before step {} are a whole number in {}..{}", key, c,
+         step, lo, step - 1);
+  return count;
+}
+
+// S_0 holds the optimizer's fresh state: torch.optim creates a parameter's
+// state at its first update (Adagrad's in its constructor: step 0 and the
+// initial accumulator). Seeding S_0 with state of the miner's choosing
+// (moments so large that no gradient moves them) would let later steps be
+// computed without a backward pass.
+void check_fresh_state(const ParamState &ps, const spec::OptimizerSpec &o) {
+  const std::map<std::string, at::Tensor> fresh = fresh_state(o, ps.param);
+  bool is_fresh = ps.optim.size() == fresh.size();
+  for (const auto &[k, want] : fresh) {
+    auto it = ps.optim.find(k);
+    is_fresh = is_fresh && it != ps.optim.end() && it->second.scalar_type() == want.scalar_type() &&
+               differing_elements(it->second, want) == 0;
+  }
+  if (!is_fresh && fresh.empty())
+    fail(Status::kInvalidArgument,
+         "S_0 holds optimizer state for '{}': a run starts from the optimizer's fresh state, with no '{}{}/...' "
+         "tensor (docs/PROTOCOL.md 21.1)",
+         ps.name, kOptimPrefix, ps.name);
+  if (!is_fresh)
+    fail(Status::kInvalidArgument,
+         "S_0's optimizer state for '{}' is not the optimizer's fresh state ('{}{}/step' = 0 and 'sum' full of "
+         "initial_accumulator_value; docs/PROTOCOL.md 21.1)",
+         ps.name, kOptimPrefix, ps.name);
+}
+
+// Parameter `name` of the program and its optimizer state, from S_{t-1};
+// the names read go to `used`.
+ParamState load_param(const std::string &name, const at::Tensor &t, const spec::ExecutionSpec &spec, uint64_t step,
+                      const TensorMap &pre, std::set<std::string> &used) {
+  if (t.scalar_type() != to_torch(spec.dtype))
+    fail(Status::kInvalidArgument, "parameter '{}' of the program is {}, the spec's dtype is {}", name,
+         c10::toString(t.scalar_type()), hash::dtype_name(spec.dtype));
+  ParamState ps;
+  ps.name = name;
+  ps.param = t;
+  ps.group = spec.group_of(name);
+  const spec::OptimizerSpec &o = spec.group_optimizer(ps.group);
+  check_param(o, t, fmt::format("parameter '{}' (group {}, {})", name, ps.group, spec::optimizer_name(o.kind)));
+  const std::vector<std::string> keys = optimizer_keys(o);
+  const bool eager = constructs_state(o);  // state before the first update (Adagrad)
+  const std::string full = std::string(kParamPrefix) + name;
+  ps.param.copy_(need(pre, full, t.scalar_type(), t.sizes()));
+  ps.param.mutable_grad() = at::Tensor();  // zero_grad(set_to_none=True)
+  used.insert(full);
+  for (const std::string &k : keys) {
+    const std::string key = fmt::format("{}{}/{}", kOptimPrefix, name, k);
+    if (!pre.contains(key)) continue;
+    used.insert(key);
+    ps.optim.emplace(k, load_optim_entry(pre, key, k, t, eager, step));
+  }
+  if (step == 1) check_fresh_state(ps, o);
+  const size_t present = ps.optim.size();
+  const bool all_or_none = (present == 0 && !eager) || present == keys.size();
+  if (!all_or_none)
+    for (const std::string &k : keys)
+      if (!ps.optim.count(k))
+        fail(Status::kInvalidArgument,
+             "pre-state: missing tensor '{}{}/{}' ({} of the {} optimizer entries of '{}' are present)", kOptimPrefix,
+             name, k, present, keys.size(), name);
+  return ps;
+}
+
+// Loads S_{t-1}'s parameters, optimizer state and buffers into the program.
+std::vector<ParamState> load_pre_state(Program &program, const spec::ExecutionSpec &spec, uint64_t step,
+                                       const TensorMap &pre, std::set<std::string> &used) {
+  at::NoGradGuard no_grad;
+  std::vector<ParamState> params;
+  for (const auto &[name, t] : program.params()) params.push_back(load_param(name, t, spec, step, pre, used));
+  for (const auto &[name, t] : program.buffers()) {
+    const std::string full = std::string(kBufferPrefix) + name;
+    t.copy_(need(pre, full, t.scalar_type(), t.sizes()));
+    used.insert(full);
+  }
+  return params;
+}
+
+// The generator as the seed policy sets it for step t.
+void seed_generator(at::Generator &gen, const spec::ExecutionSpec &spec, uint64_t step, const TensorMap &pre,
+                    const StepOptions &options, std::set<std::string> &used) {
+  if (spec.seed_policy == spec::SeedPolicyKind::kPerStep) {
+    std::lock_guard<std::mutex> g(gen.mutex());
+    gen.set_current_seed(spec::derive_seed(spec.seed, *options.run_id, step));
+    return;
+  }
+  if (spec.seed_policy != spec::SeedPolicyKind::kSingleSeed) return;
+  auto it = pre.find(std::string(kRngName));
+  if (it == pre.end()) fail(Status::kInvalidArgument, "pre-state: missing tensor '{}' (seed policy single_seed)", kRngName);
+  used.insert(std::string(kRngName));
+  if (step == 1) {
+    // S_0's generator is the one the spec's seed makes (torch.manual_seed):
+    // a miner does not pick the random numbers of its run.
+    const at::Tensor want = at::detail::createCPUGenerator(spec.seed).get_state();
+    const at::Tensor &held = it->second;
+    if (held.scalar_type() != at::kByte || held.numel() != want.numel() ||
+        std::memcmp(held.data_ptr(), want.data_ptr(), static_cast<size_t>(want.numel())) != 0)
+      fail(Status::kInvalidArgument,
+           "S_0: '{}' is not the generator state of torch.manual_seed({}), the spec's single_seed seed", kRngName,
+           spec.seed);
+  }
+  std::lock_guard<std::mutex> g(gen.mutex());
+  try {
+    gen.set_state(it->second);
+  } catch (const c10::Error &e) {
+    fail(Status::kInvalidArgument, "pre-state: '{}' is not a CPU generator state: {}", kRngName,
+         e.what_without_backtrace());
+  }
+}
+
+// The loss of one micro-batch divided by the micro-batch count, as a
+// tensor, and its backward pass (the gradients accumulate in the
+// parameters); recorded while `on` lives.
+at::Tensor forward_backward(Program &program, std::vector<c10::IValue> inputs, size_t i, int64_t m) {
+  const auto &forward = program.module().get_method("forward");
+  c10::IValue out;
+  try {
+    out = forward(std::move(inputs));
+  } catch (const c10::Error &e) {
+    fail(Status::kInvalidArgument, "micro-batch {}: the forward failed: {}", i + 1, e.what_without_backtrace());
+  } catch (const std::exception &e) {
+    // The TorchScript interpreter rethrows an operator's error as a
+    // std::runtime_error carrying both tracebacks.
+    fail(Status::kInvalidArgument, "micro-batch {}: the forward failed: {}", i + 1, e.what());
+  }
+  if (!out.isTensor()) fail(Status::kInvalidArgument, "the forward returned {}, not a scalar loss tensor", out.tagKind());
+  const at::Tensor raw = out.toTensor();
+  if (raw.dim() != 0 || !at::isFloatingType(raw.scalar_type()))
+    fail(Status::kInvalidArgument, "the forward returned a {} tensor of shape {}, not a scalar floating loss",
+         c10::toString(raw.scalar_type()), shape_str(raw.sizes()));
+  if (!raw.requires_grad())
+    fail(Status::kInvalidArgument, "the forward's loss does not depend on any parameter (no gradient)");
+  // `loss / accum`, as PyTorch users write it (a Python int: a wrapped
+  // number in 2.x's overload; 1.13's Scalar path rounds alike).
+  const at::Tensor scaled = kTorch2 ? raw.div(py_number(m)) : raw / m;
+  try {
+    scaled.backward();
+  } catch (const c10::Error &e) {
+    fail(Status::kInvalidArgument, "micro-batch {}: backward failed: {}", i + 1, e.what_without_backtrace());
+  }
+  return scaled;
+}
+
+// Micro-batch i's share of the loss; the recorder (if any) records its
+// inputs, forward and backward, not the read of the loss.
+double micro_batch(Program &program, const Batch &batch, size_t i, OpRecorder *rec) {
+  std::vector<c10::IValue> inputs = collate(program, batch[i], i);
+  if (rec)
+    for (size_t k = 0; k < inputs.size(); ++k)
+      rec->add_batch(static_cast<uint32_t>(i), program.inputs()[k], inputs[k].toTensor());
+  at::Tensor scaled;
+  {
+    OpRecording on(rec);  // the forward, `loss / accum` and the backward
+    scaled = forward_backward(program, std::move(inputs), i, static_cast<int64_t>(batch.size()));
+  }
+  return scaled.item<double>();
+}
+
+// Without dropout the program's RNG use is other_rng_use, both ways. A spec
+// that declares none is held to it: a program that draws random numbers
+// anyway would replay with whatever the generator holds (under seed policy
+// none, the process's). One that declares it must draw: its per-step seeds
+// are what makes the runs of a listed task differ (docs/PROTOCOL.md 17.1),
+// and a program that draws nothing would make them all one trajectory.
+void check_rng_use(bool drew, const spec::ExecutionSpec &spec, uint64_t step) {
+  if (drew && !spec.other_rng_use)
+    fail(Status::kInvalidArgument,
+         "the program draws random numbers, but the spec declares no RNG use (dropout 0, other_rng_use false)");
+  if (!drew && spec.other_rng_use)
+    fail(Status::kInvalidArgument,
+         "step {}: the spec declares other_rng_use (dropout 0), but the program drew no random numbers: declared "
+         "randomness is what makes the runs of a task differ (docs/PROTOCOL.md 17.1)",
+         step);
+}
+
+void check_finite(double loss, const std::vector<ParamState> &params, uint64_t step) {
+  if (!std::isfinite(loss)) fail(Status::kNonFinite, "step {}: the loss is {}", step, loss);
+  for (const ParamState &p : params) {
+    const at::Tensor &g = p.param.grad();
+    if (g.defined() && !at::isfinite(g).all().item<bool>())
+      fail(Status::kNonFinite, "step {}: the gradient of '{}{}' holds a NaN or an infinity", step, kParamPrefix,
+           p.name);
+  }
+}
+
+// Clipping, the gradient's digest, the optimizer's update and the
+// program's after_step hook. The gradient the optimizer consumes
+// (accumulated, clipped), as a state "grad/<name>" (docs/PROTOCOL.md 21.3),
+// is the value a witness states and the miner never publishes.
+void update(Program &program, const spec::ExecutionSpec &spec, const TensorMap &pre, const StepRates &rates,
+            std::vector<ParamState> &params, const StepOptions &options, OpRecorder *rec, StepResult &r) {
+  at::NoGradGuard no_grad;
+  if (spec.grad_clip_max_norm > 0) {
+    OpRecording on(rec);
+    clip_grad_norm(params, spec.grad_clip_max_norm);
+  }
+  if (spec.grad_clip_value > 0) {
+    OpRecording on(rec);
+    clip_grad_value(params, spec.grad_clip_value);
+  }
+  TensorMap grads;
+  for (const ParamState &p : params)
+    if (p.param.grad().defined())
+      grads.emplace(std::string(kGradPrefix) + p.name, p.param.grad().detach().clone().contiguous());
+  r.gradient_digest = state_digest(grads, options.hash_threads);
+  r.gradient.learning_rate = rates.lr[0];
+  for (ParamState &p : params) {
+    if (!p.param.grad().defined()) continue;  // torch.optim skips parameters without a gradient
+    traced_update(p, pre.at(std::string(kParamPrefix) + p.name), spec.group_optimizer(p.group), rates.lr[p.group],
+                  r.gradient, rec);
+  }
+  if (program.has_after_step()) after_step(program, params, rec);
+}
+
+// S_t: the parameters, their optimizer state, the buffers, the next rates
+// and (single_seed) the generator.
+TensorMap post_state(Program &program, const spec::ExecutionSpec &spec, const StepRates &rates,
+                     std::vector<ParamState> &params, at::Generator &gen) {
+  TensorMap post;
+  for (ParamState &p : params) {
+    post.emplace(std::string(kParamPrefix) + p.name, p.param.detach().clone().contiguous());
+    for (auto &[k, t] : p.optim) post.emplace(fmt::format("{}{}/{}", kOptimPrefix, p.name, k), t.contiguous());
+    p.param.mutable_grad() = at::Tensor();
+  }
+  for (const auto &[name, t] : program.buffers())
+    post.emplace(std::string(kBufferPrefix) + name, t.detach().clone().contiguous());
+  for (size_t g = 0; g < spec.group_count(); ++g)
+    post.emplace(group_lr_name(g), at::full({}, rates.next_lr[g], at::kDouble));
+  if (spec.seed_policy == spec::SeedPolicyKind::kSingleSeed) {
+    std::lock_guard<std::mutex> g(gen.mutex());
+    post.emplace(std::string(kRngName), gen.get_state().contiguous());
+  }
+  return post;
+}
+
+// The parameters' update norm from S_{t-1} to S_t, and its bucket.
+void update_norm_of(const TensorMap &pre, const spec::ExecutionSpec &spec, StepResult &r) {
+  TensorMap pre_params, post_params;
+  for (const auto &[name, t] : pre)
+    if (starts_with(name, kParamPrefix)) pre_params.emplace(name, t.contiguous());
+  for (const auto &[name, t] : r.post)
+    if (starts_with(name, kParamPrefix)) post_params.emplace(name, t);
+  r.update_norm = hash::update_norm(state_views(pre_params), state_views(post_params), std::string(kParamPrefix));
+  r.norm_bucket = witness::norm_bucket(r.update_norm, spec.norm_bucket_resolution);
+}
+
+}  // namespace
+
+StepResult replay_step(Program &program, const spec::ExecutionSpec &spec, uint64_t step, const TensorMap &pre,
+                       const Batch &batch, const StepOptions &options) {
+  check_step_inputs(program, spec, step, batch, options);
+  const StepRates rates = step_rates(spec, step, pre, options);
 
   // Every replay changes process-wide LibTorch state (the default generator,
   // the thread count, the graph executor mode): one at a time.
@@ -390,258 +687,40 @@ StepResult replay_step(Program &program, const spec::ExecutionSpec &spec, uint64
   }
   OpRecorder *rec = recorder ? &*recorder : nullptr;
 
-  // Which group updates each parameter: the one whose params name it, else
-  // group 0. Every name a group lists must be a parameter of the program.
-  std::set<std::string> param_names;
-  for (const auto &[n, t] : program.params()) param_names.insert(n);
-  for (size_t g = 0; g < spec.param_groups.size(); ++g)
-    for (const std::string &n : spec.param_groups[g].params)
-      if (!param_names.count(n))
-        fail(Status::kInvalidArgument, "spec: param_groups[{}] names '{}', which is not a parameter of the program",
-             g, n);
-
   // Load S_{t-1} into the program; every name of the state must be used.
+  check_group_names(program, spec);
   std::set<std::string> used;
   for (size_t g = 0; g < spec.group_count(); ++g) used.insert(group_lr_name(g));
-  std::vector<ParamState> params;
-  {
-    at::NoGradGuard no_grad;
-    for (const auto &[name, t] : program.params()) {
-      if (t.scalar_type() != to_torch(spec.dtype))
-        fail(Status::kInvalidArgument, "parameter '{}' of the program is {}, the spec's dtype is {}", name,
-             c10::toString(t.scalar_type()), hash::dtype_name(spec.dtype));
-      ParamState ps;
-      ps.name = name;
-      ps.param = t;
-      ps.group = spec.group_of(name);
-      const spec::OptimizerSpec &o = spec.group_optimizer(ps.group);
-      check_param(o, t, fmt::format("parameter '{}' (group {}, {})", name, ps.group,
-                                    spec::optimizer_name(o.kind)));
-      const std::vector<std::string> keys = optimizer_keys(o);
-      const bool eager = constructs_state(o);  // state before the first update (Adagrad)
-      const std::string full = std::string(kParamPrefix) + name;
-      ps.param.copy_(need(pre, full, t.scalar_type(), t.sizes()));
-      ps.param.mutable_grad() = at::Tensor();  // zero_grad(set_to_none=True)
-      used.insert(full);
-      size_t present = 0;
-      for (const std::string &k : keys) {
-        const std::string key = fmt::format("{}{}/{}", kOptimPrefix, name, k);
-        auto it = pre.find(key);
-        if (it == pre.end()) continue;
-        ++present;
-        used.insert(key);
-        if (k == "step") {
-          at::Tensor count = need(pre, key, at::kFloat, {}).clone();
-          // A parameter's updates: at most one per step before t, at least
-          // one once its state exists (Adagrad's exists from the start).
-          const float c = count.item<float>();
-          const float lo = eager ? 0.0f : 1.0f;
-          if (!(c >= lo && c <= static_cast<float>(step - 1) && c == std::floor(c)))
-            fail(Status::kInvalidArgument,
-                 "pre-state: '{}' = {}: the updates of a parameter before step {} are a whole number in {}..{}", key,
-                 c, step, lo, step - 1);
-          ps.optim.emplace(k, std::move(count));
-        } else if (is_scalar_key(k)) {
-          ps.optim.emplace(k, need(pre, key, at::kFloat, {}).clone());
-        } else {
-          ps.optim.emplace(k, need(pre, key, t.scalar_type(), t.sizes()).clone());
-        }
-      }
-      // S_0 holds the optimizer's fresh state: torch.optim creates a
-      // parameter's state at its first update (Adagrad's in its constructor:
-      // step 0 and the initial accumulator). Seeding S_0 with state of the
-      // miner's choosing (moments so large that no gradient moves them) would
-      // let later steps be computed without a backward pass.
-      if (step == 1) {
-        const std::map<std::string, at::Tensor> fresh = fresh_state(o, t);
-        bool is_fresh = ps.optim.size() == fresh.size();
-        for (const auto &[k, want] : fresh) {
-          auto it = ps.optim.find(k);
-          is_fresh = is_fresh && it != ps.optim.end() && it->second.scalar_type() == want.scalar_type() &&
-                     differing_elements(it->second, want) == 0;
-        }
-        if (!is_fresh && fresh.empty())
-          fail(Status::kInvalidArgument,
-               "S_0 holds optimizer state for '{}': a run starts from the optimizer's fresh state, with no '{}{}/...' "
-               "tensor (docs/PROTOCOL.md 21.1)",
-               name, kOptimPrefix, name);
-        if (!is_fresh)
-          fail(Status::kInvalidArgument,
-               "S_0's optimizer state for '{}' is not the optimizer's fresh state ('{}{}/step' = 0 and 'sum' full of "
-               "initial_accumulator_value; docs/PROTOCOL.md 21.1)",
-               name, kOptimPrefix, name);
-      }
-      const bool all_or_none = (present == 0 && !eager) || present == keys.size();
-      if (!all_or_none) {
-        for (const std::string &k : keys)
-          if (!ps.optim.count(k))
-            fail(Status::kInvalidArgument, "pre-state: missing tensor '{}{}/{}' ({} of the {} optimizer entries of '{}' are present)",
-                 kOptimPrefix, name, k, present, keys.size(), name);
-      }
-      params.push_back(std::move(ps));
-    }
-    for (const auto &[name, t] : program.buffers()) {
-      const std::string full = std::string(kBufferPrefix) + name;
-      t.copy_(need(pre, full, t.scalar_type(), t.sizes()));
-      used.insert(full);
-    }
-  }
+  std::vector<ParamState> params = load_pre_state(program, spec, step, pre, used);
   auto gen = at::detail::getDefaultCPUGenerator();
-  if (spec.seed_policy == spec::SeedPolicyKind::kSingleSeed) {
-    auto it = pre.find(std::string(kRngName));
-    if (it == pre.end()) fail(Status::kInvalidArgument, "pre-state: missing tensor '{}' (seed policy single_seed)", kRngName);
-    used.insert(std::string(kRngName));
-    if (step == 1) {
-      // S_0's generator is the one the spec's seed makes (torch.manual_seed):
-      // a miner does not pick the random numbers of its run.
-      const at::Tensor want = at::detail::createCPUGenerator(spec.seed).get_state();
-      const at::Tensor &held = it->second;
-      if (held.scalar_type() != at::kByte || held.numel() != want.numel() ||
-          std::memcmp(held.data_ptr(), want.data_ptr(), static_cast<size_t>(want.numel())) != 0)
-        fail(Status::kInvalidArgument,
-             "S_0: '{}' is not the generator state of torch.manual_seed({}), the spec's single_seed seed", kRngName,
-             spec.seed);
-    }
-    std::lock_guard<std::mutex> g(gen.mutex());
-    try {
-      gen.set_state(it->second);
-    } catch (const c10::Error &e) {
-      fail(Status::kInvalidArgument, "pre-state: '{}' is not a CPU generator state: {}", kRngName,
-           e.what_without_backtrace());
-    }
-  } else if (spec.seed_policy == spec::SeedPolicyKind::kPerStep) {
-    std::lock_guard<std::mutex> g(gen.mutex());
-    gen.set_current_seed(spec::derive_seed(spec.seed, *options.run_id, step));
-  }
+  seed_generator(gen, spec, step, pre, options, used);
   for (const auto &[name, t] : pre)
     if (!used.count(name))
       fail(Status::kInvalidArgument, "pre-state: tensor '{}' is not a parameter, buffer or optimizer entry of this "
            "program and spec", name);
 
-  // Without dropout the program's RNG use is other_rng_use, both ways. A
-  // spec that declares none is held to it: a program that draws random
-  // numbers anyway would replay with whatever the generator holds (under
-  // seed policy none, the process's). One that declares it must draw: its
-  // per-step seeds are what makes the runs of a listed task differ
-  // (docs/PROTOCOL.md 17.1), and a program that draws nothing would make
-  // them all one trajectory.
+  // Forward and backward, micro-batch by micro-batch.
   const bool probe_rng = spec.dropout == 0;
   at::Tensor rng_before;
   if (probe_rng) {
     std::lock_guard<std::mutex> g(gen.mutex());
     rng_before = gen.get_state();
   }
-
-  // Forward and backward, micro-batch by micro-batch.
   program.module().train(true);
-  const auto &forward = program.module().get_method("forward");
-  const int64_t m = static_cast<int64_t>(batch.size());
   double loss = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
-    std::vector<c10::IValue> inputs = collate(program, batch[i], i);
-    if (rec)
-      for (size_t k = 0; k < inputs.size(); ++k)
-        rec->add_batch(static_cast<uint32_t>(i), program.inputs()[k], inputs[k].toTensor());
-    std::optional<OpRecording> on;
-    on.emplace(rec);  // the forward, `loss / accum` and the backward
-    c10::IValue out;
-    try {
-      out = forward(std::move(inputs));
-    } catch (const c10::Error &e) {
-      fail(Status::kInvalidArgument, "micro-batch {}: the forward failed: {}", i + 1, e.what_without_backtrace());
-    } catch (const std::exception &e) {
-      // The TorchScript interpreter rethrows an operator's error as a
-      // std::runtime_error carrying both tracebacks.
-      fail(Status::kInvalidArgument, "micro-batch {}: the forward failed: {}", i + 1, e.what());
-    }
-    if (!out.isTensor())
-      fail(Status::kInvalidArgument, "the forward returned {}, not a scalar loss tensor", out.tagKind());
-    const at::Tensor raw = out.toTensor();
-    if (raw.dim() != 0 || !at::isFloatingType(raw.scalar_type()))
-      fail(Status::kInvalidArgument, "the forward returned a {} tensor of shape {}, not a scalar floating loss",
-           c10::toString(raw.scalar_type()), shape_str(raw.sizes()));
-    if (!raw.requires_grad())
-      fail(Status::kInvalidArgument, "the forward's loss does not depend on any parameter (no gradient)");
-    // `loss / accum`, as PyTorch users write it (a Python int: a wrapped
-    // number in 2.x's overload; 1.13's Scalar path rounds alike).
-    const at::Tensor scaled = kTorch2 ? raw.div(py_number(m)) : raw / m;
-    try {
-      scaled.backward();
-    } catch (const c10::Error &e) {
-      fail(Status::kInvalidArgument, "micro-batch {}: backward failed: {}", i + 1, e.what_without_backtrace());
-    }
-    on.reset();
-    const double d = scaled.item<double>();
+    const double d = micro_batch(program, batch, i, rec);
     loss = i == 0 ? d : loss + d;
   }
   if (probe_rng) {
     std::lock_guard<std::mutex> g(gen.mutex());
-    const bool drew = !at::equal(gen.get_state(), rng_before);
-    if (drew && !spec.other_rng_use)
-      fail(Status::kInvalidArgument,
-           "the program draws random numbers, but the spec declares no RNG use (dropout 0, other_rng_use false)");
-    if (!drew && spec.other_rng_use)
-      fail(Status::kInvalidArgument,
-           "step {}: the spec declares other_rng_use (dropout 0), but the program drew no random numbers: declared "
-           "randomness is what makes the runs of a task differ (docs/PROTOCOL.md 17.1)",
-           step);
+    check_rng_use(!at::equal(gen.get_state(), rng_before), spec, step);
   }
-  if (!std::isfinite(loss) && !options.allow_nonfinite_loss)
-    fail(Status::kNonFinite, "step {}: the loss is {}", step, loss);
-  if (!options.allow_nonfinite_loss)
-    for (const ParamState &p : params) {
-      const at::Tensor &g = p.param.grad();
-      if (g.defined() && !at::isfinite(g).all().item<bool>())
-        fail(Status::kNonFinite, "step {}: the gradient of '{}{}' holds a NaN or an infinity", step, kParamPrefix,
-             p.name);
-    }
-
-  witness::GradientTrace trace;
-  trace.learning_rate = lr;
-  hash::Digest gradient_digest;
-  {
-    at::NoGradGuard no_grad;
-    if (spec.grad_clip_max_norm > 0) {
-      OpRecording on(rec);
-      clip_grad_norm(params, spec.grad_clip_max_norm);
-    }
-    if (spec.grad_clip_value > 0) {
-      OpRecording on(rec);
-      clip_grad_value(params, spec.grad_clip_value);
-    }
-    // The gradient the optimizer consumes (accumulated, clipped), as a
-    // state "grad/<name>" (docs/PROTOCOL.md 21.3): the value a witness
-    // states and the miner never publishes.
-    TensorMap grads;
-    for (const ParamState &p : params)
-      if (p.param.grad().defined())
-        grads.emplace(std::string(kGradPrefix) + p.name, p.param.grad().detach().clone().contiguous());
-    gradient_digest = state_digest(grads, options.hash_threads);
-    for (ParamState &p : params) {
-      if (!p.param.grad().defined()) continue;  // torch.optim skips parameters without a gradient
-      traced_update(p, pre.at(std::string(kParamPrefix) + p.name), spec.group_optimizer(p.group),
-                    group_lr[p.group], trace, rec);
-    }
-    if (program.has_after_step()) after_step(program, params, rec);
-  }
+  if (!options.allow_nonfinite_loss) check_finite(loss, params, step);
 
   StepResult r;
-  r.gradient = trace;
-  r.gradient_digest = gradient_digest;
-  for (ParamState &p : params) {
-    r.post.emplace(std::string(kParamPrefix) + p.name, p.param.detach().clone().contiguous());
-    for (auto &[k, t] : p.optim)
-      r.post.emplace(fmt::format("{}{}/{}", kOptimPrefix, p.name, k), t.contiguous());
-    p.param.mutable_grad() = at::Tensor();
-  }
-  for (const auto &[name, t] : program.buffers())
-    r.post.emplace(std::string(kBufferPrefix) + name, t.detach().clone().contiguous());
-  for (size_t g = 0; g < spec.group_count(); ++g)
-    r.post.emplace(group_lr_name(g), at::full({}, group_next_lr[g], at::kDouble));
-  if (spec.seed_policy == spec::SeedPolicyKind::kSingleSeed) {
-    std::lock_guard<std::mutex> g(gen.mutex());
-    r.post.emplace(std::string(kRngName), gen.get_state().contiguous());
-  }
+  update(program, spec, pre, rates, params, options, rec, r);
+  r.post = post_state(program, spec, rates, params, gen);
   r.loss = loss;
   if (!options.allow_nonfinite_loss)
     if (auto bad = hash::nonfinite_tensor(state_views(r.post)))
@@ -652,14 +731,7 @@ StepResult replay_step(Program &program, const spec::ExecutionSpec &spec, uint64
     options.op_trace->captured = rec->take_captured();
     options.op_trace->nodes = rec->take();
   }
-  TensorMap pre_params;
-  for (const auto &[name, t] : pre)
-    if (starts_with(name, kParamPrefix)) pre_params.emplace(name, t.contiguous());
-  TensorMap post_params;
-  for (const auto &[name, t] : r.post)
-    if (starts_with(name, kParamPrefix)) post_params.emplace(name, t);
-  r.update_norm = hash::update_norm(state_views(pre_params), state_views(post_params), std::string(kParamPrefix));
-  r.norm_bucket = witness::norm_bucket(r.update_norm, spec.norm_bucket_resolution);
+  update_norm_of(pre, spec, r);
   return r;
 }
 

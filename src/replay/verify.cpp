@@ -30,6 +30,82 @@ VerifyResult gradient_check(VerifyResult r, uint64_t step) {
   return r;
 }
 
+// The served batch and S_{t-1}, as the replay takes them (the batch points
+// into `files`, the state into `pre_file`).
+struct Served {
+  std::vector<std::unique_ptr<hash::SafetensorsFile>> files;
+  Batch batch;
+  std::unique_ptr<hash::SafetensorsFile> pre_file;
+  TensorMap pre;
+};
+
+Served load_served(const VerifyInputs &in, const commit::OpeningResult &o) {
+  Served v;
+  for (const commit::SampleOpening &so : o.manifest.samples)
+    v.files.push_back(hash::SafetensorsFile::from_bytes(so.payload));
+  const commit::ScheduleEntry entry = commit::ScheduleEntry::decode(o.manifest.schedule_entry);
+  v.batch = split_batch(entry, v.files);
+  v.pre_file = hash::SafetensorsFile::open(in.pre_state_path);
+  v.pre = load_state(*v.pre_file);
+  return v;
+}
+
+// The rates are the spec's, never the miner's: S_{t-1} must hold the rate
+// of step t, a served S_t the rate of step t+1. The replay itself derives
+// S_t's rate, so the bitwise path compares it through the state digest.
+// Returns the failure, or nullopt with the rates of t and t+1 in `rates`.
+std::optional<VerifyResult> check_rates(const VerifyInputs &in, const TensorMap &pre, const VerifyResult &r,
+                                        double rates[2]) {
+  const uint64_t t = in.challenged_step;
+  try {
+    spec::learning_rates(in.spec->lr_schedule, in.spec->optimizer.lr, t, 2, rates);
+    if (auto bad = learning_rate_mismatch(state_learning_rate(state_views(pre)), rates[0], t))
+      return failed(r, commit::OpeningCheck::kLearningRate, Status::kProofMismatch,
+                    fmt::format("served S_{}: {}", t - 1, *bad));
+    if (in.mode != VerifyMode::kNormBucket) return std::nullopt;
+    const auto post_file = hash::SafetensorsFile::open(*in.post_state_path);
+    const long i = post_file->find(kLrName);
+    if (i < 0) fail(Status::kInvalidArgument, "served S_{} has no '{}' tensor", t, kLrName);
+    const double held =
+        state_learning_rate({{post_file->entry(static_cast<size_t>(i)).meta, post_file->data(static_cast<size_t>(i))}});
+    if (auto bad = learning_rate_mismatch(held, rates[1], t + 1))
+      return failed(r, commit::OpeningCheck::kLearningRate, Status::kProofMismatch,
+                    fmt::format("served S_{}: {}", t, *bad));
+  } catch (const Error &e) {
+    return failed(r, commit::OpeningCheck::kLearningRate, e.status(), e.what());
+  }
+  return std::nullopt;
+}
+
+// The replayed step against leaf t: bit for bit (state, loss, norm), or
+// the norm's bucket; then check 27.
+VerifyResult compare(const VerifyInputs &in, const commit::OpeningResult &o, const StepResult &s, VerifyResult r) {
+  const uint64_t t = in.challenged_step;
+  if (in.mode == VerifyMode::kBitwise) {
+    if (s.post_digest != o.post_state_digest)
+      return failed(r, commit::OpeningCheck::kReplayedState, Status::kProofMismatch,
+                    fmt::format("step {} replays to state {}, leaf {} commits to {}", t, s.post_digest.hex(), t,
+                                o.post_state_digest.hex()));
+    if (bits(s.loss) != bits(r.committed_loss))
+      return failed(r, commit::OpeningCheck::kReplayedLoss, Status::kProofMismatch,
+                    fmt::format("step {} replays to loss {:.17g}, leaf {} commits to {:.17g}", t, s.loss, t,
+                                r.committed_loss));
+    // S_t is leaf t's, so its norm is a function of the states: a leaf
+    // committing another norm would mislead a cross-architecture verifier.
+    if (bits(s.update_norm) != bits(r.committed_update_norm))
+      return failed(r, commit::OpeningCheck::kCommittedNorm, Status::kProofMismatch,
+                    fmt::format("step {} replays to the update norm {:.17g}, leaf {} commits to {:.17g}", t,
+                                s.update_norm, t, r.committed_update_norm));
+    return gradient_check(r, t);
+  }
+  // The served S_t gave leaf t's norm bit for bit (check 26 of the opening).
+  if (!witness::buckets_match(r.committed_norm_bucket, r.norm_bucket))
+    return failed(r, commit::OpeningCheck::kReplayedBucket, Status::kProofMismatch,
+                  fmt::format("the replayed update has norm {:.17g} (bucket {}), leaf {} commits to {:.17g} (bucket {})",
+                              s.update_norm, s.norm_bucket, t, r.committed_update_norm, r.committed_norm_bucket));
+  return gradient_check(r, t);
+}
+
 }  // namespace
 
 VerifyResult verify_step(const VerifyInputs &in) {
@@ -67,48 +143,18 @@ VerifyResult verify_step(const VerifyInputs &in) {
   } catch (const c10::Error &e) {
     return failed(r, commit::OpeningCheck::kProgram, Status::kBackend, e.what_without_backtrace());
   }
-
-  StepResult s;
-  std::unique_ptr<hash::SafetensorsFile> pre_file;
-  std::unique_ptr<hash::SafetensorsFile> post_file;  // norm-bucket path: its rate
-  std::vector<std::unique_ptr<hash::SafetensorsFile>> files;
-  Batch batch;
-  TensorMap pre;
-  StepOptions opts;
+  Served served;
   try {
-    for (const commit::SampleOpening &so : o.manifest.samples) files.push_back(hash::SafetensorsFile::from_bytes(so.payload));
-    const commit::ScheduleEntry entry = commit::ScheduleEntry::decode(o.manifest.schedule_entry);
-    batch = split_batch(entry, files);
-    pre_file = hash::SafetensorsFile::open(in.pre_state_path);
-    pre = load_state(*pre_file);
+    served = load_served(in, o);
   } catch (const Error &e) {
     return failed(r, commit::OpeningCheck::kReplay, e.status(), e.what());
   }
-
-  // The rates are the spec's, never the miner's: S_{t-1} must hold the rate
-  // of step t, a served S_t the rate of step t+1. The replay itself derives
-  // S_t's rate, so the bitwise path compares it through the state digest.
   double rates[2];
-  try {
-    spec::learning_rates(in.spec->lr_schedule, in.spec->optimizer.lr, in.challenged_step, 2, rates);
-    if (auto bad = learning_rate_mismatch(state_learning_rate(state_views(pre)), rates[0], in.challenged_step))
-      return failed(r, commit::OpeningCheck::kLearningRate, Status::kProofMismatch,
-                    fmt::format("served S_{}: {}", in.challenged_step - 1, *bad));
-    if (in.mode == VerifyMode::kNormBucket) {
-      post_file = hash::SafetensorsFile::open(*in.post_state_path);
-      const long i = post_file->find(kLrName);
-      if (i < 0) fail(Status::kInvalidArgument, "served S_{} has no '{}' tensor", in.challenged_step, kLrName);
-      const double held = state_learning_rate({{post_file->entry(static_cast<size_t>(i)).meta,
-                                                post_file->data(static_cast<size_t>(i))}});
-      if (auto bad = learning_rate_mismatch(held, rates[1], in.challenged_step + 1))
-        return failed(r, commit::OpeningCheck::kLearningRate, Status::kProofMismatch,
-                      fmt::format("served S_{}: {}", in.challenged_step, *bad));
-    }
-  } catch (const Error &e) {
-    return failed(r, commit::OpeningCheck::kLearningRate, e.status(), e.what());
-  }
+  if (auto bad = check_rates(in, served.pre, r, rates)) return *bad;
 
+  StepResult s;
   try {
+    StepOptions opts;
     opts.hash_threads = in.hash_threads;
     opts.intra_op_threads = in.intra_op_threads;
     // Cross-architecture: the norm bucket tolerates another class's bits.
@@ -117,7 +163,7 @@ VerifyResult verify_step(const VerifyInputs &in) {
     opts.run_id = in.commitment->run_id();
     // A NaN or infinity in a gradient, the replayed loss or S_t is a FAIL of
     // its own (the committed loss and the served states were checked above).
-    s = replay_step(*program, *in.spec, in.challenged_step, pre, batch, opts);
+    s = replay_step(*program, *in.spec, in.challenged_step, served.pre, served.batch, opts);
   } catch (const Error &e) {
     if (e.status() == Status::kNonFinite) return failed(r, commit::OpeningCheck::kNonFinite, e.status(), e.what());
     return failed(r, commit::OpeningCheck::kReplay, e.status(), e.what());
@@ -131,31 +177,7 @@ VerifyResult verify_step(const VerifyInputs &in) {
   r.norm_bucket = s.norm_bucket;
   r.gradient = s.gradient;
   r.gradient_digest = s.gradient_digest;
-
-  if (in.mode == VerifyMode::kBitwise) {
-    if (s.post_digest != o.post_state_digest)
-      return failed(r, commit::OpeningCheck::kReplayedState, Status::kProofMismatch,
-                    fmt::format("step {} replays to state {}, leaf {} commits to {}", in.challenged_step,
-                                s.post_digest.hex(), in.challenged_step, o.post_state_digest.hex()));
-    if (bits(s.loss) != bits(r.committed_loss))
-      return failed(r, commit::OpeningCheck::kReplayedLoss, Status::kProofMismatch,
-                    fmt::format("step {} replays to loss {:.17g}, leaf {} commits to {:.17g}", in.challenged_step,
-                                s.loss, in.challenged_step, r.committed_loss));
-    // S_t is leaf t's, so its norm is a function of the states: a leaf
-    // committing another norm would mislead a cross-architecture verifier.
-    if (bits(s.update_norm) != bits(r.committed_update_norm))
-      return failed(r, commit::OpeningCheck::kCommittedNorm, Status::kProofMismatch,
-                    fmt::format("step {} replays to the update norm {:.17g}, leaf {} commits to {:.17g}",
-                                in.challenged_step, s.update_norm, in.challenged_step, r.committed_update_norm));
-    return gradient_check(r, in.challenged_step);
-  }
-  // The served S_t gave leaf t's norm bit for bit (check 26 of the opening).
-  if (!witness::buckets_match(r.committed_norm_bucket, r.norm_bucket))
-    return failed(r, commit::OpeningCheck::kReplayedBucket, Status::kProofMismatch,
-                  fmt::format("the replayed update has norm {:.17g} (bucket {}), leaf {} commits to {:.17g} (bucket {})",
-                              s.update_norm, s.norm_bucket, in.challenged_step, r.committed_update_norm,
-                              r.committed_norm_bucket));
-  return gradient_check(r, in.challenged_step);
+  return compare(in, o, s, std::move(r));
 }
 
 }  // namespace pot::replay

@@ -114,6 +114,63 @@ bool LrPhase::operator==(const LrPhase &o) const {
          factor == o.factor && total_iters == o.total_iters && factors == o.factors;
 }
 
+namespace {
+
+// Each kind uses its own fields; any other must be left at zero, so one
+// schedule has one encoding.
+bool uses_gamma(LrPhaseKind k) {
+  return k == LrPhaseKind::kStep || k == LrPhaseKind::kMultiStep || k == LrPhaseKind::kExponential;
+}
+
+bool sets_a_foreign_field(const LrPhase &p) {
+  const LrPhaseKind k = p.kind;
+  return (p.step_size != 0 && k != LrPhaseKind::kStep) || (!p.milestones.empty() && k != LrPhaseKind::kMultiStep) ||
+         (p.gamma != 0 && !uses_gamma(k)) || ((p.t_max != 0 || p.eta_min != 0) && k != LrPhaseKind::kCosine) ||
+         ((p.start_factor != 0 || p.end_factor != 0) && k != LrPhaseKind::kLinear) ||
+         (p.factor != 0 && k != LrPhaseKind::kConstant) ||
+         (p.total_iters != 0 && k != LrPhaseKind::kLinear && k != LrPhaseKind::kConstant) ||
+         (!p.factors.empty() && k != LrPhaseKind::kLambda);
+}
+
+// Phase i's own fields, by its kind.
+void validate_phase(const LrPhase &p, size_t i) {
+  if (sets_a_foreign_field(p)) rule(i, "a field of another scheduler kind is set");
+  if (uses_gamma(p.kind)) in_range(p.gamma, 0, true, 1, i, "gamma");
+  switch (p.kind) {
+    case LrPhaseKind::kStep:
+      if (p.step_size < 1) rule(i, "step_size must be >= 1");
+      break;
+    case LrPhaseKind::kMultiStep:
+      if (p.milestones.empty() || p.milestones.size() > kMaxLrMilestones)
+        rule(i, fmt::format("multi_step needs 1..{} milestones", kMaxLrMilestones));
+      for (size_t k = 0; k < p.milestones.size(); ++k)
+        if (p.milestones[k] < 1 || (k > 0 && p.milestones[k] < p.milestones[k - 1]))
+          rule(i, "multi_step milestones must be non-decreasing and >= 1");
+      break;
+    case LrPhaseKind::kExponential: break;
+    case LrPhaseKind::kCosine:
+      // T_max bounded so that cos(pi * (e - 1) / T_max) = -1 (a division
+      // by zero in torch's formula) happens only where torch's restart
+      // branch is taken instead.
+      if (p.t_max < 1 || p.t_max > (1u << 24)) rule(i, fmt::format("t_max = {} is outside 1..2^24", p.t_max));
+      in_range(p.eta_min, 0, false, 1e6, i, "eta_min");
+      break;
+    case LrPhaseKind::kLinear:
+      in_range(p.start_factor, 0, true, 1, i, "start_factor");
+      in_range(p.end_factor, 0, false, 1, i, "end_factor");
+      if (p.total_iters < 1) rule(i, "total_iters must be >= 1");
+      break;
+    case LrPhaseKind::kConstant:
+      in_range(p.factor, 0, true, 1, i, "factor");
+      if (p.total_iters < 1) rule(i, "total_iters must be >= 1");
+      break;
+    case LrPhaseKind::kLambda: check_table(p.factors, fmt::format("spec.lr_schedule.phases[{}].factors", i)); break;
+    default: rule(i, "unknown scheduler kind");
+  }
+}
+
+}  // namespace
+
 void LrSchedule::validate() const {
   if (interval == 1)
     fail(Status::kInvalidArgument, "spec.lr_schedule.interval = 1 is written as 0 (a change after every step)");
@@ -137,53 +194,7 @@ void LrSchedule::validate() const {
     if (milestones[i] < 1 || (i > 0 && milestones[i] <= milestones[i - 1]))
       fail(Status::kInvalidArgument, "spec.lr_schedule.milestones must be strictly increasing and >= 1 ({} at {})",
            milestones[i], i);
-  for (size_t i = 0; i < phases.size(); ++i) {
-    const LrPhase &p = phases[i];
-    // Each kind uses its own fields; any other must be left at zero, so one
-    // schedule has one encoding.
-    const bool uses_gamma = p.kind == LrPhaseKind::kStep || p.kind == LrPhaseKind::kMultiStep ||
-                            p.kind == LrPhaseKind::kExponential;
-    if ((p.step_size != 0 && p.kind != LrPhaseKind::kStep) ||
-        (!p.milestones.empty() && p.kind != LrPhaseKind::kMultiStep) || (p.gamma != 0 && !uses_gamma) ||
-        ((p.t_max != 0 || p.eta_min != 0) && p.kind != LrPhaseKind::kCosine) ||
-        ((p.start_factor != 0 || p.end_factor != 0) && p.kind != LrPhaseKind::kLinear) ||
-        (p.factor != 0 && p.kind != LrPhaseKind::kConstant) ||
-        (p.total_iters != 0 && p.kind != LrPhaseKind::kLinear && p.kind != LrPhaseKind::kConstant) ||
-        (!p.factors.empty() && p.kind != LrPhaseKind::kLambda))
-      rule(i, "a field of another scheduler kind is set");
-    if (uses_gamma) in_range(p.gamma, 0, true, 1, i, "gamma");
-    switch (p.kind) {
-      case LrPhaseKind::kStep:
-        if (p.step_size < 1) rule(i, "step_size must be >= 1");
-        break;
-      case LrPhaseKind::kMultiStep:
-        if (p.milestones.empty() || p.milestones.size() > kMaxLrMilestones)
-          rule(i, fmt::format("multi_step needs 1..{} milestones", kMaxLrMilestones));
-        for (size_t k = 0; k < p.milestones.size(); ++k)
-          if (p.milestones[k] < 1 || (k > 0 && p.milestones[k] < p.milestones[k - 1]))
-            rule(i, "multi_step milestones must be non-decreasing and >= 1");
-        break;
-      case LrPhaseKind::kExponential: break;
-      case LrPhaseKind::kCosine:
-        // T_max bounded so that cos(pi * (e - 1) / T_max) = -1 (a division
-        // by zero in torch's formula) happens only where torch's restart
-        // branch is taken instead.
-        if (p.t_max < 1 || p.t_max > (1u << 24)) rule(i, fmt::format("t_max = {} is outside 1..2^24", p.t_max));
-        in_range(p.eta_min, 0, false, 1e6, i, "eta_min");
-        break;
-      case LrPhaseKind::kLinear:
-        in_range(p.start_factor, 0, true, 1, i, "start_factor");
-        in_range(p.end_factor, 0, false, 1, i, "end_factor");
-        if (p.total_iters < 1) rule(i, "total_iters must be >= 1");
-        break;
-      case LrPhaseKind::kConstant:
-        in_range(p.factor, 0, true, 1, i, "factor");
-        if (p.total_iters < 1) rule(i, "total_iters must be >= 1");
-        break;
-      case LrPhaseKind::kLambda: check_table(p.factors, fmt::format("spec.lr_schedule.phases[{}].factors", i)); break;
-      default: rule(i, "unknown scheduler kind");
-    }
-  }
+  for (size_t i = 0; i < phases.size(); ++i) validate_phase(phases[i], i);
 }
 
 LrSequence::LrSequence(const LrSchedule &schedule, double base_lr) : s_(schedule), base_(base_lr) {}

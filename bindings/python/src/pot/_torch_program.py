@@ -221,46 +221,15 @@ def with_loss(model: torch.nn.Module, loss: Optional[Callable[..., Any]] = None,
         raise InvalidArgumentError(f"with_loss: ema is a decay in (0, 1), not {ema!r}")
     if loss is None and output is None and carry is None:
         raise InvalidArgumentError("with_loss: give loss= or output= (a model returning its loss is its own program)")
-    carried: List[torch.Tensor] = []
-    if carry is not None:
-        carried = [carry] if isinstance(carry, torch.Tensor) else list(carry)
-        if not carried or not all(isinstance(c, torch.Tensor) for c in carried):
-            raise InvalidArgumentError("with_loss: carry is a tensor or a tuple of tensors (the state's initial value)")
-        if output is None:
-            output = 0
-        if carry_output == output:
-            raise InvalidArgumentError(f"with_loss: output and carry_output are both element {output}")
+    carried, output = _carried_state(carry, output, carry_output)
     names_in = list(inputs) if inputs is not None else _forward_inputs(model)
     if carried and inputs is None:
         names_in = names_in[:-1]  # the last argument takes the carried state
     names = names_in + ([target] if loss is not None else [])
-    for n in names:
-        if not n.isidentifier() or keyword.iskeyword(n) or n in ("self", "torch", "loss_fn"):
-            raise InvalidArgumentError(f"with_loss: '{n}' cannot name a forward argument (sample tensor names must "
-                                       "be Python identifiers)")
-    if len(set(names)) != len(names):
-        raise InvalidArgumentError(f"with_loss: the forward's arguments {names} repeat a name")
+    _check_argument_names(names)
     module_loss = isinstance(loss, torch.nn.Module)
-    # The model gets a copy of the carried state (autograd may keep the
-    # tensor it was given for the backward pass); the new state is stored
-    # detached, so no graph reaches into the next step.
-    state_in = ""
-    store = ""
-    if len(carried) == 1:
-        state_in = "self.carry_0.clone()"
-        store = f"\n        self.carry_0.copy_(res[{int(carry_output)}].detach())"
-    elif carried:
-        state_in = "(" + ", ".join(f"self.carry_{i}.clone()" for i in range(len(carried))) + ")"
-        store = f"\n        new = res[{int(carry_output)}]" + "".join(
-            f"\n        self.carry_{i}.copy_(new[{i}].detach())" for i in range(len(carried)))
-    # inputs= naming some of the model's own parameters (a Hugging Face
-    # model's input_ids and labels among its dozen optional arguments) are
-    # passed by keyword, as the model's training loop passes them.
-    call_args = list(names_in)
-    if inputs is not None and not carried:
-        own = _parameter_names(model)
-        if all(n in own for n in names_in) and names_in != own[:len(names_in)]:
-            call_args = [f"{n}={n}" for n in names_in]
+    state_in, store = _carry_source(len(carried), carry_output)
+    call_args = _call_args(model, names_in, by_name=inputs is not None and not carried)
     named = list(model.named_parameters()) if ema is not None else []
     after = "" if ema is None else _AFTER_STEP_SOURCE.format(updates="".join(
         f"\n        self.ema_{i}.mul_({ema!r}).add_(self.model{_attribute_path(n)}.detach(), alpha={1.0 - ema!r})"
@@ -271,19 +240,76 @@ def with_loss(model: torch.nn.Module, loss: Optional[Callable[..., Any]] = None,
         # loss) whose loss is None without targets) is refined by the assert.
         index="" if output is None else f"[{int(output)}]\n        assert out is not None", store=store,
         ret="out" if loss is None else f"self.loss(out, {target})" if module_loss else f"loss_fn(out, {target})")
-    # TorchScript compiles a class from its source: the generated source is
-    # registered with linecache under a name that depends on it alone, so
-    # every process scripts it to the same bytes.
+    namespace = _compile_wrapper(source, None if loss is None or module_loss else loss)
+    return namespace["PotProgram"](model, loss if module_loss else None, carried,  # type: ignore[no-any-return]
+                                   [p for _, p in named])
+
+
+def _carried_state(carry: Union[None, torch.Tensor, Sequence[torch.Tensor]], output: Optional[int],
+                   carry_output: int) -> Tuple[List[torch.Tensor], Optional[int]]:
+    """with_loss's carried tensors, and the output index (0 by default when
+    state is carried)."""
+    if carry is None:
+        return [], output
+    carried = [carry] if isinstance(carry, torch.Tensor) else list(carry)
+    if not carried or not all(isinstance(c, torch.Tensor) for c in carried):
+        raise InvalidArgumentError("with_loss: carry is a tensor or a tuple of tensors (the state's initial value)")
+    if output is None:
+        output = 0
+    if carry_output == output:
+        raise InvalidArgumentError(f"with_loss: output and carry_output are both element {output}")
+    return carried, output
+
+
+def _check_argument_names(names: List[str]) -> None:
+    for n in names:
+        if not n.isidentifier() or keyword.iskeyword(n) or n in ("self", "torch", "loss_fn"):
+            raise InvalidArgumentError(f"with_loss: '{n}' cannot name a forward argument (sample tensor names must "
+                                       "be Python identifiers)")
+    if len(set(names)) != len(names):
+        raise InvalidArgumentError(f"with_loss: the forward's arguments {names} repeat a name")
+
+
+def _carry_source(count: int, carry_output: int) -> Tuple[str, str]:
+    """The model gets a copy of the carried state (autograd may keep the
+    tensor it was given for the backward pass); the new state is stored
+    detached, so no graph reaches into the next step. Returns the argument
+    and the statements storing the new state."""
+    if count == 0:
+        return "", ""
+    if count == 1:
+        return "self.carry_0.clone()", f"\n        self.carry_0.copy_(res[{int(carry_output)}].detach())"
+    state_in = "(" + ", ".join(f"self.carry_{i}.clone()" for i in range(count)) + ")"
+    store = f"\n        new = res[{int(carry_output)}]" + "".join(
+        f"\n        self.carry_{i}.copy_(new[{i}].detach())" for i in range(count))
+    return state_in, store
+
+
+def _call_args(model: torch.nn.Module, names_in: List[str], by_name: bool) -> List[str]:
+    """inputs= naming some of the model's own parameters (a Hugging Face
+    model's input_ids and labels among its dozen optional arguments) are
+    passed by keyword, as the model's training loop passes them."""
+    if by_name:
+        own = _parameter_names(model)
+        if all(n in own for n in names_in) and names_in != own[:len(names_in)]:
+            return [f"{n}={n}" for n in names_in]
+    return list(names_in)
+
+
+def _compile_wrapper(source: str, loss_fn: Optional[Callable[..., Any]]) -> Dict[str, Any]:
+    """Runs the generated source of the wrapper class. TorchScript compiles a
+    class from its source: the source is registered with linecache under a
+    name that depends on it alone, so every process scripts it to the same
+    bytes."""
     filename = f"<pot.torch.with_loss {hashlib.sha256(source.encode()).hexdigest()[:16]}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     namespace: Dict[str, Any] = {"torch": torch, "__name__": "pot_program"}
-    if loss is not None and not module_loss:
-        if not callable(loss):
-            raise InvalidArgumentError(f"with_loss: loss must be a module or a function, not {type(loss).__name__}")
-        namespace["loss_fn"] = loss
+    if loss_fn is not None:
+        if not callable(loss_fn):
+            raise InvalidArgumentError(f"with_loss: loss must be a module or a function, not {type(loss_fn).__name__}")
+        namespace["loss_fn"] = loss_fn
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated source
-    return namespace["PotProgram"](model, loss if module_loss else None, carried,  # type: ignore[no-any-return]
-                                   [p for _, p in named])
+    return namespace
 
 
 def ema_parameters(program_module: torch.nn.Module) -> Dict[str, torch.Tensor]:

@@ -351,6 +351,56 @@ def _optimizer_json(opt: torch.optim.Optimizer, g: Dict[str, Any], lr: float) ->
     return j
 
 
+def _spec_schedule(scheds: List[Any], rates: Optional[Sequence[float]], lr_every: int,
+                   steps: Optional[int]) -> Optional[Dict[str, Any]]:
+    """make_spec's lr_schedule: the schedulers' one schedule, or the rates
+    set by hand, or None (a constant rate)."""
+    if rates is not None and scheds:
+        raise InvalidArgumentError("rates set by hand and a scheduler: the spec has one schedule, pass one of them")
+    schedules = [lr_schedule(sc, steps=steps, every=lr_every) for sc in scheds]
+    if any(sch != schedules[0] for sch in schedules):
+        raise InvalidArgumentError("the schedulers give different schedules: the spec has one, every group follows it")
+    schedule = schedules[0] if schedules else None
+    if rates is not None:
+        schedule = {"rates": _table(rates)}
+        if lr_every > 1:
+            schedule["interval"] = lr_every
+    elif lr_every != 1 and not scheds:
+        raise InvalidArgumentError("lr_every without a scheduler or rates: a constant rate has no interval")
+    return schedule
+
+
+def _spec_param_groups(groups: List[Tuple[Any, Dict[str, Any]]], opts: List[Dict[str, Any]],
+                       model: Optional[torch.nn.Module]) -> List[Dict[str, Any]]:
+    """make_spec's param_groups (groups after the first, each naming its
+    parameters): every parameter that requires a gradient in exactly one
+    group."""
+    if len(groups) <= 1:
+        return []
+    if model is None:
+        raise InvalidArgumentError(f"{len(groups)} parameter groups: pass model= so the spec can name their "
+                                   "parameters")
+    names = {id(p): n for n, p in model.named_parameters()}
+    seen: Dict[int, int] = {}
+    for gi, (_, g) in enumerate(groups):
+        for p in g["params"]:
+            if id(p) not in names:
+                raise InvalidArgumentError(f"parameter group {gi} updates a tensor that is not a parameter of "
+                                           "the model")
+            if id(p) in seen:
+                raise InvalidArgumentError(f"parameter '{names[id(p)]}' is in groups {seen[id(p)]} and {gi}")
+            seen[id(p)] = gi
+    for n, p in model.named_parameters():
+        if p.requires_grad and id(p) not in seen:
+            raise InvalidArgumentError(f"parameter '{n}' requires a gradient but is in no optimizer group: "
+                                       "the spec's first group would update it")
+    param_groups: List[Dict[str, Any]] = []
+    for gi in range(1, len(groups)):
+        members = sorted((names[id(p)] for p in groups[gi][1]["params"]), key=lambda x: x.encode("utf-8"))
+        param_groups.append({"optimizer": opts[gi], "params": members})
+    return param_groups
+
+
 def make_spec(optimizer: Optimizers, program: Union[str, "os.PathLike[str]"], *, dtype: torch.dtype,
               batch_size: int, microbatches: int = 1, dropout: float = 0.0, grad_clip_max_norm: float = 0.0,
               grad_clip_value: float = 0.0, intra_op_threads: Optional[int] = None, seed_policy: str = "per_step",
@@ -390,18 +440,7 @@ def make_spec(optimizer: Optimizers, program: Union[str, "os.PathLike[str]"], *,
     holds one rate per epoch."""
     groups = _groups(optimizer)
     scheds = [] if scheduler is None else list(scheduler) if isinstance(scheduler, (list, tuple)) else [scheduler]
-    if rates is not None and scheds:
-        raise InvalidArgumentError("rates set by hand and a scheduler: the spec has one schedule, pass one of them")
-    schedules = [lr_schedule(sc, steps=steps, every=lr_every) for sc in scheds]
-    if any(sch != schedules[0] for sch in schedules):
-        raise InvalidArgumentError("the schedulers give different schedules: the spec has one, every group follows it")
-    schedule = schedules[0] if schedules else None
-    if rates is not None:
-        schedule = {"rates": _table(rates)}
-        if lr_every > 1:
-            schedule["interval"] = lr_every
-    elif lr_every != 1 and not scheds:
-        raise InvalidArgumentError("lr_every without a scheduler or rates: a constant rate has no interval")
+    schedule = _spec_schedule(scheds, rates, lr_every, steps)
     for _, g in groups:
         if not scheds and "initial_lr" in g:
             raise InvalidArgumentError("the optimizer has an LR scheduler attached (param_groups[...]['initial_lr']): "
@@ -409,28 +448,7 @@ def make_spec(optimizer: Optimizers, program: Union[str, "os.PathLike[str]"], *,
     # A scheduler's constructor already changed each group's "lr": the
     # spec's lr is the rate the schedule starts from.
     opts = [_optimizer_json(o, g, float(g["initial_lr"]) if scheds else g["lr"]) for o, g in groups]
-    param_groups: List[Dict[str, Any]] = []
-    if len(groups) > 1:
-        if model is None:
-            raise InvalidArgumentError(f"{len(groups)} parameter groups: pass model= so the spec can name their "
-                                       "parameters")
-        names = {id(p): n for n, p in model.named_parameters()}
-        seen: Dict[int, int] = {}
-        for gi, (_, g) in enumerate(groups):
-            for p in g["params"]:
-                if id(p) not in names:
-                    raise InvalidArgumentError(f"parameter group {gi} updates a tensor that is not a parameter of "
-                                               "the model")
-                if id(p) in seen:
-                    raise InvalidArgumentError(f"parameter '{names[id(p)]}' is in groups {seen[id(p)]} and {gi}")
-                seen[id(p)] = gi
-        for n, p in model.named_parameters():
-            if p.requires_grad and id(p) not in seen:
-                raise InvalidArgumentError(f"parameter '{n}' requires a gradient but is in no optimizer group: "
-                                           "the spec's first group would update it")
-        for gi in range(1, len(groups)):
-            members = sorted((names[id(p)] for p in groups[gi][1]["params"]), key=lambda x: x.encode("utf-8"))
-            param_groups.append({"optimizer": opts[gi], "params": members})
+    param_groups = _spec_param_groups(groups, opts, model)
     for (o, g), j in zip(groups, opts):
         if j["kind"] == "muon":
             for p in g["params"]:
@@ -439,10 +457,8 @@ def make_spec(optimizer: Optimizers, program: Union[str, "os.PathLike[str]"], *,
                                                f"{list(p.shape)}")
     g = groups[0][1]
     policy: Dict[str, Any] = {"kind": seed_policy}
-    if seed_policy == "per_step":
-        policy["base_seed"] = seed
-    elif seed_policy == "single_seed":
-        policy["seed"] = seed
+    if seed_policy in ("per_step", "single_seed"):
+        policy["base_seed" if seed_policy == "per_step" else "seed"] = seed
     j: Dict[str, Any] = {
         "framework": "pytorch", "framework_version": torch.__version__.split("a")[0].split("+")[0],
         "model_program_digest": program_digest_file(program).hex(), "dtype": DTYPE_NAMES[dtype],
