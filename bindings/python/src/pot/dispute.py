@@ -21,6 +21,7 @@ from typing import Any, Dict, List, NamedTuple, Sequence, Union
 
 from . import _pot
 from ._core import Digest, _digest
+from ._step import ReplayResult, _replay_result
 from ._errors import StateError
 from ._handle import Handle
 from .hash import Buffer
@@ -140,10 +141,8 @@ class OpTrace(Handle):
             return _pot.pot_op_trace_consistency_proof(h, size1, size2)
 
     @property
-    def replay_result(self) -> Any:
+    def replay_result(self) -> ReplayResult:
         """The ReplayResult of the replay that recorded the trace."""
-        from .replay import _replay_result
-
         with self._use() as h:
             return _replay_result(_pot.pot_op_trace_replay_result(h))
 

@@ -13,18 +13,18 @@ is torch's own when torch is imported.
 from __future__ import annotations
 
 import enum
+import json
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _pot
 from ._core import Digest, _digest
 from ._errors import Error
 from ._handle import Handle, _new
+from ._step import GradientTrace, ReplayResult, _gradient_trace, _replay_result
 from .commitment import Commitment
-
-if TYPE_CHECKING:
-    from .dispute import OpRuling, OpTrace
+from .dispute import OpRuling, OpTrace
 from .hash import Buffer
 from .opening import OpeningCheck, _check
 from .safetensors import PathLike, SafetensorsWriter
@@ -69,43 +69,6 @@ class VerifyMode(enum.IntEnum):
 
     def __str__(self) -> str:
         return self.name.lower()
-
-
-class GradientTrace(NamedTuple):
-    """What the step's gradient did (pot_gradient_trace, check 27
-    `gradient_ignored`): the update applied with the step's gradient and, from
-    the same S_{t-1}, with a zero gradient. An element differs when its bits
-    differ; parameters without a gradient are not counted."""
-
-    learning_rate: float
-    param_elements: int           # elements of the updated parameters
-    moved_elements: int           # ... that differ from S_{t-1}
-    gradient_elements: int        # ... that differ from the zero-gradient update
-    optim_elements: int           # optimizer-state elements written (no step counters)
-    optim_gradient_elements: int  # ... that differ from the zero-gradient update
-    ignored: bool                 # check 27 fails on this trace
-
-
-def _gradient_trace(d: Dict[str, Any]) -> GradientTrace:
-    return GradientTrace(**d)
-
-
-class ReplayResult(NamedTuple):
-    """What a replayed step gives (pot_replay_result)."""
-
-    post_state_digest: Digest
-    loss: float
-    update_norm: float
-    norm_bucket: int
-    gradient: GradientTrace
-    # State digest of the gradient the optimizer consumed, tensors named
-    # "grad/<parameter>" (docs/PROTOCOL.md 19): what only a replay gives.
-    gradient_digest: Digest
-
-
-def _replay_result(d: Dict[str, Any]) -> ReplayResult:
-    return ReplayResult(_digest(d["post_state_digest"]), d["loss"], d["update_norm"], d["norm_bucket"],
-                        _gradient_trace(d["gradient"]), _digest(d["gradient_digest"]))
 
 
 @dataclass(frozen=True)
@@ -206,8 +169,6 @@ class Replay(Handle):
         """Replays one step as step() does and records its operator trace
         (pot_replay_trace, docs/PROTOCOL.md 22.2): an OpTrace, whose
         replay_result is step()'s result. Same errors as step()."""
-        from .dispute import OpTrace
-
         with self._use() as h:
             return OpTrace(_pot.pot_replay_trace(h, run_id, pre_state_path, schedule_entry, list(samples)))
 
@@ -229,10 +190,6 @@ class Replay(Handle):
         each party's root of the first index + 1 and its opening. This
         Replay must hold the task's spec; the pre-state file must be the
         agreed S_{t-1} (ProofMismatchError otherwise)."""
-        import json
-
-        from .dispute import OpRuling
-
         with self._use() as h:
             raw = _pot.pot_referee_decide_op(h, run_id, pre_state_path, pre_state_digest, schedule_entry,
                                              list(samples), index, agreed_root, a_root, b_root, a_opening, b_opening)
