@@ -905,19 +905,23 @@ POT_API const char *pot_verdict_reason(const pot_verdict *verdict);
  * to embed or mirror: post_task, start_training_commitment,
  * post_checkpoint_root, post_randomness (the runtime's, once per block),
  * register_verifier, issue_challenge, submit_opening, commit_witness,
- * reveal_witness_value, finalize_challenge, redraw_committee, prune_task
- * (and the queries ledger_info, task_info, run_info, challenge_info,
- * verifier_info). Calls are JSON documents (docs/ledger.md). One handle
- * must not be used by two threads at once. */
+ * reveal_witness_value, finalize_challenge, redraw_committee, prune_task,
+ * the disputes' open_dispute, claim_dispute, commit_trace, open_node,
+ * rule_dispute and settle_dispute (and the queries ledger_info, task_info,
+ * run_info, challenge_info, verifier_info, dispute_info). Calls are JSON
+ * documents (docs/ledger.md section 5). One handle must not be used by two
+ * threads at once. */
 typedef struct pot_ledger pot_ledger;
 
 /* A new ledger from its config, a JSON object with exactly the integer keys
  * draw_delay, opening_window, commit_window, reveal_window (blocks),
  * max_committee_size (the largest committee a task may ask for, at most
- * 1024), min_stake, max_rounds and max_attempts (at most 16), each >= 1
- * (docs/ledger.md section 1); otherwise
- * POT_E_INVALID_ARGUMENT naming the key, POT_E_MALFORMED for text that is
- * not JSON. */
+ * 1024), min_stake, max_rounds, max_attempts (at most 16) and
+ * dispute_window (blocks per bisection round), each >= 1, and dispute_arity
+ * (2..256), and optionally "referee" (hex, 1..256 bytes: the identity that
+ * rules operator disputes; absent: none) (docs/ledger.md section 1);
+ * otherwise POT_E_INVALID_ARGUMENT naming the key, POT_E_MALFORMED for text
+ * that is not JSON. */
 POT_API pot_status pot_ledger_new(pot_ledger **out, const char *config_json, pot_error **err);
 /* Restores a saved state; POT_E_MALFORMED unless the bytes are exactly a
  * state pot_ledger_save produces (every invariant re-checked), POT_E_LIMIT
