@@ -37,6 +37,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 import torch
 
+from ._core import Digest
 from ._errors import ConflictError, InvalidArgumentError, NonFiniteError, StateError
 from .commitment import Commitment, sample_digest, schedule_entry_encode
 from .hash import State
@@ -933,39 +934,45 @@ class Recorder:
         self.run_id = self.commitment.run_id
         self._step = 0  # the step begun, 0 between steps
         if resume:
-            # The directory is this run's before anything in it is cut back.
-            if os.path.exists(committed):
-                with open(committed, "rb") as f:
-                    if f.read() != self.commitment.encode():
-                        raise ConflictError(f"'{self.checkpoint_dir}' holds another run's commitment than this "
-                                            "task, model, schedule and miner give: resume it with what it began "
-                                            "with")
-            self._rec, at, path = _CRecorder.resume(self.checkpoint_dir)
-            self.initial_state_digest = initial
-            # The first step this process records is self-checked as step 1
-            # is: the loop must train it from S_at, which it may not (a
-            # framework's own checkpoint loaded over it). A self-check the
-            # killed process left is removed, finished or not, and so are
-            # the temporary files of its other unfinished writes.
-            self._first_step = at + 1
-            for f in os.listdir(self.checkpoint_dir):
-                if f.startswith(_SELF_CHECK) or ".tmp-pot." in f:
-                    os.remove(os.path.join(self.checkpoint_dir, f))
-            with open(path, "rb") as f:
-                state = sample_tensors(f.read())
-            _load_canonical_state(model, optimizer, state, at)
-            if self._single_seed:
-                self._rng = state["rng/cpu"]
-            for sched in ([] if scheduler is None else scheduler if isinstance(scheduler, (list, tuple))
-                          else [scheduler]):
-                # The schedulers the loop steps after each optimizer step:
-                # where they were after step `at`.
-                _place_scheduler(sched, at // self._lr_interval)
+            self._resume(committed, initial, scheduler)
             return
         self._rec = _CRecorder(self.checkpoint_dir, spec, program, checkpoint_every)
         with state_writer(s0) as w:
             self.initial_state_digest = self._rec.start(w)
         self._rec.set_commitment(self.commitment, entries)
+
+    def _resume(self, committed: str, initial: Digest, scheduler: Any) -> None:
+        """Recorder(resume=...): continues the run of checkpoint_dir from its
+        last checkpoint, loading S_at into the model and optimizer and
+        placing the schedulers where they were after step `at`."""
+        # The directory is this run's before anything in it is cut back.
+        if os.path.exists(committed):
+            with open(committed, "rb") as f:
+                if f.read() != self.commitment.encode():
+                    raise ConflictError(f"'{self.checkpoint_dir}' holds another run's commitment than this "
+                                        "task, model, schedule and miner give: resume it with what it began "
+                                        "with")
+        self._rec, at, path = _CRecorder.resume(self.checkpoint_dir)
+        self.initial_state_digest = initial
+        # The first step this process records is self-checked as step 1 is:
+        # the loop must train it from S_at, which it may not (a framework's
+        # own checkpoint loaded over it). A self-check the killed process
+        # left is removed, finished or not, and so are the temporary files of
+        # its other unfinished writes.
+        self._first_step = at + 1
+        for f in os.listdir(self.checkpoint_dir):
+            if f.startswith(_SELF_CHECK) or ".tmp-pot." in f:
+                os.remove(os.path.join(self.checkpoint_dir, f))
+        with open(path, "rb") as f:
+            state = sample_tensors(f.read())
+        _load_canonical_state(self.model, self.optimizer, state, at)
+        if self._single_seed:
+            self._rng = state["rng/cpu"]
+        for sched in ([] if scheduler is None else scheduler if isinstance(scheduler, (list, tuple))
+                      else [scheduler]):
+            # The schedulers the loop steps after each optimizer step: where
+            # they were after step `at`.
+            _place_scheduler(sched, at // self._lr_interval)
 
     def _check_sample_names(self) -> None:
         """The program's forward takes the samples' tensors by name
