@@ -844,7 +844,7 @@ LedgerSummary Ledger::summary() const {
 VerifierInfo Ledger::verifier_info(ByteView identity) const {
   auto it = verifiers_.find(to_bytes(identity));
   if (it == verifiers_.end()) fail(Status::kNotFound, "verifier_info: no verifier {}", to_hex(identity));
-  return {it->first, it->second.stake, it->second.registered_height};
+  return {.identity = it->first, .stake = it->second.stake, .registered_height = it->second.registered_height};
 }
 
 ChallengeInfo Ledger::challenge_info(uint64_t challenge_id) const {

@@ -86,7 +86,7 @@ DisputeRecord Ledger::record_of(uint64_t id, const Dispute &d, DisputeEnd end, u
 }
 
 DisputeProgress Ledger::log_end(uint64_t id, const DisputeRecord &rec) {
-  DisputeProgress out{id, rec, outcomes_.size()};
+  DisputeProgress out{.dispute_id = id, .ended = rec, .outcome_index = outcomes_.size()};
   outcomes_.append_hash(hash::leaf_hash(rec.encode()));
   // The witness game's accountability: a miner that lost a dispute of its
   // run is slashable, open run or closed (gone with its pruned task: the
@@ -126,7 +126,7 @@ DisputeProgress Ledger::after_steps(uint64_t id, Dispute &&d, uint64_t now) {
   d.phase = DisputePhase::kTraces;
   d.phase_start = now;
   disputes_.insert_or_assign(id, std::move(d));
-  return {id, std::nullopt, 0};
+  return {.dispute_id = id};
 }
 
 DisputeProgress Ledger::open_dispute(ByteView caller, const Digest &run_id, ByteView lo_leaf, ByteView lo_proof,
@@ -174,27 +174,18 @@ DisputeProgress Ledger::open_dispute(ByteView caller, const Digest &run_id, Byte
   if (next_dispute_id_ == UINT64_MAX) fail(Status::kLimit, "{}: every dispute id is used", kCall);
   if (outcomes_.size() == UINT64_MAX) fail(Status::kLimit, "{}: the outcome log is full", kCall);
   const uint64_t id = next_dispute_id_;
-  Dispute d{run_id,
-            r.miner,
-            std::move(challenger),
-            n,
-            r.root,
-            lo,
-            hi,
-            now,
-            0,
-            dispute::TimedBisection(lo, hi, config_.dispute_arity, agreed, miner_hi, claim, config_.dispute_window,
-                                    now),
-            DisputePhase::kSteps,
-            0,
-            {},
-            {},
-            std::nullopt,
-            0,
-            std::nullopt,
-            std::nullopt};
+  Dispute d{.run_id = run_id,
+            .miner = r.miner,
+            .challenger = std::move(challenger),
+            .declared_steps = n,
+            .root = r.root,
+            .opened_lo = lo,
+            .opened_hi = hi,
+            .opened_height = now,
+            .bisection = dispute::TimedBisection(lo, hi, config_.dispute_arity, agreed, miner_hi, claim,
+                                                 config_.dispute_window, now)};
   if (d.bisection.bisection().done()) phase_deadline(now, kCall);  // the traces phase's, checked first
-  DisputeProgress out{id, std::nullopt, 0};
+  DisputeProgress out{.dispute_id = id};
   if (d.bisection.bisection().done()) {
     out = after_steps(id, std::move(d), now);  // one step from the start: nothing to bisect
   } else {
@@ -252,7 +243,7 @@ DisputeProgress Ledger::claim_dispute(ByteView caller, uint64_t dispute_id, cons
   // Played on a copy, so nothing changes until every step has succeeded.
   dispute::TimedBisection next = timed;
   next.claim(p, claims, now);
-  DisputeProgress out{dispute_id, std::nullopt, 0};
+  DisputeProgress out{.dispute_id = dispute_id};
   if (steps) {
     if (next.bisection().done()) {
       Dispute moved{d};

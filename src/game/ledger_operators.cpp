@@ -81,7 +81,7 @@ DisputeProgress Ledger::commit_trace(ByteView caller, uint64_t dispute_id, uint6
   if (theirs.size == 0) {
     mine = {size, root};
     height_ = now;
-    return {dispute_id, std::nullopt, 0};
+    return {.dispute_id = dispute_id};
   }
   // Both traces: the operator bisection over node counts (0, N], agreed on
   // the empty trace; a party's claim past its trace's end is its full root.
@@ -94,7 +94,7 @@ DisputeProgress Ledger::commit_trace(ByteView caller, uint64_t dispute_id, uint6
   d.phase = d.operators->bisection().done() ? DisputePhase::kOpenings : DisputePhase::kOperators;
   d.phase_start = now;
   height_ = now;
-  return {dispute_id, std::nullopt, 0};
+  return {.dispute_id = dispute_id};
 }
 
 DisputeProgress Ledger::open_node(ByteView caller, uint64_t dispute_id, ByteView opening, uint64_t now,
@@ -119,7 +119,7 @@ DisputeProgress Ledger::open_node(ByteView caller, uint64_t dispute_id, ByteView
   if (!theirs) {
     mine = std::move(on);
     height_ = now;
-    return {dispute_id, std::nullopt, 0};
+    return {.dispute_id = dispute_id};
   }
   const OpeningOnLedger &a = p == Party::kA ? on : *theirs;
   const OpeningOnLedger &b = p == Party::kA ? *theirs : on;
@@ -130,7 +130,7 @@ DisputeProgress Ledger::open_node(ByteView caller, uint64_t dispute_id, ByteView
     d.phase = DisputePhase::kReferee;
     d.phase_start = now;
     height_ = now;
-    return {dispute_id, std::nullopt, 0};
+    return {.dispute_id = dispute_id};
   }
   if (outcomes_.size() == UINT64_MAX) fail(Status::kLimit, "{}: the outcome log is full", kCall);
   mine = std::move(on);
