@@ -107,17 +107,17 @@ int main(int argc, char **argv) {
                                          meta["dataset_size"].get<uint64_t>(), &err),
                err, "entry");
   const std::vector<uint8_t> entry = take(eb);
-  std::vector<std::string> samples;
-  for (uint64_t i : indices) samples.push_back(read_file(numbered(dir + "/samples", i)));
-  std::vector<const uint8_t *> ptrs;
-  std::vector<size_t> lens;
-  for (const std::string &s : samples) {
-    ptrs.push_back(reinterpret_cast<const uint8_t *>(s.data()));
-    lens.push_back(s.size());
-  }
   pot_digest run_id;
   bench::check(pot_digest_from_hex(&run_id, meta["run_id"].get<std::string>().c_str(), &err), err, "run id");
   const std::string pre = numbered(dir + "/states", step - 1);
+  // The step's inputs, built once (as a referee would) and shared by every call timed below.
+  pot_step_input *input = nullptr;
+  bench::check(pot_step_input_new(&input, &run_id, pre.c_str(), entry.data(), entry.size(), &err), err, "input");
+  for (uint64_t i : indices) {
+    const std::string s = read_file(numbered(dir + "/samples", i));
+    bench::check(pot_step_input_add_sample(input, reinterpret_cast<const uint8_t *>(s.data()), s.size(), &err), err,
+                 "sample");
+  }
   pot_digest pre_digest;
   bench::check(pot_safetensors_digest_file(&pre_digest, pre.c_str(), 0, &err), err, "pre digest");
 
@@ -133,18 +133,14 @@ int main(int argc, char **argv) {
   std::vector<double> plain, traced;
   pot_op_trace *trace = nullptr;
   for (int r = 0; r < repeat; ++r) {
-    pot_replay_result res;
+    pot_replay_result res = POT_REPLAY_RESULT_INIT;
     auto t0 = bench::Clock::now();
-    bench::check(pot_replay_step(&res, replay, &run_id, pre.c_str(), entry.data(), entry.size(), ptrs.data(),
-                                 lens.data(), ptrs.size(), nullptr, &err),
-                 err, "replay");
+    bench::check(pot_replay_step(&res, replay, input, nullptr, &err), err, "replay");
     plain.push_back(bench::seconds_since(t0));
     pot_op_trace_free(trace);
     trace = nullptr;
     t0 = bench::Clock::now();
-    bench::check(pot_replay_trace(&trace, replay, &run_id, pre.c_str(), entry.data(), entry.size(), ptrs.data(),
-                                  lens.data(), ptrs.size(), &err),
-                 err, "trace");
+    bench::check(pot_replay_trace(&trace, replay, input, &err), err, "trace");
     traced.push_back(bench::seconds_since(t0));
   }
   std::sort(plain.begin(), plain.end());
@@ -223,9 +219,7 @@ int main(int argc, char **argv) {
     bench::check(pot_tree_root(&forged_root, tree, k + 1, &err), err, "root");
     auto t0 = bench::Clock::now();
     pot_bytes ob{};
-    bench::check(pot_replay_open_op_node(&ob, replay, &run_id, pre.c_str(), entry.data(), entry.size(), ptrs.data(),
-                                         lens.data(), ptrs.size(), k, &err),
-                 err, "open");
+    bench::check(pot_replay_open_op_node(&ob, replay, input, k, &err), err, "open");
     const double open_s = bench::seconds_since(t0);
     const std::vector<uint8_t> honest = take(ob);
     // The forger's opening: the honest one with its node and proofs
@@ -247,10 +241,8 @@ int main(int argc, char **argv) {
     auto decide = [&](const std::vector<uint8_t> &b_opening, json &ruling) {
       pot_bytes rb{};
       const auto t = bench::Clock::now();
-      bench::check(pot_referee_decide_op(&rb, replay, &run_id, pre.c_str(), &pre_digest, entry.data(), entry.size(),
-                                         ptrs.data(), lens.data(), ptrs.size(), k, &agreed, &honest_root,
-                                         &forged_root, honest.data(), honest.size(), b_opening.data(),
-                                         b_opening.size(), &err),
+      bench::check(pot_referee_decide_op(&rb, replay, input, &pre_digest, k, &agreed, &honest_root, &forged_root,
+                                         honest.data(), honest.size(), b_opening.data(), b_opening.size(), &err),
                    err, "decide");
       const double s = bench::seconds_since(t);
       const std::vector<uint8_t> text = take(rb);
@@ -283,6 +275,7 @@ int main(int argc, char **argv) {
   out["referee"] = rows;
   std::printf("%s\n", out.dump().c_str());
   pot_op_trace_free(trace);
+  pot_step_input_free(input);
   pot_replay_free(replay);
   pot_spec_free(spec);
   return 0;

@@ -19,6 +19,27 @@
  *    contract of every function.
  *  - Strings are NUL-terminated UTF-8. Tensor bytes are little-endian,
  *    row-major (C order).
+ *  - A buffer parameter X is followed by `size_t X_len`, its length in
+ *    elements of X's type (bytes for uint8_t and void): data, data_len;
+ *    shape, shape_len. Arrays that must be as long as each other share one
+ *    length after the last (a_claims, b_claims, claims_len). A list of
+ *    buffers is X (the pointers), X_lens (their lengths), X_len (how many).
+ *    A caller-provided output array with a `size_t *X_len` takes its
+ *    capacity in and gives the length needed back.
+ *  - Result structs (pot_bisection_info, pot_replay_result,
+ *    pot_verify_result) begin with `uint32_t struct_size`, which the caller
+ *    sets to sizeof the struct before the call: POT_X_INIT does both. A
+ *    later release with the same POT_ABI_VERSION may append fields at the
+ *    end, never move or remove one; it writes only the fields that fit in
+ *    struct_size, so a program built against an older header keeps
+ *    working. A struct_size smaller than this header's sizeof is refused
+ *    with POT_E_INVALID_ARGUMENT (nothing written). Structs that are members
+ *    of a result (pot_gradient_trace, pot_digest) never change: a new figure
+ *    becomes a new field at the end of the result.
+ *  - ABI policy: POT_ABI_VERSION (the SONAME major) changes when a function
+ *    or type of this header changes incompatibly, for every such change of
+ *    a release at once; functions, enum values, status codes and result
+ *    fields are only ever appended within one ABI version.
  *
  * docs/PROTOCOL.md defines every digest, leaf and proof byte for byte.
  */
@@ -43,12 +64,12 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 #define POT_VERSION_MAJOR 0
-#define POT_VERSION_MINOR 1
+#define POT_VERSION_MINOR 2
 #define POT_VERSION_PATCH 0
-#define POT_VERSION_STRING "0.1.0"
+#define POT_VERSION_STRING "0.2.0"
 /* Changes only when a released function or type changes incompatibly; it is
  * the SONAME major of libpot.so. */
-#define POT_ABI_VERSION 2
+#define POT_ABI_VERSION 3
 /* The protocol version (docs/PROTOCOL.md) this library implements: the
  * protocol_version of the tasks and commitments it writes and the only one
  * it reads (another is refused with POT_E_UNSUPPORTED naming it). */
@@ -63,7 +84,7 @@ extern "C" {
  * parsing. The largest valid call is a few KiB. */
 #define POT_MAX_JSON_BYTES 1048576
 
-/* Version of the library loaded at run time, e.g. "0.1.0". Static storage. */
+/* Version of the library loaded at run time, e.g. "0.2.0". Static storage. */
 POT_API const char *pot_version_string(void);
 /* ABI version of the library loaded at run time. Bindings compare it with
  * the POT_ABI_VERSION they were built against. */
@@ -141,7 +162,7 @@ POT_API pot_status pot_digest_to_hex(char out[2 * POT_DIGEST_SIZE + 1], const po
 /* Parses exactly 64 hex characters (either case). POT_E_MALFORMED otherwise. */
 POT_API pot_status pot_digest_from_hex(pot_digest *out, const char *hex, pot_error **err);
 /* Plain SHA-256 of data (no domain tag). data may be NULL when len is 0. */
-POT_API pot_status pot_sha256(pot_digest *out, const void *data, size_t len, pot_error **err);
+POT_API pot_status pot_sha256(pot_digest *out, const void *data, size_t data_len, pot_error **err);
 
 /* ------------------------------------------------------------------------ */
 /* Tensors and states                                                        */
@@ -180,8 +201,8 @@ POT_API pot_status pot_dtype_from_name(pot_dtype *out, const char *name, pot_err
  * NUL; at most POT_MAX_DIMS dims (POT_E_LIMIT). threads = 0 uses all cores;
  * the digest does not depend on it. Reads data only during the call. */
 POT_API pot_status pot_tensor_digest(pot_digest *out, const char *name, pot_dtype dtype,
-                                     const uint64_t *shape, size_t ndim, const void *data,
-                                     size_t nbytes, uint32_t threads, pot_error **err);
+                                     const uint64_t *shape, size_t shape_len, const void *data,
+                                     size_t data_len, uint32_t threads, pot_error **err);
 
 /* A state being digested: named tensors (parameters, buffers, optimizer
  * state...), digested as they are added; the bytes are not kept. */
@@ -194,8 +215,8 @@ POT_API pot_status pot_state_set_threads(pot_state *state, uint32_t threads, pot
 /* Digests a tensor and adds it. Arguments as pot_tensor_digest;
  * POT_E_DUPLICATE when the name is present; POT_E_LIMIT past 2^20 tensors. */
 POT_API pot_status pot_state_add_tensor(pot_state *state, const char *name, pot_dtype dtype,
-                                        const uint64_t *shape, size_t ndim, const void *data,
-                                        size_t nbytes, pot_error **err);
+                                        const uint64_t *shape, size_t shape_len, const void *data,
+                                        size_t data_len, pot_error **err);
 /* Adds a tensor digest computed elsewhere (pot_tensor_digest or a
  * pot_tensor_assembler on another rank of a sharded run). */
 POT_API pot_status pot_state_add_tensor_digest(pot_state *state, const char *name,
@@ -224,7 +245,7 @@ POT_API pot_status pot_state_verify_tensor(const pot_digest *state_digest,
  * 32-byte hashes, docs/PROTOCOL.md) to send to the assembling rank. offset
  * must be a multiple of POT_CHUNK_SIZE, and len too unless the range ends the
  * tensor (POT_E_INVALID_ARGUMENT). */
-POT_API pot_status pot_chunk_range_hash(pot_bytes *out, const void *data, size_t len,
+POT_API pot_status pot_chunk_range_hash(pot_bytes *out, const void *data, size_t data_len,
                                         uint64_t offset, uint64_t total_bytes, uint32_t threads,
                                         pot_error **err);
 
@@ -233,13 +254,13 @@ POT_API pot_status pot_chunk_range_hash(pot_bytes *out, const void *data, size_t
 typedef struct pot_tensor_assembler pot_tensor_assembler;
 
 POT_API pot_status pot_tensor_assembler_new(pot_tensor_assembler **out, const char *name,
-                                            pot_dtype dtype, const uint64_t *shape, size_t ndim,
+                                            pot_dtype dtype, const uint64_t *shape, size_t shape_len,
                                             pot_error **err);
 POT_API void pot_tensor_assembler_free(pot_tensor_assembler *assembler);
 /* Adds a record. POT_E_MALFORMED when it does not decode; POT_E_INVALID_ARGUMENT
  * when it is for a tensor of another size or overlaps a record added. */
 POT_API pot_status pot_tensor_assembler_add(pot_tensor_assembler *assembler,
-                                            const uint8_t *record, size_t len, pot_error **err);
+                                            const uint8_t *record, size_t record_len, pot_error **err);
 /* The tensor digest. POT_E_INVALID_ARGUMENT while bytes are not covered. */
 POT_API pot_status pot_tensor_assembler_finish(pot_digest *out,
                                                const pot_tensor_assembler *assembler,
@@ -264,8 +285,8 @@ POT_API size_t pot_safetensors_count(const pot_safetensors *file);
 /* Describes tensor `index`. Every output may be NULL; the pointers stay
  * valid until pot_safetensors_free. POT_E_OUT_OF_RANGE for a bad index. */
 POT_API pot_status pot_safetensors_tensor(const char **name, pot_dtype *dtype,
-                                          const uint64_t **shape, size_t *ndim,
-                                          const void **data, size_t *nbytes,
+                                          const uint64_t **shape, size_t *shape_len,
+                                          const void **data, size_t *data_len,
                                           const pot_safetensors *file, size_t index,
                                           pot_error **err);
 /* Index of the named tensor; POT_E_NOT_FOUND when absent. */
@@ -293,8 +314,8 @@ POT_API void pot_safetensors_writer_free(pot_safetensors_writer *writer);
 /* Validates (as pot_tensor_digest; POT_E_DUPLICATE for a repeated name) and
  * records the tensor. */
 POT_API pot_status pot_safetensors_writer_add(pot_safetensors_writer *writer, const char *name,
-                                              pot_dtype dtype, const uint64_t *shape, size_t ndim,
-                                              const void *data, size_t nbytes, pot_error **err);
+                                              pot_dtype dtype, const uint64_t *shape, size_t shape_len,
+                                              const void *data, size_t data_len, pot_error **err);
 /* Sets a __metadata__ string entry (replacing an earlier value). */
 POT_API pot_status pot_safetensors_writer_set_metadata(pot_safetensors_writer *writer,
                                                        const char *key, const char *value,
@@ -314,7 +335,7 @@ POT_API pot_status pot_safetensors_writer_bytes(pot_bytes *out, const pot_safete
 /* ------------------------------------------------------------------------ */
 
 /* SHA-256(0x00 || data). data may be NULL when len is 0. */
-POT_API pot_status pot_merkle_leaf_hash(pot_digest *out, const void *data, size_t len,
+POT_API pot_status pot_merkle_leaf_hash(pot_digest *out, const void *data, size_t data_len,
                                         pot_error **err);
 /* SHA-256(0x01 || left || right). */
 POT_API pot_status pot_merkle_node_hash(pot_digest *out, const pot_digest *left,
@@ -349,7 +370,7 @@ typedef struct pot_log pot_log;
 POT_API pot_status pot_log_new(pot_log **out, pot_error **err);
 POT_API void pot_log_free(pot_log *log);
 /* Appends a leaf whose hash is SHA-256(0x00 || data). */
-POT_API pot_status pot_log_append(pot_log *log, const void *data, size_t len, pot_error **err);
+POT_API pot_status pot_log_append(pot_log *log, const void *data, size_t data_len, pot_error **err);
 /* Appends a leaf given by its leaf hash. */
 POT_API pot_status pot_log_append_hash(pot_log *log, const pot_digest *leaf_hash,
                                        pot_error **err);
@@ -361,7 +382,7 @@ POT_API pot_status pot_log_root(pot_digest *out, const pot_log *log, pot_error *
 POT_API pot_status pot_log_save(pot_bytes *out, const pot_log *log, pot_error **err);
 /* Restores a saved log; POT_E_MALFORMED unless the bytes are exactly what
  * pot_log_save produces for some size. */
-POT_API pot_status pot_log_load(pot_log **out, const uint8_t *data, size_t len, pot_error **err);
+POT_API pot_status pot_log_load(pot_log **out, const uint8_t *data, size_t data_len, pot_error **err);
 
 /* The prover-side tree: stores every node (in a file, or in memory) and
  * serves the root, leaf hashes, inclusion and consistency proofs for any
@@ -377,7 +398,7 @@ POT_API pot_status pot_tree_open(pot_tree **out, const char *path, pot_error **e
 POT_API void pot_tree_free(pot_tree *tree);
 /* Appends a leaf (hash SHA-256(0x00 || data)); *index (may be NULL)
  * receives its index. */
-POT_API pot_status pot_tree_append(uint64_t *index, pot_tree *tree, const void *data, size_t len,
+POT_API pot_status pot_tree_append(uint64_t *index, pot_tree *tree, const void *data, size_t data_len,
                                    pot_error **err);
 POT_API pot_status pot_tree_append_hash(uint64_t *index, pot_tree *tree,
                                         const pot_digest *leaf_hash, pot_error **err);
@@ -434,14 +455,14 @@ POT_API pot_status pot_step_leaf_encode(uint8_t out[POT_STEP_LEAF_SIZE], const p
  * version). Each output may be NULL. */
 POT_API pot_status pot_step_leaf_decode(pot_digest *run_id, uint64_t *step, pot_digest *state_digest,
                                         double *loss, double *update_norm, const uint8_t *leaf,
-                                        size_t len, pot_error **err);
+                                        size_t leaf_len, pot_error **err);
 
 /* Writes `rounds` distinct challenged steps (each in 1..num_steps, uniform,
  * without modulo bias) derived from the beacon value and the run id into
  * steps[0..rounds). POT_E_INVALID_ARGUMENT when num_steps is 0, rounds >
  * num_steps or the beacon is empty; POT_E_LIMIT past
  * POT_MAX_CHALLENGE_ROUNDS rounds or POT_MAX_BEACON_BYTES. Thread-safe. */
-POT_API pot_status pot_challenge_derive(uint64_t *steps, size_t rounds, const uint8_t *beacon,
+POT_API pot_status pot_challenge_derive(uint64_t *steps, size_t steps_len, const uint8_t *beacon,
                                         size_t beacon_len, const pot_digest *run_id,
                                         uint64_t num_steps, pot_error **err);
 
@@ -478,7 +499,7 @@ POT_API pot_status pot_spec_from_json(pot_spec **out, const char *json, pot_erro
 /* Decodes canonical bytes: POT_E_MALFORMED unless they are exactly the
  * canonical encoding, POT_E_INVALID_ARGUMENT when a rule is broken,
  * POT_E_LIMIT past 65536 bytes. */
-POT_API pot_status pot_spec_decode(pot_spec **out, const uint8_t *data, size_t len, pot_error **err);
+POT_API pot_status pot_spec_decode(pot_spec **out, const uint8_t *data, size_t data_len, pot_error **err);
 POT_API void pot_spec_free(pot_spec *spec);
 /* The canonical bytes (a pot.v2.ExecutionSpec message). */
 POT_API pot_status pot_spec_encode(pot_bytes *out, const pot_spec *spec, pot_error **err);
@@ -503,7 +524,7 @@ POT_API uint32_t pot_spec_norm_bucket_resolution(const pot_spec *spec);
  * is not finite, POT_E_LIMIT for n above POT_MAX_RATES_PER_CALL (so that a
  * binding allocating out for the caller never allocates more than 128 MiB). */
 #define POT_MAX_RATES_PER_CALL 16777216 /* 2^24 */
-POT_API pot_status pot_spec_learning_rates(double *out, size_t n, const pot_spec *spec, uint64_t first,
+POT_API pot_status pot_spec_learning_rates(double *out, size_t out_len, const pot_spec *spec, uint64_t first,
                                            pot_error **err);
 /* The spec's parameter groups (docs/PROTOCOL.md 14.5): 1 + its param_groups;
  * 0 for NULL. */
@@ -512,7 +533,7 @@ POT_API uint32_t pot_spec_group_count(const pot_spec *spec);
  * lr through the one lr_schedule (group 0 gives pot_spec_learning_rates'
  * rates; S_t holds group g's rate of step t+1 as hparam/lr/<g>).
  * POT_E_OUT_OF_RANGE for a group >= pot_spec_group_count. */
-POT_API pot_status pot_spec_group_learning_rates(double *out, size_t n, const pot_spec *spec, uint32_t group,
+POT_API pot_status pot_spec_group_learning_rates(double *out, size_t out_len, const pot_spec *spec, uint32_t group,
                                                  uint64_t first, pot_error **err);
 
 /* ------------------------------------------------------------------------ */
@@ -524,7 +545,7 @@ POT_API pot_status pot_spec_group_learning_rates(double *out, size_t n, const po
  * 6962 root over sample digests: append each 32-byte digest as leaf data
  * (pot_tree_append) in dataset order. POT_E_MALFORMED for bytes that are not
  * safetensors or hold no tensor, POT_E_LIMIT past 64 MiB. */
-POT_API pot_status pot_sample_digest(pot_digest *out, const uint8_t *safetensors, size_t len,
+POT_API pot_status pot_sample_digest(pot_digest *out, const uint8_t *safetensors, size_t safetensors_len,
                                      pot_error **err);
 
 /* Schedule entry of step `step` (from 1): `count` dataset indices split into
@@ -533,8 +554,8 @@ POT_API pot_status pot_sample_digest(pot_digest *out, const uint8_t *safetensors
  * POT_E_OUT_OF_RANGE for an index >= dataset_size (pass 0 to skip that
  * check). */
 POT_API pot_status pot_schedule_entry_encode(pot_bytes *out, uint64_t step, const uint64_t *indices,
-                                             size_t count, const uint32_t *microbatch_sizes,
-                                             size_t microbatches, uint64_t dataset_size,
+                                             size_t indices_len, const uint32_t *microbatch_sizes,
+                                             size_t microbatch_sizes_len, uint64_t dataset_size,
                                              pot_error **err);
 /* Parses an entry. *count and *microbatches are in/out: the capacity of
  * `indices` and `microbatch_sizes` on entry, the numbers used on return.
@@ -542,9 +563,9 @@ POT_API pot_status pot_schedule_entry_encode(pot_bytes *out, uint64_t step, cons
  * POT_E_INVALID_ARGUMENT when a capacity is too small (the numbers needed
  * are still returned), POT_E_MALFORMED for bytes that are not a canonical
  * entry. */
-POT_API pot_status pot_schedule_entry_decode(uint64_t *step, uint64_t *indices, size_t *count,
-                                             uint32_t *microbatch_sizes, size_t *microbatches,
-                                             const uint8_t *entry, size_t len, pot_error **err);
+POT_API pot_status pot_schedule_entry_decode(uint64_t *step, uint64_t *indices, size_t *indices_len,
+                                             uint32_t *microbatch_sizes, size_t *microbatch_sizes_len,
+                                             const uint8_t *entry, size_t entry_len, pot_error **err);
 /* Entry `step` of the seeded schedule (epoch-wise permutations of the
  * dataset from `seed`, docs/PROTOCOL.md section 16.2); batch_size must be a
  * multiple of microbatches. */
@@ -564,7 +585,7 @@ POT_API pot_status pot_seeded_schedule_root(pot_digest *out, uint64_t seed, uint
  * per step. POT_E_LIMIT past
  * POT_MAX_STREAM_POSITIONS; out is untouched on error. */
 #define POT_MAX_STREAM_POSITIONS 16777216 /* 2^24 */
-POT_API pot_status pot_seeded_schedule_stream(uint64_t *out, size_t count, uint64_t seed, uint64_t dataset_size,
+POT_API pot_status pot_seeded_schedule_stream(uint64_t *out, size_t out_len, uint64_t seed, uint64_t dataset_size,
                                               uint64_t first, pot_error **err);
 /* Positions first .. first + count - 1 of the uniform schedule's index
  * stream (docs/PROTOCOL.md 16.3): each position an index drawn uniformly
@@ -572,7 +593,7 @@ POT_API pot_status pot_seeded_schedule_stream(uint64_t *out, size_t count, uint6
  * 1), steps and micro-batches taken as in pot_seeded_schedule_stream. A
  * call costs count draws. POT_E_LIMIT past POT_MAX_STREAM_POSITIONS,
  * POT_E_INVALID_ARGUMENT for an empty dataset; out is untouched on error. */
-POT_API pot_status pot_uniform_schedule_stream(uint64_t *out, size_t count, uint64_t seed, uint64_t dataset_size,
+POT_API pot_status pot_uniform_schedule_stream(uint64_t *out, size_t out_len, uint64_t seed, uint64_t dataset_size,
                                                uint64_t first, pot_error **err);
 
 /* A validated training commitment (docs/PROTOCOL.md section 17). Immutable. */
@@ -584,7 +605,7 @@ typedef struct pot_commitment pot_commitment;
 POT_API pot_status pot_commitment_from_json(pot_commitment **out, const char *json, pot_error **err);
 /* From canonical bytes; POT_E_MALFORMED unless canonical, POT_E_LIMIT past
  * 1024 bytes. */
-POT_API pot_status pot_commitment_decode(pot_commitment **out, const uint8_t *data, size_t len,
+POT_API pot_status pot_commitment_decode(pot_commitment **out, const uint8_t *data, size_t data_len,
                                          pot_error **err);
 POT_API void pot_commitment_free(pot_commitment *commitment);
 POT_API pot_status pot_commitment_encode(pot_bytes *out, const pot_commitment *commitment,
@@ -620,7 +641,7 @@ typedef struct pot_task pot_task;
 POT_API pot_status pot_task_from_json(pot_task **out, const char *json, pot_error **err);
 /* From canonical pot.v2.Task bytes; POT_E_UNSUPPORTED for another protocol
  * version, POT_E_MALFORMED unless canonical, POT_E_LIMIT past 73728 bytes. */
-POT_API pot_status pot_task_decode(pot_task **out, const uint8_t *data, size_t len, pot_error **err);
+POT_API pot_status pot_task_decode(pot_task **out, const uint8_t *data, size_t data_len, pot_error **err);
 POT_API void pot_task_free(pot_task *task);
 POT_API pot_status pot_task_encode(pot_bytes *out, const pot_task *task, pot_error **err);
 /* JSON form; out->data is also NUL-terminated. */
@@ -679,7 +700,7 @@ typedef struct pot_stream pot_stream;
 POT_API pot_status pot_stream_from_json(pot_stream **out, const char *json, pot_error **err);
 /* From the descriptor bytes of 15.1; POT_E_UNSUPPORTED for another version,
  * POT_E_MALFORMED for a truncated record or a trailing byte. */
-POT_API pot_status pot_stream_decode(pot_stream **out, const uint8_t *data, size_t len, pot_error **err);
+POT_API pot_status pot_stream_decode(pot_stream **out, const uint8_t *data, size_t data_len, pot_error **err);
 POT_API void pot_stream_free(pot_stream *stream);
 POT_API pot_status pot_stream_encode(pot_bytes *out, const pot_stream *stream, pot_error **err);
 /* JSON form; out->data is also NUL-terminated. */
@@ -783,23 +804,23 @@ POT_API pot_status pot_opening_new(pot_opening **out, const pot_digest *run_id, 
                                    pot_error **err);
 POT_API void pot_opening_free(pot_opening *opening);
 /* Leaf t-1 and its inclusion proof (not for step 1). */
-POT_API pot_status pot_opening_set_pre_leaf(pot_opening *opening, const uint8_t *leaf, size_t len,
+POT_API pot_status pot_opening_set_pre_leaf(pot_opening *opening, const uint8_t *leaf, size_t leaf_len,
                                             const uint8_t *proof, size_t proof_len, pot_error **err);
 /* Leaf t and its inclusion proof. */
-POT_API pot_status pot_opening_set_post_leaf(pot_opening *opening, const uint8_t *leaf, size_t len,
+POT_API pot_status pot_opening_set_post_leaf(pot_opening *opening, const uint8_t *leaf, size_t leaf_len,
                                              const uint8_t *proof, size_t proof_len, pot_error **err);
 /* Schedule entry of step t and its inclusion proof in the schedule root. */
-POT_API pot_status pot_opening_set_schedule(pot_opening *opening, const uint8_t *entry, size_t len,
+POT_API pot_status pot_opening_set_schedule(pot_opening *opening, const uint8_t *entry, size_t entry_len,
                                             const uint8_t *proof, size_t proof_len, pot_error **err);
 /* Appends the next sample of the batch: its dataset index, its safetensors
  * bytes and its inclusion proof in the dataset root. Copies the bytes. */
 POT_API pot_status pot_opening_add_sample(pot_opening *opening, uint64_t index, const uint8_t *payload,
-                                          size_t len, const uint8_t *proof, size_t proof_len,
+                                          size_t payload_len, const uint8_t *proof, size_t proof_len,
                                           pot_error **err);
 /* Token-stream datasets (docs/PROTOCOL.md 15.1, 18): the descriptor the
  * windows are proven against (pot_stream_encode's bytes; tagged it must be
  * the committed dataset root). Copies the bytes. */
-POT_API pot_status pot_opening_set_stream(pot_opening *opening, const uint8_t *descriptor, size_t len,
+POT_API pot_status pot_opening_set_stream(pot_opening *opening, const uint8_t *descriptor, size_t descriptor_len,
                                           pot_error **err);
 /* Appends the next sample of the batch of a stream dataset: its window
  * index and window proof (pot_stream_prove_window). Copies the bytes. */
@@ -827,7 +848,7 @@ POT_API const char *pot_opening_check_name(pot_opening_check check);
 POT_API pot_status pot_opening_verify(pot_opening_check *check, const pot_commitment *commitment,
                                       uint64_t challenged_step, uint64_t log_size,
                                       const pot_digest *log_root,
-                                      const uint8_t *manifest, size_t len,
+                                      const uint8_t *manifest, size_t manifest_len,
                                       const char *pre_state_path, const char *post_state_path,
                                       uint32_t threads, pot_error **err);
 
@@ -926,7 +947,7 @@ POT_API pot_status pot_ledger_new(pot_ledger **out, const char *config_json, pot
 /* Restores a saved state; POT_E_MALFORMED unless the bytes are exactly a
  * state pot_ledger_save produces (every invariant re-checked), POT_E_LIMIT
  * past 64 MiB. */
-POT_API pot_status pot_ledger_load(pot_ledger **out, const uint8_t *state, size_t len, pot_error **err);
+POT_API pot_status pot_ledger_load(pot_ledger **out, const uint8_t *state, size_t state_len, pot_error **err);
 POT_API void pot_ledger_free(pot_ledger *ledger);
 /* The canonical state bytes: saving, loading and saving again gives the
  * same bytes. */
@@ -959,7 +980,7 @@ POT_API pot_status pot_ledger_apply(pot_bytes *result, pot_ledger *ledger, const
  * dispute record (two identities of 256 bytes); POT_E_MALFORMED
  * naming the first violation of the record's rules, a record of another
  * tag version named as such. */
-POT_API pot_status pot_ledger_outcome_decode(pot_bytes *json, const uint8_t *record, size_t len, pot_error **err);
+POT_API pot_status pot_ledger_outcome_decode(pot_bytes *json, const uint8_t *record, size_t record_len, pot_error **err);
 
 /* ------------------------------------------------------------------------ */
 /* Refereed disputes: the step bisection (docs/PROTOCOL.md 22.1)             */
@@ -978,7 +999,7 @@ POT_API pot_status pot_ledger_outcome_decode(pot_bytes *json, const uint8_t *rec
  * NULL only the number is returned. POT_E_INVALID_ARGUMENT for lo >= hi,
  * an arity outside 2..256, or a capacity too small (the number needed is
  * still returned). Thread-safe. */
-POT_API pot_status pot_bisection_points(uint64_t *points, size_t *count, uint64_t lo, uint64_t hi,
+POT_API pot_status pot_bisection_points(uint64_t *points, size_t *points_len, uint64_t lo, uint64_t hi,
                                         uint32_t arity, pot_error **err);
 /* The most rounds a bisection of (lo, hi] takes: ceil(log_arity(hi - lo)).
  * Same argument checks as pot_bisection_points. Thread-safe. */
@@ -994,6 +1015,7 @@ POT_API pot_status pot_bisection_rounds(uint32_t *rounds, uint64_t lo, uint64_t 
 typedef struct pot_bisection pot_bisection;
 
 typedef struct pot_bisection_info {
+  uint32_t struct_size;   /* sizeof(pot_bisection_info), set by the caller */
   uint64_t lo;            /* the interval (lo, hi] still disputed */
   uint64_t hi;
   uint32_t arity;
@@ -1003,6 +1025,7 @@ typedef struct pot_bisection_info {
   pot_digest a_hi;        /* A's claim for S_hi */
   pot_digest b_hi;        /* B's claim for S_hi */
 } pot_bisection_info;
+#define POT_BISECTION_INFO_INIT {sizeof(pot_bisection_info)}
 
 /* POT_E_INVALID_ARGUMENT for lo >= hi, an arity outside 2..256, or
  * a_hi equal to b_hi (nothing is disputed). */
@@ -1017,7 +1040,7 @@ POT_API pot_status pot_bisection_info_get(pot_bisection_info *out, const pot_bis
  * order. POT_E_STATE once done; POT_E_INVALID_ARGUMENT (nothing changes)
  * when count is not the round's number of points. */
 POT_API pot_status pot_bisection_play_round(pot_bisection *bisection, const pot_digest *a_claims,
-                                            const pot_digest *b_claims, size_t count, pot_error **err);
+                                            const pot_digest *b_claims, size_t claims_len, pot_error **err);
 
 /* The operator trace of one step (docs/PROTOCOL.md 22.2): the top-level ATen
  * operators its forward, backward, clipping and optimizer update ran, in
@@ -1054,7 +1077,7 @@ POT_API pot_status pot_op_trace_consistency_proof(pot_bytes *out, const pot_op_t
  * inputs, outputs, each value an object naming its kind (docs/PROTOCOL.md
  * 22.2). POT_E_MALFORMED / POT_E_LIMIT for bytes that are not one node.
  * Thread-safe. */
-POT_API pot_status pot_op_node_json(pot_bytes *out, const uint8_t *node, size_t len, pot_error **err);
+POT_API pot_status pot_op_node_json(pot_bytes *out, const uint8_t *node, size_t node_len, pot_error **err);
 /* The inverse: a node's JSON (NUL-terminated, at most POT_MAX_JSON_BYTES)
  * to its leaf data; every field present, of its type, nothing else; a
  * double's "bits" decide. POT_E_MALFORMED naming the field, POT_E_LIMIT
@@ -1103,7 +1126,7 @@ POT_API pot_status pot_losscheck_params_get(double *out, const pot_losscheck_par
                                             pot_losscheck_param param, pot_error **err);
 /* Runs the checks over losses[i] = loss of step i + 1 (params NULL: the
  * defaults). NaN and infinite losses are flagged, never skipped. */
-POT_API pot_status pot_losscheck_run(pot_losscheck_report **out, const double *losses, size_t count,
+POT_API pot_status pot_losscheck_run(pot_losscheck_report **out, const double *losses, size_t losses_len,
                                      const pot_losscheck_params *params, pot_error **err);
 POT_API void pot_losscheck_report_free(pot_losscheck_report *report);
 /* Number of flags; 0 for NULL. */
@@ -1212,6 +1235,7 @@ typedef struct pot_gradient_trace {
 } pot_gradient_trace;
 
 typedef struct pot_replay_result {
+  uint32_t struct_size;         /* sizeof(pot_replay_result), set by the caller */
   pot_digest post_state_digest; /* digest of the replayed S_t */
   double loss;                  /* the step leaf's loss (section 21.3) */
   double update_norm;           /* section 13 over "param/" tensors */
@@ -1222,27 +1246,49 @@ typedef struct pot_replay_result {
    * 21.3): what a witness states and the miner never publishes. */
   pot_digest gradient_digest;
 } pot_replay_result;
+#define POT_REPLAY_RESULT_INIT {sizeof(pot_replay_result)}
 
-/* Replays one step of run `run_id` (the commitment's run id; it may be
- * NULL unless the spec's seed policy is per_step, whose seeds name the run:
- * POT_E_INVALID_ARGUMENT then). schedule_entry: the step's canonical schedule entry
- * (pot_schedule_entry_encode; it gives the step and its micro-batches);
- * samples[i] (sample_lens[i] bytes): the safetensors payload of the entry's
- * i-th index, n_samples in all. The learning rates are the spec's
+/* The inputs of one step (docs/PROTOCOL.md 21.4), built once and passed to
+ * pot_replay_step, pot_replay_trace, pot_replay_open_op_node and
+ * pot_referee_decide_op: the run, the S_{t-1} file, the step's canonical
+ * schedule entry (pot_schedule_entry_encode; it gives the step and its
+ * micro-batches) and one sample per index of the entry, in the entry's
+ * order. It copies what it is given and is only read by those calls, so
+ * one handle may serve several calls and threads at once. */
+typedef struct pot_step_input pot_step_input;
+
+/* run_id: the commitment's run id; it may be NULL unless the spec's seed
+ * policy is per_step, whose seeds name the run (the replay calls fail with
+ * POT_E_INVALID_ARGUMENT then). pre_state_path: the S_{t-1} safetensors
+ * file, read by each call. POT_E_MALFORMED for a schedule entry that does
+ * not decode. */
+POT_API pot_status pot_step_input_new(pot_step_input **out, const pot_digest *run_id, const char *pre_state_path,
+                                      const uint8_t *schedule_entry, size_t schedule_entry_len, pot_error **err);
+POT_API void pot_step_input_free(pot_step_input *input);
+/* Appends the safetensors payload of the entry's next index.
+ * POT_E_MALFORMED (naming the sample and its dataset index, nothing
+ * appended) when it is not safetensors; POT_E_OUT_OF_RANGE once every index
+ * of the entry has its sample. */
+POT_API pot_status pot_step_input_add_sample(pot_step_input *input, const uint8_t *sample, size_t sample_len,
+                                             pot_error **err);
+/* Number of samples added; 0 for NULL. */
+POT_API size_t pot_step_input_sample_count(const pot_step_input *input);
+/* The step its schedule entry names; 0 for NULL. */
+POT_API uint64_t pot_step_input_step(const pot_step_input *input);
+
+/* Replays one step (`input`). The learning rates are the spec's
  * (pot_spec_learning_rates): S_{t-1}'s hparam/lr must be step t's rate
  * (POT_E_INVALID_ARGUMENT naming both values), the replayed S_t records
  * step t+1's. post_state_path: when not NULL, S_t is written
- * there (canonical safetensors, atomically). POT_E_INVALID_ARGUMENT for a
+ * there (canonical safetensors, atomically). POT_E_INVALID_ARGUMENT when the
+ * input does not hold a sample for every index of its entry, or for a
  * state or batch that does not fit the program and spec (the message names
  * the tensor), POT_E_NONFINITE when the loss is NaN or infinite,
  * POT_E_UNSUPPORTED for a spec this process cannot replay bit for bit
  * (another framework_version or attention_backend, or a hardware_class
  * other than pot_replay_hardware_class's), POT_E_BACKEND for a LibTorch
- * failure. */
-POT_API pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, const pot_digest *run_id,
-                                   const char *pre_state_path, const uint8_t *schedule_entry,
-                                   size_t entry_len, const uint8_t *const *samples,
-                                   const size_t *sample_lens, size_t n_samples,
+ * failure. out: its struct_size set first (see "Result structs"). */
+POT_API pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, const pot_step_input *input,
                                    const char *post_state_path, pot_error **err);
 
 /* Replays one step as pot_replay_step does (same arguments and errors, no
@@ -1250,43 +1296,35 @@ POT_API pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, c
  * step's results, the same as without the trace, are
  * pot_op_trace_replay_result's. Slower than pot_replay_step: every
  * operator's tensors are hashed. POT_E_UNSUPPORTED without LibTorch. */
-POT_API pot_status pot_replay_trace(pot_op_trace **out, pot_replay *replay,
-                                    const pot_digest *run_id, const char *pre_state_path,
-                                    const uint8_t *schedule_entry, size_t entry_len,
-                                    const uint8_t *const *samples, const size_t *sample_lens,
-                                    size_t n_samples, pot_error **err);
+POT_API pot_status pot_replay_trace(pot_op_trace **out, pot_replay *replay, const pot_step_input *input,
+                                    pot_error **err);
 /* The results of the replay that recorded the trace (pot_replay_step's). */
 POT_API pot_status pot_op_trace_replay_result(pot_replay_result *out, const pot_op_trace *trace,
                                               pot_error **err);
 /* A party's opening of node `index` of its trace of the step (the same
- * arguments as pot_replay_trace; docs/PROTOCOL.md 22.3): replays the step
+ * input as pot_replay_trace; docs/PROTOCOL.md 22.3): replays the step
  * again and returns the node, its proofs against the roots of the first
  * index and index + 1 nodes, the earlier nodes and S_{t-1} tensors its
  * inputs name (with proofs), and its input tensors' bytes. A trace of
  * exactly `index` nodes opens as its end; POT_E_OUT_OF_RANGE past that. */
-POT_API pot_status pot_replay_open_op_node(pot_bytes *out, pot_replay *replay, const pot_digest *run_id,
-                                           const char *pre_state_path, const uint8_t *schedule_entry,
-                                           size_t entry_len, const uint8_t *const *samples,
-                                           const size_t *sample_lens, size_t n_samples, uint64_t index,
-                                           pot_error **err);
+POT_API pot_status pot_replay_open_op_node(pot_bytes *out, pot_replay *replay, const pot_step_input *input,
+                                           uint64_t index, pot_error **err);
 /* The referee's ruling on node `index` after an operator bisection
  * (docs/PROTOCOL.md 22.3): the agreed root of the first `index` nodes, each
  * party's claimed root of the first index + 1, and each party's opening
  * (pot_replay_open_op_node's bytes, or anything a party sent: a malformed
- * opening loses). The step is given as to pot_replay_trace, under the
- * task's spec (the replay's); the pre-state file must be the agreed S_{t-1}
- * (POT_E_PROOF_MISMATCH otherwise). *ruling is JSON: {"a_loses", "b_loses",
- * "rule" ("opening", "source", "operator", "post_state", "step"), "reason",
- * "executed" (one operator was run), "replayed" (the step was)}.
- * POT_E_INVALID_ARGUMENT when a_root == b_root. */
-POT_API pot_status pot_referee_decide_op(pot_bytes *ruling, pot_replay *replay, const pot_digest *run_id,
-                                         const char *pre_state_path, const pot_digest *pre_state_digest,
-                                         const uint8_t *schedule_entry, size_t entry_len,
-                                         const uint8_t *const *samples, const size_t *sample_lens,
-                                         size_t n_samples, uint64_t index, const pot_digest *agreed_root,
-                                         const pot_digest *a_root, const pot_digest *b_root,
-                                         const uint8_t *a_opening, size_t a_len, const uint8_t *b_opening,
-                                         size_t b_len, pot_error **err);
+ * opening loses). The step is `input`, under the task's spec (the
+ * replay's); its pre-state file must be the agreed S_{t-1},
+ * pre_state_digest (POT_E_PROOF_MISMATCH otherwise). *ruling is JSON:
+ * {"a_loses", "b_loses", "rule" ("opening", "source", "operator",
+ * "post_state", "step"), "reason", "executed" (one operator was run),
+ * "replayed" (the step was)}. POT_E_INVALID_ARGUMENT when a_root == b_root. */
+POT_API pot_status pot_referee_decide_op(pot_bytes *ruling, pot_replay *replay, const pot_step_input *input,
+                                         const pot_digest *pre_state_digest, uint64_t index,
+                                         const pot_digest *agreed_root, const pot_digest *a_root,
+                                         const pot_digest *b_root, const uint8_t *a_opening,
+                                         size_t a_opening_len, const uint8_t *b_opening,
+                                         size_t b_opening_len, pot_error **err);
 
 /* How pot_verify_step compares the replayed step. */
 typedef enum pot_verify_mode {
@@ -1298,6 +1336,7 @@ typedef enum pot_verify_mode {
 } pot_verify_mode;
 
 typedef struct pot_verify_result {
+  uint32_t struct_size;              /* sizeof(pot_verify_result), set by the caller */
   pot_opening_check check;           /* POT_CHECK_OK when the step verified */
   int replayed;                      /* 1 when the replay ran: the fields below are set */
   pot_digest replayed_state_digest;
@@ -1311,6 +1350,7 @@ typedef struct pot_verify_result {
   pot_gradient_trace gradient;       /* of the replay, when it ran */
   pot_digest gradient_digest;        /* of the replay, when it ran: as pot_replay_result's */
 } pot_verify_result;
+#define POT_VERIFY_RESULT_INIT {sizeof(pot_verify_result)}
 
 /* Verifies a challenged step completely (docs/PROTOCOL.md section 21.5):
  * every check of pot_opening_verify, then the spec against the commitment,
@@ -1331,7 +1371,7 @@ typedef struct pot_verify_result {
 POT_API pot_status pot_verify_step(pot_verify_result *out, const pot_commitment *commitment,
                                    const pot_spec *spec, const char *program_path,
                                    uint64_t challenged_step, uint64_t log_size,
-                                   const pot_digest *log_root, const uint8_t *manifest, size_t len,
+                                   const pot_digest *log_root, const uint8_t *manifest, size_t manifest_len,
                                    const char *pre_state_path, const char *post_state_path,
                                    pot_verify_mode mode, uint32_t intra_op_threads, pot_error **err);
 
@@ -1390,8 +1430,8 @@ POT_API pot_status pot_recorder_start(pot_digest *initial_state_digest, pot_reco
 /* The training commitment and its schedule entries (steps 1..n, in order),
  * checked against it (POT_E_PROOF_MISMATCH); needed to serve openings. */
 POT_API pot_status pot_recorder_set_commitment(pot_recorder *recorder, const pot_commitment *commitment,
-                                               const uint8_t *const *entries, const size_t *entry_lens,
-                                               size_t n_entries, pot_error **err);
+                                               const uint8_t *const *entries, const size_t *entries_lens,
+                                               size_t entries_len, pot_error **err);
 /* Starts step `step` (the next one; POT_E_STATE otherwise) and applies the
  * seed policy to LibTorch's default CPU generator of this process: per_step
  * seeds it (and returns the seed in *seed, so a trainer with its own torch

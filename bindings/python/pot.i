@@ -455,6 +455,7 @@ POT_HANDLE(pot_verdict, pot_verdict_free)
 POT_HANDLE(pot_ledger, pot_ledger_free)
 POT_HANDLE(pot_bisection, pot_bisection_free)
 POT_HANDLE(pot_op_trace, pot_op_trace_free)
+POT_HANDLE(pot_step_input, pot_step_input_free)
 POT_HANDLE(pot_losscheck_params, pot_losscheck_params_free)
 POT_HANDLE(pot_losscheck_report, pot_losscheck_report_free)
 POT_HANDLE(pot_replay, pot_replay_free)
@@ -484,6 +485,7 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
 %newobject pot_ledger_load;
 %newobject pot_bisection_new;
 %newobject pot_replay_trace;
+%newobject pot_step_input_new;
 %newobject pot_losscheck_params_new;
 %newobject pot_losscheck_run;
 %newobject pot_replay_new;
@@ -496,76 +498,72 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
 /* SWIG matches multi-argument typemaps by parameter names too, so every
  * (pointer, length) pair of pot.h is listed (setup.py fails the build when a
  * pointer parameter is left to SWIG's default pointer typemap). */
-%typemap(in) (const void *data, size_t len) (pot_pybuf buf = POT_PYBUF_INIT) {
+%typemap(in) (const void *data, size_t data_len) (pot_pybuf buf = POT_PYBUF_INIT) {
   if (pot_py_getbuf($input, &buf) < 0) SWIG_fail;
   $1 = ($1_ltype)pot_py_bufptr(&buf);
   $2 = (size_t)buf.view.len;
 }
-%typemap(freearg) (const void *data, size_t len) "pot_py_releasebuf(&buf$argnum);"
+%typemap(freearg) (const void *data, size_t data_len) "pot_py_releasebuf(&buf$argnum);"
 
-%apply (const void *data, size_t len) {
-  (const void *data, size_t nbytes),
-  (const uint8_t *data, size_t len),
+%apply (const void *data, size_t data_len) {
+  (const uint8_t *data, size_t data_len),
   (const uint8_t *proof, size_t proof_len),
-  (const uint8_t *record, size_t len),
-  (const uint8_t *leaf, size_t len),
+  (const uint8_t *record, size_t record_len),
+  (const uint8_t *leaf, size_t leaf_len),
   (const uint8_t *beacon, size_t beacon_len),
-  (const uint8_t *safetensors, size_t len),
-  (const uint8_t *entry, size_t len),
-  (const uint8_t *payload, size_t len),
-  (const uint8_t *descriptor, size_t len),
-  (const uint8_t *manifest, size_t len),
+  (const uint8_t *safetensors, size_t safetensors_len),
+  (const uint8_t *entry, size_t entry_len),
+  (const uint8_t *payload, size_t payload_len),
+  (const uint8_t *descriptor, size_t descriptor_len),
+  (const uint8_t *manifest, size_t manifest_len),
   (const uint8_t *salt, size_t salt_len),
   (const uint8_t *identity, size_t identity_len),
   (const uint8_t *miner_identity, size_t miner_identity_len),
-  (const uint8_t *state, size_t len),
-  (const uint8_t *schedule_entry, size_t entry_len),
-  (const uint8_t *node, size_t len),
-  (const uint8_t *a_opening, size_t a_len),
-  (const uint8_t *b_opening, size_t b_len)
+  (const uint8_t *state, size_t state_len),
+  (const uint8_t *schedule_entry, size_t schedule_entry_len),
+  (const uint8_t *node, size_t node_len),
+  (const uint8_t *a_opening, size_t a_opening_len),
+  (const uint8_t *b_opening, size_t b_opening_len),
+  (const uint8_t *sample, size_t sample_len)
 };
 
-/* Sequences of buffers: replay samples, schedule entries. */
-%typemap(in) (const uint8_t *const *samples, const size_t *sample_lens, size_t n_samples)
+/* Sequences of buffers: the recorder's schedule entries. */
+%typemap(in) (const uint8_t *const *entries, const size_t *entries_lens, size_t entries_len)
     (pot_pybufs bufs = POT_PYBUFS_INIT) {
   if (pot_py_getbufs($input, &bufs) < 0) SWIG_fail;
   $1 = ($1_ltype)bufs.ptrs;
   $2 = bufs.lens;
   $3 = bufs.n;
 }
-%typemap(freearg) (const uint8_t *const *samples, const size_t *sample_lens, size_t n_samples)
+%typemap(freearg) (const uint8_t *const *entries, const size_t *entries_lens, size_t entries_len)
     "pot_py_releasebufs(&bufs$argnum);"
-%apply (const uint8_t *const *samples, const size_t *sample_lens, size_t n_samples) {
-  (const uint8_t *const *entries, const size_t *entry_lens, size_t n_entries)
-};
-
 /* ---- integer and float arrays -------------------------------------------- */
 
 /* Shapes and dataset indices. */
-%typemap(in) (const uint64_t *shape, size_t ndim) (void *arr = NULL) {
+%typemap(in) (const uint64_t *shape, size_t shape_len) (void *arr = NULL) {
   if (pot_py_getuints($input, &arr, &$2, 64) < 0) SWIG_fail;
   $1 = ($1_ltype)arr;
 }
-%typemap(freearg) (const uint64_t *shape, size_t ndim) "PyMem_Free(arr$argnum);"
-%apply (const uint64_t *shape, size_t ndim) { (const uint64_t *indices, size_t count) };
+%typemap(freearg) (const uint64_t *shape, size_t shape_len) "PyMem_Free(arr$argnum);"
+%apply (const uint64_t *shape, size_t shape_len) { (const uint64_t *indices, size_t indices_len) };
 
 /* Micro-batch sizes. */
-%typemap(in) (const uint32_t *microbatch_sizes, size_t microbatches) (void *arr = NULL) {
+%typemap(in) (const uint32_t *microbatch_sizes, size_t microbatch_sizes_len) (void *arr = NULL) {
   if (pot_py_getuints($input, &arr, &$2, 32) < 0) SWIG_fail;
   $1 = ($1_ltype)arr;
 }
-%typemap(freearg) (const uint32_t *microbatch_sizes, size_t microbatches) "PyMem_Free(arr$argnum);"
+%typemap(freearg) (const uint32_t *microbatch_sizes, size_t microbatch_sizes_len) "PyMem_Free(arr$argnum);"
 
 /* Losses. */
-%typemap(in) (const double *losses, size_t count) (double *arr = NULL) {
+%typemap(in) (const double *losses, size_t losses_len) (double *arr = NULL) {
   if (pot_py_getdoubles($input, &arr, &$2) < 0) SWIG_fail;
   $1 = arr;
 }
-%typemap(freearg) (const double *losses, size_t count) "PyMem_Free(arr$argnum);"
+%typemap(freearg) (const double *losses, size_t losses_len) "PyMem_Free(arr$argnum);"
 
 /* pot_spec_learning_rates: the count in, a list of floats out (bounded: a
  * Python caller asks for chunks, pot.Spec.learning_rates). */
-%typemap(in) (double *out, size_t n) (double *arr = NULL) {
+%typemap(in) (double *out, size_t out_len) (double *arr = NULL) {
   unsigned long long n = PyLong_AsUnsignedLongLong($input);
   if (PyErr_Occurred()) SWIG_fail;
   if (n > POT_MAX_RATES_PER_CALL) {
@@ -580,7 +578,7 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
   $1 = arr;
   $2 = (size_t)n;
 }
-%typemap(argout) (double *out, size_t n) {
+%typemap(argout) (double *out, size_t out_len) {
   if (result == POT_OK) {
     PyObject *list = PyList_New((Py_ssize_t)$2);
     if (!list) SWIG_fail;
@@ -595,11 +593,11 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
     POT_APPEND(list)
   }
 }
-%typemap(freearg) (double *out, size_t n) "PyMem_Free(arr$argnum);"
+%typemap(freearg) (double *out, size_t out_len) "PyMem_Free(arr$argnum);"
 
 /* pot_seeded_schedule_stream: the count in, a list of ints out (bounded by
  * POT_MAX_STREAM_POSITIONS; Task.run_schedule asks in chunks). */
-%typemap(in) (uint64_t *out, size_t count) (uint64_t *arr = NULL) {
+%typemap(in) (uint64_t *out, size_t out_len) (uint64_t *arr = NULL) {
   unsigned long long n = PyLong_AsUnsignedLongLong($input);
   if (PyErr_Occurred()) SWIG_fail;
   if (n > POT_MAX_STREAM_POSITIONS) {
@@ -614,7 +612,7 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
   $1 = arr;
   $2 = (size_t)n;
 }
-%typemap(argout) (uint64_t *out, size_t count) {
+%typemap(argout) (uint64_t *out, size_t out_len) {
   if (result == POT_OK) {
     PyObject *list = PyList_New((Py_ssize_t)$2);
     if (!list) SWIG_fail;
@@ -629,7 +627,7 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
     POT_APPEND(list)
   }
 }
-%typemap(freearg) (uint64_t *out, size_t count) "PyMem_Free(arr$argnum);"
+%typemap(freearg) (uint64_t *out, size_t out_len) "PyMem_Free(arr$argnum);"
 
 /* ---- digests ------------------------------------------------------------- */
 
@@ -740,6 +738,7 @@ POT_SCALAR_OUT(pot_loss_flag_kind, PyLong_FromUnsignedLong((unsigned long)*$1))
  * the exception's `partial` on failure. */
 %typemap(in, numinputs=0) pot_verify_result *out (pot_verify_result temp) {
   memset(&temp, 0, sizeof temp);
+  temp.struct_size = sizeof temp;
   $1 = &temp;
 }
 %typemap(argout) pot_verify_result *out {
@@ -753,6 +752,7 @@ POT_SCALAR_OUT(pot_loss_flag_kind, PyLong_FromUnsignedLong((unsigned long)*$1))
   PyObject *check_o = NULL, *replayed_o = NULL, *digest_o = NULL, *bucket_o = NULL, *gradient_o = NULL;
   const pot_digest *dp = NULL;
   memset(&temp, 0, sizeof temp);
+  temp.struct_size = sizeof temp;
   if (!PyArg_ParseTuple($input,
                         "OOOOO;result: a tuple (check, replayed, replayed_state_digest, norm_bucket, gradient_digest)",
                         &check_o, &replayed_o, &digest_o, &bucket_o, &gradient_o))
@@ -771,6 +771,7 @@ POT_SCALAR_OUT(pot_loss_flag_kind, PyLong_FromUnsignedLong((unsigned long)*$1))
 
 %typemap(in, numinputs=0) pot_replay_result *out (pot_replay_result temp) {
   memset(&temp, 0, sizeof temp);
+  temp.struct_size = sizeof temp;
   $1 = &temp;
 }
 %typemap(argout) pot_replay_result *out {
@@ -794,11 +795,11 @@ POT_SCALAR_OUT(pot_loss_flag_kind, PyLong_FromUnsignedLong((unsigned long)*$1))
 /* ---- multi-argument outputs ---------------------------------------------- */
 
 /* pot_safetensors_tensor's shape: a tuple. */
-%typemap(in, numinputs=0) (const uint64_t **shape, size_t *ndim) (const uint64_t *s = NULL, size_t n = 0) {
+%typemap(in, numinputs=0) (const uint64_t **shape, size_t *shape_len) (const uint64_t *s = NULL, size_t n = 0) {
   $1 = ($1_ltype)&s;
   $2 = &n;
 }
-%typemap(argout) (const uint64_t **shape, size_t *ndim) {
+%typemap(argout) (const uint64_t **shape, size_t *shape_len) {
   if (result == POT_OK) {
     PyObject *list = pot_py_u64list(*$1, *$2);
     PyObject *tuple = list ? PyList_AsTuple(list) : NULL;
@@ -810,11 +811,11 @@ POT_SCALAR_OUT(pot_loss_flag_kind, PyLong_FromUnsignedLong((unsigned long)*$1))
 /* pot_safetensors_tensor's data: its address in the file's mapping and its
  * length, valid until pot_safetensors_free (pot.Safetensors copies the bytes
  * or hands out views that keep the mapping alive). */
-%typemap(in, numinputs=0) (const void **data, size_t *nbytes) (const void *p = NULL, size_t n = 0) {
+%typemap(in, numinputs=0) (const void **data, size_t *data_len) (const void *p = NULL, size_t n = 0) {
   $1 = ($1_ltype)&p;
   $2 = &n;
 }
-%typemap(argout) (const void **data, size_t *nbytes) {
+%typemap(argout) (const void **data, size_t *data_len) {
   if (result == POT_OK) {
     POT_APPEND(PyLong_FromVoidPtr((void *)*$1))
     POT_APPEND(PyLong_FromSize_t(*$2))
@@ -823,12 +824,12 @@ POT_SCALAR_OUT(pot_loss_flag_kind, PyLong_FromUnsignedLong((unsigned long)*$1))
 
 /* pot_bisection_points: the round's points out (at most
  * POT_BISECTION_MAX_POINTS). */
-%typemap(in, numinputs=0) (uint64_t *points, size_t *count)
+%typemap(in, numinputs=0) (uint64_t *points, size_t *points_len)
     (uint64_t buf[POT_BISECTION_MAX_POINTS], size_t count = POT_BISECTION_MAX_POINTS) {
   $1 = buf;
   $2 = &count;
 }
-%typemap(argout) (uint64_t *points, size_t *count) {
+%typemap(argout) (uint64_t *points, size_t *points_len) {
   if (result == POT_OK) POT_APPEND(pot_py_u64list($1, *$2))
 }
 /* pot_stream_locate. */
@@ -844,6 +845,7 @@ POT_SCALAR_OUT(pot_loss_flag_kind, PyLong_FromUnsignedLong((unsigned long)*$1))
 /* pot_bisection_info_get: a dict. */
 %typemap(in, numinputs=0) pot_bisection_info *out (pot_bisection_info temp) {
   memset(&temp, 0, sizeof temp);
+  temp.struct_size = sizeof temp;
   $1 = &temp;
 }
 %typemap(argout) pot_bisection_info *out {
@@ -851,7 +853,7 @@ POT_SCALAR_OUT(pot_loss_flag_kind, PyLong_FromUnsignedLong((unsigned long)*$1))
 }
 /* pot_bisection_play_round: two sequences of digests, their common length
  * the count (different lengths: pot is told the longer one, and refuses). */
-%typemap(in) (const pot_digest *a_claims, const pot_digest *b_claims, size_t count)
+%typemap(in) (const pot_digest *a_claims, const pot_digest *b_claims, size_t claims_len)
     (pot_digest *claims_a = NULL, pot_digest *claims_b = NULL, size_t count_a = 0, size_t count_b = 0) {
   PyObject *pair = $input;
   if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
@@ -871,13 +873,13 @@ POT_SCALAR_OUT(pot_loss_flag_kind, PyLong_FromUnsignedLong((unsigned long)*$1))
   $2 = claims_b;
   $3 = count_a;
 }
-%typemap(freearg) (const pot_digest *a_claims, const pot_digest *b_claims, size_t count) {
+%typemap(freearg) (const pot_digest *a_claims, const pot_digest *b_claims, size_t claims_len) {
   PyMem_Free(claims_a$argnum);
   PyMem_Free(claims_b$argnum);
 }
 
 /* pot_challenge_derive: rounds in, the list of steps out. */
-%typemap(in) (uint64_t *steps, size_t rounds) {
+%typemap(in) (uint64_t *steps, size_t steps_len) {
   size_t rounds = 0;
   if (!SWIG_IsOK(SWIG_AsVal_size_t($input, &rounds))) {
     PyErr_SetString(PyExc_TypeError, "rounds must be a non-negative integer");
@@ -892,16 +894,16 @@ POT_SCALAR_OUT(pot_loss_flag_kind, PyLong_FromUnsignedLong((unsigned long)*$1))
     SWIG_fail;
   }
 }
-%typemap(argout) (uint64_t *steps, size_t rounds) {
+%typemap(argout) (uint64_t *steps, size_t steps_len) {
   if (result == POT_OK) POT_APPEND(pot_py_u64list($1, $2))
 }
-%typemap(freearg) (uint64_t *steps, size_t rounds) "PyMem_Free($1);"
+%typemap(freearg) (uint64_t *steps, size_t steps_len) "PyMem_Free($1);"
 
 /* pot_schedule_entry_decode: the entry in, its indices and micro-batch sizes
  * out. An entry of len bytes holds at most len indices and micro-batches
  * (each takes at least a byte), so one call with capacity len + 1 does. */
-%typemap(in) (uint64_t *indices, size_t *count, uint32_t *microbatch_sizes, size_t *microbatches,
-              const uint8_t *entry, size_t len)
+%typemap(in) (uint64_t *indices, size_t *indices_len, uint32_t *microbatch_sizes, size_t *microbatch_sizes_len,
+              const uint8_t *entry, size_t entry_len)
     (pot_pybuf buf = POT_PYBUF_INIT, size_t count = 0, size_t mbs = 0) {
   size_t cap;
   if (pot_py_getbuf($input, &buf) < 0) SWIG_fail;
@@ -919,8 +921,8 @@ POT_SCALAR_OUT(pot_loss_flag_kind, PyLong_FromUnsignedLong((unsigned long)*$1))
   $5 = ($5_ltype)pot_py_bufptr(&buf);
   $6 = (size_t)buf.view.len;
 }
-%typemap(argout) (uint64_t *indices, size_t *count, uint32_t *microbatch_sizes, size_t *microbatches,
-                  const uint8_t *entry, size_t len) {
+%typemap(argout) (uint64_t *indices, size_t *indices_len, uint32_t *microbatch_sizes, size_t *microbatch_sizes_len,
+                  const uint8_t *entry, size_t entry_len) {
   if (result == POT_OK) {
     PyObject *sizes = PyList_New((Py_ssize_t)*$4);
     size_t i;
@@ -937,8 +939,8 @@ POT_SCALAR_OUT(pot_loss_flag_kind, PyLong_FromUnsignedLong((unsigned long)*$1))
     POT_APPEND(sizes)
   }
 }
-%typemap(freearg) (uint64_t *indices, size_t *count, uint32_t *microbatch_sizes, size_t *microbatches,
-                   const uint8_t *entry, size_t len) {
+%typemap(freearg) (uint64_t *indices, size_t *indices_len, uint32_t *microbatch_sizes, size_t *microbatch_sizes_len,
+                   const uint8_t *entry, size_t entry_len) {
   PyMem_Free($1);
   PyMem_Free($3);
   pot_py_releasebuf(&buf$argnum);

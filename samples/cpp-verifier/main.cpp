@@ -187,7 +187,7 @@ int run(const Args &a) {
   }
 
   // The verifier checks the opening, replays the step and compares.
-  pot_verify_result r{};
+  pot_verify_result r = POT_VERIFY_RESULT_INIT;
   const pot_status st = pot_verify_step(&r, commitment.get(), spec.get(), a.program.c_str(), a.step, a.size, &root,
                                         manifest.data(), manifest.size(), pre.c_str(), bucket ? post.c_str() : nullptr,
                                         bucket ? POT_VERIFY_NORM_BUCKET : POT_VERIFY_BITWISE, a.threads, &err);

@@ -31,49 +31,49 @@ pot_status stream_positions(uint64_t *out, size_t count, pot_error **err, Draw d
 
 extern "C" {
 
-pot_status pot_sample_digest(pot_digest *out, const uint8_t *safetensors, size_t len, pot_error **err) {
+pot_status pot_sample_digest(pot_digest *out, const uint8_t *safetensors, size_t safetensors_len, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    from_digest(out, commit::sample_digest(bytes_arg(safetensors, len, "safetensors")));
+    from_digest(out, commit::sample_digest(bytes_arg(safetensors, safetensors_len, "safetensors")));
   });
 }
 
-pot_status pot_schedule_entry_encode(pot_bytes *out, uint64_t step, const uint64_t *indices, size_t count,
-                                     const uint32_t *microbatch_sizes, size_t microbatches, uint64_t dataset_size,
+pot_status pot_schedule_entry_encode(pot_bytes *out, uint64_t step, const uint64_t *indices, size_t indices_len,
+                                     const uint32_t *microbatch_sizes, size_t microbatch_sizes_len, uint64_t dataset_size,
                                      pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    if (count) need(indices, "indices");
-    if (microbatches) need(microbatch_sizes, "microbatch_sizes");
-    if (microbatches > commit::kMaxMicrobatches)
-      fail(Status::kInvalidArgument, "{} micro-batches, the limit is {}", microbatches, commit::kMaxMicrobatches);
+    if (indices_len) need(indices, "indices");
+    if (microbatch_sizes_len) need(microbatch_sizes, "microbatch_sizes");
+    if (microbatch_sizes_len > commit::kMaxMicrobatches)
+      fail(Status::kInvalidArgument, "{} micro-batches, the limit is {}", microbatch_sizes_len, commit::kMaxMicrobatches);
     commit::ScheduleEntry e;
     e.step = step;
     size_t at = 0;
-    for (size_t m = 0; m < microbatches; ++m) {
+    for (size_t m = 0; m < microbatch_sizes_len; ++m) {
       const size_t n = microbatch_sizes[m];
-      if (n > count - at)
-        fail(Status::kInvalidArgument, "micro-batch sizes add up to more than the {} indices given", count);
+      if (n > indices_len - at)
+        fail(Status::kInvalidArgument, "micro-batch sizes add up to more than the {} indices given", indices_len);
       e.micro.emplace_back(indices + at, indices + at + n);
       at += n;
     }
-    if (at != count)
-      fail(Status::kInvalidArgument, "micro-batch sizes add up to {}, not the {} indices given", at, count);
+    if (at != indices_len)
+      fail(Status::kInvalidArgument, "micro-batch sizes add up to {}, not the {} indices given", at, indices_len);
     to_bytes(out, e.encode(dataset_size));
   });
 }
 
-pot_status pot_schedule_entry_decode(uint64_t *step, uint64_t *indices, size_t *count, uint32_t *microbatch_sizes,
-                                     size_t *microbatches, const uint8_t *entry, size_t len, pot_error **err) {
+pot_status pot_schedule_entry_decode(uint64_t *step, uint64_t *indices, size_t *indices_len, uint32_t *microbatch_sizes,
+                                     size_t *microbatch_sizes_len, const uint8_t *entry, size_t entry_len, pot_error **err) {
   return guard(err, [&] {
-    need(count, "count");
-    need(microbatches, "microbatches");
-    const commit::ScheduleEntry e = commit::ScheduleEntry::decode(bytes_arg(entry, len, "entry"));
+    need(indices_len, "indices_len");
+    need(microbatch_sizes_len, "microbatch_sizes_len");
+    const commit::ScheduleEntry e = commit::ScheduleEntry::decode(bytes_arg(entry, entry_len, "entry"));
     const std::vector<uint64_t> all = e.indices();
-    const bool fits = (!indices || *count >= all.size()) && (!microbatch_sizes || *microbatches >= e.micro.size());
-    const size_t cap_i = *count, cap_m = *microbatches;
-    *count = all.size();
-    *microbatches = e.micro.size();
+    const bool fits = (!indices || *indices_len >= all.size()) && (!microbatch_sizes || *microbatch_sizes_len >= e.micro.size());
+    const size_t cap_i = *indices_len, cap_m = *microbatch_sizes_len;
+    *indices_len = all.size();
+    *microbatch_sizes_len = e.micro.size();
     if (!fits)
       fail(Status::kInvalidArgument, "the entry holds {} indices in {} micro-batches; capacities were {} and {}",
            all.size(), e.micro.size(), cap_i, cap_m);
@@ -101,16 +101,16 @@ pot_status pot_seeded_schedule_root(pot_digest *out, uint64_t seed, uint64_t dat
 }
 
 
-pot_status pot_seeded_schedule_stream(uint64_t *out, size_t count, uint64_t seed, uint64_t dataset_size,
+pot_status pot_seeded_schedule_stream(uint64_t *out, size_t out_len, uint64_t seed, uint64_t dataset_size,
                                       uint64_t first, pot_error **err) {
-  return stream_positions(out, count, err, [&](uint64_t *v, size_t n) {
+  return stream_positions(out, out_len, err, [&](uint64_t *v, size_t n) {
     commit::seeded_schedule_stream(seed, dataset_size, first, v, n);
   });
 }
 
-pot_status pot_uniform_schedule_stream(uint64_t *out, size_t count, uint64_t seed, uint64_t dataset_size,
+pot_status pot_uniform_schedule_stream(uint64_t *out, size_t out_len, uint64_t seed, uint64_t dataset_size,
                                        uint64_t first, pot_error **err) {
-  return stream_positions(out, count, err, [&](uint64_t *v, size_t n) {
+  return stream_positions(out, out_len, err, [&](uint64_t *v, size_t n) {
     commit::uniform_schedule_stream(seed, dataset_size, first, v, n);
   });
 }
@@ -123,10 +123,10 @@ pot_status pot_commitment_from_json(pot_commitment **out, const char *json, pot_
   });
 }
 
-pot_status pot_commitment_decode(pot_commitment **out, const uint8_t *data, size_t len, pot_error **err) {
+pot_status pot_commitment_decode(pot_commitment **out, const uint8_t *data, size_t data_len, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    auto c = commit::TrainingCommitment::decode(bytes_arg(data, len, "data"));
+    auto c = commit::TrainingCommitment::decode(bytes_arg(data, data_len, "data"));
     *out = new pot_commitment{std::move(c)};
   });
 }

@@ -102,9 +102,9 @@ pot_status pot_digest_from_hex(pot_digest *out, const char *hex, pot_error **err
   });
 }
 
-pot_status pot_sha256(pot_digest *out, const void *data, size_t len, pot_error **err) {
+pot_status pot_sha256(pot_digest *out, const void *data, size_t data_len, pot_error **err) {
   return guard(err, [&] {
-    const hash::Digest d = hash::sha256(bytes_arg(data, len, "data"));
+    const hash::Digest d = hash::sha256(bytes_arg(data, data_len, "data"));
     from_digest(need(out, "out"), d);
   });
 }

@@ -21,13 +21,13 @@ static_assert(POT_BISECTION_MIN_ARITY == dispute::kMinArity && POT_BISECTION_MAX
 
 extern "C" {
 
-pot_status pot_bisection_points(uint64_t *points, size_t *count, uint64_t lo, uint64_t hi, uint32_t arity,
+pot_status pot_bisection_points(uint64_t *points, size_t *points_len, uint64_t lo, uint64_t hi, uint32_t arity,
                                 pot_error **err) {
   return guard(err, [&] {
-    need(count, "count");
+    need(points_len, "points_len");
     const std::vector<uint64_t> p = dispute::bisection_points(lo, hi, arity);
-    const size_t capacity = *count;
-    *count = p.size();
+    const size_t capacity = *points_len;
+    *points_len = p.size();
     if (!points) return;
     if (capacity < p.size())
       fail(Status::kInvalidArgument, "pot_bisection_points: {} points do not fit a capacity of {}", p.size(),
@@ -54,7 +54,7 @@ void pot_bisection_free(pot_bisection *bisection) { delete bisection; }
 
 pot_status pot_bisection_info_get(pot_bisection_info *out, const pot_bisection *bisection, pot_error **err) {
   return guard(err, [&] {
-    need(out, "out");
+    result_arg(out, "out", "pot_bisection_info", "POT_BISECTION_INFO_INIT");
     const dispute::StepBisection &b = need(bisection, "bisection")->bisection;
     pot_bisection_info info{};
     info.lo = b.lo();
@@ -65,24 +65,24 @@ pot_status pot_bisection_info_get(pot_bisection_info *out, const pot_bisection *
     from_digest(&info.agreed, b.agreed());
     from_digest(&info.a_hi, b.a_hi());
     from_digest(&info.b_hi, b.b_hi());
-    *out = info;
+    write_result(out, info);
   });
 }
 
 pot_status pot_bisection_play_round(pot_bisection *bisection, const pot_digest *a_claims, const pot_digest *b_claims,
-                                    size_t count, pot_error **err) {
+                                    size_t claims_len, pot_error **err) {
   return guard(err, [&] {
     dispute::StepBisection &b = need(bisection, "bisection")->bisection;
     if (b.done()) fail(Status::kState, "pot_bisection_play_round: done at step {}", b.hi());
-    if (count > dispute::kMaxArity - 1)
-      fail(Status::kInvalidArgument, "pot_bisection_play_round: {} claims, a round has at most {}", count,
+    if (claims_len > dispute::kMaxArity - 1)
+      fail(Status::kInvalidArgument, "pot_bisection_play_round: {} claims, a round has at most {}", claims_len,
            dispute::kMaxArity - 1);
-    if (count > 0) {
+    if (claims_len > 0) {
       need(a_claims, "a_claims");
       need(b_claims, "b_claims");
     }
-    std::vector<hash::Digest> a(count), c(count);
-    for (size_t i = 0; i < count; ++i) {
+    std::vector<hash::Digest> a(claims_len), c(claims_len);
+    for (size_t i = 0; i < claims_len; ++i) {
       a[i] = to_digest(&a_claims[i], "a_claims");
       c[i] = to_digest(&b_claims[i], "b_claims");
     }
@@ -96,8 +96,8 @@ void pot_op_trace_free(pot_op_trace *trace) { delete trace; }
 
 pot_status pot_op_trace_replay_result(pot_replay_result *out, const pot_op_trace *trace, pot_error **err) {
   return guard(err, [&] {
-    need(out, "out");
-    *out = need(trace, "trace")->result;
+    result_arg(out, "out", "pot_replay_result", "POT_REPLAY_RESULT_INIT");
+    write_result(out, need(trace, "trace")->result);
   });
 }
 
@@ -138,10 +138,10 @@ pot_status pot_op_trace_consistency_proof(pot_bytes *out, const pot_op_trace *tr
   });
 }
 
-pot_status pot_op_node_json(pot_bytes *out, const uint8_t *node, size_t len, pot_error **err) {
+pot_status pot_op_node_json(pot_bytes *out, const uint8_t *node, size_t node_len, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    const std::string j = dispute::op_node_json(dispute::decode_op_node(bytes_arg(node, len, "node")));
+    const std::string j = dispute::op_node_json(dispute::decode_op_node(bytes_arg(node, node_len, "node")));
     to_bytes(out, Bytes(j.begin(), j.end()));
   });
 }

@@ -58,12 +58,12 @@ pot_status pot_dtype_from_name(pot_dtype *out, const char *name, pot_error **err
 }
 
 pot_status pot_tensor_digest(pot_digest *out, const char *name, pot_dtype dtype,
-                             const uint64_t *shape, size_t ndim, const void *data, size_t nbytes,
+                             const uint64_t *shape, size_t shape_len, const void *data, size_t data_len,
                              uint32_t threads, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    const hash::TensorMeta meta = tensor_meta(name, dtype, shape, ndim);
-    from_digest(out, hash::tensor_digest(meta, bytes_arg(data, nbytes, "data"), threads));
+    const hash::TensorMeta meta = tensor_meta(name, dtype, shape, shape_len);
+    from_digest(out, hash::tensor_digest(meta, bytes_arg(data, data_len, "data"), threads));
   });
 }
 
@@ -81,11 +81,11 @@ pot_status pot_state_set_threads(pot_state *state, uint32_t threads, pot_error *
 }
 
 pot_status pot_state_add_tensor(pot_state *state, const char *name, pot_dtype dtype,
-                                const uint64_t *shape, size_t ndim, const void *data,
-                                size_t nbytes, pot_error **err) {
+                                const uint64_t *shape, size_t shape_len, const void *data,
+                                size_t data_len, pot_error **err) {
   return guard(err, [&] {
     need(state, "state");
-    state->builder.add_tensor(tensor_meta(name, dtype, shape, ndim), bytes_arg(data, nbytes, "data"));
+    state->builder.add_tensor(tensor_meta(name, dtype, shape, shape_len), bytes_arg(data, data_len, "data"));
   });
 }
 
@@ -123,30 +123,30 @@ pot_status pot_state_verify_tensor(const pot_digest *state_digest, const pot_dig
   });
 }
 
-pot_status pot_chunk_range_hash(pot_bytes *out, const void *data, size_t len, uint64_t offset,
+pot_status pot_chunk_range_hash(pot_bytes *out, const void *data, size_t data_len, uint64_t offset,
                                 uint64_t total_bytes, uint32_t threads, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    const hash::ChunkRange r = hash::hash_range(bytes_arg(data, len, "data"), offset, total_bytes, threads);
+    const hash::ChunkRange r = hash::hash_range(bytes_arg(data, data_len, "data"), offset, total_bytes, threads);
     to_bytes(out, r.encode());
   });
 }
 
 pot_status pot_tensor_assembler_new(pot_tensor_assembler **out, const char *name, pot_dtype dtype,
-                                    const uint64_t *shape, size_t ndim, pot_error **err) {
+                                    const uint64_t *shape, size_t shape_len, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    *out = new pot_tensor_assembler{hash::TensorAssembler(tensor_meta(name, dtype, shape, ndim))};
+    *out = new pot_tensor_assembler{hash::TensorAssembler(tensor_meta(name, dtype, shape, shape_len))};
   });
 }
 
 void pot_tensor_assembler_free(pot_tensor_assembler *assembler) { delete assembler; }
 
 pot_status pot_tensor_assembler_add(pot_tensor_assembler *assembler, const uint8_t *record,
-                                    size_t len, pot_error **err) {
+                                    size_t record_len, pot_error **err) {
   return guard(err, [&] {
     need(assembler, "assembler");
-    assembler->assembler.add(hash::ChunkRange::decode(bytes_arg(record, len, "record")));
+    assembler->assembler.add(hash::ChunkRange::decode(bytes_arg(record, record_len, "record")));
   });
 }
 

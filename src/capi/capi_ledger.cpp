@@ -20,10 +20,10 @@ pot_status pot_ledger_new(pot_ledger **out, const char *config_json, pot_error *
   });
 }
 
-pot_status pot_ledger_load(pot_ledger **out, const uint8_t *state, size_t len, pot_error **err) {
+pot_status pot_ledger_load(pot_ledger **out, const uint8_t *state, size_t state_len, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    game::Ledger l = game::Ledger::load(bytes_arg(state, len, "state"));
+    game::Ledger l = game::Ledger::load(bytes_arg(state, state_len, "state"));
     *out = new pot_ledger{std::move(l)};
   });
 }
@@ -46,10 +46,10 @@ pot_status pot_ledger_apply(pot_bytes *result, pot_ledger *ledger, const char *c
   });
 }
 
-pot_status pot_ledger_outcome_decode(pot_bytes *json, const uint8_t *record, size_t len, pot_error **err) {
+pot_status pot_ledger_outcome_decode(pot_bytes *json, const uint8_t *record, size_t record_len, pot_error **err) {
   return guard(err, [&] {
     need(json, "json");
-    const ByteView b = bytes_arg(record, len, "record");
+    const ByteView b = bytes_arg(record, record_len, "record");
     // The log holds both kinds of record, told apart by their tags.
     to_text(json, game::is_dispute_record(b) ? game::DisputeRecord::decode(b).to_json().dump()
                                              : game::Outcome::decode(b).to_json().dump());

@@ -91,13 +91,13 @@ pot_status pot_losscheck_params_get(double *out, const pot_losscheck_params *par
   });
 }
 
-pot_status pot_losscheck_run(pot_losscheck_report **out, const double *losses, size_t count,
+pot_status pot_losscheck_run(pot_losscheck_report **out, const double *losses, size_t losses_len,
                              const pot_losscheck_params *params, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    if (count) need(losses, "losses");
+    if (losses_len) need(losses, "losses");
     const losscheck::LossCheckParams p = params ? params->p : losscheck::LossCheckParams{};
-    auto flags = losscheck::check_loss_curve(std::vector<double>(losses, losses + count), p);
+    auto flags = losscheck::check_loss_curve(std::vector<double>(losses, losses + losses_len), p);
     *out = new pot_losscheck_report{std::move(flags)};
   });
 }

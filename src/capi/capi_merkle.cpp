@@ -26,10 +26,10 @@ ByteView digest_view(const pot_digest *d, const char *param) {
 
 extern "C" {
 
-pot_status pot_merkle_leaf_hash(pot_digest *out, const void *data, size_t len, pot_error **err) {
+pot_status pot_merkle_leaf_hash(pot_digest *out, const void *data, size_t data_len, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    from_digest(out, hash::leaf_hash(bytes_arg(data, len, "data")));
+    from_digest(out, hash::leaf_hash(bytes_arg(data, data_len, "data")));
   });
 }
 
@@ -68,8 +68,8 @@ pot_status pot_log_new(pot_log **out, pot_error **err) {
 
 void pot_log_free(pot_log *log) { delete log; }
 
-pot_status pot_log_append(pot_log *log, const void *data, size_t len, pot_error **err) {
-  return guard(err, [&] { need(log, "log")->log.append(bytes_arg(data, len, "data")); });
+pot_status pot_log_append(pot_log *log, const void *data, size_t data_len, pot_error **err) {
+  return guard(err, [&] { need(log, "log")->log.append(bytes_arg(data, data_len, "data")); });
 }
 
 pot_status pot_log_append_hash(pot_log *log, const pot_digest *leaf_hash, pot_error **err) {
@@ -92,10 +92,10 @@ pot_status pot_log_save(pot_bytes *out, const pot_log *log, pot_error **err) {
   });
 }
 
-pot_status pot_log_load(pot_log **out, const uint8_t *data, size_t len, pot_error **err) {
+pot_status pot_log_load(pot_log **out, const uint8_t *data, size_t data_len, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    merkle::Log log = merkle::Log::load(bytes_arg(data, len, "data"));
+    merkle::Log log = merkle::Log::load(bytes_arg(data, data_len, "data"));
     *out = new pot_log{std::move(log)};
   });
 }
@@ -110,10 +110,10 @@ pot_status pot_tree_open(pot_tree **out, const char *path, pot_error **err) {
 
 void pot_tree_free(pot_tree *tree) { delete tree; }
 
-pot_status pot_tree_append(uint64_t *index, pot_tree *tree, const void *data, size_t len,
+pot_status pot_tree_append(uint64_t *index, pot_tree *tree, const void *data, size_t data_len,
                            pot_error **err) {
   return guard(err, [&] {
-    const uint64_t i = need(tree, "tree")->tree->append(bytes_arg(data, len, "data"));
+    const uint64_t i = need(tree, "tree")->tree->append(bytes_arg(data, data_len, "data"));
     if (index) *index = i;
   });
 }

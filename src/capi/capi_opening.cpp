@@ -53,49 +53,49 @@ pot_status pot_opening_new(pot_opening **out, const pot_digest *run_id, uint64_t
 
 void pot_opening_free(pot_opening *opening) { delete opening; }
 
-pot_status pot_opening_set_pre_leaf(pot_opening *opening, const uint8_t *leaf, size_t len, const uint8_t *proof,
+pot_status pot_opening_set_pre_leaf(pot_opening *opening, const uint8_t *leaf, size_t leaf_len, const uint8_t *proof,
                                     size_t proof_len, pot_error **err) {
   return guard(err, [&] {
     need(opening, "opening");
-    Bytes l = copy(leaf, len, "leaf"), p = copy(proof, proof_len, "proof");
+    Bytes l = copy(leaf, leaf_len, "leaf"), p = copy(proof, proof_len, "proof");
     opening->m.pre_leaf = std::move(l);
     opening->m.pre_leaf_proof = std::move(p);
   });
 }
 
-pot_status pot_opening_set_post_leaf(pot_opening *opening, const uint8_t *leaf, size_t len, const uint8_t *proof,
+pot_status pot_opening_set_post_leaf(pot_opening *opening, const uint8_t *leaf, size_t leaf_len, const uint8_t *proof,
                                      size_t proof_len, pot_error **err) {
   return guard(err, [&] {
     need(opening, "opening");
-    Bytes l = copy(leaf, len, "leaf"), p = copy(proof, proof_len, "proof");
+    Bytes l = copy(leaf, leaf_len, "leaf"), p = copy(proof, proof_len, "proof");
     opening->m.post_leaf = std::move(l);
     opening->m.post_leaf_proof = std::move(p);
   });
 }
 
-pot_status pot_opening_set_schedule(pot_opening *opening, const uint8_t *entry, size_t len, const uint8_t *proof,
+pot_status pot_opening_set_schedule(pot_opening *opening, const uint8_t *entry, size_t entry_len, const uint8_t *proof,
                                     size_t proof_len, pot_error **err) {
   return guard(err, [&] {
     need(opening, "opening");
-    Bytes e = copy(entry, len, "entry"), p = copy(proof, proof_len, "proof");
+    Bytes e = copy(entry, entry_len, "entry"), p = copy(proof, proof_len, "proof");
     opening->m.schedule_entry = std::move(e);
     opening->m.schedule_proof = std::move(p);
   });
 }
 
-pot_status pot_opening_add_sample(pot_opening *opening, uint64_t index, const uint8_t *payload, size_t len,
+pot_status pot_opening_add_sample(pot_opening *opening, uint64_t index, const uint8_t *payload, size_t payload_len,
                                   const uint8_t *proof, size_t proof_len, pot_error **err) {
   return guard(err, [&] {
     need(opening, "opening");
-    commit::SampleOpening s{index, copy(payload, len, "payload"), copy(proof, proof_len, "proof"), {}};
+    commit::SampleOpening s{index, copy(payload, payload_len, "payload"), copy(proof, proof_len, "proof"), {}};
     opening->m.samples.push_back(std::move(s));
   });
 }
 
-pot_status pot_opening_set_stream(pot_opening *opening, const uint8_t *descriptor, size_t len, pot_error **err) {
+pot_status pot_opening_set_stream(pot_opening *opening, const uint8_t *descriptor, size_t descriptor_len, pot_error **err) {
   return guard(err, [&] {
     need(opening, "opening");
-    opening->m.stream = copy(descriptor, len, "descriptor");
+    opening->m.stream = copy(descriptor, descriptor_len, "descriptor");
   });
 }
 
@@ -142,13 +142,13 @@ const char *pot_opening_check_name(pot_opening_check check) {
 
 pot_status pot_opening_verify(pot_opening_check *check, const pot_commitment *commitment, uint64_t challenged_step,
                               uint64_t log_size,
-                              const pot_digest *log_root, const uint8_t *manifest, size_t len,
+                              const pot_digest *log_root, const uint8_t *manifest, size_t manifest_len,
                               const char *pre_state_path, const char *post_state_path, uint32_t threads,
                               pot_error **err) {
   commit::OpeningResult r;
   const pot_status s = guard(err, [&] {
     r = commit::verify_opening(need(commitment, "commitment")->c, challenged_step, log_size, to_digest(log_root, "log_root"),
-                               bytes_arg(manifest, len, "manifest"),
+                               bytes_arg(manifest, manifest_len, "manifest"),
                                pre_state_path ? std::optional<std::string>(pre_state_path) : std::nullopt,
                                post_state_path ? std::optional<std::string>(post_state_path) : std::nullopt, threads);
     if (r.check != commit::OpeningCheck::kOk) throw Error(r.status, r.message);

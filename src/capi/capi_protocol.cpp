@@ -39,9 +39,9 @@ pot_status pot_step_leaf_encode(uint8_t out[POT_STEP_LEAF_SIZE], const pot_diges
 }
 
 pot_status pot_step_leaf_decode(pot_digest *run_id, uint64_t *step, pot_digest *state_digest, double *loss,
-                                double *update_norm, const uint8_t *leaf, size_t len, pot_error **err) {
+                                double *update_norm, const uint8_t *leaf, size_t leaf_len, pot_error **err) {
   return guard(err, [&] {
-    const commit::StepLeaf l = commit::StepLeaf::decode(bytes_arg(leaf, len, "leaf"));
+    const commit::StepLeaf l = commit::StepLeaf::decode(bytes_arg(leaf, leaf_len, "leaf"));
     if (run_id) from_digest(run_id, l.run_id);
     if (step) *step = l.step;
     if (state_digest) from_digest(state_digest, l.state_digest);
@@ -50,12 +50,12 @@ pot_status pot_step_leaf_decode(pot_digest *run_id, uint64_t *step, pot_digest *
   });
 }
 
-pot_status pot_challenge_derive(uint64_t *steps, size_t rounds, const uint8_t *beacon, size_t beacon_len,
+pot_status pot_challenge_derive(uint64_t *steps, size_t steps_len, const uint8_t *beacon, size_t beacon_len,
                                 const pot_digest *run_id, uint64_t num_steps, pot_error **err) {
   return guard(err, [&] {
-    if (rounds) need(steps, "steps");
+    if (steps_len) need(steps, "steps");
     const auto out = challenge::derive_challenges(bytes_arg(beacon, beacon_len, "beacon"), to_digest(run_id, "run_id"),
-                                               num_steps, rounds);
+                                               num_steps, steps_len);
     std::copy(out.begin(), out.end(), steps);
   });
 }

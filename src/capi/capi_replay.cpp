@@ -140,42 +140,26 @@ pot_status pot_replay_input_name(const char **name, const pot_replay *replay, si
 #if POT_WITH_TORCH
 namespace {
 
-// The arguments of one step, checked and loaded: what pot_replay_step,
-// pot_replay_trace and the dispute calls share.
+// A step's inputs (pot_step_input) loaded for a replay: what
+// pot_replay_step, pot_replay_trace and the dispute calls share.
 struct PreparedStep {
-  commit::ScheduleEntry entry;
-  std::optional<hash::Digest> run;  // needed under per_step (the seed names the run)
-  std::vector<std::unique_ptr<hash::SafetensorsFile>> files;
+  const pot_step_input &in;
   replay::Batch batch;
   replay::TensorMap pre;
+
+  const commit::ScheduleEntry &entry() const { return in.entry; }
 };
 
-std::unique_ptr<PreparedStep> prepare(pot_replay *replay, const pot_digest *run_id, const char *pre_state_path,
-                                      const uint8_t *schedule_entry, size_t entry_len, const uint8_t *const *samples,
-                                      const size_t *sample_lens, size_t n_samples) {
+std::unique_ptr<PreparedStep> prepare(pot_replay *replay, const pot_step_input *input) {
   need(replay, "replay");
-  auto p = std::make_unique<PreparedStep>();
-  if (run_id) p->run = to_digest(run_id, "run_id");
-  const std::string pre_path(str_arg(pre_state_path, "pre_state_path"));
-  p->entry = commit::ScheduleEntry::decode(bytes_arg(schedule_entry, entry_len, "schedule_entry"));
-  if (n_samples > 0) {
-    need(samples, "samples");
-    need(sample_lens, "sample_lens");
-  }
-  const size_t scheduled = p->entry.indices().size();
-  if (n_samples != scheduled)
-    fail(Status::kInvalidArgument, "{} samples given, the schedule entry of step {} lists {}", n_samples,
-         p->entry.step, scheduled);
-  p->files.reserve(n_samples);
-  for (size_t i = 0; i < n_samples; ++i) {
-    try {
-      p->files.push_back(hash::SafetensorsFile::from_bytes(bytes_arg(samples[i], sample_lens[i], "samples[i]")));
-    } catch (const Error &e) {
-      fail(e.status(), "sample {} (dataset index {}): {}", i, p->entry.indices()[i], e.what());
-    }
-  }
-  p->batch = replay::split_batch(p->entry, p->files);
-  const auto pre_file = hash::SafetensorsFile::open(pre_path);
+  const pot_step_input &in = *need(input, "input");
+  const size_t scheduled = in.entry.indices().size();
+  if (in.samples.size() != scheduled)
+    fail(Status::kInvalidArgument, "the step input holds {} samples, the schedule entry of step {} lists {}",
+         in.samples.size(), in.entry.step, scheduled);
+  auto p = std::make_unique<PreparedStep>(PreparedStep{in, {}, {}});
+  p->batch = replay::split_batch(in.entry, in.samples);
+  const auto pre_file = hash::SafetensorsFile::open(in.pre_state_path);
   p->pre = torch_call([&] { return replay::load_state(*pre_file); });
   return p;
 }
@@ -183,14 +167,15 @@ std::unique_ptr<PreparedStep> prepare(pot_replay *replay, const pot_digest *run_
 replay::StepResult replay_one(pot_replay *replay, const PreparedStep &p, replay::OpTraceOut *op_trace) {
   return torch_call([&] {
     replay::StepOptions opts;
-    opts.run_id = p.run;
+    opts.run_id = p.in.run;
     opts.op_trace = op_trace;
-    return replay::replay_step(*replay->program, replay->spec, p.entry.step, p.pre, p.batch, opts);
+    return replay::replay_step(*replay->program, replay->spec, p.entry().step, p.pre, p.batch, opts);
   });
 }
 
 pot_replay_result result_of(const replay::StepResult &r, uint64_t step) {
   pot_replay_result res{};
+  res.struct_size = sizeof res;
   std::memcpy(res.post_state_digest.bytes, r.post_digest.bytes.data(), POT_DIGEST_SIZE);
   res.loss = r.loss;
   res.update_norm = r.update_norm;
@@ -203,73 +188,62 @@ pot_replay_result result_of(const replay::StepResult &r, uint64_t step) {
 }  // namespace
 #endif
 
-pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, const pot_digest *run_id,
-                           const char *pre_state_path, const uint8_t *schedule_entry, size_t entry_len,
-                           const uint8_t *const *samples, const size_t *sample_lens, size_t n_samples,
+pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, const pot_step_input *input,
                            const char *post_state_path, pot_error **err) {
   return guard(err, [&] {
-    need(out, "out");
+    result_arg(out, "out", "pot_replay_result", "POT_REPLAY_RESULT_INIT");
 #if POT_WITH_TORCH
-    const auto p = prepare(replay, run_id, pre_state_path, schedule_entry, entry_len, samples, sample_lens, n_samples);
+    const auto p = prepare(replay, input);
     const replay::StepResult r = replay_one(replay, *p, nullptr);
     if (post_state_path) {
       const std::string post_path(str_arg(post_state_path, "post_state_path"));
       hash::write_safetensors(post_path, replay::state_views(r.post), {});
     }
-    *out = result_of(r, p->entry.step);
+    write_result(out, result_of(r, p->entry().step));
 #else
-    (void)replay, (void)run_id, (void)pre_state_path, (void)schedule_entry, (void)entry_len, (void)samples;
-    (void)sample_lens, (void)n_samples, (void)post_state_path;
+    (void)replay, (void)input, (void)post_state_path;
     no_torch();
 #endif
   });
 }
 
-pot_status pot_replay_trace(pot_op_trace **out, pot_replay *replay, const pot_digest *run_id, const char *pre_state_path, const uint8_t *schedule_entry,
-                            size_t entry_len, const uint8_t *const *samples, const size_t *sample_lens,
-                            size_t n_samples, pot_error **err) {
+pot_status pot_replay_trace(pot_op_trace **out, pot_replay *replay, const pot_step_input *input, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
 #if POT_WITH_TORCH
-    const auto p = prepare(replay, run_id, pre_state_path, schedule_entry, entry_len, samples, sample_lens, n_samples);
+    const auto p = prepare(replay, input);
     replay::OpTraceOut nodes;
     const replay::StepResult r = replay_one(replay, *p, &nodes);
     auto t = std::make_unique<pot_op_trace>();
     t->trace = std::make_unique<dispute::OpTrace>(nodes.nodes);
-    t->result = result_of(r, p->entry.step);
+    t->result = result_of(r, p->entry().step);
     *out = t.release();
 #else
-    (void)replay, (void)run_id, (void)pre_state_path, (void)schedule_entry, (void)entry_len;
-    (void)samples, (void)sample_lens, (void)n_samples;
+    (void)replay, (void)input;
     no_torch();
 #endif
   });
 }
 
-pot_status pot_replay_open_op_node(pot_bytes *out, pot_replay *replay, const pot_digest *run_id,
-                                  const char *pre_state_path, const uint8_t *schedule_entry, size_t entry_len,
-                                  const uint8_t *const *samples, const size_t *sample_lens, size_t n_samples,
-                                  uint64_t index, pot_error **err) {
+pot_status pot_replay_open_op_node(pot_bytes *out, pot_replay *replay, const pot_step_input *input, uint64_t index,
+                                   pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
 #if POT_WITH_TORCH
-    const auto p = prepare(replay, run_id, pre_state_path, schedule_entry, entry_len, samples, sample_lens, n_samples);
-    const replay::StepInputs in{*replay->program, replay->spec, p->entry.step, p->pre, p->batch, p->run};
+    const auto p = prepare(replay, input);
+    const replay::StepInputs in{*replay->program, replay->spec, p->entry().step, p->pre, p->batch, p->in.run};
     to_bytes(out, torch_call([&] { return replay::open_op_node(in, index); }).encode());
 #else
-    (void)replay, (void)run_id, (void)pre_state_path, (void)schedule_entry, (void)entry_len, (void)samples;
-    (void)sample_lens, (void)n_samples, (void)index;
+    (void)replay, (void)input, (void)index;
     no_torch();
 #endif
   });
 }
 
-pot_status pot_referee_decide_op(pot_bytes *ruling, pot_replay *replay, const pot_digest *run_id,
-                                 const char *pre_state_path, const pot_digest *pre_state_digest,
-                                 const uint8_t *schedule_entry, size_t entry_len, const uint8_t *const *samples,
-                                 const size_t *sample_lens, size_t n_samples, uint64_t index,
-                                 const pot_digest *agreed_root, const pot_digest *a_root, const pot_digest *b_root,
-                                 const uint8_t *a_opening, size_t a_len, const uint8_t *b_opening, size_t b_len,
+pot_status pot_referee_decide_op(pot_bytes *ruling, pot_replay *replay, const pot_step_input *input,
+                                 const pot_digest *pre_state_digest, uint64_t index, const pot_digest *agreed_root,
+                                 const pot_digest *a_root, const pot_digest *b_root, const uint8_t *a_opening,
+                                 size_t a_opening_len, const uint8_t *b_opening, size_t b_opening_len,
                                  pot_error **err) {
   return guard(err, [&] {
     need(ruling, "ruling");
@@ -283,23 +257,23 @@ pot_status pot_referee_decide_op(pot_bytes *ruling, pot_replay *replay, const po
     std::optional<dispute::NodeOpening> a, b;
     std::string a_bad, b_bad;
     try {
-      a = dispute::NodeOpening::decode(bytes_arg(a_opening, a_len, "a_opening"));
+      a = dispute::NodeOpening::decode(bytes_arg(a_opening, a_opening_len, "a_opening"));
     } catch (const Error &e) {
       a_bad = e.what();
     }
     try {
-      b = dispute::NodeOpening::decode(bytes_arg(b_opening, b_len, "b_opening"));
+      b = dispute::NodeOpening::decode(bytes_arg(b_opening, b_opening_len, "b_opening"));
     } catch (const Error &e) {
       b_bad = e.what();
     }
 #if POT_WITH_TORCH
-    const auto p = prepare(replay, run_id, pre_state_path, schedule_entry, entry_len, samples, sample_lens, n_samples);
+    const auto p = prepare(replay, input);
     // Only the referee checks the pre-state against an agreed digest; the
     // replays that share prepare() do not pay for it.
     const hash::Digest pre_digest = replay::state_digest(p->pre, 0);
     if (pre_digest != d.pre_state)
       fail(Status::kProofMismatch, "the pre-state file's digest is {}, not the agreed S_{} {}", pre_digest.hex(),
-           p->entry.step - 1, d.pre_state.hex());
+           p->entry().step - 1, d.pre_state.hex());
     if (d.a_root == d.b_root)
       fail(Status::kInvalidArgument, "both parties claim root {}: nothing is disputed", d.a_root.hex());
     dispute::Ruling r;
@@ -310,15 +284,14 @@ pot_status pot_referee_decide_op(pot_bytes *ruling, pot_replay *replay, const po
       r.reason = fmt::format("{}{}{}", a ? "" : "party A's opening: " + a_bad, !a && !b ? "; " : "",
                              b ? "" : "party B's opening: " + b_bad);
     } else {
-      const replay::StepInputs in{*replay->program, replay->spec, p->entry.step, p->pre, p->batch, p->run};
+      const replay::StepInputs in{*replay->program, replay->spec, p->entry().step, p->pre, p->batch, p->in.run};
       replay::StepReferee referee(in);
       r = torch_call([&] { return dispute::decide_operator(d, *a, *b, referee); });
     }
     const std::string j = dispute::ruling_json(r);
     to_bytes(ruling, Bytes(j.begin(), j.end()));
 #else
-    (void)replay, (void)run_id, (void)pre_state_path, (void)schedule_entry, (void)entry_len, (void)samples;
-    (void)sample_lens, (void)n_samples;
+    (void)replay, (void)input;
     no_torch();
 #endif
   });
@@ -326,14 +299,14 @@ pot_status pot_referee_decide_op(pot_bytes *ruling, pot_replay *replay, const po
 
 pot_status pot_verify_step(pot_verify_result *out, const pot_commitment *commitment, const pot_spec *spec,
                            const char *program_path, uint64_t challenged_step, uint64_t log_size,
-                           const pot_digest *log_root, const uint8_t *manifest, size_t len,
+                           const pot_digest *log_root, const uint8_t *manifest, size_t manifest_len,
                            const char *pre_state_path, const char *post_state_path, pot_verify_mode mode,
                            uint32_t intra_op_threads, pot_error **err) {
   pot_verify_result res{};
   Status failed = Status::kOk;
   std::string message;
   const pot_status s = guard(err, [&] {
-    need(out, "out");
+    result_arg(out, "out", "pot_verify_result", "POT_VERIFY_RESULT_INIT");
     need(commitment, "commitment");
     need(spec, "spec");
     const int m = enum_arg(mode);
@@ -347,7 +320,7 @@ pot_status pot_verify_step(pot_verify_result *out, const pot_commitment *commitm
     in.challenged_step = challenged_step;
     in.log_size = log_size;
     in.log_root = to_digest(log_root, "log_root");
-    in.manifest = bytes_arg(manifest, len, "manifest");
+    in.manifest = bytes_arg(manifest, manifest_len, "manifest");
     in.pre_state_path = std::string(str_arg(pre_state_path, "pre_state_path"));
     if (post_state_path) in.post_state_path = std::string(str_arg(post_state_path, "post_state_path"));
     in.mode = static_cast<replay::VerifyMode>(m);
@@ -370,13 +343,13 @@ pot_status pot_verify_step(pot_verify_result *out, const pot_commitment *commitm
     failed = r.status;
     message = r.message;
 #else
-    (void)program_path; (void)challenged_step; (void)log_size; (void)log_root; (void)manifest; (void)len;
+    (void)program_path; (void)challenged_step; (void)log_size; (void)log_root; (void)manifest; (void)manifest_len;
     (void)pre_state_path; (void)post_state_path; (void)intra_op_threads;
     no_torch();
 #endif
   });
   if (s != POT_OK) return s;
-  *out = res;
+  write_result(out, res);
   if (failed == Status::kOk) return POT_OK;
   return set_error(err, static_cast<pot_status>(failed), message.c_str());
 }
@@ -386,7 +359,7 @@ pot_status pot_witness_statement(pot_bytes *out, const pot_verify_result *result
                                  uint32_t intra_op_threads, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    need(result, "result");
+    result_arg(result, "result", "pot_verify_result", "POT_VERIFY_RESULT_INIT");
     need(spec, "spec");
     const int m = enum_arg(mode);
     if (m != POT_VERIFY_BITWISE && m != POT_VERIFY_NORM_BUCKET)
@@ -463,19 +436,19 @@ pot_status pot_recorder_start(pot_digest *initial_state_digest, pot_recorder *re
 }
 
 pot_status pot_recorder_set_commitment(pot_recorder *recorder, const pot_commitment *commitment,
-                                       const uint8_t *const *entries, const size_t *entry_lens, size_t n_entries,
+                                       const uint8_t *const *entries, const size_t *entries_lens, size_t entries_len,
                                        pot_error **err) {
   return guard(err, [&] {
     need(recorder, "recorder");
     need(commitment, "commitment");
-    if (n_entries > 0) {
+    if (entries_len > 0) {
       need(entries, "entries");
-      need(entry_lens, "entry_lens");
+      need(entries_lens, "entries_lens");
     }
     std::vector<Bytes> schedule;
-    schedule.reserve(n_entries);
-    for (size_t i = 0; i < n_entries; ++i) {
-      const ByteView e = bytes_arg(entries[i], entry_lens[i], "entries[i]");
+    schedule.reserve(entries_len);
+    for (size_t i = 0; i < entries_len; ++i) {
+      const ByteView e = bytes_arg(entries[i], entries_lens[i], "entries[i]");
       schedule.emplace_back(e.begin(), e.end());
     }
     POT_TORCH_ONLY(recorder->r->set_commitment(commitment->c, schedule));

@@ -122,49 +122,36 @@ pot_status pot_replay_input_name(const char **name, const pot_replay *replay, si
   return call(&Table::pot_replay_input_name, err, name, replay, index);
 }
 
-pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, const pot_digest *run_id,
-                           const char *pre_state_path, const uint8_t *schedule_entry, size_t entry_len,
-                           const uint8_t *const *samples, const size_t *sample_lens, size_t n_samples,
+pot_status pot_replay_step(pot_replay_result *out, pot_replay *replay, const pot_step_input *input,
                            const char *post_state_path, pot_error **err) {
-  return call(&Table::pot_replay_step, err, out, replay, run_id, pre_state_path, schedule_entry, entry_len, samples,
-              sample_lens, n_samples, post_state_path);
+  return call(&Table::pot_replay_step, err, out, replay, input, post_state_path);
 }
 
-pot_status pot_replay_trace(pot_op_trace **out, pot_replay *replay, const pot_digest *run_id,
-                            const char *pre_state_path, const uint8_t *schedule_entry, size_t entry_len,
-                            const uint8_t *const *samples, const size_t *sample_lens, size_t n_samples,
-                            pot_error **err) {
-  return call(&Table::pot_replay_trace, err, out, replay, run_id, pre_state_path, schedule_entry, entry_len, samples,
-              sample_lens, n_samples);
+pot_status pot_replay_trace(pot_op_trace **out, pot_replay *replay, const pot_step_input *input, pot_error **err) {
+  return call(&Table::pot_replay_trace, err, out, replay, input);
 }
 
-pot_status pot_replay_open_op_node(pot_bytes *out, pot_replay *replay, const pot_digest *run_id,
-                                   const char *pre_state_path, const uint8_t *schedule_entry, size_t entry_len,
-                                   const uint8_t *const *samples, const size_t *sample_lens, size_t n_samples,
-                                   uint64_t index, pot_error **err) {
-  return call(&Table::pot_replay_open_op_node, err, out, replay, run_id, pre_state_path, schedule_entry, entry_len,
-              samples, sample_lens, n_samples, index);
+pot_status pot_replay_open_op_node(pot_bytes *out, pot_replay *replay, const pot_step_input *input, uint64_t index,
+                                   pot_error **err) {
+  return call(&Table::pot_replay_open_op_node, err, out, replay, input, index);
 }
 
-pot_status pot_referee_decide_op(pot_bytes *ruling, pot_replay *replay, const pot_digest *run_id,
-                                 const char *pre_state_path, const pot_digest *pre_state_digest,
-                                 const uint8_t *schedule_entry, size_t entry_len, const uint8_t *const *samples,
-                                 const size_t *sample_lens, size_t n_samples, uint64_t index,
-                                 const pot_digest *agreed_root, const pot_digest *a_root, const pot_digest *b_root,
-                                 const uint8_t *a_opening, size_t a_len, const uint8_t *b_opening, size_t b_len,
+pot_status pot_referee_decide_op(pot_bytes *ruling, pot_replay *replay, const pot_step_input *input,
+                                 const pot_digest *pre_state_digest, uint64_t index, const pot_digest *agreed_root,
+                                 const pot_digest *a_root, const pot_digest *b_root, const uint8_t *a_opening,
+                                 size_t a_opening_len, const uint8_t *b_opening, size_t b_opening_len,
                                  pot_error **err) {
-  return call(&Table::pot_referee_decide_op, err, ruling, replay, run_id, pre_state_path, pre_state_digest,
-              schedule_entry, entry_len, samples, sample_lens, n_samples, index, agreed_root, a_root, b_root,
-              a_opening, a_len, b_opening, b_len);
+  return call(&Table::pot_referee_decide_op, err, ruling, replay, input, pre_state_digest, index, agreed_root, a_root,
+              b_root, a_opening, a_opening_len, b_opening, b_opening_len);
 }
 
 pot_status pot_verify_step(pot_verify_result *out, const pot_commitment *commitment, const pot_spec *spec,
                            const char *program_path, uint64_t challenged_step, uint64_t log_size,
-                           const pot_digest *log_root, const uint8_t *manifest, size_t len,
+                           const pot_digest *log_root, const uint8_t *manifest, size_t manifest_len,
                            const char *pre_state_path, const char *post_state_path, pot_verify_mode mode,
                            uint32_t intra_op_threads, pot_error **err) {
   return call(&Table::pot_verify_step, err, out, commitment, spec, program_path, challenged_step, log_size, log_root,
-              manifest, len, pre_state_path, post_state_path, mode, intra_op_threads);
+              manifest, manifest_len, pre_state_path, post_state_path, mode, intra_op_threads);
 }
 
 pot_status pot_witness_statement(pot_bytes *out, const pot_verify_result *result, const pot_spec *spec,
@@ -194,9 +181,9 @@ pot_status pot_recorder_start(pot_digest *initial_state_digest, pot_recorder *re
 }
 
 pot_status pot_recorder_set_commitment(pot_recorder *recorder, const pot_commitment *commitment,
-                                       const uint8_t *const *entries, const size_t *entry_lens, size_t n_entries,
+                                       const uint8_t *const *entries, const size_t *entries_lens, size_t entries_len,
                                        pot_error **err) {
-  return call(&Table::pot_recorder_set_commitment, err, recorder, commitment, entries, entry_lens, n_entries);
+  return call(&Table::pot_recorder_set_commitment, err, recorder, commitment, entries, entries_lens, entries_len);
 }
 
 pot_status pot_recorder_begin_step(uint64_t *seed, pot_recorder *recorder, uint64_t step, pot_error **err) {

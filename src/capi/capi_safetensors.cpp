@@ -24,7 +24,7 @@ void pot_safetensors_free(pot_safetensors *file) { delete file; }
 size_t pot_safetensors_count(const pot_safetensors *file) { return file ? file->file->size() : 0; }
 
 pot_status pot_safetensors_tensor(const char **name, pot_dtype *dtype, const uint64_t **shape,
-                                  size_t *ndim, const void **data, size_t *nbytes,
+                                  size_t *shape_len, const void **data, size_t *data_len,
                                   const pot_safetensors *file, size_t index, pot_error **err) {
   return guard(err, [&] {
     need(file, "file");
@@ -35,9 +35,9 @@ pot_status pot_safetensors_tensor(const char **name, pot_dtype *dtype, const uin
     if (name) *name = e.meta.name.c_str();
     if (dtype) *dtype = static_cast<pot_dtype>(e.meta.dtype);
     if (shape) *shape = e.meta.shape.data();
-    if (ndim) *ndim = e.meta.shape.size();
+    if (shape_len) *shape_len = e.meta.shape.size();
     if (data) *data = bytes.data();
-    if (nbytes) *nbytes = bytes.size();
+    if (data_len) *data_len = bytes.size();
   });
 }
 
@@ -91,11 +91,11 @@ pot_status pot_safetensors_writer_new(pot_safetensors_writer **out, pot_error **
 void pot_safetensors_writer_free(pot_safetensors_writer *writer) { delete writer; }
 
 pot_status pot_safetensors_writer_add(pot_safetensors_writer *writer, const char *name,
-                                      pot_dtype dtype, const uint64_t *shape, size_t ndim,
-                                      const void *data, size_t nbytes, pot_error **err) {
+                                      pot_dtype dtype, const uint64_t *shape, size_t shape_len,
+                                      const void *data, size_t data_len, pot_error **err) {
   return guard(err, [&] {
     need(writer, "writer");
-    hash::StTensor t{tensor_meta(name, dtype, shape, ndim), bytes_arg(data, nbytes, "data")};
+    hash::StTensor t{tensor_meta(name, dtype, shape, shape_len), bytes_arg(data, data_len, "data")};
     const uint64_t want = hash::validate_meta(t.meta);
     if (t.data.size() != want)
       fail(Status::kInvalidArgument, "tensor '{}': {} bytes given, dtype and shape imply {}",

@@ -54,10 +54,10 @@ pot_status pot_spec_from_json(pot_spec **out, const char *json, pot_error **err)
   });
 }
 
-pot_status pot_spec_decode(pot_spec **out, const uint8_t *data, size_t len, pot_error **err) {
+pot_status pot_spec_decode(pot_spec **out, const uint8_t *data, size_t data_len, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    auto s = spec::ExecutionSpec::decode(bytes_arg(data, len, "data"));
+    auto s = spec::ExecutionSpec::decode(bytes_arg(data, data_len, "data"));
     *out = new pot_spec{std::move(s)};
   });
 }
@@ -99,26 +99,26 @@ uint32_t pot_spec_norm_bucket_resolution(const pot_spec *spec) {
   return spec ? spec->spec.norm_bucket_resolution : 0;
 }
 
-pot_status pot_spec_learning_rates(double *out, size_t n, const pot_spec *spec, uint64_t first, pot_error **err) {
-  return pot_spec_group_learning_rates(out, n, spec, 0, first, err);
+pot_status pot_spec_learning_rates(double *out, size_t out_len, const pot_spec *spec, uint64_t first, pot_error **err) {
+  return pot_spec_group_learning_rates(out, out_len, spec, 0, first, err);
 }
 
 uint32_t pot_spec_group_count(const pot_spec *spec) {
   return spec ? static_cast<uint32_t>(spec->spec.group_count()) : 0;
 }
 
-pot_status pot_spec_group_learning_rates(double *out, size_t n, const pot_spec *spec, uint32_t group, uint64_t first,
+pot_status pot_spec_group_learning_rates(double *out, size_t out_len, const pot_spec *spec, uint32_t group, uint64_t first,
                                          pot_error **err) {
   return guard(err, [&] {
     need(spec, "spec");
-    if (n > POT_MAX_RATES_PER_CALL)
-      fail(Status::kLimit, "{} learning rates asked, at most {} per call (POT_MAX_RATES_PER_CALL)", n,
+    if (out_len > POT_MAX_RATES_PER_CALL)
+      fail(Status::kLimit, "{} learning rates asked, at most {} per call (POT_MAX_RATES_PER_CALL)", out_len,
            POT_MAX_RATES_PER_CALL);
-    if (n > 0) need(out, "out");
+    if (out_len > 0) need(out, "out");
     if (group >= spec->spec.group_count())
       fail(Status::kOutOfRange, "parameter group {}: the spec has {} (0..{})", group, spec->spec.group_count(),
            spec->spec.group_count() - 1);
-    spec::learning_rates(spec->spec.lr_schedule, spec->spec.group_optimizer(group).lr, first, n, out);
+    spec::learning_rates(spec->spec.lr_schedule, spec->spec.group_optimizer(group).lr, first, out_len, out);
   });
 }
 

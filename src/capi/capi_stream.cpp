@@ -20,10 +20,10 @@ pot_status pot_stream_from_json(pot_stream **out, const char *json, pot_error **
   });
 }
 
-pot_status pot_stream_decode(pot_stream **out, const uint8_t *data, size_t len, pot_error **err) {
+pot_status pot_stream_decode(pot_stream **out, const uint8_t *data, size_t data_len, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    auto d = data::StreamDataset::decode(bytes_arg(data, len, "data"));
+    auto d = data::StreamDataset::decode(bytes_arg(data, data_len, "data"));
     *out = new pot_stream{std::move(d)};
   });
 }

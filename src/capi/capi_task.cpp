@@ -26,10 +26,10 @@ pot_status pot_task_from_json(pot_task **out, const char *json, pot_error **err)
   });
 }
 
-pot_status pot_task_decode(pot_task **out, const uint8_t *data, size_t len, pot_error **err) {
+pot_status pot_task_decode(pot_task **out, const uint8_t *data, size_t data_len, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    auto t = task::Task::decode(bytes_arg(data, len, "data"));
+    auto t = task::Task::decode(bytes_arg(data, data_len, "data"));
     *out = new pot_task{std::move(t)};
   });
 }

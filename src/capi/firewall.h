@@ -49,6 +49,26 @@ T *need(T *p, const char *param) {
   return p;
 }
 
+// A result struct's struct_size (pot.h "Result structs"): the caller's
+// struct must hold at least this header's fields. Names the struct and the
+// initialiser to use.
+template <typename T>
+T *result_arg(T *out, const char *param, const char *type, const char *init) {
+  need(out, param);
+  if (out->struct_size < sizeof(T))
+    fail(Status::kInvalidArgument, "{}->struct_size is {}, {} needs at least {}: initialise it with {}", param,
+         out->struct_size, type, sizeof(T), init);
+  return out;
+}
+// Writes a result into the caller's struct (checked by result_arg): this
+// header's fields, keeping the caller's struct_size; any later fields the
+// caller's larger struct has are left as they are.
+template <typename T>
+void write_result(T *out, T value) {
+  value.struct_size = out->struct_size;
+  std::memcpy(static_cast<void *>(out), &value, sizeof(T));
+}
+
 // A byte view of (data, len); data may be NULL only when len is 0.
 ByteView bytes_arg(const void *data, size_t len, const char *param);
 // A NUL-terminated string argument.

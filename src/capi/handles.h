@@ -3,10 +3,12 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "commit/commitment.h"
+#include "commit/dataset.h"
 #include "spec/spec.h"
 #include "dispute/op_trace.h"
 #include "hash/safetensors.h"
@@ -33,6 +35,15 @@ struct pot_commitment {
 
 struct pot_task {
   pot::task::Task task;
+};
+
+// The inputs of one step (pot_step_input_new): copied, the entry decoded and
+// every sample parsed as it is added, so the replay calls only read them.
+struct pot_step_input {
+  std::optional<pot::hash::Digest> run;  // needed under per_step (the seed names the run)
+  std::string pre_state_path;
+  pot::commit::ScheduleEntry entry;
+  std::vector<std::unique_ptr<pot::hash::SafetensorsFile>> samples;
 };
 
 struct pot_op_trace {

@@ -186,15 +186,16 @@ std::unique_ptr<LoadedStep> load_step(const ReplayStep &s) {
   pot_replay *r = nullptr;
   check(pot_replay_new(&r, l->spec.get(), s.program.c_str(), &err), &err, "replay");
   l->replay.reset(r);
-  l->entry = unhex(s.entry, "--entry");
-  for (const std::string &f : s.samples) l->payloads.push_back(read_file(f));
-  for (const auto &p : l->payloads) {
-    l->ptrs.push_back(p.data());
-    l->lens.push_back(p.size());
-  }
-  if (!s.run_id.empty()) {
-    l->run = digest_arg(s.run_id, "--run-id");
-    l->has_run = true;
+  const std::vector<uint8_t> entry = unhex(s.entry, "--entry");
+  pot_digest run{};
+  if (!s.run_id.empty()) run = digest_arg(s.run_id, "--run-id");
+  pot_step_input *in = nullptr;
+  check(pot_step_input_new(&in, s.run_id.empty() ? nullptr : &run, s.pre.c_str(), entry.data(), entry.size(), &err),
+        &err, "--entry");
+  l->input.reset(in);
+  for (const std::string &f : s.samples) {
+    const std::vector<uint8_t> sample = read_file(f);
+    check(pot_step_input_add_sample(in, sample.data(), sample.size(), &err), &err, f.c_str());
   }
   return l;
 }

@@ -68,17 +68,11 @@ struct ReplayStep {
 // Adds --spec --program --pre-state --entry --sample --run-id --json.
 void add_step_options(CLI::App *c, ReplayStep &s);
 
-// A loaded replay and the step's arguments for the C calls.
+// A loaded replay and the step's inputs for the C calls.
 struct LoadedStep {
   Spec spec{nullptr, pot_spec_free};
   std::unique_ptr<pot_replay, decltype(&pot_replay_free)> replay{nullptr, pot_replay_free};
-  std::vector<uint8_t> entry;
-  std::vector<std::vector<uint8_t>> payloads;
-  std::vector<const uint8_t *> ptrs;
-  std::vector<size_t> lens;
-  pot_digest run{};
-  bool has_run = false;
-  const pot_digest *run_ptr() const { return has_run ? &run : nullptr; }
+  std::unique_ptr<pot_step_input, decltype(&pot_step_input_free)> input{nullptr, pot_step_input_free};
 };
 std::unique_ptr<LoadedStep> load_step(const ReplayStep &s);
 

@@ -95,15 +95,13 @@ void add_dispute_trace(CLI::App *d) {
     const auto l = load_step(to->step);
     pot_error *err = nullptr;
     pot_op_trace *t = nullptr;
-    check(pot_replay_trace(&t, l->replay.get(), l->run_ptr(), to->step.pre.c_str(), l->entry.data(), l->entry.size(),
-                           l->ptrs.data(), l->lens.data(), l->ptrs.size(), &err),
-          &err, "trace");
+    check(pot_replay_trace(&t, l->replay.get(), l->input.get(), &err), &err, "trace");
     std::unique_ptr<pot_op_trace, decltype(&pot_op_trace_free)> guard(t, pot_op_trace_free);
     uint64_t n = 0;
     check(pot_op_trace_size(&n, t, &err), &err, "size");
     pot_digest root;
     check(pot_op_trace_root(&root, t, n, &err), &err, "root");
-    pot_replay_result res{};
+    pot_replay_result res = POT_REPLAY_RESULT_INIT;
     check(pot_op_trace_replay_result(&res, t, &err), &err, "result");
     nlohmann::json roots = nlohmann::json::object();
     std::vector<std::string> plain{std::to_string(n), hex(root)};
@@ -164,9 +162,7 @@ void add_dispute_open(CLI::App *d) {
     const auto l = load_step(oo->step);
     pot_error *err = nullptr;
     pot_bytes b{};
-    check(pot_replay_open_op_node(&b, l->replay.get(), l->run_ptr(), oo->step.pre.c_str(), l->entry.data(),
-                                  l->entry.size(), l->ptrs.data(), l->lens.data(), l->ptrs.size(), oo->node, &err),
-          &err, "open");
+    check(pot_replay_open_op_node(&b, l->replay.get(), l->input.get(), oo->node, &err), &err, "open");
     const auto v = take_bytes(b);
     write_file(oo->out, v);
     emit(oo->step.json, {{"node", oo->node}, {"bytes", v.size()}, {"out", oo->out}}, {std::to_string(v.size())});
@@ -198,9 +194,8 @@ void add_dispute_decide(CLI::App *d) {
     const auto ao = read_file(dd->a_opening), bo = read_file(dd->b_opening);
     pot_error *err = nullptr;
     pot_bytes rb{};
-    check(pot_referee_decide_op(&rb, l->replay.get(), l->run_ptr(), dd->step.pre.c_str(), &pre, l->entry.data(),
-                                l->entry.size(), l->ptrs.data(), l->lens.data(), l->ptrs.size(), dd->node, &agreed,
-                                &a, &b, ao.data(), ao.size(), bo.data(), bo.size(), &err),
+    check(pot_referee_decide_op(&rb, l->replay.get(), l->input.get(), &pre, dd->node, &agreed, &a, &b, ao.data(),
+                                ao.size(), bo.data(), bo.size(), &err),
           &err, "decide");
     const auto v = take_bytes(rb);
     const auto ruling = nlohmann::json::parse(v.begin(), v.end());

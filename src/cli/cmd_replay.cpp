@@ -58,10 +58,8 @@ void add_replay(CLI::App &app) {
   rp->callback([ro] {
     const auto l = load_step(ro->step);
     pot_error *err = nullptr;
-    pot_replay_result res{};
-    check(pot_replay_step(&res, l->replay.get(), l->run_ptr(), ro->step.pre.c_str(), l->entry.data(),
-                          l->entry.size(), l->ptrs.data(), l->lens.data(), l->ptrs.size(), or_null(ro->out), &err),
-          &err, "replay");
+    pot_replay_result res = POT_REPLAY_RESULT_INIT;
+    check(pot_replay_step(&res, l->replay.get(), l->input.get(), or_null(ro->out), &err), &err, "replay");
     emit(ro->step.json,
          {{"state_digest", hex(res.post_state_digest)}, {"loss", res.loss}, {"update_norm", res.update_norm},
           {"norm_bucket", res.norm_bucket}, {"gradient", gradient_json(res.gradient)}},
@@ -100,7 +98,7 @@ void add_verify(CLI::App &app) {
     const pot_digest root = digest_arg(vo->root, "--root");
     const auto manifest = read_file(vo->manifest);
     pot_error *err = nullptr;
-    pot_verify_result r{};
+    pot_verify_result r = POT_VERIFY_RESULT_INIT;
     const pot_status s = pot_verify_step(
         &r, c.get(), spec.get(), vo->program.c_str(), vo->step, vo->size, &root, manifest.data(), manifest.size(),
         vo->pre.c_str(), or_null(vo->post), vo->mode == "bucket" ? POT_VERIFY_NORM_BUCKET : POT_VERIFY_BITWISE,

@@ -86,21 +86,21 @@ int main(int argc, char **argv) {
       check(pot_schedule_entry_encode(&entry, t, indices.data(), indices.size(), sizes.data(), sizes.size(),
                                       dataset_size, &err),
             err);
-      std::vector<std::string> payloads;
-      for (uint64_t i : indices) payloads.push_back(read_text(numbered(samples_dir, i)));
-      std::vector<const uint8_t *> ptrs;
-      std::vector<size_t> lens;
-      for (const std::string &p : payloads) {
-        ptrs.push_back(reinterpret_cast<const uint8_t *>(p.data()));
-        lens.push_back(p.size());
+      pot_step_input *input = nullptr;
+      check(pot_step_input_new(&input, &run_digest, numbered(pre_dir, t - 1).c_str(), entry.data, entry.len, &err),
+            err);
+      pot_bytes_free(&entry);
+      for (uint64_t i : indices) {
+        const std::string sample = read_text(numbered(samples_dir, i));
+        check(pot_step_input_add_sample(input, reinterpret_cast<const uint8_t *>(sample.data()), sample.size(), &err),
+              err);
       }
       const std::string post = numbered(run + "/states", t);
-      pot_replay_result r;
+      pot_replay_result r = POT_REPLAY_RESULT_INIT;
       const auto t0 = std::chrono::steady_clock::now();
-      const pot_status s = pot_replay_step(&r, replay, &run_digest, numbered(pre_dir, t - 1).c_str(), entry.data, entry.len,
-                                           ptrs.data(), lens.data(), ptrs.size(), nullptr, &err);
+      const pot_status s = pot_replay_step(&r, replay, input, nullptr, &err);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      pot_bytes_free(&entry);
+      pot_step_input_free(input);
       check(s, err);
       pot_digest expected;
       check(pot_safetensors_digest_file(&expected, post.c_str(), 0, &err), err);

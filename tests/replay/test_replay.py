@@ -731,7 +731,13 @@ def test_pot_replay_cli_reproduces_a_step(tmp_path, pot_cli, honest):
                      os.path.join(honest, "program.pt"), "--pre-state",
                      os.path.join(honest, "states", f"{t - 1:06d}.safetensors"), "--entry", sched["leaf"],
                      "--sample", *samples[:-1], "--run-id", meta["run_id"])
-    assert rc == 2 and "samples given" in err, err
+    assert rc == 2 and f"holds {len(samples) - 1} samples" in err and f"lists {len(samples)}" in err, err
+    # Too many: refused as the extra sample is added, naming the entry's count.
+    rc, _, err = pot(pot_cli, "replay", "--spec", os.path.join(honest, "spec.json"), "--program",
+                     os.path.join(honest, "program.pt"), "--pre-state",
+                     os.path.join(honest, "states", f"{t - 1:06d}.safetensors"), "--entry", sched["leaf"],
+                     "--sample", *samples, samples[0], "--run-id", meta["run_id"])
+    assert rc == 2 and f"lists {len(samples)} samples, all of them added" in err, err
     # Without the run, a per_step step has no seed.
     rc, _, err = pot(pot_cli, "replay", "--spec", os.path.join(honest, "spec.json"), "--program",
                      os.path.join(honest, "program.pt"), "--pre-state",

@@ -63,7 +63,7 @@ TEST(CApiDispute, ADisputeEndsAtTheForgedStep) {
   }
   pot_bisection *b = nullptr;
   ASSERT_EQ(pot_bisection_new(&b, 0, kSteps, 3, &honest[0], &forged[kSteps], &honest[kSteps], nullptr), POT_OK);
-  pot_bisection_info info{};
+  pot_bisection_info info = POT_BISECTION_INFO_INIT;
   for (;;) {
     ASSERT_EQ(pot_bisection_info_get(&info, b, nullptr), POT_OK);
     if (info.done) break;
@@ -81,7 +81,7 @@ TEST(CApiDispute, ADisputeEndsAtTheForgedStep) {
     h.push_back(h.back());
     ASSERT_EQ(status_of(pot_bisection_play_round(b, a.data(), h.data(), count + 1, &err), err),
               POT_E_INVALID_ARGUMENT);
-    pot_bisection_info same_info{};
+    pot_bisection_info same_info = POT_BISECTION_INFO_INIT;
     ASSERT_EQ(pot_bisection_info_get(&same_info, b, nullptr), POT_OK);
     ASSERT_EQ(same_info.rounds_played, info.rounds_played);
     ASSERT_EQ(pot_bisection_play_round(b, a.data(), h.data(), count, nullptr), POT_OK);  // the first count
@@ -117,7 +117,7 @@ TEST(CApiDispute, BadArgumentsAreRefused) {
   std::vector<pot_digest> many(POT_BISECTION_MAX_POINTS + 1, x);
   EXPECT_EQ(pot_bisection_play_round(b, many.data(), many.data(), many.size(), nullptr), POT_E_INVALID_ARGUMENT);
   EXPECT_EQ(pot_bisection_info_get(nullptr, b, nullptr), POT_E_INVALID_ARGUMENT);
-  pot_bisection_info info{};
+  pot_bisection_info info = POT_BISECTION_INFO_INIT;
   EXPECT_EQ(pot_bisection_info_get(&info, nullptr, nullptr), POT_E_INVALID_ARGUMENT);
   pot_bisection_free(b);
 }

@@ -698,7 +698,7 @@ ordered_json generate_protocol() {
     pot_bisection *b = nullptr;
     ok(pot_bisection_new(&b, 0, kSteps, kArity, &s0, &a_hi, &b_hi, nullptr), nullptr, "bisection");
     ordered_json rounds = ordered_json::array();
-    pot_bisection_info info{};
+    pot_bisection_info info = POT_BISECTION_INFO_INIT;
     for (;;) {
       ok(pot_bisection_info_get(&info, b, nullptr), nullptr, "info");
       if (info.done) break;

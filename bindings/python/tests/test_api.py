@@ -32,9 +32,20 @@ def test_every_function_of_pot_h_is_wrapped():
     assert not missing, f"functions of pot.h missing from pot._pot: {missing}"
     # And the constants.
     text = HEADER.read_text()
+    # The result structs' initialisers (POT_X_INIT, C braces) are not
+    # constants: the typemaps set struct_size themselves (test below).
     for macro in re.findall(r"#define (POT_[A-Z_0-9]+) ", text):
-        if macro not in ("POT_H", "POT_API"):
+        if macro not in ("POT_H", "POT_API") and not macro.endswith("_INIT"):
             assert hasattr(_pot, macro), macro
+    init = re.findall(r"#define (POT_[A-Z_]+_INIT) \{sizeof\((pot_\w+)\)\}", text)
+    assert {t for _, t in init} == {"pot_bisection_info", "pot_replay_result", "pot_verify_result"}
+    # Every input typemap that makes one sets its struct_size (a zero size
+    # is refused by libpot: the calls of the other tests would fail).
+    iface = (HERE.parent / "pot.i").read_text()
+    for _, t in init:
+        head = r"%typemap\(in[^)]*\) (?:const )?" + t + r" \*\w+ \(" + t + r" temp\) \{"
+        blocks = re.findall(head + r"(.*?)\n\}", iface, re.S)
+        assert blocks and all("temp.struct_size = sizeof temp;" in b for b in blocks), t
     for enum_value in re.findall(r"^\s+(POT_[A-Z_0-9]+) = ", text, re.M):
         if not enum_value.endswith("_MAX_ENUM_"):
             assert hasattr(_pot, enum_value), enum_value
@@ -42,7 +53,7 @@ def test_every_function_of_pot_h_is_wrapped():
 
 def test_versions():
     assert pot.version() == _pot.pot_version_string() == pot.BUILT_VERSION == _pot.POT_VERSION_STRING
-    assert pot.abi_version() == pot.ABI_VERSION == 2
+    assert pot.abi_version() == pot.ABI_VERSION == 3
     assert re.fullmatch(r"\d+\.\d+\.\d+", pot.version())
     assert (pot.DIGEST_SIZE, pot.CHUNK_SIZE, pot.STEP_LEAF_SIZE, pot.WITNESS_SALT_SIZE) == (32, 65536, 100, 32)
     assert (pot.MAX_NAME_BYTES, pot.MAX_DIMS) == (_pot.POT_MAX_NAME_BYTES, _pot.POT_MAX_DIMS)
@@ -354,4 +365,27 @@ def test_pot_i_owns_every_handle():
     assert set(declared.values()) == frees
     constructors = {m.group(1) for m in re.finditer(r"\b(pot_\w+)\s*\(\s*pot_\w+\s*\*\*\s*out\b", text)}
     assert constructors == set(re.findall(r"^%newobject (pot_\w+);", iface, re.M))
-    assert len(constructors) == 29
+    assert len(constructors) == 30
+
+
+def test_step_input_holds_one_parsed_sample_per_index(tmp_path):
+    """pot.StepInput (pot_step_input): built once for several replays; a bad
+    sample is refused as it is added, naming its position and dataset index,
+    and one too many with OutOfRangeError. No LibTorch needed."""
+    w = pot.SafetensorsWriter()
+    w.add("x", "F32", [2], f32bytes(1.0, 2.0))
+    good = w.to_bytes()
+    entry = pot.ScheduleEntry(7, [[3, 5]]).encode()
+    step = pot.StepInput(tmp_path / "pre.safetensors", entry, [good], run_id=bytes(32))
+    assert (step.step, step.sample_count) == (7, 1)
+    with pytest.raises(pot.MalformedError) as e:
+        step.add_sample(good[:5])
+    assert "sample 1 (dataset index 5)" in want_error(e, pot.MalformedError, pot.Status.MALFORMED).message
+    assert step.sample_count == 1
+    step.add_sample(good)
+    with pytest.raises(pot.OutOfRangeError) as e:
+        step.add_sample(good)
+    assert "lists 2 samples" in want_error(e, pot.OutOfRangeError, pot.Status.OUT_OF_RANGE).message
+    with pytest.raises(pot.MalformedError):
+        pot.StepInput(tmp_path / "pre.safetensors", entry[:-1])
+    step.close()

@@ -22,27 +22,26 @@ INTS = {"uint64_t", "int64_t", "uint32_t", "size_t", "int"} | ENUMS
 
 # Multi-parameter typemaps: (C parameters) -> (Python inputs, Python outputs).
 MULTI = [
-    (("const uint64_t *shape", "size_t ndim"), [("shape", "Sequence[int]")], []),
-    (("const uint64_t *indices", "size_t count"), [("indices", "Sequence[int]")], []),
-    (("const uint32_t *microbatch_sizes", "size_t microbatches"), [("microbatch_sizes", "Sequence[int]")], []),
-    (("const double *losses", "size_t count"), [("losses", "Sequence[float]")], []),
-    (("double *out", "size_t n"), [("out", "int")], [("out", "List[float]")]),  # out: the count
-    (("uint64_t *out", "size_t count"), [("out", "int")], [("out", "List[int]")]),  # out: the count
-    (("const uint8_t *const *samples", "const size_t *sample_lens", "size_t n_samples"),
-     [("samples", "Sequence[Buffer]")], []),
-    (("const uint8_t *const *entries", "const size_t *entry_lens", "size_t n_entries"),
+    (("const uint64_t *shape", "size_t shape_len"), [("shape", "Sequence[int]")], []),
+    (("const uint64_t *indices", "size_t indices_len"), [("indices", "Sequence[int]")], []),
+    (("const uint32_t *microbatch_sizes", "size_t microbatch_sizes_len"), [("microbatch_sizes", "Sequence[int]")],
+     []),
+    (("const double *losses", "size_t losses_len"), [("losses", "Sequence[float]")], []),
+    (("double *out", "size_t out_len"), [("out", "int")], [("out", "List[float]")]),  # out: the count
+    (("uint64_t *out", "size_t out_len"), [("out", "int")], [("out", "List[int]")]),  # out: the count
+    (("const uint8_t *const *entries", "const size_t *entries_lens", "size_t entries_len"),
      [("entries", "Sequence[Buffer]")], []),
-    (("const uint64_t **shape", "size_t *ndim"), [], [("shape", "Tuple[int, ...]")]),
-    (("const void **data", "size_t *nbytes"), [], [("data_address", "int"), ("nbytes", "int")]),
+    (("const uint64_t **shape", "size_t *shape_len"), [], [("shape", "Tuple[int, ...]")]),
+    (("const void **data", "size_t *data_len"), [], [("data_address", "int"), ("data_len", "int")]),
     # SWIG names a multi-parameter input after its first C parameter: here
     # `steps` is the number of rounds.
-    (("uint64_t *steps", "size_t rounds"), [("steps", "int")], [("steps", "List[int]")]),
-    (("uint64_t *points", "size_t *count"), [], [("points", "List[int]")]),
+    (("uint64_t *steps", "size_t steps_len"), [("steps", "int")], [("steps", "List[int]")]),
+    (("uint64_t *points", "size_t *points_len"), [], [("points", "List[int]")]),
     # SWIG names it `a_claims`: the pair (A's digests, B's digests).
-    (("const pot_digest *a_claims", "const pot_digest *b_claims", "size_t count"),
+    (("const pot_digest *a_claims", "const pot_digest *b_claims", "size_t claims_len"),
      [("a_claims", "ClaimPair")], []),
-    (("uint64_t *indices", "size_t *count", "uint32_t *microbatch_sizes", "size_t *microbatches",
-      "const uint8_t *entry", "size_t len"), [("indices", "Buffer")],
+    (("uint64_t *indices", "size_t *indices_len", "uint32_t *microbatch_sizes", "size_t *microbatch_sizes_len",
+      "const uint8_t *entry", "size_t entry_len"), [("indices", "Buffer")],
      [("indices", "List[int]"), ("microbatch_sizes", "List[int]")]),
 ]
 

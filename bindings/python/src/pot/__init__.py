@@ -53,7 +53,7 @@ from .ledger import Ledger, decode_outcome
 from .dispute import (BisectionState, OpRuling, OpTrace, StepBisection, bisection_points, bisection_rounds,
                       op_node_from_json, op_node_json)
 from .losscheck import LossCheck, LossCheckParam, LossCheckParams, LossFlag, LossFlagKind, check_losses
-from .replay import (Checkpoints, GradientTrace, Recorder, Replay, ReplayResult, VerifyMode, VerifyResult,
+from .replay import (Checkpoints, GradientTrace, Recorder, Replay, ReplayResult, StepInput, VerifyMode, VerifyResult,
                      framework_version, hardware_class, program_digest_file, replay_available, verify_step)
 
 __version__ = BUILT_VERSION
@@ -99,6 +99,6 @@ __all__ = [
     # loss checks
     "LossCheckParam", "LossFlagKind", "LossFlag", "LossCheck", "LossCheckParams", "check_losses",
     # replay
-    "framework_version", "hardware_class", "program_digest_file", "replay_available", "VerifyMode", "GradientTrace", "ReplayResult", "VerifyResult", "Replay",
+    "framework_version", "hardware_class", "program_digest_file", "replay_available", "VerifyMode", "GradientTrace", "ReplayResult", "VerifyResult", "StepInput", "Replay",
     "verify_step", "Recorder", "Checkpoints",
 ]

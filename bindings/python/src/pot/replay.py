@@ -113,6 +113,49 @@ def _verify_result(d: Dict[str, Any]) -> VerifyResult:
         gradient=_gradient_trace(d["gradient"]), gradient_digest=_digest(d["gradient_digest"]))
 
 
+class StepInput(Handle):
+    """The inputs of one step (pot_step_input): the run, the S_{t-1} file,
+    the step's canonical schedule entry and one safetensors sample per
+    index of the entry, in order. Built once, it may be passed to several
+    replays (Replay.step, trace, open_op_node, referee_decide_op take
+    either one or the same values, from which they build one).
+
+    MalformedError for an entry that does not decode or a sample that is
+    not safetensors (naming the sample and its dataset index),
+    OutOfRangeError for more samples than the entry lists.
+    """
+
+    _free = staticmethod(_pot.pot_step_input_free)
+
+    def __init__(self, pre_state_path: PathLike, schedule_entry: Buffer, samples: Sequence[Buffer] = (), *,
+                 run_id: Optional[Buffer] = None) -> None:
+        super().__init__(_pot.pot_step_input_new(run_id, pre_state_path, schedule_entry))
+        for sample in samples:
+            self.add_sample(sample)
+
+    def add_sample(self, sample: Buffer) -> None:
+        """Appends the payload of the entry's next index."""
+        with self._use() as h:
+            _pot.pot_step_input_add_sample(h, sample)
+
+    @property
+    def sample_count(self) -> int:
+        """Samples added so far."""
+        with self._use() as h:
+            return _pot.pot_step_input_sample_count(h)
+
+    @property
+    def step(self) -> int:
+        """The step its schedule entry names."""
+        with self._use() as h:
+            return _pot.pot_step_input_step(h)
+
+
+def _step_input(pre_state_path: PathLike, schedule_entry: Buffer, samples: Sequence[Buffer],
+                run_id: Optional[Buffer]) -> StepInput:
+    return StepInput(pre_state_path, schedule_entry, samples, run_id=run_id)
+
+
 class Replay(Handle):
     """A TorchScript model program bound to a spec (pot_replay).
 
@@ -160,17 +203,21 @@ class Replay(Handle):
         not fit the program and spec; NonFiniteError for a
         NaN or infinite loss, BackendError for a LibTorch failure.
         """
-        with self._use() as h:
-            return _replay_result(_pot.pot_replay_step(h, run_id, pre_state_path, schedule_entry, list(samples),
-                                                       post_state_path))
+        return self.step_with(_step_input(pre_state_path, schedule_entry, samples, run_id), post_state_path)
+
+    def step_with(self, step: StepInput, post_state_path: Optional[PathLike] = None) -> ReplayResult:
+        """step() of a StepInput built beforehand."""
+        with self._use() as h, step._read() as i:
+            return _replay_result(_pot.pot_replay_step(h, i, post_state_path))
 
     def trace(self, pre_state_path: PathLike, schedule_entry: Buffer, samples: Sequence[Buffer], *,
               run_id: Optional[Buffer] = None) -> OpTrace:
         """Replays one step as step() does and records its operator trace
         (pot_replay_trace, docs/PROTOCOL.md 22.2): an OpTrace, whose
         replay_result is step()'s result. Same errors as step()."""
-        with self._use() as h:
-            return OpTrace(_pot.pot_replay_trace(h, run_id, pre_state_path, schedule_entry, list(samples)))
+        step = _step_input(pre_state_path, schedule_entry, samples, run_id)
+        with self._use() as h, step._read() as i:
+            return OpTrace(_pot.pot_replay_trace(h, i))
 
     def open_op_node(self, pre_state_path: PathLike, schedule_entry: Buffer, samples: Sequence[Buffer], index: int,
                      *, run_id: Optional[Buffer] = None) -> bytes:
@@ -178,8 +225,9 @@ class Replay(Handle):
         (pot_replay_open_op_node): replays the step again and returns the
         node, its proofs, the sources its inputs name and its input tensors'
         bytes. OutOfRangeError past the trace's end."""
-        with self._use() as h:
-            return _pot.pot_replay_open_op_node(h, run_id, pre_state_path, schedule_entry, list(samples), index)
+        step = _step_input(pre_state_path, schedule_entry, samples, run_id)
+        with self._use() as h, step._read() as i:
+            return _pot.pot_replay_open_op_node(h, i, index)
 
     def referee_decide_op(self, pre_state_path: PathLike, pre_state_digest: Buffer, schedule_entry: Buffer,
                           samples: Sequence[Buffer], index: int, *, agreed_root: Buffer, a_root: Buffer,
@@ -190,9 +238,10 @@ class Replay(Handle):
         each party's root of the first index + 1 and its opening. This
         Replay must hold the task's spec; the pre-state file must be the
         agreed S_{t-1} (ProofMismatchError otherwise)."""
-        with self._use() as h:
-            raw = _pot.pot_referee_decide_op(h, run_id, pre_state_path, pre_state_digest, schedule_entry,
-                                             list(samples), index, agreed_root, a_root, b_root, a_opening, b_opening)
+        step = _step_input(pre_state_path, schedule_entry, samples, run_id)
+        with self._use() as h, step._read() as i:
+            raw = _pot.pot_referee_decide_op(h, i, pre_state_digest, index, agreed_root, a_root, b_root, a_opening,
+                                             b_opening)
         d = json.loads(raw)
         return OpRuling(d["a_loses"], d["b_loses"], d["rule"], d["reason"], d["executed"], d["replayed"])
 
@@ -374,4 +423,4 @@ class Checkpoints(Handle):
 
 
 __all__ = ["program_digest_file", "replay_available", "VerifyMode", "GradientTrace", "ReplayResult", "VerifyResult",
-           "Replay", "verify_step", "Recorder", "Checkpoints"]
+           "StepInput", "Replay", "verify_step", "Recorder", "Checkpoints"]

@@ -112,6 +112,7 @@ impl StepBisection {
     pub fn state(&self) -> Result<BisectionState> {
         // SAFETY: pot_bisection_info is plain data; zero is a valid value.
         let mut info: sys::pot_bisection_info = unsafe { std::mem::zeroed() };
+        info.struct_size = size_of::<sys::pot_bisection_info>() as u32;
         call(|err| unsafe { sys::pot_bisection_info_get(&mut info, self.raw.as_ptr(), err) })?;
         Ok(BisectionState {
             lo: info.lo,
@@ -245,7 +246,8 @@ impl OpTrace {
 
     /// The results of the replay that recorded the trace.
     pub fn replay_result(&self) -> Result<crate::ReplayResult> {
-        let mut out = sys::pot_replay_result::default();
+        let mut out =
+            sys::pot_replay_result { struct_size: size_of::<sys::pot_replay_result>() as u32, ..Default::default() };
         call(|err| unsafe { sys::pot_op_trace_replay_result(&mut out, self.raw.as_ptr(), err) })?;
         Ok(crate::ReplayResult::from_sys(&out))
     }

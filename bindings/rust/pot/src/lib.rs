@@ -84,8 +84,8 @@ pub use opening::{Opening, OpeningCheck, OpeningFailure, verify_opening};
 pub use protocol::StepLeaf;
 pub use recorder::{Checkpoints, Recorder};
 pub use replay::{
-    GradientTrace, Replay, ReplayResult, StepFailure, StepVerification, VerifyMode, program_digest_file, verify_step,
-    witness_statement,
+    GradientTrace, Replay, ReplayResult, StepFailure, StepInput, StepVerification, VerifyMode, program_digest_file,
+    verify_step, witness_statement,
 };
 pub use safetensors::{Safetensors, SafetensorsWriter, TensorView};
 pub use spec::{SeedPolicy, Spec};
@@ -101,7 +101,7 @@ use std::sync::OnceLock;
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
 
-/// Version of pot.h this crate was built against, e.g. `"0.1.0"`.
+/// Version of pot.h this crate was built against, e.g. `"0.2.0"`.
 ///
 /// ```
 /// assert_eq!(pot::VERSION, format!("{}.{}.{}", pot::VERSION_MAJOR, pot::VERSION_MINOR, pot::VERSION_PATCH));
@@ -208,7 +208,7 @@ pub const MAX_RATES_PER_CALL: usize = sys::POT_MAX_RATES_PER_CALL as usize;
 /// ```
 pub const WITNESS_SALT_SIZE: usize = sys::POT_WITNESS_SALT_SIZE as usize;
 
-/// Version of the libpot loaded at run time, e.g. `"0.1.0"`.
+/// Version of the libpot loaded at run time, e.g. `"0.2.0"`.
 ///
 /// ```
 /// assert!(!pot::version_string().is_empty());

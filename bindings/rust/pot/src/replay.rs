@@ -213,21 +213,78 @@ pub struct Replay {
     raw: NonNull<sys::pot_replay>,
 }
 
-/// One step's C arguments: the pre-state path and the samples' pointers
-/// and lengths (borrowed: the samples outlive the call).
-struct StepArgs {
-    pre: CString,
-    ptrs: Vec<*const u8>,
-    lens: Vec<usize>,
+/// The inputs of one step (`pot_step_input`, docs/PROTOCOL.md 21.4): the
+/// run, the `S_{t-1}` file, the step's canonical schedule entry and one
+/// safetensors sample per index of the entry, in order. libpot copies what
+/// it is given. [`Replay::step_with`] takes one built beforehand; the other
+/// step calls build one from their arguments. Only read by the replays, so
+/// it may be shared between threads.
+pub struct StepInput {
+    raw: NonNull<sys::pot_step_input>,
 }
 
-impl StepArgs {
-    fn new<S: AsRef<[u8]>>(pre_state: &Path, samples: &[S]) -> Result<StepArgs> {
-        Ok(StepArgs {
-            pre: path_cstring(pre_state)?,
-            ptrs: samples.iter().map(|s| s.as_ref().as_ptr()).collect(),
-            lens: samples.iter().map(|s| s.as_ref().len()).collect(),
-        })
+// SAFETY: the replay calls only read the handle (pot.h), and adding a
+// sample takes `&mut self`.
+unsafe impl Send for StepInput {}
+unsafe impl Sync for StepInput {}
+
+impl StepInput {
+    /// Builds a step's inputs. `run_id` may be `None` unless the spec's seed
+    /// policy is per_step.
+    ///
+    /// # Errors
+    /// [`Malformed`](crate::ErrorKind::Malformed) for an entry that does not
+    /// decode or a sample that is not safetensors (naming the sample and its
+    /// dataset index), [`OutOfRange`](crate::ErrorKind::OutOfRange) for more
+    /// samples than the entry lists.
+    pub fn new<S: AsRef<[u8]>>(
+        run_id: Option<&Digest>,
+        pre_state: impl AsRef<Path>,
+        schedule_entry: &[u8],
+        samples: &[S],
+    ) -> Result<StepInput> {
+        let pre = path_cstring(pre_state.as_ref())?;
+        let mut raw = ptr::null_mut();
+        call(|err| unsafe {
+            sys::pot_step_input_new(
+                &mut raw,
+                run_id.map_or(std::ptr::null(), Digest::as_ptr),
+                pre.as_ptr(),
+                schedule_entry.as_ptr(),
+                schedule_entry.len(),
+                err,
+            )
+        })?;
+        let mut input = StepInput { raw: non_null(raw)? };
+        for sample in samples {
+            input.add_sample(sample.as_ref())?;
+        }
+        Ok(input)
+    }
+
+    /// Appends the safetensors payload of the entry's next index.
+    pub fn add_sample(&mut self, sample: &[u8]) -> Result<()> {
+        call(|err| unsafe { sys::pot_step_input_add_sample(self.raw.as_ptr(), sample.as_ptr(), sample.len(), err) })
+    }
+
+    /// The number of samples added.
+    pub fn sample_count(&self) -> usize {
+        unsafe { sys::pot_step_input_sample_count(self.raw.as_ptr()) }
+    }
+
+    /// The step its schedule entry names.
+    pub fn step(&self) -> u64 {
+        unsafe { sys::pot_step_input_step(self.raw.as_ptr()) }
+    }
+
+    fn as_ptr(&self) -> *const sys::pot_step_input {
+        self.raw.as_ptr()
+    }
+}
+
+impl Drop for StepInput {
+    fn drop(&mut self) {
+        unsafe { sys::pot_step_input_free(self.raw.as_ptr()) }
     }
 }
 
@@ -341,24 +398,20 @@ impl Replay {
         samples: &[S],
         post_state: Option<&Path>,
     ) -> Result<ReplayResult> {
-        let args = StepArgs::new(pre_state.as_ref(), samples)?;
+        let input = StepInput::new(run_id, pre_state, schedule_entry, samples)?;
+        self.step_with(&input, post_state)
+    }
+
+    /// Replays the step of a [`StepInput`] built beforehand, as
+    /// [`step`](Self::step) does.
+    ///
+    /// # Errors
+    /// As [`step`](Self::step).
+    pub fn step_with(&mut self, input: &StepInput, post_state: Option<&Path>) -> Result<ReplayResult> {
         let post: Option<CString> = post_state.map(path_cstring).transpose()?;
-        let mut out = sys::pot_replay_result::default();
-        call(|err| unsafe {
-            sys::pot_replay_step(
-                &mut out,
-                self.raw.as_ptr(),
-                run_id.map_or(std::ptr::null(), Digest::as_ptr),
-                args.pre.as_ptr(),
-                schedule_entry.as_ptr(),
-                schedule_entry.len(),
-                args.ptrs.as_ptr(),
-                args.lens.as_ptr(),
-                samples.len(),
-                opt_ptr(&post),
-                err,
-            )
-        })?;
+        let mut out =
+            sys::pot_replay_result { struct_size: size_of::<sys::pot_replay_result>() as u32, ..Default::default() };
+        call(|err| unsafe { sys::pot_replay_step(&mut out, self.raw.as_ptr(), input.as_ptr(), opt_ptr(&post), err) })?;
         Ok(ReplayResult::from_sys(&out))
     }
 }
@@ -378,22 +431,9 @@ impl Replay {
         schedule_entry: &[u8],
         samples: &[S],
     ) -> Result<crate::dispute::OpTrace> {
-        let args = StepArgs::new(pre_state.as_ref(), samples)?;
+        let input = StepInput::new(run_id, pre_state, schedule_entry, samples)?;
         let mut raw = ptr::null_mut();
-        call(|err| unsafe {
-            sys::pot_replay_trace(
-                &mut raw,
-                self.raw.as_ptr(),
-                run_id.map_or(std::ptr::null(), Digest::as_ptr),
-                args.pre.as_ptr(),
-                schedule_entry.as_ptr(),
-                schedule_entry.len(),
-                args.ptrs.as_ptr(),
-                args.lens.as_ptr(),
-                samples.len(),
-                err,
-            )
-        })?;
+        call(|err| unsafe { sys::pot_replay_trace(&mut raw, self.raw.as_ptr(), input.as_ptr(), err) })?;
         crate::dispute::OpTrace::from_raw(raw)
     }
 
@@ -413,21 +453,9 @@ impl Replay {
         samples: &[S],
         index: u64,
     ) -> Result<Vec<u8>> {
-        let args = StepArgs::new(pre_state.as_ref(), samples)?;
+        let input = StepInput::new(run_id, pre_state, schedule_entry, samples)?;
         crate::ffi::bytes_out(|out, err| unsafe {
-            sys::pot_replay_open_op_node(
-                out,
-                self.raw.as_ptr(),
-                run_id.map_or(std::ptr::null(), Digest::as_ptr),
-                args.pre.as_ptr(),
-                schedule_entry.as_ptr(),
-                schedule_entry.len(),
-                args.ptrs.as_ptr(),
-                args.lens.as_ptr(),
-                samples.len(),
-                index,
-                err,
-            )
+            sys::pot_replay_open_op_node(out, self.raw.as_ptr(), input.as_ptr(), index, err)
         })
     }
 
@@ -449,19 +477,13 @@ impl Replay {
         samples: &[S],
         dispute: &crate::dispute::OpDispute<'_>,
     ) -> Result<crate::dispute::OpRuling> {
-        let args = StepArgs::new(pre_state.as_ref(), samples)?;
+        let input = StepInput::new(run_id, pre_state, schedule_entry, samples)?;
         let text = crate::ffi::string_out(|out, err| unsafe {
             sys::pot_referee_decide_op(
                 out,
                 self.raw.as_ptr(),
-                run_id.map_or(std::ptr::null(), Digest::as_ptr),
-                args.pre.as_ptr(),
+                input.as_ptr(),
                 pre_state_digest.as_ptr(),
-                schedule_entry.as_ptr(),
-                schedule_entry.len(),
-                args.ptrs.as_ptr(),
-                args.lens.as_ptr(),
-                samples.len(),
                 dispute.index,
                 dispute.agreed_root.as_ptr(),
                 dispute.a_root.as_ptr(),
@@ -663,7 +685,8 @@ pub fn verify_step(
     let pre = path_cstring(pre_state).map_err(no_check)?;
     let post: Option<CString> = post_state.map(path_cstring).transpose().map_err(no_check)?;
     // check = POT_CHECK_OK: stays so when the call fails before any check.
-    let mut out = sys::pot_verify_result::default();
+    let mut out =
+        sys::pot_verify_result { struct_size: size_of::<sys::pot_verify_result>() as u32, ..Default::default() };
     let result = call(|err| unsafe {
         sys::pot_verify_step(
             &mut out,
@@ -718,7 +741,8 @@ pub fn witness_statement(
         Ok(v) => (sys::pot_opening_check::POT_CHECK_OK, v),
         Err(f) => (sys::pot_opening_check(f.check.map_or(0, |c| c.raw())), &f.verification),
     };
-    let mut r = sys::pot_verify_result { check, ..Default::default() };
+    let mut r =
+        sys::pot_verify_result { struct_size: size_of::<sys::pot_verify_result>() as u32, check, ..Default::default() };
     if let Some(replay) = verification.replay {
         r.replayed = 1;
         r.replayed_state_digest.bytes = replay.post_state_digest.0;

@@ -529,3 +529,29 @@ fn operator_trace_bisection_and_referee() {
     let err = replay.open_op_node(Some(&run_id), &pre, &entry, &batch, n + 1).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::OutOfRange);
 }
+
+/// A `StepInput` (`pot_step_input`) holds one parsed sample per index of its
+/// entry: a bad sample is refused as it is added, naming its position and
+/// dataset index, and one too many with `OutOfRange`. No LibTorch needed.
+#[test]
+fn a_step_input_holds_one_parsed_sample_per_index() {
+    let dir = TempDir::new("step-input");
+    let x: Vec<u8> = [1.0f32, 2.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let mut w = SafetensorsWriter::new().unwrap();
+    w.add("x", Dtype::F32, &[2], &x).unwrap();
+    let good = w.to_bytes().unwrap();
+    let entry = ScheduleEntry { step: 7, indices: vec![3, 5], microbatch_sizes: vec![2] }.encode(0).unwrap();
+    let mut input = StepInput::new(Some(&Digest::new([0; 32])), dir.path("pre.safetensors"), &entry, &[&good]).unwrap();
+    assert_eq!((input.step(), input.sample_count()), (7, 1));
+    let err = input.add_sample(&good[..5]).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Malformed);
+    assert!(err.message().contains("sample 1 (dataset index 5)"), "{err}");
+    assert_eq!(input.sample_count(), 1);
+    input.add_sample(&good).unwrap();
+    let err = input.add_sample(&good).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::OutOfRange);
+    assert_eq!(input.sample_count(), 2);
+    let no_samples: [&[u8]; 0] = [];
+    let err = StepInput::new(None, "pre", &entry[..entry.len() - 1], &no_samples).err().unwrap();
+    assert_eq!(err.kind(), ErrorKind::Malformed);
+}
