@@ -9,7 +9,6 @@ import "C"
 import (
 	"math"
 	"runtime"
-	"sync"
 	"unsafe"
 )
 
@@ -52,14 +51,10 @@ func (e ScheduleEntry) Encode(datasetSize uint64) ([]byte, error) {
 		sizes = append(sizes, uint32(len(mb)))
 		indices = append(indices, mb...)
 	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_schedule_entry_encode(&out, C.uint64_t(e.Step), shapePtr(indices), C.size_t(len(indices)),
-		(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(sizes))), C.size_t(len(sizes)), C.uint64_t(datasetSize), &cerr)
-	if err := toError(st, cerr); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
+	return bytesOut(func(out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_schedule_entry_encode(out, C.uint64_t(e.Step), shapePtr(indices), C.size_t(len(indices)),
+			(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(sizes))), C.size_t(len(sizes)), C.uint64_t(datasetSize), cerr)
+	})
 }
 
 // DecodeScheduleEntry parses schedule entry bytes; StatusMalformed for
@@ -70,17 +65,18 @@ func DecodeScheduleEntry(entry []byte) (ScheduleEntry, error) {
 	}
 	var step C.uint64_t
 	var count, micro C.size_t
-	var cerr *C.pot_error
 	// First the numbers, then the contents.
-	if err := toError(C.pot_schedule_entry_decode(&step, nil, &count, nil, &micro, bytesPtr(entry),
-		C.size_t(len(entry)), &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_schedule_entry_decode(&step, nil, &count, nil, &micro, bytesPtr(entry), C.size_t(len(entry)), cerr)
+	}); err != nil {
 		return ScheduleEntry{}, err
 	}
 	indices := make([]uint64, int(count))
 	sizes := make([]uint32, int(micro))
-	st := C.pot_schedule_entry_decode(&step, shapePtr(indices), &count,
-		(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(sizes))), &micro, bytesPtr(entry), C.size_t(len(entry)), &cerr)
-	if err := toError(st, cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_schedule_entry_decode(&step, shapePtr(indices), &count,
+			(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(sizes))), &micro, bytesPtr(entry), C.size_t(len(entry)), cerr)
+	}); err != nil {
 		return ScheduleEntry{}, err
 	}
 	e := ScheduleEntry{Step: uint64(step), Microbatches: make([][]uint64, 0, len(sizes))}
@@ -99,13 +95,10 @@ func SeededScheduleEntry(seed, datasetSize uint64, batchSize, microbatches uint3
 	if abiErr != nil {
 		return nil, abiErr
 	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	if err := toError(C.pot_seeded_schedule_entry(&out, C.uint64_t(seed), C.uint64_t(datasetSize),
-		C.uint32_t(batchSize), C.uint32_t(microbatches), C.uint64_t(step), &cerr), cerr); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
+	return bytesOut(func(out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_seeded_schedule_entry(out, C.uint64_t(seed), C.uint64_t(datasetSize), C.uint32_t(batchSize),
+			C.uint32_t(microbatches), C.uint64_t(step), cerr)
+	})
 }
 
 // SeededScheduleRoot returns the root of the seeded schedule's first steps
@@ -151,17 +144,16 @@ func scheduleStream(uniform bool, seed, datasetSize, first uint64, count int) ([
 			MaxStreamPositions)
 	}
 	out := make([]uint64, count)
-	var cerr *C.pot_error
-	var st C.pot_status
-	if uniform {
-		st = C.pot_uniform_schedule_stream(shapePtr(out), C.size_t(count), C.uint64_t(seed), C.uint64_t(datasetSize),
-			C.uint64_t(first), &cerr)
-	} else {
-		st = C.pot_seeded_schedule_stream(shapePtr(out), C.size_t(count), C.uint64_t(seed), C.uint64_t(datasetSize),
-			C.uint64_t(first), &cerr)
-	}
+	err := status(func(cerr **C.pot_error) C.pot_status {
+		if uniform {
+			return C.pot_uniform_schedule_stream(shapePtr(out), C.size_t(count), C.uint64_t(seed),
+				C.uint64_t(datasetSize), C.uint64_t(first), cerr)
+		}
+		return C.pot_seeded_schedule_stream(shapePtr(out), C.size_t(count), C.uint64_t(seed), C.uint64_t(datasetSize),
+			C.uint64_t(first), cerr)
+	})
 	runtime.KeepAlive(out)
-	if err := toError(st, cerr); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -170,8 +162,7 @@ func scheduleStream(uniform bool, seed, datasetSize, first uint64, count int) ([
 // Commitment is a validated training commitment (pot_commitment,
 // PROTOCOL.md section 17). It is immutable and safe for concurrent use.
 type Commitment struct {
-	mu sync.RWMutex
-	p  *C.pot_commitment
+	h handle[*C.pot_commitment]
 }
 
 // CommitmentDigests are the digests a training commitment binds.
@@ -183,7 +174,8 @@ type CommitmentDigests struct {
 }
 
 func newCommitment(p *C.pot_commitment) *Commitment {
-	c := &Commitment{p: p}
+	c := &Commitment{}
+	c.h.set(p, "Commitment")
 	runtime.SetFinalizer(c, (*Commitment).Close)
 	return c
 }
@@ -201,8 +193,9 @@ func CommitmentFromJSON(json string) (*Commitment, error) {
 	}
 	defer freeString(cs)
 	var p *C.pot_commitment
-	var cerr *C.pot_error
-	if err := toError(C.pot_commitment_from_json(&p, cs, &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_commitment_from_json(&p, cs, cerr)
+	}); err != nil {
 		return nil, err
 	}
 	return newCommitment(p), nil
@@ -215,8 +208,9 @@ func DecodeCommitment(data []byte) (*Commitment, error) {
 		return nil, abiErr
 	}
 	var p *C.pot_commitment
-	var cerr *C.pot_error
-	if err := toError(C.pot_commitment_decode(&p, bytesPtr(data), C.size_t(len(data)), &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_commitment_decode(&p, bytesPtr(data), C.size_t(len(data)), cerr)
+	}); err != nil {
 		return nil, err
 	}
 	return newCommitment(p), nil
@@ -224,77 +218,38 @@ func DecodeCommitment(data []byte) (*Commitment, error) {
 
 // Close frees the commitment. It is safe to call more than once.
 func (c *Commitment) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.p != nil {
-		C.pot_commitment_free(c.p)
-		c.p = nil
-		runtime.SetFinalizer(c, nil)
-	}
-	return nil
+	runtime.SetFinalizer(c, nil)
+	return c.h.close(func(p *C.pot_commitment) error { C.pot_commitment_free(p); return nil })
 }
 
 // Encode returns the canonical bytes (a pot.v2.TrainingCommitment).
 func (c *Commitment) Encode() ([]byte, error) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.p == nil {
-		return nil, closedError("Commitment")
-	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_commitment_encode(&out, c.p, &cerr)
-	runtime.KeepAlive(c)
-	if err := toError(st, cerr); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
+	return readBytes(&c.h, func(p *C.pot_commitment, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_commitment_encode(out, p, cerr)
+	})
 }
 
 // ToJSON returns the JSON form of the commitment.
 func (c *Commitment) ToJSON() (string, error) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.p == nil {
-		return "", closedError("Commitment")
-	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_commitment_to_json(&out, c.p, &cerr)
-	runtime.KeepAlive(c)
-	if err := toError(st, cerr); err != nil {
-		return "", err
-	}
-	return takeString(&out), nil
+	return readString(&c.h, func(p *C.pot_commitment, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_commitment_to_json(out, p, cerr)
+	})
 }
 
 // RunID returns the run id, tagged("pot/v2/run", canonical bytes).
 func (c *Commitment) RunID() (Digest, error) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.p == nil {
-		return Digest{}, closedError("Commitment")
-	}
-	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
-		return C.pot_commitment_run_id(out, c.p, cerr)
+	return readDigest(&c.h, func(p *C.pot_commitment, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_commitment_run_id(out, p, cerr)
 	})
-	runtime.KeepAlive(c)
-	return d, err
 }
 
 // Digests returns the committed digests.
 func (c *Commitment) Digests() (CommitmentDigests, error) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.p == nil {
-		return CommitmentDigests{}, closedError("Commitment")
-	}
 	var out CommitmentDigests
-	var cerr *C.pot_error
-	st := C.pot_commitment_digests(out.InitialState.c(), out.ScheduleRoot.c(), out.DatasetRoot.c(), out.Spec.c(),
-		c.p, &cerr)
-	runtime.KeepAlive(c)
-	if err := toError(st, cerr); err != nil {
+	if err := c.h.read(func(p *C.pot_commitment, cerr **C.pot_error) C.pot_status {
+		return C.pot_commitment_digests(out.InitialState.c(), out.ScheduleRoot.c(), out.DatasetRoot.c(), out.Spec.c(),
+			p, cerr)
+	}); err != nil {
 		return CommitmentDigests{}, err
 	}
 	return out, nil
@@ -303,32 +258,21 @@ func (c *Commitment) Digests() (CommitmentDigests, error) {
 // DeclaredSteps returns the declared number of steps (= schedule entries);
 // 0 after Close.
 func (c *Commitment) DeclaredSteps() uint64 {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	n := uint64(C.pot_commitment_declared_steps(c.p))
-	runtime.KeepAlive(c)
+	var n uint64
+	c.h.peek(func(p *C.pot_commitment) { n = uint64(C.pot_commitment_declared_steps(p)) })
 	return n
 }
 
 // TaskID returns the id of the task the run answers to.
 func (c *Commitment) TaskID() (Digest, error) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.p == nil {
-		return Digest{}, closedError("Commitment")
-	}
-	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
-		return C.pot_commitment_task_id(out, c.p, cerr)
+	return readDigest(&c.h, func(p *C.pot_commitment, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_commitment_task_id(out, p, cerr)
 	})
-	runtime.KeepAlive(c)
-	return d, err
 }
 
 // DatasetSize returns the committed dataset size; 0 after Close.
 func (c *Commitment) DatasetSize() uint64 {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	n := uint64(C.pot_commitment_dataset_size(c.p))
-	runtime.KeepAlive(c)
+	var n uint64
+	c.h.peek(func(p *C.pot_commitment) { n = uint64(C.pot_commitment_dataset_size(p)) })
 	return n
 }

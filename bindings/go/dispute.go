@@ -7,7 +7,6 @@ import "C"
 
 import (
 	"runtime"
-	"sync"
 	"unsafe"
 )
 
@@ -30,9 +29,9 @@ func BisectionPoints(lo, hi uint64, arity uint32) ([]uint64, error) {
 	}
 	var buf [BisectionMaxPoints]C.uint64_t
 	count := C.size_t(len(buf))
-	var cerr *C.pot_error
-	if err := toError(C.pot_bisection_points(&buf[0], &count, C.uint64_t(lo), C.uint64_t(hi), C.uint32_t(arity),
-		&cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_bisection_points(&buf[0], &count, C.uint64_t(lo), C.uint64_t(hi), C.uint32_t(arity), cerr)
+	}); err != nil {
 		return nil, err
 	}
 	out := make([]uint64, count)
@@ -49,9 +48,9 @@ func BisectionRounds(lo, hi uint64, arity uint32) (uint32, error) {
 		return 0, abiErr
 	}
 	var r C.uint32_t
-	var cerr *C.pot_error
-	if err := toError(C.pot_bisection_rounds(&r, C.uint64_t(lo), C.uint64_t(hi), C.uint32_t(arity), &cerr),
-		cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_bisection_rounds(&r, C.uint64_t(lo), C.uint64_t(hi), C.uint32_t(arity), cerr)
+	}); err != nil {
 		return 0, err
 	}
 	return uint32(r), nil
@@ -73,8 +72,7 @@ type BisectionState struct {
 // interval narrows to the first point where they differ. Its methods may be
 // called from several goroutines (they take a lock).
 type StepBisection struct {
-	mu sync.Mutex
-	p  *C.pot_bisection
+	h handle[*C.pot_bisection]
 }
 
 // NewStepBisection starts a bisection of (lo, hi]. StatusInvalidArgument
@@ -85,40 +83,30 @@ func NewStepBisection(lo, hi uint64, arity uint32, agreed, aHi, bHi Digest) (*St
 		return nil, abiErr
 	}
 	var p *C.pot_bisection
-	var cerr *C.pot_error
-	if err := toError(C.pot_bisection_new(&p, C.uint64_t(lo), C.uint64_t(hi), C.uint32_t(arity), cDigest(agreed),
-		cDigest(aHi), cDigest(bHi), &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_bisection_new(&p, C.uint64_t(lo), C.uint64_t(hi), C.uint32_t(arity), cDigest(agreed), cDigest(aHi),
+			cDigest(bHi), cerr)
+	}); err != nil {
 		return nil, err
 	}
-	b := &StepBisection{p: p}
+	b := &StepBisection{}
+	b.h.set(p, "StepBisection")
 	runtime.SetFinalizer(b, (*StepBisection).Close)
 	return b, nil
 }
 
 // Close frees the bisection. It is safe to call more than once.
 func (b *StepBisection) Close() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.p != nil {
-		C.pot_bisection_free(b.p)
-		b.p = nil
-		runtime.SetFinalizer(b, nil)
-	}
-	return nil
+	runtime.SetFinalizer(b, nil)
+	return b.h.close(func(p *C.pot_bisection) error { C.pot_bisection_free(p); return nil })
 }
 
 // State returns where the bisection stands.
 func (b *StepBisection) State() (BisectionState, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.p == nil {
-		return BisectionState{}, closedError("StepBisection")
-	}
-	var info C.pot_bisection_info
-	var cerr *C.pot_error
-	st := C.pot_bisection_info_get(&info, b.p, &cerr)
-	runtime.KeepAlive(b)
-	if err := toError(st, cerr); err != nil {
+	info := C.pot_bisection_info{struct_size: C.sizeof_pot_bisection_info}
+	if err := b.h.write(func(p *C.pot_bisection, cerr **C.pot_error) C.pot_status {
+		return C.pot_bisection_info_get(&info, p, cerr)
+	}); err != nil {
 		return BisectionState{}, err
 	}
 	return BisectionState{Lo: uint64(info.lo), Hi: uint64(info.hi), Arity: uint32(info.arity),
@@ -148,19 +136,14 @@ func (b *StepBisection) PlayRound(aClaims, bClaims []Digest) error {
 		return newError(StatusInvalidArgument, "A claims %d digests and B %d: each party claims one per point",
 			len(aClaims), len(bClaims))
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.p == nil {
-		return closedError("StepBisection")
-	}
 	var pa, pb *C.pot_digest
 	if len(aClaims) > 0 {
 		pa, pb = aClaims[0].c(), bClaims[0].c()
 	}
-	var cerr *C.pot_error
-	st := C.pot_bisection_play_round(b.p, pa, pb, C.size_t(len(aClaims)), &cerr)
+	err := b.h.write(func(p *C.pot_bisection, cerr **C.pot_error) C.pot_status {
+		return C.pot_bisection_play_round(p, pa, pb, C.size_t(len(aClaims)), cerr)
+	})
 	runtime.KeepAlive(aClaims)
 	runtime.KeepAlive(bClaims)
-	runtime.KeepAlive(b)
-	return toError(st, cerr)
+	return err
 }

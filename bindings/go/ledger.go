@@ -9,7 +9,6 @@ import "C"
 import (
 	"encoding/json"
 	"runtime"
-	"sync"
 )
 
 // LedgerConfig configures a new Ledger (docs/ledger.md section 1). Every
@@ -37,12 +36,12 @@ type LedgerConfig struct {
 // calls. It is safe for concurrent use (calls are serialised, as a runtime
 // executes extrinsics one at a time).
 type Ledger struct {
-	mu sync.Mutex
-	p  *C.pot_ledger
+	h handle[*C.pot_ledger]
 }
 
 func newLedger(p *C.pot_ledger) *Ledger {
-	l := &Ledger{p: p}
+	l := &Ledger{}
+	l.h.set(p, "Ledger")
 	runtime.SetFinalizer(l, (*Ledger).Close)
 	return l
 }
@@ -63,8 +62,7 @@ func NewLedger(config LedgerConfig) (*Ledger, error) {
 	}
 	defer freeString(cs)
 	var p *C.pot_ledger
-	var cerr *C.pot_error
-	if err := toError(C.pot_ledger_new(&p, cs, &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status { return C.pot_ledger_new(&p, cs, cerr) }); err != nil {
 		return nil, err
 	}
 	return newLedger(p), nil
@@ -78,8 +76,9 @@ func LoadLedger(state []byte) (*Ledger, error) {
 		return nil, abiErr
 	}
 	var p *C.pot_ledger
-	var cerr *C.pot_error
-	if err := toError(C.pot_ledger_load(&p, bytesPtr(state), C.size_t(len(state)), &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_ledger_load(&p, bytesPtr(state), C.size_t(len(state)), cerr)
+	}); err != nil {
 		return nil, err
 	}
 	return newLedger(p), nil
@@ -87,32 +86,16 @@ func LoadLedger(state []byte) (*Ledger, error) {
 
 // Close frees the ledger. It is safe to call more than once.
 func (l *Ledger) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.p != nil {
-		C.pot_ledger_free(l.p)
-		l.p = nil
-		runtime.SetFinalizer(l, nil)
-	}
-	return nil
+	runtime.SetFinalizer(l, nil)
+	return l.h.close(func(p *C.pot_ledger) error { C.pot_ledger_free(p); return nil })
 }
 
 // Save returns the canonical state bytes: saving, loading and saving again
 // gives the same bytes.
 func (l *Ledger) Save() ([]byte, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.p == nil {
-		return nil, closedError("Ledger")
-	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_ledger_save(&out, l.p, &cerr)
-	runtime.KeepAlive(l)
-	if err := toError(st, cerr); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
+	return writeBytes(&l.h, func(p *C.pot_ledger, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_ledger_save(out, p, cerr)
+	})
 }
 
 // Apply applies one call, a JSON object such as
@@ -127,19 +110,9 @@ func (l *Ledger) Apply(callJSON string) (string, error) {
 		return "", err
 	}
 	defer freeString(cs)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.p == nil {
-		return "", closedError("Ledger")
-	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_ledger_apply(&out, l.p, cs, &cerr)
-	runtime.KeepAlive(l)
-	if err := toError(st, cerr); err != nil {
-		return "", err
-	}
-	return takeString(&out), nil
+	return writeString(&l.h, func(p *C.pot_ledger, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_ledger_apply(out, p, cs, cerr)
+	})
 }
 
 // Outcome is a decoded outcome record (docs/PROTOCOL.md 20.1): what one
@@ -167,14 +140,14 @@ func decodeLogLeaf(record []byte) ([]byte, bool, error) {
 	if abiErr != nil {
 		return nil, false, abiErr
 	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_ledger_outcome_decode(&out, bytesPtr(record), C.size_t(len(record)), &cerr)
+	s, err := stringOut(func(out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_ledger_outcome_decode(out, bytesPtr(record), C.size_t(len(record)), cerr)
+	})
 	runtime.KeepAlive(record)
-	if err := toError(st, cerr); err != nil {
+	if err != nil {
 		return nil, false, err
 	}
-	text := []byte(takeString(&out))
+	text := []byte(s)
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(text, &keys); err != nil {
 		return nil, false, newError(StatusMalformed, "outcome log leaf JSON: %v", err)

@@ -10,7 +10,6 @@ import (
 	"math"
 	"runtime"
 	"strconv"
-	"sync"
 	"unsafe"
 )
 
@@ -70,8 +69,7 @@ func (f LossFlag) String() string {
 // (pot_losscheck_params), set one by one. It is safe for concurrent use
 // (calls are serialised).
 type LossCheckParams struct {
-	mu sync.Mutex
-	p  *C.pot_losscheck_params
+	h handle[*C.pot_losscheck_params]
 }
 
 // NewLossCheckParams returns parameters with the documented defaults.
@@ -80,54 +78,38 @@ func NewLossCheckParams() (*LossCheckParams, error) {
 		return nil, abiErr
 	}
 	var p *C.pot_losscheck_params
-	var cerr *C.pot_error
-	if err := toError(C.pot_losscheck_params_new(&p, &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_losscheck_params_new(&p, cerr)
+	}); err != nil {
 		return nil, err
 	}
-	lp := &LossCheckParams{p: p}
+	lp := &LossCheckParams{}
+	lp.h.set(p, "LossCheckParams")
 	runtime.SetFinalizer(lp, (*LossCheckParams).Close)
 	return lp, nil
 }
 
 // Close frees the parameters. It is safe to call more than once.
 func (lp *LossCheckParams) Close() error {
-	lp.mu.Lock()
-	defer lp.mu.Unlock()
-	if lp.p != nil {
-		C.pot_losscheck_params_free(lp.p)
-		lp.p = nil
-		runtime.SetFinalizer(lp, nil)
-	}
-	return nil
+	runtime.SetFinalizer(lp, nil)
+	return lp.h.close(func(p *C.pot_losscheck_params) error { C.pot_losscheck_params_free(p); return nil })
 }
 
 // Set sets one parameter; integer parameters need an integral value.
 // StatusInvalidArgument (naming the parameter) for a value out of range;
 // the parameters are then unchanged.
 func (lp *LossCheckParams) Set(param LossCheckParam, value float64) error {
-	lp.mu.Lock()
-	defer lp.mu.Unlock()
-	if lp.p == nil {
-		return closedError("LossCheckParams")
-	}
-	var cerr *C.pot_error
-	st := C.pot_losscheck_params_set(lp.p, C.pot_losscheck_param(param), C.double(value), &cerr)
-	runtime.KeepAlive(lp)
-	return toError(st, cerr)
+	return lp.h.write(func(p *C.pot_losscheck_params, cerr **C.pot_error) C.pot_status {
+		return C.pot_losscheck_params_set(p, C.pot_losscheck_param(param), C.double(value), cerr)
+	})
 }
 
 // Get returns the value of one parameter.
 func (lp *LossCheckParams) Get(param LossCheckParam) (float64, error) {
-	lp.mu.Lock()
-	defer lp.mu.Unlock()
-	if lp.p == nil {
-		return 0, closedError("LossCheckParams")
-	}
 	var out C.double
-	var cerr *C.pot_error
-	st := C.pot_losscheck_params_get(&out, lp.p, C.pot_losscheck_param(param), &cerr)
-	runtime.KeepAlive(lp)
-	if err := toError(st, cerr); err != nil {
+	if err := lp.h.write(func(p *C.pot_losscheck_params, cerr **C.pot_error) C.pot_status {
+		return C.pot_losscheck_params_get(&out, p, C.pot_losscheck_param(param), cerr)
+	}); err != nil {
 		return 0, err
 	}
 	return float64(out), nil
@@ -146,24 +128,21 @@ func CheckLosses(losses []float64, params *LossCheckParams) ([]LossFlag, error) 
 	if abiErr != nil {
 		return nil, abiErr
 	}
-	var cp *C.pot_losscheck_params
-	if params != nil {
-		params.mu.Lock()
-		defer params.mu.Unlock()
-		if params.p == nil {
-			return nil, closedError("LossCheckParams")
-		}
-		cp = params.p
-	}
 	var data *C.double
 	if len(losses) > 0 {
 		data = (*C.double)(unsafe.Pointer(&losses[0]))
 	}
 	var report *C.pot_losscheck_report
-	var cerr *C.pot_error
-	st := C.pot_losscheck_run(&report, data, C.size_t(len(losses)), cp, &cerr)
-	runtime.KeepAlive(params)
-	if err := toError(st, cerr); err != nil {
+	run := func(cp *C.pot_losscheck_params, cerr **C.pot_error) C.pot_status {
+		return C.pot_losscheck_run(&report, data, C.size_t(len(losses)), cp, cerr)
+	}
+	var err error
+	if params != nil {
+		err = params.h.write(run)
+	} else {
+		err = status(func(cerr **C.pot_error) C.pot_status { return run(nil, cerr) })
+	}
+	if err != nil {
 		return nil, err
 	}
 	defer C.pot_losscheck_report_free(report)
@@ -173,9 +152,9 @@ func CheckLosses(losses []float64, params *LossCheckParams) ([]LossFlag, error) 
 		var kind C.pot_loss_flag_kind
 		var first, last C.uint64_t
 		var msg *C.char
-		var cerr *C.pot_error
-		if err := toError(C.pot_losscheck_report_flag(&kind, &first, &last, &msg, report, C.size_t(i), &cerr),
-			cerr); err != nil {
+		if err := status(func(cerr **C.pot_error) C.pot_status {
+			return C.pot_losscheck_report_flag(&kind, &first, &last, &msg, report, C.size_t(i), cerr)
+		}); err != nil {
 			return nil, err
 		}
 		flags = append(flags, LossFlag{Kind: LossFlagKind(kind), FirstStep: uint64(first), LastStep: uint64(last),

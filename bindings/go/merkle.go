@@ -8,7 +8,6 @@ import "C"
 
 import (
 	"runtime"
-	"sync"
 )
 
 // LeafHash returns the RFC 6962 leaf hash SHA-256(0x00 || data).
@@ -65,9 +64,10 @@ func VerifyInclusion(index, size uint64, leafHash Digest, proof []byte, root Dig
 	if abiErr != nil {
 		return abiErr
 	}
-	var cerr *C.pot_error
-	return toError(C.pot_merkle_verify_inclusion(C.uint64_t(index), C.uint64_t(size), cDigest(leafHash),
-		bytesPtr(proof), C.size_t(len(proof)), cDigest(root), &cerr), cerr)
+	return status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_merkle_verify_inclusion(C.uint64_t(index), C.uint64_t(size), cDigest(leafHash), bytesPtr(proof),
+			C.size_t(len(proof)), cDigest(root), cerr)
+	})
 }
 
 // VerifyConsistency returns nil when the tree of size2 leaves with root2
@@ -79,21 +79,22 @@ func VerifyConsistency(size1, size2 uint64, root1, root2 Digest, proof []byte) e
 	if abiErr != nil {
 		return abiErr
 	}
-	var cerr *C.pot_error
-	return toError(C.pot_merkle_verify_consistency(C.uint64_t(size1), C.uint64_t(size2), cDigest(root1),
-		cDigest(root2), bytesPtr(proof), C.size_t(len(proof)), &cerr), cerr)
+	return status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_merkle_verify_consistency(C.uint64_t(size1), C.uint64_t(size2), cDigest(root1), cDigest(root2),
+			bytesPtr(proof), C.size_t(len(proof)), cerr)
+	})
 }
 
 // Log is the trainer-side append-only log (pot_log): it appends leaves and
 // gives the root in O(log n) memory. It is safe for concurrent use (calls
 // are serialised).
 type Log struct {
-	mu sync.Mutex
-	p  *C.pot_log
+	h handle[*C.pot_log]
 }
 
 func newLog(p *C.pot_log) *Log {
-	l := &Log{p: p}
+	l := &Log{}
+	l.h.set(p, "Log")
 	runtime.SetFinalizer(l, (*Log).Close)
 	return l
 }
@@ -104,8 +105,7 @@ func NewLog() (*Log, error) {
 		return nil, abiErr
 	}
 	var p *C.pot_log
-	var cerr *C.pot_error
-	if err := toError(C.pot_log_new(&p, &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status { return C.pot_log_new(&p, cerr) }); err != nil {
 		return nil, err
 	}
 	return newLog(p), nil
@@ -118,8 +118,9 @@ func LoadLog(data []byte) (*Log, error) {
 		return nil, abiErr
 	}
 	var p *C.pot_log
-	var cerr *C.pot_error
-	if err := toError(C.pot_log_load(&p, bytesPtr(data), C.size_t(len(data)), &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_log_load(&p, bytesPtr(data), C.size_t(len(data)), cerr)
+	}); err != nil {
 		return nil, err
 	}
 	return newLog(p), nil
@@ -127,82 +128,45 @@ func LoadLog(data []byte) (*Log, error) {
 
 // Close frees the log. It is safe to call more than once.
 func (l *Log) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.p != nil {
-		C.pot_log_free(l.p)
-		l.p = nil
-		runtime.SetFinalizer(l, nil)
-	}
-	return nil
+	runtime.SetFinalizer(l, nil)
+	return l.h.close(func(p *C.pot_log) error { C.pot_log_free(p); return nil })
 }
 
 // Append appends a leaf whose hash is SHA-256(0x00 || data).
 func (l *Log) Append(data []byte) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.p == nil {
-		return closedError("Log")
-	}
-	var cerr *C.pot_error
-	st := C.pot_log_append(l.p, voidPtr(data), C.size_t(len(data)), &cerr)
-	runtime.KeepAlive(l)
-	return toError(st, cerr)
+	return l.h.write(func(p *C.pot_log, cerr **C.pot_error) C.pot_status {
+		return C.pot_log_append(p, voidPtr(data), C.size_t(len(data)), cerr)
+	})
 }
 
 // AppendHash appends a leaf given by its leaf hash.
 func (l *Log) AppendHash(leafHash Digest) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.p == nil {
-		return closedError("Log")
-	}
-	var cerr *C.pot_error
-	st := C.pot_log_append_hash(l.p, cDigest(leafHash), &cerr)
-	runtime.KeepAlive(l)
-	return toError(st, cerr)
+	return l.h.write(func(p *C.pot_log, cerr **C.pot_error) C.pot_status {
+		return C.pot_log_append_hash(p, cDigest(leafHash), cerr)
+	})
 }
 
 // Size returns the number of leaves (0 after Close).
 func (l *Log) Size() uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := uint64(C.pot_log_size(l.p))
-	runtime.KeepAlive(l)
+	var n uint64
+	l.h.peekExclusive(func(p *C.pot_log) { n = uint64(C.pot_log_size(p)) })
 	return n
 }
 
 // Root returns the root of the leaves appended so far (SHA-256 of nothing
 // when empty).
 func (l *Log) Root() (Digest, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.p == nil {
-		return Digest{}, closedError("Log")
-	}
-	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
-		return C.pot_log_root(out, l.p, cerr)
+	return writeDigest(&l.h, func(p *C.pot_log, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_log_root(out, p, cerr)
 	})
-	runtime.KeepAlive(l)
-	return d, err
 }
 
 // Save serialises the log (u64le size, then its border hashes) to resume
 // it later with LoadLog.
 func (l *Log) Save() ([]byte, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.p == nil {
-		return nil, closedError("Log")
-	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_log_save(&out, l.p, &cerr)
-	runtime.KeepAlive(l)
-	if err := toError(st, cerr); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
+	return writeBytes(&l.h, func(p *C.pot_log, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_log_save(out, p, cerr)
+	})
 }
 
 // Tree is the prover-side Merkle tree (pot_tree): it stores every node, in
@@ -211,8 +175,7 @@ func (l *Log) Save() ([]byte, error) {
 // Root, LeafHash, InclusionProof, ConsistencyProof) run in parallel, while
 // Append, AppendHash, Flush and Close take exclusive access.
 type Tree struct {
-	mu sync.RWMutex
-	p  *C.pot_tree
+	h handle[*C.pot_tree]
 }
 
 func openTree(path *C.char) (*Tree, error) {
@@ -220,11 +183,11 @@ func openTree(path *C.char) (*Tree, error) {
 		return nil, abiErr
 	}
 	var p *C.pot_tree
-	var cerr *C.pot_error
-	if err := toError(C.pot_tree_open(&p, path, &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status { return C.pot_tree_open(&p, path, cerr) }); err != nil {
 		return nil, err
 	}
-	t := &Tree{p: p}
+	t := &Tree{}
+	t.h.set(p, "Tree")
 	runtime.SetFinalizer(t, (*Tree).Close)
 	return t, nil
 }
@@ -247,138 +210,73 @@ func NewMemoryTree() (*Tree, error) { return openTree(nil) }
 // Close flushes the tree (returning the flush error, if any) and frees it.
 // It is safe to call more than once.
 func (t *Tree) Close() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.p == nil {
-		return nil
-	}
-	var cerr *C.pot_error
-	err := toError(C.pot_tree_flush(t.p, &cerr), cerr)
-	C.pot_tree_free(t.p)
-	t.p = nil
 	runtime.SetFinalizer(t, nil)
-	return err
+	return t.h.close(func(p *C.pot_tree) error {
+		err := status(func(cerr **C.pot_error) C.pot_status { return C.pot_tree_flush(p, cerr) })
+		C.pot_tree_free(p)
+		return err
+	})
 }
 
 // Append appends a leaf (hash SHA-256(0x00 || data)) and returns its index.
 func (t *Tree) Append(data []byte) (uint64, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.p == nil {
-		return 0, closedError("Tree")
-	}
 	var index C.uint64_t
-	var cerr *C.pot_error
-	st := C.pot_tree_append(&index, t.p, voidPtr(data), C.size_t(len(data)), &cerr)
-	runtime.KeepAlive(t)
-	if err := toError(st, cerr); err != nil {
-		return 0, err
-	}
-	return uint64(index), nil
+	err := t.h.write(func(p *C.pot_tree, cerr **C.pot_error) C.pot_status {
+		return C.pot_tree_append(&index, p, voidPtr(data), C.size_t(len(data)), cerr)
+	})
+	return uint64(index), err
 }
 
 // AppendHash appends a leaf given by its leaf hash and returns its index.
 func (t *Tree) AppendHash(leafHash Digest) (uint64, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.p == nil {
-		return 0, closedError("Tree")
-	}
 	var index C.uint64_t
-	var cerr *C.pot_error
-	st := C.pot_tree_append_hash(&index, t.p, cDigest(leafHash), &cerr)
-	runtime.KeepAlive(t)
-	if err := toError(st, cerr); err != nil {
-		return 0, err
-	}
-	return uint64(index), nil
+	err := t.h.write(func(p *C.pot_tree, cerr **C.pot_error) C.pot_status {
+		return C.pot_tree_append_hash(&index, p, cDigest(leafHash), cerr)
+	})
+	return uint64(index), err
 }
 
 // Flush writes buffered appends to the file.
 func (t *Tree) Flush() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.p == nil {
-		return closedError("Tree")
-	}
-	var cerr *C.pot_error
-	st := C.pot_tree_flush(t.p, &cerr)
-	runtime.KeepAlive(t)
-	return toError(st, cerr)
+	return t.h.write(func(p *C.pot_tree, cerr **C.pot_error) C.pot_status { return C.pot_tree_flush(p, cerr) })
 }
 
 // Size returns the number of leaves (0 after Close).
 func (t *Tree) Size() uint64 {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	n := uint64(C.pot_tree_size(t.p))
-	runtime.KeepAlive(t)
+	var n uint64
+	t.h.peek(func(p *C.pot_tree) { n = uint64(C.pot_tree_size(p)) })
 	return n
 }
 
 // Root returns the root of the first size leaves; StatusOutOfRange when
 // size > Size().
 func (t *Tree) Root(size uint64) (Digest, error) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.p == nil {
-		return Digest{}, closedError("Tree")
-	}
-	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
-		return C.pot_tree_root(out, t.p, C.uint64_t(size), cerr)
+	return readDigest(&t.h, func(p *C.pot_tree, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_tree_root(out, p, C.uint64_t(size), cerr)
 	})
-	runtime.KeepAlive(t)
-	return d, err
 }
 
 // LeafHash returns the leaf hash of leaf index; StatusOutOfRange when
 // index >= Size().
 func (t *Tree) LeafHash(index uint64) (Digest, error) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.p == nil {
-		return Digest{}, closedError("Tree")
-	}
-	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
-		return C.pot_tree_leaf_hash(out, t.p, C.uint64_t(index), cerr)
+	return readDigest(&t.h, func(p *C.pot_tree, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_tree_leaf_hash(out, p, C.uint64_t(index), cerr)
 	})
-	runtime.KeepAlive(t)
-	return d, err
 }
 
 // InclusionProof returns the inclusion proof of leaf index in the tree of
 // its first size leaves (hashes concatenated, deepest first);
 // StatusOutOfRange unless index < size <= Size().
 func (t *Tree) InclusionProof(index, size uint64) ([]byte, error) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.p == nil {
-		return nil, closedError("Tree")
-	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_tree_inclusion_proof(&out, t.p, C.uint64_t(index), C.uint64_t(size), &cerr)
-	runtime.KeepAlive(t)
-	if err := toError(st, cerr); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
+	return readBytes(&t.h, func(p *C.pot_tree, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_tree_inclusion_proof(out, p, C.uint64_t(index), C.uint64_t(size), cerr)
+	})
 }
 
 // ConsistencyProof returns the consistency proof from size1 to size2
 // leaves; StatusOutOfRange unless 0 < size1 <= size2 <= Size().
 func (t *Tree) ConsistencyProof(size1, size2 uint64) ([]byte, error) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.p == nil {
-		return nil, closedError("Tree")
-	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_tree_consistency_proof(&out, t.p, C.uint64_t(size1), C.uint64_t(size2), &cerr)
-	runtime.KeepAlive(t)
-	if err := toError(st, cerr); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
+	return readBytes(&t.h, func(p *C.pot_tree, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_tree_consistency_proof(out, p, C.uint64_t(size1), C.uint64_t(size2), cerr)
+	})
 }

@@ -9,7 +9,6 @@ import "C"
 import (
 	"math"
 	"runtime"
-	"sync"
 )
 
 // OpeningCheck names one check of VerifyOpening and VerifyStep
@@ -72,8 +71,7 @@ func (c OpeningCheck) String() string {
 // part of it: name the served files with SetStateRefs. Every setter copies
 // its bytes. It is safe for concurrent use (calls are serialised).
 type Opening struct {
-	mu sync.Mutex
-	p  *C.pot_opening
+	h handle[*C.pot_opening]
 }
 
 // NewOpening starts a manifest for step of run runID, whose leaf proofs are
@@ -84,112 +82,77 @@ func NewOpening(runID Digest, step, logSize uint64, preStateDigest Digest) (*Ope
 		return nil, abiErr
 	}
 	var p *C.pot_opening
-	var cerr *C.pot_error
-	if err := toError(C.pot_opening_new(&p, cDigest(runID), C.uint64_t(step), C.uint64_t(logSize),
-		cDigest(preStateDigest), &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_opening_new(&p, cDigest(runID), C.uint64_t(step), C.uint64_t(logSize), cDigest(preStateDigest),
+			cerr)
+	}); err != nil {
 		return nil, err
 	}
-	o := &Opening{p: p}
+	o := &Opening{}
+	o.h.set(p, "Opening")
 	runtime.SetFinalizer(o, (*Opening).Close)
 	return o, nil
 }
 
 // Close frees the opening. It is safe to call more than once.
 func (o *Opening) Close() error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.p != nil {
-		C.pot_opening_free(o.p)
-		o.p = nil
-		runtime.SetFinalizer(o, nil)
-	}
-	return nil
+	runtime.SetFinalizer(o, nil)
+	return o.h.close(func(p *C.pot_opening) error { C.pot_opening_free(p); return nil })
 }
 
 // SetPreLeaf sets leaf t-1 and its inclusion proof (not for step 1).
 func (o *Opening) SetPreLeaf(leaf, proof []byte) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.p == nil {
-		return closedError("Opening")
-	}
-	var cerr *C.pot_error
-	st := C.pot_opening_set_pre_leaf(o.p, bytesPtr(leaf), C.size_t(len(leaf)), bytesPtr(proof), C.size_t(len(proof)), &cerr)
-	runtime.KeepAlive(o)
-	return toError(st, cerr)
+	return o.h.write(func(p *C.pot_opening, cerr **C.pot_error) C.pot_status {
+		return C.pot_opening_set_pre_leaf(p, bytesPtr(leaf), C.size_t(len(leaf)), bytesPtr(proof),
+			C.size_t(len(proof)), cerr)
+	})
 }
 
 // SetPostLeaf sets leaf t and its inclusion proof.
 func (o *Opening) SetPostLeaf(leaf, proof []byte) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.p == nil {
-		return closedError("Opening")
-	}
-	var cerr *C.pot_error
-	st := C.pot_opening_set_post_leaf(o.p, bytesPtr(leaf), C.size_t(len(leaf)), bytesPtr(proof), C.size_t(len(proof)), &cerr)
-	runtime.KeepAlive(o)
-	return toError(st, cerr)
+	return o.h.write(func(p *C.pot_opening, cerr **C.pot_error) C.pot_status {
+		return C.pot_opening_set_post_leaf(p, bytesPtr(leaf), C.size_t(len(leaf)), bytesPtr(proof),
+			C.size_t(len(proof)), cerr)
+	})
 }
 
 // SetSchedule sets the schedule entry of step t and its inclusion proof in
 // the schedule root.
 func (o *Opening) SetSchedule(entry, proof []byte) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.p == nil {
-		return closedError("Opening")
-	}
-	var cerr *C.pot_error
-	st := C.pot_opening_set_schedule(o.p, bytesPtr(entry), C.size_t(len(entry)), bytesPtr(proof), C.size_t(len(proof)), &cerr)
-	runtime.KeepAlive(o)
-	return toError(st, cerr)
+	return o.h.write(func(p *C.pot_opening, cerr **C.pot_error) C.pot_status {
+		return C.pot_opening_set_schedule(p, bytesPtr(entry), C.size_t(len(entry)), bytesPtr(proof),
+			C.size_t(len(proof)), cerr)
+	})
 }
 
 // AddSample appends the next sample of the batch: its dataset index, its
 // safetensors bytes and its inclusion proof in the dataset root.
 func (o *Opening) AddSample(index uint64, payload, proof []byte) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.p == nil {
-		return closedError("Opening")
-	}
-	var cerr *C.pot_error
-	st := C.pot_opening_add_sample(o.p, C.uint64_t(index), bytesPtr(payload), C.size_t(len(payload)), bytesPtr(proof),
-		C.size_t(len(proof)), &cerr)
-	runtime.KeepAlive(o)
-	return toError(st, cerr)
+	return o.h.write(func(p *C.pot_opening, cerr **C.pot_error) C.pot_status {
+		return C.pot_opening_add_sample(p, C.uint64_t(index), bytesPtr(payload), C.size_t(len(payload)),
+			bytesPtr(proof), C.size_t(len(proof)), cerr)
+	})
 }
 
 // SetStream records the descriptor (Stream.Encode) a token-stream
 // dataset's windows are proven against (docs/PROTOCOL.md 15.1, 18).
 func (o *Opening) SetStream(descriptor []byte) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.p == nil {
-		return closedError("Opening")
-	}
-	var cerr *C.pot_error
-	st := C.pot_opening_set_stream(o.p, bytesPtr(descriptor), C.size_t(len(descriptor)), &cerr)
-	runtime.KeepAlive(o)
+	err := o.h.write(func(p *C.pot_opening, cerr **C.pot_error) C.pot_status {
+		return C.pot_opening_set_stream(p, bytesPtr(descriptor), C.size_t(len(descriptor)), cerr)
+	})
 	runtime.KeepAlive(descriptor)
-	return toError(st, cerr)
+	return err
 }
 
 // AddWindow appends the next sample of a stream dataset's batch: its window
 // index and window proof (Stream.ProveWindow); the verifier rebuilds the
 // sample from it.
 func (o *Opening) AddWindow(index uint64, proof []byte) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.p == nil {
-		return closedError("Opening")
-	}
-	var cerr *C.pot_error
-	st := C.pot_opening_add_window(o.p, C.uint64_t(index), bytesPtr(proof), C.size_t(len(proof)), &cerr)
-	runtime.KeepAlive(o)
+	err := o.h.write(func(p *C.pot_opening, cerr **C.pot_error) C.pot_status {
+		return C.pot_opening_add_window(p, C.uint64_t(index), bytesPtr(proof), C.size_t(len(proof)), cerr)
+	})
 	runtime.KeepAlive(proof)
-	return toError(st, cerr)
+	return err
 }
 
 // SetStateRefs records where the state files are served (paths or URIs;
@@ -205,48 +168,25 @@ func (o *Opening) SetStateRefs(preStateRef, postStateRef string) error {
 		return err
 	}
 	defer freeString(post)
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.p == nil {
-		return closedError("Opening")
-	}
-	var cerr *C.pot_error
-	st := C.pot_opening_set_state_refs(o.p, pre, post, &cerr)
-	runtime.KeepAlive(o)
-	return toError(st, cerr)
+	return o.h.write(func(p *C.pot_opening, cerr **C.pot_error) C.pot_status {
+		return C.pot_opening_set_state_refs(p, pre, post, cerr)
+	})
 }
 
 // Encode returns the canonical manifest bytes (a pot.v2.OpeningManifest).
 // StatusLimit past 256 MiB.
 func (o *Opening) Encode() ([]byte, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.p == nil {
-		return nil, closedError("Opening")
-	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_opening_encode(&out, o.p, &cerr)
-	runtime.KeepAlive(o)
-	if err := toError(st, cerr); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
+	return writeBytes(&o.h, func(p *C.pot_opening, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_opening_encode(out, p, cerr)
+	})
 }
 
 // Digest returns the manifest digest, tagged("pot/v1/opening", canonical
 // bytes): what the ledger records.
 func (o *Opening) Digest() (Digest, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.p == nil {
-		return Digest{}, closedError("Opening")
-	}
-	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
-		return C.pot_opening_digest(out, o.p, cerr)
+	return writeDigest(&o.h, func(p *C.pot_opening, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_opening_digest(out, p, cerr)
 	})
-	runtime.KeepAlive(o)
-	return d, err
 }
 
 // VerifyOpening verifies manifest bytes as the opening of challengedStep
@@ -275,15 +215,10 @@ func VerifyOpening(commitment *Commitment, challengedStep, logSize uint64, logRo
 		return CheckOK, err
 	}
 	defer freeString(post)
-	commitment.mu.RLock()
-	defer commitment.mu.RUnlock()
-	if commitment.p == nil {
-		return CheckOK, closedError("Commitment")
-	}
 	check := C.pot_opening_check(C.POT_CHECK_OK)
-	var cerr *C.pot_error
-	st := C.pot_opening_verify(&check, commitment.p, C.uint64_t(challengedStep), C.uint64_t(logSize), cDigest(logRoot), bytesPtr(manifest),
-		C.size_t(len(manifest)), pre, post, C.uint32_t(threads), &cerr)
-	runtime.KeepAlive(commitment)
-	return OpeningCheck(check), toError(st, cerr)
+	err = commitment.h.read(func(c *C.pot_commitment, cerr **C.pot_error) C.pot_status {
+		return C.pot_opening_verify(&check, c, C.uint64_t(challengedStep), C.uint64_t(logSize), cDigest(logRoot),
+			bytesPtr(manifest), C.size_t(len(manifest)), pre, post, C.uint32_t(threads), cerr)
+	})
+	return OpeningCheck(check), err
 }

@@ -9,8 +9,6 @@ import "C"
 import (
 	"encoding/json"
 	"runtime"
-	"sync"
-	"unsafe"
 )
 
 // OpTrace is the operator trace of one replayed step (pot_op_trace,
@@ -20,54 +18,7 @@ import (
 // over node counts, each party claiming Root(p) at every point p (agreed
 // at 0, the empty tree's root). Immutable: safe to read from goroutines.
 type OpTrace struct {
-	mu sync.RWMutex
-	p  *C.pot_op_trace
-}
-
-// stepArgs holds the C arguments of one step, pinned for one call.
-type stepArgs struct {
-	pin  runtime.Pinner
-	run  *C.pot_digest
-	pre  *C.char
-	ptrs []*C.uint8_t
-	lens []C.size_t
-}
-
-func newStepArgs(runID *Digest, preStatePath string, samples [][]byte) (*stepArgs, error) {
-	pre, err := cString(preStatePath, "pre-state path")
-	if err != nil {
-		return nil, err
-	}
-	a := &stepArgs{pre: pre}
-	if runID != nil {
-		id := *runID // a copy: the C call reads it while the caller's may change
-		a.run = id.c()
-	}
-	a.ptrs, a.lens = pinSlices(&a.pin, samples)
-	return a, nil
-}
-
-func (a *stepArgs) free() {
-	a.pin.Unpin()
-	freeString(a.pre)
-}
-
-// withStep runs call with one step's C arguments under the replay's lock.
-func (r *Replay) withStep(runID *Digest, preStatePath string, samples [][]byte, call func(a *stepArgs) error) error {
-	a, err := newStepArgs(runID, preStatePath, samples)
-	if err != nil {
-		return err
-	}
-	defer a.free()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.p == nil {
-		return closedError("Replay")
-	}
-	err = call(a)
-	runtime.KeepAlive(r)
-	runtime.KeepAlive(samples)
-	return err
+	h handle[*C.pot_op_trace]
 }
 
 // Trace replays one step as Step does (no post-state file) and records its
@@ -75,111 +26,73 @@ func (r *Replay) withStep(runID *Digest, preStatePath string, samples [][]byte, 
 // ReplayResult. Same errors as Step.
 func (r *Replay) Trace(runID *Digest, preStatePath string, scheduleEntry []byte, samples [][]byte) (*OpTrace, error) {
 	var p *C.pot_op_trace
-	if err := r.withStep(runID, preStatePath, samples, func(a *stepArgs) error {
-		var cerr *C.pot_error
-		return toError(C.pot_replay_trace(&p, r.p, a.run, a.pre, bytesPtr(scheduleEntry), C.size_t(len(scheduleEntry)),
-			unsafe.SliceData(a.ptrs), unsafe.SliceData(a.lens), C.size_t(len(samples)), &cerr), cerr)
-	}); err != nil {
+	if err := r.withStep(runID, preStatePath, scheduleEntry, samples,
+		func(rp *C.pot_replay, in *C.pot_step_input, cerr **C.pot_error) C.pot_status {
+			return C.pot_replay_trace(&p, rp, in, cerr)
+		}); err != nil {
 		return nil, err
 	}
-	t := &OpTrace{p: p}
+	t := &OpTrace{}
+	t.h.set(p, "OpTrace")
 	runtime.SetFinalizer(t, (*OpTrace).Close)
 	return t, nil
 }
 
 // Close frees the trace. It is safe to call more than once.
 func (t *OpTrace) Close() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.p != nil {
-		C.pot_op_trace_free(t.p)
-		t.p = nil
-		runtime.SetFinalizer(t, nil)
-	}
-	return nil
+	runtime.SetFinalizer(t, nil)
+	return t.h.close(func(p *C.pot_op_trace) error { C.pot_op_trace_free(p); return nil })
 }
 
 // Len returns the number of nodes.
 func (t *OpTrace) Len() (uint64, error) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.p == nil {
-		return 0, closedError("OpTrace")
-	}
 	var n C.uint64_t
-	var cerr *C.pot_error
-	st := C.pot_op_trace_size(&n, t.p, &cerr)
-	runtime.KeepAlive(t)
-	return uint64(n), toError(st, cerr)
+	err := t.h.read(func(p *C.pot_op_trace, cerr **C.pot_error) C.pot_status {
+		return C.pot_op_trace_size(&n, p, cerr)
+	})
+	return uint64(n), err
 }
 
 // Root returns the RFC 6962 root of the first size nodes (StatusOutOfRange
 // past Len).
 func (t *OpTrace) Root(size uint64) (Digest, error) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.p == nil {
-		return Digest{}, closedError("OpTrace")
-	}
 	var d Digest
-	var cerr *C.pot_error
-	st := C.pot_op_trace_root(d.c(), t.p, C.uint64_t(size), &cerr)
-	runtime.KeepAlive(t)
-	return d, toError(st, cerr)
-}
-
-func (t *OpTrace) bytesCall(f func(out *C.pot_bytes, cerr **C.pot_error) C.pot_status) ([]byte, error) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.p == nil {
-		return nil, closedError("OpTrace")
-	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := f(&out, &cerr)
-	runtime.KeepAlive(t)
-	if err := toError(st, cerr); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
+	err := t.h.read(func(p *C.pot_op_trace, cerr **C.pot_error) C.pot_status {
+		return C.pot_op_trace_root(d.c(), p, C.uint64_t(size), cerr)
+	})
+	return d, err
 }
 
 // Node returns node index's leaf data (its leaf hash is SHA-256(0x00 ||
 // data)); StatusOutOfRange past the last.
 func (t *OpTrace) Node(index uint64) ([]byte, error) {
-	return t.bytesCall(func(out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
-		return C.pot_op_trace_node(out, t.p, C.uint64_t(index), cerr)
+	return readBytes(&t.h, func(p *C.pot_op_trace, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_op_trace_node(out, p, C.uint64_t(index), cerr)
 	})
 }
 
 // InclusionProof returns the RFC 6962 inclusion proof of node index among
 // the first size nodes.
 func (t *OpTrace) InclusionProof(index, size uint64) ([]byte, error) {
-	return t.bytesCall(func(out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
-		return C.pot_op_trace_inclusion_proof(out, t.p, C.uint64_t(index), C.uint64_t(size), cerr)
+	return readBytes(&t.h, func(p *C.pot_op_trace, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_op_trace_inclusion_proof(out, p, C.uint64_t(index), C.uint64_t(size), cerr)
 	})
 }
 
 // ConsistencyProof returns the RFC 6962 consistency proof from the first
 // size1 nodes to size2.
 func (t *OpTrace) ConsistencyProof(size1, size2 uint64) ([]byte, error) {
-	return t.bytesCall(func(out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
-		return C.pot_op_trace_consistency_proof(out, t.p, C.uint64_t(size1), C.uint64_t(size2), cerr)
+	return readBytes(&t.h, func(p *C.pot_op_trace, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_op_trace_consistency_proof(out, p, C.uint64_t(size1), C.uint64_t(size2), cerr)
 	})
 }
 
 // ReplayResult returns the results of the replay that recorded the trace.
 func (t *OpTrace) ReplayResult() (ReplayResult, error) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.p == nil {
-		return ReplayResult{}, closedError("OpTrace")
-	}
-	var out C.pot_replay_result
-	var cerr *C.pot_error
-	st := C.pot_op_trace_replay_result(&out, t.p, &cerr)
-	runtime.KeepAlive(t)
-	if err := toError(st, cerr); err != nil {
+	out := C.pot_replay_result{struct_size: C.sizeof_pot_replay_result}
+	if err := t.h.read(func(p *C.pot_op_trace, cerr **C.pot_error) C.pot_status {
+		return C.pot_op_trace_replay_result(&out, p, cerr)
+	}); err != nil {
 		return ReplayResult{}, err
 	}
 	return replayResult(&out), nil
@@ -192,14 +105,14 @@ func OpNodeJSON(node []byte) (string, error) {
 	if abiErr != nil {
 		return "", abiErr
 	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_op_node_json(&out, bytesPtr(node), C.size_t(len(node)), &cerr)
+	text, err := bytesOut(func(out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_op_node_json(out, bytesPtr(node), C.size_t(len(node)), cerr)
+	})
 	runtime.KeepAlive(node)
-	if err := toError(st, cerr); err != nil {
+	if err != nil {
 		return "", err
 	}
-	return string(takeBytes(&out)), nil
+	return string(text), nil
 }
 
 // OpNodeFromJSON is the inverse (pot_op_node_from_json): StatusMalformed
@@ -213,12 +126,9 @@ func OpNodeFromJSON(text string) ([]byte, error) {
 		return nil, err
 	}
 	defer freeString(cs)
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	if err := toError(C.pot_op_node_from_json(&out, cs, &cerr), cerr); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
+	return bytesOut(func(out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_op_node_from_json(out, cs, cerr)
+	})
 }
 
 // OpenOpNode returns this party's opening of node index of its trace of the
@@ -228,12 +138,10 @@ func OpNodeFromJSON(text string) ([]byte, error) {
 func (r *Replay) OpenOpNode(runID *Digest, preStatePath string, scheduleEntry []byte, samples [][]byte,
 	index uint64) ([]byte, error) {
 	var out C.pot_bytes
-	if err := r.withStep(runID, preStatePath, samples, func(a *stepArgs) error {
-		var cerr *C.pot_error
-		return toError(C.pot_replay_open_op_node(&out, r.p, a.run, a.pre, bytesPtr(scheduleEntry),
-			C.size_t(len(scheduleEntry)), unsafe.SliceData(a.ptrs), unsafe.SliceData(a.lens), C.size_t(len(samples)),
-			C.uint64_t(index), &cerr), cerr)
-	}); err != nil {
+	if err := r.withStep(runID, preStatePath, scheduleEntry, samples,
+		func(rp *C.pot_replay, in *C.pot_step_input, cerr **C.pot_error) C.pot_status {
+			return C.pot_replay_open_op_node(&out, rp, in, C.uint64_t(index), cerr)
+		}); err != nil {
 		return nil, err
 	}
 	return takeBytes(&out), nil
@@ -266,16 +174,14 @@ func (r *Replay) RefereeDecideOp(runID *Digest, preStatePath string, preStateDig
 	samples [][]byte, d OpDispute) (OpRuling, error) {
 	pre, agreed, ar, br := preStateDigest, d.AgreedRoot, d.ARoot, d.BRoot
 	var out C.pot_bytes
-	if err := r.withStep(runID, preStatePath, samples, func(a *stepArgs) error {
-		var cerr *C.pot_error
-		st := C.pot_referee_decide_op(&out, r.p, a.run, a.pre, pre.c(), bytesPtr(scheduleEntry),
-			C.size_t(len(scheduleEntry)), unsafe.SliceData(a.ptrs), unsafe.SliceData(a.lens), C.size_t(len(samples)),
-			C.uint64_t(d.Index), agreed.c(), ar.c(), br.c(), bytesPtr(d.AOpening), C.size_t(len(d.AOpening)),
-			bytesPtr(d.BOpening), C.size_t(len(d.BOpening)), &cerr)
-		runtime.KeepAlive(d.AOpening)
-		runtime.KeepAlive(d.BOpening)
-		return toError(st, cerr)
-	}); err != nil {
+	err := r.withStep(runID, preStatePath, scheduleEntry, samples,
+		func(rp *C.pot_replay, in *C.pot_step_input, cerr **C.pot_error) C.pot_status {
+			return C.pot_referee_decide_op(&out, rp, in, pre.c(), C.uint64_t(d.Index), agreed.c(), ar.c(), br.c(),
+				bytesPtr(d.AOpening), C.size_t(len(d.AOpening)), bytesPtr(d.BOpening), C.size_t(len(d.BOpening)), cerr)
+		})
+	runtime.KeepAlive(d.AOpening)
+	runtime.KeepAlive(d.BOpening)
+	if err != nil {
 		return OpRuling{}, err
 	}
 	var ruling OpRuling

@@ -8,7 +8,6 @@ import "C"
 
 import (
 	"math"
-	"runtime"
 	"unsafe"
 )
 
@@ -21,9 +20,9 @@ func SeedDerive(baseSeed uint64, runID Digest, step uint64) (uint64, error) {
 		return 0, abiErr
 	}
 	var out C.uint64_t
-	var cerr *C.pot_error
-	st := C.pot_seed_derive(&out, C.uint64_t(baseSeed), cDigest(runID), C.uint64_t(step), &cerr)
-	if err := toError(st, cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_seed_derive(&out, C.uint64_t(baseSeed), cDigest(runID), C.uint64_t(step), cerr)
+	}); err != nil {
 		return 0, err
 	}
 	return uint64(out), nil
@@ -48,10 +47,10 @@ func (l StepLeaf) Encode() ([]byte, error) {
 		return nil, abiErr
 	}
 	out := make([]byte, StepLeafSize)
-	var cerr *C.pot_error
-	st := C.pot_step_leaf_encode((*C.uint8_t)(unsafe.Pointer(&out[0])), cDigest(l.RunID), C.uint64_t(l.Step),
-		cDigest(l.StateDigest), C.double(l.Loss), C.double(l.UpdateNorm), &cerr)
-	if err := toError(st, cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_step_leaf_encode((*C.uint8_t)(unsafe.Pointer(&out[0])), cDigest(l.RunID), C.uint64_t(l.Step),
+			cDigest(l.StateDigest), C.double(l.Loss), C.double(l.UpdateNorm), cerr)
+	}); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -67,9 +66,9 @@ func DecodeStepLeaf(leaf []byte) (StepLeaf, error) {
 	var step C.uint64_t
 	var run, d Digest
 	var loss, norm C.double
-	var cerr *C.pot_error
-	if err := toError(C.pot_step_leaf_decode(run.c(), &step, d.c(), &loss, &norm, bytesPtr(leaf), C.size_t(len(leaf)),
-		&cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_step_leaf_decode(run.c(), &step, d.c(), &loss, &norm, bytesPtr(leaf), C.size_t(len(leaf)), cerr)
+	}); err != nil {
 		return StepLeaf{}, err
 	}
 	return StepLeaf{RunID: run, Step: uint64(step), StateDigest: d, Loss: float64(loss), UpdateNorm: float64(norm)}, nil
@@ -91,10 +90,10 @@ func ChallengeDerive(beacon []byte, runID Digest, numSteps uint64, rounds int) (
 		return nil, newError(StatusLimit, "%d rounds exceed the limit of %d", rounds, MaxChallengeRounds)
 	}
 	steps := make([]uint64, rounds)
-	var cerr *C.pot_error
-	st := C.pot_challenge_derive((*C.uint64_t)(unsafe.Pointer(unsafe.SliceData(steps))), C.size_t(rounds),
-		bytesPtr(beacon), C.size_t(len(beacon)), cDigest(runID), C.uint64_t(numSteps), &cerr)
-	if err := toError(st, cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_challenge_derive((*C.uint64_t)(unsafe.Pointer(unsafe.SliceData(steps))), C.size_t(rounds),
+			bytesPtr(beacon), C.size_t(len(beacon)), cDigest(runID), C.uint64_t(numSteps), cerr)
+	}); err != nil {
 		return nil, err
 	}
 	return steps, nil
@@ -108,9 +107,10 @@ func DetectionProbability(steps, forged, challenges uint64) (float64, error) {
 		return 0, abiErr
 	}
 	var out C.double
-	var cerr *C.pot_error
-	if err := toError(C.pot_security_detection_probability(&out, C.uint64_t(steps), C.uint64_t(forged),
-		C.uint64_t(challenges), &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_security_detection_probability(&out, C.uint64_t(steps), C.uint64_t(forged), C.uint64_t(challenges),
+			cerr)
+	}); err != nil {
 		return 0, err
 	}
 	return float64(out), nil
@@ -124,9 +124,9 @@ func ChallengesNeeded(steps, forged uint64, target float64) (uint64, error) {
 		return 0, abiErr
 	}
 	var out C.uint64_t
-	var cerr *C.pot_error
-	if err := toError(C.pot_security_challenges_needed(&out, C.uint64_t(steps), C.uint64_t(forged),
-		C.double(target), &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_security_challenges_needed(&out, C.uint64_t(steps), C.uint64_t(forged), C.double(target), cerr)
+	}); err != nil {
 		return 0, err
 	}
 	return uint64(out), nil
@@ -146,8 +146,9 @@ func NormBucket(norm float64, resolution uint32) (int64, error) {
 		return 0, abiErr
 	}
 	var out C.int64_t
-	var cerr *C.pot_error
-	if err := toError(C.pot_norm_bucket(&out, C.double(norm), C.uint32_t(resolution), &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_norm_bucket(&out, C.double(norm), C.uint32_t(resolution), cerr)
+	}); err != nil {
 		return 0, err
 	}
 	return int64(out), nil
@@ -169,21 +170,16 @@ func UpdateNorm(pre, post *Safetensors, prefix string) (float64, error) {
 		return 0, err
 	}
 	defer freeString(cs)
-	pre.mu.RLock()
-	defer pre.mu.RUnlock()
-	if post != pre {
-		post.mu.RLock()
-		defer post.mu.RUnlock()
-	}
-	if pre.p == nil || post.p == nil {
-		return 0, closedError("Safetensors")
-	}
 	var out C.double
-	var cerr *C.pot_error
-	st := C.pot_update_norm(&out, pre.p, post.p, cs, &cerr)
-	runtime.KeepAlive(pre)
-	runtime.KeepAlive(post)
-	if err := toError(st, cerr); err != nil {
+	call := func(a, b *C.pot_safetensors, cerr **C.pot_error) C.pot_status {
+		return C.pot_update_norm(&out, a, b, cs, cerr)
+	}
+	if post == pre { // one lock, taken once
+		err = pre.h.read(func(p *C.pot_safetensors, cerr **C.pot_error) C.pot_status { return call(p, p, cerr) })
+	} else {
+		err = readBoth(&pre.h, &post.h, call)
+	}
+	if err != nil {
 		return 0, err
 	}
 	return float64(out), nil

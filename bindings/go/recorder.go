@@ -8,7 +8,6 @@ import "C"
 
 import (
 	"runtime"
-	"sync"
 	"unsafe"
 )
 
@@ -20,8 +19,7 @@ import (
 // It is safe for concurrent use (calls are serialised). All its methods
 // need a libpot built with LibTorch (StatusUnsupported otherwise).
 type Recorder struct {
-	mu sync.Mutex
-	p  *C.pot_recorder
+	h handle[*C.pot_recorder]
 }
 
 // NewRecorder creates the checkpoint directory dir (StatusConflict when it
@@ -42,21 +40,20 @@ func NewRecorder(dir string, spec *Spec, programPath string, checkpointEvery uin
 		return nil, err
 	}
 	defer freeString(prog)
-	spec.mu.RLock()
-	defer spec.mu.RUnlock()
-	if spec.p == nil {
-		return nil, closedError("Spec")
-	}
 	var p *C.pot_recorder
-	var cerr *C.pot_error
-	st := C.pot_recorder_new(&p, cdir, spec.p, prog, C.uint64_t(checkpointEvery), &cerr)
-	runtime.KeepAlive(spec)
-	if err := toError(st, cerr); err != nil {
+	if err := spec.h.read(func(s *C.pot_spec, cerr **C.pot_error) C.pot_status {
+		return C.pot_recorder_new(&p, cdir, s, prog, C.uint64_t(checkpointEvery), cerr)
+	}); err != nil {
 		return nil, err
 	}
-	r := &Recorder{p: p}
+	return newRecorder(p), nil
+}
+
+func newRecorder(p *C.pot_recorder) *Recorder {
+	r := &Recorder{}
+	r.h.set(p, "Recorder")
 	runtime.SetFinalizer(r, (*Recorder).Close)
-	return r, nil
+	return r
 }
 
 // ResumeRecorder reopens the directory of a recorder whose process stopped
@@ -79,61 +76,47 @@ func ResumeRecorder(dir string) (*Recorder, uint64, string, error) {
 	var p *C.pot_recorder
 	var step C.uint64_t
 	var path C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_recorder_resume(&p, &step, &path, cdir, &cerr)
-	if err := toError(st, cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_recorder_resume(&p, &step, &path, cdir, cerr)
+	}); err != nil {
 		return nil, 0, "", err
 	}
-	r := &Recorder{p: p}
-	runtime.SetFinalizer(r, (*Recorder).Close)
-	return r, uint64(step), string(takeBytes(&path)), nil
+	return newRecorder(p), uint64(step), string(takeBytes(&path)), nil
 }
 
 // Close frees the recorder (what it wrote stays on disk; call Finish first
 // to flush the log). It is safe to call more than once.
 func (r *Recorder) Close() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.p != nil {
-		C.pot_recorder_free(r.p)
-		r.p = nil
-		runtime.SetFinalizer(r, nil)
-	}
-	return nil
+	runtime.SetFinalizer(r, nil)
+	return r.h.close(func(p *C.pot_recorder) error { C.pot_recorder_free(p); return nil })
 }
 
+// writerCall is a C call on a recorder and a writer that writes a digest.
+type writerCall func(r *C.pot_recorder, w *C.pot_safetensors_writer, out *C.pot_digest,
+	cerr **C.pot_error) C.pot_status
+
 // withWriter runs call with the recorder's and the writer's C handles,
-// both locked.
-func (r *Recorder) withWriter(w *SafetensorsWriter, call func(*C.pot_safetensors_writer) error) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.p == nil {
-		return closedError("Recorder")
+// both locked (the recorder's first), and returns the digest it wrote.
+func (r *Recorder) withWriter(w *SafetensorsWriter, call writerCall) (Digest, error) {
+	var d Digest
+	if err := r.h.withWrite(func(rp *C.pot_recorder) error {
+		return w.h.write(func(wp *C.pot_safetensors_writer, cerr **C.pot_error) C.pot_status {
+			return call(rp, wp, d.c(), cerr)
+		})
+	}); err != nil {
+		return Digest{}, err
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.p == nil {
-		return closedError("SafetensorsWriter")
-	}
-	err := call(w.p)
-	runtime.KeepAlive(r)
-	runtime.KeepAlive(w)
-	return err
+	return d, nil
 }
 
 // Start records S_0 (checkpoint 0) and returns its digest, the
 // commitment's initial_state_digest. StatusState when S_0 is already
 // recorded.
 func (r *Recorder) Start(s0 *SafetensorsWriter) (Digest, error) {
-	var d Digest
-	err := r.withWriter(s0, func(w *C.pot_safetensors_writer) error {
-		var err error
-		d, err = digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
-			return C.pot_recorder_start(out, r.p, w, cerr)
+	return r.withWriter(s0,
+		func(p *C.pot_recorder, w *C.pot_safetensors_writer, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+			return C.pot_recorder_start(out, p, w, cerr)
 		})
-		return err
-	})
-	return d, err
 }
 
 // SetCommitment records the training commitment and its schedule entries
@@ -142,26 +125,17 @@ func (r *Recorder) Start(s0 *SafetensorsWriter) (Digest, error) {
 // schedule root). Openings need it; call it after Start and before the
 // first step.
 func (r *Recorder) SetCommitment(commitment *Commitment, entries [][]byte) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.p == nil {
-		return closedError("Recorder")
-	}
-	commitment.mu.RLock()
-	defer commitment.mu.RUnlock()
-	if commitment.p == nil {
-		return closedError("Commitment")
-	}
 	var pin runtime.Pinner
 	defer pin.Unpin()
 	ptrs, lens := pinSlices(&pin, entries)
-	var cerr *C.pot_error
-	st := C.pot_recorder_set_commitment(r.p, commitment.p, unsafe.SliceData(ptrs), unsafe.SliceData(lens),
-		C.size_t(len(entries)), &cerr)
-	runtime.KeepAlive(r)
-	runtime.KeepAlive(commitment)
+	err := r.h.withWrite(func(rp *C.pot_recorder) error {
+		return commitment.h.read(func(c *C.pot_commitment, cerr **C.pot_error) C.pot_status {
+			return C.pot_recorder_set_commitment(rp, c, unsafe.SliceData(ptrs), unsafe.SliceData(lens),
+				C.size_t(len(entries)), cerr)
+		})
+	})
 	runtime.KeepAlive(entries)
-	return toError(st, cerr)
+	return err
 }
 
 // BeginStep starts step (the next one; StatusState otherwise) and applies
@@ -170,16 +144,10 @@ func (r *Recorder) SetCommitment(commitment *Commitment, entries [][]byte) error
 // with its own torch can call torch.manual_seed(seed) too; under
 // single_seed (which restores S_{t-1}'s rng/cpu) and none it returns 0.
 func (r *Recorder) BeginStep(step uint64) (uint64, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.p == nil {
-		return 0, closedError("Recorder")
-	}
 	var seed C.uint64_t
-	var cerr *C.pot_error
-	st := C.pot_recorder_begin_step(&seed, r.p, C.uint64_t(step), &cerr)
-	runtime.KeepAlive(r)
-	if err := toError(st, cerr); err != nil {
+	if err := r.h.write(func(p *C.pot_recorder, cerr **C.pot_error) C.pot_status {
+		return C.pot_recorder_begin_step(&seed, p, C.uint64_t(step), cerr)
+	}); err != nil {
 		return 0, err
 	}
 	return uint64(seed), nil
@@ -189,73 +157,42 @@ func (r *Recorder) BeginStep(step uint64) (uint64, error) {
 // under single_seed) and the step's loss (PROTOCOL.md section 21.3), and
 // returns S_t's digest, the state digest of the step's leaf.
 func (r *Recorder) EndStep(state *SafetensorsWriter, loss float64) (Digest, error) {
-	var d Digest
-	err := r.withWriter(state, func(w *C.pot_safetensors_writer) error {
-		var err error
-		d, err = digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
-			return C.pot_recorder_end_step(out, r.p, w, C.double(loss), cerr)
+	return r.withWriter(state,
+		func(p *C.pot_recorder, w *C.pot_safetensors_writer, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+			return C.pot_recorder_end_step(out, p, w, C.double(loss), cerr)
 		})
-		return err
-	})
-	return d, err
 }
 
 // Size returns the number of steps recorded (0 after Close, or without
 // LibTorch).
 func (r *Recorder) Size() uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := uint64(C.pot_recorder_size(r.p))
-	runtime.KeepAlive(r)
+	var n uint64
+	r.h.peekExclusive(func(p *C.pot_recorder) { n = uint64(C.pot_recorder_size(p)) })
 	return n
 }
 
 // Root returns the root of the log's first size leaves (what the miner
 // posts on chain). StatusOutOfRange past Size.
 func (r *Recorder) Root(size uint64) (Digest, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.p == nil {
-		return Digest{}, closedError("Recorder")
-	}
-	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
-		return C.pot_recorder_root(out, r.p, C.uint64_t(size), cerr)
+	return writeDigest(&r.h, func(p *C.pot_recorder, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_recorder_root(out, p, C.uint64_t(size), cerr)
 	})
-	runtime.KeepAlive(r)
-	return d, err
 }
 
 // ConsistencyProof returns the RFC 6962 consistency proof of the log from
 // size1 to size2 leaves (concatenated hashes, for VerifyConsistency).
 func (r *Recorder) ConsistencyProof(size1, size2 uint64) ([]byte, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.p == nil {
-		return nil, closedError("Recorder")
-	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_recorder_consistency_proof(&out, r.p, C.uint64_t(size1), C.uint64_t(size2), &cerr)
-	runtime.KeepAlive(r)
-	if err := toError(st, cerr); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
+	return writeBytes(&r.h, func(p *C.pot_recorder, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_recorder_consistency_proof(out, p, C.uint64_t(size1), C.uint64_t(size2), cerr)
+	})
 }
 
 // Finish flushes the log and returns its root. With a commitment, every
 // declared step must be recorded (StatusState).
 func (r *Recorder) Finish() (Digest, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.p == nil {
-		return Digest{}, closedError("Recorder")
-	}
-	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
-		return C.pot_recorder_finish(out, r.p, cerr)
+	return writeDigest(&r.h, func(p *C.pot_recorder, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_recorder_finish(out, p, cerr)
 	})
-	runtime.KeepAlive(r)
-	return d, err
 }
 
 // Checkpoints is a recorder's checkpoint directory opened to serve
@@ -264,8 +201,7 @@ func (r *Recorder) Finish() (Digest, error) {
 // concurrent use (calls are serialised). It needs a libpot built with
 // LibTorch (StatusUnsupported otherwise).
 type Checkpoints struct {
-	mu sync.Mutex
-	p  *C.pot_checkpoints
+	h handle[*C.pot_checkpoints]
 }
 
 // OpenCheckpoints opens the checkpoint directory dir written by a
@@ -281,33 +217,27 @@ func OpenCheckpoints(dir string) (*Checkpoints, error) {
 	}
 	defer freeString(cdir)
 	var p *C.pot_checkpoints
-	var cerr *C.pot_error
-	if err := toError(C.pot_checkpoints_open(&p, cdir, &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_checkpoints_open(&p, cdir, cerr)
+	}); err != nil {
 		return nil, err
 	}
-	c := &Checkpoints{p: p}
+	c := &Checkpoints{}
+	c.h.set(p, "Checkpoints")
 	runtime.SetFinalizer(c, (*Checkpoints).Close)
 	return c, nil
 }
 
 // Close frees the handle. It is safe to call more than once.
 func (c *Checkpoints) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.p != nil {
-		C.pot_checkpoints_free(c.p)
-		c.p = nil
-		runtime.SetFinalizer(c, nil)
-	}
-	return nil
+	runtime.SetFinalizer(c, nil)
+	return c.h.close(func(p *C.pot_checkpoints) error { C.pot_checkpoints_free(p); return nil })
 }
 
 // Size returns the number of steps recorded (0 after Close).
 func (c *Checkpoints) Size() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := uint64(C.pot_checkpoints_size(c.p))
-	runtime.KeepAlive(c)
+	var n uint64
+	c.h.peekExclusive(func(p *C.pot_checkpoints) { n = uint64(C.pot_checkpoints_size(p)) })
 	return n
 }
 
@@ -323,20 +253,14 @@ func (c *Checkpoints) StatePath(step uint64, datasetDir string) (path string, re
 		return "", 0, err
 	}
 	defer freeString(cdir)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.p == nil {
-		return "", 0, closedError("Checkpoints")
-	}
-	var out C.pot_bytes
 	var n C.uint64_t
-	var cerr *C.pot_error
-	st := C.pot_checkpoints_state_path(&out, &n, c.p, C.uint64_t(step), cdir, &cerr)
-	runtime.KeepAlive(c)
-	if err := toError(st, cerr); err != nil {
+	path, err = writeString(&c.h, func(p *C.pot_checkpoints, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_checkpoints_state_path(out, &n, p, C.uint64_t(step), cdir, cerr)
+	})
+	if err != nil {
 		return "", 0, err
 	}
-	return takeString(&out), uint64(n), nil
+	return path, uint64(n), nil
 }
 
 // Opening returns the opening manifest of step against the log's first
@@ -353,23 +277,13 @@ func (c *Checkpoints) Opening(step, logSize uint64, datasetDir string, servePost
 		return nil, err
 	}
 	defer freeString(cdir)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.p == nil {
-		return nil, closedError("Checkpoints")
-	}
 	serve := C.int(0)
 	if servePostState {
 		serve = 1
 	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_checkpoints_opening(&out, c.p, C.uint64_t(step), C.uint64_t(logSize), cdir, serve, &cerr)
-	runtime.KeepAlive(c)
-	if err := toError(st, cerr); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
+	return writeBytes(&c.h, func(p *C.pot_checkpoints, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_checkpoints_opening(out, p, C.uint64_t(step), C.uint64_t(logSize), cdir, serve, cerr)
+	})
 }
 
 // Leaf returns the committed step leaf of step and its inclusion proof in
@@ -377,16 +291,10 @@ func (c *Checkpoints) Opening(step, logSize uint64, datasetDir string, servePost
 // posts for that step in a ledger dispute (docs/ledger.md 2.12, 2.13).
 // Replays nothing. StatusOutOfRange unless 1 <= step <= logSize <= Size().
 func (c *Checkpoints) Leaf(step, logSize uint64) (leaf, proof []byte, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.p == nil {
-		return nil, nil, closedError("Checkpoints")
-	}
 	var l, p C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_checkpoints_leaf(&l, &p, c.p, C.uint64_t(step), C.uint64_t(logSize), &cerr)
-	runtime.KeepAlive(c)
-	if err := toError(st, cerr); err != nil {
+	if err := c.h.write(func(cp *C.pot_checkpoints, cerr **C.pot_error) C.pot_status {
+		return C.pot_checkpoints_leaf(&l, &p, cp, C.uint64_t(step), C.uint64_t(logSize), cerr)
+	}); err != nil {
 		return nil, nil, err
 	}
 	return takeBytes(&l), takeBytes(&p), nil

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"runtime"
 	"strconv"
-	"sync"
 	"unsafe"
 )
 
@@ -49,8 +48,9 @@ func HardwareClass() (string, error) {
 		return "", abiErr
 	}
 	var s *C.char
-	var cerr *C.pot_error
-	if err := toError(C.pot_replay_hardware_class(&s, &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_replay_hardware_class(&s, cerr)
+	}); err != nil {
 		return "", err
 	}
 	return C.GoString(s), nil // the string lives as long as the process
@@ -65,8 +65,9 @@ func FrameworkVersion() (string, error) {
 		return "", abiErr
 	}
 	var s *C.char
-	var cerr *C.pot_error
-	if err := toError(C.pot_replay_framework_version(&s, &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_replay_framework_version(&s, cerr)
+	}); err != nil {
 		return "", err
 	}
 	return C.GoString(s), nil // static storage
@@ -96,8 +97,7 @@ func pinSlices(p *runtime.Pinner, bufs [][]byte) ([]*C.uint8_t, []C.size_t) {
 // handles; a replay must not overlap LibTorch work of the program's own in
 // another thread. It is safe for concurrent use (calls are serialised).
 type Replay struct {
-	mu sync.Mutex
-	p  *C.pot_replay
+	h handle[*C.pot_replay]
 }
 
 // NewReplay loads the TorchScript program at programPath for spec (the
@@ -115,56 +115,43 @@ func NewReplay(spec *Spec, programPath string) (*Replay, error) {
 		return nil, err
 	}
 	defer freeString(cs)
-	spec.mu.RLock()
-	defer spec.mu.RUnlock()
-	if spec.p == nil {
-		return nil, closedError("Spec")
-	}
 	var p *C.pot_replay
-	var cerr *C.pot_error
-	st := C.pot_replay_new(&p, spec.p, cs, &cerr)
-	runtime.KeepAlive(spec)
-	if err := toError(st, cerr); err != nil {
+	if err := spec.h.read(func(s *C.pot_spec, cerr **C.pot_error) C.pot_status {
+		return C.pot_replay_new(&p, s, cs, cerr)
+	}); err != nil {
 		return nil, err
 	}
-	r := &Replay{p: p}
+	r := &Replay{}
+	r.h.set(p, "Replay")
 	runtime.SetFinalizer(r, (*Replay).Close)
 	return r, nil
 }
 
 // Close frees the loaded program. It is safe to call more than once.
 func (r *Replay) Close() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.p != nil {
-		C.pot_replay_free(r.p)
-		r.p = nil
-		runtime.SetFinalizer(r, nil)
-	}
-	return nil
+	runtime.SetFinalizer(r, nil)
+	return r.h.close(func(p *C.pot_replay) error { C.pot_replay_free(p); return nil })
 }
 
 // InputName returns the name of argument index of the program's forward
 // (after self): the name of a sample tensor. StatusOutOfRange past the
 // last argument.
 func (r *Replay) InputName(index int) (string, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.p == nil {
-		return "", closedError("Replay")
-	}
-	if index < 0 {
-		return "", newError(StatusOutOfRange, "input index %d is negative", index)
-	}
-	var name *C.char
-	var cerr *C.pot_error
-	st := C.pot_replay_input_name(&name, r.p, C.size_t(index), &cerr)
-	if err := toError(st, cerr); err != nil {
-		return "", err
-	}
-	s := C.GoString(name) // the string lives as long as the handle
-	runtime.KeepAlive(r)
-	return s, nil
+	var s string
+	err := r.h.withWrite(func(p *C.pot_replay) error {
+		if index < 0 {
+			return newError(StatusOutOfRange, "input index %d is negative", index)
+		}
+		var name *C.char
+		if err := status(func(cerr **C.pot_error) C.pot_status {
+			return C.pot_replay_input_name(&name, p, C.size_t(index), cerr)
+		}); err != nil {
+			return err
+		}
+		s = C.GoString(name) // the string lives as long as the handle
+		return nil
+	})
+	return s, err
 }
 
 // InputNames returns the names of the forward's arguments in order: the
@@ -254,36 +241,25 @@ func replayResult(r *C.pot_replay_result) ReplayResult {
 // cannot be read or written.
 func (r *Replay) Step(runID *Digest, preStatePath string, scheduleEntry []byte, samples [][]byte,
 	postStatePath string) (ReplayResult, error) {
-	pre, err := cString(preStatePath, "pre-state path")
+	in, err := NewStepInput(runID, preStatePath, scheduleEntry, samples)
 	if err != nil {
 		return ReplayResult{}, err
 	}
-	defer freeString(pre)
+	defer in.Close()
+	return r.StepWith(in, postStatePath)
+}
+
+// StepWith replays the step of a StepInput built beforehand, as Step does.
+func (r *Replay) StepWith(in *StepInput, postStatePath string) (ReplayResult, error) {
 	post, err := optString(postStatePath, "post-state path")
 	if err != nil {
 		return ReplayResult{}, err
 	}
 	defer freeString(post)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.p == nil {
-		return ReplayResult{}, closedError("Replay")
-	}
-	var pin runtime.Pinner
-	defer pin.Unpin()
-	ptrs, lens := pinSlices(&pin, samples)
-	var out C.pot_replay_result
-	var cerr *C.pot_error
-	var run *C.pot_digest
-	if runID != nil {
-		id := *runID // a copy: the C call reads it while the caller's may change
-		run = id.c()
-	}
-	st := C.pot_replay_step(&out, r.p, run, pre, bytesPtr(scheduleEntry), C.size_t(len(scheduleEntry)),
-		unsafe.SliceData(ptrs), unsafe.SliceData(lens), C.size_t(len(samples)), post, &cerr)
-	runtime.KeepAlive(r)
-	runtime.KeepAlive(samples)
-	if err := toError(st, cerr); err != nil {
+	out := C.pot_replay_result{struct_size: C.sizeof_pot_replay_result}
+	if err := r.withInput(in, func(rp *C.pot_replay, p *C.pot_step_input, cerr **C.pot_error) C.pot_status {
+		return C.pot_replay_step(&out, rp, p, post, cerr)
+	}); err != nil {
 		return ReplayResult{}, err
 	}
 	return replayResult(&out), nil
@@ -374,23 +350,13 @@ func VerifyStep(commitment *Commitment, spec *Spec, programPath string, challeng
 		return VerifyResult{}, err
 	}
 	defer freeString(post)
-	commitment.mu.RLock()
-	defer commitment.mu.RUnlock()
-	if commitment.p == nil {
-		return VerifyResult{}, closedError("Commitment")
-	}
-	spec.mu.RLock()
-	defer spec.mu.RUnlock()
-	if spec.p == nil {
-		return VerifyResult{}, closedError("Spec")
-	}
-	var out C.pot_verify_result // zero: check POT_CHECK_OK, not replayed
-	var cerr *C.pot_error
-	st := C.pot_verify_step(&out, commitment.p, spec.p, prog, C.uint64_t(challengedStep), C.uint64_t(logSize),
-		cDigest(logRoot), bytesPtr(manifest), C.size_t(len(manifest)), pre, post, C.pot_verify_mode(mode),
-		C.uint32_t(intraOpThreads), &cerr)
-	runtime.KeepAlive(commitment)
-	runtime.KeepAlive(spec)
+	// check POT_CHECK_OK, not replayed: left so (a zero result) by a closed handle
+	out := C.pot_verify_result{struct_size: C.sizeof_pot_verify_result}
+	err = readBoth(&commitment.h, &spec.h, func(c *C.pot_commitment, s *C.pot_spec, cerr **C.pot_error) C.pot_status {
+		return C.pot_verify_step(&out, c, s, prog, C.uint64_t(challengedStep), C.uint64_t(logSize), cDigest(logRoot),
+			bytesPtr(manifest), C.size_t(len(manifest)), pre, post, C.pot_verify_mode(mode), C.uint32_t(intraOpThreads),
+			cerr)
+	})
 	res := VerifyResult{
 		Check:                OpeningCheck(out.check),
 		Replayed:             out.replayed != 0,
@@ -409,7 +375,7 @@ func VerifyStep(commitment *Commitment, spec *Spec, programPath string, challeng
 			GradientDigest:  *(*Digest)(unsafe.Pointer(&out.gradient_digest)),
 		}
 	}
-	return res, toError(st, cerr)
+	return res, err
 }
 
 // WitnessStatement returns the statement (JSON text) a committee member
@@ -426,12 +392,7 @@ func WitnessStatement(res VerifyResult, spec *Spec, runID Digest, step, challeng
 	if abiErr != nil {
 		return "", abiErr
 	}
-	spec.mu.RLock()
-	defer spec.mu.RUnlock()
-	if spec.p == nil {
-		return "", closedError("Spec")
-	}
-	var in C.pot_verify_result
+	in := C.pot_verify_result{struct_size: C.sizeof_pot_verify_result}
 	in.check = C.pot_opening_check(res.Check)
 	if res.Replayed {
 		in.replayed = 1
@@ -439,13 +400,8 @@ func WitnessStatement(res VerifyResult, spec *Spec, runID Digest, step, challeng
 		in.norm_bucket = C.int64_t(res.Replay.NormBucket)
 		in.gradient_digest = *cDigest(res.Replay.GradientDigest)
 	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_witness_statement(&out, &in, spec.p, cDigest(runID), C.uint64_t(step), C.uint64_t(challengeID),
-		C.pot_verify_mode(mode), C.uint32_t(intraOpThreads), &cerr)
-	runtime.KeepAlive(spec)
-	if err := toError(st, cerr); err != nil {
-		return "", err
-	}
-	return takeString(&out), nil
+	return readString(&spec.h, func(s *C.pot_spec, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_witness_statement(out, &in, s, cDigest(runID), C.uint64_t(step), C.uint64_t(challengeID),
+			C.pot_verify_mode(mode), C.uint32_t(intraOpThreads), cerr)
+	})
 }

@@ -730,3 +730,43 @@ func TestReplayEndToEnd(t *testing.T) {
 	_, err = r.Step(&runID, f.statePath(step-1), entry, batch, "")
 	wantCode(t, err, pot.StatusState)
 }
+
+// A StepInput (pot_step_input) holds one parsed sample per index of its
+// entry: a bad sample is refused as it is added, naming its position and
+// dataset index, and one too many with StatusOutOfRange. No LibTorch needed.
+func TestStepInputHoldsOneParsedSamplePerIndex(t *testing.T) {
+	w, err := pot.NewSafetensorsWriter()
+	check(t, err)
+	defer w.Close()
+	x := make([]byte, 8)
+	binary.LittleEndian.PutUint32(x[0:], math.Float32bits(1))
+	binary.LittleEndian.PutUint32(x[4:], math.Float32bits(2))
+	check(t, w.Add("x", pot.DTypeF32, []uint64{2}, x))
+	good, err := w.Bytes()
+	check(t, err)
+	entry, err := pot.ScheduleEntry{Step: 7, Microbatches: [][]uint64{{3, 5}}}.Encode(0)
+	check(t, err)
+	in, err := pot.NewStepInput(&pot.Digest{}, filepath.Join(t.TempDir(), "pre.safetensors"), entry, [][]byte{good})
+	check(t, err)
+	defer in.Close()
+	if in.Step() != 7 || in.SampleCount() != 1 {
+		t.Fatalf("step %d, %d samples; want 7, 1", in.Step(), in.SampleCount())
+	}
+	err = in.AddSample(good[:5])
+	wantCode(t, err, pot.StatusMalformed)
+	if !strings.Contains(err.Error(), "sample 1 (dataset index 5)") {
+		t.Fatalf("error %q does not name the sample", err)
+	}
+	check(t, in.AddSample(good))
+	err = in.AddSample(good)
+	wantCode(t, err, pot.StatusOutOfRange)
+	if in.SampleCount() != 2 {
+		t.Fatalf("%d samples after refusals, want 2", in.SampleCount())
+	}
+	_, err = pot.NewStepInput(nil, "pre", entry[:len(entry)-1], nil)
+	wantCode(t, err, pot.StatusMalformed)
+	check(t, in.Close())
+	if err := in.AddSample(good); err == nil {
+		t.Fatal("AddSample on a closed StepInput succeeded")
+	}
+}

@@ -8,7 +8,6 @@ import "C"
 
 import (
 	"runtime"
-	"sync"
 	"unsafe"
 )
 
@@ -17,8 +16,7 @@ import (
 // It is read-only and safe for concurrent use; Close waits for calls in
 // progress.
 type Safetensors struct {
-	mu sync.RWMutex
-	p  *C.pot_safetensors
+	h handle[*C.pot_safetensors]
 }
 
 // TensorInfo describes one tensor of a safetensors file.
@@ -43,60 +41,55 @@ func OpenSafetensors(path string) (*Safetensors, error) {
 	}
 	defer freeString(cs)
 	var p *C.pot_safetensors
-	var cerr *C.pot_error
-	if err := toError(C.pot_safetensors_open(&p, cs, &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_safetensors_open(&p, cs, cerr)
+	}); err != nil {
 		return nil, err
 	}
-	f := &Safetensors{p: p}
+	f := &Safetensors{}
+	f.h.set(p, "Safetensors")
 	runtime.SetFinalizer(f, (*Safetensors).Close)
 	return f, nil
 }
 
 // Close unmaps the file. It is safe to call more than once.
 func (f *Safetensors) Close() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.p != nil {
-		C.pot_safetensors_free(f.p)
-		f.p = nil
-		runtime.SetFinalizer(f, nil)
-	}
-	return nil
+	runtime.SetFinalizer(f, nil)
+	return f.h.close(func(p *C.pot_safetensors) error { C.pot_safetensors_free(p); return nil })
 }
 
 // Count returns the number of tensors (0 after Close).
 func (f *Safetensors) Count() int {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	n := int(C.pot_safetensors_count(f.p))
-	runtime.KeepAlive(f)
+	var n int
+	f.h.peek(func(p *C.pot_safetensors) { n = int(C.pot_safetensors_count(p)) })
 	return n
 }
 
 // Tensor describes tensor index (0 <= index < Count, in bytewise name
 // order). StatusOutOfRange for a bad index.
 func (f *Safetensors) Tensor(index int) (TensorInfo, error) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	if f.p == nil {
-		return TensorInfo{}, closedError("Safetensors")
-	}
-	defer runtime.KeepAlive(f) // the pointers into the mapping are read below
-	if index < 0 {
-		return TensorInfo{}, newError(StatusOutOfRange, "tensor index %d is negative", index)
-	}
-	var name *C.char
-	var dtype C.pot_dtype
-	var shape *C.uint64_t
-	var ndim, nbytes C.size_t
-	var cerr *C.pot_error
-	st := C.pot_safetensors_tensor(&name, &dtype, &shape, &ndim, nil, &nbytes, f.p, C.size_t(index), &cerr)
-	if err := toError(st, cerr); err != nil {
+	var info TensorInfo
+	// Under the lock: the pointers into the mapping are read after the call.
+	if err := f.h.withRead(func(p *C.pot_safetensors) error {
+		if index < 0 {
+			return newError(StatusOutOfRange, "tensor index %d is negative", index)
+		}
+		var name *C.char
+		var dtype C.pot_dtype
+		var shape *C.uint64_t
+		var ndim, nbytes C.size_t
+		if err := status(func(cerr **C.pot_error) C.pot_status {
+			return C.pot_safetensors_tensor(&name, &dtype, &shape, &ndim, nil, &nbytes, p, C.size_t(index), cerr)
+		}); err != nil {
+			return err
+		}
+		info = TensorInfo{Name: C.GoString(name), DType: DType(dtype), NBytes: uint64(nbytes), Shape: []uint64{}}
+		if ndim > 0 {
+			info.Shape = append(info.Shape, unsafe.Slice((*uint64)(unsafe.Pointer(shape)), int(ndim))...)
+		}
+		return nil
+	}); err != nil {
 		return TensorInfo{}, err
-	}
-	info := TensorInfo{Name: C.GoString(name), DType: DType(dtype), NBytes: uint64(nbytes), Shape: []uint64{}}
-	if ndim > 0 {
-		info.Shape = append(info.Shape, unsafe.Slice((*uint64)(unsafe.Pointer(shape)), int(ndim))...)
 	}
 	return info, nil
 }
@@ -104,25 +97,26 @@ func (f *Safetensors) Tensor(index int) (TensorInfo, error) {
 // TensorData returns a copy of the bytes of tensor index (little-endian,
 // row-major). StatusOutOfRange for a bad index.
 func (f *Safetensors) TensorData(index int) ([]byte, error) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	if f.p == nil {
-		return nil, closedError("Safetensors")
-	}
-	defer runtime.KeepAlive(f) // the pointers into the mapping are read below
-	if index < 0 {
-		return nil, newError(StatusOutOfRange, "tensor index %d is negative", index)
-	}
-	var data unsafe.Pointer
-	var nbytes C.size_t
-	var cerr *C.pot_error
-	st := C.pot_safetensors_tensor(nil, nil, nil, nil, &data, &nbytes, f.p, C.size_t(index), &cerr)
-	if err := toError(st, cerr); err != nil {
+	var out []byte
+	// Under the lock: the data in the mapping is copied after the call.
+	if err := f.h.withRead(func(p *C.pot_safetensors) error {
+		if index < 0 {
+			return newError(StatusOutOfRange, "tensor index %d is negative", index)
+		}
+		var data unsafe.Pointer
+		var nbytes C.size_t
+		if err := status(func(cerr **C.pot_error) C.pot_status {
+			return C.pot_safetensors_tensor(nil, nil, nil, nil, &data, &nbytes, p, C.size_t(index), cerr)
+		}); err != nil {
+			return err
+		}
+		out = make([]byte, int(nbytes))
+		if nbytes > 0 {
+			copy(out, unsafe.Slice((*byte)(data), int(nbytes)))
+		}
+		return nil
+	}); err != nil {
 		return nil, err
-	}
-	out := make([]byte, int(nbytes))
-	if nbytes > 0 {
-		copy(out, unsafe.Slice((*byte)(data), int(nbytes)))
 	}
 	return out, nil
 }
@@ -134,16 +128,10 @@ func (f *Safetensors) Find(name string) (int, error) {
 		return 0, err
 	}
 	defer freeString(cs)
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	if f.p == nil {
-		return 0, closedError("Safetensors")
-	}
 	var index C.size_t
-	var cerr *C.pot_error
-	st := C.pot_safetensors_find(&index, f.p, cs, &cerr)
-	runtime.KeepAlive(f)
-	if err := toError(st, cerr); err != nil {
+	if err := f.h.read(func(p *C.pot_safetensors, cerr **C.pot_error) C.pot_status {
+		return C.pot_safetensors_find(&index, p, cs, cerr)
+	}); err != nil {
 		return 0, err
 	}
 	return int(index), nil
@@ -157,19 +145,20 @@ func (f *Safetensors) Metadata(key string) (string, error) {
 		return "", err
 	}
 	defer freeString(cs)
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	if f.p == nil {
-		return "", closedError("Safetensors")
-	}
-	defer runtime.KeepAlive(f) // the pointers into the mapping are read below
-	var value *C.char
-	var cerr *C.pot_error
-	st := C.pot_safetensors_metadata(&value, f.p, cs, &cerr)
-	if err := toError(st, cerr); err != nil {
+	var v string
+	// Under the lock: the value in the mapping is read after the call.
+	if err := f.h.withRead(func(p *C.pot_safetensors) error {
+		var value *C.char
+		if err := status(func(cerr **C.pot_error) C.pot_status {
+			return C.pot_safetensors_metadata(&value, p, cs, cerr)
+		}); err != nil {
+			return err
+		}
+		v = C.GoString(value)
+		return nil
+	}); err != nil {
 		return "", err
 	}
-	v := C.GoString(value)
 	return v, nil
 }
 
@@ -177,16 +166,9 @@ func (f *Safetensors) Metadata(key string) (string, error) {
 // excluded), hashed from the mapping on threads threads (0 = all cores):
 // equal to a State holding the same tensors.
 func (f *Safetensors) Digest(threads uint32) (Digest, error) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	if f.p == nil {
-		return Digest{}, closedError("Safetensors")
-	}
-	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
-		return C.pot_safetensors_digest(out, f.p, C.uint32_t(threads), cerr)
+	return readDigest(&f.h, func(p *C.pot_safetensors, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_safetensors_digest(out, p, C.uint32_t(threads), cerr)
 	})
-	runtime.KeepAlive(f)
-	return d, err
 }
 
 // SafetensorsDigestFile opens the safetensors file at path, returns its
@@ -210,9 +192,8 @@ func SafetensorsDigestFile(path string, threads uint32) (Digest, error) {
 // copies each tensor's bytes into C memory that stays allocated until
 // Close. It is safe for concurrent use (calls are serialised).
 type SafetensorsWriter struct {
-	mu   sync.Mutex
-	p    *C.pot_safetensors_writer
-	bufs []unsafe.Pointer // C copies of the tensor data, freed by Close
+	h    handle[*C.pot_safetensors_writer]
+	bufs []unsafe.Pointer // C copies of the tensor data, freed by Close; guarded by h's lock
 }
 
 // NewSafetensorsWriter returns an empty writer.
@@ -221,11 +202,13 @@ func NewSafetensorsWriter() (*SafetensorsWriter, error) {
 		return nil, abiErr
 	}
 	var p *C.pot_safetensors_writer
-	var cerr *C.pot_error
-	if err := toError(C.pot_safetensors_writer_new(&p, &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_safetensors_writer_new(&p, cerr)
+	}); err != nil {
 		return nil, err
 	}
-	w := &SafetensorsWriter{p: p}
+	w := &SafetensorsWriter{}
+	w.h.set(p, "SafetensorsWriter")
 	runtime.SetFinalizer(w, (*SafetensorsWriter).Close)
 	return w, nil
 }
@@ -233,18 +216,15 @@ func NewSafetensorsWriter() (*SafetensorsWriter, error) {
 // Close frees the writer and the copies of the tensor data. It is safe to
 // call more than once.
 func (w *SafetensorsWriter) Close() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.p != nil {
-		C.pot_safetensors_writer_free(w.p)
-		w.p = nil
-		runtime.SetFinalizer(w, nil)
-	}
-	for _, b := range w.bufs {
-		C.free(b)
-	}
-	w.bufs = nil
-	return nil
+	runtime.SetFinalizer(w, nil)
+	return w.h.close(func(p *C.pot_safetensors_writer) error {
+		C.pot_safetensors_writer_free(p)
+		for _, b := range w.bufs { // only Add, on an open writer, appends
+			C.free(b)
+		}
+		w.bufs = nil
+		return nil
+	})
 }
 
 // Add validates a tensor (as TensorDigest; StatusDuplicate for a repeated
@@ -255,29 +235,25 @@ func (w *SafetensorsWriter) Add(name string, dtype DType, shape []uint64, data [
 		return err
 	}
 	defer freeString(cs)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.p == nil {
-		return closedError("SafetensorsWriter")
-	}
-	var buf unsafe.Pointer
-	if len(data) > 0 {
-		buf = C.CBytes(data)
-	}
-	var cerr *C.pot_error
-	st := C.pot_safetensors_writer_add(w.p, cs, C.pot_dtype(dtype), shapePtr(shape), C.size_t(len(shape)),
-		buf, C.size_t(len(data)), &cerr)
-	runtime.KeepAlive(w)
-	if err := toError(st, cerr); err != nil {
-		if buf != nil {
-			C.free(buf)
+	return w.h.withWrite(func(p *C.pot_safetensors_writer) error {
+		var buf unsafe.Pointer
+		if len(data) > 0 {
+			buf = C.CBytes(data)
 		}
-		return err
-	}
-	if buf != nil {
-		w.bufs = append(w.bufs, buf)
-	}
-	return nil
+		if err := status(func(cerr **C.pot_error) C.pot_status {
+			return C.pot_safetensors_writer_add(p, cs, C.pot_dtype(dtype), shapePtr(shape), C.size_t(len(shape)), buf,
+				C.size_t(len(data)), cerr)
+		}); err != nil {
+			if buf != nil {
+				C.free(buf)
+			}
+			return err
+		}
+		if buf != nil {
+			w.bufs = append(w.bufs, buf)
+		}
+		return nil
+	})
 }
 
 // SetMetadata sets a __metadata__ string entry, replacing an earlier value.
@@ -292,15 +268,9 @@ func (w *SafetensorsWriter) SetMetadata(key, value string) error {
 		return err
 	}
 	defer freeString(cv)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.p == nil {
-		return closedError("SafetensorsWriter")
-	}
-	var cerr *C.pot_error
-	st := C.pot_safetensors_writer_set_metadata(w.p, ck, cv, &cerr)
-	runtime.KeepAlive(w)
-	return toError(st, cerr)
+	return w.h.write(func(p *C.pot_safetensors_writer, cerr **C.pot_error) C.pot_status {
+		return C.pot_safetensors_writer_set_metadata(p, ck, cv, cerr)
+	})
 }
 
 // Write writes the file through a temporary file and a rename, so path
@@ -312,30 +282,14 @@ func (w *SafetensorsWriter) Write(path string) error {
 		return err
 	}
 	defer freeString(cs)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.p == nil {
-		return closedError("SafetensorsWriter")
-	}
-	var cerr *C.pot_error
-	st := C.pot_safetensors_writer_write(w.p, cs, &cerr)
-	runtime.KeepAlive(w)
-	return toError(st, cerr)
+	return w.h.write(func(p *C.pot_safetensors_writer, cerr **C.pot_error) C.pot_status {
+		return C.pot_safetensors_writer_write(p, cs, cerr)
+	})
 }
 
 // Bytes returns the canonical file Write would write, in memory.
 func (w *SafetensorsWriter) Bytes() ([]byte, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.p == nil {
-		return nil, closedError("SafetensorsWriter")
-	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_safetensors_writer_bytes(&out, w.p, &cerr)
-	runtime.KeepAlive(w)
-	if err := toError(st, cerr); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
+	return writeBytes(&w.h, func(p *C.pot_safetensors_writer, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_safetensors_writer_bytes(out, p, cerr)
+	})
 }

@@ -9,7 +9,6 @@ import "C"
 import (
 	"runtime"
 	"strconv"
-	"sync"
 	"unsafe"
 )
 
@@ -40,12 +39,12 @@ func (p SeedPolicy) String() string {
 // Spec is a validated execution spec (pot_spec, PROTOCOL.md section 14).
 // It is immutable and safe for concurrent use.
 type Spec struct {
-	mu sync.RWMutex
-	p  *C.pot_spec
+	h handle[*C.pot_spec]
 }
 
 func newSpec(p *C.pot_spec) *Spec {
-	s := &Spec{p: p}
+	s := &Spec{}
+	s.h.set(p, "Spec")
 	runtime.SetFinalizer(s, (*Spec).Close)
 	return s
 }
@@ -63,8 +62,7 @@ func SpecFromJSON(json string) (*Spec, error) {
 	}
 	defer freeString(cs)
 	var p *C.pot_spec
-	var cerr *C.pot_error
-	if err := toError(C.pot_spec_from_json(&p, cs, &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status { return C.pot_spec_from_json(&p, cs, cerr) }); err != nil {
 		return nil, err
 	}
 	return newSpec(p), nil
@@ -78,8 +76,9 @@ func DecodeSpec(data []byte) (*Spec, error) {
 		return nil, abiErr
 	}
 	var p *C.pot_spec
-	var cerr *C.pot_error
-	if err := toError(C.pot_spec_decode(&p, bytesPtr(data), C.size_t(len(data)), &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_spec_decode(&p, bytesPtr(data), C.size_t(len(data)), cerr)
+	}); err != nil {
 		return nil, err
 	}
 	return newSpec(p), nil
@@ -87,78 +86,39 @@ func DecodeSpec(data []byte) (*Spec, error) {
 
 // Close frees the spec. It is safe to call more than once.
 func (s *Spec) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p != nil {
-		C.pot_spec_free(s.p)
-		s.p = nil
-		runtime.SetFinalizer(s, nil)
-	}
-	return nil
+	runtime.SetFinalizer(s, nil)
+	return s.h.close(func(p *C.pot_spec) error { C.pot_spec_free(p); return nil })
 }
 
 // Encode returns the canonical bytes (a pot.v2.ExecutionSpec message).
 func (s *Spec) Encode() ([]byte, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.p == nil {
-		return nil, closedError("Spec")
-	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_spec_encode(&out, s.p, &cerr)
-	runtime.KeepAlive(s)
-	if err := toError(st, cerr); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
+	return readBytes(&s.h, func(p *C.pot_spec, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_spec_encode(out, p, cerr)
+	})
 }
 
 // ToJSON returns the JSON form of the spec.
 func (s *Spec) ToJSON() (string, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.p == nil {
-		return "", closedError("Spec")
-	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_spec_to_json(&out, s.p, &cerr)
-	runtime.KeepAlive(s)
-	if err := toError(st, cerr); err != nil {
-		return "", err
-	}
-	return takeString(&out), nil
+	return readString(&s.h, func(p *C.pot_spec, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_spec_to_json(out, p, cerr)
+	})
 }
 
 // Digest returns the spec digest, tagged("pot/v1/spec", canonical bytes).
 func (s *Spec) Digest() (Digest, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.p == nil {
-		return Digest{}, closedError("Spec")
-	}
-	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
-		return C.pot_spec_digest(out, s.p, cerr)
+	return readDigest(&s.h, func(p *C.pot_spec, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_spec_digest(out, p, cerr)
 	})
-	runtime.KeepAlive(s)
-	return d, err
 }
 
 // SeedPolicy returns the seed policy and its seed (the base seed for
 // SeedPerStep, the seed for SeedSingleSeed, 0 for SeedNone).
 func (s *Spec) SeedPolicy() (SeedPolicy, uint64, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.p == nil {
-		return 0, 0, closedError("Spec")
-	}
 	var policy C.pot_seed_policy
 	var seed C.uint64_t
-	var cerr *C.pot_error
-	st := C.pot_spec_seed_policy(&policy, &seed, s.p, &cerr)
-	runtime.KeepAlive(s)
-	if err := toError(st, cerr); err != nil {
+	if err := s.h.read(func(p *C.pot_spec, cerr **C.pot_error) C.pot_status {
+		return C.pot_spec_seed_policy(&policy, &seed, p, cerr)
+	}); err != nil {
 		return 0, 0, err
 	}
 	return SeedPolicy(policy), uint64(seed), nil
@@ -166,10 +126,8 @@ func (s *Spec) SeedPolicy() (SeedPolicy, uint64, error) {
 
 // IntraOpThreads returns the pinned intra-op thread count (0 after Close).
 func (s *Spec) IntraOpThreads() uint32 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	n := uint32(C.pot_spec_intra_op_threads(s.p))
-	runtime.KeepAlive(s)
+	var n uint32
+	s.h.peek(func(p *C.pot_spec) { n = uint32(C.pot_spec_intra_op_threads(p)) })
 	return n
 }
 
@@ -187,10 +145,8 @@ func (s *Spec) LearningRates(first uint64, count int) ([]float64, error) {
 // GroupCount returns the spec's parameter groups (docs/PROTOCOL.md 14.5):
 // 1 + its param_groups (0 after Close).
 func (s *Spec) GroupCount() uint32 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	n := uint32(C.pot_spec_group_count(s.p))
-	runtime.KeepAlive(s)
+	var n uint32
+	s.h.peek(func(p *C.pot_spec) { n = uint32(C.pot_spec_group_count(p)) })
 	return n
 }
 
@@ -207,19 +163,13 @@ func (s *Spec) GroupLearningRates(group uint32, first uint64, count int) ([]floa
 			MaxRatesPerCall)
 	}
 	out := make([]float64, count)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.p == nil {
-		return nil, closedError("Spec")
-	}
 	var ptr *C.double
 	if count > 0 {
 		ptr = (*C.double)(unsafe.Pointer(&out[0]))
 	}
-	var cerr *C.pot_error
-	st := C.pot_spec_group_learning_rates(ptr, C.size_t(count), s.p, C.uint32_t(group), C.uint64_t(first), &cerr)
-	runtime.KeepAlive(s)
-	if err := toError(st, cerr); err != nil {
+	if err := s.h.read(func(p *C.pot_spec, cerr **C.pot_error) C.pot_status {
+		return C.pot_spec_group_learning_rates(ptr, C.size_t(count), p, C.uint32_t(group), C.uint64_t(first), cerr)
+	}); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -228,9 +178,7 @@ func (s *Spec) GroupLearningRates(group uint32, first uint64, count int) ([]floa
 // NormBucketResolution returns the norm-bucket resolution in buckets per
 // doubling (0 after Close).
 func (s *Spec) NormBucketResolution() uint32 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	n := uint32(C.pot_spec_norm_bucket_resolution(s.p))
-	runtime.KeepAlive(s)
+	var n uint32
+	s.h.peek(func(p *C.pot_spec) { n = uint32(C.pot_spec_norm_bucket_resolution(p)) })
 	return n
 }

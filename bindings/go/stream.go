@@ -8,7 +8,6 @@ import "C"
 
 import (
 	"runtime"
-	"sync"
 )
 
 // Stream is a validated token-stream dataset (pot_stream, PROTOCOL.md
@@ -16,12 +15,12 @@ import (
 // i-th window of W tokens, proven by the chunks that hold it. It is
 // immutable and safe for concurrent use.
 type Stream struct {
-	mu sync.RWMutex
-	p  *C.pot_stream
+	h handle[*C.pot_stream]
 }
 
 func newStream(p *C.pot_stream) *Stream {
-	s := &Stream{p: p}
+	s := &Stream{}
+	s.h.set(p, "Stream")
 	runtime.SetFinalizer(s, (*Stream).Close)
 	return s
 }
@@ -38,8 +37,9 @@ func StreamFromJSON(json string) (*Stream, error) {
 	}
 	defer freeString(cs)
 	var p *C.pot_stream
-	var cerr *C.pot_error
-	if err := toError(C.pot_stream_from_json(&p, cs, &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_stream_from_json(&p, cs, cerr)
+	}); err != nil {
 		return nil, err
 	}
 	return newStream(p), nil
@@ -52,8 +52,9 @@ func DecodeStream(data []byte) (*Stream, error) {
 		return nil, abiErr
 	}
 	var p *C.pot_stream
-	var cerr *C.pot_error
-	if err := toError(C.pot_stream_decode(&p, bytesPtr(data), C.size_t(len(data)), &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_stream_decode(&p, bytesPtr(data), C.size_t(len(data)), cerr)
+	}); err != nil {
 		return nil, err
 	}
 	return newStream(p), nil
@@ -61,86 +62,45 @@ func DecodeStream(data []byte) (*Stream, error) {
 
 // Close frees the dataset. It is safe to call more than once.
 func (s *Stream) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p != nil {
-		C.pot_stream_free(s.p)
-		s.p = nil
-		runtime.SetFinalizer(s, nil)
-	}
-	return nil
+	runtime.SetFinalizer(s, nil)
+	return s.h.close(func(p *C.pot_stream) error { C.pot_stream_free(p); return nil })
 }
 
 // Encode returns the descriptor bytes.
 func (s *Stream) Encode() ([]byte, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.p == nil {
-		return nil, closedError("Stream")
-	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_stream_encode(&out, s.p, &cerr)
-	runtime.KeepAlive(s)
-	if err := toError(st, cerr); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
+	return readBytes(&s.h, func(p *C.pot_stream, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_stream_encode(out, p, cerr)
+	})
 }
 
 // ToJSON returns the JSON form.
 func (s *Stream) ToJSON() (string, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.p == nil {
-		return "", closedError("Stream")
-	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_stream_to_json(&out, s.p, &cerr)
-	runtime.KeepAlive(s)
-	if err := toError(st, cerr); err != nil {
-		return "", err
-	}
-	return takeString(&out), nil
+	return readString(&s.h, func(p *C.pot_stream, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_stream_to_json(out, p, cerr)
+	})
 }
 
 // Root returns the dataset root, tagged("pot/v2/stream", descriptor).
 func (s *Stream) Root() (Digest, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.p == nil {
-		return Digest{}, closedError("Stream")
-	}
-	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
-		return C.pot_stream_root(out, s.p, cerr)
+	return readDigest(&s.h, func(p *C.pot_stream, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_stream_root(out, p, cerr)
 	})
-	runtime.KeepAlive(s)
-	return d, err
 }
 
 // Size returns the number of windows (the dataset_size); 0 once closed.
 func (s *Stream) Size() uint64 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	n := uint64(C.pot_stream_size(s.p))
-	runtime.KeepAlive(s)
+	var n uint64
+	s.h.peek(func(p *C.pot_stream) { n = uint64(C.pot_stream_size(p)) })
 	return n
 }
 
 // Locate returns the shard and first token of window index.
 func (s *Stream) Locate(index uint64) (shard uint32, offset uint64, err error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.p == nil {
-		return 0, 0, closedError("Stream")
-	}
 	var cs C.uint32_t
 	var co C.uint64_t
-	var cerr *C.pot_error
-	st := C.pot_stream_locate(&cs, &co, s.p, C.uint64_t(index), &cerr)
-	runtime.KeepAlive(s)
-	if err := toError(st, cerr); err != nil {
+	if err := s.h.read(func(p *C.pot_stream, cerr **C.pot_error) C.pot_status {
+		return C.pot_stream_locate(&cs, &co, p, C.uint64_t(index), cerr)
+	}); err != nil {
 		return 0, 0, err
 	}
 	return uint32(cs), uint64(co), nil
@@ -148,61 +108,48 @@ func (s *Stream) Locate(index uint64) (shard uint32, offset uint64, err error) {
 
 // ProveWindow returns the proof of window index, read from its shard's file.
 func (s *Stream) ProveWindow(index uint64, shardPath string) ([]byte, error) {
-	return s.fromShard(shardPath, func(out *C.pot_bytes, cp *C.char, cerr **C.pot_error) C.pot_status {
-		return C.pot_stream_prove_window(out, s.p, C.uint64_t(index), cp, cerr)
-	})
+	return s.fromShard(shardPath,
+		func(p *C.pot_stream, out *C.pot_bytes, cp *C.char, cerr **C.pot_error) C.pot_status {
+			return C.pot_stream_prove_window(out, p, C.uint64_t(index), cp, cerr)
+		})
 }
 
 // Sample returns the sample of window index (safetensors bytes) read from
 // its shard's file: what a trainer feeds the model. It is not checked
 // against the shard root here; the opening's window proof binds it.
 func (s *Stream) Sample(index uint64, shardPath string) ([]byte, error) {
-	return s.fromShard(shardPath, func(out *C.pot_bytes, cp *C.char, cerr **C.pot_error) C.pot_status {
-		return C.pot_stream_sample(out, s.p, C.uint64_t(index), cp, cerr)
-	})
+	return s.fromShard(shardPath,
+		func(p *C.pot_stream, out *C.pot_bytes, cp *C.char, cerr **C.pot_error) C.pot_status {
+			return C.pot_stream_sample(out, p, C.uint64_t(index), cp, cerr)
+		})
 }
 
-// fromShard runs a call that reads a shard file into bytes.
+// fromShard runs a call that reads a shard file into bytes (the path is
+// checked once the stream is known to be open).
 func (s *Stream) fromShard(shardPath string,
-	call func(out *C.pot_bytes, cp *C.char, cerr **C.pot_error) C.pot_status) ([]byte, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.p == nil {
-		return nil, closedError("Stream")
-	}
-	cp, err := cString(shardPath, "shard path")
-	if err != nil {
-		return nil, err
-	}
-	defer freeString(cp)
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := call(&out, cp, &cerr)
-	runtime.KeepAlive(s)
-	if err := toError(st, cerr); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
+	call func(p *C.pot_stream, out *C.pot_bytes, cp *C.char, cerr **C.pot_error) C.pot_status) ([]byte, error) {
+	var data []byte
+	err := s.h.withRead(func(p *C.pot_stream) error {
+		cp, err := cString(shardPath, "shard path")
+		if err != nil {
+			return err
+		}
+		defer freeString(cp)
+		data, err = bytesOut(func(out *C.pot_bytes, cerr **C.pot_error) C.pot_status { return call(p, out, cp, cerr) })
+		return err
+	})
+	return data, err
 }
 
 // CheckWindow checks a window proof and returns the window's sample
 // (safetensors bytes); StatusProofMismatch when its chunks do not give the
 // shard's root, StatusProofLength when its sizes are not the window's.
 func (s *Stream) CheckWindow(index uint64, proof []byte) ([]byte, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.p == nil {
-		return nil, closedError("Stream")
-	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_stream_check_window(&out, s.p, C.uint64_t(index), bytesPtr(proof), C.size_t(len(proof)), &cerr)
-	runtime.KeepAlive(s)
+	out, err := readBytes(&s.h, func(p *C.pot_stream, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_stream_check_window(out, p, C.uint64_t(index), bytesPtr(proof), C.size_t(len(proof)), cerr)
+	})
 	runtime.KeepAlive(proof)
-	if err := toError(st, cerr); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
+	return out, err
 }
 
 // ShardRootFile returns the shard root and token count of a token file of

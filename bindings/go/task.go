@@ -9,7 +9,6 @@ import "C"
 import (
 	"encoding/json"
 	"runtime"
-	"sync"
 )
 
 // Task is a validated task (pot_task, PROTOCOL.md section 17.1): what a
@@ -17,12 +16,12 @@ import (
 // dataset, S_0, the schedule, the step bounds and the challenge policy). It
 // is immutable and safe for concurrent use.
 type Task struct {
-	mu sync.RWMutex
-	p  *C.pot_task
+	h handle[*C.pot_task]
 }
 
 func newTask(p *C.pot_task) *Task {
-	t := &Task{p: p}
+	t := &Task{}
+	t.h.set(p, "Task")
 	runtime.SetFinalizer(t, (*Task).Close)
 	return t
 }
@@ -40,8 +39,7 @@ func TaskFromJSON(json string) (*Task, error) {
 	}
 	defer freeString(cs)
 	var p *C.pot_task
-	var cerr *C.pot_error
-	if err := toError(C.pot_task_from_json(&p, cs, &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status { return C.pot_task_from_json(&p, cs, cerr) }); err != nil {
 		return nil, err
 	}
 	return newTask(p), nil
@@ -55,8 +53,9 @@ func DecodeTask(data []byte) (*Task, error) {
 		return nil, abiErr
 	}
 	var p *C.pot_task
-	var cerr *C.pot_error
-	if err := toError(C.pot_task_decode(&p, bytesPtr(data), C.size_t(len(data)), &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_task_decode(&p, bytesPtr(data), C.size_t(len(data)), cerr)
+	}); err != nil {
 		return nil, err
 	}
 	return newTask(p), nil
@@ -64,76 +63,37 @@ func DecodeTask(data []byte) (*Task, error) {
 
 // Close frees the task. It is safe to call more than once.
 func (t *Task) Close() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.p != nil {
-		C.pot_task_free(t.p)
-		t.p = nil
-		runtime.SetFinalizer(t, nil)
-	}
-	return nil
+	runtime.SetFinalizer(t, nil)
+	return t.h.close(func(p *C.pot_task) error { C.pot_task_free(p); return nil })
 }
 
 // Encode returns the canonical bytes (what the ledger's post_task carries).
 func (t *Task) Encode() ([]byte, error) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.p == nil {
-		return nil, closedError("Task")
-	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_task_encode(&out, t.p, &cerr)
-	runtime.KeepAlive(t)
-	if err := toError(st, cerr); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
+	return readBytes(&t.h, func(p *C.pot_task, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_task_encode(out, p, cerr)
+	})
 }
 
 // ToJSON returns the JSON form of the task.
 func (t *Task) ToJSON() (string, error) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.p == nil {
-		return "", closedError("Task")
-	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_task_to_json(&out, t.p, &cerr)
-	runtime.KeepAlive(t)
-	if err := toError(st, cerr); err != nil {
-		return "", err
-	}
-	return takeString(&out), nil
+	return readString(&t.h, func(p *C.pot_task, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_task_to_json(out, p, cerr)
+	})
 }
 
 // ID returns the task id, tagged("pot/v2/task", canonical bytes).
 func (t *Task) ID() (Digest, error) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.p == nil {
-		return Digest{}, closedError("Task")
-	}
-	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
-		return C.pot_task_id(out, t.p, cerr)
+	return readDigest(&t.h, func(p *C.pot_task, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_task_id(out, p, cerr)
 	})
-	runtime.KeepAlive(t)
-	return d, err
 }
 
 // Spec returns the task's execution spec (a new Spec; Close it).
 func (t *Task) Spec() (*Spec, error) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.p == nil {
-		return nil, closedError("Task")
-	}
 	var p *C.pot_spec
-	var cerr *C.pot_error
-	st := C.pot_task_spec(&p, t.p, &cerr)
-	runtime.KeepAlive(t)
-	if err := toError(st, cerr); err != nil {
+	if err := t.h.read(func(tp *C.pot_task, cerr **C.pot_error) C.pot_status {
+		return C.pot_task_spec(&p, tp, cerr)
+	}); err != nil {
 		return nil, err
 	}
 	return newSpec(p), nil
@@ -144,21 +104,9 @@ func (t *Task) Spec() (*Spec, error) {
 // what the task fixes, or StatusOutOfRange for declared steps outside the
 // task's bounds.
 func (t *Task) CheckCommitment(c *Commitment) error {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if t.p == nil {
-		return closedError("Task")
-	}
-	if c.p == nil {
-		return closedError("Commitment")
-	}
-	var cerr *C.pot_error
-	st := C.pot_task_check_commitment(t.p, c.p, &cerr)
-	runtime.KeepAlive(t)
-	runtime.KeepAlive(c)
-	return toError(st, cerr)
+	return readBoth(&t.h, &c.h, func(tp *C.pot_task, cp *C.pot_commitment, cerr **C.pot_error) C.pot_status {
+		return C.pot_task_check_commitment(tp, cp, cerr)
+	})
 }
 
 // RunSeeded reports whether every run of the task trains on its own seeded
@@ -177,16 +125,11 @@ func (t *Task) RunSeededUniform() (bool, error) {
 }
 
 func (t *Task) scheduleRule() (C.pot_schedule_rule, error) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.p == nil {
-		return 0, closedError("Task")
-	}
 	var rule C.pot_schedule_rule
-	var cerr *C.pot_error
-	st := C.pot_task_schedule_rule(&rule, t.p, &cerr)
-	runtime.KeepAlive(t)
-	return rule, toError(st, cerr)
+	err := t.h.read(func(p *C.pot_task, cerr **C.pot_error) C.pot_status {
+		return C.pot_task_schedule_rule(&rule, p, cerr)
+	})
+	return rule, err
 }
 
 // RunScheduleSeed returns, under a run-seeded task, the seed of the
@@ -195,18 +138,13 @@ func (t *Task) scheduleRule() (C.pot_schedule_rule, error) {
 // t). StatusInvalidArgument for a listed task or an identity outside 1..256
 // bytes, StatusOutOfRange for a step count outside the task's bounds.
 func (t *Task) RunScheduleSeed(miner []byte, declaredSteps uint64) (uint64, error) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.p == nil {
-		return 0, closedError("Task")
-	}
 	var seed C.uint64_t
-	var cerr *C.pot_error
-	st := C.pot_task_run_schedule_seed(&seed, t.p, bytesPtr(miner), C.size_t(len(miner)),
-		C.uint64_t(declaredSteps), &cerr)
-	runtime.KeepAlive(t)
+	err := t.h.read(func(p *C.pot_task, cerr **C.pot_error) C.pot_status {
+		return C.pot_task_run_schedule_seed(&seed, p, bytesPtr(miner), C.size_t(len(miner)), C.uint64_t(declaredSteps),
+			cerr)
+	})
 	runtime.KeepAlive(miner)
-	if err := toError(st, cerr); err != nil {
+	if err != nil {
 		return 0, err
 	}
 	return uint64(seed), nil
@@ -267,17 +205,12 @@ func (t *Task) RunSchedule(miner []byte, declaredSteps uint64) ([][][]uint64, er
 // steps of the task: every other field is the task's (Close it). Errors as
 // CheckCommitment.
 func (t *Task) Commitment(miner []byte, declaredSteps uint64) (*Commitment, error) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.p == nil {
-		return nil, closedError("Task")
-	}
 	var p *C.pot_commitment
-	var cerr *C.pot_error
-	st := C.pot_task_commitment(&p, t.p, bytesPtr(miner), C.size_t(len(miner)), C.uint64_t(declaredSteps), &cerr)
-	runtime.KeepAlive(t)
+	err := t.h.read(func(tp *C.pot_task, cerr **C.pot_error) C.pot_status {
+		return C.pot_task_commitment(&p, tp, bytesPtr(miner), C.size_t(len(miner)), C.uint64_t(declaredSteps), cerr)
+	})
 	runtime.KeepAlive(miner)
-	if err := toError(st, cerr); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return newCommitment(p), nil

@@ -9,7 +9,6 @@ import "C"
 import (
 	"runtime"
 	"strconv"
-	"sync"
 )
 
 // DType is a tensor element type (pot_dtype). The values are part of the
@@ -64,8 +63,9 @@ func ParseDType(name string) (DType, error) {
 	}
 	defer freeString(cs)
 	var out C.pot_dtype
-	var cerr *C.pot_error
-	if err := toError(C.pot_dtype_from_name(&out, cs, &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_dtype_from_name(&out, cs, cerr)
+	}); err != nil {
 		return 0, err
 	}
 	return DType(out), nil
@@ -96,8 +96,7 @@ func TensorDigest(name string, dtype DType, shape []uint64, data []byte, threads
 // added one by one, each digested as it is added (the bytes are not kept).
 // It is safe for concurrent use (calls are serialised).
 type State struct {
-	mu sync.Mutex
-	p  *C.pot_state
+	h handle[*C.pot_state]
 }
 
 // NewState returns an empty state.
@@ -106,39 +105,27 @@ func NewState() (*State, error) {
 		return nil, abiErr
 	}
 	var p *C.pot_state
-	var cerr *C.pot_error
-	if err := toError(C.pot_state_new(&p, &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status { return C.pot_state_new(&p, cerr) }); err != nil {
 		return nil, err
 	}
-	s := &State{p: p}
+	s := &State{}
+	s.h.set(p, "State")
 	runtime.SetFinalizer(s, (*State).Close)
 	return s, nil
 }
 
 // Close frees the state. It is safe to call more than once.
 func (s *State) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p != nil {
-		C.pot_state_free(s.p)
-		s.p = nil
-		runtime.SetFinalizer(s, nil)
-	}
-	return nil
+	runtime.SetFinalizer(s, nil)
+	return s.h.close(func(p *C.pot_state) error { C.pot_state_free(p); return nil })
 }
 
 // SetThreads sets the threads used to hash each tensor added later (0 =
 // all cores, the default).
 func (s *State) SetThreads(threads uint32) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p == nil {
-		return closedError("State")
-	}
-	var cerr *C.pot_error
-	st := C.pot_state_set_threads(s.p, C.uint32_t(threads), &cerr)
-	runtime.KeepAlive(s)
-	return toError(st, cerr)
+	return s.h.write(func(p *C.pot_state, cerr **C.pot_error) C.pot_status {
+		return C.pot_state_set_threads(p, C.uint32_t(threads), cerr)
+	})
 }
 
 // AddTensor digests a tensor and adds it; the arguments are those of
@@ -150,16 +137,10 @@ func (s *State) AddTensor(name string, dtype DType, shape []uint64, data []byte)
 		return err
 	}
 	defer freeString(cs)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p == nil {
-		return closedError("State")
-	}
-	var cerr *C.pot_error
-	st := C.pot_state_add_tensor(s.p, cs, C.pot_dtype(dtype), shapePtr(shape), C.size_t(len(shape)),
-		voidPtr(data), C.size_t(len(data)), &cerr)
-	runtime.KeepAlive(s)
-	return toError(st, cerr)
+	return s.h.write(func(p *C.pot_state, cerr **C.pot_error) C.pot_status {
+		return C.pot_state_add_tensor(p, cs, C.pot_dtype(dtype), shapePtr(shape), C.size_t(len(shape)), voidPtr(data),
+			C.size_t(len(data)), cerr)
+	})
 }
 
 // AddTensorDigest adds a tensor digest computed elsewhere (TensorDigest,
@@ -170,39 +151,24 @@ func (s *State) AddTensorDigest(name string, tensorDigest Digest) error {
 		return err
 	}
 	defer freeString(cs)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p == nil {
-		return closedError("State")
-	}
-	var cerr *C.pot_error
-	st := C.pot_state_add_tensor_digest(s.p, cs, cDigest(tensorDigest), &cerr)
-	runtime.KeepAlive(s)
-	return toError(st, cerr)
+	return s.h.write(func(p *C.pot_state, cerr **C.pot_error) C.pot_status {
+		return C.pot_state_add_tensor_digest(p, cs, cDigest(tensorDigest), cerr)
+	})
 }
 
 // Count returns the number of tensors added (0 after Close).
 func (s *State) Count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := int(C.pot_state_tensor_count(s.p))
-	runtime.KeepAlive(s)
+	var n int
+	s.h.peekExclusive(func(p *C.pot_state) { n = int(C.pot_state_tensor_count(p)) })
 	return n
 }
 
 // Digest returns the state digest over the tensors added so far, in
 // canonical (bytewise) name order (PROTOCOL.md section 5).
 func (s *State) Digest() (Digest, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p == nil {
-		return Digest{}, closedError("State")
-	}
-	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
-		return C.pot_state_digest(out, s.p, cerr)
+	return writeDigest(&s.h, func(p *C.pot_state, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_state_digest(out, p, cerr)
 	})
-	runtime.KeepAlive(s)
-	return d, err
 }
 
 // TensorProof returns the proof that the named tensor belongs to the state
@@ -214,19 +180,9 @@ func (s *State) TensorProof(name string) ([]byte, error) {
 		return nil, err
 	}
 	defer freeString(cs)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p == nil {
-		return nil, closedError("State")
-	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_state_tensor_proof(&out, s.p, cs, &cerr)
-	runtime.KeepAlive(s)
-	if err := toError(st, cerr); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
+	return writeBytes(&s.h, func(p *C.pot_state, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_state_tensor_proof(out, p, cs, cerr)
+	})
 }
 
 // VerifyTensorProof returns nil when tensorDigest is part of the state with
@@ -237,9 +193,10 @@ func VerifyTensorProof(stateDigest, tensorDigest Digest, proof []byte) error {
 	if abiErr != nil {
 		return abiErr
 	}
-	var cerr *C.pot_error
-	return toError(C.pot_state_verify_tensor(cDigest(stateDigest), cDigest(tensorDigest), bytesPtr(proof),
-		C.size_t(len(proof)), &cerr), cerr)
+	return status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_state_verify_tensor(cDigest(stateDigest), cDigest(tensorDigest), bytesPtr(proof),
+			C.size_t(len(proof)), cerr)
+	})
 }
 
 // ChunkRangeHash hashes bytes [offset, offset+len(data)) of a tensor of
@@ -250,22 +207,17 @@ func ChunkRangeHash(data []byte, offset, totalBytes uint64, threads uint32) ([]b
 	if abiErr != nil {
 		return nil, abiErr
 	}
-	var out C.pot_bytes
-	var cerr *C.pot_error
-	st := C.pot_chunk_range_hash(&out, voidPtr(data), C.size_t(len(data)), C.uint64_t(offset),
-		C.uint64_t(totalBytes), C.uint32_t(threads), &cerr)
-	if err := toError(st, cerr); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
+	return bytesOut(func(out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_chunk_range_hash(out, voidPtr(data), C.size_t(len(data)), C.uint64_t(offset),
+			C.uint64_t(totalBytes), C.uint32_t(threads), cerr)
+	})
 }
 
 // TensorAssembler joins chunk-range records into the digest TensorDigest
 // gives for the whole tensor (pot_tensor_assembler). It is safe for
 // concurrent use (calls are serialised).
 type TensorAssembler struct {
-	mu sync.Mutex
-	p  *C.pot_tensor_assembler
+	h handle[*C.pot_tensor_assembler]
 }
 
 // NewTensorAssembler starts assembling the digest of the tensor with the
@@ -280,54 +232,36 @@ func NewTensorAssembler(name string, dtype DType, shape []uint64) (*TensorAssemb
 	}
 	defer freeString(cs)
 	var p *C.pot_tensor_assembler
-	var cerr *C.pot_error
-	if err := toError(C.pot_tensor_assembler_new(&p, cs, C.pot_dtype(dtype), shapePtr(shape),
-		C.size_t(len(shape)), &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_tensor_assembler_new(&p, cs, C.pot_dtype(dtype), shapePtr(shape), C.size_t(len(shape)), cerr)
+	}); err != nil {
 		return nil, err
 	}
-	a := &TensorAssembler{p: p}
+	a := &TensorAssembler{}
+	a.h.set(p, "TensorAssembler")
 	runtime.SetFinalizer(a, (*TensorAssembler).Close)
 	return a, nil
 }
 
 // Close frees the assembler. It is safe to call more than once.
 func (a *TensorAssembler) Close() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.p != nil {
-		C.pot_tensor_assembler_free(a.p)
-		a.p = nil
-		runtime.SetFinalizer(a, nil)
-	}
-	return nil
+	runtime.SetFinalizer(a, nil)
+	return a.h.close(func(p *C.pot_tensor_assembler) error { C.pot_tensor_assembler_free(p); return nil })
 }
 
 // Add adds a chunk-range record. StatusMalformed when it does not decode;
 // StatusInvalidArgument when it is for a tensor of another size or
 // overlaps a record added before.
 func (a *TensorAssembler) Add(record []byte) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.p == nil {
-		return closedError("TensorAssembler")
-	}
-	var cerr *C.pot_error
-	st := C.pot_tensor_assembler_add(a.p, bytesPtr(record), C.size_t(len(record)), &cerr)
-	runtime.KeepAlive(a)
-	return toError(st, cerr)
+	return a.h.write(func(p *C.pot_tensor_assembler, cerr **C.pot_error) C.pot_status {
+		return C.pot_tensor_assembler_add(p, bytesPtr(record), C.size_t(len(record)), cerr)
+	})
 }
 
 // Finish returns the tensor digest. StatusInvalidArgument while some bytes
 // are not covered by the records added.
 func (a *TensorAssembler) Finish() (Digest, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.p == nil {
-		return Digest{}, closedError("TensorAssembler")
-	}
-	d, err := digestOut(func(out *C.pot_digest, cerr **C.pot_error) C.pot_status {
-		return C.pot_tensor_assembler_finish(out, a.p, cerr)
+	return writeDigest(&a.h, func(p *C.pot_tensor_assembler, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+		return C.pot_tensor_assembler_finish(out, p, cerr)
 	})
-	runtime.KeepAlive(a)
-	return d, err
 }

@@ -9,7 +9,6 @@ import "C"
 import (
 	"runtime"
 	"strconv"
-	"sync"
 	"unsafe"
 )
 
@@ -19,8 +18,9 @@ func WitnessSalt() ([]byte, error) {
 		return nil, abiErr
 	}
 	out := make([]byte, WitnessSaltSize)
-	var cerr *C.pot_error
-	if err := toError(C.pot_witness_salt((*C.uint8_t)(unsafe.Pointer(&out[0])), &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_witness_salt((*C.uint8_t)(unsafe.Pointer(&out[0])), cerr)
+	}); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -62,9 +62,10 @@ func VerifyWitnessReveal(commitment Digest, statementJSON string, salt, identity
 		return err
 	}
 	defer freeString(cs)
-	var cerr *C.pot_error
-	return toError(C.pot_witness_verify_reveal(cDigest(commitment), cs, bytesPtr(salt), C.size_t(len(salt)),
-		bytesPtr(identity), C.size_t(len(identity)), &cerr), cerr)
+	return status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_witness_verify_reveal(cDigest(commitment), cs, bytesPtr(salt), C.size_t(len(salt)),
+			bytesPtr(identity), C.size_t(len(identity)), cerr)
+	})
 }
 
 // WitnessMode says which revealed values a Verdict clusters
@@ -122,8 +123,7 @@ type Decision struct {
 // Verdict collects revealed witness values and decides (pot_verdict). It
 // is safe for concurrent use (calls are serialised).
 type Verdict struct {
-	mu sync.Mutex
-	p  *C.pot_verdict
+	h handle[*C.pot_verdict]
 }
 
 // NewVerdict returns an empty verdict in the given mode, whose winning
@@ -133,40 +133,30 @@ func NewVerdict(mode WitnessMode, quorum uint32) (*Verdict, error) {
 		return nil, abiErr
 	}
 	var p *C.pot_verdict
-	var cerr *C.pot_error
-	if err := toError(C.pot_verdict_new(&p, C.pot_witness_mode(mode), C.uint32_t(quorum), &cerr), cerr); err != nil {
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_verdict_new(&p, C.pot_witness_mode(mode), C.uint32_t(quorum), cerr)
+	}); err != nil {
 		return nil, err
 	}
-	v := &Verdict{p: p}
+	v := &Verdict{}
+	v.h.set(p, "Verdict")
 	runtime.SetFinalizer(v, (*Verdict).Close)
 	return v, nil
 }
 
 // Close frees the verdict. It is safe to call more than once.
 func (v *Verdict) Close() error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.p != nil {
-		C.pot_verdict_free(v.p)
-		v.p = nil
-		runtime.SetFinalizer(v, nil)
-	}
-	return nil
+	runtime.SetFinalizer(v, nil)
+	return v.h.close(func(p *C.pot_verdict) error { C.pot_verdict_free(p); return nil })
 }
 
 // AddReveal adds one verifier's revealed value: its replayed state digest
 // and bucket.
 func (v *Verdict) AddReveal(identity []byte, replayedState Digest, bucket int64) error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.p == nil {
-		return closedError("Verdict")
-	}
-	var cerr *C.pot_error
-	st := C.pot_verdict_add_reveal(v.p, bytesPtr(identity), C.size_t(len(identity)), cDigest(replayedState),
-		C.int64_t(bucket), &cerr)
-	runtime.KeepAlive(v)
-	return toError(st, cerr)
+	return v.h.write(func(p *C.pot_verdict, cerr **C.pot_error) C.pot_status {
+		return C.pot_verdict_add_reveal(p, bytesPtr(identity), C.size_t(len(identity)), cDigest(replayedState),
+			C.int64_t(bucket), cerr)
+	})
 }
 
 // Decide decides over the reveals added. The largest cluster of equal
@@ -186,20 +176,20 @@ func (v *Verdict) Decide(committedState *Digest, committedBucket *int64) (Decisi
 		b := C.int64_t(*committedBucket)
 		bucket = &b
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.p == nil {
-		return Decision{}, closedError("Verdict")
-	}
-	var outcome C.pot_verdict_outcome
-	var cluster C.size_t
-	var cerr *C.pot_error
-	st := C.pot_verdict_decide(&outcome, &cluster, v.p, committed, bucket, &cerr)
-	if err := toError(st, cerr); err != nil {
-		runtime.KeepAlive(v)
+	var d Decision
+	if err := v.h.withWrite(func(p *C.pot_verdict) error {
+		var outcome C.pot_verdict_outcome
+		var cluster C.size_t
+		if err := status(func(cerr **C.pot_error) C.pot_status {
+			return C.pot_verdict_decide(&outcome, &cluster, p, committed, bucket, cerr)
+		}); err != nil {
+			return err
+		}
+		d = Decision{Outcome: VerdictOutcome(outcome), ClusterSize: int(cluster),
+			Reason: C.GoString(C.pot_verdict_reason(p))}
+		return nil
+	}); err != nil {
 		return Decision{}, err
 	}
-	d := Decision{Outcome: VerdictOutcome(outcome), ClusterSize: int(cluster), Reason: C.GoString(C.pot_verdict_reason(v.p))}
-	runtime.KeepAlive(v)
 	return d, nil
 }
