@@ -133,6 +133,11 @@ typedef struct pot_error pot_error;
 /* Upper-case name of a status ("POT_E_MALFORMED"); "POT_E_UNKNOWN" for a
  * value that is not a pot_status. Static storage. */
 POT_API const char *pot_status_name(pot_status status);
+/* The number of statuses this library has, POT_OK included: 0 ..
+ * pot_status_count() - 1 each have a name. Bindings check their own list of
+ * statuses against it (a libpot with more reports what they do not know as
+ * an unknown status). */
+POT_API uint32_t pot_status_count(void);
 /* Code of an error (POT_E_INVALID_ARGUMENT when error is NULL). */
 POT_API pot_status pot_error_code(const pot_error *error);
 /* Message of an error, valid until pot_error_free (never NULL). */
@@ -161,7 +166,7 @@ POT_API pot_status pot_digest_to_hex(char out[2 * POT_DIGEST_SIZE + 1], const po
                                      pot_error **err);
 /* Parses exactly 64 hex characters (either case). POT_E_MALFORMED otherwise. */
 POT_API pot_status pot_digest_from_hex(pot_digest *out, const char *hex, pot_error **err);
-/* Plain SHA-256 of data (no domain tag). data may be NULL when len is 0. */
+/* Plain SHA-256 of data (no domain tag). data may be NULL when data_len is 0. */
 POT_API pot_status pot_sha256(pot_digest *out, const void *data, size_t data_len, pot_error **err);
 
 /* ------------------------------------------------------------------------ */
@@ -195,7 +200,7 @@ POT_API const char *pot_dtype_name(pot_dtype dtype);
 POT_API pot_status pot_dtype_from_name(pot_dtype *out, const char *name, pot_error **err);
 
 /* Canonical digest of one tensor: its bytes hashed as POT_CHUNK_SIZE chunks
- * under an RFC 6962 tree, bound with name, dtype and shape. nbytes must equal
+ * under an RFC 6962 tree, bound with name, dtype and shape. data_len must equal
  * the element size times the product of the shape (POT_E_INVALID_ARGUMENT
  * otherwise); the name must be 1..POT_MAX_NAME_BYTES bytes of UTF-8 without
  * NUL; at most POT_MAX_DIMS dims (POT_E_LIMIT). threads = 0 uses all cores;
@@ -203,6 +208,22 @@ POT_API pot_status pot_dtype_from_name(pot_dtype *out, const char *name, pot_err
 POT_API pot_status pot_tensor_digest(pot_digest *out, const char *name, pot_dtype dtype,
                                      const uint64_t *shape, size_t shape_len, const void *data,
                                      size_t data_len, uint32_t threads, pot_error **err);
+
+/* The tensor names of a training state (docs/PROTOCOL.md 21.1), for
+ * bindings that build states: one spelling, libpot's. */
+typedef enum pot_state_part {
+  POT_STATE_PARAM_PREFIX = 1,  /* "param/": "param/<parameter>" */
+  POT_STATE_BUFFER_PREFIX = 2, /* "buffer/": "buffer/<buffer>" */
+  POT_STATE_OPTIM_PREFIX = 3,  /* "optim/": "optim/<parameter>/<key>" */
+  POT_STATE_LR = 4,            /* "hparam/lr": group 0's rate; group g's is "hparam/lr/<g>" */
+  POT_STATE_RNG = 5,           /* "rng/cpu": the CPU generator's state */
+  POT_STATE_GRAD_PREFIX = 6,   /* "grad/": a witness's gradient state, "grad/<parameter>" */
+  POT_STATE_PART_MAX_ENUM_ = 0x7FFFFFFF
+} pot_state_part;
+
+/* The name or prefix of a state part; NULL for a value that is not a
+ * pot_state_part. Static storage. */
+POT_API const char *pot_state_part_name(pot_state_part part);
 
 /* A state being digested: named tensors (parameters, buffers, optimizer
  * state...), digested as they are added; the bytes are not kept. */
@@ -240,10 +261,10 @@ POT_API pot_status pot_state_verify_tensor(const pot_digest *state_digest,
                                            const pot_digest *tensor_digest, const uint8_t *proof,
                                            size_t proof_len, pot_error **err);
 
-/* Sharded states: a rank holding bytes [offset, offset + len) of a tensor of
+/* Sharded states: a rank holding bytes [offset, offset + data_len) of a tensor of
  * total_bytes bytes hashes them into a small chunk-range record (a few
  * 32-byte hashes, docs/PROTOCOL.md) to send to the assembling rank. offset
- * must be a multiple of POT_CHUNK_SIZE, and len too unless the range ends the
+ * must be a multiple of POT_CHUNK_SIZE, and data_len too unless the range ends the
  * tensor (POT_E_INVALID_ARGUMENT). */
 POT_API pot_status pot_chunk_range_hash(pot_bytes *out, const void *data, size_t data_len,
                                         uint64_t offset, uint64_t total_bytes, uint32_t threads,
@@ -334,7 +355,7 @@ POT_API pot_status pot_safetensors_writer_bytes(pot_bytes *out, const pot_safete
 /* RFC 6962 Merkle trees                                                     */
 /* ------------------------------------------------------------------------ */
 
-/* SHA-256(0x00 || data). data may be NULL when len is 0. */
+/* SHA-256(0x00 || data). data may be NULL when data_len is 0. */
 POT_API pot_status pot_merkle_leaf_hash(pot_digest *out, const void *data, size_t data_len,
                                         pot_error **err);
 /* SHA-256(0x01 || left || right). */
@@ -457,9 +478,9 @@ POT_API pot_status pot_step_leaf_decode(pot_digest *run_id, uint64_t *step, pot_
                                         double *loss, double *update_norm, const uint8_t *leaf,
                                         size_t leaf_len, pot_error **err);
 
-/* Writes `rounds` distinct challenged steps (each in 1..num_steps, uniform,
+/* Writes steps_len distinct challenged steps (each in 1..num_steps, uniform,
  * without modulo bias) derived from the beacon value and the run id into
- * steps[0..rounds). POT_E_INVALID_ARGUMENT when num_steps is 0, rounds >
+ * steps[0..steps_len). POT_E_INVALID_ARGUMENT when num_steps is 0, steps_len >
  * num_steps or the beacon is empty; POT_E_LIMIT past
  * POT_MAX_CHALLENGE_ROUNDS rounds or POT_MAX_BEACON_BYTES. Thread-safe. */
 POT_API pot_status pot_challenge_derive(uint64_t *steps, size_t steps_len, const uint8_t *beacon,
@@ -515,13 +536,13 @@ POT_API pot_status pot_spec_seed_policy(pot_seed_policy *policy, uint64_t *seed,
 POT_API uint32_t pot_spec_intra_op_threads(const pot_spec *spec);
 /* Norm-bucket resolution (buckets per doubling); 0 for NULL. */
 POT_API uint32_t pot_spec_norm_bucket_resolution(const pot_spec *spec);
-/* The learning rates of training steps first..first+n-1 (first >= 1, the
- * last at most 2^32; POT_E_OUT_OF_RANGE past it) into out[0..n-1]: the optimizer's lr through the spec's lr_schedule, as torch
+/* The learning rates of training steps first..first+out_len-1 (first >= 1,
+ * the last at most 2^32; POT_E_OUT_OF_RANGE past it) into out[0..out_len-1]: the optimizer's lr through the spec's lr_schedule, as torch
  * 1.13's schedulers give param_groups[0]["lr"] before each optimizer step
  * (docs/PROTOCOL.md 14.3), bit for bit. S_t's hparam/lr must be the rate of
- * step t+1. Costs O(first + n) arithmetic: fetch a run's rates in chunks,
+ * step t+1. Costs O(first + out_len) arithmetic: fetch a run's rates in chunks,
  * not one call per step. POT_E_INVALID_ARGUMENT for first = 0 or a rate that
- * is not finite, POT_E_LIMIT for n above POT_MAX_RATES_PER_CALL (so that a
+ * is not finite, POT_E_LIMIT for out_len above POT_MAX_RATES_PER_CALL (so that a
  * binding allocating out for the caller never allocates more than 128 MiB). */
 #define POT_MAX_RATES_PER_CALL 16777216 /* 2^24 */
 POT_API pot_status pot_spec_learning_rates(double *out, size_t out_len, const pot_spec *spec, uint64_t first,
@@ -548,16 +569,16 @@ POT_API pot_status pot_spec_group_learning_rates(double *out, size_t out_len, co
 POT_API pot_status pot_sample_digest(pot_digest *out, const uint8_t *safetensors, size_t safetensors_len,
                                      pot_error **err);
 
-/* Schedule entry of step `step` (from 1): `count` dataset indices split into
- * `microbatches` consecutive micro-batches of the given sizes (which must sum
- * to count). The leaf data of the schedule tree (leaf index step - 1).
+/* Schedule entry of step `step` (from 1): indices_len dataset indices split
+ * into microbatch_sizes_len consecutive micro-batches of the given sizes
+ * (which must sum to indices_len). The leaf data of the schedule tree (leaf index step - 1).
  * POT_E_OUT_OF_RANGE for an index >= dataset_size (pass 0 to skip that
  * check). */
 POT_API pot_status pot_schedule_entry_encode(pot_bytes *out, uint64_t step, const uint64_t *indices,
                                              size_t indices_len, const uint32_t *microbatch_sizes,
                                              size_t microbatch_sizes_len, uint64_t dataset_size,
                                              pot_error **err);
-/* Parses an entry. *count and *microbatches are in/out: the capacity of
+/* Parses an entry. *indices_len and *microbatch_sizes_len are in/out: the capacity of
  * `indices` and `microbatch_sizes` on entry, the numbers used on return.
  * With indices or microbatch_sizes NULL only the numbers are returned.
  * POT_E_INVALID_ARGUMENT when a capacity is too small (the numbers needed
@@ -576,10 +597,10 @@ POT_API pot_status pot_seeded_schedule_entry(pot_bytes *out, uint64_t seed, uint
 POT_API pot_status pot_seeded_schedule_root(pot_digest *out, uint64_t seed, uint64_t dataset_size,
                                             uint32_t batch_size, uint32_t microbatches,
                                             uint64_t steps, pot_error **err);
-/* Positions first .. first + count - 1 of the seeded schedule's index
+/* Positions first .. first + out_len - 1 of the seeded schedule's index
  * stream perm_0 || perm_1 || ... (docs/PROTOCOL.md 16.2): step t's entry
  * holds positions (t-1)*B .. t*B - 1, micro-batch j the j-th B/M of them.
- * A call costs about count + dataset_size draws (every epoch it touches is
+ * A call costs about out_len + dataset_size draws (every epoch it touches is
  * permuted whole), so a whole schedule in one call costs what its root
  * does, where one pot_seeded_schedule_entry per step would permute an epoch
  * per step. POT_E_LIMIT past
@@ -587,11 +608,11 @@ POT_API pot_status pot_seeded_schedule_root(pot_digest *out, uint64_t seed, uint
 #define POT_MAX_STREAM_POSITIONS 16777216 /* 2^24 */
 POT_API pot_status pot_seeded_schedule_stream(uint64_t *out, size_t out_len, uint64_t seed, uint64_t dataset_size,
                                               uint64_t first, pot_error **err);
-/* Positions first .. first + count - 1 of the uniform schedule's index
+/* Positions first .. first + out_len - 1 of the uniform schedule's index
  * stream (docs/PROTOCOL.md 16.3): each position an index drawn uniformly
  * from [0, dataset_size) on its own (with replacement; any dataset size >=
  * 1), steps and micro-batches taken as in pot_seeded_schedule_stream. A
- * call costs count draws. POT_E_LIMIT past POT_MAX_STREAM_POSITIONS,
+ * call costs out_len draws. POT_E_LIMIT past POT_MAX_STREAM_POSITIONS,
  * POT_E_INVALID_ARGUMENT for an empty dataset; out is untouched on error. */
 POT_API pot_status pot_uniform_schedule_stream(uint64_t *out, size_t out_len, uint64_t seed, uint64_t dataset_size,
                                                uint64_t first, pot_error **err);
@@ -994,7 +1015,7 @@ POT_API pot_status pot_ledger_outcome_decode(pot_bytes *json, const uint8_t *rec
 /* The steps both parties claim in a round over (lo, hi] with `arity`
  * (2..256): lo + floor(j (hi - lo) / arity) for j = 1..arity-1 when
  * hi - lo >= arity, else every step of lo+1..hi-1; increasing.
- * *count is in/out: the capacity of `points` on entry (POT_BISECTION_MAX_
+ * *points_len is in/out: the capacity of `points` on entry (POT_BISECTION_MAX_
  * POINTS always suffices), the number of points on return; with points
  * NULL only the number is returned. POT_E_INVALID_ARGUMENT for lo >= hi,
  * an arity outside 2..256, or a capacity too small (the number needed is
@@ -1035,10 +1056,10 @@ POT_API pot_status pot_bisection_new(pot_bisection **out, uint64_t lo, uint64_t 
 POT_API void pot_bisection_free(pot_bisection *bisection);
 POT_API pot_status pot_bisection_info_get(pot_bisection_info *out, const pot_bisection *bisection,
                                           pot_error **err);
-/* Plays the current round: A's and B's claims, `count` digests each, for
+/* Plays the current round: A's and B's claims, claims_len digests each, for
  * the round's points (pot_bisection_points of the current interval), in
  * order. POT_E_STATE once done; POT_E_INVALID_ARGUMENT (nothing changes)
- * when count is not the round's number of points. */
+ * when claims_len is not the round's number of points. */
 POT_API pot_status pot_bisection_play_round(pot_bisection *bisection, const pot_digest *a_claims,
                                             const pot_digest *b_claims, size_t claims_len, pot_error **err);
 

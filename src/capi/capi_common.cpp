@@ -1,6 +1,7 @@
 // Library-wide C entry points: versions, constants, errors, byte buffers.
 #include "capi/version.h"
 #include "capi/firewall.h"
+#include "spec/state_names.h"
 #include "hash/tensor.h"
 #include "commit/commitment.h"
 
@@ -66,6 +67,21 @@ size_t pot_max_dims(void) { return POT_MAX_DIMS; }
 
 const char *pot_status_name(pot_status status) {
   return pot::status_name(static_cast<pot::Status>(enum_arg(status)));
+}
+
+static_assert(pot::kStatusCount == POT_E_NONFINITE + 1, "common/status.h and pot.h list the same statuses");
+uint32_t pot_status_count(void) { return static_cast<uint32_t>(pot::kStatusCount); }
+
+const char *pot_state_part_name(pot_state_part part) {
+  switch (enum_arg(part)) {
+    case POT_STATE_PARAM_PREFIX: return spec::kParamPrefix.data();
+    case POT_STATE_BUFFER_PREFIX: return spec::kBufferPrefix.data();
+    case POT_STATE_OPTIM_PREFIX: return spec::kOptimPrefix.data();
+    case POT_STATE_LR: return spec::kLrName.data();
+    case POT_STATE_RNG: return spec::kRngName.data();
+    case POT_STATE_GRAD_PREFIX: return spec::kGradPrefix.data();
+    default: return nullptr;
+  }
 }
 
 pot_status pot_error_code(const pot_error *error) {

@@ -27,6 +27,9 @@ enum class Status : int {  // fixed type: any int value is valid
   kConflict = 16,
   kNonFinite = 17,
 };
+// The number of statuses (kOk included): the one past the last. A status
+// appended to both lists raises it.
+inline constexpr int kStatusCount = static_cast<int>(Status::kNonFinite) + 1;
 
 // Stable upper-case name of a status, e.g. "POT_E_MALFORMED".
 const char *status_name(Status s) noexcept;

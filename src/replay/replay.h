@@ -19,6 +19,7 @@
 
 #include "commit/dataset.h"
 #include "spec/spec.h"
+#include "spec/state_names.h"
 #include "dispute/op_node.h"
 #include "hash/safetensors.h"
 #include "hash/update_norm.h"
@@ -26,15 +27,13 @@
 
 namespace pot::replay {
 
-// Canonical state names (docs/PROTOCOL.md section 21.1). The parameters are
-// the tensors a step leaf's update norm covers, so the two names are one.
-inline constexpr std::string_view kParamPrefix = hash::kLeafNormPrefix;
-inline constexpr std::string_view kBufferPrefix = "buffer/";
-inline constexpr std::string_view kOptimPrefix = "optim/";
-// The step's gradient, digested as a state of its own (never in S_t).
-inline constexpr std::string_view kGradPrefix = "grad/";
-inline constexpr std::string_view kLrName = "hparam/lr";
-inline constexpr std::string_view kRngName = "rng/cpu";
+// Canonical state names (docs/PROTOCOL.md section 21.1): spec/state_names.h.
+using spec::kBufferPrefix;
+using spec::kGradPrefix;
+using spec::kLrName;
+using spec::kOptimPrefix;
+using spec::kParamPrefix;
+using spec::kRngName;
 // The program method the replay calls after the optimizer update, if the
 // program defines it (docs/PROTOCOL.md 21.3).
 inline constexpr std::string_view kAfterStepMethod = "pot_after_step";

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -159,4 +160,32 @@ TEST(CApiAbi, ReplayCallsTakeTheStepInput) {
   pot_error_free(err);
   EXPECT_TRUE(s == POT_E_INVALID_ARGUMENT || s == POT_E_UNSUPPORTED) << s;
   pot_step_input_free(in);
+}
+
+TEST(CApiAbi, TheStatusListIsLibpots) {
+  // Every status below pot_status_count() has its own name; the count is
+  // the first without one. The bindings check their lists against this.
+  const uint32_t n = pot_status_count();
+  EXPECT_EQ(n, static_cast<uint32_t>(POT_E_NONFINITE) + 1);
+  std::vector<std::string> names;
+  for (uint32_t i = 0; i < n; ++i) {
+    names.emplace_back(pot_status_name(static_cast<pot_status>(i)));
+    EXPECT_NE(names.back(), "POT_E_UNKNOWN") << i;
+  }
+  EXPECT_EQ(names.front(), "POT_OK");
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size());
+  EXPECT_STREQ(pot_status_name(static_cast<pot_status>(n)), "POT_E_UNKNOWN");
+}
+
+TEST(CApiAbi, StatePartNamesAreTheProtocols) {
+  // docs/PROTOCOL.md 21.1, written out here independently of libpot.
+  EXPECT_STREQ(pot_state_part_name(POT_STATE_PARAM_PREFIX), "param/");
+  EXPECT_STREQ(pot_state_part_name(POT_STATE_BUFFER_PREFIX), "buffer/");
+  EXPECT_STREQ(pot_state_part_name(POT_STATE_OPTIM_PREFIX), "optim/");
+  EXPECT_STREQ(pot_state_part_name(POT_STATE_LR), "hparam/lr");
+  EXPECT_STREQ(pot_state_part_name(POT_STATE_RNG), "rng/cpu");
+  EXPECT_STREQ(pot_state_part_name(POT_STATE_GRAD_PREFIX), "grad/");
+  EXPECT_EQ(pot_state_part_name(static_cast<pot_state_part>(0)), nullptr);
+  EXPECT_EQ(pot_state_part_name(static_cast<pot_state_part>(7)), nullptr);
+  EXPECT_EQ(pot_state_part_name(static_cast<pot_state_part>(-1)), nullptr);
 }

@@ -389,3 +389,13 @@ def test_step_input_holds_one_parsed_sample_per_index(tmp_path):
     with pytest.raises(pot.MalformedError):
         pot.StepInput(tmp_path / "pre.safetensors", entry[:-1])
     step.close()
+
+
+def test_state_part_names_are_the_protocols():
+    """pot.StatePart (pot_state_part_name): the names of docs/PROTOCOL.md
+    21.1, written out here independently of libpot."""
+    want = {pot.StatePart.PARAM_PREFIX: "param/", pot.StatePart.BUFFER_PREFIX: "buffer/",
+            pot.StatePart.OPTIM_PREFIX: "optim/", pot.StatePart.LR: "hparam/lr", pot.StatePart.RNG: "rng/cpu",
+            pot.StatePart.GRAD_PREFIX: "grad/"}
+    assert {p: p.state_name for p in pot.StatePart} == want
+    assert _pot.pot_state_part_name(0) is None

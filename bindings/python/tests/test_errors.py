@@ -31,6 +31,8 @@ CLASSES = {
 
 
 def test_status_values_and_names_match_the_library():
+    # The binding's list is libpot's, no more and no fewer (pot_status_count).
+    assert sorted(int(s) for s in pot.Status) == list(range(_pot.pot_status_count()))
     for s in pot.Status:
         assert int(s) == getattr(_pot, s.c_name) if s is not pot.Status.OK else _pot.POT_OK == 0
         assert pot.status_name(s) == s.c_name == str(s)

@@ -17,7 +17,7 @@ INTERNAL = {"pot_error_code", "pot_error_message", "pot_error_free", "pot_bytes_
 PATHS = {"path", "program_path", "pre_state_path", "post_state_path", "dir", "dataset_dir"}
 ENUMS = {"pot_status", "pot_dtype", "pot_seed_policy", "pot_opening_check", "pot_witness_mode",
          "pot_verdict_outcome", "pot_losscheck_param", "pot_loss_flag_kind", "pot_verify_mode",
-         "pot_schedule_rule"}
+         "pot_schedule_rule", "pot_state_part"}
 INTS = {"uint64_t", "int64_t", "uint32_t", "size_t", "int"} | ENUMS
 
 # Multi-parameter typemaps: (C parameters) -> (Python inputs, Python outputs).

@@ -35,8 +35,8 @@ from ._errors import (BackendError, ConflictError, DuplicateError, Error, Intern
                       IoError, LimitError, MalformedError, NonFiniteError, NotFoundError, OutOfMemoryError,
                       OutOfRangeError, PermissionDeniedError, ProofLengthError, ProofMismatchError, StateError,
                       Status, UnsupportedError, error_class)
-from .hash import DType, State, TensorAssembler, chunk_range_hash, sha256, state_digest, tensor_digest, \
-    verify_tensor_proof
+from .hash import DType, State, StatePart, TensorAssembler, chunk_range_hash, sha256, state_digest, \
+    tensor_digest, verify_tensor_proof
 from .safetensors import Safetensors, SafetensorsWriter, TensorInfo, safetensors_digest_file
 from .merkle import Log, Tree, leaf_hash, node_hash, verify_consistency, verify_inclusion
 from .protocol import (NORM_BUCKET_NONFINITE, NORM_BUCKET_ZERO, StepLeaf, challenge_derive, challenges_needed,
@@ -75,7 +75,8 @@ __all__ = [
     "StateError", "UnsupportedError", "BackendError", "InternalError", "NotFoundError", "PermissionDeniedError",
     "ConflictError", "NonFiniteError",
     # digests, tensors, states
-    "Digest", "digest_to_hex", "sha256", "DType", "tensor_digest", "State", "state_digest", "verify_tensor_proof",
+    "Digest", "digest_to_hex", "sha256", "DType", "tensor_digest", "State", "StatePart", "state_digest",
+    "verify_tensor_proof",
     "chunk_range_hash", "TensorAssembler",
     # safetensors
     "Safetensors", "SafetensorsWriter", "TensorInfo", "safetensors_digest_file",

@@ -32,6 +32,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 import torch
 
 from ._errors import InvalidArgumentError
+from .hash import StatePart
 from .replay import program_digest_file
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -443,9 +444,9 @@ def program_parameters(path: PathLike) -> Dict[str, Tuple[List[int], torch.dtype
     program = torch.jit.load(os.fspath(path), map_location="cpu")  # type: ignore[attr-defined,no-untyped-call]
     out: Dict[str, Tuple[List[int], torch.dtype]] = {}
     for n, p in program.named_parameters():
-        out["param/" + n] = (list(p.shape), p.dtype)
+        out[StatePart.PARAM_PREFIX.state_name + n] = (list(p.shape), p.dtype)
     for n, b in program.named_buffers():
-        out["buffer/" + n] = (list(b.shape), b.dtype)
+        out[StatePart.BUFFER_PREFIX.state_name + n] = (list(b.shape), b.dtype)
     return out
 
 
@@ -457,9 +458,9 @@ def check_model_matches_program(model: torch.nn.Module, path: PathLike, where: s
     want = program_parameters(path)
     have: Dict[str, Tuple[List[int], torch.dtype]] = {}
     for n, p in model.named_parameters():
-        have["param/" + n] = (list(p.shape), p.dtype)
+        have[StatePart.PARAM_PREFIX.state_name + n] = (list(p.shape), p.dtype)
     for n, b in model.named_buffers():
-        have["buffer/" + n] = (list(b.shape), b.dtype)
+        have[StatePart.BUFFER_PREFIX.state_name + n] = (list(b.shape), b.dtype)
     hint = "pass the module save_program was given"
     if want and all(k.split("/", 1)[1].startswith("model.") for k in want):
         hint += " (a with_loss(model, ...) holds the model as .model: pass it, not the model)"

@@ -198,6 +198,24 @@ class TensorAssembler(Handle):
         return repr(self.name)
 
 
+class StatePart(enum.IntEnum):
+    """The tensor names and prefixes of a training state (pot_state_part,
+    docs/PROTOCOL.md 21.1), spelled by libpot: StatePart.LR.state_name is
+    "hparam/lr"."""
+
+    PARAM_PREFIX = _pot.POT_STATE_PARAM_PREFIX    # "param/<parameter>"
+    BUFFER_PREFIX = _pot.POT_STATE_BUFFER_PREFIX  # "buffer/<buffer>"
+    OPTIM_PREFIX = _pot.POT_STATE_OPTIM_PREFIX    # "optim/<parameter>/<key>"
+    LR = _pot.POT_STATE_LR                        # group 0's rate; group g's is state_name + "/<g>"
+    RNG = _pot.POT_STATE_RNG                      # the CPU generator's state
+    GRAD_PREFIX = _pot.POT_STATE_GRAD_PREFIX      # a witness's gradient state, "grad/<parameter>"
+
+    @property
+    def state_name(self) -> str:
+        """The name or prefix (pot_state_part_name)."""
+        return _pot.pot_state_part_name(self)
+
+
 __all__ = ["DType", "sha256", "tensor_digest", "State", "state_digest", "verify_tensor_proof",
-           "chunk_range_hash", "TensorAssembler"]
+           "chunk_range_hash", "TensorAssembler", "StatePart"]
 

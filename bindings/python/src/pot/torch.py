@@ -40,7 +40,14 @@ import torch
 from ._core import Digest
 from ._errors import ConflictError, InvalidArgumentError, NonFiniteError, StateError
 from .commitment import Commitment, sample_digest, schedule_entry_encode
-from .hash import State
+from .hash import State, StatePart
+
+# The state names, as libpot spells them (docs/PROTOCOL.md 21.1).
+_PARAM = StatePart.PARAM_PREFIX.state_name
+_BUFFER = StatePart.BUFFER_PREFIX.state_name
+_OPTIM = StatePart.OPTIM_PREFIX.state_name
+_LR = StatePart.LR.state_name
+_RNG = StatePart.RNG.state_name
 from .merkle import Tree
 from .replay import Checkpoints, Recorder as _CRecorder, Replay as _Replay, program_digest_file
 from .replay import hardware_class as _hardware_class
@@ -100,7 +107,7 @@ def _groups(optimizer: Optimizers) -> List[Tuple[torch.optim.Optimizer, Dict[str
 
 def group_lr_name(g: int) -> str:
     """The state name of parameter group g's learning rate (docs/PROTOCOL.md 21.1)."""
-    return "hparam/lr" if g == 0 else f"hparam/lr/{g}"
+    return _LR if g == 0 else f"{_LR}/{g}"
 
 
 def canonical_state(model: torch.nn.Module, optimizer: Optimizers,
@@ -121,9 +128,9 @@ def canonical_state(model: torch.nn.Module, optimizer: Optimizers,
     names = {id(p): n for n, p in model.named_parameters()}
     state: Dict[str, torch.Tensor] = {}
     for n, p in model.named_parameters():
-        state["param/" + n] = p.detach()
+        state[_PARAM + n] = p.detach()
     for n, b in model.named_buffers():
-        state["buffer/" + n] = b.detach()
+        state[_BUFFER + n] = b.detach()
     for gi, (opt, group) in enumerate(_groups(optimizer)):
         for p in group["params"]:
             if id(p) not in names:
@@ -134,10 +141,10 @@ def canonical_state(model: torch.nn.Module, optimizer: Optimizers,
                                                "name")
                 if value is None or (key == "step" and isinstance(value, (int, float))):
                     continue
-                state[f"optim/{names[id(p)]}/{key}"] = value.detach()
+                state[f"{_OPTIM}{names[id(p)]}/{key}"] = value.detach()
         state[group_lr_name(gi)] = torch.tensor(float(group["lr"]), dtype=torch.float64)
     if rng:
-        state["rng/cpu"] = torch.get_rng_state()
+        state[_RNG] = torch.get_rng_state()
     return state
 
 
@@ -752,9 +759,9 @@ def _state_difference(replayed_path: str, recorded: Mapping[str, torch.Tensor], 
               "recurrent hidden state: declare it, pot.torch.with_loss(model, loss, carry=initial_state)), drew "
               "random numbers the seed policy does not fix, or ran code the program does not (the loop's forward "
               "or loss is not the program's)")
-    if differ and all(n.startswith("hparam/") for n in differ):
+    if differ and all(n.startswith(_LR) for n in differ):
         causes = "the learning rate after the step is not the spec's (a scheduler stepped otherwise than once per step)"
-    elif differ and all(n.startswith("optim/") or n.startswith("hparam/") for n in differ):
+    elif differ and all(n.startswith(_OPTIM) or n.startswith(_LR) for n in differ):
         causes = "the optimizer's state moved otherwise than the spec's optimizer (its options differ from the spec)"
     if resumed:
         causes = (f"this process resumed from checkpoint {t - 1}, whose S_{t - 1} Recorder(resume=...) loaded into "
@@ -802,16 +809,16 @@ def _load_canonical_state(model: torch.nn.Module, optimizer: Optimizers, state: 
     names = {id(p): n for n, p in model.named_parameters()}
     with torch.no_grad():
         for n, p in model.named_parameters():
-            if "param/" + n not in state:
+            if _PARAM + n not in state:
                 raise InvalidArgumentError(f"resume: the checkpoint has no 'param/{n}'")
-            p.copy_(state["param/" + n])
+            p.copy_(state[_PARAM + n])
         for n, b in model.named_buffers():
-            if "buffer/" + n in state:
-                b.copy_(state["buffer/" + n])
+            if _BUFFER + n in state:
+                b.copy_(state[_BUFFER + n])
     for gi, (opt, group) in enumerate(_groups(optimizer)):
         group["lr"] = float(state[group_lr_name(gi)])
         for p in group["params"]:
-            prefix = f"optim/{names[id(p)]}/"
+            prefix = f"{_OPTIM}{names[id(p)]}/"
             held = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
             opt.state.pop(p, None)
             if not held:
@@ -903,7 +910,7 @@ class Recorder:
         self._check_sample_names()
         self.input_names: List[str] = list(self._replay.input_names)  # the forward's, in order
         s0 = _initial_state(model, optimizer, spec)
-        self._rng = s0.get("rng/cpu")
+        self._rng = s0.get(_RNG)
         initial = _state_digest(s0)
         entries = _schedule_entries(self.schedule, dataset_size)
         # Checked before anything is written: a run the task would refuse is
@@ -967,7 +974,7 @@ class Recorder:
             state = sample_tensors(f.read())
         _load_canonical_state(self.model, self.optimizer, state, at)
         if self._single_seed:
-            self._rng = state["rng/cpu"]
+            self._rng = state[_RNG]
         for sched in ([] if scheduler is None else scheduler if isinstance(scheduler, (list, tuple))
                       else [scheduler]):
             # The schedulers the loop steps after each optimizer step: where
@@ -1075,7 +1082,7 @@ class Recorder:
         with state_writer(state) as w:
             digest = self._rec.end_step(w, step_loss(loss))
         if self._single_seed:
-            self._rng = state["rng/cpu"]
+            self._rng = state[_RNG]
         self._step = 0
         if self._self_check and (t == self._first_step or
                                  (self._self_check == "checkpoints" and (t - 1) % self._every == 0)):

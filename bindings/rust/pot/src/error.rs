@@ -296,6 +296,8 @@ mod tests {
         assert_eq!(ErrorKind::from_status(sys::pot_status::POT_E_CONFLICT.0), Some(ErrorKind::Conflict));
         assert_eq!(ErrorKind::from_status(sys::pot_status::POT_E_NONFINITE.0), Some(ErrorKind::NonFinite));
         assert_eq!(ErrorKind::from_status(sys::pot_status::POT_E_NONFINITE.0 + 1), Some(ErrorKind::Unknown(18)));
+        // The crate's list is libpot's, no more and no fewer.
+        assert_eq!(KINDS.len() as u32 + 1, crate::status_count());
     }
 
     #[test]

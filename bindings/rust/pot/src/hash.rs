@@ -22,6 +22,46 @@ pub fn sha256(data: &[u8]) -> Result<Digest> {
     digest_out(|out, err| unsafe { sys::pot_sha256(out, data.as_ptr().cast(), data.len(), err) })
 }
 
+/// The tensor names and prefixes of a training state (`pot_state_part`,
+/// docs/PROTOCOL.md 21.1), spelled by libpot.
+///
+/// ```
+/// assert_eq!(pot::StatePart::Lr.name(), "hparam/lr");
+/// assert_eq!(format!("{}w", pot::StatePart::ParamPrefix.name()), "param/w");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StatePart {
+    /// `"param/"`: `param/<parameter>`.
+    ParamPrefix,
+    /// `"buffer/"`: `buffer/<buffer>`.
+    BufferPrefix,
+    /// `"optim/"`: `optim/<parameter>/<key>`.
+    OptimPrefix,
+    /// `"hparam/lr"`: group 0's rate of the next step; group `g`'s is `hparam/lr/<g>`.
+    Lr,
+    /// `"rng/cpu"`: the CPU generator's state.
+    Rng,
+    /// `"grad/"`: a witness's gradient state, `grad/<parameter>`.
+    GradPrefix,
+}
+
+impl StatePart {
+    /// The name or prefix (`pot_state_part_name`).
+    pub fn name(self) -> &'static str {
+        let part = match self {
+            StatePart::ParamPrefix => sys::pot_state_part::POT_STATE_PARAM_PREFIX,
+            StatePart::BufferPrefix => sys::pot_state_part::POT_STATE_BUFFER_PREFIX,
+            StatePart::OptimPrefix => sys::pot_state_part::POT_STATE_OPTIM_PREFIX,
+            StatePart::Lr => sys::pot_state_part::POT_STATE_LR,
+            StatePart::Rng => sys::pot_state_part::POT_STATE_RNG,
+            StatePart::GradPrefix => sys::pot_state_part::POT_STATE_GRAD_PREFIX,
+        };
+        // SAFETY: a pot_state_part value; the result is NULL or a
+        // NUL-terminated string in static storage (ASCII).
+        unsafe { ffi::static_str(sys::pot_state_part_name(part)) }
+    }
+}
+
 /// Element type of a tensor (`pot_dtype`). The values are part of the
 /// tensor digest.
 ///

@@ -76,7 +76,7 @@ pub use commitment::{
 pub use digest::Digest;
 pub use dispute::{BisectionState, OpDispute, OpRuling, OpTrace, StepBisection};
 pub use error::{Error, ErrorKind, Result};
-pub use hash::{Dtype, State, TensorAssembler, chunk_range_hash, sha256, tensor_digest};
+pub use hash::{Dtype, State, StatePart, TensorAssembler, chunk_range_hash, sha256, tensor_digest};
 pub use ledger::{Ledger, LedgerConfig};
 pub use losscheck::{LossCheckParam, LossCheckParams, LossFlag, LossFlagKind};
 pub use merkle::{Log, Tree};
@@ -216,6 +216,21 @@ pub const WITNESS_SALT_SIZE: usize = sys::POT_WITNESS_SALT_SIZE as usize;
 pub fn version_string() -> &'static str {
     // SAFETY: pot_version_string returns a NUL-terminated string in static storage.
     unsafe { ffi::static_str(sys::pot_version_string()) }
+}
+
+/// The number of statuses the loaded libpot has, `POT_OK` included
+/// (`pot_status_count`): each of `0..status_count()` has a name, and
+/// [`ErrorKind::from_status`] knows each (a later libpot's new codes are
+/// [`ErrorKind::Unknown`]).
+///
+/// ```
+/// for s in 1..pot::status_count() {
+///     assert!(!matches!(pot::ErrorKind::from_status(s), None | Some(pot::ErrorKind::Unknown(_))));
+/// }
+/// ```
+pub fn status_count() -> u32 {
+    // SAFETY: no arguments, no preconditions.
+    unsafe { sys::pot_status_count() }
 }
 
 /// ABI version of the libpot loaded at run time (`pot_abi_version()`).
