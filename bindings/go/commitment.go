@@ -224,21 +224,21 @@ func (c *Commitment) Close() error {
 
 // Encode returns the canonical bytes (a pot.v2.TrainingCommitment).
 func (c *Commitment) Encode() ([]byte, error) {
-	return readBytes(&c.h, func(p *C.pot_commitment, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return bytesVia(c.h.read, func(p *C.pot_commitment, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_commitment_encode(out, p, cerr)
 	})
 }
 
 // ToJSON returns the JSON form of the commitment.
 func (c *Commitment) ToJSON() (string, error) {
-	return readString(&c.h, func(p *C.pot_commitment, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return stringVia(c.h.read, func(p *C.pot_commitment, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_commitment_to_json(out, p, cerr)
 	})
 }
 
 // RunID returns the run id, tagged("pot/v2/run", canonical bytes).
 func (c *Commitment) RunID() (Digest, error) {
-	return readDigest(&c.h, func(p *C.pot_commitment, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+	return digestVia(c.h.read, func(p *C.pot_commitment, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
 		return C.pot_commitment_run_id(out, p, cerr)
 	})
 }
@@ -265,7 +265,7 @@ func (c *Commitment) DeclaredSteps() uint64 {
 
 // TaskID returns the id of the task the run answers to.
 func (c *Commitment) TaskID() (Digest, error) {
-	return readDigest(&c.h, func(p *C.pot_commitment, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+	return digestVia(c.h.read, func(p *C.pot_commitment, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
 		return C.pot_commitment_task_id(out, p, cerr)
 	})
 }

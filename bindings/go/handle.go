@@ -144,63 +144,36 @@ func stringOut(call func(out *C.pot_bytes, cerr **C.pot_error) C.pot_status) (st
 	return takeString(&out), nil
 }
 
-// readBytes runs, under h's shared lock, a C call that writes one
-// pot_bytes, and returns its copy in Go memory (the pot_bytes freed).
-func readBytes[P comparable](h *handle[P],
+// The outputs of a C call made on a locked handle: run is the handle's read
+// or write (h.read for a call that only reads it), call the C call with its
+// output. Each returns the output copied into Go memory (a pot_bytes
+// freed), or the call's error.
+
+// bytesVia returns the pot_bytes a call writes.
+func bytesVia[P comparable](run func(cCall[P]) error,
 	call func(p P, out *C.pot_bytes, cerr **C.pot_error) C.pot_status) ([]byte, error) {
 	var out C.pot_bytes
-	if err := h.read(func(p P, cerr **C.pot_error) C.pot_status { return call(p, &out, cerr) }); err != nil {
+	if err := run(func(p P, cerr **C.pot_error) C.pot_status { return call(p, &out, cerr) }); err != nil {
 		return nil, err
 	}
 	return takeBytes(&out), nil
 }
 
-// writeBytes is readBytes under h's exclusive lock.
-func writeBytes[P comparable](h *handle[P],
-	call func(p P, out *C.pot_bytes, cerr **C.pot_error) C.pot_status) ([]byte, error) {
-	var out C.pot_bytes
-	if err := h.write(func(p P, cerr **C.pot_error) C.pot_status { return call(p, &out, cerr) }); err != nil {
-		return nil, err
-	}
-	return takeBytes(&out), nil
-}
-
-// readString is readBytes for a NUL-terminated text result.
-func readString[P comparable](h *handle[P],
+// stringVia returns the NUL-terminated text a call writes.
+func stringVia[P comparable](run func(cCall[P]) error,
 	call func(p P, out *C.pot_bytes, cerr **C.pot_error) C.pot_status) (string, error) {
 	var out C.pot_bytes
-	if err := h.read(func(p P, cerr **C.pot_error) C.pot_status { return call(p, &out, cerr) }); err != nil {
+	if err := run(func(p P, cerr **C.pot_error) C.pot_status { return call(p, &out, cerr) }); err != nil {
 		return "", err
 	}
 	return takeString(&out), nil
 }
 
-// writeString is readString under h's exclusive lock.
-func writeString[P comparable](h *handle[P],
-	call func(p P, out *C.pot_bytes, cerr **C.pot_error) C.pot_status) (string, error) {
-	var out C.pot_bytes
-	if err := h.write(func(p P, cerr **C.pot_error) C.pot_status { return call(p, &out, cerr) }); err != nil {
-		return "", err
-	}
-	return takeString(&out), nil
-}
-
-// readDigest runs, under h's shared lock, a C call that writes one
-// pot_digest, and returns it (the zero digest on error).
-func readDigest[P comparable](h *handle[P],
+// digestVia returns the pot_digest a call writes (the zero digest on error).
+func digestVia[P comparable](run func(cCall[P]) error,
 	call func(p P, out *C.pot_digest, cerr **C.pot_error) C.pot_status) (Digest, error) {
 	var d Digest
-	if err := h.read(func(p P, cerr **C.pot_error) C.pot_status { return call(p, d.c(), cerr) }); err != nil {
-		return Digest{}, err
-	}
-	return d, nil
-}
-
-// writeDigest is readDigest under h's exclusive lock.
-func writeDigest[P comparable](h *handle[P],
-	call func(p P, out *C.pot_digest, cerr **C.pot_error) C.pot_status) (Digest, error) {
-	var d Digest
-	if err := h.write(func(p P, cerr **C.pot_error) C.pot_status { return call(p, d.c(), cerr) }); err != nil {
+	if err := run(func(p P, cerr **C.pot_error) C.pot_status { return call(p, d.c(), cerr) }); err != nil {
 		return Digest{}, err
 	}
 	return d, nil

@@ -93,7 +93,7 @@ func (l *Ledger) Close() error {
 // Save returns the canonical state bytes: saving, loading and saving again
 // gives the same bytes.
 func (l *Ledger) Save() ([]byte, error) {
-	return writeBytes(&l.h, func(p *C.pot_ledger, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return bytesVia(l.h.write, func(p *C.pot_ledger, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_ledger_save(out, p, cerr)
 	})
 }
@@ -110,7 +110,7 @@ func (l *Ledger) Apply(callJSON string) (string, error) {
 		return "", err
 	}
 	defer freeString(cs)
-	return writeString(&l.h, func(p *C.pot_ledger, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return stringVia(l.h.write, func(p *C.pot_ledger, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_ledger_apply(out, p, cs, cerr)
 	})
 }

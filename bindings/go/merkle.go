@@ -156,7 +156,7 @@ func (l *Log) Size() uint64 {
 // Root returns the root of the leaves appended so far (SHA-256 of nothing
 // when empty).
 func (l *Log) Root() (Digest, error) {
-	return writeDigest(&l.h, func(p *C.pot_log, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+	return digestVia(l.h.write, func(p *C.pot_log, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
 		return C.pot_log_root(out, p, cerr)
 	})
 }
@@ -164,7 +164,7 @@ func (l *Log) Root() (Digest, error) {
 // Save serialises the log (u64le size, then its border hashes) to resume
 // it later with LoadLog.
 func (l *Log) Save() ([]byte, error) {
-	return writeBytes(&l.h, func(p *C.pot_log, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return bytesVia(l.h.write, func(p *C.pot_log, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_log_save(out, p, cerr)
 	})
 }
@@ -251,7 +251,7 @@ func (t *Tree) Size() uint64 {
 // Root returns the root of the first size leaves; StatusOutOfRange when
 // size > Size().
 func (t *Tree) Root(size uint64) (Digest, error) {
-	return readDigest(&t.h, func(p *C.pot_tree, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+	return digestVia(t.h.read, func(p *C.pot_tree, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
 		return C.pot_tree_root(out, p, C.uint64_t(size), cerr)
 	})
 }
@@ -259,7 +259,7 @@ func (t *Tree) Root(size uint64) (Digest, error) {
 // LeafHash returns the leaf hash of leaf index; StatusOutOfRange when
 // index >= Size().
 func (t *Tree) LeafHash(index uint64) (Digest, error) {
-	return readDigest(&t.h, func(p *C.pot_tree, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+	return digestVia(t.h.read, func(p *C.pot_tree, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
 		return C.pot_tree_leaf_hash(out, p, C.uint64_t(index), cerr)
 	})
 }
@@ -268,7 +268,7 @@ func (t *Tree) LeafHash(index uint64) (Digest, error) {
 // its first size leaves (hashes concatenated, deepest first);
 // StatusOutOfRange unless index < size <= Size().
 func (t *Tree) InclusionProof(index, size uint64) ([]byte, error) {
-	return readBytes(&t.h, func(p *C.pot_tree, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return bytesVia(t.h.read, func(p *C.pot_tree, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_tree_inclusion_proof(out, p, C.uint64_t(index), C.uint64_t(size), cerr)
 	})
 }
@@ -276,7 +276,7 @@ func (t *Tree) InclusionProof(index, size uint64) ([]byte, error) {
 // ConsistencyProof returns the consistency proof from size1 to size2
 // leaves; StatusOutOfRange unless 0 < size1 <= size2 <= Size().
 func (t *Tree) ConsistencyProof(size1, size2 uint64) ([]byte, error) {
-	return readBytes(&t.h, func(p *C.pot_tree, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return bytesVia(t.h.read, func(p *C.pot_tree, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_tree_consistency_proof(out, p, C.uint64_t(size1), C.uint64_t(size2), cerr)
 	})
 }

@@ -176,7 +176,7 @@ func (o *Opening) SetStateRefs(preStateRef, postStateRef string) error {
 // Encode returns the canonical manifest bytes (a pot.v2.OpeningManifest).
 // StatusLimit past 256 MiB.
 func (o *Opening) Encode() ([]byte, error) {
-	return writeBytes(&o.h, func(p *C.pot_opening, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return bytesVia(o.h.write, func(p *C.pot_opening, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_opening_encode(out, p, cerr)
 	})
 }
@@ -184,7 +184,7 @@ func (o *Opening) Encode() ([]byte, error) {
 // Digest returns the manifest digest, tagged("pot/v1/opening", canonical
 // bytes): what the ledger records.
 func (o *Opening) Digest() (Digest, error) {
-	return writeDigest(&o.h, func(p *C.pot_opening, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+	return digestVia(o.h.write, func(p *C.pot_opening, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
 		return C.pot_opening_digest(out, p, cerr)
 	})
 }

@@ -66,7 +66,7 @@ func (t *OpTrace) Root(size uint64) (Digest, error) {
 // Node returns node index's leaf data (its leaf hash is SHA-256(0x00 ||
 // data)); StatusOutOfRange past the last.
 func (t *OpTrace) Node(index uint64) ([]byte, error) {
-	return readBytes(&t.h, func(p *C.pot_op_trace, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return bytesVia(t.h.read, func(p *C.pot_op_trace, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_op_trace_node(out, p, C.uint64_t(index), cerr)
 	})
 }
@@ -74,7 +74,7 @@ func (t *OpTrace) Node(index uint64) ([]byte, error) {
 // InclusionProof returns the RFC 6962 inclusion proof of node index among
 // the first size nodes.
 func (t *OpTrace) InclusionProof(index, size uint64) ([]byte, error) {
-	return readBytes(&t.h, func(p *C.pot_op_trace, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return bytesVia(t.h.read, func(p *C.pot_op_trace, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_op_trace_inclusion_proof(out, p, C.uint64_t(index), C.uint64_t(size), cerr)
 	})
 }
@@ -82,7 +82,7 @@ func (t *OpTrace) InclusionProof(index, size uint64) ([]byte, error) {
 // ConsistencyProof returns the RFC 6962 consistency proof from the first
 // size1 nodes to size2.
 func (t *OpTrace) ConsistencyProof(size1, size2 uint64) ([]byte, error) {
-	return readBytes(&t.h, func(p *C.pot_op_trace, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return bytesVia(t.h.read, func(p *C.pot_op_trace, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_op_trace_consistency_proof(out, p, C.uint64_t(size1), C.uint64_t(size2), cerr)
 	})
 }

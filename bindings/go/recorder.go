@@ -174,7 +174,7 @@ func (r *Recorder) Size() uint64 {
 // Root returns the root of the log's first size leaves (what the miner
 // posts on chain). StatusOutOfRange past Size.
 func (r *Recorder) Root(size uint64) (Digest, error) {
-	return writeDigest(&r.h, func(p *C.pot_recorder, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+	return digestVia(r.h.write, func(p *C.pot_recorder, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
 		return C.pot_recorder_root(out, p, C.uint64_t(size), cerr)
 	})
 }
@@ -182,7 +182,7 @@ func (r *Recorder) Root(size uint64) (Digest, error) {
 // ConsistencyProof returns the RFC 6962 consistency proof of the log from
 // size1 to size2 leaves (concatenated hashes, for VerifyConsistency).
 func (r *Recorder) ConsistencyProof(size1, size2 uint64) ([]byte, error) {
-	return writeBytes(&r.h, func(p *C.pot_recorder, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return bytesVia(r.h.write, func(p *C.pot_recorder, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_recorder_consistency_proof(out, p, C.uint64_t(size1), C.uint64_t(size2), cerr)
 	})
 }
@@ -190,7 +190,7 @@ func (r *Recorder) ConsistencyProof(size1, size2 uint64) ([]byte, error) {
 // Finish flushes the log and returns its root. With a commitment, every
 // declared step must be recorded (StatusState).
 func (r *Recorder) Finish() (Digest, error) {
-	return writeDigest(&r.h, func(p *C.pot_recorder, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+	return digestVia(r.h.write, func(p *C.pot_recorder, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
 		return C.pot_recorder_finish(out, p, cerr)
 	})
 }
@@ -254,7 +254,7 @@ func (c *Checkpoints) StatePath(step uint64, datasetDir string) (path string, re
 	}
 	defer freeString(cdir)
 	var n C.uint64_t
-	path, err = writeString(&c.h, func(p *C.pot_checkpoints, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	path, err = stringVia(c.h.write, func(p *C.pot_checkpoints, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_checkpoints_state_path(out, &n, p, C.uint64_t(step), cdir, cerr)
 	})
 	if err != nil {
@@ -281,7 +281,7 @@ func (c *Checkpoints) Opening(step, logSize uint64, datasetDir string, servePost
 	if servePostState {
 		serve = 1
 	}
-	return writeBytes(&c.h, func(p *C.pot_checkpoints, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return bytesVia(c.h.write, func(p *C.pot_checkpoints, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_checkpoints_opening(out, p, C.uint64_t(step), C.uint64_t(logSize), cdir, serve, cerr)
 	})
 }

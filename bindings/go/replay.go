@@ -400,7 +400,7 @@ func WitnessStatement(res VerifyResult, spec *Spec, runID Digest, step, challeng
 		in.norm_bucket = C.int64_t(res.Replay.NormBucket)
 		in.gradient_digest = *cDigest(res.Replay.GradientDigest)
 	}
-	return readString(&spec.h, func(s *C.pot_spec, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return stringVia(spec.h.read, func(s *C.pot_spec, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_witness_statement(out, &in, s, cDigest(runID), C.uint64_t(step), C.uint64_t(challengeID),
 			C.pot_verify_mode(mode), C.uint32_t(intraOpThreads), cerr)
 	})

@@ -166,7 +166,7 @@ func (f *Safetensors) Metadata(key string) (string, error) {
 // excluded), hashed from the mapping on threads threads (0 = all cores):
 // equal to a State holding the same tensors.
 func (f *Safetensors) Digest(threads uint32) (Digest, error) {
-	return readDigest(&f.h, func(p *C.pot_safetensors, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+	return digestVia(f.h.read, func(p *C.pot_safetensors, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
 		return C.pot_safetensors_digest(out, p, C.uint32_t(threads), cerr)
 	})
 }
@@ -289,7 +289,7 @@ func (w *SafetensorsWriter) Write(path string) error {
 
 // Bytes returns the canonical file Write would write, in memory.
 func (w *SafetensorsWriter) Bytes() ([]byte, error) {
-	return writeBytes(&w.h, func(p *C.pot_safetensors_writer, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return bytesVia(w.h.write, func(p *C.pot_safetensors_writer, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_safetensors_writer_bytes(out, p, cerr)
 	})
 }

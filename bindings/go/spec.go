@@ -92,21 +92,21 @@ func (s *Spec) Close() error {
 
 // Encode returns the canonical bytes (a pot.v2.ExecutionSpec message).
 func (s *Spec) Encode() ([]byte, error) {
-	return readBytes(&s.h, func(p *C.pot_spec, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return bytesVia(s.h.read, func(p *C.pot_spec, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_spec_encode(out, p, cerr)
 	})
 }
 
 // ToJSON returns the JSON form of the spec.
 func (s *Spec) ToJSON() (string, error) {
-	return readString(&s.h, func(p *C.pot_spec, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return stringVia(s.h.read, func(p *C.pot_spec, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_spec_to_json(out, p, cerr)
 	})
 }
 
 // Digest returns the spec digest, tagged("pot/v1/spec", canonical bytes).
 func (s *Spec) Digest() (Digest, error) {
-	return readDigest(&s.h, func(p *C.pot_spec, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+	return digestVia(s.h.read, func(p *C.pot_spec, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
 		return C.pot_spec_digest(out, p, cerr)
 	})
 }

@@ -68,21 +68,21 @@ func (s *Stream) Close() error {
 
 // Encode returns the descriptor bytes.
 func (s *Stream) Encode() ([]byte, error) {
-	return readBytes(&s.h, func(p *C.pot_stream, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return bytesVia(s.h.read, func(p *C.pot_stream, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_stream_encode(out, p, cerr)
 	})
 }
 
 // ToJSON returns the JSON form.
 func (s *Stream) ToJSON() (string, error) {
-	return readString(&s.h, func(p *C.pot_stream, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return stringVia(s.h.read, func(p *C.pot_stream, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_stream_to_json(out, p, cerr)
 	})
 }
 
 // Root returns the dataset root, tagged("pot/v2/stream", descriptor).
 func (s *Stream) Root() (Digest, error) {
-	return readDigest(&s.h, func(p *C.pot_stream, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+	return digestVia(s.h.read, func(p *C.pot_stream, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
 		return C.pot_stream_root(out, p, cerr)
 	})
 }
@@ -145,7 +145,7 @@ func (s *Stream) fromShard(shardPath string,
 // (safetensors bytes); StatusProofMismatch when its chunks do not give the
 // shard's root, StatusProofLength when its sizes are not the window's.
 func (s *Stream) CheckWindow(index uint64, proof []byte) ([]byte, error) {
-	out, err := readBytes(&s.h, func(p *C.pot_stream, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	out, err := bytesVia(s.h.read, func(p *C.pot_stream, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_stream_check_window(out, p, C.uint64_t(index), bytesPtr(proof), C.size_t(len(proof)), cerr)
 	})
 	runtime.KeepAlive(proof)

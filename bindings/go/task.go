@@ -69,21 +69,21 @@ func (t *Task) Close() error {
 
 // Encode returns the canonical bytes (what the ledger's post_task carries).
 func (t *Task) Encode() ([]byte, error) {
-	return readBytes(&t.h, func(p *C.pot_task, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return bytesVia(t.h.read, func(p *C.pot_task, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_task_encode(out, p, cerr)
 	})
 }
 
 // ToJSON returns the JSON form of the task.
 func (t *Task) ToJSON() (string, error) {
-	return readString(&t.h, func(p *C.pot_task, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return stringVia(t.h.read, func(p *C.pot_task, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_task_to_json(out, p, cerr)
 	})
 }
 
 // ID returns the task id, tagged("pot/v2/task", canonical bytes).
 func (t *Task) ID() (Digest, error) {
-	return readDigest(&t.h, func(p *C.pot_task, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+	return digestVia(t.h.read, func(p *C.pot_task, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
 		return C.pot_task_id(out, p, cerr)
 	})
 }

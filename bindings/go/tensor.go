@@ -166,7 +166,7 @@ func (s *State) Count() int {
 // Digest returns the state digest over the tensors added so far, in
 // canonical (bytewise) name order (PROTOCOL.md section 5).
 func (s *State) Digest() (Digest, error) {
-	return writeDigest(&s.h, func(p *C.pot_state, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+	return digestVia(s.h.write, func(p *C.pot_state, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
 		return C.pot_state_digest(out, p, cerr)
 	})
 }
@@ -180,7 +180,7 @@ func (s *State) TensorProof(name string) ([]byte, error) {
 		return nil, err
 	}
 	defer freeString(cs)
-	return writeBytes(&s.h, func(p *C.pot_state, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+	return bytesVia(s.h.write, func(p *C.pot_state, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
 		return C.pot_state_tensor_proof(out, p, cs, cerr)
 	})
 }
@@ -261,7 +261,7 @@ func (a *TensorAssembler) Add(record []byte) error {
 // Finish returns the tensor digest. StatusInvalidArgument while some bytes
 // are not covered by the records added.
 func (a *TensorAssembler) Finish() (Digest, error) {
-	return writeDigest(&a.h, func(p *C.pot_tensor_assembler, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
+	return digestVia(a.h.write, func(p *C.pot_tensor_assembler, out *C.pot_digest, cerr **C.pot_error) C.pot_status {
 		return C.pot_tensor_assembler_finish(out, p, cerr)
 	})
 }
