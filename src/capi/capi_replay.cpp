@@ -153,7 +153,7 @@ struct PreparedStep {
 std::unique_ptr<PreparedStep> prepare(pot_replay *replay, const pot_step_input *input) {
   need(replay, "replay");
   const pot_step_input &in = *need(input, "input");
-  const size_t scheduled = in.entry.indices().size();
+  const size_t scheduled = in.indices.size();
   if (in.samples.size() != scheduled)
     fail(Status::kInvalidArgument, "the step input holds {} samples, the schedule entry of step {} lists {}",
          in.samples.size(), in.entry.step, scheduled);

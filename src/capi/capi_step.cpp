@@ -18,7 +18,8 @@ pot_status pot_step_input_new(pot_step_input **out, const pot_digest *run_id, co
     if (run_id) in->run = to_digest(run_id, "run_id");
     in->pre_state_path = std::string(str_arg(pre_state_path, "pre_state_path"));
     in->entry = commit::ScheduleEntry::decode(bytes_arg(schedule_entry, schedule_entry_len, "schedule_entry"));
-    in->samples.reserve(in->entry.indices().size());
+    in->indices = in->entry.indices();
+    in->samples.reserve(in->indices.size());
     *out = in.release();
   });
 }
@@ -29,7 +30,7 @@ pot_status pot_step_input_add_sample(pot_step_input *input, const uint8_t *sampl
                                      pot_error **err) {
   return guard(err, [&] {
     need(input, "input");
-    const auto indices = input->entry.indices();
+    const std::vector<uint64_t> &indices = input->indices;
     const size_t i = input->samples.size();
     if (i >= indices.size())
       fail(Status::kOutOfRange, "the schedule entry of step {} lists {} samples, all of them added",

@@ -43,6 +43,7 @@ struct pot_step_input {
   std::optional<pot::hash::Digest> run;  // needed under per_step (the seed names the run)
   std::string pre_state_path;
   pot::commit::ScheduleEntry entry;
+  std::vector<uint64_t> indices;  // entry.indices(), flattened once: sample i is indices[i]'s
   std::vector<std::unique_ptr<pot::hash::SafetensorsFile>> samples;
 };
 

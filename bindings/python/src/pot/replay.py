@@ -151,11 +151,6 @@ class StepInput(Handle):
             return _pot.pot_step_input_step(h)
 
 
-def _step_input(pre_state_path: PathLike, schedule_entry: Buffer, samples: Sequence[Buffer],
-                run_id: Optional[Buffer]) -> StepInput:
-    return StepInput(pre_state_path, schedule_entry, samples, run_id=run_id)
-
-
 class Replay(Handle):
     """A TorchScript model program bound to a spec (pot_replay).
 
@@ -203,7 +198,7 @@ class Replay(Handle):
         not fit the program and spec; NonFiniteError for a
         NaN or infinite loss, BackendError for a LibTorch failure.
         """
-        return self.step_with(_step_input(pre_state_path, schedule_entry, samples, run_id), post_state_path)
+        return self.step_with(StepInput(pre_state_path, schedule_entry, samples, run_id=run_id), post_state_path)
 
     def step_with(self, step: StepInput, post_state_path: Optional[PathLike] = None) -> ReplayResult:
         """step() of a StepInput built beforehand."""
@@ -215,7 +210,7 @@ class Replay(Handle):
         """Replays one step as step() does and records its operator trace
         (pot_replay_trace, docs/PROTOCOL.md 22.2): an OpTrace, whose
         replay_result is step()'s result. Same errors as step()."""
-        step = _step_input(pre_state_path, schedule_entry, samples, run_id)
+        step = StepInput(pre_state_path, schedule_entry, samples, run_id=run_id)
         with self._use() as h, step._read() as i:
             return OpTrace(_pot.pot_replay_trace(h, i))
 
@@ -225,7 +220,7 @@ class Replay(Handle):
         (pot_replay_open_op_node): replays the step again and returns the
         node, its proofs, the sources its inputs name and its input tensors'
         bytes. OutOfRangeError past the trace's end."""
-        step = _step_input(pre_state_path, schedule_entry, samples, run_id)
+        step = StepInput(pre_state_path, schedule_entry, samples, run_id=run_id)
         with self._use() as h, step._read() as i:
             return _pot.pot_replay_open_op_node(h, i, index)
 
@@ -238,7 +233,7 @@ class Replay(Handle):
         each party's root of the first index + 1 and its opening. This
         Replay must hold the task's spec; the pre-state file must be the
         agreed S_{t-1} (ProofMismatchError otherwise)."""
-        step = _step_input(pre_state_path, schedule_entry, samples, run_id)
+        step = StepInput(pre_state_path, schedule_entry, samples, run_id=run_id)
         with self._use() as h, step._read() as i:
             raw = _pot.pot_referee_decide_op(h, i, pre_state_digest, index, agreed_root, a_root, b_root, a_opening,
                                              b_opening)
