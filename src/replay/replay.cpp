@@ -577,21 +577,24 @@ double micro_batch(Program &program, const Batch &batch, size_t i, OpRecorder *r
   return scaled.item<double>();
 }
 
-// Without dropout the program's RNG use is other_rng_use, both ways. A spec
-// that declares none is held to it: a program that draws random numbers
-// anyway would replay with whatever the generator holds (under seed policy
-// none, the process's). One that declares it must draw: its per-step seeds
-// are what makes the runs of a listed task differ (docs/PROTOCOL.md 17.1),
-// and a program that draws nothing would make them all one trajectory.
+// A program's RNG use is the spec's, both ways. A spec that declares none
+// (dropout 0, other_rng_use false) is held to it: a program that draws
+// random numbers anyway would replay with whatever the generator holds
+// (under seed policy none, the process's). One that declares it (dropout
+// > 0 or other_rng_use) must draw: its per-step seeds are what makes the
+// runs of a listed task differ (docs/PROTOCOL.md 17.1), and a program that
+// draws nothing (a dropout module it never calls) would make them all one
+// trajectory, so that one run's states are every identity's.
 void check_rng_use(bool drew, const spec::ExecutionSpec &spec, uint64_t step) {
-  if (drew && !spec.other_rng_use)
+  const bool declared = spec.dropout > 0 || spec.other_rng_use;
+  if (drew && !declared)
     fail(Status::kInvalidArgument,
          "the program draws random numbers, but the spec declares no RNG use (dropout 0, other_rng_use false)");
-  if (!drew && spec.other_rng_use)
+  if (!drew && declared)
     fail(Status::kInvalidArgument,
-         "step {}: the spec declares other_rng_use (dropout 0), but the program drew no random numbers: declared "
-         "randomness is what makes the runs of a task differ (docs/PROTOCOL.md 17.1)",
-         step);
+         "step {}: the spec declares {}, but the program drew no random numbers: declared randomness is what makes "
+         "the runs of a task differ (docs/PROTOCOL.md 17.1)",
+         step, spec.dropout > 0 ? fmt::format("dropout {}", spec.dropout) : std::string("other_rng_use (dropout 0)"));
 }
 
 void check_finite(double loss, const std::vector<ParamState> &params, uint64_t step) {
@@ -699,10 +702,10 @@ StepResult replay_step(Program &program, const spec::ExecutionSpec &spec, uint64
       fail(Status::kInvalidArgument, "pre-state: tensor '{}' is not a parameter, buffer or optimizer entry of this "
            "program and spec", name);
 
-  // Forward and backward, micro-batch by micro-batch.
-  const bool probe_rng = spec.dropout == 0;
+  // Forward and backward, micro-batch by micro-batch, the generator's
+  // state probed around them (check_rng_use).
   at::Tensor rng_before;
-  if (probe_rng) {
+  {
     std::lock_guard<std::mutex> g(gen.mutex());
     rng_before = gen.get_state();
   }
@@ -712,7 +715,7 @@ StepResult replay_step(Program &program, const spec::ExecutionSpec &spec, uint64
     const double d = micro_batch(program, batch, i, rec);
     loss = i == 0 ? d : loss + d;
   }
-  if (probe_rng) {
+  {
     std::lock_guard<std::mutex> g(gen.mutex());
     check_rng_use(!at::equal(gen.get_state(), rng_before), spec, step);
   }

@@ -603,6 +603,11 @@ def test_attack_non_finite_states_fail_at_every_challenged_step(tmp_path):
     rec = pt.Recorder(w2.model, w2.opt, w2.task, w2.program, os.path.join(w2.tmp, "ckpt"), dataset_dir=w2.data_dir,
                       schedule=w2.schedule, miner_identity=MINER)
     rec.begin_step(w2.schedule[0][0])
+    # The step's forward and backward (drawing the spec's dropout, as every
+    # step must), then the weight overwritten with an infinity before the
+    # state is read.
+    batch = [w2.samples[i] for i in w2.schedule[0][0]]
+    w2.model(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch])).backward()
     with torch.no_grad():
         w2.model.body[0].weight[0, 0] = float("inf")
     with pytest.raises(pot.NonFiniteError, match="param/body.0.weight"):
@@ -944,6 +949,52 @@ def test_attack_a_traced_program_drops_out_at_another_probability(tmp_path):
     model = WithDropout(0.25).eval()
     with pytest.raises(pot.InvalidArgumentError, match="WithDropout is in eval mode: a trace records the mode"):
         pt.save_program(model, str(tmp_path / "eval.pt"), example=example)
+
+
+class DropoutNeverDrawn(Net):
+    """Holds a dropout module (its p is the spec's) that its forward never calls."""
+
+    def __init__(self):
+        super().__init__()
+        self.drop = torch.nn.Dropout(0.1)
+
+    def forward(self, x, y):
+        return torch.nn.functional.cross_entropy(self.body(x), y)
+
+
+def test_attack_declared_dropout_never_drawn_is_refused(tmp_path):
+    """Round 3, attack 3: a listed task (every run follows one schedule)
+    whose program holds nn.Dropout(0.1) that the forward never calls. The
+    spec declares dropout, so the task is accepted as drawing per-step
+    randomness; the program draws nothing, so every run of the task is one
+    trajectory and a second identity could post the first run's states.
+    The replay now probes the generator whenever randomness is declared and
+    refuses a step that drew none, naming the dropout; the recorder refuses
+    step 1 while training. The same model calling its dropout replays."""
+    w = World(tmp_path)
+    torch.manual_seed(0)
+    copyable = DropoutNeverDrawn()
+    program = str(tmp_path / "never-drawn.pt")
+    pt.save_program(copyable, program)
+    opt = torch.optim.SGD(copyable.parameters(), lr=0.05)
+    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, dropout=0.1, seed_policy="per_step",
+                        seed=3, intra_op_threads=1)
+    with pytest.raises(pot.InvalidArgumentError,
+                       match="step 1: the spec declares dropout 0.1, but the program drew no random numbers"):
+        replay_step_one(w, copyable, spec, tmp_path, program=program)
+    listed = pt.make_task(copyable, opt, spec, dataset_dir=w.data_dir, schedule=w.schedule, end_height=END_HEIGHT,
+                          owner=OWNER, challenge_rounds=2)
+    rec = pt.Recorder(copyable, opt, listed, program, str(tmp_path / "ck-never-drawn"), dataset_dir=w.data_dir,
+                      schedule=w.schedule)
+    first_step_refused(w, copyable, opt, rec, "step 1 drew no random numbers, but the spec declares dropout 0.1")
+    # Honest: the same layers with the dropout called, under the same spec.
+    torch.manual_seed(0)
+    honest = WithDropout(0.1)
+    honest_program = str(tmp_path / "with-dropout.pt")
+    pt.save_program(honest, honest_program)
+    honest_spec = pt.make_spec(torch.optim.SGD(honest.parameters(), lr=0.05), honest_program, dtype=torch.float32,
+                               batch_size=BATCH, dropout=0.1, seed_policy="per_step", seed=3, intra_op_threads=1)
+    assert replay_step_one(w, honest, honest_spec, tmp_path, program=honest_program)
 
 
 def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):

@@ -891,13 +891,14 @@ class Recorder:
         if torch.are_deterministic_algorithms_enabled() != self._deterministic:
             torch.use_deterministic_algorithms(self._deterministic)
         self._single_seed = spec.seed_policy == SeedPolicy.SINGLE_SEED
-        # Without dropout the program's RNG use is other_rng_use, both ways:
-        # a step that moves the generator under a spec declaring none, or
-        # leaves it under one declaring other_rng_use, is refused here, as
-        # every verifier would.
+        # The program's RNG use is the spec's, both ways: a step that moves
+        # the generator under a spec declaring none, or leaves it under one
+        # declaring dropout or other_rng_use, is refused here, as every
+        # verifier would.
         declared = spec.to_dict()
-        self._probe_rng = declared["dropout"] == 0
-        self._other_rng_use = bool(declared.get("other_rng_use", False))
+        self._probe_rng = True
+        self._dropout = float(declared["dropout"])
+        self._declares_rng = bool(declared.get("other_rng_use", False)) or self._dropout > 0
         self._rng_probe: Optional[torch.Tensor] = None
         if self_check not in (True, False, "checkpoints"):
             raise InvalidArgumentError(f"self_check must be True, False or 'checkpoints', not {self_check!r}")
@@ -1055,15 +1056,17 @@ class Recorder:
         if not self._step:
             raise StateError("end_step: no step begun (call begin_step first)")
         drew = self._rng_probe is not None and not torch.equal(torch.get_rng_state(), self._rng_probe)
-        if self._probe_rng and drew and not self._other_rng_use:
+        if self._probe_rng and drew and not self._declares_rng:
             raise InvalidArgumentError(
                 f"end_step: step {self._step} drew random numbers, but the spec declares no RNG use (dropout 0, "
                 "other_rng_use false): every verifier refuses the step; declare other_rng_use=True with a seed "
                 "policy in make_spec")
-        if self._probe_rng and not drew and self._other_rng_use:
+        if self._probe_rng and not drew and self._declares_rng:
+            what = f"dropout {self._dropout}" if self._dropout > 0 else "other_rng_use (dropout 0)"
             raise InvalidArgumentError(
-                f"end_step: step {self._step} drew no random numbers, but the spec declares other_rng_use (dropout "
-                "0): every verifier refuses the step; declare other_rng_use only for a program that draws")
+                f"end_step: step {self._step} drew no random numbers, but the spec declares {what}: every verifier "
+                "refuses the step; declare randomness only for a program that draws (a dropout module the forward "
+                "never calls draws nothing)")
         after = getattr(self.model, "pot_after_step", None)
         if after is not None:
             # What the replay runs after the optimizer update (an EMA of
