@@ -11,8 +11,10 @@ update is applied twice from the same state, once with the real gradient and
 once with a zero gradient, and the elements that differ (bit patterns) are
 counted: in the parameters, and in the optimizer state. Prints, per
 configuration, the smallest counts over the run (honest) or the largest
-(saturated), and how many steps would fail check 27 as the protocol defines
-it and as a parameters-only rule would.
+(saturated), and how many steps would fail check 27's whole-state rule, a
+parameters-only rule, and the per-tensor rule (for tensors of any size, and
+as check 27 holds it: tensors of at least 64 elements), with the largest
+tensor left without a trace.
 
 Usage: /usr/bin/python3 bench/gradient_dependence.py   (Debian's torch; ~1 min on 1 thread)
 """
@@ -36,18 +38,22 @@ def state_tensors(model, opt):
     return out
 
 
+MIN_TRACED = 64  # witness::kMinTracedTensorElements
+
+
 def untraced_tensors(a, b, grads):
-    """Parameters with a non-zero gradient none of whose elements (parameter
-    or optimizer state) differ from the zero-gradient update: what a
-    per-tensor rule would fail."""
-    n = 0
+    """The sizes of the parameters with a non-zero gradient none of whose
+    elements (parameter or optimizer state) differ from the zero-gradient
+    update: what the per-tensor rule of check 27 fails when a size is at
+    least MIN_TRACED."""
+    sizes = []
     for name, g in grads.items():
         if not g.any():
             continue
         keys = [f"param/{name}"] + [k for k in a if k.startswith(f"optim/{name}/")]
         if all(bool((bits(a[k]) == bits(b[k])).all()) for k in keys):
-            n += 1
-    return n
+            sizes.append(g.numel())
+    return sizes
 
 def bits(t):
     return t.contiguous().view({8: torch.int64, 4: torch.int32, 2: torch.int16}[t.element_size()])
@@ -137,7 +143,9 @@ def report(label, rows):
           f"optim {min(r[1] for r in rows):6d}..{max(r[1] for r in rows):6d} of {rows[0][4]:6d}  "
           f"trace >= {min(r[0] + r[1] for r in rows):6d}  "
           f"steps failing: check 27 {sum(map(fails_check27, rows)):3d}, params-only "
-          f"{sum(map(fails_params_only, rows)):3d}, per-tensor {sum(r[5] > 0 for r in rows):3d} of {len(rows)}",
+          f"{sum(map(fails_params_only, rows)):3d}, per-tensor any size {sum(len(r[5]) > 0 for r in rows):3d}, "
+          f">= {MIN_TRACED} elements {sum(any(n >= MIN_TRACED for n in r[5]) for r in rows):3d} of {len(rows)} "
+          f"(largest untraced {max((n for r in rows for n in r[5]), default=0)})",
           flush=True)
 
 

@@ -802,7 +802,7 @@ typedef enum pot_opening_check {
    * schedule gives step t (t+1). */
   POT_CHECK_LEARNING_RATE = 25,
   /* Leaf t's update norm is not, bit for bit, the norm (section 13, over
-   * "param/") from S_{t-1} to S_t: the served S_t, checked after check 24
+   * "param/") from S_{t-1} to S_t: the served S_t, checked after check 28
    * when it is served, else (pot_verify_step, bitwise) the replayed S_t,
    * after check 22. */
   POT_CHECK_COMMITTED_NORM = 26,
@@ -814,6 +814,13 @@ typedef enum pot_opening_check {
    * zero-gradient update (section 21.5). Saturated optimizer state fails
    * here. */
   POT_CHECK_GRADIENT_IGNORED = 27,
+  /* After check 24 (since 0.3.0): a served state (S_{t-1}, and S_t when it
+   * is served) holds more subnormal BF16, F32 or F64 values than one in
+   * 4096 of its "param/" elements or one in 16 of its other elements
+   * (section 18). Such a state is one honest training does not reach, and
+   * its replay would cost a verifier many honest steps; it is refused
+   * before any replay reads it. */
+  POT_CHECK_SUBNORMAL = 28,
   POT_CHECK_MAX_ENUM_ = 0x7FFFFFFF
 } pot_opening_check;
 

@@ -55,6 +55,9 @@ const (
 	// gradient (a zero gradient gives the same state: saturated optimizer
 	// state).
 	CheckGradientIgnored OpeningCheck = C.POT_CHECK_GRADIENT_IGNORED
+	// CheckSubnormal: a served state holds more subnormal values than one in
+	// 4096 of its param/ elements or one in 16 of the others (since 0.3.0).
+	CheckSubnormal OpeningCheck = C.POT_CHECK_SUBNORMAL
 )
 
 // String returns the stable lower-case name of the check

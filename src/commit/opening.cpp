@@ -73,6 +73,7 @@ const char *opening_check_name(OpeningCheck c) noexcept {
     case OpeningCheck::kLearningRate: return "learning_rate";
     case OpeningCheck::kCommittedNorm: return "committed_norm";
     case OpeningCheck::kGradientIgnored: return "gradient_ignored";
+    case OpeningCheck::kSubnormal: return "subnormal";
   }
   return "unknown";
 }
@@ -325,6 +326,14 @@ void check_values(const OpeningManifest &m, const StepLeaf &post, const hash::Sa
   if (post_file)
     if (auto bad = hash::nonfinite_tensor(*post_file))
       failed(OpeningCheck::kNonFinite, Status::kNonFinite, fmt::format("served S_{}: {}", m.step, *bad));
+  // Refused before any replay reads it: a verifier's time is not the
+  // forger's to spend (docs/security.md, round 3 attack 7).
+  if (pre_file)
+    if (auto bad = hash::subnormal_excess(hash::subnormal_census(*pre_file)))
+      failed(OpeningCheck::kSubnormal, Status::kInvalidArgument, fmt::format("served S_{}: {}", m.step - 1, *bad));
+  if (post_file)
+    if (auto bad = hash::subnormal_excess(hash::subnormal_census(*post_file)))
+      failed(OpeningCheck::kSubnormal, Status::kInvalidArgument, fmt::format("served S_{}: {}", m.step, *bad));
   if (!pre_file || !post_file) return;
   const double norm = under(OpeningCheck::kCommittedNorm, "served states", [&] {
     return hash::update_norm(*pre_file, *post_file, std::string(hash::kLeafNormPrefix));

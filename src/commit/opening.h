@@ -80,14 +80,19 @@ enum class OpeningCheck {
   // pot_verify_step: hparam/lr of the served S_{t-1} (or, cross-architecture,
   // of S_t) is not the rate the spec's schedule gives step t (t+1).
   kLearningRate = 25,
-  // After check 24 when S_t is served, else after check 22 in pot_verify_step:
+  // After check 28 when S_t is served, else after check 22 in pot_verify_step:
   // leaf t's update norm is not the norm from S_{t-1} to the served (or, in
   // the bitwise path, the replayed) S_t, bit for bit.
   kCommittedNorm = 26,
   // pot_verify_step, after 26 (bitwise) or 23 (norm bucket): the replayed
   // S_t does not depend on the step's gradient (witness::gradient_ignored).
   kGradientIgnored = 27,
+  // After check 24: a served state holds more subnormal values than the
+  // bounds of hash::subnormal_excess allow (a state honest training does
+  // not reach, whose replay would be many times slower than a step).
+  kSubnormal = 28,
 };
+inline constexpr OpeningCheck kLastOpeningCheck = OpeningCheck::kSubnormal;
 
 const char *opening_check_name(OpeningCheck c) noexcept;
 

@@ -441,6 +441,8 @@ hash::Digest Recorder::start(const std::vector<hash::StTensor> &s0) {
   // What a verifier refuses (docs/PROTOCOL.md 21.3, check nonfinite; the
   // fresh optimizer state of S_0) is refused here, before training.
   if (auto bad = hash::nonfinite_tensor(s0)) fail(Status::kNonFinite, "start: S_0: {}", *bad);
+  if (auto bad = hash::subnormal_excess(hash::subnormal_census(s0)))
+    fail(Status::kInvalidArgument, "start: S_0: {}; every verifier refuses such a state (check subnormal)", *bad);
   for (const hash::StTensor &t : s0)
     if (t.meta.name.rfind(kOptimPrefix, 0) == 0 && !is_fresh_entry(m.spec, s0, t))
       fail(Status::kInvalidArgument,
@@ -524,6 +526,9 @@ commit::StepLeaf Recorder::end_step(const std::vector<hash::StTensor> &state, do
          m.begun, loss);
   if (auto bad = hash::nonfinite_tensor(state))
     fail(Status::kNonFinite, "end_step: S_{}: {}; a non-finite state fails verification", m.begun, *bad);
+  if (auto bad = hash::subnormal_excess(hash::subnormal_census(state)))
+    fail(Status::kInvalidArgument, "end_step: S_{}: {}; every verifier refuses such a state (check subnormal)",
+         m.begun, *bad);
   if (auto bad = m.rates_mismatch(state, m.begun + 1))
     fail(Status::kInvalidArgument, "end_step: S_{} holds {}", m.begun, *bad);
   hash::StateBuilder b(m.threads);

@@ -78,13 +78,29 @@ void traced_update(ParamState &p, const at::Tensor &pre_param, const spec::Optim
     OpRecording on(recorder);  // the update itself, not check 27's zero-gradient one
     optimizer_update(p, grad, o, lr);
   }
-  trace.param_elements += static_cast<uint64_t>(p.param.numel());
-  trace.moved_elements += differing_elements(p.param, pre_param);
-  trace.gradient_elements += differing_elements(p.param, zero.param);
+  const uint64_t elements = static_cast<uint64_t>(p.param.numel());
+  const uint64_t moved = differing_elements(p.param, pre_param);
+  uint64_t traced = differing_elements(p.param, zero.param), optim = 0;
+  trace.param_elements += elements;
+  trace.moved_elements += moved;
+  trace.gradient_elements += traced;
   for (const auto &[k, t] : p.optim) {
     if (is_scalar_key(k)) continue;  // counters and NAdam's mu product: no gradient reaches them
+    const uint64_t d = differing_elements(t, zero.optim.at(k));
+    optim += static_cast<uint64_t>(t.numel());
+    traced += d;
     trace.optim_elements += static_cast<uint64_t>(t.numel());
-    trace.optim_gradient_elements += differing_elements(t, zero.optim.at(k));
+    trace.optim_gradient_elements += d;
+  }
+  // The per-tensor rule (witness::gradient_ignored): a tensor the gradient
+  // reached (a non-zero element) must keep a trace of it, at a rate above
+  // 0, when it moved or keeps optimizer state.
+  if (lr > 0 && traced == 0 && (moved > 0 || optim > 0) && elements >= witness::kMinTracedTensorElements &&
+      grad.ne(0).any().item<bool>()) {
+    if (trace.untraced_tensors++ == 0) {
+      trace.first_untraced = std::string(kParamPrefix) + p.name;
+      trace.first_untraced_elements = elements;
+    }
   }
 }
 

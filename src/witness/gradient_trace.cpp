@@ -5,6 +5,12 @@
 namespace pot::witness {
 
 std::optional<std::string> gradient_ignored(const GradientTrace &trace, uint64_t step) {
+  if (trace.untraced_tensors > 0)
+    return fmt::format("a zero gradient gives the same '{}' ({} elements) in S_{}: its gradient of step {} is not "
+                       "zero but changed none of its elements or its optimizer state ({} such tensor{} of at least {} "
+                       "elements; is their optimizer state saturated?)",
+                       trace.first_untraced, trace.first_untraced_elements, step, step, trace.untraced_tensors,
+                       trace.untraced_tensors == 1 ? "" : "s", kMinTracedTensorElements);
   if (!(trace.learning_rate > 0)) return std::nullopt;
   if (trace.gradient_elements > 0 || trace.optim_gradient_elements > 0) return std::nullopt;
   if (trace.moved_elements == 0 && trace.optim_elements == 0) return std::nullopt;

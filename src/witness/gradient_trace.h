@@ -23,7 +23,23 @@ struct GradientTrace {
   uint64_t gradient_elements = 0;        // ... that differ from the zero-gradient update
   uint64_t optim_elements = 0;           // optimizer-state elements the update wrote (no step counters)
   uint64_t optim_gradient_elements = 0;  // ... that differ from the zero-gradient update
+  // Per tensor (since 0.3.0): the parameter tensors of at least
+  // kMinTracedTensorElements elements, at a rate above 0, whose gradient has
+  // a non-zero element but none of whose elements (parameter or optimizer
+  // state) differs from the zero-gradient update, although the tensor moved
+  // or keeps optimizer state; the first of them in update order.
+  uint64_t untraced_tensors = 0;
+  std::string first_untraced;            // "param/<name>", or ""
+  uint64_t first_untraced_elements = 0;
 };
+
+// The smallest parameter tensor the per-tensor rule of check 27 holds to
+// it. Honest BF16 SGD near convergence can leave a small tensor without a
+// trace (a convolution bias of 8 elements, measured by
+// bench/gradient_dependence.py: every gradient element under 1/512 of its
+// momentum); a forger gains nothing by skipping the backward of tensors
+// this small.
+inline constexpr uint64_t kMinTracedTensorElements = 64;
 
 // The gradient was ignored (a reason naming `step`), or nullopt: at a rate
 // above 0, no element of S_t (parameters or optimizer state) differs from
@@ -37,6 +53,13 @@ struct GradientTrace {
 // moments. What it stops: optimizer state saturated by a forged step
 // (moments so large that the gradient's share rounds away) makes every later
 // S_t computable without a backward pass (docs/security.md section 6).
+//
+// Per tensor: a trace in the state as a whole is not enough. The rule also
+// fails a step whose replay has an untraced tensor (above): a forger that
+// saturates the optimizer state of every tensor but one computes the
+// backward of that one only; holding every tensor to a trace makes it
+// compute each tensor's gradient, which needs the activation gradients of
+// every layer above the tensor (docs/PROTOCOL.md 21.5 says what is left).
 std::optional<std::string> gradient_ignored(const GradientTrace &trace, uint64_t step);
 
 }  // namespace pot::witness

@@ -9,7 +9,7 @@ namespace pot::witness {
 
 namespace {
 
-constexpr uint32_t kLastCheck = static_cast<uint32_t>(commit::OpeningCheck::kGradientIgnored);
+constexpr uint32_t kLastCheck = static_cast<uint32_t>(commit::kLastOpeningCheck);
 
 // The checks a replayed value states itself (its digest, its bucket).
 bool stated_by_value(commit::OpeningCheck c) {

@@ -51,7 +51,7 @@ struct TinyRun {
 
   std::string state_path(uint64_t t) const { return dir.file("state-" + std::to_string(t) + ".safetensors"); }
 
-  // A run whose S_{nan_at} holds a NaN (its leaves commit the norms of the
+  // A run whose S_{nan_at} holds a NaN (`poison` when given; its leaves commit the norms of the
   // run without it), whose step inf_loss_at has an infinite loss and whose
   // leaf norm_at commits the update norm norm_value (0: none), committed in
   // the log like any other value.
@@ -59,7 +59,8 @@ struct TinyRun {
   // 2,100 U16 tokens, windows of 40: 22,022 windows, a window proof carrying
   // subtree hashes on both sides in the 10-chunk shard).
   explicit TinyRun(uint64_t nan_at = 0, uint64_t inf_loss_at = 0, uint64_t norm_at = 0, double norm_value = 0,
-                   bool streamed = false, uint64_t size_claimed = 0) {
+                   bool streamed = false, uint64_t size_claimed = 0,
+                   float poison = std::numeric_limits<float>::quiet_NaN()) {
     if (streamed) {
       data::StreamDataset d;
       d.window = 40;
@@ -92,7 +93,7 @@ struct TinyRun {
         for (float &x : w) x = x * 0.9f + 0.01f * float(t);
       }
       std::vector<float> stored = w;
-      if (t == nan_at && t > 0) stored[2] = std::numeric_limits<float>::quiet_NaN();
+      if (t == nan_at && t > 0) stored[2] = poison;
       const hash::TensorMeta meta{"param/w", hash::DType::kF32, {4}};
       hash::write_safetensors(state_path(t), {{meta, view_of(stored)}}, {});
       states.push_back(hash::SafetensorsFile::open(state_path(t))->digest(1));
@@ -401,6 +402,78 @@ TEST(Opening, NonFiniteLossesAndStatesFail) {
   const auto n = nan_norm.verify(nan_norm.open(5));
   EXPECT_EQ(n.check, OpeningCheck::kNonFinite) << n.message;
   EXPECT_NE(n.message.find("commits to the update norm nan"), std::string::npos) << n.message;
+}
+
+TEST(Opening, SubnormalStatesFailBeforeAnyReplay) {
+  // Round 3, attack 7: a committed S_3 whose weight is subnormal (1e-40)
+  // would make the replay of step 4 many times slower on CPUs that take an
+  // assist per subnormal operand, at no cost to its forger. Served as
+  // S_{t-1} (step 4) or as S_t (step 3, norm-bucket path) it fails check
+  // subnormal before any replay, blaming the miner who committed it.
+  TinyRun sub(3, 0, 0, 0, false, 0, -1e-40f);
+  for (const auto &[t, pre, post] : {std::tuple{4u, true, false}, std::tuple{3u, false, true}}) {
+    const auto m = sub.open(t);
+    const auto r = sub.verify(m, sub.state_path(t - 1), post ? std::optional(sub.state_path(t)) : std::nullopt);
+    EXPECT_EQ(r.check, OpeningCheck::kSubnormal) << r.message;
+    EXPECT_EQ(r.status, Status::kInvalidArgument);
+    EXPECT_NE(r.message.find("served S_3: 1 subnormal parameter values of 4 (tensor 'param/w' first); at most 1 in "
+                             "4096 is allowed"),
+              std::string::npos)
+        << r.message;
+  }
+  // The honest run of the same shape passes with both states served; the
+  // smallest normal F32 in the same place passes check subnormal.
+  TinyRun honest;
+  for (uint64_t t = 1; t <= TinyRun::kSteps; ++t)
+    EXPECT_EQ(honest.verify(honest.open(t), honest.state_path(t - 1), honest.state_path(t)).check, OpeningCheck::kOk);
+  TinyRun normal(3, 0, 0, 0, false, 0, -std::numeric_limits<float>::min());
+  EXPECT_EQ(normal.verify(normal.open(4), normal.state_path(3)).check, OpeningCheck::kOk);
+}
+
+TEST(Finite, SubnormalCensusAndItsBounds) {
+  using hash::DType;
+  auto f32 = [](std::vector<float> v) {
+    Bytes b(v.size() * 4);
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  };
+  const float tiny = std::numeric_limits<float>::denorm_min(), lowest_normal = std::numeric_limits<float>::min();
+  EXPECT_EQ(hash::count_subnormal(DType::kF32, f32({0.0f, -0.0f, lowest_normal, -lowest_normal, 1.0f})), 0u);
+  EXPECT_EQ(hash::count_subnormal(DType::kF32, f32({tiny, -tiny, lowest_normal / 2, 1e-30f})), 3u);
+  const double dsub = std::numeric_limits<double>::denorm_min();
+  Bytes d(16);
+  std::memcpy(d.data(), &dsub, 8);
+  const double dmin = std::numeric_limits<double>::min();
+  std::memcpy(d.data() + 8, &dmin, 8);
+  EXPECT_EQ(hash::count_subnormal(DType::kF64, d), 1u);
+  // BF16 0x0001 and 0x8040 are subnormal, 0x0080 the smallest normal; F16
+  // (0x0001, subnormal) is not counted, nor integers.
+  const Bytes bf16 = {0x01, 0x00, 0x40, 0x80, 0x80, 0x00, 0x00, 0x80};
+  EXPECT_EQ(hash::count_subnormal(DType::kBF16, bf16), 2u);
+  EXPECT_EQ(hash::count_subnormal(DType::kF16, bf16), 0u);
+  EXPECT_EQ(hash::count_subnormal(DType::kI32, f32({tiny})), 0u);
+
+  // The bounds: one parameter element in 4096, one other in 16.
+  std::vector<float> params(8192, 0.5f), moments(32, 1e-3f);
+  params[10] = params[20] = tiny;
+  moments[1] = moments[2] = tiny;
+  auto census = [&](size_t param_bad, size_t other_bad) {
+    std::vector<float> p = params, m = moments;
+    for (size_t i = 0; i < param_bad; ++i) p[100 + i] = -tiny;
+    for (size_t i = 0; i < other_bad; ++i) m[10 + i] = tiny;
+    return hash::subnormal_census(std::vector<hash::StTensor>{
+        {{"optim/0/exp_avg", DType::kF32, {32}}, f32(m)}, {{"param/w", DType::kF32, {8192}}, f32(p)}});
+  };
+  const auto ok = census(0, 0);
+  EXPECT_EQ(ok.param_elements, 8192u);
+  EXPECT_EQ(ok.param_subnormal, 2u);
+  EXPECT_EQ(ok.other_elements, 32u);
+  EXPECT_EQ(ok.other_subnormal, 2u);
+  EXPECT_EQ(hash::subnormal_excess(ok), std::nullopt);
+  EXPECT_EQ(hash::subnormal_excess(census(1, 0)),
+            "3 subnormal parameter values of 8192 (tensor 'param/w' first); at most 1 in 4096 is allowed");
+  EXPECT_EQ(hash::subnormal_excess(census(0, 1)),
+            "3 subnormal optimizer-state values of 32 (tensor 'optim/0/exp_avg' first); at most 1 in 16 is allowed");
 }
 
 TEST(Opening, CommittedNormIsTheServedStatesNorm) {

@@ -98,7 +98,7 @@ TEST(Witness, StatementsAreValidatedAndReadStrictly) {
   EXPECT_EQ(refused([](auto &s) { s.finding.environment.hardware_class = ""; }), Status::kInvalidArgument);
   EXPECT_EQ(refused([](auto &s) { s.finding.environment.hardware_class = std::string(257, 'x'); }),
             Status::kInvalidArgument);
-  for (uint32_t check : {0u, 21u, 23u, 28u}) {
+  for (uint32_t check : {0u, 21u, 23u, 29u}) {
     EXPECT_EQ(refused([&](auto &s) {
                 s.finding.kind = witness::Kind::kInvalidOpening;
                 s.finding.check = static_cast<commit::OpeningCheck>(check);
@@ -256,4 +256,20 @@ TEST(GradientTrace, TheGradientMustLeaveATraceWhenTheStepChangedSomething) {
   EXPECT_FALSE(witness::gradient_ignored(t, 7));
   t.learning_rate = -0.0;
   EXPECT_FALSE(witness::gradient_ignored(t, 7));
+  // Per tensor: a trace elsewhere does not excuse a tensor the gradient
+  // reached and that kept none (the replay counts those of at least
+  // kMinTracedTensorElements elements whose group trains).
+  t.learning_rate = 1e-3;
+  t.moved_elements = 100;
+  t.gradient_elements = 40;
+  t.optim_gradient_elements = 80;
+  EXPECT_FALSE(witness::gradient_ignored(t, 7));
+  t.untraced_tensors = 2;
+  t.first_untraced = "param/blocks.0.weight";
+  t.first_untraced_elements = 4096;
+  why = witness::gradient_ignored(t, 7);
+  ASSERT_TRUE(why);
+  EXPECT_EQ(*why, "a zero gradient gives the same 'param/blocks.0.weight' (4096 elements) in S_7: its gradient of "
+                  "step 7 is not zero but changed none of its elements or its optimizer state (2 such tensors of at "
+                  "least 64 elements; is their optimizer state saturated?)");
 }

@@ -620,6 +620,71 @@ def test_attack_non_finite_states_fail_at_every_challenged_step(tmp_path):
         pt.make_task(w2.model, w2.opt, w2.task.spec, dataset_dir=w2.data_dir, schedule=w2.schedule, end_height=END_HEIGHT, owner=OWNER)
 
 
+def test_attack_subnormal_states_fail_before_any_replay(tmp_path):
+    """Round 3, attack 7: a committed state of subnormal weights (1e-40)
+    makes a replay many times slower on CPUs that take a microcode assist
+    per subnormal operand (16-19x measured by the red team), and its forger
+    computes nothing for it; a verifier killed by its timeout would count as
+    silent. Check `subnormal` (docs/PROTOCOL.md 18) refuses such a served
+    state before any replay reads it, blaming the miner, in the commit layer
+    too (a chain client); the recorder refuses to record one and make_task
+    to publish one. The same bound holds for the optimizer state (one
+    element in 16), whose honest moments do pass through the subnormal
+    range when a gradient stays zero."""
+    w = World(tmp_path)
+
+    def subnormal_weights(state):
+        state["param/body.0.weight"].fill_(1e-40)
+
+    commitment, root, serve = forged_run(w, str(tmp_path / "weights"), subnormal_weights)
+    for t in (2, STEPS):
+        manifest, pre = serve(t)
+        with pytest.raises(pot.InvalidArgumentError) as e:
+            pot.verify_step(commitment, w.task.spec, w.program, t, STEPS, root, manifest, pre)
+        assert e.value.check == pot.OpeningCheck.SUBNORMAL, t
+        assert f"served S_{t - 1}: " in e.value.message and "subnormal parameter values" in e.value.message
+        assert "(tensor 'param/body.0.weight' first); at most 1 in 4096 is allowed" in e.value.message
+        with pytest.raises(pot.InvalidArgumentError) as e:
+            pot.verify_opening(commitment, t, STEPS, root, manifest, pre)
+        assert e.value.check == pot.OpeningCheck.SUBNORMAL
+    # Subnormal momentum buffers: bounded at one element in 64.
+    w2 = World(tmp_path / "moments")
+
+    def subnormal_moments(state):
+        for name, t in state.items():
+            if name.startswith("optim/") and t.is_floating_point() and t.numel() > 1:
+                t.fill_(-1e-41)
+
+    commitment, root, serve = forged_run(w2, str(tmp_path / "moments"), subnormal_moments)
+    manifest, pre = serve(3)
+    with pytest.raises(pot.InvalidArgumentError) as e:
+        pot.verify_step(commitment, w2.task.spec, w2.program, 3, STEPS, root, manifest, pre)
+    assert e.value.check == pot.OpeningCheck.SUBNORMAL
+    assert "subnormal optimizer-state values" in e.value.message and "at most 1 in 16" in e.value.message
+    # The honest trainer is stopped at once: such a state is never recorded.
+    w3 = World(tmp_path / "again")
+    rec = pt.Recorder(w3.model, w3.opt, w3.task, w3.program, os.path.join(w3.tmp, "ckpt"), dataset_dir=w3.data_dir,
+                      schedule=w3.schedule, miner_identity=MINER)
+    rec.begin_step(w3.schedule[0][0])
+    batch = [w3.samples[i] for i in w3.schedule[0][0]]
+    w3.model(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch])).backward()
+    with torch.no_grad():
+        w3.model.body[0].weight.fill_(1e-40)
+    with pytest.raises(pot.InvalidArgumentError, match="end_step: S_1: .* subnormal parameter values"):
+        rec.end_step(1.0)
+    rec.close()
+    # A task cannot publish an S_0 of subnormal weights.
+    with pytest.raises(pot.InvalidArgumentError, match="S_0 holds .* subnormal parameter values"):
+        pt.make_task(w3.model, w3.opt, w3.task.spec, dataset_dir=w3.data_dir, schedule=w3.schedule,
+                     end_height=END_HEIGHT, owner=OWNER)
+    # The honest run of the same task verifies.
+    w4 = World(tmp_path / "honest")
+    rec, run_id, root = w4.train_honestly()
+    assert pot.verify_step(rec.commitment, w4.task.spec, w4.program, 3, STEPS, root, rec.serve(3),
+                           rec.state_path(2)).ok
+    rec.close()
+
+
 def test_attack_saturated_optimizer_state_in_s0_is_refused(tmp_path):
     """Attack 3: S_0 whose optimizer moments are so large that no gradient
     moves them (every later state computable without a backward pass). S_0
@@ -661,11 +726,14 @@ def test_attack_saturated_optimizer_state_in_s0_is_refused(tmp_path):
     assert "S_0 holds optimizer state" in e.value.message
 
 
-def saturate(opt):
+def saturate(opt, keep=()):
     """What a forged step 1 leaves: the optimizer's moments (or momentum
-    buffers) set so large that a gradient's share rounds away in float32."""
+    buffers) set so large that a gradient's share rounds away in float32;
+    the parameters in `keep` left as trained."""
     g = torch.Generator().manual_seed(3)
-    for st in opt.state.values():
+    for p, st in opt.state.items():
+        if any(p is k for k in keep):
+            continue
         for k in ("exp_avg", "momentum_buffer"):
             if k in st:
                 st[k].copy_(torch.where(torch.rand(st[k].shape, generator=g) < 0.5, -1.0, 1.0) * 2.0 ** 63)
@@ -673,11 +741,14 @@ def saturate(opt):
             st["exp_avg_sq"].fill_(2.0 ** 126)
 
 
-def saturated_run(w, tmp):
+def saturated_run(w, tmp, live=None):
     """A miner that runs one backward pass, for step 1, forges S_1 with
     saturated optimizer state, and then makes every later S_t without a
     backward pass: a forward for the loss (under the run's seed, as the
-    replay draws dropout), a zero gradient, the optimizer step."""
+    replay draws dropout), a zero gradient, the optimizer step. With `live`
+    (a parameter), that parameter's state is left as trained and its true
+    gradient computed in every step (the last bias: the forward and one
+    node of the backward), the others' gradients zero."""
     run = thief_run_id(w.task)
     s0 = os.path.join(tmp, "S_0.safetensors")  # the task's published S_0
     with pt.state_writer(pt.canonical_state(w.model, w.opt)) as sw:
@@ -690,6 +761,11 @@ def saturated_run(w, tmp):
         if t == 1:
             loss = w.model(x, y)
             loss.backward()
+        elif live is not None:
+            loss = w.model(x, y)
+            (live_grad,) = torch.autograd.grad(loss, [live])
+            for p in w.model.parameters():
+                p.grad = live_grad if p is live else torch.zeros_like(p)
         else:
             with torch.no_grad():
                 loss = w.model(x, y)
@@ -699,7 +775,7 @@ def saturated_run(w, tmp):
         w.sched.step()
         w.opt.zero_grad(set_to_none=True)
         if t == 1:
-            saturate(w.opt)
+            saturate(w.opt, keep=() if live is None else (live,))
         states.append({k: v.clone() for k, v in pt.canonical_state(w.model, w.opt).items()})
         losses.append(float(loss))
     return served_run(w, tmp, states, losses, s0_path=s0)
@@ -734,6 +810,45 @@ def test_attack_saturated_optimizer_state_after_a_forged_step_fails_gradient_ign
     # Cross-architecture: the verifier's own replay from the served S_{t-1}.
     manifest, pre = serve(3)
     with pytest.raises(pot.ProofMismatchError) as e:
+        pot.verify_step(commitment, w.task.spec, w.program, 3, STEPS, root, manifest, pre, serve.state_path(3),
+                        pot.VerifyMode.NORM_BUCKET)
+    assert e.value.check == pot.OpeningCheck.GRADIENT_IGNORED
+
+
+def test_attack_one_live_tensor_does_not_excuse_the_others(tmp_path):
+    """Round 3, attack 1's engine: after a forged step 1 the optimizer
+    state of every tensor but one is saturated, and the forger computes the
+    gradient of that one only (here the last bias: the forward and one node
+    of the backward; in the red team's transformer, embedding, LayerNorm and
+    head, ~9x cheaper than a step). The state as a whole keeps a trace of
+    the gradient, so the rule "some element" passed. Check 27 per tensor
+    fails every later step, naming the largest untraced tensor the gradient
+    reached (body.0.weight: 96 elements; tensors under 64 elements are not
+    held to it). Step 1 fails at `replayed_state`; the honest run passes
+    every step (test above).
+
+    Adam: its saturated update is lr per element, so the weights stay in
+    range and their gradients stay non-zero. Saturated SGD momentum moves
+    the weights by lr * 2^63, the tanh saturates and body.0.weight's
+    gradient is exactly zero from step 3: a tensor the gradient does not
+    reach is exempt from the rule (an honest zero-initialised gate gives
+    such steps), so such a run passes check 27 from step 3; its weights'
+    norm jumps by 17 orders of magnitude at step 2, which the state
+    statistics of docs/security.md 6.3 (attack 1, open) are to flag."""
+    w = World(tmp_path / "forger", True)
+    live = w.model.body[-1].bias
+    commitment, root, serve = saturated_run(w, str(tmp_path), live=live)
+    refused_at(w, commitment, root, serve, 1, pot.OpeningCheck.REPLAYED_STATE)
+    for t in range(2, STEPS + 1):
+        r = refused_at(w, commitment, root, serve, t, pot.OpeningCheck.GRADIENT_IGNORED,
+                       r"a zero gradient gives the same 'param/body.0.weight' \(96 elements\)").result
+        # The replay agrees with the forger bit for bit, and the state as a
+        # whole holds a trace (the live bias): only the per-tensor rule fails.
+        assert r.replayed_state_digest == r.committed_state_digest and r.loss == r.committed_loss, t
+        g = r.gradient
+        assert g.ignored and g.gradient_elements + g.optim_gradient_elements > 0, t
+    manifest, pre = serve(3)
+    with pytest.raises(pot.ProofMismatchError, match="'param/body.0.weight'") as e:
         pot.verify_step(commitment, w.task.spec, w.program, 3, STEPS, root, manifest, pre, serve.state_path(3),
                         pot.VerifyMode.NORM_BUCKET)
     assert e.value.check == pot.OpeningCheck.GRADIENT_IGNORED

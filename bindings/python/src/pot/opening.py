@@ -46,6 +46,7 @@ class OpeningCheck(enum.IntEnum):
     LEARNING_RATE = _pot.POT_CHECK_LEARNING_RATE
     COMMITTED_NORM = _pot.POT_CHECK_COMMITTED_NORM
     GRADIENT_IGNORED = _pot.POT_CHECK_GRADIENT_IGNORED
+    SUBNORMAL = _pot.POT_CHECK_SUBNORMAL
 
     def __str__(self) -> str:
         return _pot.pot_opening_check_name(self)

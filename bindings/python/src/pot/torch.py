@@ -666,6 +666,25 @@ def _check_initial_state(state: Mapping[str, torch.Tensor], optimizer: Optimizer
     for name, t in state.items():
         if t.is_floating_point() and not bool(torch.isfinite(t).all()):
             raise NonFiniteError(f"S_0: tensor '{name}' holds a NaN or an infinity")
+    # Check 28 `subnormal` (docs/PROTOCOL.md 18): the bounds every verifier
+    # and the recorder apply, so that a task is not posted with an S_0 no
+    # miner can record from.
+    counts = {True: [0, 0, ""], False: [0, 0, ""]}
+    for name, t in sorted(state.items()):
+        if t.dtype not in (torch.bfloat16, torch.float32, torch.float64):
+            continue
+        c = counts[name.startswith("param/")]
+        sub = int(((t != 0) & (t.abs() < torch.finfo(t.dtype).tiny)).sum())
+        c[0] += t.numel()
+        c[1] += sub
+        if sub and not c[2]:
+            c[2] = name
+    for param, share, what in ((True, 4096, "parameter"), (False, 16, "optimizer-state")):
+        n, sub, first = counts[param]
+        if sub > n // share:
+            raise InvalidArgumentError(f"S_0 holds {sub} subnormal {what} values of {n} (tensor '{first}' first); at "
+                                       f"most 1 in {share} is allowed: every verifier refuses such a state (check "
+                                       "subnormal)")
 
 
 RUN_SEEDED = "run_seeded"

@@ -273,11 +273,16 @@ pub enum OpeningCheck {
     /// state). Saturated optimizer state fails here
     /// ([`GradientTrace`](crate::GradientTrace)).
     GradientIgnored,
+    /// After [`NonFinite`](OpeningCheck::NonFinite): a served state holds no
+    /// more subnormal values than one in 4096 of its `param/` elements and
+    /// one in 16 of the others (a state honest training does not reach,
+    /// whose replay would cost a verifier many steps' time). Since 0.3.0.
+    Subnormal,
     /// A check this crate does not know (appended by a later libpot).
     Other(u32),
 }
 
-const CHECKS: [OpeningCheck; 27] = [
+const CHECKS: [OpeningCheck; 28] = [
     OpeningCheck::Manifest,
     OpeningCheck::RunId,
     OpeningCheck::Step,
@@ -305,6 +310,7 @@ const CHECKS: [OpeningCheck; 27] = [
     OpeningCheck::LearningRate,
     OpeningCheck::CommittedNorm,
     OpeningCheck::GradientIgnored,
+    OpeningCheck::Subnormal,
 ];
 
 impl OpeningCheck {
@@ -477,6 +483,7 @@ mod tests {
         assert_eq!(OpeningCheck::LearningRate.raw(), sys::pot_opening_check::POT_CHECK_LEARNING_RATE.0);
         assert_eq!(OpeningCheck::CommittedNorm.raw(), sys::pot_opening_check::POT_CHECK_COMMITTED_NORM.0);
         assert_eq!(OpeningCheck::GradientIgnored.raw(), sys::pot_opening_check::POT_CHECK_GRADIENT_IGNORED.0);
+        assert_eq!(OpeningCheck::Subnormal.raw(), sys::pot_opening_check::POT_CHECK_SUBNORMAL.0);
         for (check, name) in [
             (OpeningCheck::Spec, "spec"),
             (OpeningCheck::Program, "program"),
@@ -488,10 +495,11 @@ mod tests {
             (OpeningCheck::LearningRate, "learning_rate"),
             (OpeningCheck::CommittedNorm, "committed_norm"),
             (OpeningCheck::GradientIgnored, "gradient_ignored"),
+            (OpeningCheck::Subnormal, "subnormal"),
         ] {
             assert_eq!(check.name(), name);
         }
-        assert_eq!(OpeningCheck::from_raw(28), Some(OpeningCheck::Other(28)));
+        assert_eq!(OpeningCheck::from_raw(29), Some(OpeningCheck::Other(29)));
         for raw in 1..=27 {
             let c = OpeningCheck::from_raw(raw).unwrap();
             assert_eq!(c.raw(), raw);
