@@ -791,7 +791,8 @@ typedef enum pot_opening_check {
   POT_CHECK_PROGRAM = 19,         /* the model program is not the spec's */
   POT_CHECK_REPLAY = 20,          /* the step could not be replayed (the message says why) */
   POT_CHECK_REPLAYED_STATE = 21,  /* bitwise: replayed S_t differs from leaf t's state */
-  POT_CHECK_REPLAYED_LOSS = 22,   /* bitwise: replayed loss differs from leaf t's loss */
+  POT_CHECK_REPLAYED_LOSS = 22,   /* replayed loss differs from leaf t's: bitwise, in any bit; NORM_BUCKET
+                                   * (since 0.3.0), by more than a relative 1e-2 (section 21.5) */
   POT_CHECK_REPLAYED_BUCKET = 23, /* norm bucket: replayed update's bucket does not match */
   /* After check 17 (and, in pot_verify_step, during and after the replay):
    * a NaN or infinity in leaf t's loss, a served state, a gradient, the
@@ -821,6 +822,13 @@ typedef enum pot_opening_check {
    * its replay would cost a verifier many honest steps; it is refused
    * before any replay reads it. */
   POT_CHECK_SUBNORMAL = 28,
+  /* pot_verify_step, NORM_BUCKET, after check 22 (since 0.3.0): the served
+   * S_t's update (S_t - S_{t-1} over "param/") is not the replayed one
+   * within the tolerances of section 21.5: its relative distance from the
+   * replayed update above 0.5 (0.8 with F16 or BF16 parameters), or one
+   * F32 or F64 tensor's (of at least 64 elements) above 0.5. A verifier on other hardware compares the work,
+   * not only the norm's bucket. */
+  POT_CHECK_REPLAYED_UPDATE = 29,
   POT_CHECK_MAX_ENUM_ = 0x7FFFFFFF
 } pot_opening_check;
 
@@ -1377,6 +1385,15 @@ typedef struct pot_verify_result {
   int64_t committed_norm_bucket;     /* of committed_update_norm, at the spec's resolution */
   pot_gradient_trace gradient;       /* of the replay, when it ran */
   pot_digest gradient_digest;        /* of the replay, when it ran: as pot_replay_result's */
+  /* Since 0.3.0, NORM_BUCKET, when the replay ran (0 otherwise): how far
+   * the work is from the replay's (section 21.5). loss_error: |committed
+   * loss - replayed loss| / max(|each|, 1e-3); update_error: ||d_served -
+   * d_replayed|| / max(||d_served||, ||d_replayed||), d = S_t - S_{t-1} over
+   * "param/"; tensor_update_error: the largest such ratio of one tensor of
+   * at least 64 elements (F32 or F64). */
+  double loss_error;
+  double update_error;
+  double tensor_update_error;
 } pot_verify_result;
 #define POT_VERIFY_RESULT_INIT {sizeof(pot_verify_result)}
 

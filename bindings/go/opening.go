@@ -58,6 +58,9 @@ const (
 	// CheckSubnormal: a served state holds more subnormal values than one in
 	// 4096 of its param/ elements or one in 16 of the others (since 0.3.0).
 	CheckSubnormal OpeningCheck = C.POT_CHECK_SUBNORMAL
+	// CheckReplayedUpdate (VerifyStep, norm bucket): the served S_t's update
+	// is not the replayed one within the tolerances (since 0.3.0).
+	CheckReplayedUpdate OpeningCheck = C.POT_CHECK_REPLAYED_UPDATE
 )
 
 // String returns the stable lower-case name of the check

@@ -309,6 +309,14 @@ type VerifyResult struct {
 	CommittedLoss        float64
 	CommittedUpdateNorm  float64
 	CommittedNormBucket  int64
+	// Norm-bucket path, once the replay ran (0 otherwise; since 0.3.0):
+	// LossError is the committed loss's relative distance from the replayed
+	// loss, UpdateError the served S_t's update's from the replayed update
+	// (S_t - S_{t-1} over param/), TensorUpdateError the largest of one
+	// tensor of 64 or more elements (PROTOCOL.md 21.5).
+	LossError         float64
+	UpdateError       float64
+	TensorUpdateError float64
 }
 
 // VerifyStep verifies a challenged step completely (PROTOCOL.md section
@@ -317,7 +325,8 @@ type VerifyResult struct {
 // (CheckProgram), the replay from the served S_{t-1} at preStatePath with
 // the manifest's schedule entry, samples and next learning rate
 // (CheckReplay), and the comparison of mode (CheckReplayedState and
-// CheckReplayedLoss, or CheckReplayedBucket). postStatePath ("" for none)
+// CheckReplayedLoss, or CheckReplayedBucket, CheckReplayedLoss within its
+// tolerance and CheckReplayedUpdate), then CheckGradientIgnored. postStatePath ("" for none)
 // is the served S_t; VerifyNormBucket needs it. intraOpThreads 0 replays
 // with the spec's thread count (another count only makes sense with
 // VerifyNormBucket).
@@ -364,6 +373,9 @@ func VerifyStep(commitment *Commitment, spec *Spec, programPath string, challeng
 		CommittedLoss:        float64(out.committed_loss),
 		CommittedUpdateNorm:  float64(out.committed_update_norm),
 		CommittedNormBucket:  int64(out.committed_norm_bucket),
+		LossError:            float64(out.loss_error),
+		UpdateError:          float64(out.update_error),
+		TensorUpdateError:    float64(out.tensor_update_error),
 	}
 	if res.Replayed {
 		res.Replay = ReplayResult{

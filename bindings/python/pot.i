@@ -362,7 +362,7 @@ static PyObject *pot_py_replay_result(const pot_replay_result *r) {
 }
 
 static PyObject *pot_py_verify_result(const pot_verify_result *r) {
-  return Py_BuildValue("{s:I,s:N,s:N,s:d,s:d,s:L,s:N,s:d,s:d,s:L,s:N,s:N}", "check", (unsigned)r->check,
+  return Py_BuildValue("{s:I,s:N,s:N,s:d,s:d,s:L,s:N,s:d,s:d,s:L,s:N,s:N,s:d,s:d,s:d}", "check", (unsigned)r->check,
                        "replayed", PyBool_FromLong(r->replayed), "replayed_state_digest",
                        pot_py_digest(&r->replayed_state_digest), "loss", r->loss, "update_norm",
                        r->update_norm, "norm_bucket", (long long)r->norm_bucket,
@@ -370,7 +370,8 @@ static PyObject *pot_py_verify_result(const pot_verify_result *r) {
                        "committed_loss", r->committed_loss, "committed_update_norm",
                        r->committed_update_norm, "committed_norm_bucket", (long long)r->committed_norm_bucket,
                        "gradient", pot_py_gradient_trace(&r->gradient), "gradient_digest",
-                       pot_py_digest(&r->gradient_digest));
+                       pot_py_digest(&r->gradient_digest), "loss_error", r->loss_error, "update_error",
+                       r->update_error, "tensor_update_error", r->tensor_update_error);
 }
 %}
 

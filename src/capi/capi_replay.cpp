@@ -340,6 +340,9 @@ pot_status pot_verify_step(pot_verify_result *out, const pot_commitment *commitm
       res.gradient = trace_of(r.gradient, challenged_step);
       from_digest(&res.gradient_digest, r.gradient_digest);
     }
+    res.loss_error = r.loss_error;
+    res.update_error = r.update_error;
+    res.tensor_update_error = r.tensor_update_error;
     failed = r.status;
     message = r.message;
 #else
@@ -365,7 +368,7 @@ pot_status pot_witness_statement(pot_bytes *out, const pot_verify_result *result
     if (m != POT_VERIFY_BITWISE && m != POT_VERIFY_NORM_BUCKET)
       fail(Status::kInvalidArgument, "mode: {} is not a pot_verify_mode", m);
     const int check = enum_arg(result->check);
-    if (check < 0 || check > POT_CHECK_SUBNORMAL)
+    if (check < 0 || check > POT_CHECK_REPLAYED_UPDATE)
       fail(Status::kInvalidArgument, "result.check: {} is not a pot_opening_check", check);
 #if POT_WITH_TORCH
     const witness::Environment env{replay::framework_version(),

@@ -74,6 +74,7 @@ const char *opening_check_name(OpeningCheck c) noexcept {
     case OpeningCheck::kCommittedNorm: return "committed_norm";
     case OpeningCheck::kGradientIgnored: return "gradient_ignored";
     case OpeningCheck::kSubnormal: return "subnormal";
+    case OpeningCheck::kReplayedUpdate: return "replayed_update";
   }
   return "unknown";
 }

@@ -72,7 +72,7 @@ enum class OpeningCheck {
   kProgram = 19,            // the model program is not the spec's
   kReplay = 20,             // the step could not be replayed (state/batch/program mismatch, NaN loss)
   kReplayedState = 21,      // bitwise: the replayed S_t is not leaf t's state
-  kReplayedLoss = 22,       // bitwise: the replayed loss is not leaf t's loss
+  kReplayedLoss = 22,       // the replayed loss is not leaf t's (bitwise: bit for bit; norm bucket: within a tolerance)
   kReplayedBucket = 23,     // norm bucket: the replayed update's bucket does not match the served one
   // After check 17: a NaN or infinity in leaf t's loss or a served state;
   // in pot_verify_step also in a gradient, the replayed loss or S_t.
@@ -91,8 +91,12 @@ enum class OpeningCheck {
   // bounds of hash::subnormal_excess allow (a state honest training does
   // not reach, whose replay would be many times slower than a step).
   kSubnormal = 28,
+  // pot_verify_step, norm-bucket path, after 22: the served S_t's update is
+  // not the replayed one within the tolerances of witness/tolerance.h (as a
+  // whole, or one tensor's).
+  kReplayedUpdate = 29,
 };
-inline constexpr OpeningCheck kLastOpeningCheck = OpeningCheck::kSubnormal;
+inline constexpr OpeningCheck kLastOpeningCheck = OpeningCheck::kReplayedUpdate;
 
 const char *opening_check_name(OpeningCheck c) noexcept;
 

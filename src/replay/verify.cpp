@@ -4,7 +4,9 @@
 
 #include "commit/dataset.h"
 #include "common/error.h"
+#include "hash/update_norm.h"
 #include "witness/norm_bucket.h"
+#include "witness/tolerance.h"
 
 namespace pot::replay {
 namespace {
@@ -14,6 +16,13 @@ VerifyResult failed(VerifyResult r, commit::OpeningCheck c, Status s, const std:
   r.status = s;
   r.message = fmt::format("{}: {}", commit::opening_check_name(c), message);
   return r;
+}
+
+std::vector<hash::StTensor> views_of(const hash::SafetensorsFile &f) {
+  std::vector<hash::StTensor> v;
+  v.reserve(f.size());
+  for (size_t i = 0; i < f.size(); ++i) v.push_back({f.entry(i).meta, f.data(i)});
+  return v;
 }
 
 uint64_t bits(double d) {
@@ -79,7 +88,8 @@ std::optional<VerifyResult> check_rates(const VerifyInputs &in, const TensorMap 
 
 // The replayed step against leaf t: bit for bit (state, loss, norm), or
 // the norm's bucket; then check 27.
-VerifyResult compare(const VerifyInputs &in, const commit::OpeningResult &o, const StepResult &s, VerifyResult r) {
+VerifyResult compare(const VerifyInputs &in, const commit::OpeningResult &o, const TensorMap &pre, const StepResult &s,
+                     VerifyResult r) {
   const uint64_t t = in.challenged_step;
   if (in.mode == VerifyMode::kBitwise) {
     if (s.post_digest != o.post_state_digest)
@@ -99,10 +109,29 @@ VerifyResult compare(const VerifyInputs &in, const commit::OpeningResult &o, con
     return gradient_check(r, t);
   }
   // The served S_t gave leaf t's norm bit for bit (check 26 of the opening).
+  // The work, not one scalar: the loss and the update itself, within the
+  // tolerances measured on the determinism matrix (witness/tolerance.h).
+  hash::UpdateAgreement a;
+  try {
+    const auto post_file = hash::SafetensorsFile::open(*in.post_state_path);
+    a = hash::update_agreement(state_views(pre), views_of(*post_file), state_views(s.post),
+                               std::string(hash::kLeafNormPrefix), witness::kMinComparedTensorElements);
+  } catch (const Error &e) {
+    // The opening read and digested the served S_t: a state whose
+    // parameters do not pair with S_{t-1}'s is the miner's.
+    return failed(r, commit::OpeningCheck::kReplayedUpdate, e.status(), e.what());
+  }
+  r.loss_error = witness::loss_error(r.committed_loss, s.loss);
+  r.update_error = a.relative;
+  r.tensor_update_error = a.worst_relative;
   if (!witness::buckets_match(r.committed_norm_bucket, r.norm_bucket))
     return failed(r, commit::OpeningCheck::kReplayedBucket, Status::kProofMismatch,
                   fmt::format("the replayed update has norm {:.17g} (bucket {}), leaf {} commits to {:.17g} (bucket {})",
                               s.update_norm, s.norm_bucket, t, r.committed_update_norm, r.committed_norm_bucket));
+  if (auto why = witness::loss_disagrees(r.committed_loss, s.loss, t))
+    return failed(r, commit::OpeningCheck::kReplayedLoss, Status::kProofMismatch, *why);
+  if (auto why = witness::update_disagrees(a, t))
+    return failed(r, commit::OpeningCheck::kReplayedUpdate, Status::kProofMismatch, *why);
   return gradient_check(r, t);
 }
 
@@ -177,7 +206,7 @@ VerifyResult verify_step(const VerifyInputs &in) {
   r.norm_bucket = s.norm_bucket;
   r.gradient = s.gradient;
   r.gradient_digest = s.gradient_digest;
-  return compare(in, o, s, std::move(r));
+  return compare(in, o, served.pre, s, std::move(r));
 }
 
 }  // namespace pot::replay

@@ -30,6 +30,11 @@ struct VerifyResult {
   int64_t committed_norm_bucket = 0;    // of committed_update_norm
   witness::GradientTrace gradient;      // of the replay (check 27)
   hash::Digest gradient_digest;         // of the replay: the step's gradient (PROTOCOL 19)
+  // kNormBucket, once the replay ran: how far the committed loss and the
+  // served S_t's update are from the replay's (witness/tolerance.h).
+  double loss_error = 0;
+  double update_error = 0;
+  double tensor_update_error = 0;
 };
 
 struct VerifyInputs {

@@ -590,7 +590,8 @@ OPENING_CHECKS = {name: i + 1 for i, name in enumerate([
     "manifest", "run_id", "step", "log_size", "post_leaf", "post_leaf_proof", "pre_state_committed", "pre_leaf",
     "pre_leaf_proof", "schedule_entry", "schedule_proof", "sample_count", "sample_index", "sample_payload",
     "sample_proof", "pre_state_digest", "post_state_digest", "spec", "program", "replay", "replayed_state",
-    "replayed_loss", "replayed_bucket", "nonfinite", "learning_rate", "committed_norm", "gradient_ignored", "subnormal"])}
+    "replayed_loss", "replayed_bucket", "nonfinite", "learning_rate", "committed_norm", "gradient_ignored", "subnormal",
+    "replayed_update"])}
 WITNESS_KINDS = {"replayed": 1, "unavailable": 2, "invalid_opening": 3}
 WITNESS_MODES = {"bitwise": 1, "norm_bucket": 2}
 

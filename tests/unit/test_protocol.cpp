@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #include "challenge/challenge.h"
@@ -17,6 +18,7 @@
 #include "test_util.h"
 #include "hash/update_norm.h"
 #include "witness/norm_bucket.h"
+#include "witness/tolerance.h"
 
 using namespace pot;
 using pot::test::status_of;
@@ -218,6 +220,83 @@ TEST(NormBucket, QuantisationSentinelsAndMatching) {
   const double edge = std::exp2(5.0 / 16);
   EXPECT_TRUE(witness::buckets_match(witness::norm_bucket(std::nextafter(edge, 0), 16),
                                      witness::norm_bucket(std::nextafter(edge, 2), 16)));
+}
+
+// The cross-architecture comparison of the update (docs/PROTOCOL.md 21.5,
+// check 29): its distances, computed on states as a verifier holds them,
+// and the rule that judges them.
+TEST(NormBucket, UpdateAgreementAndItsTolerances) {
+  using hash::DType;
+  auto f32 = [](std::vector<float> v) {
+    Bytes b(v.size() * 4);
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  };
+  std::vector<float> big(64, 1.0f);
+  const Bytes w0 = f32(big), b0 = f32({0.0f, 0.0f});
+  auto state = [&](float step_w, float step_b, std::vector<Bytes> &keep) {
+    std::vector<float> w = big;
+    for (float &x : w) x += step_w;
+    keep.push_back(f32(w));
+    keep.push_back(f32({step_b, -step_b}));
+    return std::vector<hash::StTensor>{{{"param/b", DType::kF32, {2}}, keep[keep.size() - 1]},
+                                       {{"param/w", DType::kF32, {64}}, keep[keep.size() - 2]}};
+  };
+  std::vector<Bytes> keep;
+  keep.reserve(16);
+  const std::vector<hash::StTensor> pre = {{{"param/b", DType::kF32, {2}}, b0}, {{"param/w", DType::kF32, {64}}, w0}};
+  const auto honest = state(0.5f, 1.0f, keep);
+  // The same update: 0 everywhere.
+  auto same = hash::update_agreement(pre, honest, state(0.5f, 1.0f, keep), "param/", 64);
+  EXPECT_EQ(same.relative, 0.0);
+  EXPECT_EQ(same.worst_relative, 0.0);
+  EXPECT_EQ(same.worst_tensor, "param/w");  // the only tensor of 64 elements
+  EXPECT_FALSE(same.low_precision);
+  EXPECT_EQ(witness::update_disagrees(same, 3), std::nullopt);
+  // The opposite update: 2; a zero one: 1; both fail, naming the step.
+  const auto opposite = hash::update_agreement(pre, honest, state(-0.5f, -1.0f, keep), "param/", 64);
+  EXPECT_DOUBLE_EQ(opposite.relative, 2.0);
+  const auto frozen = hash::update_agreement(pre, honest, pre, "param/", 64);
+  EXPECT_DOUBLE_EQ(frozen.relative, 1.0);
+  EXPECT_DOUBLE_EQ(frozen.error, std::sqrt(64 * 0.25 + 2));
+  ASSERT_TRUE(witness::update_disagrees(frozen, 3));
+  EXPECT_NE(witness::update_disagrees(frozen, 3)->find("the served S_3's update differs from the replayed one by 1 "
+                                                       "of its size (tolerance 0.5)"),
+            std::string::npos);
+  // One tensor frozen (the big one keeps its update, the small one not):
+  // within the whole-update tolerance, the per-tensor one names w when w
+  // is the frozen one.
+  const auto small_frozen = hash::update_agreement(pre, honest, state(0.5f, 0.0f, keep), "param/", 64);
+  EXPECT_LT(small_frozen.relative, 0.5);
+  EXPECT_EQ(small_frozen.worst_relative, 0.0);  // b is under 64 elements
+  EXPECT_EQ(witness::update_disagrees(small_frozen, 3), std::nullopt);
+  const auto w_frozen = hash::update_agreement(pre, state(0.0f, 10.0f, keep), state(0.5f, 10.0f, keep), "param/", 64);
+  EXPECT_LT(w_frozen.relative, 0.5);
+  EXPECT_DOUBLE_EQ(w_frozen.worst_relative, 1.0);
+  EXPECT_EQ(*witness::update_disagrees(w_frozen, 4),
+            "the served S_4's update of 'param/w' (64 elements) differs from the replayed one by 1 of its size "
+            "(tolerance 0.5 per tensor)");
+  // 16-bit parameters: no per-tensor figure, the looser whole tolerance.
+  const Bytes h0 = {0x80, 0x3f, 0x80, 0x3f}, h1 = {0x80, 0x3f, 0x00, 0x40}, h2 = {0x00, 0x40, 0x80, 0x3f};
+  const auto bf = hash::update_agreement({{{"param/h", DType::kBF16, {2}}, h0}}, {{{"param/h", DType::kBF16, {2}}, h1}},
+                                         {{{"param/h", DType::kBF16, {2}}, h2}}, "param/", 1);
+  EXPECT_TRUE(bf.low_precision);
+  EXPECT_DOUBLE_EQ(bf.relative, std::sqrt(2.0));
+  EXPECT_TRUE(bf.worst_tensor.empty());
+  ASSERT_TRUE(witness::update_disagrees(bf, 5));
+  EXPECT_NE(witness::update_disagrees(bf, 5)->find("(tolerance 0.8)"), std::string::npos);
+  // States that do not pair.
+  EXPECT_EQ(status_of([&] { hash::update_agreement(pre, honest, {{{"param/w", DType::kF32, {64}}, w0}}, "param/", 1); }),
+            Status::kInvalidArgument);
+  EXPECT_EQ(status_of([&] { hash::update_agreement(pre, pre, pre, "grad/", 1); }), Status::kInvalidArgument);
+  // The loss: relative, with a floor.
+  EXPECT_EQ(witness::loss_error(2.0, 2.0), 0.0);
+  EXPECT_NEAR(witness::loss_error(2.0, 2.01), 0.01 / 2.01, 1e-15);
+  EXPECT_DOUBLE_EQ(witness::loss_error(0.0, 1e-6), 1e-6 / 1e-3);
+  EXPECT_EQ(witness::loss_disagrees(2.0, 2.01, 7), std::nullopt);
+  ASSERT_TRUE(witness::loss_disagrees(2.0, 1.5, 7));
+  EXPECT_NE(witness::loss_disagrees(2.0, 1.5, 7)->find("step 7 replays to the loss 1.5, leaf 7 commits to 2"),
+            std::string::npos);
 }
 
 TEST(NormBucket, UpdateNormOverTwoStates) {

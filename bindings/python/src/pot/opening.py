@@ -47,6 +47,7 @@ class OpeningCheck(enum.IntEnum):
     COMMITTED_NORM = _pot.POT_CHECK_COMMITTED_NORM
     GRADIENT_IGNORED = _pot.POT_CHECK_GRADIENT_IGNORED
     SUBNORMAL = _pot.POT_CHECK_SUBNORMAL
+    REPLAYED_UPDATE = _pot.POT_CHECK_REPLAYED_UPDATE
 
     def __str__(self) -> str:
         return _pot.pot_opening_check_name(self)

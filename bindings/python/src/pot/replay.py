@@ -88,6 +88,12 @@ class VerifyResult:
     committed_norm_bucket: int
     gradient: GradientTrace  # of the replay, when it ran
     gradient_digest: Digest  # of the replay, when it ran: the step's gradient (PROTOCOL 19)
+    # NORM_BUCKET, when the replay ran (0 otherwise; docs/PROTOCOL.md 21.5):
+    # the committed loss's relative distance from the replayed one, the served
+    # update's from the replayed update, and the largest of one tensor's.
+    loss_error: float = 0.0
+    update_error: float = 0.0
+    tensor_update_error: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -110,7 +116,8 @@ def _verify_result(d: Dict[str, Any]) -> VerifyResult:
         update_norm=d["update_norm"], norm_bucket=d["norm_bucket"],
         committed_state_digest=_digest(d["committed_state_digest"]), committed_loss=d["committed_loss"],
         committed_update_norm=d["committed_update_norm"], committed_norm_bucket=d["committed_norm_bucket"],
-        gradient=_gradient_trace(d["gradient"]), gradient_digest=_digest(d["gradient_digest"]))
+        gradient=_gradient_trace(d["gradient"]), gradient_digest=_digest(d["gradient_digest"]),
+        loss_error=d["loss_error"], update_error=d["update_error"], tensor_update_error=d["tensor_update_error"])
 
 
 class StepInput(Handle):

@@ -278,11 +278,18 @@ pub enum OpeningCheck {
     /// one in 16 of the others (a state honest training does not reach,
     /// whose replay would cost a verifier many steps' time). Since 0.3.0.
     Subnormal,
+    /// [`verify_step`](crate::verify_step) only, norm-bucket path, after
+    /// [`ReplayedLoss`](OpeningCheck::ReplayedLoss): the served `S_t`'s update
+    /// is the replayed one within the tolerances (a relative distance of at
+    /// most 0.5 as a whole (0.8 with 16-bit parameters), 0.5 for one F32 or
+    /// F64 tensor of 64 or more elements).
+    /// Since 0.3.0.
+    ReplayedUpdate,
     /// A check this crate does not know (appended by a later libpot).
     Other(u32),
 }
 
-const CHECKS: [OpeningCheck; 28] = [
+const CHECKS: [OpeningCheck; 29] = [
     OpeningCheck::Manifest,
     OpeningCheck::RunId,
     OpeningCheck::Step,
@@ -311,6 +318,7 @@ const CHECKS: [OpeningCheck; 28] = [
     OpeningCheck::CommittedNorm,
     OpeningCheck::GradientIgnored,
     OpeningCheck::Subnormal,
+    OpeningCheck::ReplayedUpdate,
 ];
 
 impl OpeningCheck {
@@ -484,6 +492,7 @@ mod tests {
         assert_eq!(OpeningCheck::CommittedNorm.raw(), sys::pot_opening_check::POT_CHECK_COMMITTED_NORM.0);
         assert_eq!(OpeningCheck::GradientIgnored.raw(), sys::pot_opening_check::POT_CHECK_GRADIENT_IGNORED.0);
         assert_eq!(OpeningCheck::Subnormal.raw(), sys::pot_opening_check::POT_CHECK_SUBNORMAL.0);
+        assert_eq!(OpeningCheck::ReplayedUpdate.raw(), sys::pot_opening_check::POT_CHECK_REPLAYED_UPDATE.0);
         for (check, name) in [
             (OpeningCheck::Spec, "spec"),
             (OpeningCheck::Program, "program"),
@@ -496,10 +505,11 @@ mod tests {
             (OpeningCheck::CommittedNorm, "committed_norm"),
             (OpeningCheck::GradientIgnored, "gradient_ignored"),
             (OpeningCheck::Subnormal, "subnormal"),
+            (OpeningCheck::ReplayedUpdate, "replayed_update"),
         ] {
             assert_eq!(check.name(), name);
         }
-        assert_eq!(OpeningCheck::from_raw(29), Some(OpeningCheck::Other(29)));
+        assert_eq!(OpeningCheck::from_raw(30), Some(OpeningCheck::Other(30)));
         for raw in 1..=27 {
             let c = OpeningCheck::from_raw(raw).unwrap();
             assert_eq!(c.raw(), raw);

@@ -561,6 +561,14 @@ pub struct StepVerification {
     /// The bucket of `committed_update_norm` at the spec's resolution: what
     /// [`VerifyMode::NormBucket`] compares the replay with.
     pub committed_norm_bucket: i64,
+    /// Norm-bucket path, once the replay ran (0 otherwise; since 0.3.0): the
+    /// committed loss's relative distance from the replayed loss.
+    pub loss_error: f64,
+    /// ... the served `S_t`'s update's relative distance from the replayed
+    /// update (`S_t - S_{t-1}` over `param/`).
+    pub update_error: f64,
+    /// ... the largest such distance of one tensor of 64 or more elements.
+    pub tensor_update_error: f64,
 }
 
 impl StepVerification {
@@ -578,6 +586,9 @@ impl StepVerification {
             committed_loss: r.committed_loss,
             committed_update_norm: r.committed_update_norm,
             committed_norm_bucket: r.committed_norm_bucket,
+            loss_error: r.loss_error,
+            update_error: r.update_error,
+            tensor_update_error: r.tensor_update_error,
         }
     }
 }
