@@ -1,7 +1,9 @@
 // Helpers for tests of the C++ core (not the C API tests, which see only pot.h).
 #pragma once
 
+#include <cstring>
 #include <functional>
+#include <vector>
 
 #include "common/bytes.h"
 #include "common/error.h"
@@ -16,6 +18,13 @@ inline Status status_of(const std::function<void()> &f) {
   } catch (const Error &e) {
     return e.status();
   }
+}
+
+// The little-endian bytes of F32 values (the hosts pot runs on).
+inline Bytes f32_bytes(const std::vector<float> &v) {
+  Bytes b(v.size() * sizeof(float));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
 }
 
 }  // namespace pot::test

@@ -432,11 +432,7 @@ TEST(Opening, SubnormalStatesFailBeforeAnyReplay) {
 
 TEST(Finite, SubnormalCensusAndItsBounds) {
   using hash::DType;
-  auto f32 = [](std::vector<float> v) {
-    Bytes b(v.size() * 4);
-    std::memcpy(b.data(), v.data(), b.size());
-    return b;
-  };
+  const auto f32 = test::f32_bytes;
   const float tiny = std::numeric_limits<float>::denorm_min(), lowest_normal = std::numeric_limits<float>::min();
   EXPECT_EQ(hash::count_subnormal(DType::kF32, f32({0.0f, -0.0f, lowest_normal, -lowest_normal, 1.0f})), 0u);
   EXPECT_EQ(hash::count_subnormal(DType::kF32, f32({tiny, -tiny, lowest_normal / 2, 1e-30f})), 3u);

@@ -227,11 +227,7 @@ TEST(NormBucket, QuantisationSentinelsAndMatching) {
 // and the rule that judges them.
 TEST(NormBucket, UpdateAgreementAndItsTolerances) {
   using hash::DType;
-  auto f32 = [](std::vector<float> v) {
-    Bytes b(v.size() * 4);
-    std::memcpy(b.data(), v.data(), b.size());
-    return b;
-  };
+  const auto f32 = test::f32_bytes;
   std::vector<float> big(64, 1.0f);
   const Bytes w0 = f32(big), b0 = f32({0.0f, 0.0f});
   auto state = [&](float step_w, float step_b, std::vector<Bytes> &keep) {

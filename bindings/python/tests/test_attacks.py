@@ -97,6 +97,17 @@ class World:
         self.call("post_randomness", randomness=hashlib.sha256(b"block %d" % self.now).hexdigest())
         return self.call("issue_challenge", run_id=run_id)
 
+    def recorder_in_step_one(self):
+        """A recorder of the task with step 1 begun and its forward and
+        backward run (drawing the spec's dropout, as every step must): the
+        caller changes the state before end_step reads it."""
+        rec = pt.Recorder(self.model, self.opt, self.task, self.program, os.path.join(self.tmp, "ckpt"),
+                          dataset_dir=self.data_dir, schedule=self.schedule, miner_identity=MINER)
+        rec.begin_step(self.schedule[0][0])
+        batch = [self.samples[i] for i in self.schedule[0][0]]
+        self.model(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch])).backward()
+        return rec
+
     def train_honestly(self):
         rec = pt.Recorder(self.model, self.opt, self.task, self.program, os.path.join(self.tmp, "ckpt"),
                           dataset_dir=self.data_dir, schedule=self.schedule, checkpoint_every=2,
@@ -600,14 +611,7 @@ def test_attack_non_finite_states_fail_at_every_challenged_step(tmp_path):
             pot.verify_opening(commitment, t, STEPS, root, manifest, pre)
     # The honest trainer is stopped at once: a NaN state is never recorded.
     w2 = World(tmp_path / "again")
-    rec = pt.Recorder(w2.model, w2.opt, w2.task, w2.program, os.path.join(w2.tmp, "ckpt"), dataset_dir=w2.data_dir,
-                      schedule=w2.schedule, miner_identity=MINER)
-    rec.begin_step(w2.schedule[0][0])
-    # The step's forward and backward (drawing the spec's dropout, as every
-    # step must), then the weight overwritten with an infinity before the
-    # state is read.
-    batch = [w2.samples[i] for i in w2.schedule[0][0]]
-    w2.model(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch])).backward()
+    rec = w2.recorder_in_step_one()  # then the weight overwritten with an infinity
     with torch.no_grad():
         w2.model.body[0].weight[0, 0] = float("inf")
     with pytest.raises(pot.NonFiniteError, match="param/body.0.weight"):
@@ -663,11 +667,7 @@ def test_attack_subnormal_states_fail_before_any_replay(tmp_path):
     assert "subnormal optimizer-state values" in e.value.message and "at most 1 in 16" in e.value.message
     # The honest trainer is stopped at once: such a state is never recorded.
     w3 = World(tmp_path / "again")
-    rec = pt.Recorder(w3.model, w3.opt, w3.task, w3.program, os.path.join(w3.tmp, "ckpt"), dataset_dir=w3.data_dir,
-                      schedule=w3.schedule, miner_identity=MINER)
-    rec.begin_step(w3.schedule[0][0])
-    batch = [w3.samples[i] for i in w3.schedule[0][0]]
-    w3.model(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch])).backward()
+    rec = w3.recorder_in_step_one()
     with torch.no_grad():
         w3.model.body[0].weight.fill_(1e-40)
     with pytest.raises(pot.InvalidArgumentError, match="end_step: S_1: .* subnormal parameter values"):
