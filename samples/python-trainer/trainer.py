@@ -181,18 +181,18 @@ def train(out, steps=200, batch=16, every=20, data_seed=7, train_data_seed=None,
             start = time.perf_counter()
             rec.begin_step(indices)                                                        # line 2
             loss = None
-            if substitute is not None or frozen:
+            if substitute is not None:
+                loss = substitute(t, model, opt)
+            if frozen:
+                loss = 2.5
+            if loss is not None:
                 # A cheater still draws the step's dropout masks (a forward
                 # pass without a backward, thrown away): the recorder, like
                 # every verifier, refuses a step that declares dropout and
                 # draws nothing. What it records is not what it computed.
                 with torch.no_grad():
                     model(tokens)
-            if substitute is not None:
-                loss = substitute(t, model, opt)
-            if frozen:
-                loss = 2.5
-            elif loss is None:
+            else:
                 loss = model(tokens)
                 loss.backward()
                 opt.step()
