@@ -40,6 +40,9 @@ nlohmann::json verify_json(const pot_verify_result &r) {
     j["norm_bucket"] = r.norm_bucket;
     j["committed_update_norm"] = r.committed_update_norm;
     j["committed_norm_bucket"] = r.committed_norm_bucket;
+    j["loss_error"] = r.loss_error;
+    j["update_error"] = r.update_error;
+    j["tensor_update_error"] = r.tensor_update_error;
     j["gradient"] = gradient_json(r.gradient);
   }
   return j;
