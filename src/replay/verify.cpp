@@ -135,6 +135,66 @@ VerifyResult compare(const VerifyInputs &in, const commit::OpeningResult &o, con
   return gradient_check(r, t);
 }
 
+// The replay of the step into `s`, its values into `r`; the failure when
+// it does not run. A NaN or infinity in a gradient, the replayed loss or
+// S_t is a FAIL of its own (the committed loss and the served states were
+// checked before).
+std::optional<VerifyResult> replay(Program &program, const VerifyInputs &in, const Served &served,
+                                   const StepOptions &opts, VerifyResult &r, StepResult &s) {
+  try {
+    s = replay_step(program, *in.spec, in.challenged_step, served.pre, served.batch, opts);
+  } catch (const Error &e) {
+    if (e.status() == Status::kNonFinite) return failed(r, commit::OpeningCheck::kNonFinite, e.status(), e.what());
+    return failed(r, commit::OpeningCheck::kReplay, e.status(), e.what());
+  } catch (const c10::Error &e) {
+    return failed(r, commit::OpeningCheck::kReplay, Status::kBackend, e.what_without_backtrace());
+  }
+  r.replayed = true;
+  r.replayed_state_digest = s.post_digest;
+  r.loss = s.loss;
+  r.update_norm = s.update_norm;
+  r.norm_bucket = s.norm_bucket;
+  r.gradient = s.gradient;
+  r.gradient_digest = s.gradient_digest;
+  return std::nullopt;
+}
+
+// A step the norm-bucket comparison failed on another thread count than
+// the spec's is replayed once more on the spec's (docs/PROTOCOL.md 21.5).
+// When it then passes, what differs is the thread count, not the miner's
+// work: the task's program makes its result depend on it beyond the
+// tolerances (round 3, attack 8: a float sum of constants fingerprints the
+// thread count and branches on it). The verifier states check 19 `program`
+// then, which the ledger counts as the member's own inputs, never against
+// the miner. Returns that verdict, or nullopt to keep `verdict`.
+std::optional<VerifyResult> thread_dependent(Program &program, const VerifyInputs &in,
+                                             const commit::OpeningResult &o, const Served &served,
+                                             const StepOptions &opts, const VerifyResult &verdict) {
+  const commit::OpeningCheck c = verdict.check;
+  if (in.mode != VerifyMode::kNormBucket || in.intra_op_threads == 0 ||
+      in.intra_op_threads == in.spec->intra_op_threads ||
+      (c != commit::OpeningCheck::kReplayedBucket && c != commit::OpeningCheck::kReplayedLoss &&
+       c != commit::OpeningCheck::kReplayedUpdate))
+    return std::nullopt;
+  StepOptions spec_threads = opts;
+  spec_threads.intra_op_threads = 0;
+  VerifyResult again;
+  again.committed_state_digest = verdict.committed_state_digest;
+  again.committed_loss = verdict.committed_loss;
+  again.committed_update_norm = verdict.committed_update_norm;
+  again.committed_norm_bucket = verdict.committed_norm_bucket;
+  StepResult s;
+  if (replay(program, in, served, spec_threads, again, s)) return std::nullopt;
+  if (compare(in, o, served.pre, s, again).check != commit::OpeningCheck::kOk) return std::nullopt;
+  VerifyResult r = verdict;
+  return failed(std::move(r), commit::OpeningCheck::kProgram, Status::kInvalidArgument,
+                fmt::format("the task's program gives another step on {} threads than on the spec's {}: on {} it "
+                            "fails {} ({}), on {} it verifies; a program whose result depends on the thread count "
+                            "is the task's fault, not the miner's (docs/security.md 6.3, attack 8)",
+                            in.intra_op_threads, in.spec->intra_op_threads, in.intra_op_threads,
+                            commit::opening_check_name(c), verdict.message, in.spec->intra_op_threads));
+}
+
 }  // namespace
 
 VerifyResult verify_step(const VerifyInputs &in) {
@@ -181,32 +241,18 @@ VerifyResult verify_step(const VerifyInputs &in) {
   double rates[2];
   if (auto bad = check_rates(in, served.pre, r, rates)) return *bad;
 
+  StepOptions opts;
+  opts.hash_threads = in.hash_threads;
+  opts.intra_op_threads = in.intra_op_threads;
+  // Cross-architecture: the norm bucket tolerates another class's bits.
+  opts.other_hardware_class = in.mode == VerifyMode::kNormBucket;
+  opts.rates = std::make_pair(rates[0], rates[1]);
+  opts.run_id = in.commitment->run_id();
   StepResult s;
-  try {
-    StepOptions opts;
-    opts.hash_threads = in.hash_threads;
-    opts.intra_op_threads = in.intra_op_threads;
-    // Cross-architecture: the norm bucket tolerates another class's bits.
-    opts.other_hardware_class = in.mode == VerifyMode::kNormBucket;
-    opts.rates = std::make_pair(rates[0], rates[1]);
-    opts.run_id = in.commitment->run_id();
-    // A NaN or infinity in a gradient, the replayed loss or S_t is a FAIL of
-    // its own (the committed loss and the served states were checked above).
-    s = replay_step(*program, *in.spec, in.challenged_step, served.pre, served.batch, opts);
-  } catch (const Error &e) {
-    if (e.status() == Status::kNonFinite) return failed(r, commit::OpeningCheck::kNonFinite, e.status(), e.what());
-    return failed(r, commit::OpeningCheck::kReplay, e.status(), e.what());
-  } catch (const c10::Error &e) {
-    return failed(r, commit::OpeningCheck::kReplay, Status::kBackend, e.what_without_backtrace());
-  }
-  r.replayed = true;
-  r.replayed_state_digest = s.post_digest;
-  r.loss = s.loss;
-  r.update_norm = s.update_norm;
-  r.norm_bucket = s.norm_bucket;
-  r.gradient = s.gradient;
-  r.gradient_digest = s.gradient_digest;
-  return compare(in, o, served.pre, s, std::move(r));
+  if (auto bad = replay(*program, in, served, opts, r, s)) return *bad;
+  VerifyResult verdict = compare(in, o, served.pre, s, r);
+  if (auto program_fault = thread_dependent(*program, in, o, served, opts, verdict)) return *program_fault;
+  return verdict;
 }
 
 }  // namespace pot::replay

@@ -40,11 +40,11 @@ class Run:
     """A task of the matrix (tests/replay/train.py's model, optimizer and a
     cosine schedule) and an honest run of it recorded on one thread."""
 
-    def __init__(self, tmp, model_name, optim, dtype, steps=STEPS, self_check=True):
+    def __init__(self, tmp, model_name, optim, dtype, steps=STEPS, self_check=True, model=None):
         os.makedirs(tmp, exist_ok=True)
         torch.set_num_threads(1)
         torch.manual_seed(1)
-        self.model = T.build_task(model_name).to(dtype)
+        self.model = (model if model is not None else T.build_task(model_name)).to(dtype)
         self.samples = T.make_samples(model_name, SAMPLES, 7, dtype)
         self.data_dir = os.path.join(tmp, "data")
         pt.write_dataset(self.samples, self.data_dir)
@@ -237,3 +237,61 @@ def test_attack_norm_bucket_mode_without_the_work_fails(tmp_path, mode):
         assert r["check"] == later, r
     if mode == "forward":
         assert all(r["loss_error"] < 1e-6 and r["update_error"] < 1e-6 for r in results[1:]), results
+
+
+class ThreadFingerprint(torch.nn.Module):
+    """Round 3, attack 8: a task program that fingerprints the thread count
+    (a float sum of constants, whose rounding depends on how the reduction
+    is split) and branches on it: on the `expected` sum (one thread's) the
+    logits are doubled. Every operator is on the allow-list."""
+
+    def __init__(self, expected: float):
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Dropout(T.DROPOUT),
+                                        torch.nn.Linear(32, T.NUM_CLASSES))
+        self.register_buffer("expected", torch.tensor(expected))
+
+    def forward(self, x, y):
+        probe = (torch.full([1000003], 0.1) * 1.0001).sum()
+        out = self.body(x)
+        if bool(probe == self.expected):
+            out = out * 2.0
+        return torch.nn.functional.cross_entropy(out, y)
+
+
+def probe_sum(threads):
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return float((torch.full([1000003], 0.1) * 1.0001).sum())
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_attack_a_thread_fingerprinting_program_is_blamed_not_the_miner(tmp_path):
+    """Round 3, attack 8: the task's program branches on a thread-count
+    fingerprint, so a verifier on another thread count replays another
+    step and every honest step failed at `replayed_bucket`, blaming the
+    miner. A step that fails the norm-bucket comparison on another thread
+    count is now replayed once more on the spec's: when that passes, the
+    verifier states check 19 `program` (the task's inputs, which the ledger
+    never counts against the miner). A forged step still fails at its own
+    check: the spec's thread count does not rescue it."""
+    one = probe_sum(1)
+    other = next((n for n in (2, 3, 4, 5) if probe_sum(n) != one), None)
+    if other is None:
+        pytest.skip("this machine sums the probe alike on 1 to 5 threads")
+    honest = Run(str(tmp_path / "honest"), "mlp", "adamw", torch.float32, steps=4,
+                 model=ThreadFingerprint(one)).train()
+    for r in verify_all(honest, str(tmp_path), other):
+        assert r["check"] == "program", r
+    # On the spec's thread count the honest run verifies, bitwise and by bucket.
+    for r in verify_all(honest, str(tmp_path), 1):
+        assert r["check"] == "ok", r
+    forger = Run(str(tmp_path / "forger"), "mlp", "adamw", torch.float32, steps=4, self_check=False,
+                 model=ThreadFingerprint(one))
+    forge(forger, "made_up")
+    results = verify_all(forger, str(tmp_path), other)
+    # Failed on the verifier's thread count (the branch differs there, so
+    # the loss fails first) and on the spec's as well: the miner's fault.
+    assert all(r["check"] in ("replayed_loss", "replayed_update") for r in results), results
