@@ -243,7 +243,8 @@ class ThreadFingerprint(torch.nn.Module):
     """Round 3, attack 8: a task program that fingerprints the thread count
     (a float sum of constants, whose rounding depends on how the reduction
     is split) and branches on it: on the `expected` sum (one thread's) the
-    logits are doubled. Every operator is on the allow-list."""
+    loss is tripled, far outside every tolerance. Every operator is on the
+    allow-list."""
 
     def __init__(self, expected: float):
         super().__init__()
@@ -253,10 +254,10 @@ class ThreadFingerprint(torch.nn.Module):
 
     def forward(self, x, y):
         probe = (torch.full([1000003], 0.1) * 1.0001).sum()
-        out = self.body(x)
+        loss = torch.nn.functional.cross_entropy(self.body(x), y)
         if bool(probe == self.expected):
-            out = out * 2.0
-        return torch.nn.functional.cross_entropy(out, y)
+            loss = loss * 3.0
+        return loss
 
 
 def probe_sum(threads):
