@@ -215,6 +215,13 @@ ByteView SafetensorsFile::data(size_t i) const {
   return ByteView(data_ + e.begin, e.end - e.begin);
 }
 
+std::vector<StTensor> tensor_views(const SafetensorsFile &file) {
+  std::vector<StTensor> v;
+  v.reserve(file.size());
+  for (size_t i = 0; i < file.size(); ++i) v.push_back({file.entry(i).meta, file.data(i)});
+  return v;
+}
+
 std::map<std::string, Digest> SafetensorsFile::tensor_digests(unsigned threads) const {
   std::vector<ByteView> views;
   views.reserve(size());

@@ -73,6 +73,10 @@ struct StTensor {
   ByteView data;
 };
 
+// The file's tensors in its (bytewise name) order, viewing its bytes: valid
+// while the file lives.
+std::vector<StTensor> tensor_views(const SafetensorsFile &file);
+
 // The canonical safetensors bytes of the tensors, in memory (validated as
 // write_safetensors does).
 Bytes safetensors_bytes(const std::vector<StTensor> &tensors, const std::map<std::string, std::string> &metadata);

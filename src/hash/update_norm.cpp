@@ -142,23 +142,9 @@ UpdateAgreement update_agreement(const std::vector<StTensor> &pre, const std::ve
   return r;
 }
 
-namespace {
-std::vector<StTensor> views(const SafetensorsFile &f) {
-  std::vector<StTensor> v;
-  v.reserve(f.size());
-  for (size_t i = 0; i < f.size(); ++i) v.push_back({f.entry(i).meta, f.data(i)});
-  return v;
-}
-}  // namespace
-
 double update_norm(const SafetensorsFile &pre, const SafetensorsFile &post,
                    const std::string &prefix) {
-  return update_norm(views(pre), views(post), prefix);
-}
-
-UpdateAgreement update_agreement(const SafetensorsFile &pre, const SafetensorsFile &a, const SafetensorsFile &b,
-                                 const std::string &prefix, uint64_t min_elements) {
-  return update_agreement(views(pre), views(a), views(b), prefix, min_elements);
+  return update_norm(tensor_views(pre), tensor_views(post), prefix);
 }
 
 }  // namespace pot::hash

@@ -51,7 +51,5 @@ struct UpdateAgreement {
 // same selected tensors with one dtype and shape.
 UpdateAgreement update_agreement(const std::vector<StTensor> &pre, const std::vector<StTensor> &a,
                                  const std::vector<StTensor> &b, const std::string &prefix, uint64_t min_elements);
-UpdateAgreement update_agreement(const SafetensorsFile &pre, const SafetensorsFile &a, const SafetensorsFile &b,
-                                 const std::string &prefix, uint64_t min_elements);
 
 }  // namespace pot::hash

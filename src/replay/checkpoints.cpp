@@ -415,8 +415,7 @@ std::unique_ptr<Recorder> Recorder::resume(const std::string &dir, unsigned hash
   m.resumed = at;
   // What end_step(at) kept: S_at's parameters and generator state.
   const auto state = hash::SafetensorsFile::open(numbered(dir, "checkpoints", at));
-  std::vector<hash::StTensor> tensors;
-  for (size_t i = 0; i < state->size(); ++i) tensors.push_back({state->entry(i).meta, state->data(i)});
+  const std::vector<hash::StTensor> tensors = hash::tensor_views(*state);
   m.last_params = copy_params(tensors);
   if (m.spec.seed_policy == spec::SeedPolicyKind::kSingleSeed) {
     const hash::StTensor *rng = find(tensors, kRngName);

@@ -18,13 +18,6 @@ VerifyResult failed(VerifyResult r, commit::OpeningCheck c, Status s, const std:
   return r;
 }
 
-std::vector<hash::StTensor> views_of(const hash::SafetensorsFile &f) {
-  std::vector<hash::StTensor> v;
-  v.reserve(f.size());
-  for (size_t i = 0; i < f.size(); ++i) v.push_back({f.entry(i).meta, f.data(i)});
-  return v;
-}
-
 uint64_t bits(double d) {
   uint64_t b;
   std::memcpy(&b, &d, 8);
@@ -114,7 +107,7 @@ VerifyResult compare(const VerifyInputs &in, const commit::OpeningResult &o, con
   hash::UpdateAgreement a;
   try {
     const auto post_file = hash::SafetensorsFile::open(*in.post_state_path);
-    a = hash::update_agreement(state_views(pre), views_of(*post_file), state_views(s.post),
+    a = hash::update_agreement(state_views(pre), hash::tensor_views(*post_file), state_views(s.post),
                                std::string(hash::kLeafNormPrefix), witness::kMinComparedTensorElements);
   } catch (const Error &e) {
     // The opening read and digested the served S_t: a state whose
@@ -166,10 +159,12 @@ std::optional<VerifyResult> replay(Program &program, const VerifyInputs &in, con
 // tolerances (round 3, attack 8: a float sum of constants fingerprints the
 // thread count and branches on it). The verifier states check 19 `program`
 // then, which the ledger counts as the member's own inputs, never against
-// the miner. Returns that verdict, or nullopt to keep `verdict`.
+// the miner. `before` is the result before the first replay. Returns that
+// verdict, or nullopt to keep `verdict`.
 std::optional<VerifyResult> thread_dependent(Program &program, const VerifyInputs &in,
                                              const commit::OpeningResult &o, const Served &served,
-                                             const StepOptions &opts, const VerifyResult &verdict) {
+                                             const StepOptions &opts, const VerifyResult &before,
+                                             const VerifyResult &verdict) {
   const commit::OpeningCheck c = verdict.check;
   if (in.mode != VerifyMode::kNormBucket || in.intra_op_threads == 0 ||
       in.intra_op_threads == in.spec->intra_op_threads ||
@@ -178,11 +173,7 @@ std::optional<VerifyResult> thread_dependent(Program &program, const VerifyInput
     return std::nullopt;
   StepOptions spec_threads = opts;
   spec_threads.intra_op_threads = 0;
-  VerifyResult again;
-  again.committed_state_digest = verdict.committed_state_digest;
-  again.committed_loss = verdict.committed_loss;
-  again.committed_update_norm = verdict.committed_update_norm;
-  again.committed_norm_bucket = verdict.committed_norm_bucket;
+  VerifyResult again = before;
   StepResult s;
   if (replay(program, in, served, spec_threads, again, s)) return std::nullopt;
   if (compare(in, o, served.pre, s, again).check != commit::OpeningCheck::kOk) return std::nullopt;
@@ -248,10 +239,11 @@ VerifyResult verify_step(const VerifyInputs &in) {
   opts.other_hardware_class = in.mode == VerifyMode::kNormBucket;
   opts.rates = std::make_pair(rates[0], rates[1]);
   opts.run_id = in.commitment->run_id();
+  const VerifyResult before = r;
   StepResult s;
   if (auto bad = replay(*program, in, served, opts, r, s)) return *bad;
   VerifyResult verdict = compare(in, o, served.pre, s, r);
-  if (auto program_fault = thread_dependent(*program, in, o, served, opts, verdict)) return *program_fault;
+  if (auto program_fault = thread_dependent(*program, in, o, served, opts, before, verdict)) return *program_fault;
   return verdict;
 }
 
