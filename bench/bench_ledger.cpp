@@ -94,11 +94,15 @@ int main(int argc, char **argv) {
                "issue ms/run", "state MiB", "save ms", "load ms", "peak MiB");
   for (uint64_t v = 1000; v <= max_verifiers; v *= 2) {
     const std::string config = R"({"draw_delay": 1, "opening_window": 10, "commit_window": 10, "reveal_window": 10,
-      "max_committee_size": )" + std::to_string(committee) + R"(, "min_stake": 1, "max_attempts": 1, "dispute_window": 1, "dispute_arity": 2, "max_rounds": )" +
+      "max_committee_size": )" + std::to_string(committee) + R"(, "min_stake": 1, "max_attempts": 1, "dispute_window": 1, "dispute_arity": 2, "task_bond": 1, "miner_bond": 1, "dispute_bond": 1,
+      "max_task_blocks": 18446744073709551615, "max_open_tasks": 1, "miner_grace": 0, "max_rounds": )" +
                                std::to_string(rounds) + "}";
     pot_ledger *l = nullptr;
     bench::check(pot_ledger_new(&l, config.c_str(), &err), err, "pot_ledger_new");
     uint64_t now = 1;
+    apply(l, R"({"call": "deposit", "identity": "6f776e6572", "now": 1, "amount": 1})", "deposit");
+    for (const std::string &m : miners)
+      apply(l, R"({"call": "deposit", "identity": ")" + m + R"(", "now": 1, "amount": 1})", "deposit");
     apply(l, R"({"call": "post_task", "caller": "6f776e6572", "now": 1, "task": ")" + bench::hex(task_bytes) + "\"}",
           "post_task");
     const auto t_reg = bench::Clock::now();

@@ -279,12 +279,16 @@ Result play(uint64_t steps, uint32_t arity, pot_tree *log, const std::string &ta
   nlohmann::json config = {{"draw_delay", 1},     {"opening_window", 10}, {"commit_window", 10},
                            {"reveal_window", 10}, {"max_committee_size", 1}, {"min_stake", 1},
                            {"max_rounds", 1},     {"max_attempts", 1},   {"dispute_window", 10},
-                           {"dispute_arity", arity}};
+                           {"dispute_arity", arity}, {"task_bond", 1},   {"miner_bond", 1},
+                           {"dispute_bond", 1},      {"max_task_blocks", UINT64_MAX}, {"max_open_tasks", 1},
+                           {"miner_grace", 0}};
   if (traces) config["referee"] = hex("referee");
   pot_ledger *l = nullptr;
   pot_error *err = nullptr;
   bench::check(pot_ledger_new(&l, config.dump().c_str(), &err), err, "pot_ledger_new");
   const std::string miner = hex("miner"), verifier = hex("verifier");
+  for (const std::string &who : {hex("owner"), miner, verifier})
+    apply(l, {{"call", "deposit"}, {"identity", who}, {"now", 1}, {"amount", 1}}, "deposit");
   apply(l, {{"call", "post_task"}, {"caller", hex("owner")}, {"now", 1}, {"task", task_hex}}, "post_task");
   apply(l, {{"call", "register_verifier"}, {"caller", verifier}, {"now", 1}, {"stake", 1}}, "register_verifier");
   apply(l, {{"call", "start_training_commitment"}, {"caller", miner}, {"now", 1}, {"commitment", commitment}},

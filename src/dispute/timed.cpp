@@ -18,8 +18,8 @@ uint64_t deadline_after(uint64_t now, uint64_t window) {
 
 TimedBisection::TimedBisection(uint64_t lo, uint64_t hi, uint32_t arity, const hash::Digest &agreed,
                                const hash::Digest &a_hi, const hash::Digest &b_hi, uint64_t round_window,
-                               uint64_t now)
-    : bisection_(lo, hi, arity, agreed, a_hi, b_hi), round_window_(round_window), height_(now) {
+                               uint64_t now, uint64_t grace_a)
+    : bisection_(lo, hi, arity, agreed, a_hi, b_hi), round_window_(round_window), grace_a_(grace_a), height_(now) {
   if (round_window == 0) fail(Status::kInvalidArgument, "step bisection: round_window must be at least 1 block");
   deadline_ = deadline_after(now, round_window);
 }
@@ -29,9 +29,9 @@ void TimedBisection::claim(Party p, const std::vector<hash::Digest> &claims, uin
     fail(Status::kInvalidArgument, "step bisection: height {} is below the latest claim's {}; time does not go back",
          now, height_);
   if (bisection_.done()) fail(Status::kState, "step bisection: done at step {}", bisection_.hi());
-  if (now > deadline_)
-    fail(Status::kState, "step bisection: the round over ({}, {}] closed at height {}", bisection_.lo(),
-         bisection_.hi(), deadline_);
+  if (now > deadline(p))
+    fail(Status::kState, "step bisection: the round over ({}, {}] closed at height {} for party {}", bisection_.lo(),
+         bisection_.hi(), deadline(p), party_name(p));
   std::optional<std::vector<hash::Digest>> &mine = p == Party::kA ? a_ : b_;
   if (mine) fail(Status::kDuplicate, "step bisection: party {} has claimed in this round", party_name(p));
   const size_t points = bisection_.points().size();
@@ -54,9 +54,9 @@ void TimedBisection::claim(Party p, const std::vector<hash::Digest> &claims, uin
 
 std::vector<Party> TimedBisection::default_losers(uint64_t now) const {
   std::vector<Party> out;
-  if (bisection_.done() || now <= deadline_) return out;
-  if (!a_) out.push_back(Party::kA);
-  if (!b_) out.push_back(Party::kB);
+  if (bisection_.done()) return out;
+  if (!a_ && now > deadline(Party::kA)) out.push_back(Party::kA);
+  if (!b_ && now > deadline(Party::kB)) out.push_back(Party::kB);
   return out;
 }
 

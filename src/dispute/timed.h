@@ -24,13 +24,21 @@ class TimedBisection {
  public:
   // The bisection starts at height `now`; each round lasts `round_window`
   // blocks (>= 1; kInvalidArgument otherwise, or kOutOfRange when a
-  // deadline would not fit 64 bits). Other arguments as StepBisection's.
+  // deadline would not fit 64 bits). Party A may claim up to `grace_a`
+  // blocks past each deadline (a miner's grace, docs/ledger.md 2.14; the
+  // sum saturates at 2^64 - 1). Other arguments as StepBisection's.
   TimedBisection(uint64_t lo, uint64_t hi, uint32_t arity, const hash::Digest &agreed, const hash::Digest &a_hi,
-                 const hash::Digest &b_hi, uint64_t round_window, uint64_t now);
+                 const hash::Digest &b_hi, uint64_t round_window, uint64_t now, uint64_t grace_a = 0);
 
   const StepBisection &bisection() const { return bisection_; }
-  // The last height at which the current round takes claims.
+  // The current round's deadline: the last height at which it takes B's
+  // claims, and A's but for its grace.
   uint64_t deadline() const { return deadline_; }
+  // The last height at which the current round takes party p's claims.
+  uint64_t deadline(Party p) const {
+    if (p == Party::kB) return deadline_;
+    return deadline_ > UINT64_MAX - grace_a_ ? UINT64_MAX : deadline_ + grace_a_;
+  }
   // Whether `p` has claimed in the current round.
   bool claimed(Party p) const { return (p == Party::kA ? a_ : b_).has_value(); }
   // Party `p`'s claims in the current round, while the other has not claimed.
@@ -50,14 +58,15 @@ class TimedBisection {
   void claim(Party p, const std::vector<hash::Digest> &claims, uint64_t now);
 
   // The parties that lose by default at height `now`: those that have not
-  // claimed in the current round once its deadline has passed (both, when
-  // neither did). Empty while the deadline has not passed, and once the
-  // bisection is done.
+  // claimed in the current round once their deadline has passed (both,
+  // when neither did by then). Empty while no deadline has passed, and once
+  // the bisection is done.
   std::vector<Party> default_losers(uint64_t now) const;
 
  private:
   StepBisection bisection_;
   uint64_t round_window_;
+  uint64_t grace_a_;
   uint64_t height_;    // the latest accepted height
   uint64_t deadline_;  // of the current round
   std::optional<std::vector<hash::Digest>> a_, b_;

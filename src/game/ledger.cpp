@@ -54,6 +54,11 @@ void LedgerConfig::validate() const {
   if (referee.size() > witness::kMaxIdentity)
     fail(Status::kInvalidArgument, "ledger config: a referee of {} bytes (at most {})", referee.size(),
          witness::kMaxIdentity);
+  need(task_bond, "task_bond");
+  need(miner_bond, "miner_bond");
+  need(dispute_bond, "dispute_bond");
+  need(max_task_blocks, "max_task_blocks");
+  need(max_open_tasks, "max_open_tasks");
 }
 
 Ledger::Ledger(const LedgerConfig &config) : config_(config) { config_.validate(); }
@@ -129,11 +134,30 @@ Digest Ledger::post_task(ByteView caller, ByteView task, uint64_t now) {
   check_not_ended(t, id, now, kCall);
   // The id is the digest of the canonical bytes: an existing id holds these
   // very bytes, and posting them again changes nothing.
-  if (!tasks_.contains(id)) {
-    std::map<Digest, TaskRecord> node;
-    node.emplace(id, TaskRecord{to_bytes(task), std::move(t)});
-    tasks_.merge(node);
+  if (tasks_.contains(id)) {
+    height_ = now;
+    return id;
   }
+  // A new task is bonded and bounded (section 2.18): it ends within
+  // max_task_blocks, its owner holds fewer than max_open_tasks, and its bond
+  // is free.
+  if (t.end_height - now > config_.max_task_blocks)
+    fail(Status::kOutOfRange, "{}: the task ends at height {}, {} blocks from now ({}); this ledger takes tasks of "
+         "at most {} blocks", kCall, t.end_height, t.end_height - now, now, config_.max_task_blocks);
+  const auto held = open_tasks_.find(t.owner);
+  if (held != open_tasks_.end() && held->second >= config_.max_open_tasks)
+    fail(Status::kLimit, "{}: owner {} holds {} tasks, the most this ledger allows; prune an ended one first",
+         kCall, to_hex(t.owner), held->second);
+  book_.check_free(caller, config_.task_bond, kCall, "the task bond");
+  std::map<Bytes, uint32_t> owner_node;
+  if (held == open_tasks_.end()) owner_node.emplace(t.owner, 0);
+  std::map<Digest, TaskRecord> node;
+  node.emplace(id, TaskRecord{to_bytes(task), std::move(t)});
+  // Nothing below allocates or throws.
+  tasks_.merge(node);
+  open_tasks_.merge(owner_node);
+  ++open_tasks_.at(tasks_.at(id).task.owner);
+  book_.lock(caller, config_.task_bond);
   height_ = now;
   return id;
 }
@@ -159,7 +183,9 @@ Digest Ledger::start_training_commitment(ByteView caller, ByteView commitment, u
     height_ = now;
     return run_id;
   }
-  // A commitment names its task and its miner, so a free key means a new run id.
+  // A commitment names its task and its miner, so a free key means a new run
+  // id, and a new run is bonded (section 2.18).
+  book_.check_free(caller, config_.miner_bond, kCall, "the miner bond");
   std::map<Digest, Run> run_node;
   Run &r = run_node[run_id];
   r.commitment_bytes = to_bytes(commitment);
@@ -168,6 +194,7 @@ Digest Ledger::start_training_commitment(ByteView caller, ByteView commitment, u
   key_node.emplace(std::move(key), run_id);
   runs_.merge(run_node);
   run_keys_.merge(key_node);
+  book_.lock(caller, config_.miner_bond);
   height_ = now;
   return run_id;
 }
@@ -718,6 +745,10 @@ ChallengeVerdict Ledger::finalize_challenge(uint64_t challenge_id, uint64_t now)
   // Appending may allocate (strong guarantee); nothing after it does.
   outcomes_.append_hash(leaf);
   c.outcome = Final{v.verdict, v.cluster_size, v.cluster_stake, v.outcome_index};
+  // The first slashing burns the miner's bond (section 2.18): nobody
+  // profits from a FAIL, so a coalition of verifiers gains nothing by one.
+  if (v.verdict == Verdict::kFail && holds_bond(r.slashable))
+    book_.burn(r.commitment.miner_identity, config_.miner_bond);
   if (v.verdict == Verdict::kFail) r.slashable = true;
   if (closes) {
     for (uint64_t id : r.challenge_ids) challenges_.erase(id);
@@ -772,19 +803,39 @@ PrunedTask Ledger::prune_task(const Digest &task_id, uint64_t now) {
   const auto first = run_keys_.lower_bound(RunKey{task_id, Bytes{}});
   auto last = first;
   for (; last != run_keys_.end() && last->first.first == task_id; ++last) {
-    if (closed_.contains(last->second)) {
+    const auto closed = closed_.find(last->second);
+    if (closed != closed_.end()) {
       ++out.closed_runs;
+      if (holds_bond(closed->second.slashable)) out.released += config_.miner_bond;
     } else if (runs_.at(last->second).sealed()) {
       fail(Status::kState, "{}: run {} of task {} is sealed and not closed: its challenges are not all final", kCall,
            last->second.hex(), task_id.hex());
     } else {
-      ++out.void_runs;  // never sealed by the end: no roots can come
+      ++out.void_runs;  // never sealed by the end: no roots can come, no challenge or dispute
+      out.released += config_.miner_bond;
+    }
+    // The bonds go back only once no dispute can move them.
+    for (const auto &[id, d] : disputes_)
+      if (d.run_id == last->second)
+        fail(Status::kState, "{}: dispute {} of run {} is open; the task's bonds stay locked until it ends", kCall,
+             id, last->second.hex());
+  }
+  out.released += config_.task_bond;
+  // Erasing and releasing do not allocate: nothing below can fail.
+  for (auto it = first; it != last; ++it) {
+    const auto closed = closed_.find(it->second);
+    if (closed == closed_.end()) {
+      book_.release(it->first.second, config_.miner_bond);
+      runs_.erase(it->second);
+    } else {
+      if (holds_bond(closed->second.slashable)) book_.release(it->first.second, config_.miner_bond);
+      closed_.erase(closed);
     }
   }
-  // Erasing does not allocate: nothing below can fail.
-  for (auto it = first; it != last; ++it)
-    if (closed_.erase(it->second) == 0) runs_.erase(it->second);
   run_keys_.erase(first, last);
+  const Bytes &owner = task->second.task.owner;
+  book_.release(owner, config_.task_bond);
+  if (const auto held = open_tasks_.find(owner); --held->second == 0) open_tasks_.erase(held);
   tasks_.erase(task);
   height_ = now;
   return out;
@@ -838,7 +889,9 @@ LedgerSummary Ledger::summary() const {
           .open_runs = runs_.size(),
           .closed_runs = closed_.size(),
           .kept_challenges = challenges_.size(),
-          .open_disputes = disputes_.size()};
+          .open_disputes = disputes_.size(),
+          .held = book_.held(),
+          .burned = book_.burned()};
 }
 
 VerifierInfo Ledger::verifier_info(ByteView identity) const {

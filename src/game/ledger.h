@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "bond/book.h"
 #include "commit/commitment.h"
 #include "dispute/op_referee.h"
 #include "dispute/timed.h"
@@ -65,10 +66,26 @@ struct LedgerConfig {
   // operator dispute where the ledger cannot (rules 3 and 4, batch
   // sources). Empty: no referee, and a dispute ends when its step is found.
   Bytes referee;
+  // Bonds and bounds (docs/ledger.md 2.18), locked from the free balance
+  // of the identity that makes the call: post_task locks task_bond until
+  // prune_task; start_training_commitment locks miner_bond until
+  // prune_task (a FAIL burns it, a dispute the miner loses pays it to the
+  // challenger); open_dispute locks dispute_bond until the dispute ends
+  // (paid to the miner when the challenger alone loses). A task ends at
+  // most max_task_blocks after its post; an owner holds at most
+  // max_open_tasks tasks at once; a miner may answer a dispute up to
+  // miner_grace blocks past each deadline (0: none).
+  uint64_t task_bond = 1;
+  uint64_t miner_bond = 1;
+  uint64_t dispute_bond = 1;
+  uint64_t max_task_blocks = UINT64_MAX;
+  uint32_t max_open_tasks = UINT32_MAX;
+  uint64_t miner_grace = 0;
 
-  // kInvalidArgument unless every field is >= 1, max_committee_size is at
-  // most kMaxCommitteeSize, max_attempts at most kMaxAttempts and
-  // dispute_arity in 2..256, and the referee is at most 256 bytes.
+  // kInvalidArgument unless every field but miner_grace is >= 1,
+  // max_committee_size is at most kMaxCommitteeSize, max_attempts at most
+  // kMaxAttempts, dispute_arity in 2..256 and the referee at most 256
+  // bytes.
   void validate() const;
   // Whether a challenge issued at `height` has deadlines (opening, commit,
   // reveal) that fit 64 bits, however late in its window it is opened.
@@ -78,7 +95,8 @@ struct LedgerConfig {
   }
   // The JSON form (docs/ledger.md section 1): an object with exactly these
   // keys, every one an integer, and optionally "referee" (hex, 1..256
-  // bytes); kInvalidArgument naming the key otherwise.
+  // bytes); kInvalidArgument naming the key otherwise (a config of pot 0.2,
+  // without the six bond keys, is refused naming the first missing one).
   static LedgerConfig from_json(const nlohmann::json &j);
   nlohmann::json to_json() const;
   bool operator==(const LedgerConfig &) const = default;
@@ -119,6 +137,7 @@ struct RunInfo {
 struct PrunedTask {
   uint64_t closed_runs = 0;  // closed runs (their keys, slashable flags and roots)
   uint64_t void_runs = 0;    // runs never sealed by the task's end_height
+  uint64_t released = 0;     // bonds given back: the task's and its unslashed runs'
 };
 
 struct ChallengeVerdict {
@@ -238,6 +257,7 @@ struct DisputeInfo {
   // phase); empty in the other phases.
   std::vector<uint64_t> points;
   uint64_t deadline = 0;          // the last height of the current round or phase
+  uint64_t miner_deadline = 0;    // the miner's: deadline + miner_grace (2^64 - 1 at most)
   // Whether each party has made its call of the current round or phase
   // (claimed, committed its trace, opened its node).
   bool miner_claimed = false, challenger_claimed = false;
@@ -269,6 +289,8 @@ struct LedgerSummary {
   uint64_t closed_runs = 0;
   uint64_t kept_challenges = 0;  // open, or final with their run still open
   uint64_t open_disputes = 0;
+  uint64_t held = 0;    // the free balances and bonds the ledger holds
+  uint64_t burned = 0;  // bonds burned (a FAIL's, both parties' of a dispute both lose)
 };
 
 class Ledger {
@@ -297,6 +319,14 @@ class Ledger {
   // (locked by the runtime). A verifier is drawn into the committees of
   // challenges drawn from randomness posted after its registration.
   void register_verifier(ByteView caller, uint64_t stake, uint64_t now);
+  // Bonds (docs/ledger.md 2.18). The runtime credits `amount` it took from
+  // the identity's funds to its free balance (never a user's call, like
+  // post_randomness); the identity withdraws from its free balance (the
+  // runtime pays it out); bonds are locked from it.
+  void deposit(ByteView identity, uint64_t amount, uint64_t now);
+  void withdraw(ByteView caller, uint64_t amount, uint64_t now);
+  // The identity's free balance and bonds (zero for an unknown identity).
+  bond::Balance account_info(ByteView identity) const;
   // Draws the task's challenge rounds (distinct steps) of a sealed run from
   // the randomness of its draw height and opens one challenge per step in
   // the task's mode; returns their ids in round order. Once per run: a later
@@ -491,6 +521,18 @@ class Ledger {
   using RunKey = std::pair<hash::Digest, Bytes>;  // (task id, miner identity)
 
   void check_now(uint64_t now) const;
+  // Bonds (ledger_bonds.cpp). Whether the run's miner still holds its bond
+  // (the first slashing moves it: a FAIL burns it, a lost dispute pays it).
+  static bool holds_bond(bool slashable) { return !slashable; }
+  // A dispute ends with the record `d`: the challenger's bond and, when
+  // the miner loses, the miner's (if it still holds it) move to whom the
+  // record's losers say (both parties reserve()d in the book first).
+  void settle_bonds(const DisputeRecord &d) noexcept;
+  // The last height the miner may answer a dispute round or phase whose
+  // deadline is `deadline`: miner_grace blocks later (2^64 - 1 at most).
+  uint64_t with_grace(uint64_t deadline) const {
+    return deadline > UINT64_MAX - config_.miner_grace ? UINT64_MAX : deadline + config_.miner_grace;
+  }
   // kState while the challenge awaits a new committee (section 2.10).
   static void check_not_awaiting(const Challenge &c, uint64_t challenge_id, const char *call);
   // One run or challenge fewer waits since height `from` (it has an entry).
@@ -561,7 +603,9 @@ class Ledger {
   DisputeProgress after_steps(uint64_t id, Dispute &&d, uint64_t now);
   // kState unless `d` is in `phase` and `now` is within its deadline (the
   // operator phase's calls, ledger_operators.cpp).
-  void check_phase(const Dispute &d, uint64_t dispute_id, DisputePhase phase, uint64_t now, const char *call) const;
+  // The miner's calls get miner_grace more blocks.
+  void check_phase(const Dispute &d, uint64_t dispute_id, DisputePhase phase, uint64_t now, const char *call,
+                   bool miner = false) const;
   // The height `now + dispute_window`, kOutOfRange past 2^64 - 1.
   uint64_t phase_deadline(uint64_t now, const char *call) const;
   // Appends the record to the outcome log (the caller checked it is not
@@ -589,6 +633,8 @@ class Ledger {
   merkle::Log outcomes_;                         // the outcome log's right border
   uint64_t next_dispute_id_ = 0;
   std::map<uint64_t, Dispute> disputes_;         // open disputes
+  bond::Book book_;                              // free balances and bonds (docs/ledger.md 2.18)
+  std::map<Bytes, uint32_t> open_tasks_;         // derived: owner -> tasks held (>= 1)
 };
 
 }  // namespace pot::game

@@ -87,7 +87,12 @@ DisputeRecord Ledger::record_of(uint64_t id, const Dispute &d, DisputeEnd end, u
 
 DisputeProgress Ledger::log_end(uint64_t id, const DisputeRecord &rec) {
   DisputeProgress out{.dispute_id = id, .ended = rec, .outcome_index = outcomes_.size()};
+  // The bonds' recipients get entries first (an entry with nothing in it
+  // is invisible); the append is the last step that may allocate.
+  book_.reserve(rec.miner);
+  book_.reserve(rec.challenger);
   outcomes_.append_hash(hash::leaf_hash(rec.encode()));
+  settle_bonds(rec);
   // The witness game's accountability: a miner that lost a dispute of its
   // run is slashable, open run or closed (gone with its pruned task: the
   // record still names it). Nothing here allocates or throws.
@@ -173,6 +178,7 @@ DisputeProgress Ledger::open_dispute(ByteView caller, const Digest &run_id, Byte
          kCall, hi);
   if (next_dispute_id_ == UINT64_MAX) fail(Status::kLimit, "{}: every dispute id is used", kCall);
   if (outcomes_.size() == UINT64_MAX) fail(Status::kLimit, "{}: the outcome log is full", kCall);
+  book_.check_free(caller, config_.dispute_bond, kCall, "the dispute bond");
   const uint64_t id = next_dispute_id_;
   Dispute d{.run_id = run_id,
             .miner = r.miner,
@@ -183,13 +189,21 @@ DisputeProgress Ledger::open_dispute(ByteView caller, const Digest &run_id, Byte
             .opened_hi = hi,
             .opened_height = now,
             .bisection = dispute::TimedBisection(lo, hi, config_.dispute_arity, agreed, miner_hi, claim,
-                                                 config_.dispute_window, now)};
+                                                 config_.dispute_window, now, config_.miner_grace)};
   if (d.bisection.bisection().done()) phase_deadline(now, kCall);  // the traces phase's, checked first
   DisputeProgress out{.dispute_id = id};
-  if (d.bisection.bisection().done()) {
-    out = after_steps(id, std::move(d), now);  // one step from the start: nothing to bisect
-  } else {
-    disputes_.emplace(id, std::move(d));
+  // The bond is locked before a dispute of one step ends at once (and
+  // settles it); a failure to store the dispute gives it back.
+  book_.lock(caller, config_.dispute_bond);
+  try {
+    if (d.bisection.bisection().done()) {
+      out = after_steps(id, std::move(d), now);  // one step from the start: nothing to bisect
+    } else {
+      disputes_.emplace(id, std::move(d));
+    }
+  } catch (...) {
+    book_.release(caller, config_.dispute_bond);
+    throw;
   }
   ++next_dispute_id_;
   height_ = now;
@@ -267,11 +281,10 @@ DisputeProgress Ledger::settle_dispute(uint64_t dispute_id, uint64_t now) {
   constexpr const char *kCall = "settle_dispute";
   check_now(now);
   const Dispute &d = dispute_for(dispute_id, kCall);
+  // A party loses once its deadline has passed without its call; the
+  // miner's comes miner_grace blocks after the challenger's.
   const uint64_t deadline = dispute_deadline(d);
-  if (now <= deadline)
-    fail(Status::kState, "{}: the {} {} of dispute {} is open until height {}", kCall, dispute_phase_name(d.phase),
-         d.phase == DisputePhase::kSteps || d.phase == DisputePhase::kOperators ? "round" : "phase", dispute_id,
-         deadline);
+  const bool miner_late = now > with_grace(deadline), challenger_late = now > deadline;
   uint8_t losers = 0;
   switch (d.phase) {
     case DisputePhase::kSteps:
@@ -280,14 +293,21 @@ DisputeProgress Ledger::settle_dispute(uint64_t dispute_id, uint64_t now) {
         losers |= p == Party::kA ? kLoserMiner : kLoserChallenger;
       break;
     case DisputePhase::kTraces:
-      losers = (d.miner_trace.size == 0 ? kLoserMiner : 0) | (d.challenger_trace.size == 0 ? kLoserChallenger : 0);
+      losers = (d.miner_trace.size == 0 && miner_late ? kLoserMiner : 0) |
+               (d.challenger_trace.size == 0 && challenger_late ? kLoserChallenger : 0);
       break;
     case DisputePhase::kOpenings:
-      losers = (!d.miner_opening ? kLoserMiner : 0) | (!d.challenger_opening ? kLoserChallenger : 0);
+      losers = (!d.miner_opening && miner_late ? kLoserMiner : 0) |
+               (!d.challenger_opening && challenger_late ? kLoserChallenger : 0);
       break;
     case DisputePhase::kReferee:
       break;
   }
+  if (d.phase == DisputePhase::kReferee ? !challenger_late : losers == 0)
+    fail(Status::kState, "{}: the {} {} of dispute {} is open until height {} (for the miner until {})", kCall,
+         dispute_phase_name(d.phase),
+         d.phase == DisputePhase::kSteps || d.phase == DisputePhase::kOperators ? "round" : "phase", dispute_id,
+         deadline, with_grace(deadline));
   if (outcomes_.size() == UINT64_MAX) fail(Status::kLimit, "{}: the outcome log is full", kCall);
   const DisputeEnd end = d.phase == DisputePhase::kReferee ? DisputeEnd::kRefereeDefault
                          : losers == kLoserMiner           ? DisputeEnd::kMinerDefault
@@ -318,6 +338,7 @@ DisputeInfo Ledger::dispute_info(uint64_t dispute_id) const {
   i.challenger_hi = b.b_hi();
   i.rounds = d.rounds_before + b.rounds_played();
   i.deadline = dispute_deadline(d);
+  i.miner_deadline = with_grace(i.deadline);
   i.miner_trace = d.miner_trace;
   i.challenger_trace = d.challenger_trace;
   if (d.operators) {

@@ -4,6 +4,7 @@
 // C++ call and writing its results. A client of Ledger's public API only:
 // the rules are in ledger.cpp, ledger_disputes.cpp and ledger_operators.cpp,
 // the saved state in ledger_state.cpp.
+#include <algorithm>
 #include <array>
 #include <string_view>
 
@@ -83,6 +84,7 @@ json dispute_json(const DisputeInfo &i) {
               {"rounds", i.rounds},
               {"points", i.points},
               {"deadline", i.deadline},
+              {"miner_deadline", i.miner_deadline},
               {"miner_claimed", i.miner_claimed},
               {"challenger_claimed", i.challenger_claimed},
               {"miner_trace", trace(i.miner_trace)},
@@ -168,6 +170,24 @@ json register_verifier(Ledger &l, const Fields &f, const json &) {
   return json::object();
 }
 
+json deposit(Ledger &l, const Fields &f, const json &) {
+  f.only({"call", "identity", "amount", "now"});
+  const Bytes identity = f.hex("identity");
+  const uint64_t amount = f.u64("amount");
+  const uint64_t now = f.u64("now");
+  l.deposit(identity, amount, now);
+  return json::object();
+}
+
+json withdraw(Ledger &l, const Fields &f, const json &) {
+  f.only({"call", "caller", "amount", "now"});
+  const Bytes caller = f.hex("caller");
+  const uint64_t amount = f.u64("amount");
+  const uint64_t now = f.u64("now");
+  l.withdraw(caller, amount, now);
+  return json::object();
+}
+
 json issue_challenge(Ledger &l, const Fields &f, const json &) {
   f.only({"call", "now", "run_id"});
   const uint64_t now = f.u64("now");
@@ -239,7 +259,7 @@ json prune_task(Ledger &l, const Fields &f, const json &) {
   const uint64_t now = f.u64("now");
   const Digest id = f.digest("task_id");
   const PrunedTask p = l.prune_task(id, now);
-  return {{"closed_runs", p.closed_runs}, {"void_runs", p.void_runs}};
+  return {{"closed_runs", p.closed_runs}, {"void_runs", p.void_runs}, {"released", p.released}};
 }
 
 // ---- disputes ----
@@ -405,6 +425,13 @@ json verifier_info(Ledger &l, const Fields &f, const json &) {
   return {{"identity", to_hex(v.identity)}, {"stake", v.stake}, {"registered_height", v.registered_height}};
 }
 
+json account_info(Ledger &l, const Fields &f, const json &) {
+  f.only({"call", "identity"});
+  const Bytes identity = f.hex("identity");
+  const bond::Balance b = l.account_info(identity);
+  return {{"identity", to_hex(identity)}, {"free", b.free}, {"locked", b.locked}};
+}
+
 json dispute_info(Ledger &l, const Fields &f, const json &) {
   f.only({"call", "dispute_id"});
   return dispute_json(l.dispute_info(f.u64("dispute_id")));
@@ -424,7 +451,9 @@ json ledger_info(Ledger &l, const Fields &f, const json &) {
           {"open_runs", s.open_runs},
           {"closed_runs", s.closed_runs},
           {"kept_challenges", s.kept_challenges},  // open, or final with their run still open
-          {"open_disputes", s.open_disputes}};
+          {"open_disputes", s.open_disputes},
+          {"held", s.held},
+          {"burned", s.burned}};
 }
 
 struct Call {
@@ -439,6 +468,8 @@ constexpr std::array kCalls{
     Call{"post_checkpoint_root", post_checkpoint_root},
     Call{"post_randomness", post_randomness},
     Call{"register_verifier", register_verifier},
+    Call{"deposit", deposit},
+    Call{"withdraw", withdraw},
     Call{"issue_challenge", issue_challenge},
     Call{"submit_opening", submit_opening},
     Call{"commit_witness", commit_witness},
@@ -457,6 +488,7 @@ constexpr std::array kCalls{
     Call{"run_info", run_info},
     Call{"challenge_info", challenge_info},
     Call{"verifier_info", verifier_info},
+    Call{"account_info", account_info},
     Call{"ledger_info", ledger_info},
 };
 
@@ -465,7 +497,14 @@ constexpr std::array kCalls{
 LedgerConfig LedgerConfig::from_json(const json &j) {
   const Fields f(j, "ledger config");
   f.only({"draw_delay", "opening_window", "commit_window", "reveal_window", "max_committee_size", "min_stake",
-          "max_rounds", "max_attempts", "dispute_window", "dispute_arity", "referee"});
+          "max_rounds", "max_attempts", "dispute_window", "dispute_arity", "referee", "task_bond", "miner_bond",
+          "dispute_bond", "max_task_blocks", "max_open_tasks", "miner_grace"});
+  constexpr std::array kBondKeys{"task_bond", "miner_bond", "dispute_bond", "max_task_blocks", "max_open_tasks",
+                                 "miner_grace"};
+  if (std::ranges::none_of(kBondKeys, [&](const char *k) { return f.has(k); }))
+    fail(Status::kInvalidArgument,
+         "ledger config: no task_bond, miner_bond, dispute_bond, max_task_blocks, max_open_tasks or miner_grace: "
+         "a config of pot 0.2, whose ledger held no bonds; since pot 0.3 a ledger needs all six (docs/ledger.md 2.18)");
   LedgerConfig c;
   c.draw_delay = f.u64("draw_delay");
   c.opening_window = f.u64("opening_window");
@@ -477,6 +516,12 @@ LedgerConfig LedgerConfig::from_json(const json &j) {
   c.max_attempts = f.u32("max_attempts");
   c.dispute_window = f.u64("dispute_window");
   c.dispute_arity = f.u32("dispute_arity");
+  c.task_bond = f.u64("task_bond");
+  c.miner_bond = f.u64("miner_bond");
+  c.dispute_bond = f.u64("dispute_bond");
+  c.max_task_blocks = f.u64("max_task_blocks");
+  c.max_open_tasks = f.u32("max_open_tasks");
+  c.miner_grace = f.u64("miner_grace");
   if (f.has("referee")) {
     c.referee = f.hex("referee");
     if (c.referee.empty())
@@ -491,7 +536,10 @@ json LedgerConfig::to_json() const {
             {"commit_window", commit_window},   {"reveal_window", reveal_window},
             {"max_committee_size", max_committee_size}, {"min_stake", min_stake},
             {"max_rounds", max_rounds},         {"max_attempts", max_attempts},
-            {"dispute_window", dispute_window}, {"dispute_arity", dispute_arity}};
+            {"dispute_window", dispute_window}, {"dispute_arity", dispute_arity},
+            {"task_bond", task_bond},           {"miner_bond", miner_bond},
+            {"dispute_bond", dispute_bond},     {"max_task_blocks", max_task_blocks},
+            {"max_open_tasks", max_open_tasks}, {"miner_grace", miner_grace}};
   if (!referee.empty()) j["referee"] = to_hex(referee);
   return j;
 }

@@ -40,12 +40,12 @@ Party party_of(ByteView caller, const Bytes &miner, const Bytes &challenger, uin
 
 }  // namespace
 
-void Ledger::check_phase(const Dispute &d, uint64_t dispute_id, DisputePhase phase, uint64_t now,
-                         const char *call) const {
+void Ledger::check_phase(const Dispute &d, uint64_t dispute_id, DisputePhase phase, uint64_t now, const char *call,
+                         bool miner) const {
   if (d.phase != phase)
     fail(Status::kState, "{}: dispute {} is in its {} phase, not its {} phase", call, dispute_id,
          dispute_phase_name(d.phase), dispute_phase_name(phase));
-  const uint64_t deadline = dispute_deadline(d);
+  const uint64_t deadline = miner ? with_grace(dispute_deadline(d)) : dispute_deadline(d);
   if (now > deadline)
     fail(Status::kState, "{}: the {} phase of dispute {} closed at height {}; settle_dispute ends it", call,
          dispute_phase_name(phase), dispute_id, deadline);
@@ -58,7 +58,7 @@ DisputeProgress Ledger::commit_trace(ByteView caller, uint64_t dispute_id, uint6
   check_caller(caller, kCall);
   Dispute &d = dispute_for(dispute_id, kCall);
   const Party p = party_of(caller, d.miner, d.challenger, dispute_id, kCall);
-  check_phase(d, dispute_id, DisputePhase::kTraces, now, kCall);
+  check_phase(d, dispute_id, DisputePhase::kTraces, now, kCall, p == Party::kA);
   TraceCommitment &mine = p == Party::kA ? d.miner_trace : d.challenger_trace;
   if (mine.size != 0)
     fail(Status::kDuplicate, "{}: the {} has committed its trace of dispute {}", kCall, role_of(p), dispute_id);
@@ -88,7 +88,7 @@ DisputeProgress Ledger::commit_trace(ByteView caller, uint64_t dispute_id, uint6
   const TraceCommitment &a = p == Party::kA ? TraceCommitment{size, root} : theirs;
   const TraceCommitment &b = p == Party::kA ? theirs : TraceCommitment{size, root};
   dispute::TimedBisection ops(0, std::max(a.size, b.size), config_.dispute_arity, hash::empty_root(), a.root, b.root,
-                              config_.dispute_window, now);
+                              config_.dispute_window, now, config_.miner_grace);
   mine = {size, root};
   d.operators = std::move(ops);
   d.phase = d.operators->bisection().done() ? DisputePhase::kOpenings : DisputePhase::kOperators;
@@ -104,7 +104,7 @@ DisputeProgress Ledger::open_node(ByteView caller, uint64_t dispute_id, ByteView
   check_caller(caller, kCall);
   Dispute &d = dispute_for(dispute_id, kCall);
   const Party p = party_of(caller, d.miner, d.challenger, dispute_id, kCall);
-  check_phase(d, dispute_id, DisputePhase::kOpenings, now, kCall);
+  check_phase(d, dispute_id, DisputePhase::kOpenings, now, kCall, p == Party::kA);
   std::optional<OpeningOnLedger> &mine = p == Party::kA ? d.miner_opening : d.challenger_opening;
   if (mine) fail(Status::kDuplicate, "{}: the {} has opened its node of dispute {}", kCall, role_of(p), dispute_id);
   if (opening.size() > kMaxLedgerOpeningBytes)

@@ -28,7 +28,7 @@ using namespace ledger_util;
 
 namespace {
 
-constexpr uint32_t kStateFormatVersion = 5;
+constexpr uint32_t kStateFormatVersion = 6;
 
 void put(std::string *dst, const Digest &d) {
   dst->assign(reinterpret_cast<const char *>(d.bytes.data()), d.bytes.size());
@@ -68,6 +68,7 @@ struct BisectionBounds {
   uint32_t arity = 2;
   uint64_t window = 1;
   uint64_t from = 0, to = 0;
+  uint64_t grace = 0;  // the miner's (party A's)
 };
 
 template <typename M>
@@ -84,7 +85,7 @@ dispute::TimedBisection load_bisection(const M &m, const std::string &where, con
   const Digest challenger_hi = digest_field(m.challenger_hi(), where + " challenger_hi");
   dispute::TimedBisection b = as_state_check(where, [&] {
     return dispute::TimedBisection(m.lo(), m.hi(), k.arity, agreed, miner_hi, challenger_hi, k.window,
-                                   m.round_start());
+                                   m.round_start(), k.grace);
   });
   if (m.pending_party() > 2) bad_state(fmt::format("{}: pending_party {}", where, m.pending_party()));
   if (m.pending_party() != 0) {
@@ -142,9 +143,11 @@ v2::LedgerState parse_state(ByteView b) {
   // framework_version, intra_op_threads and hardware_class (3, 2, 3); a
   // task its task_id and the task; a randomness entry its value; a closed
   // run its run_id, task_id, miner identity, declared_steps, root and
-  // initial_state_digest.
+  // initial_state_digest; an account its identity and free balance.
   codec::check_min_sizes(
-      b, {{5, 34}, {6, 34, {{9, 37}, {10, 31}, {13, 5}, {18, 1}}}, {7, 36}, {9, 34}, {10, 5}, {11, 71}, {13, 141}},
+      b,
+      {{5, 34}, {6, 34, {{9, 37}, {10, 31}, {13, 5}, {18, 1}}}, {7, 36}, {9, 34}, {10, 5}, {11, 71}, {13, 141},
+       {15, 5}},
       "ledger state");
   v2::LedgerState p;
   if (!p.ParseFromArray(b.data(), static_cast<int>(b.size())))
@@ -156,6 +159,9 @@ v2::LedgerState parse_state(ByteView b) {
                           : p.format_version() == 3 ? "; format 3 had no referee and no operator phase"
                           : p.format_version() == 4
                               ? "; format 4 kept no root of a closed run and no dispute a miner lost"
+                          : p.format_version() == 5
+                              ? "; format 5 (pot 0.2) held no balances and no bonds: its tasks and runs are "
+                                "unbonded, so it cannot be carried over"
                               : ""));
   if (!p.has_config()) bad_state("the config is missing");
   return p;
@@ -174,6 +180,12 @@ LedgerConfig config_of(const v2::LedgerConfig &m) {
   config.dispute_window = m.dispute_window();
   config.dispute_arity = m.dispute_arity();
   config.referee = to_bytes(view_of(m.referee()));
+  config.task_bond = m.task_bond();
+  config.miner_bond = m.miner_bond();
+  config.dispute_bond = m.dispute_bond();
+  config.max_task_blocks = m.max_task_blocks();
+  config.max_open_tasks = m.max_open_tasks();
+  config.miner_grace = m.miner_grace();
   return config;
 }
 
@@ -189,6 +201,12 @@ void save_config(const LedgerConfig &c, v2::LedgerConfig *cfg) {
   cfg->set_dispute_window(c.dispute_window);
   cfg->set_dispute_arity(c.dispute_arity);
   cfg->set_referee(as_string(c.referee));
+  cfg->set_task_bond(c.task_bond);
+  cfg->set_miner_bond(c.miner_bond);
+  cfg->set_dispute_bond(c.dispute_bond);
+  cfg->set_max_task_blocks(c.max_task_blocks);
+  cfg->set_max_open_tasks(c.max_open_tasks);
+  cfg->set_miner_grace(c.miner_grace);
 }
 
 }  // namespace
@@ -222,6 +240,14 @@ class LedgerStateWriter {
     if (l.outcomes_.size() > 0) p.set_outcome_log(as_string(l.outcomes_.save()));
     for (const auto &[id, d] : l.disputes_) save_dispute(id, d, p.add_disputes());
     p.set_next_dispute_id(l.next_dispute_id_);
+    for (const auto &[identity, b] : l.book_.accounts()) {
+      if (b.free == 0) continue;  // its bonds are rebuilt from the records
+      v2::LedgerAccount *a = p.add_accounts();
+      a->set_identity(as_string(identity));
+      a->set_free(b.free);
+    }
+    p.set_burned(l.book_.burned());
+    p.set_held(l.book_.held());
     // Saving more than load accepts would produce a state nobody can restore.
     const size_t n = p.ByteSizeLong();
     if (n > kMaxLedgerStateBytes)
@@ -356,6 +382,7 @@ class LedgerStateReader {
     for (const v2::LedgerChallenge &m : p.challenges()) r.read_challenge(m);
     r.check_randomness_kept();
     r.read_disputes();
+    r.read_accounts();
     r.check_outcome_log();
     for (auto &[run_id, run] : l.runs_)
       if (run.drawn_from) r.check_draw(run_id, run);
@@ -805,7 +832,7 @@ class LedgerStateReader {
     const DisputePhase phase = d.phase;
     d.bisection = load_bisection(m, where,
                                  {m.opened_lo(), m.opened_hi(), phase != DisputePhase::kSteps, config_.dispute_arity,
-                                  config_.dispute_window, m.opened_height(), l_.height_});
+                                  config_.dispute_window, m.opened_height(), l_.height_, config_.miner_grace});
     if (phase == DisputePhase::kSteps ? m.phase_start() != 0
                                       : m.phase_start() < d.bisection->round_start() || m.phase_start() > l_.height_)
       bad_state(fmt::format("{}: phase_start {} in the {} phase", where, m.phase_start(), dispute_phase_name(phase)));
@@ -822,7 +849,7 @@ class LedgerStateReader {
     d.operators = load_bisection(m.operators(), where + " operators",
                                  {0, std::max(d.miner_trace.size, d.challenger_trace.size),
                                   phase != DisputePhase::kOperators, config_.dispute_arity, config_.dispute_window,
-                                  m.opened_height(), l_.height_});
+                                  m.opened_height(), l_.height_, config_.miner_grace});
   }
 
   static void read_node_openings(const v2::LedgerDispute &m, const std::string &where, DisputeParts &d) {
@@ -867,6 +894,39 @@ class LedgerStateReader {
                             .miner_opening = std::move(d.miner_opening),
                             .challenger_opening = std::move(d.challenger_opening)};
     if (!l_.disputes_.emplace(m.id(), std::move(dispute)).second) bad_state(where + " is listed twice");
+  }
+
+  // The free balances, then the bonds the records hold (docs/ledger.md
+  // 2.18): every task's owner its task bond, every unslashed run's miner
+  // its bond, every open dispute's challenger its bond; then the open tasks
+  // per owner, within max_open_tasks.
+  void read_accounts() {
+    bond::Book &book = l_.book_;
+    for (const v2::LedgerAccount &m : p_.accounts()) {
+      const std::string where = "account " + to_hex(view_of(m.identity()));
+      if (m.identity().empty() || m.identity().size() > kMaxIdentity) bad_state(where + ": an identity of 0 or >256 bytes");
+      as_state_check(where, [&] { book.restore_free(view_of(m.identity()), m.free()); });
+    }
+    const auto lock = [&](const Bytes &identity, uint64_t amount, const std::string &what) {
+      as_state_check(what, [&] { book.restore_lock(identity, amount); });
+    };
+    for (const auto &[id, t] : l_.tasks_) {
+      lock(t.task.owner, config_.task_bond, "task " + id.hex() + " bond");
+      if (++l_.open_tasks_[t.task.owner] > config_.max_open_tasks)
+        bad_state(fmt::format("owner {}: more than max_open_tasks ({}) tasks", to_hex(t.task.owner),
+                              config_.max_open_tasks));
+    }
+    for (const auto &[id, r] : l_.runs_)
+      if (Ledger::holds_bond(r.slashable)) lock(r.commitment.miner_identity, config_.miner_bond, "run " + id.hex() + " bond");
+    for (const auto &[id, r] : l_.closed_)
+      if (Ledger::holds_bond(r.slashable)) lock(r.miner_identity, config_.miner_bond, "closed run " + id.hex() + " bond");
+    for (const auto &[id, d] : l_.disputes_)
+      lock(d.challenger, config_.dispute_bond, fmt::format("dispute {} bond", id));
+    book.restore_burned(p_.burned());
+    // The stored sum catches an account or a bond holder left out.
+    if (book.held() != p_.held())
+      bad_state(fmt::format("the accounts and bonds sum to {}, the state says the ledger holds {}", book.held(),
+                            p_.held()));
   }
 
   Ledger &l_;

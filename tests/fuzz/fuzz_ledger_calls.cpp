@@ -20,6 +20,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cfg.max_rounds = 4;
   cfg.max_attempts = 2;
   cfg.dispute_window = 5;
+  cfg.task_bond = 100;  // the transcript's bonds: its deposits cover them
+  cfg.miner_bond = 1000;
+  cfg.dispute_bond = 50;
+  cfg.max_task_blocks = 100;
+  cfg.max_open_tasks = 4;
+  cfg.miner_grace = 2;
   // The transcript's referee: its op-phase calls (traces, node rounds,
   // openings, the referee's ruling) are seeds that apply.
   cfg.referee = {'r', 'e', 'f', 'e', 'r', 'e', 'e'};

@@ -284,6 +284,7 @@ def test_ledger_transcript_disputes():
     in struct), and the record of section 20.2 each end returns."""
     t = load("ledger_transcript.json")
     window, arity = t["config"]["dispute_window"], t["config"]["dispute_arity"]
+    grace = t["config"]["miner_grace"]  # the miner's calls may come this much after a deadline
     referee = t["config"]["referee"]
     assert referee
     ok = [c for c in t["calls"] if c["expect"] == "ok"]
@@ -322,7 +323,7 @@ def test_ledger_transcript_disputes():
             d = disputes[c["dispute_id"]]
             role = "miner" if c.get("caller") == miner.hex() else "challenger"
             if c["call"] != "settle_dispute":
-                assert c["now"] <= d["deadline"]
+                assert c["now"] <= d["deadline"] + (grace if role == "miner" else 0)
                 assert role == "miner" or c["caller"] in (d["challenger"], referee)
         if c["call"] == "claim_dispute":
             points = ind.bisection_points(d["bis"]["lo"], d["bis"]["hi"], arity)
@@ -389,7 +390,9 @@ def test_ledger_transcript_disputes():
             else:
                 done = set(d["claims"] if d["phase"] in ("steps", "operators") else
                            d["traces"] if d["phase"] == "traces" else d["openings"])
-                missing = [p for p in ("miner", "challenger") if p not in done]
+                late = {"miner": d["deadline"] + grace, "challenger": d["deadline"]}
+                missing = [p for p in ("miner", "challenger") if p not in done and c["now"] > late[p]]
+                assert missing
                 d["end"] = "both_default" if len(missing) == 2 else missing[0] + "_default"
         elif c["call"] != "open_dispute":
             continue
@@ -424,11 +427,110 @@ def test_ledger_transcript_task_end():
     end = next(c for c in t["calls"] if c["call"] == "task_info")["result"]["task"]["end_height"]
     prunes = [c for c in t["calls"] if c["call"] == "prune_task"]
     assert [(c["now"], c["expect"]) for c in prunes] == [(end, "POT_E_STATE"), (end + 1, "ok")]
-    assert prunes[1]["result"] == {"ok": True, "closed_runs": 1, "void_runs": 1}
+    assert {k: prunes[1]["result"][k] for k in ("ok", "closed_runs", "void_runs")} == \
+        {"ok": True, "closed_runs": 1, "void_runs": 1}
     late = [c for c in t["calls"] if c.get("now", 0) > end and c["call"] in ("post_checkpoint_root", "post_task")]
     assert late and all(c["expect"] == "POT_E_STATE" for c in late)
     info = [c for c in t["calls"] if c["call"] == "ledger_info"][-1]["result"]
     assert (info["tasks"], info["open_runs"], info["closed_runs"]) == (0, 0, 0)
+
+
+def test_ledger_transcript_bonds():
+    """The bonds (docs/ledger.md 2.18) followed here from the accepted calls
+    alone: deposits and withdrawals move free balances; a new task locks the
+    owner's task bond, a new run its miner's bond, a dispute its
+    challenger's; a dispute's end moves them by its losers (the miner alone:
+    the challenger's back and the miner's to it; the challenger alone: its
+    bond to the miner; both: both burn; none: the challenger's back); a
+    FAIL burns the miner's; pruning gives back the task's and the unslashed
+    runs'. Every account_info and ledger_info result must agree."""
+    t = load("ledger_transcript.json")
+    cfg = t["config"]
+    free, locked = {}, {}
+    burned = 0
+    runs = {}       # run id -> [miner, task id, bond still held]
+    disputes = {}   # dispute id -> (run id, challenger)
+    challenges = {}  # challenge id -> run id
+    tasks = {}      # task id -> owner
+
+    def move(who, df=0, dl=0):
+        free[who] = free.get(who, 0) + df
+        locked[who] = locked.get(who, 0) + dl
+        assert free[who] >= 0 and locked[who] >= 0, who
+
+    def end_dispute(i, losers):
+        nonlocal burned
+        run, challenger = disputes.pop(i)
+        miner, _, held = runs[run]
+        if losers == ["miner"]:
+            move(challenger, cfg["dispute_bond"], -cfg["dispute_bond"])
+            if held:
+                move(miner, 0, -cfg["miner_bond"])
+                move(challenger, cfg["miner_bond"])
+        elif losers == ["challenger"]:
+            move(challenger, 0, -cfg["dispute_bond"])
+            move(miner, cfg["dispute_bond"])
+        elif losers:
+            move(challenger, 0, -cfg["dispute_bond"])
+            burned += cfg["dispute_bond"]
+            if held:
+                move(miner, 0, -cfg["miner_bond"])
+                burned += cfg["miner_bond"]
+        else:
+            move(challenger, cfg["dispute_bond"], -cfg["dispute_bond"])
+        if "miner" in losers:
+            runs[run][2] = False
+
+    for c in (c for c in t["calls"] if c["expect"] == "ok"):
+        call, r = c["call"], c["result"]
+        if call == "deposit":
+            move(c["identity"], c["amount"])
+        elif call == "withdraw":
+            move(c["caller"], -c["amount"])
+        elif call == "post_task":
+            task = ind.tagged("pot/v2/task", bytes.fromhex(c["task"])).hex()
+            if task not in tasks:
+                tasks[task] = c["caller"]
+                move(c["caller"], -cfg["task_bond"], cfg["task_bond"])
+        elif call == "start_training_commitment" and r["run_id"] not in runs:
+            # The canonical commitment opens with protocol_version (08 02),
+            # then task_id (12 20 and its 32 bytes).
+            commitment = bytes.fromhex(c["commitment"])
+            assert commitment[:4] == bytes([0x08, 0x02, 0x12, 0x20])
+            task = commitment[4:36].hex()
+            runs[r["run_id"]] = [c["caller"], task, True]
+            move(c["caller"], -cfg["miner_bond"], cfg["miner_bond"])
+        elif call == "issue_challenge":
+            challenges.update((i, c["run_id"]) for i in r["challenge_ids"])
+        elif call == "finalize_challenge" and r["verdict"] == "fail":
+            run = challenges[c["challenge_id"]]
+            if runs[run][2]:
+                move(runs[run][0], 0, -cfg["miner_bond"])
+                burned += cfg["miner_bond"]
+                runs[run][2] = False
+        elif call == "prune_task":
+            move(tasks.pop(c["task_id"]), cfg["task_bond"], -cfg["task_bond"])
+            released = cfg["task_bond"]
+            for run, (miner, task, held) in list(runs.items()):
+                if task == c["task_id"]:
+                    if held:
+                        move(miner, cfg["miner_bond"], -cfg["miner_bond"])
+                        released += cfg["miner_bond"]
+                    del runs[run]
+            assert r["released"] == released
+        elif call == "account_info":
+            who = c["identity"]
+            assert (r["free"], r["locked"]) == (free.get(who, 0), locked.get(who, 0)), (who, r)
+        elif call == "ledger_info":
+            assert (r["held"], r["burned"]) == (sum(free.values()) + sum(locked.values()), burned)
+        if call == "open_dispute":
+            disputes[r["dispute_id"]] = (c["run_id"], c["caller"])
+            move(c["caller"], -cfg["dispute_bond"], cfg["dispute_bond"])
+        if isinstance(r, dict) and r.get("ended"):
+            end_dispute(c.get("dispute_id", r.get("dispute_id")), r["outcome"]["losers"])
+    # Everything came back or moved: the task is pruned, no bond is left.
+    assert not tasks and not disputes and all(v == 0 for v in locked.values())
+    assert sum(c["call"] == "account_info" for c in t["calls"]) >= 8
 
 
 def test_bisection_points_and_rounds():

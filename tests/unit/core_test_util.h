@@ -27,6 +27,10 @@ inline Bytes f32_bytes(const std::vector<float> &v) {
   return b;
 }
 
+// What ledger tests deposit for each party before it bonds (docs/ledger.md
+// 2.18): far more than any test's bonds.
+inline constexpr uint64_t kFunds = 1'000'000;
+
 }  // namespace pot::test
 
 // A refused ledger call must throw the given status and leave the

@@ -468,10 +468,29 @@ TEST(CApiProtocol, LedgerThroughJsonCalls) {
   pot_error *err = nullptr;
   EXPECT_EQ(pot_ledger_new(&l, R"({"draw_delay": 1, "opening_window": 0, "commit_window": 1, "reveal_window": 1,
                                   "max_committee_size": 1, "min_stake": 1, "max_rounds": 1, "max_attempts": 1,
-                                  "dispute_window": 1, "dispute_arity": 2})",
+                                  "dispute_window": 1, "dispute_arity": 2, "task_bond": 1, "miner_bond": 1,
+                                  "dispute_bond": 1, "max_task_blocks": 1, "max_open_tasks": 1, "miner_grace": 0})",
                            &err),
             POT_E_INVALID_ARGUMENT);
   EXPECT_NE(std::string(pot_error_message(err)).find("opening_window"), std::string::npos) << pot_error_message(err);
+  pot_error_free(err);
+  // A config of pot 0.2 (no bonds) is refused, naming the version.
+  EXPECT_EQ(pot_ledger_new(&l, R"({"draw_delay": 1, "opening_window": 1, "commit_window": 1, "reveal_window": 1,
+                                  "max_committee_size": 1, "min_stake": 1, "max_rounds": 1, "max_attempts": 1,
+                                  "dispute_window": 1, "dispute_arity": 2})",
+                           &err),
+            POT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pot_error_message(err)).find("a config of pot 0.2"), std::string::npos)
+      << pot_error_message(err);
+  pot_error_free(err);
+  // One bond key left out is named.
+  EXPECT_EQ(pot_ledger_new(&l, R"({"draw_delay": 1, "opening_window": 1, "commit_window": 1, "reveal_window": 1,
+                                  "max_committee_size": 1, "min_stake": 1, "max_rounds": 1, "max_attempts": 1,
+                                  "dispute_window": 1, "dispute_arity": 2, "task_bond": 1, "miner_bond": 1,
+                                  "dispute_bond": 1, "max_task_blocks": 1, "max_open_tasks": 1})",
+                           &err),
+            POT_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pot_error_message(err)).find("miner_grace"), std::string::npos) << pot_error_message(err);
   pot_error_free(err);
   // The config of protocol 2's drafts, without the opening window and the draw delay.
   EXPECT_EQ(pot_ledger_new(&l, R"({"commit_window": 10, "reveal_window": 10, "quorum": 2, "max_rounds": 4})", nullptr),
@@ -518,6 +537,14 @@ TEST(CApiProtocol, LedgerThroughJsonCalls) {
   EXPECT_EQ(std::memcmp(decoded_id.bytes, task_id.bytes, 32), 0);
   const std::string post = R"({"call": "post_task", "caller": "ee", "now": 1, "task": ")" +
                            pot::test::hex(task_bytes.data, task_bytes.len) + "\"}";
+  // The task bond (docs/ledger.md 2.18): refused until the owner's funds
+  // are deposited, then locked.
+  EXPECT_EQ(pot_ledger_apply(&result, l, post.c_str(), nullptr), POT_E_STATE);
+  for (const char *who : {"ee", "ab"}) {
+    const std::string deposit = fmt::format(R"({{"call": "deposit", "identity": "{}", "amount": 1000, "now": 1}})", who);
+    ASSERT_EQ(pot_ledger_apply(&result, l, deposit.c_str(), nullptr), POT_OK);
+    pot_bytes_free(&result);
+  }
   ASSERT_EQ(pot_ledger_apply(&result, l, post.c_str(), nullptr), POT_OK);
   EXPECT_NE(std::string(reinterpret_cast<char *>(result.data)).find(pot::test::hex(task_id.bytes, 32)),
             std::string::npos);
@@ -546,6 +573,10 @@ TEST(CApiProtocol, LedgerThroughJsonCalls) {
                            pot::test::hex(enc.data, enc.len) + "\"}";
   ASSERT_EQ(pot_ledger_apply(&result, l, call.c_str(), nullptr), POT_OK);
   EXPECT_NE(std::string(reinterpret_cast<char *>(result.data)).find("\"run_id\""), std::string::npos);
+  pot_bytes_free(&result);
+  ASSERT_EQ(pot_ledger_apply(&result, l, R"({"call": "account_info", "identity": "ab"})", nullptr), POT_OK);
+  EXPECT_EQ(nlohmann::json::parse(reinterpret_cast<char *>(result.data)),
+            (nlohmann::json{{"ok", true}, {"identity", "ab"}, {"free", 900}, {"locked", 100}}));
   pot_bytes_free(&result);
   const std::string thief = R"({"call": "start_training_commitment", "caller": "cd", "now": 2, "commitment": ")" +
                             pot::test::hex(enc.data, enc.len) + "\"}";

@@ -99,6 +99,11 @@ struct Flow {
     commitment = make_commitment(miner, task_value);
     commitment_bytes = commitment.encode();
     tree = log_of(commitment.run_id(), forged, &leaves);
+    // Every identity the tests bond with has funds (docs/ledger.md 2.18).
+    for (const Bytes &who :
+       {owner, miner, id("miner 2"), id("miner 3"), id("miner 4"), id("idle miner"), id("late miner")})
+      ledger.deposit(who, test::kFunds, now);
+    for (const std::string &v : verifiers) ledger.deposit(id(v), test::kFunds, now);
   }
 
   static Digest honest_state(uint64_t t) { return d("state " + std::to_string(t)); }
@@ -1509,12 +1514,32 @@ TEST(Ledger, LoadChecksInvariants) {
   refused("version 2", [](auto &p) { p.set_format_version(2); });  // before disputes
   refused("version 3", [](auto &p) { p.set_format_version(3); });  // before the operator phase
   refused("version 4", [](auto &p) { p.set_format_version(4); });  // before closed runs kept their roots
-  refused("version 6", [](auto &p) { p.set_format_version(6); });
+  refused("version 5", [](auto &p) { p.set_format_version(5); });  // pot 0.2: no balances, no bonds
+  refused("version 7", [](auto &p) { p.set_format_version(7); });
   try {
     Ledger::load(mutated(s, [](auto &p) { p.set_format_version(4); }));
   } catch (const Error &e) {
     EXPECT_NE(std::string(e.what()).find("format 4 kept no root of a closed run"), std::string::npos) << e.what();
   }
+  try {
+    Ledger::load(mutated(s, [](auto &p) { p.set_format_version(5); }));
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("format 5 (pot 0.2) held no balances and no bonds"), std::string::npos)
+        << e.what();
+  }
+  // The bonds (docs/ledger.md 2.18): the sum, the accounts, the bond bounds.
+  refused("held off by one", [](auto &p) { p.set_held(p.held() + 1); });
+  refused("an account dropped", [](auto &p) { p.mutable_accounts()->RemoveLast(); });
+  refused("a zero balance listed", [](auto &p) {
+    v2::LedgerAccount *a = p.add_accounts();
+    a->set_identity("zzz");
+  });
+  refused("accounts out of order", [](auto &p) {
+    p.mutable_accounts()->SwapElements(0, 1);
+  });
+  refused("a task bond of 0", [](auto &p) { p.mutable_config()->set_task_bond(0); });
+  refused("more tasks than an owner may hold", [](auto &p) { p.mutable_config()->set_max_open_tasks(1); });
+  refused("a bond that would pass 2^64 - 1", [](auto &p) { p.mutable_config()->set_miner_bond(UINT64_MAX / 2); });
   refused("no config", [](auto &p) { p.clear_config(); });
   refused("max committee size 0", [](auto &p) { p.mutable_config()->set_max_committee_size(0); });
   refused("max committee size 1025", [](auto &p) { p.mutable_config()->set_max_committee_size(1025); });
@@ -1964,10 +1989,12 @@ TEST(Ledger, AMillionFinalizedChallengesStayUnderTheCap) {
     ++now;
     const task::Task t =
         test::test_task("batch " + std::to_string(batch), kSteps, task::ChallengeMode::kBitwise, kRounds, "owner", 3, now);
+    l.deposit(t.owner, config.task_bond, now);
     const Digest task_id = l.post_task(t.owner, t.encode(), now);
     std::vector<Digest> runs;
     for (uint64_t i = 0; i < kRunsPerBatch; ++i) {
       const Bytes miner = id("miner " + std::to_string(batch * kRunsPerBatch + i));
+      l.deposit(miner, config.miner_bond, now);  // burned by the FAIL below
       const Digest run = l.start_training_commitment(miner, make_commitment(miner, t).encode(), now);
       l.post_checkpoint_root(miner, run, kSteps, d("root"), {}, now);  // sealed
       runs.push_back(run);
@@ -1994,8 +2021,12 @@ TEST(Ledger, AMillionFinalizedChallengesStayUnderTheCap) {
   const Bytes s = l.save();
   // What is left is what open work needs (the verifiers) and the outcome
   // log's border: popcount(10^6) = 7 hashes (popcount(10^5) = 6), plus
-  // the height and the challenge counter. History leaves nothing else.
-  EXPECT_LT(s.size(), empty_bytes + 7 * 32 + 64);
+  // the height and the challenge counter, and the bonds' ends: the owner's
+  // balance (its task bonds came back) and the burned total (every miner's
+  // bond). History leaves nothing else.
+  EXPECT_LT(s.size(), empty_bytes + 7 * 32 + 64 + 24);
+  EXPECT_EQ(l.summary().burned, kBatches * kRunsPerBatch * config.miner_bond);
+  EXPECT_EQ(l.account_info(id("owner")), (bond::Balance{kBatches * config.task_bond, 0}));
   // The most it held is one batch's open work: a batch is 2500 runs of 8
   // challenges, whatever came before.
   EXPECT_LT(largest, game::kMaxLedgerStateBytes / 4);
@@ -2063,6 +2094,13 @@ TEST(Ledger, AnEndedTaskIsPrunedWithItsRuns) {
   const game::PrunedTask p = l.prune_task(f.task, f.now);
   EXPECT_EQ(p.closed_runs, 2u);
   EXPECT_EQ(p.void_runs, 1u);
+  // The bonds: the task's and the unslashed runs' (the judged and the idle
+  // one) go back; the late run's FAIL burned its miner's.
+  EXPECT_EQ(p.released, kConfig.task_bond + 2 * kConfig.miner_bond);
+  EXPECT_EQ(l.account_info(f.owner), (bond::Balance{test::kFunds, 0}));
+  EXPECT_EQ(l.account_info(idle), (bond::Balance{test::kFunds, 0}));
+  EXPECT_EQ(l.account_info(late), (bond::Balance{test::kFunds - kConfig.miner_bond, 0}));
+  EXPECT_EQ(l.summary().burned, kConfig.miner_bond);
   EXPECT_EQ(l.height(), f.now);
   for (const Digest &run : {f.run_id, idle_run, late_run})
     EXPECT_EQ(status_of([&] { l.run_info(run); }), Status::kNotFound);
@@ -2084,6 +2122,7 @@ TEST(Ledger, AnEndedTaskIsPrunedWithItsRuns) {
 
   // A ledger whose only task was pruned keeps its height.
   Ledger bare(kConfig);
+  bare.deposit(f.owner, kConfig.task_bond, 5);
   bare.post_task(f.owner, f.task_bytes, 5);
   EXPECT_EQ(bare.prune_task(f.task, kEnd + 1).closed_runs, 0u);
   expect_round_trip(bare);

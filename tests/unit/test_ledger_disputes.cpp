@@ -56,6 +56,7 @@ struct DisputeRun {
   DisputeRun(uint64_t n, uint64_t forged_from, uint32_t arity, uint64_t window = 5)
       : ledger(config(arity, window)), steps(n), task(test::test_task("task", n)) {
     commitment = test::commitment_for(task, miner);
+    for (const Bytes &who : {id("owner"), miner, challenger, id("bystander")}) ledger.deposit(who, test::kFunds, now);
     ledger.post_task(id("owner"), task.encode(), now);
     ledger.register_verifier(challenger, 10, now);
     ledger.register_verifier(id("bystander"), 10, now);
@@ -305,6 +306,7 @@ TEST(LedgerDispute, OpenRefusals) {
   DisputeRun unsealed(8, 0, 2);
   {
     Ledger l(config(2));
+    for (const Bytes &who : {id("owner"), unsealed.miner, unsealed.challenger}) l.deposit(who, test::kFunds, 100);
     l.post_task(id("owner"), unsealed.task.encode(), 100);
     l.register_verifier(unsealed.challenger, 10, 100);
     const Digest run = l.start_training_commitment(unsealed.miner, unsealed.commitment.encode(), 100);

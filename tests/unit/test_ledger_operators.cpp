@@ -105,6 +105,7 @@ struct OperatorRun {
       : ledger(cfg), step(t), miner_nodes(std::move(miner_trace)), challenger_nodes(std::move(challenger_trace)) {
     task = test::test_task("task", n);
     const commit::TrainingCommitment c = test::commitment_for(task, miner);
+    for (const Bytes &who : {ident("owner"), miner, challenger}) ledger.deposit(who, test::kFunds, now);
     ledger.post_task(ident("owner"), task.encode(), now);
     ledger.register_verifier(challenger, 10, now);
     run_id = ledger.start_training_commitment(miner, c.encode(), now);

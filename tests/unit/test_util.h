@@ -33,7 +33,8 @@ class TempDir {
 inline constexpr const char *kLedgerConfigJson =
     R"({"draw_delay": 1, "opening_window": 10, "commit_window": 10, "reveal_window": 10, "max_committee_size": 3,
         "min_stake": 1, "max_rounds": 4, "max_attempts": 2,
-        "dispute_window": 5, "dispute_arity": 2})";
+        "dispute_window": 5, "dispute_arity": 2, "task_bond": 10, "miner_bond": 100, "dispute_bond": 10,
+        "max_task_blocks": 1000000, "max_open_tasks": 8, "miner_grace": 2})";
 
 // A witness statement of kind replayed (docs/PROTOCOL.md section 19), in
 // an environment that can judge the test specs' steps bitwise.

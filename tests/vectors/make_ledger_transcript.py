@@ -219,10 +219,29 @@ def open_node(who, now, dispute_id, party_trace, i, **extra):
                  "opening": opening.hex()}, **extra)
 
 
+# Bonds (docs/ledger.md 2.18): the owner's task bond, each run's miner
+# bond, each dispute's challenger bond, taken from what the runtime
+# deposited for each identity.
+BONDS = {"task_bond": 100, "miner_bond": 1000, "dispute_bond": 50, "max_task_blocks": 100, "max_open_tasks": 4,
+         "miner_grace": 2}
+DEPOSITS = [(OWNER, 150), (MINER, 1000), (MALLORY, 1000)] + [(who.hex(), 200) for who, _ in VERIFIERS]
+
 mine = dict(COMMITMENT, initial_state_digest=digest("a model obtained elsewhere"))
 calls = [
     {"call": "start_training_commitment", "caller": MINER, "now": 99,
      "commitment": ind.commitment_canonical(COMMITMENT).hex(), "expect": "POT_E_NOT_FOUND"},
+    # Nothing deposited yet: the task bond is not there.
+    {"call": "post_task", "caller": OWNER, "now": 99, "task": ind.task_canonical(TASK).hex(),
+     "expect": "POT_E_STATE"},
+    {"call": "deposit", "identity": OWNER, "now": 99, "amount": 0, "expect": "POT_E_INVALID_ARGUMENT"},
+] + [
+    {"call": "deposit", "identity": who, "now": 99, "amount": amount} for who, amount in DEPOSITS
+] + [
+    {"call": "withdraw", "caller": OWNER, "now": 99, "amount": 151, "expect": "POT_E_STATE"},
+    {"call": "withdraw", "caller": OWNER, "now": 99, "amount": 50},
+    # A task ending more than max_task_blocks after its post is refused.
+    {"call": "post_task", "caller": OWNER, "now": 99, "task": ind.task_canonical(dict(TASK, end_height=200)).hex(),
+     "expect": "POT_E_OUT_OF_RANGE"},
     {"call": "post_task", "caller": MINER, "now": 99, "task": ind.task_canonical(TASK).hex(),
      "expect": "POT_E_PERMISSION"},
     {"call": "post_task", "caller": OWNER, "now": 99, "task": ind.task_canonical(TASK).hex()},
@@ -305,7 +324,8 @@ calls = [
      "hi_leaf": leaves[3].hex(), "hi_proof": inclusion(3), "claim": state_of([1.5 * x for x in FORGED]),
      "expect": "POT_E_DUPLICATE"},
     # A second dispute from step 2 (agreed: the miner's leaf) that the
-    # miner leaves unanswered: settled at the round's deadline + 1 (121 + 1),
+    # miner leaves unanswered: settled past the round's deadline and the
+    # miner's grace (121 + 2 + 1),
     # the miner the loser.
     {"call": "open_dispute", "caller": FIRST_WITNESS[0], "now": 116, "run_id": RUN,
      "lo_leaf": leaves[1].hex(), "lo_proof": inclusion(1), "hi_leaf": leaves[3].hex(), "hi_proof": inclusion(3),
@@ -359,9 +379,9 @@ calls = [
     open_node(MINER, 121, 2, HONEST, 1),
     open_node(THIRD, 121, 2, ERINS, 1),
     {"call": "dispute_info", "dispute_id": 2, "expect": "POT_E_NOT_FOUND"},  # ended: in the outcome log
-    {"call": "claim_dispute", "caller": MINER, "now": 122, "dispute_id": 1,
-     "claims": [{"step_leaf": leaves[2].hex(), "leaf_proof": inclusion(2)}], "expect": "POT_E_STATE"},
-    {"call": "settle_dispute", "now": 122, "dispute_id": 1},
+    # Dispute 1's round closed at 121 for alice; the miner has its grace
+    # of 2 blocks, until 123.
+    {"call": "settle_dispute", "now": 122, "dispute_id": 1, "expect": "POT_E_STATE"},
     op_claims(OUTSIDER, 122, 0, CAROLS, [2]),
     op_claims(MINER, 122, 0, HONEST, [2]),
     # Node 1 of dispute 0: the same add of the same tensors, different
@@ -369,6 +389,12 @@ calls = [
     open_node(OUTSIDER, 123, 0, CAROLS, 1),
     open_node(MINER, 123, 0, HONEST, 1),
     {"call": "dispute_info", "dispute_id": 0},
+    # Past the miner's grace: its claim is refused and it loses dispute 1 by
+    # default; its bond goes to alice, who gets hers back.
+    {"call": "claim_dispute", "caller": MINER, "now": 124, "dispute_id": 1,
+     "claims": [{"step_leaf": leaves[2].hex(), "leaf_proof": inclusion(2)}], "expect": "POT_E_STATE"},
+    {"call": "settle_dispute", "now": 124, "dispute_id": 1},
+    {"call": "account_info", "identity": FIRST_WITNESS[0]},
     {"call": "rule_dispute", "caller": OUTSIDER, "now": 124, "dispute_id": 0, "miner_loses": True,
      "challenger_loses": False, "rule": "operator", "expect": "POT_E_PERMISSION"},
     {"call": "rule_dispute", "caller": REFEREE, "now": 124, "dispute_id": 0, "miner_loses": False,
@@ -417,6 +443,11 @@ calls = [
     {"call": "post_task", "caller": OWNER, "now": END_HEIGHT + 1, "task": ind.task_canonical(TASK).hex(),
      "expect": "POT_E_STATE"},
     {"call": "ledger_info"},
+] + [
+    # Where the bonds went: the owner's task bond and mallory's (void run)
+    # came back; the miner's went to alice (dispute 1), carol's and erin's
+    # to the miner (disputes 0 and 2).
+    {"call": "account_info", "identity": who} for who in [OWNER, MINER, MALLORY] + [v.hex() for v, _ in VERIFIERS]
 ]
 for c in calls:
     c.setdefault("expect", "ok")
@@ -435,13 +466,15 @@ json.dump({
                    "miner claiming with a digest and with the leaf of another step, a second claim in a round, the "
                    "ended dispute queried, a settlement before the deadline and a claim after it, a challenger committing the "
                    "miner's trace, an opening in the operators phase, a ruling by a party and one by a rule the "
-                   "referee cannot use). Made by "
+                   "referee cannot use; in bonds, a task posted before its bond is deposited, a deposit of 0, a "
+                   "withdrawal past the free balance, a task ending too late, a settlement within the miner's grace "
+                   "and a claim after it). Made by "
                    "tests/vectors/make_ledger_transcript.py; each call carries the outcome and result the "
                    "reference ledger gives; `pot ledger` replays it and fails on any difference, including the "
                    "final state's SHA-256.",
     "config": {"draw_delay": 1, "opening_window": 10, "commit_window": 10, "reveal_window": 10,
                "max_committee_size": COMMITTEE_SIZE,
                "min_stake": 1, "max_rounds": 4, "max_attempts": 2,
-               "dispute_window": 5, "dispute_arity": 2, "referee": REFEREE},
+               "dispute_window": 5, "dispute_arity": 2, "referee": REFEREE, **BONDS},
     "calls": calls}, sys.stdout, indent=1, sort_keys=True)
 print()
