@@ -226,9 +226,10 @@ DisputeProgress Ledger::claim_dispute(ByteView caller, uint64_t dispute_id, cons
   const dispute::TimedBisection &timed = steps ? d.bisection : *d.operators;
   const dispute::StepBisection &b = timed.bisection();
   const char *what = steps ? "steps" : "node counts";
-  if (now > timed.deadline())
-    fail(Status::kState, "{}: the round of dispute {} over the {} ({}, {}] closed at height {}; settle_dispute ends it",
-         kCall, dispute_id, what, b.lo(), b.hi(), timed.deadline());
+  if (now > timed.deadline(p))
+    fail(Status::kState,
+         "{}: the round of dispute {} over the {} ({}, {}] closed at height {} for the {}; settle_dispute ends it",
+         kCall, dispute_id, what, b.lo(), b.hi(), timed.deadline(p), role_name(p));
   if (timed.claimed(p))
     fail(Status::kDuplicate, "{}: the {} has claimed in this round of dispute {}", kCall, role_name(p), dispute_id);
   const std::vector<uint64_t> points = b.points();
