@@ -497,6 +497,14 @@ POT_API pot_status pot_security_detection_probability(double *out, uint64_t step
  * POT_MAX_CHALLENGE_ROUNDS would be needed. */
 POT_API pot_status pot_security_challenges_needed(uint64_t *out, uint64_t steps, uint64_t forged,
                                                   double target, pot_error **err);
+/* (since 0.3.0) The least bond B with p * B >= (1 - p) * reward, p the
+ * detection probability per run (docs/PROTOCOL.md section 12.2): a miner
+ * that forges and gains at most the reward when undetected, and loses the
+ * bond when detected, gains nothing in expectation. Exact for the double
+ * given. POT_E_INVALID_ARGUMENT unless 0 < p <= 1 (no bond deters at
+ * p = 0); POT_E_OUT_OF_RANGE when the bond would pass 2^64 - 1. */
+POT_API pot_status pot_security_bond(uint64_t *out, uint64_t reward, double detection_probability,
+                                     pot_error **err);
 
 /* ------------------------------------------------------------------------ */
 /* The execution spec                                                        */

@@ -40,7 +40,7 @@ func TestABIMismatchRefusesCalls(t *testing.T) {
 	_, calls["NewMemoryTree"] = NewMemoryTree()
 	_, calls["OpenSafetensors"] = OpenSafetensors("x")
 	_, calls["SpecFromJSON"] = SpecFromJSON("{}")
-	_, calls["NewLedger"] = NewLedger(LedgerConfig{1, 1, 1, 1, 1, 1, 1, 1, 1, 2, ""})
+	_, calls["NewLedger"] = NewLedger(LedgerConfig{1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 0, ""})
 	_, calls["CheckLosses"] = CheckLosses(nil, nil)
 	calls["VerifyInclusion"] = VerifyInclusion(0, 1, Digest{}, nil, Digest{})
 	for name, err := range calls {

@@ -135,7 +135,7 @@ func TestDTypes(t *testing.T) {
 	_, err = pot.TensorDigest("w", pot.DTypeU8, make([]uint64, 33), nil, 0)
 	wantCode(t, err, pot.StatusLimit)
 	// JSON text past MaxJSONBytes is refused before parsing.
-	l, err := pot.NewLedger(pot.LedgerConfig{DrawDelay: 1, OpeningWindow: 1, CommitWindow: 1, RevealWindow: 1, MaxCommitteeSize: 1, MinStake: 1, MaxRounds: 1, MaxAttempts: 1, DisputeWindow: 1, DisputeArity: 2})
+	l, err := pot.NewLedger(pot.LedgerConfig{DrawDelay: 1, OpeningWindow: 1, CommitWindow: 1, RevealWindow: 1, MaxCommitteeSize: 1, MinStake: 1, MaxRounds: 1, MaxAttempts: 1, DisputeWindow: 1, DisputeArity: 2, TaskBond: 1, MinerBond: 1, DisputeBond: 1, MaxTaskBlocks: 1, MaxOpenTasks: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,6 +390,13 @@ func TestProtocolErrors(t *testing.T) {
 	wantCode(t, err, pot.StatusMalformed)
 	_, err = pot.ChallengesNeeded(100, 0, 0.5)
 	wantCode(t, err, pot.StatusInvalidArgument)
+	if b, err := pot.SecurityBond(100, 0.25); err != nil || b != 300 {
+		t.Errorf("SecurityBond(100, 0.25) = %d, %v; want 300", b, err)
+	}
+	_, err = pot.SecurityBond(1, 0)
+	wantCode(t, err, pot.StatusInvalidArgument)
+	_, err = pot.SecurityBond(math.MaxUint64, 1e-3)
+	wantCode(t, err, pot.StatusOutOfRange)
 	_, err = pot.DecodeScheduleEntry([]byte("nope"))
 	wantCode(t, err, pot.StatusMalformed)
 	_, err = pot.SampleDigest([]byte("nope"))
@@ -529,20 +536,20 @@ func TestClosedHandles(t *testing.T) {
 	if spec.IntraOpThreads() != 0 {
 		t.Fatal("IntraOpThreads after Close")
 	}
-	l, _ := pot.NewLedger(pot.LedgerConfig{DrawDelay: 1, OpeningWindow: 1, CommitWindow: 1, RevealWindow: 1, MaxCommitteeSize: 1, MinStake: 1, MaxRounds: 1, MaxAttempts: 1, DisputeWindow: 1, DisputeArity: 2})
+	l, _ := pot.NewLedger(pot.LedgerConfig{DrawDelay: 1, OpeningWindow: 1, CommitWindow: 1, RevealWindow: 1, MaxCommitteeSize: 1, MinStake: 1, MaxRounds: 1, MaxAttempts: 1, DisputeWindow: 1, DisputeArity: 2, TaskBond: 1, MinerBond: 1, DisputeBond: 1, MaxTaskBlocks: 1, MaxOpenTasks: 1})
 	l.Close()
 	_, err = l.Apply(`{}`)
 	wantCode(t, err, pot.StatusState)
 	_, err = pot.NewLedger(pot.LedgerConfig{})
 	wantCode(t, err, pot.StatusInvalidArgument)
 	// The error names the field.
-	_, err = pot.NewLedger(pot.LedgerConfig{DrawDelay: 1, CommitWindow: 1, RevealWindow: 1, MaxCommitteeSize: 1, MinStake: 1, MaxRounds: 1, MaxAttempts: 1, DisputeWindow: 1, DisputeArity: 2})
+	_, err = pot.NewLedger(pot.LedgerConfig{DrawDelay: 1, CommitWindow: 1, RevealWindow: 1, MaxCommitteeSize: 1, MinStake: 1, MaxRounds: 1, MaxAttempts: 1, DisputeWindow: 1, DisputeArity: 2, TaskBond: 1, MinerBond: 1, DisputeBond: 1, MaxTaskBlocks: 1, MaxOpenTasks: 1})
 	wantCode(t, err, pot.StatusInvalidArgument)
 	if !strings.Contains(err.Error(), "opening_window") {
 		t.Fatalf("the error does not name opening_window: %v", err)
 	}
 	// A referee is a hex identity: the config keeps it, and refuses another.
-	withReferee := pot.LedgerConfig{DrawDelay: 1, OpeningWindow: 1, CommitWindow: 1, RevealWindow: 1, MaxCommitteeSize: 1, MinStake: 1, MaxRounds: 1, MaxAttempts: 1, DisputeWindow: 1, DisputeArity: 2, Referee: "726566"}
+	withReferee := pot.LedgerConfig{DrawDelay: 1, OpeningWindow: 1, CommitWindow: 1, RevealWindow: 1, MaxCommitteeSize: 1, MinStake: 1, MaxRounds: 1, MaxAttempts: 1, DisputeWindow: 1, DisputeArity: 2, TaskBond: 1, MinerBond: 1, DisputeBond: 1, MaxTaskBlocks: 1, MaxOpenTasks: 1, Referee: "726566"}
 	l, err = pot.NewLedger(withReferee)
 	check(t, err)
 	info, err := l.Apply(`{"call": "ledger_info"}`)

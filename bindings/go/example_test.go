@@ -109,7 +109,8 @@ func ExampleChallengeDerive() {
 // The reference ledger refuses a call with a specific status and leaves its
 // state unchanged.
 func ExampleLedger_Apply() {
-	l, err := pot.NewLedger(pot.LedgerConfig{DrawDelay: 1, OpeningWindow: 10, CommitWindow: 10, RevealWindow: 10, MaxCommitteeSize: 3, MinStake: 1, MaxRounds: 4, MaxAttempts: 2, DisputeWindow: 5, DisputeArity: 2})
+	l, err := pot.NewLedger(pot.LedgerConfig{DrawDelay: 1, OpeningWindow: 10, CommitWindow: 10, RevealWindow: 10, MaxCommitteeSize: 3, MinStake: 1, MaxRounds: 4, MaxAttempts: 2, DisputeWindow: 5, DisputeArity: 2,
+		TaskBond: 10, MinerBond: 1000, DisputeBond: 100, MaxTaskBlocks: 100000, MaxOpenTasks: 8, MinerGrace: 10})
 	if err != nil {
 		panic(err)
 	}

@@ -12,8 +12,9 @@ import (
 )
 
 // LedgerConfig configures a new Ledger (docs/ledger.md section 1). Every
-// integer field must be at least 1 (DisputeArity 2..256). The JSON names are those of the "config" of a
-// `pot ledger` transcript, and of the JSON object pot_ledger_new takes.
+// integer field but MinerGrace must be at least 1 (DisputeArity 2..256).
+// The JSON names are those of the "config" of a `pot ledger` transcript,
+// and of the JSON object pot_ledger_new takes.
 type LedgerConfig struct {
 	DrawDelay        uint64 `json:"draw_delay"`         // blocks from a run's seal to the randomness its challenges use
 	OpeningWindow    uint64 `json:"opening_window"`     // blocks from issue to the end of the opening phase
@@ -25,6 +26,14 @@ type LedgerConfig struct {
 	MaxAttempts      uint32 `json:"max_attempts"`       // the most committees a challenge gets (1..16; 1: no re-run)
 	DisputeWindow    uint64 `json:"dispute_window"`     // blocks each dispute round lasts (docs/ledger.md 2.12)
 	DisputeArity     uint32 `json:"dispute_arity"`      // the dispute bisection's arity, 2..256
+	// Bonds and bounds (docs/ledger.md 2.18), locked from the free balance
+	// a runtime deposits for each identity.
+	TaskBond      uint64 `json:"task_bond"`       // locked by post_task until prune_task
+	MinerBond     uint64 `json:"miner_bond"`      // locked by start_training_commitment; a FAIL burns it
+	DisputeBond   uint64 `json:"dispute_bond"`    // locked by open_dispute; pays the miner when the challenger loses
+	MaxTaskBlocks uint64 `json:"max_task_blocks"` // a task ends at most this many blocks after its post
+	MaxOpenTasks  uint32 `json:"max_open_tasks"`  // the most tasks one owner holds at once
+	MinerGrace    uint64 `json:"miner_grace"`     // blocks a miner may answer a dispute past each deadline (0: none)
 	// Referee is the hex identity that rules on an operator dispute where
 	// the ledger cannot (docs/ledger.md 2.17); empty: no referee, and a
 	// dispute ends when its step is found.

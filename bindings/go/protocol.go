@@ -132,6 +132,22 @@ func ChallengesNeeded(steps, forged uint64, target float64) (uint64, error) {
 	return uint64(out), nil
 }
 
+// SecurityBond returns the least bond B with p * B >= (1 - p) * reward
+// (PROTOCOL.md section 12.2): forging then gains nothing in expectation.
+// StatusInvalidArgument unless 0 < p <= 1; StatusOutOfRange past 2^64 - 1.
+func SecurityBond(reward uint64, detectionProbability float64) (uint64, error) {
+	if abiErr != nil {
+		return 0, abiErr
+	}
+	var out C.uint64_t
+	if err := status(func(cerr **C.pot_error) C.pot_status {
+		return C.pot_security_bond(&out, C.uint64_t(reward), C.double(detectionProbability), cerr)
+	}); err != nil {
+		return 0, err
+	}
+	return uint64(out), nil
+}
+
 // Norm-bucket sentinels (PROTOCOL.md section 13): each matches only itself.
 const (
 	NormBucketZero      int64 = math.MinInt64 // bucket of an exact-zero norm

@@ -50,6 +50,13 @@ ROUNDS = 8  # challenged steps per run: the task's challenge policy
 VERIFIERS = [("C++ (pot CLI)", "C++", "616c696365"), ("Go (go-verifier)", "Go", "626f62"),
              ("Python (pot.verify_step, 2 threads)", "Python", "6361726f6c")]
 STAKES = {"C++": 40, "Go": 35, "Python": 25}  # registered stakes: a committee's majority decides
+# The bonds (docs/ledger.md 2.18). A run's reward, in the chain's units;
+# the miner bond is what `pot security` gives for it: the least bond that
+# makes forging even one of the 200 steps worthless in expectation, with
+# ROUNDS challenges per run (docs/PROTOCOL.md 12.2).
+REWARD = 1000
+MINER_BOND = pot.security_bond(REWARD, pot.detection_probability(STEPS, 1, ROUNDS))
+TASK_BOND = DISPUTE_BOND = 100
 
 
 def say(msg=""):
@@ -83,12 +90,14 @@ class Chain:
     def __init__(self):
         self.ledger = pot.Ledger(draw_delay=1, opening_window=5, commit_window=5, reveal_window=5,
                                  max_committee_size=len(VERIFIERS), min_stake=10, max_rounds=ROUNDS,
-                                 max_attempts=1, dispute_window=1, dispute_arity=2)
+                                 max_attempts=1, dispute_window=1, dispute_arity=2, task_bond=TASK_BOND,
+                                 miner_bond=MINER_BOND, dispute_bond=DISPUTE_BOND, max_task_blocks=10**6,
+                                 max_open_tasks=4, miner_grace=5)
         self.height = 100
         self.post_randomness()
 
     def call(self, name, **args):
-        if name not in ("run_info", "challenge_info"):
+        if name not in ("run_info", "challenge_info", "account_info", "ledger_info"):
             args["now"] = self.height
         return self.ledger.apply({"call": name, **args})
 
@@ -131,7 +140,8 @@ class Miner:
             self.chain.call("post_checkpoint_root", caller=identity, run_id=self.run_id, size=size,
                             root=root.hex(), consistency_proof=proof.hex())
 
-        def on_start(rec):  # the commitment goes on chain before training starts
+        def on_start(rec):  # the commitment goes on chain, bonded, before training starts
+            self.chain.call("deposit", identity=identity, amount=MINER_BOND)  # the runtime takes the funds
             res = self.chain.call("start_training_commitment", caller=identity,
                                   commitment=rec.commitment.encode().hex())
             self.run_id = res["run_id"]
@@ -283,8 +293,11 @@ def main():
 
     say("== 0. A task owner posts the task: program, data, S_0, schedule, spec, steps, challenge policy")
     task, program = trainer.make_task(os.path.join(out, "task"), owner=OWNER, rounds=ROUNDS, steps=STEPS)
+    chain.call("deposit", identity=OWNER.hex(), amount=TASK_BOND)
     task_id = chain.call("post_task", caller=OWNER.hex(), task=task.encode().hex())["task_id"]
-    say(f"  task {task_id[:16]}...: {STEPS} steps, {ROUNDS} bitwise challenges per run")
+    say(f"  task {task_id[:16]}...: {STEPS} steps, {ROUNDS} bitwise challenges per run; a run bonds "
+        f"{MINER_BOND} (pot security: one forged step of {STEPS} is found with p = "
+        f"{pot.detection_probability(STEPS, 1, ROUNDS):.3f}, so a reward of {REWARD} needs that bond)")
     for _, lang, ident in VERIFIERS:
         chain.call("register_verifier", caller=ident, stake=STAKES[lang])
     say("  verifiers registered with stakes " + ", ".join(f"{lang} {STAKES[lang]}" for _, lang, _ in VERIFIERS) +
@@ -380,6 +393,10 @@ def main():
         ("other-data miner caught", f"{sum(r['verdict'] == 'fail' for r in runs[2][2])} of {len(runs[2][2])} "
                                     f"challenges FAIL at {', '.join(sorted({r['check'] for r in runs[2][2] if r['verdict'] == 'fail'}))}"),
         ("frozen run flagged", ", ".join(str(f.kind) for f in flags) or "no"),
+        ("miner bond (pot security, reward %d)" % REWARD,
+         f"{MINER_BOND}; honest miner's still locked: "
+         f"{chain.call('account_info', identity=honest.identity)['locked']}, "
+         f"burned by FAILs: {chain.call('ledger_info')['burned']}"),
         ("bytes served for the honest openings", f"{served:,}"),
         ("training time (honest miner)", f"{train_s:.1f} s"),
     ]

@@ -38,7 +38,8 @@ bool deters(uint64_t b, uint64_t r, double p) {
 
 uint64_t deterrent_bond(uint64_t reward, double p) {
   if (!(p > 0 && p <= 1))
-    fail(Status::kInvalidArgument, "detection probability {} is not in (0, 1]: with p = 0 no bond deters forging", p);
+    fail(Status::kInvalidArgument, "detection probability {} is not in (0, 1]: with p = 0 no bond deters forging",
+         p + 0.0);  // -0 prints as 0
   if (p == 1 || reward == 0) return 0;
   // A first guess from floating point, then the exact test moves it to the
   // least deterring integer.

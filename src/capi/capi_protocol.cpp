@@ -3,6 +3,7 @@
 #include "capi/firewall.h"
 #include "capi/handles.h"
 #include "challenge/challenge.h"
+#include "bond/deterrence.h"
 #include "challenge/security.h"
 #include "spec/seed.h"
 #include "commit/step_leaf.h"
@@ -73,6 +74,13 @@ pot_status pot_security_challenges_needed(uint64_t *out, uint64_t steps, uint64_
   return guard(err, [&] {
     need(out, "out");
     *out = challenge::challenges_needed(steps, forged, target);
+  });
+}
+
+pot_status pot_security_bond(uint64_t *out, uint64_t reward, double detection_probability, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    *out = bond::deterrent_bond(reward, detection_probability);
   });
 }
 

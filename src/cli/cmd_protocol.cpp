@@ -103,7 +103,7 @@ void add_challenge(CLI::App &app) {
 
 void add_security(CLI::App &app) {
   struct Security {
-    uint64_t steps = 0, forged = 0, challenges = 0;
+    uint64_t steps = 0, forged = 0, challenges = 0, reward = 0;
     double fraction = -1, target = -1;
     bool json = false;
   };
@@ -116,8 +116,10 @@ void add_security(CLI::App &app) {
   auto *k = s->add_option("--challenges", sec->challenges, "number of distinct challenges");
   auto *t = s->add_option("--target", sec->target, "detection probability to reach");
   k->excludes(t);
+  auto *rw = s->add_option("--reward", sec->reward,
+                           "a run's reward: also print the bond that makes forging worthless (PROTOCOL 12.2)");
   s->add_flag("--json", sec->json, "print JSON");
-  s->callback([sec, fs, ff, k, t] {
+  s->callback([sec, fs, ff, k, t, rw] {
     if (!*fs && !*ff) throw CliError(kExitUsage, "give --forged-steps or --forged-fraction");
     if (!*k && !*t) throw CliError(kExitUsage, "give --challenges or --target");
     uint64_t forged = sec->forged;
@@ -128,8 +130,8 @@ void add_security(CLI::App &app) {
     pot_error *err = nullptr;
     nlohmann::json j = {{"steps", sec->steps}, {"forged", forged}};
     std::vector<std::string> plain;
+    double p = 0;
     if (*k) {
-      double p;
       check(pot_security_detection_probability(&p, sec->steps, forged, sec->challenges, &err), &err, "security");
       j["challenges"] = sec->challenges;
       j["detection_probability"] = p;
@@ -140,6 +142,16 @@ void add_security(CLI::App &app) {
       j["target"] = sec->target;
       j["challenges_needed"] = needed;
       plain.push_back(std::to_string(needed));
+      check(pot_security_detection_probability(&p, sec->steps, forged, needed, &err), &err, "security");
+    }
+    if (*rw) {
+      // The bond at the detection probability the challenges give
+      // (with --target: that of the challenges needed, at least the target).
+      uint64_t bond;
+      check(pot_security_bond(&bond, sec->reward, p, &err), &err, "security");
+      j["reward"] = sec->reward;
+      j["bond"] = bond;
+      plain.push_back(std::to_string(bond));
     }
     emit(sec->json, j, plain);
   });

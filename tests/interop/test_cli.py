@@ -127,6 +127,25 @@ def test_seed_leaf_challenge_security_match_vectors():
     assert run("security", "--steps", "10", "--challenges", "3").returncode == 2
 
 
+def test_security_bond_is_the_least_that_deters():
+    """`pot security --reward`: the least integer B with p B >= (1 - p) R for
+    the double p printed (docs/PROTOCOL.md 12.2), recomputed here in exact
+    rationals."""
+    from fractions import Fraction
+    for steps, forged, k, reward in ((200, 1, 8, 1000), (10, 2, 3, 7), (10000, 100, 448, 10**12)):
+        out = json.loads(run("security", "--steps", str(steps), "--forged-steps", str(forged), "--challenges", str(k),
+                             "--reward", str(reward), "--json").stdout)
+        p = Fraction(out["detection_probability"])
+        need = (1 - p) * reward / p
+        least = need.numerator // need.denominator + (need.denominator != 1 and need.numerator % need.denominator != 0)
+        assert out["bond"] == least, (out, least)
+    # With a target, the bond is that of the challenges needed.
+    plain = run("security", "--steps", "200", "--forged-steps", "1", "--target", "0.5", "--reward", "1000").stdout
+    assert plain.split() == ["101", "981"]
+    bad = run("security", "--steps", "200", "--forged-steps", "0", "--challenges", "8", "--reward", "1")
+    assert bad.returncode != 0 and "no bond deters" in bad.stderr
+
+
 def test_witness_bucket_of_two_states(tmp_path):
     import math
     import numpy as np

@@ -247,6 +247,12 @@ TEST(CApiProtocol, SeedsLeavesChallengesSecurityBuckets) {
   ASSERT_EQ(pot_security_challenges_needed(&k, 10000, 100, 0.99, nullptr), POT_OK);
   EXPECT_EQ(k, 448u);
   EXPECT_EQ(pot_security_challenges_needed(&k, 10000, 0, 0.99, nullptr), POT_E_INVALID_ARGUMENT);
+  uint64_t bond = 0;
+  ASSERT_EQ(pot_security_bond(&bond, 100, 0.25, nullptr), POT_OK);
+  EXPECT_EQ(bond, 300u);  // 0.25 B >= 0.75 * 100
+  EXPECT_EQ(pot_security_bond(&bond, 100, 0.0, nullptr), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(pot_security_bond(&bond, UINT64_MAX, 1e-3, nullptr), POT_E_OUT_OF_RANGE);
+  EXPECT_EQ(pot_security_bond(nullptr, 1, 0.5, nullptr), POT_E_INVALID_ARGUMENT);
 
   int64_t bucket = 0;
   ASSERT_EQ(pot_norm_bucket(&bucket, 2.0, 16, nullptr), POT_OK);

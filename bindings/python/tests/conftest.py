@@ -21,6 +21,22 @@ def load_vectors(name):
         return json.load(f)
 
 
+#: The bonds (docs/ledger.md 2.18) of the tests' ledgers: what a task's
+#: owner, a run's miner and a disputant lock, how long a task may run, how
+#: many tasks an owner holds, and the miner's grace in disputes (0: the
+#: tests' dispute timings are the window's).
+LEDGER_BONDS = dict(task_bond=10, miner_bond=1000, dispute_bond=100, max_task_blocks=10**7, max_open_tasks=8,
+                    miner_grace=0)
+#: What the tests deposit for each identity that bonds: far more than any bond.
+FUNDS = 10**6
+
+
+def fund(ledger, now, *identities, amount=FUNDS):
+    """The runtime's deposits of `amount` for each identity (bytes)."""
+    for who in identities:
+        ledger.apply({"call": "deposit", "identity": who.hex(), "amount": amount, "now": now})
+
+
 def transcript_ledger(cfg):
     """A pot.Ledger from a transcript's config (its referee is hex in JSON,
     bytes in Python)."""

@@ -236,6 +236,11 @@ def test_protocol_helpers():
     assert pot.detection_probability(10, 10, 1) == 1.0
     with pytest.raises(pot.LimitError):
         pot.challenges_needed(10**9, 1, 0.999999)
+    assert pot.security_bond(100, 0.25) == 300
+    with pytest.raises(pot.InvalidArgumentError, match="no bond deters"):
+        pot.security_bond(1, 0.0)
+    with pytest.raises(pot.OutOfRangeError):
+        pot.security_bond(2**64 - 1, 1e-3)
     assert pot.norm_bucket(0.0, 16) == pot.NORM_BUCKET_ZERO
     assert pot.norm_bucket(float("inf"), 16) == pot.NORM_BUCKET_NONFINITE == pot.norm_bucket(float("nan"), 16)
     assert pot.norm_bucket(2.0, 16) == 16

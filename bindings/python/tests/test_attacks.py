@@ -16,6 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import pot  # noqa: E402
 import pot.torch as pt  # noqa: E402
+from conftest import LEDGER_BONDS, fund  # noqa: E402
 
 if not pot.replay_available():
     pytest.skip("libpot was built without LibTorch", allow_module_level=True)
@@ -62,8 +63,10 @@ class World:
     def __init__(self, tmp, adam=False):
         self.tmp = str(tmp)
         self.ledger = pot.Ledger(draw_delay=1, opening_window=5, commit_window=5, reveal_window=5,
-                                 max_committee_size=3, min_stake=1, max_rounds=8, max_attempts=1, dispute_window=1, dispute_arity=2)
+                                 max_committee_size=3, min_stake=1, max_rounds=8, max_attempts=1, dispute_window=1, dispute_arity=2,
+                                 **LEDGER_BONDS)
         self.now = 100
+        fund(self.ledger, self.now, OWNER, MINER, THIEF)
         torch.manual_seed(0)
         torch.set_num_threads(1)
         self.samples = data()

@@ -176,7 +176,7 @@ def test_rounds_and_refusals():
 
 # --- The same dispute on the reference ledger (docs/ledger.md 2.12-2.14) ---
 
-from conftest import spec_json  # noqa: E402
+from conftest import LEDGER_BONDS, fund, spec_json  # noqa: E402
 
 MINER, VERIFIER = b"miner", b"verifier"
 
@@ -188,7 +188,8 @@ def ledger_with_run(miner_digests, s0, steps=STEPS, referee=b""):
     log)."""
     ledger = pot.Ledger(draw_delay=1, opening_window=5, commit_window=5, reveal_window=5, max_committee_size=4,
                         min_stake=1, max_rounds=2, max_attempts=1, dispute_window=3, dispute_arity=4,
-                        referee=referee)
+                        referee=referee, **LEDGER_BONDS)
+    fund(ledger, 100, b"owner", VERIFIER, MINER)
     h = pot.sha256
     task = pot.Task({
         "owner": b"owner".hex(), "spec": spec_json(h(b"program"), dropout=0.1), "dataset_root": h(b"dataset").hex(),

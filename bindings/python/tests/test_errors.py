@@ -7,7 +7,7 @@ import pytest
 
 import pot
 from pot import _pot
-from conftest import spec_json, want_error
+from conftest import LEDGER_BONDS, spec_json, want_error
 
 CLASSES = {
     pot.Status.INVALID_ARGUMENT: (pot.InvalidArgumentError, ValueError),
@@ -93,7 +93,7 @@ def test_provoked(tmp_path):
         expect(pot.DuplicateError, S.DUPLICATE, st.add_tensor, "w", "U8", [1], b"\1")
         expect(pot.NotFoundError, S.NOT_FOUND, st.tensor_proof, "v")
     expect(pot.UnsupportedError, S.UNSUPPORTED, pot.DType.from_name, "F128")
-    with pot.Ledger(draw_delay=1, opening_window=1, commit_window=1, reveal_window=1, max_committee_size=1, min_stake=1, max_rounds=1, max_attempts=1, dispute_window=1, dispute_arity=2) as ledger:
+    with pot.Ledger(draw_delay=1, opening_window=1, commit_window=1, reveal_window=1, max_committee_size=1, min_stake=1, max_rounds=1, max_attempts=1, dispute_window=1, dispute_arity=2, **LEDGER_BONDS) as ledger:
         e = expect(pot.NotFoundError, S.NOT_FOUND, ledger.apply, {"call": "post_checkpoint_root", "caller": "00",
                                                                  "now": 1, "run_id": "00" * 32, "size": 1,
                                                                  "root": "00" * 32, "consistency_proof": ""})
@@ -101,15 +101,15 @@ def test_provoked(tmp_path):
         assert pot.MAX_JSON_BYTES == 1 << 20
         expect(pot.LimitError, S.LIMIT, ledger.apply_json, " " * pot.MAX_JSON_BYTES + "{}")
     e = expect(pot.InvalidArgumentError, S.INVALID_ARGUMENT, pot.Ledger, draw_delay=1, opening_window=0,
-               commit_window=1, reveal_window=1, max_committee_size=1, min_stake=1, max_rounds=1, max_attempts=1, dispute_window=1, dispute_arity=2)
+               commit_window=1, reveal_window=1, max_committee_size=1, min_stake=1, max_rounds=1, max_attempts=1, dispute_window=1, dispute_arity=2, **LEDGER_BONDS)
     assert "opening_window" in e.message
     with pytest.raises(TypeError, match="max_committee_size must be an int"):
-        pot.Ledger(draw_delay=1, opening_window=1, commit_window=1, reveal_window=1, max_committee_size=1.0, min_stake=1, max_rounds=1, max_attempts=1, dispute_window=1, dispute_arity=2)
+        pot.Ledger(draw_delay=1, opening_window=1, commit_window=1, reveal_window=1, max_committee_size=1.0, min_stake=1, max_rounds=1, max_attempts=1, dispute_window=1, dispute_arity=2, **LEDGER_BONDS)
     with pytest.raises(TypeError, match="referee must be bytes"):
-        pot.Ledger(draw_delay=1, opening_window=1, commit_window=1, reveal_window=1, max_committee_size=1, min_stake=1, max_rounds=1, max_attempts=1, dispute_window=1, dispute_arity=2, referee="ref")
+        pot.Ledger(draw_delay=1, opening_window=1, commit_window=1, reveal_window=1, max_committee_size=1, min_stake=1, max_rounds=1, max_attempts=1, dispute_window=1, dispute_arity=2, **LEDGER_BONDS, referee="ref")
     e = expect(pot.InvalidArgumentError, S.INVALID_ARGUMENT, pot.Ledger, draw_delay=1, opening_window=1,
                commit_window=1, reveal_window=1, max_committee_size=1, min_stake=1, max_rounds=1, max_attempts=1,
-               dispute_window=1, dispute_arity=2, referee=b"r" * 257)
+               dispute_window=1, dispute_arity=2, **LEDGER_BONDS, referee=b"r" * 257)
     assert "referee" in e.message
     with pot.Verdict(pot.WitnessMode.BITWISE, 1) as v:
         v.add_reveal(b"a", bytes(32))

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 import pot
-from conftest import VECTORS, spec_json
+from conftest import LEDGER_BONDS, VECTORS, fund, spec_json
 
 # docs/PROTOCOL.md written out independently (hashlib only): every outcome
 # record the ledger logs here is checked against it.
@@ -26,7 +26,7 @@ OWNER = b"task owner"
 MINER = b"miner"
 WITNESSES = [b"alice", b"bob", b"carol"]  # registered with stake 10 each unless a test says otherwise
 CONFIG = dict(draw_delay=1, opening_window=5, commit_window=5, reveal_window=5, max_committee_size=8, min_stake=1,
-              max_rounds=ROUNDS, max_attempts=1, dispute_window=1, dispute_arity=2)
+              max_rounds=ROUNDS, max_attempts=1, dispute_window=1, dispute_arity=2, **LEDGER_BONDS)
 
 
 def d(label: str) -> pot.Digest:
@@ -71,6 +71,7 @@ class Chain:
         self.now = 100
         self.post_randomness()
         self.verifiers = dict(verifiers or {w: 10 for w in WITNESSES})
+        fund(self.ledger, self.now, OWNER, *self.verifiers)
         for who, stake in self.verifiers.items():
             self.call("register_verifier", caller=who.hex(), stake=stake)
         self.task = pot.Task({
@@ -110,14 +111,19 @@ class Chain:
         assert v["outcome_root"] == independent.mth(self.records).hex()
         return v
 
-    def run(self, miner: bytes, forged=()):
+    def run(self, miner: bytes, forged=(), deposit=True):
         """Registers and seals a run of the task: its log holds honest
         states, except the listed steps, whose states the miner never
-        computed. Returns (run id, leaves, log)."""
+        computed (the runtime first deposits the miner's bond, unless
+        `deposit` is false). Returns (run id, leaves, log)."""
         c = pot.Commitment({
             "task_id": self.task.id.hex(), "initial_state_digest": d("S_0").hex(),
             "schedule_root": d("schedule").hex(), "dataset_root": d("dataset").hex(), "dataset_size": 1000,
             "spec_digest": self.task.spec.digest().hex(), "declared_steps": STEPS, "miner_identity": miner.hex()})
+        # Exactly the miner's bond: all of it is locked, so a miner's account
+        # adds nothing to the saved state until its bond comes back.
+        if deposit:
+            fund(self.ledger, self.now, miner, amount=LEDGER_BONDS["miner_bond"])
         run = self.call("start_training_commitment", caller=miner.hex(), commitment=c.encode().hex())["run_id"]
         assert run == c.run_id.hex()
         leaves = [pot.StepLeaf(c.run_id, t, d(f"forged {t}") if t in forged else honest_state(t), 1.0 / t, 0.5)
@@ -638,7 +644,7 @@ def test_attack_history_does_not_fill_the_state():
         # Registering the run again names the closed run (the key is kept),
         # which takes no root and no new draw: finished work is not paid twice.
         with pytest.raises(pot.StateError, match="is closed"):
-            chain.run(miner)
+            chain.run(miner, deposit=False)
         with pytest.raises(pot.StateError, match="is closed"):
             chain.call("issue_challenge", run_id=run)
         sizes.append(len(chain.ledger.save()))
@@ -664,6 +670,7 @@ def test_attack_history_does_not_fill_the_state():
         "task_id": chain.task.id.hex(), "initial_state_digest": d("S_0").hex(),
         "schedule_root": d("schedule").hex(), "dataset_root": d("dataset").hex(), "dataset_size": 1000,
         "spec_digest": chain.task.spec.digest().hex(), "declared_steps": STEPS, "miner_identity": idle.hex()})
+    fund(chain.ledger, chain.now, idle, amount=LEDGER_BONDS["miner_bond"])
     idle_run = chain.call("start_training_commitment", caller=idle.hex(), commitment=c.encode().hex())["run_id"]
     assert chain.now < end
     chain.now = end
@@ -676,7 +683,13 @@ def test_attack_history_does_not_fill_the_state():
     with pytest.raises(pot.StateError, match="ended at height 1000"):
         chain.run(b"late miner")
     before = len(chain.ledger.save())
-    assert chain.call("prune_task", task_id=chain.task.id.hex()) == {"ok": True, "closed_runs": 30, "void_runs": 1}
+    bond = LEDGER_BONDS["miner_bond"]
+    assert chain.call("prune_task", task_id=chain.task.id.hex()) == \
+        {"ok": True, "closed_runs": 30, "void_runs": 1, "released": LEDGER_BONDS["task_bond"] + 31 * bond}
+    # The miners take their bonds back (docs/ledger.md 2.18).
+    for who in [b"miner %d" % i for i in range(30)] + [idle]:
+        assert chain.ledger.apply({"call": "account_info", "identity": who.hex()})["free"] == bond
+        chain.call("withdraw", caller=who.hex(), amount=bond)
     after = len(chain.ledger.save())
     assert before - after > 30 * 70 and after < empty  # the residue and the task are gone
     ledger = chain.ledger.apply({"call": "ledger_info"})

@@ -10,7 +10,7 @@ import pytest
 
 import pot
 from pot import _pot
-from conftest import spec_json
+from conftest import LEDGER_BONDS, spec_json
 
 CYCLES = 10_000
 RSS_BOUND = 1 << 20
@@ -115,7 +115,7 @@ def cycle(files, i):
     with pot.Verdict(pot.WitnessMode.BITWISE, 1) as vd:
         vd.add_reveal(b"a", bytes(32))
         vd.decide(bytes(32))
-    with pot.Ledger(draw_delay=1, opening_window=1, commit_window=1, reveal_window=1, max_committee_size=1, min_stake=1, max_rounds=1, max_attempts=1, dispute_window=1, dispute_arity=2) as ledger:
+    with pot.Ledger(draw_delay=1, opening_window=1, commit_window=1, reveal_window=1, max_committee_size=1, min_stake=1, max_rounds=1, max_attempts=1, dispute_window=1, dispute_arity=2, **LEDGER_BONDS) as ledger:
         try:
             ledger.apply({"call": "nothing"})
         except pot.InvalidArgumentError:
@@ -202,7 +202,8 @@ def test_ownership_flags():
         (_pot.pot_verdict_new(1, 1), _pot.pot_verdict_free),
         (_pot.pot_ledger_new('{"draw_delay": 1, "opening_window": 1, "commit_window": 1, "reveal_window": 1, '
                              '"max_committee_size": 1, "min_stake": 1, "max_rounds": 1, "max_attempts": 1, '
-                             '"dispute_window": 1, "dispute_arity": 2}'), _pot.pot_ledger_free),
+                             '"dispute_window": 1, "dispute_arity": 2, "task_bond": 1, "miner_bond": 1, "dispute_bond": 1, '
+                             '"max_task_blocks": 1, "max_open_tasks": 1, "miner_grace": 0}'), _pot.pot_ledger_free),
         (_pot.pot_losscheck_params_new(), _pot.pot_losscheck_params_free),
         (_pot.pot_losscheck_run([1.0], None), _pot.pot_losscheck_report_free),
     ]:

@@ -39,7 +39,7 @@ from .hash import DType, State, StatePart, TensorAssembler, chunk_range_hash, sh
     tensor_digest, verify_tensor_proof
 from .safetensors import Safetensors, SafetensorsWriter, TensorInfo, safetensors_digest_file
 from .merkle import Log, Tree, leaf_hash, node_hash, verify_consistency, verify_inclusion
-from .protocol import (NORM_BUCKET_NONFINITE, NORM_BUCKET_ZERO, StepLeaf, challenge_derive, challenges_needed,
+from .protocol import (NORM_BUCKET_NONFINITE, NORM_BUCKET_ZERO, StepLeaf, challenge_derive, challenges_needed, security_bond,
                        detection_probability, norm_bucket, norm_buckets_match, seed, seed_derive, update_norm)
 from .spec import SeedPolicy, Spec
 from .commitment import (Commitment, CommitmentDigests, ScheduleEntry, sample_digest, schedule_entry_encode,
@@ -83,7 +83,7 @@ __all__ = [
     # Merkle
     "leaf_hash", "node_hash", "verify_inclusion", "verify_consistency", "join_proof", "split_proof", "Log", "Tree",
     # protocol
-    "seed", "seed_derive", "StepLeaf", "challenge_derive", "detection_probability", "challenges_needed",
+    "seed", "seed_derive", "StepLeaf", "challenge_derive", "detection_probability", "challenges_needed", "security_bond",
     "NORM_BUCKET_ZERO", "NORM_BUCKET_NONFINITE", "norm_bucket", "norm_buckets_match", "update_norm",
     # spec, commitments
     "SeedPolicy", "Spec", "sample_digest", "ScheduleEntry", "schedule_entry_encode", "seeded_schedule_entry",

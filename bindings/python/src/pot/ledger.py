@@ -17,11 +17,13 @@ class Ledger(Handle):
     reveal_witness_value, finalize_challenge, redraw_committee,
     prune_task, the disputes' open_dispute, claim_dispute, settle_dispute,
     and the runtime's post_randomness. Calls are JSON documents
-    (docs/ledger.md).
+    (docs/ledger.md), and the bonds' deposit, withdraw and account_info
+    (docs/ledger.md 2.18).
 
     >>> with Ledger(draw_delay=1, opening_window=10, commit_window=10, reveal_window=10,
     ...             max_committee_size=3, min_stake=1, max_rounds=4, max_attempts=2,
-    ...             dispute_window=5, dispute_arity=2) as ledger:
+    ...             dispute_window=5, dispute_arity=2, task_bond=10, miner_bond=1000, dispute_bond=100,
+    ...             max_task_blocks=100000, max_open_tasks=8, miner_grace=10) as ledger:
     ...     ledger.apply({"call": "no_such_call"})
     Traceback (most recent call last):
     ...
@@ -32,15 +34,20 @@ class Ledger(Handle):
 
     def __init__(self, *, draw_delay: int, opening_window: int, commit_window: int, reveal_window: int,
                  max_committee_size: int, min_stake: int, max_rounds: int, max_attempts: int,
-                 dispute_window: int, dispute_arity: int, referee: bytes = b"") -> None:
+                 dispute_window: int, dispute_arity: int, task_bond: int, miner_bond: int, dispute_bond: int,
+                 max_task_blocks: int, max_open_tasks: int, miner_grace: int, referee: bytes = b"") -> None:
         """A new ledger (docs/ledger.md section 1): the blocks from a run's
         seal to the randomness that draws its challenges, the opening,
         commit and reveal windows (in blocks), the verifiers drawn to judge
         each challenge (at most 1024), the least stake a verifier registers
         with, the most challenge rounds a task may ask for, the most
         committees a challenge gets (1..16), and for disputes the blocks
-        each bisection round lasts and the bisection's arity (2..256); all
-        >= 1, else InvalidArgumentError naming the field; ``referee``, the
+        each bisection round lasts and the bisection's arity (2..256); the
+        bonds (docs/ledger.md 2.18) a task's owner, a run's miner and a
+        disputant lock, the most blocks a task may run, the most tasks an
+        owner holds at once, and the blocks a miner may answer a dispute
+        past each deadline (0: none); all >= 1 but ``miner_grace``, else
+        InvalidArgumentError naming the field; ``referee``, the
         identity that rules on an operator dispute where the ledger cannot
         (docs/ledger.md 2.17; empty: none, and a dispute ends when its step
         is found). A transcript's ``config`` is passed as
@@ -48,7 +55,9 @@ class Ledger(Handle):
         config = {"draw_delay": draw_delay, "opening_window": opening_window, "commit_window": commit_window,
                   "reveal_window": reveal_window, "max_committee_size": max_committee_size, "min_stake": min_stake,
                   "max_rounds": max_rounds, "max_attempts": max_attempts, "dispute_window": dispute_window,
-                  "dispute_arity": dispute_arity}
+                  "dispute_arity": dispute_arity, "task_bond": task_bond, "miner_bond": miner_bond,
+                  "dispute_bond": dispute_bond, "max_task_blocks": max_task_blocks, "max_open_tasks": max_open_tasks,
+                  "miner_grace": miner_grace}
         for key, value in config.items():
             # JSON has no other integers; a float or a bool would be refused
             # by the C API with a less direct message.

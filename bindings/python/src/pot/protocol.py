@@ -81,6 +81,13 @@ def challenges_needed(steps: int, forged: int, target: float) -> int:
     return _pot.pot_security_challenges_needed(steps, forged, target)
 
 
+def security_bond(reward: int, detection_probability: float) -> int:
+    """The least bond B with p * B >= (1 - p) * reward (docs/PROTOCOL.md
+    12.2): forging then gains nothing in expectation (pot_security_bond).
+    InvalidArgumentError unless 0 < p <= 1; OutOfRangeError past 2^64 - 1."""
+    return _pot.pot_security_bond(reward, detection_probability)
+
+
 #: Bucket of an exact-zero norm (matches only itself).
 NORM_BUCKET_ZERO: int = _pot.pot_norm_bucket_zero()
 #: Bucket of a NaN or infinite norm (matches only itself).

@@ -7,11 +7,11 @@ use crate::sys;
 use std::fmt;
 use std::ptr::{self, NonNull};
 
-/// The configuration of a new [`Ledger`]; every field must be at least 1
-/// (`dispute_arity` 2..256).
+/// The configuration of a new [`Ledger`]; every field but `miner_grace`
+/// must be at least 1 (`dispute_arity` 2..256).
 ///
 /// ```
-/// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, max_committee_size: 3, min_stake: 1, max_rounds: 4, max_attempts: 2, dispute_window: 5, dispute_arity: 2 };
+/// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, max_committee_size: 3, min_stake: 1, max_rounds: 4, max_attempts: 2, dispute_window: 5, dispute_arity: 2, task_bond: 10, miner_bond: 1000, dispute_bond: 100, max_task_blocks: 100000, max_open_tasks: 8, miner_grace: 10 };
 /// let ledger = pot::Ledger::new(config)?;
 /// # Ok::<(), pot::Error>(())
 /// ```
@@ -39,6 +39,22 @@ pub struct LedgerConfig {
     pub dispute_window: u64,
     /// The dispute bisection's arity, 2..256.
     pub dispute_arity: u32,
+    /// The bond `post_task` locks from the owner's free balance until
+    /// `prune_task` (docs/ledger.md 2.18).
+    pub task_bond: u64,
+    /// The bond `start_training_commitment` locks from the miner's free
+    /// balance until `prune_task`; a FAIL burns it, a lost dispute pays it
+    /// to the challenger.
+    pub miner_bond: u64,
+    /// The bond `open_dispute` locks from the challenger's free balance
+    /// until the dispute ends; it pays the miner when the challenger loses.
+    pub dispute_bond: u64,
+    /// A task ends at most this many blocks after its post.
+    pub max_task_blocks: u64,
+    /// The most tasks one owner holds at once.
+    pub max_open_tasks: u32,
+    /// Blocks a miner may answer a dispute past each deadline (0: none).
+    pub miner_grace: u64,
 }
 
 impl LedgerConfig {
@@ -46,15 +62,15 @@ impl LedgerConfig {
     /// transcript (docs/ledger.md section 1).
     ///
     /// ```
-    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 2, commit_window: 3, reveal_window: 4, max_committee_size: 5, min_stake: 6, max_rounds: 7, max_attempts: 8, dispute_window: 9, dispute_arity: 10 };
+    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 2, commit_window: 3, reveal_window: 4, max_committee_size: 5, min_stake: 6, max_rounds: 7, max_attempts: 8, dispute_window: 9, dispute_arity: 10, task_bond: 11, miner_bond: 12, dispute_bond: 13, max_task_blocks: 14, max_open_tasks: 15, miner_grace: 16 };
     /// assert_eq!(
     ///     config.to_json(),
-    ///     r#"{"draw_delay": 1, "opening_window": 2, "commit_window": 3, "reveal_window": 4, "max_committee_size": 5, "min_stake": 6, "max_rounds": 7, "max_attempts": 8, "dispute_window": 9, "dispute_arity": 10}"#
+    ///     r#"{"draw_delay": 1, "opening_window": 2, "commit_window": 3, "reveal_window": 4, "max_committee_size": 5, "min_stake": 6, "max_rounds": 7, "max_attempts": 8, "dispute_window": 9, "dispute_arity": 10, "task_bond": 11, "miner_bond": 12, "dispute_bond": 13, "max_task_blocks": 14, "max_open_tasks": 15, "miner_grace": 16}"#
     /// );
     /// ```
     pub fn to_json(&self) -> String {
         format!(
-            r#"{{"draw_delay": {}, "opening_window": {}, "commit_window": {}, "reveal_window": {}, "max_committee_size": {}, "min_stake": {}, "max_rounds": {}, "max_attempts": {}, "dispute_window": {}, "dispute_arity": {}}}"#,
+            r#"{{"draw_delay": {}, "opening_window": {}, "commit_window": {}, "reveal_window": {}, "max_committee_size": {}, "min_stake": {}, "max_rounds": {}, "max_attempts": {}, "dispute_window": {}, "dispute_arity": {}, "task_bond": {}, "miner_bond": {}, "dispute_bond": {}, "max_task_blocks": {}, "max_open_tasks": {}, "miner_grace": {}}}"#,
             self.draw_delay,
             self.opening_window,
             self.commit_window,
@@ -64,7 +80,13 @@ impl LedgerConfig {
             self.max_rounds,
             self.max_attempts,
             self.dispute_window,
-            self.dispute_arity
+            self.dispute_arity,
+            self.task_bond,
+            self.miner_bond,
+            self.dispute_bond,
+            self.max_task_blocks,
+            self.max_open_tasks,
+            self.miner_grace
         )
     }
 }
@@ -77,7 +99,7 @@ impl LedgerConfig {
 /// threads at once (as a runtime executes extrinsics one at a time).
 ///
 /// ```
-/// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, max_committee_size: 3, min_stake: 1, max_rounds: 4, max_attempts: 2, dispute_window: 5, dispute_arity: 2 };
+/// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, max_committee_size: 3, min_stake: 1, max_rounds: 4, max_attempts: 2, dispute_window: 5, dispute_arity: 2, task_bond: 10, miner_bond: 1000, dispute_bond: 100, max_task_blocks: 100000, max_open_tasks: 8, miner_grace: 10 };
 /// let mut ledger = pot::Ledger::new(config)?;
 /// let refused = ledger.apply(r#"{"call": "run_info", "run_id": "00000000000000000000000000000000000000000000000000000000000000ff"}"#);
 /// assert_eq!(refused.unwrap_err().kind(), pot::ErrorKind::NotFound);
@@ -101,7 +123,7 @@ impl Ledger {
     /// that is 0.
     ///
     /// ```
-    /// let bad = pot::LedgerConfig { draw_delay: 1, opening_window: 0, commit_window: 1, reveal_window: 1, max_committee_size: 1, min_stake: 1, max_rounds: 1, max_attempts: 1, dispute_window: 1, dispute_arity: 2 };
+    /// let bad = pot::LedgerConfig { draw_delay: 1, opening_window: 0, commit_window: 1, reveal_window: 1, max_committee_size: 1, min_stake: 1, max_rounds: 1, max_attempts: 1, dispute_window: 1, dispute_arity: 2, task_bond: 1, miner_bond: 1, dispute_bond: 1, max_task_blocks: 1, max_open_tasks: 1, miner_grace: 0 };
     /// let err = pot::Ledger::new(bad).unwrap_err();
     /// assert_eq!(err.kind(), pot::ErrorKind::InvalidArgument);
     /// assert!(err.message().contains("opening_window"));
@@ -120,7 +142,7 @@ impl Ledger {
     /// for an empty referee or one over 256 bytes.
     ///
     /// ```
-    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 1, commit_window: 1, reveal_window: 1, max_committee_size: 1, min_stake: 1, max_rounds: 1, max_attempts: 1, dispute_window: 1, dispute_arity: 2 };
+    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 1, commit_window: 1, reveal_window: 1, max_committee_size: 1, min_stake: 1, max_rounds: 1, max_attempts: 1, dispute_window: 1, dispute_arity: 2, task_bond: 1, miner_bond: 1, dispute_bond: 1, max_task_blocks: 1, max_open_tasks: 1, miner_grace: 0 };
     /// let ledger = pot::Ledger::with_referee(config, b"referee")?;
     /// let err = pot::Ledger::with_referee(config, b"").unwrap_err();
     /// assert_eq!(err.kind(), pot::ErrorKind::InvalidArgument);
@@ -160,7 +182,7 @@ impl Ledger {
     /// same bytes.
     ///
     /// ```
-    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 1, commit_window: 1, reveal_window: 1, max_committee_size: 1, min_stake: 1, max_rounds: 1, max_attempts: 1, dispute_window: 1, dispute_arity: 2 };
+    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 1, commit_window: 1, reveal_window: 1, max_committee_size: 1, min_stake: 1, max_rounds: 1, max_attempts: 1, dispute_window: 1, dispute_arity: 2, task_bond: 1, miner_bond: 1, dispute_bond: 1, max_task_blocks: 1, max_open_tasks: 1, miner_grace: 0 };
     /// assert!(!pot::Ledger::new(config)?.save()?.is_empty());
     /// # Ok::<(), pot::Error>(())
     /// ```
@@ -181,7 +203,7 @@ impl Ledger {
     /// and leaves the ledger exactly as it was.
     ///
     /// ```
-    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, max_committee_size: 3, min_stake: 1, max_rounds: 4, max_attempts: 2, dispute_window: 5, dispute_arity: 2 };
+    /// let config = pot::LedgerConfig { draw_delay: 1, opening_window: 10, commit_window: 10, reveal_window: 10, max_committee_size: 3, min_stake: 1, max_rounds: 4, max_attempts: 2, dispute_window: 5, dispute_arity: 2, task_bond: 10, miner_bond: 1000, dispute_bond: 100, max_task_blocks: 100000, max_open_tasks: 8, miner_grace: 10 };
     /// let mut ledger = pot::Ledger::new(config)?;
     /// let result = ledger.apply(r#"{"call": "challenge_info", "challenge_id": 0}"#);
     /// let err = result.unwrap_err();

@@ -187,6 +187,24 @@ pub fn challenges_needed(steps: u64, forged: u64, target: f64) -> Result<u64> {
     Ok(out)
 }
 
+/// The least bond `B` with `p * B >= (1 - p) * reward` (PROTOCOL.md section
+/// 12.2): a miner that forges then gains nothing in expectation.
+///
+/// # Errors
+/// [`InvalidArgument`](ErrorKind::InvalidArgument) unless `0 < p <= 1`;
+/// [`OutOfRange`](ErrorKind::OutOfRange) past `2^64 - 1`.
+///
+/// ```
+/// assert_eq!(pot::protocol::security_bond(100, 0.25)?, 300);
+/// assert_eq!(pot::protocol::security_bond(100, 1.0)?, 0);
+/// # Ok::<(), pot::Error>(())
+/// ```
+pub fn security_bond(reward: u64, detection_probability: f64) -> Result<u64> {
+    let mut out = 0u64;
+    call(|err| unsafe { sys::pot_security_bond(&mut out, reward, detection_probability, err) })?;
+    Ok(out)
+}
+
 /// `floor(resolution * log2(norm))` (resolution 1..=65536 buckets per
 /// doubling); [`norm_bucket_zero`] for 0 and [`norm_bucket_nonfinite`] for
 /// NaN or an infinite norm.

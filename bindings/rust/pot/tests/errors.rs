@@ -155,6 +155,12 @@ fn verdict_and_ledger() {
         max_attempts: 1,
         dispute_window: 1,
         dispute_arity: 2,
+        task_bond: 1,
+        miner_bond: 1,
+        dispute_bond: 1,
+        max_task_blocks: 1,
+        max_open_tasks: 1,
+        miner_grace: 0,
     })
     .unwrap();
     assert_eq!(kind(ledger.apply("{")), ErrorKind::Malformed);

@@ -98,6 +98,12 @@ fn each_thread_with_its_own_handles() {
                     max_attempts: 1,
                     dispute_window: 1,
                     dispute_arity: 2,
+                    task_bond: 1,
+                    miner_bond: 1,
+                    dispute_bond: 1,
+                    max_task_blocks: 1,
+                    max_open_tasks: 1,
+                    miner_grace: 0,
                 })
                 .unwrap();
                 let e = ledger.apply(r#"{"call": "challenge_info", "challenge_id": 7}"#).unwrap_err();

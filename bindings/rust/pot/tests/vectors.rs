@@ -565,6 +565,12 @@ fn ledger_transcript() {
             max_attempts: u(config, "max_attempts") as u32,
             dispute_window: u(config, "dispute_window"),
             dispute_arity: u(config, "dispute_arity") as u32,
+            task_bond: u(config, "task_bond"),
+            miner_bond: u(config, "miner_bond"),
+            dispute_bond: u(config, "dispute_bond"),
+            max_task_blocks: u(config, "max_task_blocks"),
+            max_open_tasks: u(config, "max_open_tasks") as u32,
+            miner_grace: u(config, "miner_grace"),
         },
         &unhex(s(config, "referee")),
     )
@@ -597,7 +603,7 @@ fn ledger_transcript() {
             }
         }
     }
-    assert_eq!((calls.len(), refused), (106, 39));
+    assert_eq!((calls.len(), refused), (129, 44));
     let state = ledger.save().unwrap();
     assert_eq!(pot::sha256(&state).unwrap(), digest(&v, "state_sha256"));
     // Save, load, save again: the same bytes.
