@@ -69,8 +69,8 @@ struct LedgerConfig {
   // Bonds and bounds (docs/ledger.md 2.18), locked from the free balance
   // of the identity that makes the call: post_task locks task_bond until
   // prune_task; start_training_commitment locks miner_bond until
-  // prune_task (a FAIL burns it, a dispute the miner loses pays it to the
-  // challenger); open_dispute locks dispute_bond until the dispute ends
+  // prune_task (a FAIL burns it, a dispute the miner loses pays the
+  // challenger's costs from it and burns the rest); open_dispute locks dispute_bond until the dispute ends
   // (paid to the miner when the challenger alone loses). A task ends at
   // most max_task_blocks after its post; an owner holds at most
   // max_open_tasks tasks at once; a miner may answer a dispute up to

@@ -3,6 +3,8 @@
 // taken where the calls that bond are (post_task, start_training_commitment,
 // open_dispute) and given back by prune_task; a FAIL burns the miner's bond
 // in finalize_challenge.
+#include <algorithm>
+
 #include "common/error.h"
 #include "game/ledger.h"
 #include "game/ledger_util.h"
@@ -38,10 +40,18 @@ void Ledger::settle_bonds(const DisputeRecord &d) noexcept {
   bool miner_holds = false;
   if (const auto r = runs_.find(d.run_id); r != runs_.end()) miner_holds = holds_bond(r->second.slashable);
   else if (const auto c = closed_.find(d.run_id); c != closed_.end()) miner_holds = holds_bond(c->second.slashable);
+  // A loser pays the winner's costs, at most dispute_bond; the rest of a
+  // losing miner's bond burns. Paying the winner the whole bond would let a
+  // miner about to FAIL launder it: a second identity of its own disputes,
+  // the miner defaults, and the bond moves to itself before the FAIL burns it.
+  const uint64_t costs = std::min(config_.dispute_bond, config_.miner_bond);
   switch (d.losers) {
-    case kLoserMiner:  // the challenger is right: its bond back, and the miner's
+    case kLoserMiner:  // the challenger is right: its bond back, its costs from the miner's
       book_.release(d.challenger, config_.dispute_bond);
-      if (miner_holds) book_.pay(d.miner, d.challenger, config_.miner_bond);
+      if (miner_holds) {
+        book_.pay(d.miner, d.challenger, costs);
+        if (config_.miner_bond > costs) book_.burn(d.miner, config_.miner_bond - costs);
+      }
       break;
     case kLoserChallenger:  // a claim that did not hold pays the miner's costs
       book_.pay(d.challenger, d.miner, config_.dispute_bond);

@@ -440,8 +440,9 @@ def test_ledger_transcript_bonds():
     alone: deposits and withdrawals move free balances; a new task locks the
     owner's task bond, a new run its miner's bond, a dispute its
     challenger's; a dispute's end moves them by its losers (the miner alone:
-    the challenger's back and the miner's to it; the challenger alone: its
-    bond to the miner; both: both burn; none: the challenger's back); a
+    the challenger's back, and the challenger's costs, dispute_bond at most,
+    from the miner's, whose rest burns; the challenger alone: its bond to the
+    miner; both: both burn; none: the challenger's back); a
     FAIL burns the miner's; pruning gives back the task's and the unslashed
     runs'. Every account_info and ledger_info result must agree."""
     t = load("ledger_transcript.json")
@@ -465,8 +466,10 @@ def test_ledger_transcript_bonds():
         if losers == ["miner"]:
             move(challenger, cfg["dispute_bond"], -cfg["dispute_bond"])
             if held:
+                costs = min(cfg["dispute_bond"], cfg["miner_bond"])
                 move(miner, 0, -cfg["miner_bond"])
-                move(challenger, cfg["miner_bond"])
+                move(challenger, costs)
+                burned += cfg["miner_bond"] - costs
         elif losers == ["challenger"]:
             move(challenger, 0, -cfg["dispute_bond"])
             move(miner, cfg["dispute_bond"])

@@ -142,7 +142,9 @@ TEST(DeterrentBond, IsTheLeastBondThatMakesForgingWorthless) {
       const uint64_t bond = bond::deterrent_bond(r, p);
       const long double need = static_cast<long double>(r) * (1 - static_cast<long double>(p));
       EXPECT_GE(static_cast<long double>(p) * bond, need * (1 - 1e-15L)) << p << " " << r;
-      if (bond > 0) EXPECT_LT(static_cast<long double>(p) * (bond - 1), need * (1 + 1e-15L)) << p << " " << r;
+      if (bond > 0) {
+        EXPECT_LT(static_cast<long double>(p) * (bond - 1), need * (1 + 1e-15L)) << p << " " << r;
+      }
     }
   }
   EXPECT_EQ(status_of([] { bond::deterrent_bond(1, 0.0); }), Status::kInvalidArgument);
@@ -205,8 +207,8 @@ TEST(LedgerBonds, AttackMadeUpDisputesCostTheGriefersNotTheOfflineMiner) {
   EXPECT_EQ(b.ledger.account_info(b.miner), (Balance{3 * kDisputeBond, kMinerBond}));
 }
 
-// The grace is bounded: a miner offline past it loses by default, and its
-// bond pays the challenger (whose claim the miner left unanswered).
+// The grace is bounded: a miner offline past it loses by default; its bond
+// pays the challenger's costs (dispute_bond) and the rest burns.
 TEST(LedgerBonds, AMinerOfflinePastItsGraceLosesItsBond) {
   Bonded b;
   const Bytes v = id("verifier");
@@ -224,7 +226,37 @@ TEST(LedgerBonds, AMinerOfflinePastItsGraceLosesItsBond) {
   EXPECT_EQ(p.ended->end, DisputeEnd::kMinerDefault);
   EXPECT_TRUE(b.ledger.run_info(b.run_id).slashable);
   EXPECT_EQ(b.ledger.account_info(b.miner), Balance{});
-  EXPECT_EQ(b.ledger.account_info(v), (Balance{kDisputeBond + kMinerBond, 0}));
+  EXPECT_EQ(b.ledger.account_info(v), (Balance{2 * kDisputeBond, 0}));
+  EXPECT_EQ(b.ledger.summary().burned, kMinerBond - kDisputeBond);
+}
+
+// A miner that expects a FAIL launders its bond: a second identity of its
+// own disputes the run and the miner defaults, so the bond would move to
+// itself before the FAIL burns it. The winner of a dispute is paid its
+// costs only (dispute_bond): the adversary keeps that and loses the rest.
+TEST(LedgerBonds, AttackAMinerCannotLaunderItsBondThroughItsOwnDispute) {
+  LedgerConfig c = config();
+  c.max_rounds = 1;
+  Bonded b(c);
+  const Bytes sybil = id("miner's other identity");
+  b.verifier(sybil, kDisputeBond);
+  b.ledger.post_randomness(d("block"), ++b.now);
+  const uint64_t cid = b.ledger.issue_challenge(b.run_id, b.now).at(0);
+  // The challenged step is forged: the miner never opens it, and its other
+  // identity disputes at once; the miner defaults after its grace.
+  const uint64_t i = b.dispute(sybil);
+  std::vector<Digest> claims;
+  for (uint64_t p : b.ledger.dispute_info(i).points) claims.push_back(d("S " + std::to_string(p)));
+  b.ledger.claim_dispute(sybil, i, claims, {}, b.now);
+  b.now += kWindow + kGrace + 1;
+  ASSERT_EQ(b.ledger.settle_dispute(i, b.now).ended->end, DisputeEnd::kMinerDefault);
+  b.now = std::max(b.now, b.ledger.challenge_info(cid).opening_deadline + 1);
+  EXPECT_EQ(b.ledger.finalize_challenge(cid, b.now).verdict, witness::Verdict::kFail);
+  // What the two identities hold now: the sybil its own bond and the
+  // miner's costs; the rest of the miner's bond is gone.
+  const uint64_t kept = b.ledger.account_info(b.miner).free + b.ledger.account_info(sybil).free;
+  EXPECT_EQ(kept, 2 * kDisputeBond);
+  EXPECT_EQ(b.ledger.summary().burned, kMinerBond - kDisputeBond);
 }
 
 // Both parties silent: both lose, both bonds burn (nobody is owed).

@@ -43,8 +43,8 @@ pub struct LedgerConfig {
     /// `prune_task` (docs/ledger.md 2.18).
     pub task_bond: u64,
     /// The bond `start_training_commitment` locks from the miner's free
-    /// balance until `prune_task`; a FAIL burns it, a lost dispute pays it
-    /// to the challenger.
+    /// balance until `prune_task`; a FAIL burns it, a lost dispute pays the
+    /// challenger's costs from it and burns the rest.
     pub miner_bond: u64,
     /// The bond `open_dispute` locks from the challenger's free balance
     /// until the dispute ends; it pays the miner when the challenger loses.
