@@ -160,6 +160,14 @@ DisputeProgress Ledger::open_dispute(ByteView caller, const Digest &run_id, Byte
   if (open && !open->sealed())
     fail(Status::kState, "{}: run {} is not sealed ({} of {} steps posted)", kCall, run_id.hex(), open->latest_size,
          open->commitment.declared_steps);
+  // Disputes open for a bounded time after the task's end, so that a chain
+  // of disputes cannot keep the task's bonds locked (prune_task waits for
+  // open disputes) for ever.
+  const uint64_t end = tasks_.at(open ? open->commitment.task_id : closed->second.task_id).task.end_height;
+  const uint64_t horizon = end > UINT64_MAX - config_.max_task_blocks ? UINT64_MAX : end + config_.max_task_blocks;
+  if (now > horizon)
+    fail(Status::kState, "{}: the task of run {} ended at height {}; its runs are disputed until height {}", kCall,
+         run_id.hex(), end, horizon);
   for (const auto &[id, d] : disputes_)
     if (d.run_id == run_id && d.challenger == challenger)
       fail(Status::kDuplicate, "{}: {} already disputes run {} (dispute {})", kCall, to_hex(challenger),

@@ -322,6 +322,19 @@ TEST(LedgerBonds, AttackASlashedMinerLosesItsBondAndANewIdentityNeedsANewOne) {
   EXPECT_EQ(b.ledger.summary().held + b.ledger.summary().burned, kTaskBond + 2 * kMinerBond);
 }
 
+// Disputes open until max_task_blocks after the task's end: identities
+// opening one dispute after another cannot keep its bonds locked for ever.
+TEST(LedgerBonds, DisputesOpenForABoundedTimeAfterTheTasksEnd) {
+  Bonded b;
+  const Bytes v = id("verifier");
+  b.verifier(v, 10 * kDisputeBond);
+  b.now = b.task.end_height + config().max_task_blocks;
+  const uint64_t i = b.dispute(v);  // the last height it opens
+  b.now += kWindow + kGrace + 1;
+  b.ledger.settle_dispute(i, b.now);
+  EXPECT_REFUSED(b.ledger, Status::kState, b.dispute(v));
+}
+
 // A dispute keeps the task's bonds locked: prune_task waits for it.
 TEST(LedgerBonds, PruningWaitsForOpenDisputes) {
   LedgerConfig c = config();
