@@ -74,7 +74,9 @@ struct LedgerConfig {
   // (paid to the miner when the challenger alone loses). A task ends at
   // most max_task_blocks after its post; an owner holds at most
   // max_open_tasks tasks at once; a miner may answer a dispute up to
-  // miner_grace blocks past each deadline (0: none).
+  // miner_grace blocks past each deadline (0: none). These C++ defaults are
+  // the loosest valid values (the least bonds, no bounds, no grace), for
+  // tests; the JSON form has no defaults: a chain states all six.
   uint64_t task_bond = 1;
   uint64_t miner_bond = 1;
   uint64_t dispute_bond = 1;
