@@ -14,7 +14,7 @@ import sys
 import pytest
 
 import pot
-from conftest import LEDGER_BONDS, VECTORS, fund, spec_json
+from conftest import FUNDS, LEDGER_BONDS, VECTORS, fund, spec_json
 
 # docs/PROTOCOL.md written out independently (hashlib only): every outcome
 # record the ledger logs here is checked against it.
@@ -497,7 +497,8 @@ def test_attack_serving_nothing_or_a_corrupted_sample_ends_in_fail():
     and escaped to INCONCLUSIVE. Now members state what they got:
     `unavailable`, `invalid_opening` naming the failed check, or the value
     they replayed; all of them blame the miner, and together they hold the
-    committee's majority: FAIL, and the miner is slashable."""
+    committee's majority: FAIL, and the miner is slashable: its bond burns
+    (docs/ledger.md 2.18)."""
     alice, bob, carol = WITNESSES
     cases = [
         {w: UNAVAILABLE for w in WITNESSES},  # nobody is served the files
@@ -513,6 +514,9 @@ def test_attack_serving_nothing_or_a_corrupted_sample_ends_in_fail():
         assert (v["verdict"], v["cause"], v["miner_slashable"], v["minority"]) == ("fail", "blame", True, []), v
         assert v["cluster_stake"] == 30
         assert chain.ledger.apply({"call": "run_info", "run_id": run})["slashable"]
+        assert chain.ledger.apply({"call": "account_info", "identity": MINER.hex()}) == \
+            {"ok": True, "identity": MINER.hex(), "free": 0, "locked": 0}
+        assert chain.ledger.apply({"call": "ledger_info"})["burned"] == LEDGER_BONDS["miner_bond"]
 
 
 def test_attack_members_claiming_they_were_served_nothing_cannot_fail_an_honest_step():
@@ -748,7 +752,9 @@ def test_attack_a_split_committee_is_settled_by_a_dispute_after_the_run_closed()
     closed run keeps its final root (ledger state format 5), so an honest
     member disputes a challenged step after the close; the forger, whose
     forged digest no honest trace ends in, stays silent and loses by
-    default: its closed run is slashable, and the record names it."""
+    default: its closed run is slashable, and the record names it. Carol
+    gets her dispute bond back and her costs from the miner's bond; the
+    rest of it burns (docs/ledger.md 2.18)."""
     verifiers = {b"alice": 10, b"bob": 10, b"carol": 10, b"dave": 10}
     chain = Chain(verifiers, config=dict(CONFIG, dispute_window=5, referee=b"referee"))
     run, leaves, log = chain.run(MINER, forged=set(range(1, STEPS + 1)))
@@ -801,3 +807,7 @@ def test_attack_a_split_committee_is_settled_by_a_dispute_after_the_run_closed()
     assert (end["outcome"]["end"], end["outcome"]["losers"], end["outcome"]["step"]) == ("miner_default", ["miner"], t)
     assert chain.ledger.apply({"call": "run_info", "run_id": run})["slashable"]
     assert pot.Ledger.load(chain.ledger.save()).apply({"call": "run_info", "run_id": run})["slashable"]
+    costs = LEDGER_BONDS["dispute_bond"]
+    assert chain.ledger.apply({"call": "account_info", "identity": honest[0].hex()})["free"] == FUNDS + costs
+    assert chain.ledger.apply({"call": "account_info", "identity": MINER.hex()})["locked"] == 0
+    assert chain.ledger.apply({"call": "ledger_info"})["burned"] == LEDGER_BONDS["miner_bond"] - costs
