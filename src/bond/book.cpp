@@ -20,18 +20,14 @@ void Book::tidy(ByteView identity) noexcept {
   if (it != accounts_.end() && it->second == Balance{}) accounts_.erase(it);
 }
 
-void Book::add_held(uint64_t amount) {
+void Book::add_held(uint64_t amount, const char *call) const {
   if (amount > UINT64_MAX - held_)
-    fail(Status::kOutOfRange, "the ledger would hold more than 2^64 - 1 ({} held, {} more)", held_, amount);
+    fail(Status::kOutOfRange, "{}: the ledger would hold more than 2^64 - 1 ({} held, {} more)", call, held_, amount);
 }
 
 void Book::deposit(ByteView identity, uint64_t amount, const char *call) {
   if (amount == 0) fail(Status::kInvalidArgument, "{}: an amount of 0", call);
-  try {
-    add_held(amount);
-  } catch (const Error &e) {
-    fail(e.status(), "{}: {}", call, e.what());
-  }
+  add_held(amount, call);
   reserve(identity);
   entry(identity).free += amount;  // below 2^64: held_ bounds it
   held_ += amount;
@@ -87,13 +83,13 @@ void Book::restore_free(ByteView identity, uint64_t free) {
   Bytes id(identity.begin(), identity.end());
   if (!accounts_.empty() && accounts_.rbegin()->first >= id)
     fail(Status::kInvalidArgument, "account {}: accounts are not in increasing identity order", to_hex(identity));
-  add_held(free);
+  add_held(free, "account");
   accounts_.emplace(std::move(id), Balance{free, 0});
   held_ += free;
 }
 
 void Book::restore_lock(ByteView identity, uint64_t amount) {
-  add_held(amount);
+  add_held(amount, "bond");
   reserve(identity);
   entry(identity).locked += amount;
   held_ += amount;

@@ -85,7 +85,8 @@ class Book {
  private:
   Balance &entry(ByteView identity) noexcept;  // the identity has an entry
   void tidy(ByteView identity) noexcept;       // drops its entry once empty (erasing does not allocate)
-  void add_held(uint64_t amount);
+  // kOutOfRange, naming `call`, when held() + amount would pass 2^64 - 1.
+  void add_held(uint64_t amount, const char *call) const;
 
   std::map<Bytes, Balance, IdentityLess> accounts_;
   uint64_t held_ = 0;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "common/heights.h"
 #include "dispute/bisection.h"
 
 namespace pot::dispute {
@@ -36,8 +37,7 @@ class TimedBisection {
   uint64_t deadline() const { return deadline_; }
   // The last height at which the current round takes party p's claims.
   uint64_t deadline(Party p) const {
-    if (p == Party::kB) return deadline_;
-    return deadline_ > UINT64_MAX - grace_a_ ? UINT64_MAX : deadline_ + grace_a_;
+    return p == Party::kB ? deadline_ : saturating_add(deadline_, grace_a_);
   }
   // Whether `p` has claimed in the current round.
   bool claimed(Party p) const { return (p == Party::kA ? a_ : b_).has_value(); }

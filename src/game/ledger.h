@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bond/book.h"
+#include "common/heights.h"
 #include "commit/commitment.h"
 #include "dispute/op_referee.h"
 #include "dispute/timed.h"
@@ -532,9 +533,7 @@ class Ledger {
   void settle_bonds(const DisputeRecord &d) noexcept;
   // The last height the miner may answer a dispute round or phase whose
   // deadline is `deadline`: miner_grace blocks later (2^64 - 1 at most).
-  uint64_t with_grace(uint64_t deadline) const {
-    return deadline > UINT64_MAX - config_.miner_grace ? UINT64_MAX : deadline + config_.miner_grace;
-  }
+  uint64_t with_grace(uint64_t deadline) const { return saturating_add(deadline, config_.miner_grace); }
   // kState while the challenge awaits a new committee (section 2.10).
   static void check_not_awaiting(const Challenge &c, uint64_t challenge_id, const char *call);
   // One run or challenge fewer waits since height `from` (it has an entry).

@@ -164,7 +164,7 @@ DisputeProgress Ledger::open_dispute(ByteView caller, const Digest &run_id, Byte
   // of disputes cannot keep the task's bonds locked (prune_task waits for
   // open disputes) for ever.
   const uint64_t end = tasks_.at(open ? open->commitment.task_id : closed->second.task_id).task.end_height;
-  const uint64_t horizon = end > UINT64_MAX - config_.max_task_blocks ? UINT64_MAX : end + config_.max_task_blocks;
+  const uint64_t horizon = saturating_add(end, config_.max_task_blocks);
   if (now > horizon)
     fail(Status::kState, "{}: the task of run {} ended at height {}; its runs are disputed until height {}", kCall,
          run_id.hex(), end, horizon);

@@ -903,9 +903,12 @@ class LedgerStateReader {
   void read_accounts() {
     bond::Book &book = l_.book_;
     for (const v2::LedgerAccount &m : p_.accounts()) {
-      const std::string where = "account " + to_hex(view_of(m.identity()));
-      if (m.identity().empty() || m.identity().size() > kMaxIdentity) bad_state(where + ": an identity of 0 or >256 bytes");
-      as_state_check(where, [&] { book.restore_free(view_of(m.identity()), m.free()); });
+      const ByteView identity = view_of(m.identity());
+      const std::string where = "account " + to_hex(identity);
+      as_state_check(where, [&] {
+        check_caller(identity, "deposit");
+        book.restore_free(identity, m.free());
+      });
     }
     const auto lock = [&](const Bytes &identity, uint64_t amount, const std::string &what) {
       as_state_check(what, [&] { book.restore_lock(identity, amount); });
