@@ -528,9 +528,10 @@ class Ledger {
   // (the first slashing moves it: a FAIL burns it, a lost dispute pays it).
   static bool holds_bond(bool slashable) { return !slashable; }
   // A dispute ends with the record `d`: the challenger's bond and, when
-  // the miner loses, the miner's (if it still holds it) move to whom the
-  // record's losers say (both parties reserve()d in the book first).
-  void settle_bonds(const DisputeRecord &d) noexcept;
+  // the miner loses, the miner's (if `miner_holds` it: the run is not yet
+  // slashed) move to whom the record's losers say (both parties
+  // reserve()d in the book first).
+  void settle_bonds(const DisputeRecord &d, bool miner_holds) noexcept;
   // The last height the miner may answer a dispute round or phase whose
   // deadline is `deadline`: miner_grace blocks later (2^64 - 1 at most).
   uint64_t with_grace(uint64_t deadline) const { return saturating_add(deadline, config_.miner_grace); }

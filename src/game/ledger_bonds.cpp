@@ -34,12 +34,7 @@ bond::Balance Ledger::account_info(ByteView identity) const {
   return book_.balance(identity);
 }
 
-void Ledger::settle_bonds(const DisputeRecord &d) noexcept {
-  // The miner's bond, while it holds it: the run is open or closed (a
-  // dispute keeps its task from being pruned) and not yet slashed.
-  bool miner_holds = false;
-  if (const auto r = runs_.find(d.run_id); r != runs_.end()) miner_holds = holds_bond(r->second.slashable);
-  else if (const auto c = closed_.find(d.run_id); c != closed_.end()) miner_holds = holds_bond(c->second.slashable);
+void Ledger::settle_bonds(const DisputeRecord &d, bool miner_holds) noexcept {
   // A loser pays the winner's costs, at most dispute_bond; the rest of a
   // losing miner's bond burns. Paying the winner the whole bond would let a
   // miner about to FAIL launder it: a second identity of its own disputes,

@@ -92,17 +92,22 @@ DisputeProgress Ledger::log_end(uint64_t id, const DisputeRecord &rec) {
   book_.reserve(rec.miner);
   book_.reserve(rec.challenger);
   outcomes_.append_hash(hash::leaf_hash(rec.encode()));
-  settle_bonds(rec);
-  // The witness game's accountability: a miner that lost a dispute of its
-  // run is slashable, open run or closed (gone with its pruned task: the
-  // record still names it). Nothing here allocates or throws.
-  if (rec.losers & kLoserMiner) {
-    if (auto r = runs_.find(rec.run_id); r != runs_.end()) {
-      r->second.lost_dispute = true;
-      r->second.slashable = true;
-    } else if (auto c = closed_.find(rec.run_id); c != closed_.end()) {
-      c->second.slashable = true;
-    }
+  // The run, open or closed (a dispute keeps its task from being pruned):
+  // its bond moves by the record's losers while the miner holds it, then a
+  // miner that lost is slashable (the witness game's accountability).
+  // Nothing here allocates or throws.
+  Run *open = nullptr;
+  bool *slashable = nullptr;
+  if (auto r = runs_.find(rec.run_id); r != runs_.end()) {
+    open = &r->second;
+    slashable = &open->slashable;
+  } else if (auto c = closed_.find(rec.run_id); c != closed_.end()) {
+    slashable = &c->second.slashable;
+  }
+  settle_bonds(rec, slashable && holds_bond(*slashable));
+  if ((rec.losers & kLoserMiner) && slashable) {
+    *slashable = true;
+    if (open) open->lost_dispute = true;
   }
   return out;
 }
