@@ -837,6 +837,15 @@ typedef enum pot_opening_check {
    * F32 or F64 tensor's (of at least 64 elements) above 0.5. A verifier on other hardware compares the work,
    * not only the norm's bucket. */
   POT_CHECK_REPLAYED_UPDATE = 29,
+  /* pot_verify_step, last (since 0.3.0): the task's program, not the
+   * miner's work, decides the step (section 21.5): replayed on another
+   * thread count than the spec's it fails check 23, 22 or 29 and verifies on
+   * the spec's; or the spec declares randomness under the per_step seed
+   * policy and the step replays to the same S_t under another run's seeds
+   * (the program draws and discards: every run of a listed task would be one
+   * trajectory). The task's fault: the ledger never counts it against the
+   * miner. */
+  POT_CHECK_TASK_PROGRAM = 30,
   POT_CHECK_MAX_ENUM_ = 0x7FFFFFFF
 } pot_opening_check;
 

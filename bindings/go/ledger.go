@@ -133,7 +133,7 @@ type Outcome struct {
 	Step           uint64   `json:"step"`
 	Mode           string   `json:"mode"`    // "bitwise" or "norm_bucket"
 	Verdict        string   `json:"verdict"` // "pass", "fail" or "inconclusive"
-	Cause          string   `json:"cause"`   // agreement, no_opening, blame, no_committee, participation, split
+	Cause          string   `json:"cause"`   // agreement, no_opening, blame, no_committee, participation, split, task_program
 	ClusterSize    uint64   `json:"cluster_size"`
 	ClusterStake   uint64   `json:"cluster_stake"`
 	CommitteeStake uint64   `json:"committee_stake"`

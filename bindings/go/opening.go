@@ -61,6 +61,11 @@ const (
 	// CheckReplayedUpdate (VerifyStep, norm bucket): the served S_t's update
 	// is not the replayed one within the tolerances (since 0.3.0).
 	CheckReplayedUpdate OpeningCheck = C.POT_CHECK_REPLAYED_UPDATE
+	// CheckTaskProgram (VerifyStep, last): the task's program, not the
+	// miner's work, decides the step: its result depends on the thread count,
+	// or its declared randomness changes nothing (since 0.3.0). The ledger
+	// never counts it against the miner.
+	CheckTaskProgram OpeningCheck = C.POT_CHECK_TASK_PROGRAM
 )
 
 // String returns the stable lower-case name of the check

@@ -182,7 +182,8 @@ func TestOpeningCheckNames(t *testing.T) {
 	if pot.CheckSpec != 18 || pot.CheckReplayedBucket != 23 || pot.CheckNonFinite != 24 ||
 		pot.CheckLearningRate != 25 || pot.CheckCommittedNorm != 26 || pot.CheckGradientIgnored != 27 ||
 		pot.CheckSubnormal != 28 || pot.CheckSubnormal.String() != "subnormal" ||
-		pot.CheckReplayedUpdate != 29 || pot.CheckReplayedUpdate.String() != "replayed_update" {
+		pot.CheckReplayedUpdate != 29 || pot.CheckReplayedUpdate.String() != "replayed_update" ||
+		pot.CheckTaskProgram != 30 || pot.CheckTaskProgram.String() != "task_program" {
 		t.Fatal("check values")
 	}
 	if pot.VerifyBitwise.String() != "bitwise" || pot.VerifyNormBucket.String() != "norm_bucket" ||

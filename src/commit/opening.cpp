@@ -75,6 +75,7 @@ const char *opening_check_name(OpeningCheck c) noexcept {
     case OpeningCheck::kGradientIgnored: return "gradient_ignored";
     case OpeningCheck::kSubnormal: return "subnormal";
     case OpeningCheck::kReplayedUpdate: return "replayed_update";
+    case OpeningCheck::kTaskProgram: return "task_program";
   }
   return "unknown";
 }

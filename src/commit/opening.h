@@ -95,8 +95,13 @@ enum class OpeningCheck {
   // not the replayed one within the tolerances of witness/tolerance.h (as a
   // whole, or one tensor's).
   kReplayedUpdate = 29,
+  // pot_verify_step, last: the task's program, not the miner's work, makes
+  // the step what it is (its result depends on the thread count, or its
+  // declared randomness changes nothing). The task's fault: the ledger
+  // never counts it against the miner.
+  kTaskProgram = 30,
 };
-inline constexpr OpeningCheck kLastOpeningCheck = OpeningCheck::kReplayedUpdate;
+inline constexpr OpeningCheck kLastOpeningCheck = OpeningCheck::kTaskProgram;
 
 const char *opening_check_name(OpeningCheck c) noexcept;
 

@@ -173,6 +173,9 @@ Digest Ledger::start_training_commitment(ByteView caller, ByteView commitment, u
   auto task = tasks_.find(c.task_id);
   if (task == tasks_.end()) fail(Status::kNotFound, "{}: no task {}", kCall, c.task_id.hex());
   check_not_ended(task->second.task, c.task_id, now, kCall);
+  if (task->second.program_fault)
+    fail(Status::kState, "{}: a committee found the program of task {} at fault (check 30 task_program): it takes no "
+         "new runs", kCall, c.task_id.hex());
   task::check_commitment(task->second.task, c);
   const Digest run_id = c.run_id();
   RunKey key{c.task_id, c.miner_identity};
@@ -535,6 +538,12 @@ class Tally {
   }
 
   static bool replayed(const Ballot &b) { return b.finding->kind == Kind::kReplayed; }
+  // Check 30: the task's program, not the miner, decides the step. Such a
+  // reveal blames neither side of the step: it blames the task.
+  static bool blames_task(const Ballot &b) {
+    return b.counted && b.finding->kind == Kind::kInvalidOpening &&
+           b.finding->check == commit::OpeningCheck::kTaskProgram;
+  }
   bool matches(const Ballot &b) const {
     if (!b.counted || !replayed(b)) return false;
     return mode_ == Mode::kBitwise ? b.finding->replayed_state == opened_state_
@@ -550,9 +559,9 @@ class Tally {
     return matches(b) && replayed_gradient_ && b.finding->gradient_digest != *replayed_gradient_;
   }
   bool agrees(const Ballot &b) const { return matches(b) && !unreplayed(b); }
-  static bool unserved(const Ballot &b) { return b.counted && !replayed(b); }
+  static bool unserved(const Ballot &b) { return b.counted && !replayed(b) && !blames_task(b); }
   // Of the deciding group when the miner is blamed.
-  bool blames(const Ballot &b) const { return b.counted && !agrees(b) && !unreplayed(b); }
+  bool blames(const Ballot &b) const { return b.counted && !agrees(b) && !unreplayed(b) && !blames_task(b); }
 
   const char *reference() const {
     return mode_ == Mode::kBitwise ? "the opened state digest" : "the committed bucket";
@@ -573,6 +582,7 @@ class Tally {
   uint64_t other_stake = 0;  // replayed values other than the opened one
   uint64_t blame_stake = 0, blame_count = 0;  // other values and unserved members
   uint64_t excluded_stake = 0;  // misconfigured or unreplayed
+  uint64_t task_stake = 0, task_count = 0;  // check 30: the task's program at fault
 
  private:
   // What a replayed value is compared by: its digest, or its bucket.
@@ -593,6 +603,9 @@ class Tally {
     } else if (agrees(b)) {
       agree_stake += b.stake;
       ++agree_count;
+    } else if (blames_task(b)) {
+      task_stake += b.stake;
+      ++task_count;
     } else if (unserved(b)) {
       unserved_stake += b.stake;
       ++unserved_count;
@@ -673,20 +686,33 @@ ChallengeVerdict Ledger::judge(const Challenge &c) const {
                     .cause = Cause::kBlame},
                    c.committee, ballots, t, [&](const Ballot &b) { return t.blames(b); });
   }
+  // The task's program makes the step what it is (check 30): neither a
+  // PASS nor the miner's FAIL, and no new committee would judge it
+  // otherwise. The task answers for it (docs/ledger.md 2.9, 2.18).
+  if (t.task_stake > committee_stake - t.task_stake)
+    return account({.verdict = Verdict::kInconclusive,
+                    .reason = fmt::format("members holding {} of the committee's stake {} find the task's program "
+                                          "at fault (check 30 task_program), not the miner",
+                                          t.task_stake, committee_stake),
+                    .cluster_size = t.task_count,
+                    .cluster_stake = t.task_stake,
+                    .cause = Cause::kTaskProgram},
+                   c.committee, ballots, t, [&](const Ballot &b) { return Tally::blames_task(b); });
   const bool agree_larger = t.agree_stake >= t.blame_stake;
-  const uint64_t unrevealed = committee_stake - t.agree_stake - t.blame_stake - t.excluded_stake;
+  const uint64_t counted = t.agree_stake + t.blame_stake + t.task_stake;  // parts of the committee's stake
+  const uint64_t unrevealed = committee_stake - counted - t.excluded_stake;
   return account(
       {.verdict = Verdict::kInconclusive,
        .reason = fmt::format("no side holds a majority of the committee's stake {}: {} agree with {}, {} blame the "
-                             "miner ({} replayed other values, {} served no valid opening), {} misconfigured or "
+                             "miner ({} replayed other values, {} served no valid opening), {}{} misconfigured or "
                              "unreplayed, {} unrevealed",
                              committee_stake, t.agree_stake, t.reference(), t.blame_stake, t.other_stake,
-                             t.unserved_stake, t.excluded_stake, unrevealed),
+                             t.unserved_stake,
+                             t.task_stake ? fmt::format("{} blame the task's program, ", t.task_stake) : "",
+                             t.excluded_stake, unrevealed),
        .cluster_size = agree_larger ? t.agree_count : t.blame_count,
        .cluster_stake = agree_larger ? t.agree_stake : t.blame_stake,
-       .cause = t.agree_stake + t.blame_stake > committee_stake - t.agree_stake - t.blame_stake
-                    ? Cause::kSplit
-                    : Cause::kParticipation},
+       .cause = counted > committee_stake - counted ? Cause::kSplit : Cause::kParticipation},
       c.committee, ballots, t, nullptr);
 }
 
@@ -750,6 +776,13 @@ ChallengeVerdict Ledger::finalize_challenge(uint64_t challenge_id, uint64_t now)
   if (v.verdict == Verdict::kFail && holds_bond(r.slashable))
     book_.burn(r.commitment.miner_identity, config_.miner_bond);
   if (v.verdict == Verdict::kFail) r.slashable = true;
+  // A committee that finds the task's program at fault burns its owner's
+  // bond (once) and closes the task to new runs (section 2.18).
+  if (v.cause == Cause::kTaskProgram) {
+    TaskRecord &task = tasks_.at(r.commitment.task_id);
+    if (!task.program_fault) book_.burn(task.task.owner, config_.task_bond);
+    task.program_fault = true;
+  }
   if (closes) {
     for (uint64_t id : r.challenge_ids) challenges_.erase(id);
     runs_.erase(run_id);
@@ -820,7 +853,7 @@ PrunedTask Ledger::prune_task(const Digest &task_id, uint64_t now) {
         fail(Status::kState, "{}: dispute {} of run {} is open; the task's bonds stay locked until it ends", kCall,
              id, last->second.hex());
   }
-  out.released += config_.task_bond;
+  if (!task->second.program_fault) out.released += config_.task_bond;  // a faulted task's bond burned
   // Erasing and releasing do not allocate: nothing below can fail.
   for (auto it = first; it != last; ++it) {
     const auto closed = closed_.find(it->second);
@@ -834,7 +867,7 @@ PrunedTask Ledger::prune_task(const Digest &task_id, uint64_t now) {
   }
   run_keys_.erase(first, last);
   const Bytes &owner = task->second.task.owner;
-  book_.release(owner, config_.task_bond);
+  if (!task->second.program_fault) book_.release(owner, config_.task_bond);
   if (const auto held = open_tasks_.find(owner); --held->second == 0) open_tasks_.erase(held);
   tasks_.erase(task);
   height_ = now;
@@ -845,6 +878,12 @@ task::Task Ledger::task_info(const Digest &task_id) const {
   auto it = tasks_.find(task_id);
   if (it == tasks_.end()) fail(Status::kNotFound, "task_info: no task {}", task_id.hex());
   return it->second.task;
+}
+
+bool Ledger::task_program_fault(const Digest &task_id) const {
+  auto it = tasks_.find(task_id);
+  if (it == tasks_.end()) fail(Status::kNotFound, "task_info: no task {}", task_id.hex());
+  return it->second.program_fault;
 }
 
 RunInfo Ledger::run_info(const Digest &run_id) const {

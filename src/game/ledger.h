@@ -411,6 +411,8 @@ class Ledger {
 
   // kNotFound for an unknown task, run or challenge.
   task::Task task_info(const hash::Digest &task_id) const;
+  // Whether a committee found the task's program at fault (section 2.18).
+  bool task_program_fault(const hash::Digest &task_id) const;
   RunInfo run_info(const hash::Digest &run_id) const;
   ChallengeInfo challenge_info(uint64_t challenge_id) const;
   VerifierInfo verifier_info(ByteView identity) const;
@@ -442,6 +444,7 @@ class Ledger {
   struct TaskRecord {
     Bytes bytes;  // canonical
     task::Task task;
+    bool program_fault = false;  // a challenge ended kTaskProgram: its bond burned, no new runs (stored)
   };
   struct Run {
     Bytes commitment_bytes;  // canonical

@@ -355,7 +355,7 @@ json task_info(Ledger &l, const Fields &f, const json &) {
   f.only({"call", "task_id"});
   const Digest id = f.digest("task_id");
   const task::Task t = l.task_info(id);
-  return {{"task_id", id.hex()}, {"task", t.to_json()}};
+  return {{"task_id", id.hex()}, {"task", t.to_json()}, {"program_fault", l.task_program_fault(id)}};
 }
 
 json run_info(Ledger &l, const Fields &f, const json &) {

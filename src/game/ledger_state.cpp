@@ -226,6 +226,7 @@ class LedgerStateWriter {
       v2::LedgerTask *m = p.add_tasks();
       put(m->mutable_task_id(), id);
       m->set_task(as_string(t.bytes));
+      m->set_program_fault(t.program_fault);
     }
     for (const auto &[id, c] : l.challenges_) save_challenge(id, c, p.add_challenges());
     for (const auto &[identity, v] : l.verifiers_) {
@@ -441,6 +442,7 @@ class LedgerStateReader {
       t.bytes = to_bytes(view_of(m.task()));
       t.task = as_state_check(where, [&] { return task::Task::decode(t.bytes); });
       if (t.task.id() != id) bad_state(where + ": task_id is not the task's digest");
+      t.program_fault = m.program_fault();
       if (t.task.challenge_rounds > config_.max_rounds)
         bad_state(fmt::format("{}: {} challenge rounds, the config allows {}", where, t.task.challenge_rounds,
                               config_.max_rounds));
@@ -914,7 +916,7 @@ class LedgerStateReader {
       as_state_check(what, [&] { book.restore_lock(identity, amount); });
     };
     for (const auto &[id, t] : l_.tasks_) {
-      lock(t.task.owner, config_.task_bond, "task " + id.hex() + " bond");
+      if (!t.program_fault) lock(t.task.owner, config_.task_bond, "task " + id.hex() + " bond");
       if (++l_.open_tasks_[t.task.owner] > config_.max_open_tasks)
         bad_state(fmt::format("owner {}: more than max_open_tasks ({}) tasks", to_hex(t.task.owner),
                               config_.max_open_tasks));

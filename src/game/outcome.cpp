@@ -32,7 +32,8 @@ bool cause_fits(Verdict v, Cause c) {
     case Verdict::kFail:
       return c == Cause::kNoOpening || c == Cause::kBlame;
     case Verdict::kInconclusive:
-      return c == Cause::kNoCommittee || c == Cause::kParticipation || c == Cause::kSplit;
+      return c == Cause::kNoCommittee || c == Cause::kParticipation || c == Cause::kSplit ||
+             c == Cause::kTaskProgram;
   }
   return false;
 }
@@ -48,6 +49,7 @@ const char *cause_name(Cause c) noexcept {
     case Cause::kNoCommittee: return "no_committee";
     case Cause::kParticipation: return "participation";
     case Cause::kSplit: return "split";
+    case Cause::kTaskProgram: return "task_program";
   }
   return "unknown";
 }
@@ -100,7 +102,7 @@ Outcome Outcome::decode(ByteView b) {
   if (verdict < 1 || verdict > 3) fail(Status::kMalformed, "outcome record: verdict {} is not 1..3", verdict);
   o.verdict = static_cast<Verdict>(verdict);
   const uint8_t cause = r.u8("cause");
-  if (cause < 1 || cause > 6 || !cause_fits(o.verdict, static_cast<Cause>(cause)))
+  if (cause < 1 || cause > static_cast<uint8_t>(Cause::kTaskProgram) || !cause_fits(o.verdict, static_cast<Cause>(cause)))
     fail(Status::kMalformed, "outcome record: cause {} is not one of verdict {}", cause, verdict);
   o.cause = static_cast<Cause>(cause);
   o.cluster_size = r.u64("cluster_size");
@@ -136,8 +138,11 @@ Outcome Outcome::decode(ByteView b) {
   ids(o.silent, "silent");
   ids(o.misconfigured, "misconfigured");
   ids(o.unreplayed, "unreplayed");
-  if (o.verdict == Verdict::kInconclusive && !o.minority.empty())
-    fail(Status::kMalformed, "outcome record: an inconclusive verdict has no minority");
+  // Only a decided outcome has a deciding group, and so a minority: a PASS,
+  // a FAIL, or a committee finding the task's program at fault.
+  if (o.verdict == Verdict::kInconclusive && o.cause != Cause::kTaskProgram && !o.minority.empty())
+    fail(Status::kMalformed, "outcome record: an inconclusive verdict has no minority unless its cause is "
+                             "task_program");
   if (r.remaining() != 0)
     fail(Status::kMalformed, "outcome record: {} bytes after the last list", r.remaining());
   return o;

@@ -28,9 +28,11 @@ enum class Cause : uint8_t {
   kNoCommittee = 4,    // INCONCLUSIVE: nobody was registered before the draw
   kParticipation = 5,  // INCONCLUSIVE: counted reveals hold at most half the stake
   kSplit = 6,          // INCONCLUSIVE: they hold more, but no side a majority
+  kTaskProgram = 7,    // INCONCLUSIVE: a stake majority finds the task's program at fault (check 30)
 };
 
-// "agreement", "no_opening", "blame", "no_committee", "participation", "split".
+// "agreement", "no_opening", "blame", "no_committee", "participation", "split",
+// "task_program".
 const char *cause_name(Cause c) noexcept;
 
 struct Outcome {

@@ -5,6 +5,7 @@
 #include "commit/dataset.h"
 #include "common/error.h"
 #include "hash/update_norm.h"
+#include "spec/seed.h"
 #include "witness/norm_bucket.h"
 #include "witness/tolerance.h"
 
@@ -157,9 +158,8 @@ std::optional<VerifyResult> replay(Program &program, const VerifyInputs &in, con
 // When it then passes, what differs is the thread count, not the miner's
 // work: the task's program makes its result depend on it beyond the
 // tolerances (round 3, attack 8: a float sum of constants fingerprints the
-// thread count and branches on it). The verifier states check 19 `program`
-// then, which the ledger counts as the member's own inputs, never against
-// the miner. `before` is the result before the first replay. Returns that
+// thread count and branches on it). The verifier states check 30
+// `task_program` then, which the ledger never counts against the miner. `before` is the result before the first replay. Returns that
 // verdict, or nullopt to keep `verdict`.
 std::optional<VerifyResult> thread_dependent(Program &program, const VerifyInputs &in,
                                              const commit::OpeningResult &o, const Served &served,
@@ -178,12 +178,44 @@ std::optional<VerifyResult> thread_dependent(Program &program, const VerifyInput
   if (replay(program, in, served, spec_threads, again, s)) return std::nullopt;
   if (compare(in, o, served.pre, s, again).check != commit::OpeningCheck::kOk) return std::nullopt;
   VerifyResult r = verdict;
-  return failed(std::move(r), commit::OpeningCheck::kProgram, Status::kInvalidArgument,
+  return failed(std::move(r), commit::OpeningCheck::kTaskProgram, Status::kInvalidArgument,
                 fmt::format("the task's program gives another step on {} threads than on the spec's {}: on {} it "
                             "fails {} ({}), on {} it verifies; a program whose result depends on the thread count "
                             "is the task's fault, not the miner's (docs/security.md 6.3, attack 8)",
                             in.intra_op_threads, in.spec->intra_op_threads, in.intra_op_threads,
                             commit::opening_check_name(c), verdict.message, in.spec->intra_op_threads));
+}
+
+// A step that verified, of a spec declaring randomness under the per_step
+// policy, is replayed once more under the seeds of another run id
+// (spec::probe_run_id). Declared randomness is what makes the runs of a
+// listed task differ (docs/PROTOCOL.md 17.3): a program that draws random
+// numbers and throws them away (round 3, attack 3) passes the recorder's
+// and the replay's RNG probe, yet every run is one trajectory, which any
+// identity can copy. If the step replays to the same S_t, that is the
+// task's program, not the miner: check 30. Returns that verdict, or
+// nullopt to keep the passing one.
+std::optional<VerifyResult> seed_ignored(Program &program, const VerifyInputs &in, const Served &served,
+                                         const StepOptions &opts, const StepResult &s, const VerifyResult &verdict) {
+  const spec::ExecutionSpec &spec = *in.spec;
+  if (verdict.check != commit::OpeningCheck::kOk || spec.seed_policy != spec::SeedPolicyKind::kPerStep ||
+      !(spec.dropout > 0 || spec.other_rng_use))
+    return std::nullopt;
+  StepOptions probe = opts;
+  probe.run_id = spec::probe_run_id(in.commitment->run_id());
+  VerifyResult again = verdict;
+  StepResult other;
+  // The step replayed under the run's seeds: under others it runs alike.
+  if (replay(program, in, served, probe, again, other)) return std::nullopt;
+  if (other.post_digest != s.post_digest) return std::nullopt;
+  VerifyResult r = verdict;
+  return failed(std::move(r), commit::OpeningCheck::kTaskProgram, Status::kInvalidArgument,
+                fmt::format("the spec declares {}, but step {} replays to the same state {} under another run's "
+                            "seeds: the task's program draws random numbers that change nothing, so every run of a "
+                            "listed task is one trajectory any identity can copy (docs/security.md 6.3, attack 3)",
+                            spec.dropout > 0 ? fmt::format("dropout {}", spec.dropout)
+                                             : std::string("other_rng_use (dropout 0)"),
+                            in.challenged_step, s.post_digest.hex()));
 }
 
 }  // namespace
@@ -244,6 +276,7 @@ VerifyResult verify_step(const VerifyInputs &in) {
   if (auto bad = replay(*program, in, served, opts, r, s)) return *bad;
   VerifyResult verdict = compare(in, o, served.pre, s, r);
   if (auto program_fault = thread_dependent(*program, in, o, served, opts, before, verdict)) return *program_fault;
+  if (auto program_fault = seed_ignored(*program, in, served, opts, s, verdict)) return *program_fault;
   return verdict;
 }
 

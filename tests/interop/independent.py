@@ -591,7 +591,7 @@ OPENING_CHECKS = {name: i + 1 for i, name in enumerate([
     "pre_leaf_proof", "schedule_entry", "schedule_proof", "sample_count", "sample_index", "sample_payload",
     "sample_proof", "pre_state_digest", "post_state_digest", "spec", "program", "replay", "replayed_state",
     "replayed_loss", "replayed_bucket", "nonfinite", "learning_rate", "committed_norm", "gradient_ignored", "subnormal",
-    "replayed_update"])}
+    "replayed_update", "task_program"])}
 WITNESS_KINDS = {"replayed": 1, "unavailable": 2, "invalid_opening": 3}
 WITNESS_MODES = {"bitwise": 1, "norm_bucket": 2}
 
@@ -619,7 +619,8 @@ def witness_commitment(statement: dict, salt: bytes, identity: bytes) -> bytes:
 
 
 VERDICTS = {"pass": 1, "fail": 2, "inconclusive": 3}
-CAUSES = {"agreement": 1, "no_opening": 2, "blame": 3, "no_committee": 4, "participation": 5, "split": 6}
+CAUSES = {"agreement": 1, "no_opening": 2, "blame": 3, "no_committee": 4, "participation": 5, "split": 6,
+          "task_program": 7}
 
 
 def outcome_record(challenge_id: int, challenge: dict, result: dict) -> bytes:

@@ -704,7 +704,8 @@ TEST(CApiProtocol, ReplayAvailabilityMatchesTheBuild) {
   EXPECT_STREQ(pot_opening_check_name(POT_CHECK_GRADIENT_IGNORED), "gradient_ignored");
   EXPECT_STREQ(pot_opening_check_name(POT_CHECK_SUBNORMAL), "subnormal");
   EXPECT_STREQ(pot_opening_check_name(POT_CHECK_REPLAYED_UPDATE), "replayed_update");
-  EXPECT_STREQ(pot_opening_check_name(static_cast<pot_opening_check>(30)), "unknown");
+  EXPECT_STREQ(pot_opening_check_name(POT_CHECK_TASK_PROGRAM), "task_program");
+  EXPECT_STREQ(pot_opening_check_name(static_cast<pot_opening_check>(31)), "unknown");
   pot_spec_free(spec);
 }
 

@@ -1206,6 +1206,52 @@ TEST(Ledger, AMisconfiguredMemberIsRecordedNotCounted) {
   // states the spec's environment and is wrong is provably wrong.)
 }
 
+TEST(Ledger, ACommitteeFindingTheTasksProgramAtFaultBlamesTheTaskNotTheMiner) {
+  // Check 30 (round 3, attacks 3 and 8): a program whose declared randomness
+  // changes nothing, or whose result depends on the thread count, decides
+  // the step, not the miner. Before 0.3.0 such members were recorded as
+  // misconfigured: excluded and redrawn, while the task's owner lost nothing.
+  Flow f;
+  f.seal();
+  const uint64_t cid = f.challenge();
+  f.open(cid);
+  const uint64_t burned_before = f.ledger.summary().burned;
+  const bond::Balance owner_before = f.ledger.account_info(f.owner);
+  const game::ChallengeVerdict v =
+      f.judge(cid, {{"alice", invalid_opening_finding(commit::OpeningCheck::kTaskProgram)},
+                    {"bob", invalid_opening_finding(commit::OpeningCheck::kTaskProgram)},
+                    {"carol", test::replayed_finding(Flow::honest_state(f.step_of(cid)))}});
+  EXPECT_EQ(v.verdict, Verdict::kInconclusive);
+  EXPECT_STREQ(cause_name(v.cause), "task_program");
+  EXPECT_FALSE(v.rerun);  // another committee would find the same program
+  EXPECT_EQ(v.cluster_stake, 2 * kStake);
+  EXPECT_TRUE(v.misconfigured.empty());
+  EXPECT_EQ(v.minority, std::vector<Bytes>{id("carol")});
+  EXPECT_NE(v.reason.find("find the task's program at fault"), std::string::npos) << v.reason;
+  EXPECT_FALSE(f.ledger.run_info(f.run_id).slashable);  // never against the miner
+  // The owner's bond burned; the task takes no new runs.
+  EXPECT_TRUE(f.ledger.task_program_fault(f.task));
+  EXPECT_EQ(f.ledger.summary().burned, burned_before + kConfig.task_bond);
+  EXPECT_EQ(f.ledger.account_info(f.owner).locked, owner_before.locked - kConfig.task_bond);
+  const Bytes second = make_commitment(id("miner 2"), f.task_value).encode();
+  EXPECT_REFUSED(f.ledger, Status::kState, f.ledger.start_training_commitment(id("miner 2"), second, f.now));
+  expect_round_trip(f.ledger);
+  EXPECT_TRUE(Ledger::load(f.ledger.save()).task_program_fault(f.task));
+
+  // A minority naming check 30 decides nothing: with the others silent the
+  // challenge waits for a new committee, as before.
+  Flow g;
+  g.seal();
+  const uint64_t cid2 = g.challenge();
+  g.open(cid2);
+  const game::ChallengeVerdict w =
+      g.judge(cid2, {{"alice", invalid_opening_finding(commit::OpeningCheck::kTaskProgram)}});
+  EXPECT_EQ(w.verdict, Verdict::kInconclusive);
+  EXPECT_STREQ(cause_name(w.cause), "participation");
+  EXPECT_NE(w.reason.find("10 blame the task's program, "), std::string::npos) << w.reason;
+  EXPECT_FALSE(g.ledger.task_program_fault(g.task));
+}
+
 TEST(Ledger, AWitnessThatDidNotReplayIsRecordedNotCounted) {
   // Attack 5: the opened state digest is public once the step is opened, so
   // a lazy member can state it without replaying. It cannot state the
@@ -2373,6 +2419,12 @@ TEST(Outcome, RoundTripsAndRefusesBrokenRecords) {
             c.cause = game::Cause::kSplit;
           }),
           "no minority");
+  // A committee finding the task's program at fault decided: its minority is recorded.
+  game::Outcome task_fault = o;
+  task_fault.verdict = Verdict::kInconclusive;
+  task_fault.cause = game::Cause::kTaskProgram;
+  EXPECT_EQ(game::Outcome::decode(task_fault.encode()).encode(), task_fault.encode());
+  EXPECT_STREQ(game::cause_name(game::Outcome::decode(task_fault.encode()).cause), "task_program");
   Bytes huge_count = b;
   huge_count[94 + 3] = 0x7f;  // the high byte of the minority's count (after 94 fixed bytes)
   refused("a count the bytes cannot hold", huge_count, "more than the bytes or a committee hold");

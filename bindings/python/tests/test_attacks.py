@@ -1115,6 +1115,75 @@ def test_attack_declared_dropout_never_drawn_is_refused(tmp_path):
     assert replay_step_one(w, honest, honest_spec, tmp_path, program=honest_program)
 
 
+class DropoutDiscarded(Net):
+    """Draws its dropout mask, as the spec says, and throws it away: the
+    generator moves, so the RNG probe of the recorder and the replay passes,
+    but the step is the same whatever the seed."""
+
+    def __init__(self):
+        super().__init__()
+        self.drop = torch.nn.Dropout(0.1)
+
+    def forward(self, x, y):
+        self.drop(x)
+        return torch.nn.functional.cross_entropy(self.body(x), y)
+
+
+def test_attack_declared_dropout_drawn_and_discarded_is_blamed_on_the_task(tmp_path):
+    """Round 3, attack 3, draw-and-discard: a listed task whose program
+    draws its declared dropout and ignores it. Every run of the task is one
+    trajectory: a second identity registers the honest run's states under
+    its own commitment, and before 0.3.0 every copied step verified bit for
+    bit. The verifier now replays a step of declared randomness a second time
+    under another run's seeds; the same S_t is check 30 `task_program` (the
+    task's fault, never counted against a miner), for the copy and the
+    original alike, so neither earns a PASS. The world's program, whose
+    dropout is used, verifies."""
+    w = World(tmp_path)
+    torch.manual_seed(0)
+    model = DropoutDiscarded()
+    program = str(tmp_path / "discarded.pt")
+    pt.save_program(model, program)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, dropout=0.1, seed_policy="per_step",
+                        seed=3, intra_op_threads=1)
+    task = pt.make_task(model, opt, spec, dataset_dir=w.data_dir, schedule=w.schedule, end_height=END_HEIGHT,
+                        owner=OWNER, challenge_rounds=2)
+    rec = pt.Recorder(model, opt, task, program, str(tmp_path / "ck-discarded"), dataset_dir=w.data_dir,
+                      schedule=w.schedule, miner_identity=MINER)
+    states, losses = [], []
+    for step in w.schedule:
+        rec.begin_step(step[0])
+        batch = [w.samples[i] for i in step[0]]
+        loss = model(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch]))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        rec.end_step(loss)  # the recorder sees the generator move
+        states.append({k: v.clone() for k, v in pt.canonical_state(model, opt).items()})
+        losses.append(float(loss))
+    root = rec.finish()
+    copy = pot.Commitment(dict(json.loads(rec.commitment.to_json()), miner_identity=THIEF.hex()))
+    commitment, copied_root, serve = served_run(w, str(tmp_path / "thief"), states, losses, task=task,
+                                                s0_path=rec.state_path(0), commitment=copy)
+    for t in range(1, STEPS + 1):
+        for c, log_root, (manifest, pre) in ((copy, copied_root, serve(t)),
+                                             (rec.commitment, root, (rec.serve(t), rec.state_path(t - 1)))):
+            with pytest.raises(pot.InvalidArgumentError) as e:
+                pot.verify_step(c, task.spec, program, t, STEPS, log_root, manifest, pre)
+            assert e.value.check == pot.OpeningCheck.TASK_PROGRAM, (t, e.value.message)
+            assert f"step {t} replays to the same state" in e.value.message
+            assert "under another run's seeds" in e.value.message and "attack 3" in e.value.message
+    rec.close()
+    # The world's program uses its dropout: its honest run verifies, steps
+    # replayed under the probe's seeds and all.
+    honest, run_id, honest_root = w.train_honestly()
+    for t in range(1, STEPS + 1):
+        assert pot.verify_step(honest.commitment, w.task.spec, w.program, t, STEPS, honest_root, honest.serve(t),
+                               honest.state_path(t - 1)).ok, t
+    honest.close()
+
+
 def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):
     """Attack 7: fields declared in the spec but never read by the replay.
     Each is now applied or checked, and a run that departs from it is

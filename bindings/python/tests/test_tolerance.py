@@ -275,8 +275,8 @@ def test_attack_a_thread_fingerprinting_program_is_blamed_not_the_miner(tmp_path
     step and every honest step failed at `replayed_bucket`, blaming the
     miner. A step that fails the norm-bucket comparison on another thread
     count is now replayed once more on the spec's: when that passes, the
-    verifier states check 19 `program` (the task's inputs, which the ledger
-    never counts against the miner). A forged step still fails at its own
+    verifier states check 30 `task_program` (the task's fault, which the
+    ledger never counts against the miner). A forged step still fails at its own
     check: the spec's thread count does not rescue it."""
     one = probe_sum(1)
     other = next((n for n in (2, 3, 4, 5) if probe_sum(n) != one), None)
@@ -285,7 +285,7 @@ def test_attack_a_thread_fingerprinting_program_is_blamed_not_the_miner(tmp_path
     honest = Run(str(tmp_path / "honest"), "mlp", "adamw", torch.float32, steps=4,
                  model=ThreadFingerprint(one)).train()
     for r in verify_all(honest, str(tmp_path), other):
-        assert r["check"] == "program", r
+        assert r["check"] == "task_program", r
     # On the spec's thread count the honest run verifies, bitwise and by bucket.
     for r in verify_all(honest, str(tmp_path), 1):
         assert r["check"] == "ok", r

@@ -48,6 +48,7 @@ class OpeningCheck(enum.IntEnum):
     GRADIENT_IGNORED = _pot.POT_CHECK_GRADIENT_IGNORED
     SUBNORMAL = _pot.POT_CHECK_SUBNORMAL
     REPLAYED_UPDATE = _pot.POT_CHECK_REPLAYED_UPDATE
+    TASK_PROGRAM = _pot.POT_CHECK_TASK_PROGRAM
 
     def __str__(self) -> str:
         return _pot.pot_opening_check_name(self)

@@ -285,11 +285,16 @@ pub enum OpeningCheck {
     /// F64 tensor of 64 or more elements).
     /// Since 0.3.0.
     ReplayedUpdate,
+    /// [`verify_step`](crate::verify_step) only, last: the task's program,
+    /// not the miner's work, decides the step (its result depends on the
+    /// thread count, or its declared randomness changes nothing). The
+    /// ledger never counts it against the miner. Since 0.3.0.
+    TaskProgram,
     /// A check this crate does not know (appended by a later libpot).
     Other(u32),
 }
 
-const CHECKS: [OpeningCheck; 29] = [
+const CHECKS: [OpeningCheck; 30] = [
     OpeningCheck::Manifest,
     OpeningCheck::RunId,
     OpeningCheck::Step,
@@ -319,6 +324,7 @@ const CHECKS: [OpeningCheck; 29] = [
     OpeningCheck::GradientIgnored,
     OpeningCheck::Subnormal,
     OpeningCheck::ReplayedUpdate,
+    OpeningCheck::TaskProgram,
 ];
 
 impl OpeningCheck {
@@ -493,6 +499,7 @@ mod tests {
         assert_eq!(OpeningCheck::GradientIgnored.raw(), sys::pot_opening_check::POT_CHECK_GRADIENT_IGNORED.0);
         assert_eq!(OpeningCheck::Subnormal.raw(), sys::pot_opening_check::POT_CHECK_SUBNORMAL.0);
         assert_eq!(OpeningCheck::ReplayedUpdate.raw(), sys::pot_opening_check::POT_CHECK_REPLAYED_UPDATE.0);
+        assert_eq!(OpeningCheck::TaskProgram.raw(), sys::pot_opening_check::POT_CHECK_TASK_PROGRAM.0);
         for (check, name) in [
             (OpeningCheck::Spec, "spec"),
             (OpeningCheck::Program, "program"),
@@ -506,10 +513,11 @@ mod tests {
             (OpeningCheck::GradientIgnored, "gradient_ignored"),
             (OpeningCheck::Subnormal, "subnormal"),
             (OpeningCheck::ReplayedUpdate, "replayed_update"),
+            (OpeningCheck::TaskProgram, "task_program"),
         ] {
             assert_eq!(check.name(), name);
         }
-        assert_eq!(OpeningCheck::from_raw(30), Some(OpeningCheck::Other(30)));
+        assert_eq!(OpeningCheck::from_raw(31), Some(OpeningCheck::Other(31)));
         for raw in 1..=27 {
             let c = OpeningCheck::from_raw(raw).unwrap();
             assert_eq!(c.raw(), raw);
