@@ -23,6 +23,7 @@
 #include "replay/hardware_probe.h"
 #include "witness/statement.h"
 #include "replay/program_check.h"
+#include "replay/program_work.h"
 #include "replay/op_recorder.h"
 #include "replay/optimizers.h"
 #include "replay/torch_util.h"
@@ -192,6 +193,7 @@ std::unique_ptr<Program> Program::load(const std::string &path, const spec::Exec
          e.what());
   }
   check_program_operators(p->module_, path);
+  check_program_work(p->module_, path);
   auto forward = p->module_.find_method("forward");
   if (!forward) fail(Status::kInvalidArgument, "model program '{}' has no forward method", path);
   const auto &args = forward->function().getSchema().arguments();

@@ -934,6 +934,18 @@ class NoGradBlock(Net):
         return torch.nn.functional.cross_entropy(self.body(z), y)
 
 
+def refused_when_loaded(tmp_path, model):
+    """Saves `model` as a program under a spec without randomness; returns
+    (program, optimizer, spec, the UnsupportedError pot.Replay raised)."""
+    program = str(tmp_path / f"{type(model).__name__}.pt")
+    pt.save_program(model, program)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, seed_policy="none")
+    with pytest.raises(pot.UnsupportedError) as e:
+        pot.Replay(spec, program)
+    return program, opt, spec, e.value
+
+
 def test_attack_program_operators_outside_the_allow_list_are_refused(tmp_path):
     """Attack 6, by allow-list rather than deny-list: a prim:: operator that
     is not one of TorchScript's structural ones, or an ATen operator whose
@@ -945,14 +957,109 @@ def test_attack_program_operators_outside_the_allow_list_are_refused(tmp_path):
     cases = ((GradSwitch(), ("aten::set_grad_enabled",), "returns nothing and writes none of its arguments"),
              (NoGradBlock(), ("prim::CreateObject", "prim::Enter", "aten::set_grad_enabled"), "not allowed"))
     for model, ops, why in cases:
-        program = str(tmp_path / f"{type(model).__name__}.pt")
-        pt.save_program(model, program)
-        opt = torch.optim.SGD(model.parameters(), lr=0.05)
-        spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, seed_policy="none")
-        with pytest.raises(pot.UnsupportedError) as e:
-            pot.Replay(spec, program)
-        assert any(op in e.value.message for op in ops) and why in e.value.message, e.value.message
+        error = refused_when_loaded(tmp_path, model)[3]
+        assert any(op in error.message for op in ops) and why in error.message, error.message
     pot.Replay(w.task.spec, w.program).close()
+
+
+class WhileOnData(Net):
+    """Loops while a parameter's values say so: a served state with a huge
+    weight (the miner's choice) keeps every verifier's replay spinning, and
+    a verifier that gives up counts as silent instead of failing the step."""
+
+    def forward(self, x, y):
+        n = torch.zeros(())
+        while bool(n < self.body[0].weight.abs().sum()):
+            n = n + 1.0
+        return torch.nn.functional.cross_entropy(self.body(x), y)
+
+
+class RangeOfData(Net):
+    def forward(self, x, y):
+        h = self.body(x)
+        for _ in range(int(self.body[0].bias.abs().sum())):
+            h = h * 1.0
+        return torch.nn.functional.cross_entropy(h, y)
+
+
+class SizedByData(Net):
+    def forward(self, x, y):
+        pad = torch.zeros(int(self.body[0].weight.abs().max().item()))
+        return torch.nn.functional.cross_entropy(self.body(x), y) + pad.sum()
+
+
+class ArangeOfData(Net):
+    def forward(self, x, y):
+        steps = torch.arange(self.body[0].weight.abs().max().item())
+        return torch.nn.functional.cross_entropy(self.body(x), y) + steps.sum() * 0
+
+
+class Bincount(Net):
+    def forward(self, x, y):
+        return torch.nn.functional.cross_entropy(self.body(x), y) + torch.bincount(y).sum() * 0
+
+
+class RepeatByData(Net):
+    def forward(self, x, y):
+        return torch.nn.functional.cross_entropy(self.body(x).repeat_interleave(y + 1, dim=0),
+                                                 y.repeat_interleave(y + 1, dim=0))
+
+
+class BoundedByShapes(Net):
+    """What stays allowed: branches on tensor values (each is bounded),
+    loops over a tensor's rows and over constant ranges, an LSTM."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = torch.nn.LSTM(3, 3, batch_first=True)
+
+    def forward(self, x, y):
+        h = self.body(x)
+        if bool(h.sum() > 0):
+            h = h * 1.0
+        rows = []
+        for r in h.unbind(0):
+            rows.append(r)
+        h = torch.stack(rows)
+        for _ in range(2):
+            h = h + 0.0
+        out, _ = self.rnn(h.unsqueeze(0))
+        return torch.nn.functional.cross_entropy(out.squeeze(0), y)
+
+
+def test_attack_a_served_state_cannot_decide_how_long_a_replay_runs(tmp_path):
+    """Round 3, attack 7 beyond subnormals: the program is the task's, but
+    the state it runs on is the miner's. A program whose loop count,
+    condition or tensor sizes are computed from tensor values lets a forged
+    S_{t-1} make every verifier's replay arbitrarily slow (or allocate
+    without bound), so that a forged step ends INCONCLUSIVE for want of
+    witnesses instead of FAIL. Such programs are refused when loaded, naming
+    the operator and the rule; the recorder and every verifier load them
+    the same way. Branches on tensor values, loops over rows and
+    constant ranges, and an LSTM stay allowed."""
+    w = World(tmp_path)
+    cases = ((WhileOnData(), "prim::Loop", "condition is computed from tensor values"),
+             (RangeOfData(), "prim::Loop", "trip count is computed from tensor values"),
+             (SizedByData(), "aten::zeros", "argument 'size' from tensor values"),
+             (ArangeOfData(), "aten::arange", "from tensor values"),
+             (Bincount(), "aten::bincount", "size is its input's values"),
+             (RepeatByData(), "aten::repeat_interleave", "repeats"))
+    for model, op, why in cases:
+        program, opt, spec, error = refused_when_loaded(tmp_path, model)
+        assert op in error.message and why in error.message, error.message
+        assert "not by the values of a state the miner serves" in error.message
+        task = pt.make_task(model, opt, spec, dataset_dir=w.data_dir, schedule=pt.RUN_SEEDED, steps=STEPS,
+                            end_height=END_HEIGHT, owner=OWNER, challenge_rounds=2)
+        with pytest.raises(pot.UnsupportedError, match=re.escape(op)):
+            pt.Recorder(model, opt, task, program, str(tmp_path / f"ck-{type(model).__name__}"),
+                        dataset_dir=w.data_dir, steps=STEPS)
+    torch.manual_seed(0)
+    bounded = BoundedByShapes()
+    program = str(tmp_path / "bounded.pt")
+    pt.save_program(bounded, program)
+    spec = pt.make_spec(torch.optim.SGD(bounded.parameters(), lr=0.05), program, dtype=torch.float32,
+                        batch_size=BATCH, seed_policy="none")
+    assert replay_step_one(w, bounded, spec, tmp_path, program=program)
 
 
 class Noisy(Net):
@@ -1080,6 +1187,17 @@ class DropoutNeverDrawn(Net):
         return torch.nn.functional.cross_entropy(self.body(x), y)
 
 
+def declared_dropout(tmp_path, model, name):
+    """`model` saved as the program `name`.pt, an SGD optimizer and a spec
+    declaring dropout 0.1 under per-step seeds."""
+    program = str(tmp_path / f"{name}.pt")
+    pt.save_program(model, program)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, dropout=0.1, seed_policy="per_step",
+                        seed=3, intra_op_threads=1)
+    return program, opt, spec
+
+
 def test_attack_declared_dropout_never_drawn_is_refused(tmp_path):
     """Round 3, attack 3: a listed task (every run follows one schedule)
     whose program holds nn.Dropout(0.1) that the forward never calls. The
@@ -1092,11 +1210,7 @@ def test_attack_declared_dropout_never_drawn_is_refused(tmp_path):
     w = World(tmp_path)
     torch.manual_seed(0)
     copyable = DropoutNeverDrawn()
-    program = str(tmp_path / "never-drawn.pt")
-    pt.save_program(copyable, program)
-    opt = torch.optim.SGD(copyable.parameters(), lr=0.05)
-    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, dropout=0.1, seed_policy="per_step",
-                        seed=3, intra_op_threads=1)
+    program, opt, spec = declared_dropout(tmp_path, copyable, "never-drawn")
     with pytest.raises(pot.InvalidArgumentError,
                        match="step 1: the spec declares dropout 0.1, but the program drew no random numbers"):
         replay_step_one(w, copyable, spec, tmp_path, program=program)
@@ -1142,11 +1256,7 @@ def test_attack_declared_dropout_drawn_and_discarded_is_blamed_on_the_task(tmp_p
     w = World(tmp_path)
     torch.manual_seed(0)
     model = DropoutDiscarded()
-    program = str(tmp_path / "discarded.pt")
-    pt.save_program(model, program)
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, dropout=0.1, seed_policy="per_step",
-                        seed=3, intra_op_threads=1)
+    program, opt, spec = declared_dropout(tmp_path, model, "discarded")
     task = pt.make_task(model, opt, spec, dataset_dir=w.data_dir, schedule=w.schedule, end_height=END_HEIGHT,
                         owner=OWNER, challenge_rounds=2)
     rec = pt.Recorder(model, opt, task, program, str(tmp_path / "ck-discarded"), dataset_dir=w.data_dir,
