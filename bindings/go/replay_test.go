@@ -427,10 +427,11 @@ func TestRecorderAndCheckpoints(t *testing.T) {
 		t.Fatalf("VerifyOpening of the served opening: %v, %v", c, err)
 	}
 	// VerifyStep gets past every check of VerifyOpening and the spec, and
-	// stops at the program, which is not TorchScript.
+	// stops at the program, which is not TorchScript: the task's (its digest
+	// is the spec's), check 30.
 	res, err := pot.VerifyStep(commitment, spec, program, step, steps, root, m, pre, post, pot.VerifyBitwise, 0)
 	wantCode(t, err, pot.StatusInvalidArgument)
-	if res.Check != pot.CheckProgram || res.Replayed || res.CommittedStateDigest != states[step] ||
+	if res.Check != pot.CheckTaskProgram || res.Replayed || res.CommittedStateDigest != states[step] ||
 		res.CommittedLoss != losses[step] {
 		t.Fatalf("VerifyStep: %+v (%v)", res, err)
 	}

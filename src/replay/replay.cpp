@@ -179,6 +179,8 @@ std::unique_ptr<Program> Program::load(const std::string &path, const spec::Exec
     fail(Status::kProofMismatch, "model program '{}': digest {} is not the spec's model_program_digest {}", path,
          p->digest_.hex(), expected.hex());
   // The program is the miner's code: nothing of it runs before it is checked.
+  // Every failure from here on is kUnsupported or kInvalidArgument: the
+  // task's program refused by a rule (verify_step reports it as check 30).
   check_program_archive(bytes, path);
   try {
     std::istringstream stream(std::move(bytes));

@@ -251,7 +251,14 @@ VerifyResult verify_step(const VerifyInputs &in) {
   try {
     program = Program::load(in.program_path, *in.spec);
   } catch (const Error &e) {
-    return failed(r, commit::OpeningCheck::kProgram, e.status(), e.what());
+    // A file this verifier cannot read, or whose digest is not the spec's,
+    // is its own input (check 19). Past the digest (the only failures
+    // Program::load raises after it are kUnsupported and kInvalidArgument)
+    // the program is the task's, refused by the rules every verifier
+    // applies: the task's fault (check 30), not the miner's.
+    const bool task_fault = e.status() == Status::kUnsupported || e.status() == Status::kInvalidArgument;
+    return failed(r, task_fault ? commit::OpeningCheck::kTaskProgram : commit::OpeningCheck::kProgram, e.status(),
+                  e.what());
   } catch (const c10::Error &e) {
     return failed(r, commit::OpeningCheck::kProgram, Status::kBackend, e.what_without_backtrace());
   }

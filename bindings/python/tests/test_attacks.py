@@ -898,13 +898,13 @@ def test_attack_a_program_with_side_effects_is_refused_before_it_runs(tmp_path):
         with pytest.raises(pot.UnsupportedError, match=op):
             pt.Recorder(model, opt, task, program, str(tmp_path / f"ck-{op}"), dataset_dir=w.data_dir,
                         schedule=w.schedule)
-        # The verifier's check names the program (check 19) and touches nothing.
+        # The verifier's check blames the task's program (check 30) and touches nothing.
         commitment, root, serve = forged_run(w, str(tmp_path / op), lambda state: None, task,
                                              str(tmp_path / "unused"))
         manifest, pre = serve(2)
         with pytest.raises(pot.UnsupportedError) as e:
             pot.verify_step(commitment, task.spec, program, 2, STEPS, root, manifest, pre)
-        assert e.value.check == pot.OpeningCheck.PROGRAM
+        assert e.value.check == pot.OpeningCheck.TASK_PROGRAM
     assert victim.read_bytes() == b"AAAA"
     # The honest program of the same task loads.
     pot.Replay(w.task.spec, w.program).close()

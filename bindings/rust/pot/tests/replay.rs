@@ -236,12 +236,13 @@ fn recorder_and_checkpoints_serve_a_verifiable_opening() {
     let (post, _) = cp.state_path(step, &data).unwrap();
     verify_opening(&commitment, step, STEPS, &root, &m, Some(&pre), Some(&post), 1).unwrap();
     // verify_step gets past every check of verify_opening and the spec, and
-    // stops at the program, which is not TorchScript.
+    // stops at the program, which is not TorchScript: the task's (its digest
+    // is the spec's), check 30.
     let f =
         verify_step(&commitment, &spec, &program, step, STEPS, &root, &m, &pre, Some(&post), VerifyMode::Bitwise, 0)
             .unwrap_err();
-    assert_eq!((f.check, f.error.kind()), (Some(OpeningCheck::Program), ErrorKind::InvalidArgument), "{f}");
-    assert!(f.to_string().starts_with("step rejected at program: "), "{f}");
+    assert_eq!((f.check, f.error.kind()), (Some(OpeningCheck::TaskProgram), ErrorKind::InvalidArgument), "{f}");
+    assert!(f.to_string().starts_with("step rejected at task_program: "), "{f}");
     assert_eq!(f.verification.replay, None);
     assert_eq!(f.verification.committed_state_digest, states[step as usize]);
     assert_eq!(f.verification.committed_loss, losses[step as usize]);
