@@ -1259,8 +1259,17 @@ def test_attack_declared_dropout_drawn_and_discarded_is_blamed_on_the_task(tmp_p
     program, opt, spec = declared_dropout(tmp_path, model, "discarded")
     task = pt.make_task(model, opt, spec, dataset_dir=w.data_dir, schedule=w.schedule, end_height=END_HEIGHT,
                         owner=OWNER, challenge_rounds=2)
+    # The recorder's self-check probes the seed as verifiers do: the run is
+    # refused at step 1, before it is trained (check 30's message).
+    checked = pt.Recorder(model, opt, task, program, str(tmp_path / "ck-checked"), dataset_dir=w.data_dir,
+                          schedule=w.schedule, miner_identity=MINER)
+    first_step_refused(w, model, opt, checked, "step 1 replays to the same state under another run's seeds")
+    # A miner that records without the self-check trains a run anyway.
+    torch.manual_seed(0)
+    model = DropoutDiscarded()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
     rec = pt.Recorder(model, opt, task, program, str(tmp_path / "ck-discarded"), dataset_dir=w.data_dir,
-                      schedule=w.schedule, miner_identity=MINER)
+                      schedule=w.schedule, miner_identity=MINER, self_check=False)
     states, losses = [], []
     for step in w.schedule:
         rec.begin_step(step[0])

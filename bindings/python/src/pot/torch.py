@@ -29,6 +29,7 @@ ahead without disturbing it) or `plan_windows` (random windows as a
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
 import math
 import os
@@ -1145,6 +1146,7 @@ class Recorder:
                                 "take the samples' tensors and return the loss; see pot.torch.with_loss)")
                 raise InvalidArgumentError(self._failed) from e
             if res.post_state_digest == digest:
+                self._check_seed_matters(t, pre, samples, post, digest)
                 return
             resumed = t > 1 and t == self._first_step
             self._failed = f"self-check of step {t}: {_state_difference(post, state, t, resumed)}"
@@ -1152,6 +1154,26 @@ class Recorder:
         finally:
             if os.path.exists(post):
                 os.remove(post)
+
+    def _check_seed_matters(self, t: int, pre: str, samples: list, post: str, digest: bytes) -> None:
+        """Declared randomness under per_step seeds must change the step:
+        every verifier replays a verified step once more under the seeds of
+        tagged("pot/v2/seed-probe", run id) and fails the same S_t at check
+        30 task_program (docs/PROTOCOL.md 21.5). The self-check does so too,
+        so a program that draws random numbers and discards them is known
+        before the run is trained, not at its first challenge."""
+        if self.spec.seed_policy != SeedPolicy.PER_STEP or not self._declares_rng:
+            return
+        tag = b"pot/v2/seed-probe"
+        probe_run = hashlib.sha256(bytes([len(tag)]) + tag + bytes(self.run_id)).digest()
+        assert self._replay is not None
+        res = self._replay.step(pre, self._entries[t - 1], samples, post, run_id=probe_run)
+        if res.post_state_digest == digest:
+            self._failed = (f"self-check of step {t}: the spec declares randomness, but step {t} replays to the same "
+                            "state under another run's seeds: the program draws random numbers that change nothing, "
+                            "so every verifier fails its steps at check 30 task_program (the task's fault; a listed "
+                            "task's runs would be one trajectory any identity can copy)")
+            raise InvalidArgumentError(self._failed)
 
     def root(self, size: Optional[int] = None) -> bytes:
         """The log root over the first `size` steps (default: all), to post."""
