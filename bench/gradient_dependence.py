@@ -24,8 +24,8 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "replay"))
-import train as T  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from matrix_setup import matrix_run  # noqa: E402
 
 
 def state_tensors(model, opt):
@@ -63,25 +63,12 @@ def differ(a, b, prefix):
     return sum(int((bits(a[k]) != bits(b[k])).sum()) for k in a if k.startswith(prefix))
 
 
-def make_optimizer(optim, params):
-    # tests/replay/train.py's hyper-parameters.
-    if optim == "sgd":
-        return torch.optim.SGD(params, lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-4)
-    cls = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}[optim]
-    return cls(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
-
-
 def probe(model_name, optim, dtype, steps=20, saturate=False, n_samples=64):
     """Per step: (param elements differing from the zero-gradient update,
     optimizer-state elements differing, parameter elements moved, all
     parameter elements, optimizer-state elements, untraced tensors)."""
-    torch.manual_seed(1)
-    task = T.build_task(model_name).to(dtype)
-    samples = T.make_samples(model_name, n_samples, 7, dtype)
+    task, samples, opt, sched, names = matrix_run(model_name, optim, dtype, steps, n_samples)
     params = list(task.parameters())
-    opt = make_optimizer(optim, params)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
-    names = list(samples[0].keys())
     rows = []
     for t in range(steps):
         batch = [samples[(8 * t + i) % n_samples] for i in range(8)]

@@ -32,19 +32,11 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "replay"))
-import train as T  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from matrix_setup import matrix_run  # noqa: E402
 
 JUMP = 2.0 ** 10
 SATURATED = 2.0 ** 40
-
-
-def make_optimizer(optim, params):
-    # tests/replay/train.py's hyper-parameters (as bench/gradient_dependence.py).
-    if optim == "sgd":
-        return torch.optim.SGD(params, lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-4)
-    cls = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}[optim]
-    return cls(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
 
 
 def statistics(model, opt):
@@ -98,12 +90,7 @@ def poison(model, opt):
 
 def run(model_name, optim, dtype, steps, poison_at=None, n_samples=64):
     """Per step t = 1..steps: the rules tripped from S_{t-1} to S_t."""
-    torch.manual_seed(1)
-    task = T.build_task(model_name).to(dtype)
-    samples = T.make_samples(model_name, n_samples, 7, dtype)
-    opt = make_optimizer(optim, list(task.parameters()))
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
-    names = list(samples[0].keys())
+    task, samples, opt, sched, names = matrix_run(model_name, optim, dtype, steps, n_samples)
     prev = statistics(task, opt)
     rows = []
     for t in range(1, steps + 1):

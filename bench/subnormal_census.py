@@ -26,8 +26,8 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "replay"))
-import train as T  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from matrix_setup import T, make_optimizer, matrix_run  # noqa: E402
 
 PARAM_SHARE, OTHER_SHARE = 4096, 16
 
@@ -50,20 +50,8 @@ def census(model, opt):
     return p, n_p, o, n_o
 
 
-def make_optimizer(optim, params):
-    if optim == "sgd":
-        return torch.optim.SGD(params, lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-4)
-    cls = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}[optim]
-    return cls(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
-
-
 def honest(model_name, optim, dtype, steps, n_samples=64):
-    torch.manual_seed(1)
-    task = T.build_task(model_name).to(dtype)
-    samples = T.make_samples(model_name, n_samples, 7, dtype)
-    opt = make_optimizer(optim, list(task.parameters()))
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
-    names = list(samples[0].keys())
+    task, samples, opt, sched, names = matrix_run(model_name, optim, dtype, steps, n_samples)
     worst = [0, 0, 0, 0]
     for t in range(steps):
         batch = [samples[(8 * t + i) % n_samples] for i in range(8)]
