@@ -671,6 +671,8 @@ class LedgerStateReader {
     if (m.verdict().outcome_index() >= l_.outcomes_.size()) bad_state(where + ": an outcome index past the outcome log");
     c.outcome = Ledger::Final{v.verdict, v.cluster_size, v.cluster_stake, m.verdict().outcome_index()};
     if (v.verdict == Verdict::kFail) r.slashable = true;
+    if (v.cause == Cause::kTaskProgram && !l_.tasks_.at(r.commitment.task_id).program_fault)
+      bad_state(where + ": its committee found the task's program at fault, and the task is not marked so");
   }
 
   void read_challenge(const v2::LedgerChallenge &m) {

@@ -1548,6 +1548,28 @@ TEST(Ledger, LoadRefusesTruncatedAndModifiedBytes) {
             Status::kLimit);
 }
 
+TEST(Ledger, LoadRefusesATaskProgramVerdictOnATaskNotMarkedSo) {
+  // Two challenges: the first, final with cause task_program, stays in the
+  // state while the second is open.
+  Flow f(false, kConfig, 100, make_task(task::ChallengeMode::kBitwise, 2));
+  f.seal();
+  const std::vector<uint64_t> ids = f.issue();
+  ASSERT_EQ(ids.size(), 2u);
+  f.open(ids[0]);
+  const witness::Finding fault = invalid_opening_finding(commit::OpeningCheck::kTaskProgram);
+  EXPECT_STREQ(cause_name(f.judge(ids[0], {{"alice", fault}, {"bob", fault}}).cause), "task_program");
+  const Bytes s = f.ledger.save();
+  EXPECT_TRUE(Ledger::load(s).task_program_fault(f.task));
+  const Bytes unmarked = mutated(s, [](v2::LedgerState &p) { p.mutable_tasks(0)->set_program_fault(false); });
+  try {
+    Ledger::load(unmarked);
+    ADD_FAILURE() << "a state whose task lost its program_fault loaded";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.status(), Status::kMalformed);
+    EXPECT_NE(std::string(e.what()).find("the task is not marked so"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Ledger, LoadChecksInvariants) {
   Flow f = busy_flow();
   const Bytes s = f.ledger.save();
