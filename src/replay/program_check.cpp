@@ -195,16 +195,15 @@ void check_dropout_nodes(const torch::jit::Block *b, double dropout, const std::
   }
 }
 
-// The forward of `module` with every call inlined, or nullptr.
-std::shared_ptr<torch::jit::Graph> inlined_forward(const torch::jit::Module &module) {
-  const auto forward = module.find_method("forward");
-  if (!forward) return nullptr;
-  std::shared_ptr<torch::jit::Graph> g = forward->graph()->copy();
+}  // namespace
+
+std::shared_ptr<torch::jit::Graph> inlined_method(const torch::jit::Module &module, const std::string &name) {
+  const auto method = module.find_method(name);
+  if (!method) return nullptr;
+  std::shared_ptr<torch::jit::Graph> g = method->graph()->copy();
   torch::jit::Inline(*g);
   return g;
 }
-
-}  // namespace
 
 void check_program_dropout(const torch::jit::Module &module, double dropout, const std::string &what) {
   for (const torch::jit::NameModule &nm : module.named_modules()) {
@@ -222,7 +221,7 @@ void check_program_dropout(const torch::jit::Module &module, double dropout, con
            nm.name, nm.value.type()->name()->name(), p.toDouble(), dropout);
   }
   // Dropout with a literal probability, anywhere forward reaches.
-  if (const auto g = inlined_forward(module)) check_dropout_nodes(g->block(), dropout, what);
+  if (const auto g = inlined_method(module, "forward")) check_dropout_nodes(g->block(), dropout, what);
 }
 
 void check_program_archive(const std::string &bytes, const std::string &what) {

@@ -34,6 +34,10 @@ void check_program_archive(const std::string &bytes, const std::string &what);
 // is not allowed in a model program (...)". docs/security.md section 4.
 void check_program_operators(const torch::jit::Module &module, const std::string &what);
 
+// Method `name` of `module` with every call inlined (a copy of its graph),
+// or nullptr when the module has no such method.
+std::shared_ptr<torch::jit::Graph> inlined_method(const torch::jit::Module &module, const std::string &name);
+
 // The spec's dropout (field 6) is the program's: every torch.nn dropout
 // module (Dropout, Dropout1d/2d/3d, AlphaDropout, FeatureAlphaDropout) must
 // have p == dropout (a traced module keeps no p: its literal is checked as

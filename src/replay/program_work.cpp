@@ -1,12 +1,11 @@
 #include "replay/program_work.h"
 
 #include <set>
-#include <string_view>
 #include <unordered_set>
 
-#include <torch/csrc/jit/passes/inliner.h>
-
 #include "common/error.h"
+#include "replay/program_check.h"
+#include "replay/replay.h"
 
 namespace pot::replay {
 
@@ -154,7 +153,6 @@ class WorkCheck {
       const c10::Argument &a = schema.arguments()[i];
       if (size_type(a.type()) || numbers_size)
         refuse(n, "takes its argument '" + a.name() + "' from tensor values (a size, shape, dimension or count)");
-      if (a.name() == "repeats") refuse(n, "takes its repeats from tensor values");
     }
     // repeat_interleave(Tensor repeats): the output's size is the repeats' sum.
     if (op == "aten::repeat_interleave")
@@ -202,13 +200,8 @@ class WorkCheck {
 }  // namespace
 
 void check_program_work(const torch::jit::Module &module, const std::string &what) {
-  for (const char *name : {"forward", "pot_after_step"}) {
-    const auto method = module.find_method(name);
-    if (!method) continue;
-    std::shared_ptr<torch::jit::Graph> g = method->graph()->copy();
-    torch::jit::Inline(*g);
-    WorkCheck(name, what).walk(g->block());
-  }
+  for (const std::string &name : {std::string("forward"), std::string(kAfterStepMethod)})
+    if (const auto g = inlined_method(module, name)) WorkCheck(name, what).walk(g->block());
 }
 
 }  // namespace pot::replay

@@ -606,7 +606,7 @@ double micro_batch(Program &program, const Batch &batch, size_t i, OpRecorder *r
 // draws nothing (a dropout module it never calls) would make them all one
 // trajectory, so that one run's states are every identity's.
 void check_rng_use(bool drew, const spec::ExecutionSpec &spec, uint64_t step) {
-  const bool declared = spec.dropout > 0 || spec.other_rng_use;
+  const bool declared = spec.declares_rng();
   if (drew && !declared)
     fail(Status::kInvalidArgument,
          "the program draws random numbers, but the spec declares no RNG use (dropout 0, other_rng_use false)");
@@ -614,7 +614,7 @@ void check_rng_use(bool drew, const spec::ExecutionSpec &spec, uint64_t step) {
     fail(Status::kInvalidArgument,
          "step {}: the spec declares {}, but the program drew no random numbers: declared randomness is what makes "
          "the runs of a task differ (docs/PROTOCOL.md 17.1)",
-         step, spec.dropout > 0 ? fmt::format("dropout {}", spec.dropout) : std::string("other_rng_use (dropout 0)"));
+         step, spec.rng_declaration());
 }
 
 void check_finite(double loss, const std::vector<ParamState> &params, uint64_t step) {

@@ -159,8 +159,9 @@ std::optional<VerifyResult> replay(Program &program, const VerifyInputs &in, con
 // work: the task's program makes its result depend on it beyond the
 // tolerances (round 3, attack 8: a float sum of constants fingerprints the
 // thread count and branches on it). The verifier states check 30
-// `task_program` then, which the ledger never counts against the miner. `before` is the result before the first replay. Returns that
-// verdict, or nullopt to keep `verdict`.
+// `task_program` then, which the ledger never counts against the miner.
+// `before` is the result before the first replay. Returns that verdict, or
+// nullopt to keep `verdict`.
 std::optional<VerifyResult> thread_dependent(Program &program, const VerifyInputs &in,
                                              const commit::OpeningResult &o, const Served &served,
                                              const StepOptions &opts, const VerifyResult &before,
@@ -199,7 +200,7 @@ std::optional<VerifyResult> seed_ignored(Program &program, const VerifyInputs &i
                                          const StepOptions &opts, const StepResult &s, const VerifyResult &verdict) {
   const spec::ExecutionSpec &spec = *in.spec;
   if (verdict.check != commit::OpeningCheck::kOk || spec.seed_policy != spec::SeedPolicyKind::kPerStep ||
-      !(spec.dropout > 0 || spec.other_rng_use))
+      !spec.declares_rng())
     return std::nullopt;
   StepOptions probe = opts;
   probe.run_id = spec::probe_run_id(in.commitment->run_id());
@@ -213,9 +214,7 @@ std::optional<VerifyResult> seed_ignored(Program &program, const VerifyInputs &i
                 fmt::format("the spec declares {}, but step {} replays to the same state {} under another run's "
                             "seeds: the task's program draws random numbers that change nothing, so every run of a "
                             "listed task is one trajectory any identity can copy (docs/security.md 6.3, attack 3)",
-                            spec.dropout > 0 ? fmt::format("dropout {}", spec.dropout)
-                                             : std::string("other_rng_use (dropout 0)"),
-                            in.challenged_step, s.post_digest.hex()));
+                            spec.rng_declaration(), in.challenged_step, s.post_digest.hex()));
 }
 
 }  // namespace

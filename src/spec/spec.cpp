@@ -728,6 +728,10 @@ double ExecutionSpec::group_learning_rate(size_t g, uint64_t step) const {
   return spec::learning_rate(lr_schedule, group_optimizer(g).lr, step);
 }
 
+std::string ExecutionSpec::rng_declaration() const {
+  return dropout > 0 ? fmt::format("dropout {}", dropout) : std::string("other_rng_use (dropout 0)");
+}
+
 void ExecutionSpec::validate() const {
   label(framework, "framework");
   label(framework_version, "framework_version");
@@ -737,7 +741,7 @@ void ExecutionSpec::validate() const {
                      hash::dtype_name(dtype)));
   label(attention_backend, "attention_backend");
   finite_range(dropout, 0, 1, true, "dropout");
-  if ((dropout > 0 || other_rng_use) && seed_policy == SeedPolicyKind::kNone)
+  if (declares_rng() && seed_policy == SeedPolicyKind::kNone)
     rule(dropout > 0 ? "dropout > 0 draws from the RNG: a seed policy (per_step or single_seed) is required"
                      : "other_rng_use is declared: a seed policy (per_step or single_seed) is required");
   optimizer.validate("optimizer");

@@ -99,6 +99,11 @@ struct ExecutionSpec {
   double grad_clip_value = 0;  // clip_grad_value_(clip_value); 0: none
 
   size_t group_count() const { return 1 + param_groups.size(); }
+  // Whether the steps draw random numbers (dropout > 0 or other_rng_use),
+  // and how a message names that declaration ("dropout 0.1", or
+  // "other_rng_use (dropout 0)").
+  bool declares_rng() const { return dropout > 0 || other_rng_use; }
+  std::string rng_declaration() const;
   // Group g's optimizer (g = 0: `optimizer`).
   const OptimizerSpec &group_optimizer(size_t g) const;
   // The group that updates parameter `name`: the one whose params name it,

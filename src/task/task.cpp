@@ -59,7 +59,7 @@ void Task::validate() const {
     // (docs/PROTOCOL.md section 9), can make two runs differ, and only when
     // the steps draw random numbers. Without that one training could be
     // registered by any number of identities (attack 5).
-    if (spec.seed_policy != spec::SeedPolicyKind::kPerStep || (spec.dropout == 0 && !spec.other_rng_use))
+    if (spec.seed_policy != spec::SeedPolicyKind::kPerStep || !spec.declares_rng())
       rule("a listed schedule needs per-step randomness (seed policy per_step with dropout > 0 or other_rng_use): "
            "without it every run of the task is the same trajectory, and one training could be registered by any "
            "number of identities; give each run its own order with a run_seeded schedule");
