@@ -1217,6 +1217,37 @@ POT_API pot_status pot_update_norm(double *out, const pot_safetensors *pre,
                                    pot_error **err);
 
 /* ------------------------------------------------------------------------ */
+/* State statistics and their rules (docs/PROTOCOL.md 5.2-5.3)               */
+/* ------------------------------------------------------------------------ */
+
+/* The statistics table of the file's tensors (section 5.2): per tensor in
+ * name order its dtype, element count, largest finite |x|, L2 norm (both
+ * binary64, summed in the section's fixed order) and its non-finite,
+ * subnormal and zero elements, as canonical bytes. threads: 0 = every core;
+ * the bytes do not depend on it. Since 0.3.0. */
+POT_API pot_status pot_state_stats(pot_bytes *out, const pot_safetensors *file, uint32_t threads,
+                                   pot_error **err);
+/* tagged("pot/v1/state-stats", table) of a table (section 5.2).
+ * POT_E_MALFORMED (POT_E_LIMIT past 2^20 tensors) for bytes that are not
+ * exactly a table some state's statistics could be. Since 0.3.0. */
+POT_API pot_status pot_state_stats_digest(pot_digest *out, const uint8_t *table, size_t table_len,
+                                          pot_error **err);
+/* A table as JSON (UTF-8, the data NUL-terminated): {"tensors": [{"name",
+ * "dtype", "elements", "max_abs", "l2_norm" (null when the sum of squares
+ * overflows binary64), "nonfinite", "subnormal", "zeros"}, ...], "digest":
+ * hex}. Errors as pot_state_stats_digest. Since 0.3.0. */
+POT_API pot_status pot_state_stats_to_json(pot_bytes *out, const uint8_t *table, size_t table_len,
+                                           pot_error **err);
+/* The flags (section 5.3) of the step from the state whose table is
+ * `before` to the state whose table is `after`, as a JSON array of
+ * {"rule", "tensor", "before", "after"}, [] when none; rules "max_abs_jump",
+ * "norm_jump", "norm_collapse", "saturated", "nonfinite", "changed". A flag
+ * is a reason to replay the step, not a verdict. Errors as
+ * pot_state_stats_digest, for either table. Since 0.3.0. */
+POT_API pot_status pot_state_flags(pot_bytes *out, const uint8_t *before, size_t before_len,
+                                   const uint8_t *after, size_t after_len, pot_error **err);
+
+/* ------------------------------------------------------------------------ */
 /* Replay (LibTorch; docs/PROTOCOL.md section 21)                            */
 /* ------------------------------------------------------------------------ */
 

@@ -1,0 +1,297 @@
+#include "statecheck/state_stats.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "hash/parallel.h"
+
+namespace pot::statecheck {
+
+using hash::DType;
+
+namespace {
+
+// One chunk's share of a tensor's statistics.
+struct Part {
+  double sum_squares = 0;  // the chunk's kSumLanes lanes, added pairwise
+  double max_abs = 0;
+  uint64_t nonfinite = 0, subnormal = 0, zeros = 0;
+};
+
+double half_value(uint16_t a) {  // a: sign bit clear, finite
+  const int exp = a >> 10, mant = a & 0x3ff;
+  return exp == 0 ? std::ldexp(mant, -24) : std::ldexp(mant + 1024, exp - 25);
+}
+
+// The bit patterns of each floating-point type, on the magnitude (sign bit
+// cleared): at or above kInf not finite, below kMinNormal and not zero
+// subnormal. Unsigned order of magnitudes is the order of the values.
+struct F16 {
+  using U = uint16_t;
+  static constexpr U kAbs = 0x7fff, kInf = 0x7c00, kMinNormal = 0x0400;
+  static constexpr bool kCountSubnormal = false;  // as check 28 (hash/finite.h)
+  static double value(U a) { return half_value(a); }
+};
+struct BF16 {
+  using U = uint16_t;
+  static constexpr U kAbs = 0x7fff, kInf = 0x7f80, kMinNormal = 0x0080;
+  static constexpr bool kCountSubnormal = true;
+  static double value(U a) { return std::bit_cast<float>(static_cast<uint32_t>(a) << 16); }
+};
+struct F32 {
+  using U = uint32_t;
+  static constexpr U kAbs = 0x7fffffffu, kInf = 0x7f800000u, kMinNormal = 0x00800000u;
+  static constexpr bool kCountSubnormal = true;
+  static double value(U a) { return std::bit_cast<float>(a); }
+};
+struct F64 {
+  using U = uint64_t;
+  static constexpr U kAbs = 0x7fffffffffffffffull, kInf = 0x7ff0000000000000ull, kMinNormal = 0x0010000000000000ull;
+  static constexpr bool kCountSubnormal = true;
+  static double value(U a) { return std::bit_cast<double>(a); }
+};
+
+// Element j of the chunk adds its square to lane j mod kSumLanes, in element
+// order; the lanes are then added pairwise: (l0 + l1), (l2 + l3), ..., then
+// those pairs, until one sum is left (PROTOCOL 5.2). Every square of a 16-
+// or 32-bit value is exact in binary64; an F64 square is rounded once (no
+// fused multiply-add: the project builds with -ffp-contract=off).
+template <class T>
+Part floating_part(const uint8_t *p, size_t n) {
+  using U = typename T::U;
+  double lanes[kSumLanes] = {};
+  U max_bits = 0;
+  uint64_t nonfinite = 0, subnormal = 0, zeros = 0;
+  for (size_t base = 0; base < n; base += kSumLanes) {
+    const size_t m = n - base < kSumLanes ? n - base : kSumLanes;
+    for (size_t j = 0; j < m; ++j) {
+      U v;
+      std::memcpy(&v, p + (base + j) * sizeof(U), sizeof(U));  // little-endian hosts, as the digests
+      const U a = v & T::kAbs;
+      const bool finite = a < T::kInf;
+      const double x = finite ? T::value(a) : 0.0;
+      lanes[j] += x * x;
+      if (finite && a > max_bits) max_bits = a;
+      nonfinite += !finite;
+      subnormal += T::kCountSubnormal && a != 0 && a < T::kMinNormal;
+      zeros += a == 0;
+    }
+  }
+  for (size_t width = kSumLanes / 2; width >= 1; width /= 2)
+    for (size_t j = 0; j < width; ++j) lanes[j] = lanes[2 * j] + lanes[2 * j + 1];
+  return Part{lanes[0], T::value(max_bits), nonfinite, subnormal, zeros};
+}
+
+Part other_part(const uint8_t *p, size_t n, size_t esize) {
+  Part part;
+  for (size_t i = 0; i < n; ++i) {
+    bool zero = true;
+    for (size_t k = 0; k < esize; ++k) zero = zero && p[i * esize + k] == 0;
+    part.zeros += zero;
+  }
+  return part;
+}
+
+Part chunk_part(DType d, ByteView bytes) {
+  const size_t esize = hash::dtype_size(d);
+  const size_t n = bytes.size() / esize;
+  switch (d) {
+    case DType::kF16: return floating_part<F16>(bytes.data(), n);
+    case DType::kBF16: return floating_part<BF16>(bytes.data(), n);
+    case DType::kF32: return floating_part<F32>(bytes.data(), n);
+    case DType::kF64: return floating_part<F64>(bytes.data(), n);
+    default: return other_part(bytes.data(), n, esize);
+  }
+}
+
+// Work items: up to kBlockChunks consecutive chunks of one tensor.
+constexpr uint64_t kBlockChunks = 64;
+
+struct Item {
+  size_t tensor;
+  uint64_t first_chunk;
+  uint64_t chunks;
+};
+
+}  // namespace
+
+StateStats state_stats(const std::vector<hash::StTensor> &tensors, unsigned threads) {
+  std::vector<Item> items;
+  std::vector<std::vector<Part>> parts(tensors.size());
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    if (t > 0 && !(tensors[t - 1].meta.name < tensors[t].meta.name))
+      fail(Status::kInvalidArgument, "tensor '{}' is out of name order or repeated", tensors[t].meta.name);
+    const uint64_t want = hash::validate_meta(tensors[t].meta);
+    if (tensors[t].data.size() != want)
+      fail(Status::kInvalidArgument, "tensor '{}': {} bytes given, dtype and shape imply {}", tensors[t].meta.name,
+           tensors[t].data.size(), want);
+    const uint64_t chunks = hash::chunk_count(want);
+    parts[t].resize(chunks);
+    for (uint64_t c = 0; c < chunks; c += kBlockChunks)
+      items.push_back(Item{t, c, std::min(kBlockChunks, chunks - c)});
+  }
+  hash::parallel_for(items.size(), threads, [&](size_t i) {
+    const Item &it = items[i];
+    const hash::StTensor &t = tensors[it.tensor];
+    for (uint64_t c = it.first_chunk; c < it.first_chunk + it.chunks; ++c) {
+      const uint64_t off = c * hash::kChunkSize;
+      const uint64_t len = std::min<uint64_t>(hash::kChunkSize, t.data.size() - off);
+      parts[it.tensor][c] = chunk_part(t.meta.dtype, t.data.subspan(off, len));
+    }
+  });
+  StateStats out;
+  out.tensors.reserve(tensors.size());
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    TensorStats s;
+    s.name = tensors[t].meta.name;
+    s.dtype = tensors[t].meta.dtype;
+    s.elements = tensors[t].data.size() / hash::dtype_size(s.dtype);
+    double sum = 0;  // the chunks' sums, in chunk order
+    for (const Part &p : parts[t]) {
+      sum += p.sum_squares;
+      s.max_abs = std::max(s.max_abs, p.max_abs);
+      s.nonfinite += p.nonfinite;
+      s.subnormal += p.subnormal;
+      s.zeros += p.zeros;
+    }
+    s.l2_norm = std::sqrt(sum);
+    out.tensors.push_back(std::move(s));
+  }
+  return out;
+}
+
+StateStats state_stats(const hash::SafetensorsFile &file, unsigned threads) {
+  return state_stats(hash::tensor_views(file), threads);
+}
+
+namespace {
+
+bool floating(DType d) { return d == DType::kF16 || d == DType::kBF16 || d == DType::kF32 || d == DType::kF64; }
+
+// u32le name length, the name, u8 dtype, six u64le.
+constexpr size_t kMinRecordBytes = 4 + 1 + 1 + 6 * 8;
+
+}  // namespace
+
+Bytes StateStats::encode() const {
+  Bytes out;
+  put_u32le(out, static_cast<uint32_t>(tensors.size()));
+  for (const TensorStats &s : tensors) {
+    put_u32le(out, static_cast<uint32_t>(s.name.size()));
+    put_str(out, s.name);
+    put_u8(out, static_cast<uint8_t>(s.dtype));
+    put_u64le(out, s.elements);
+    put_u64le(out, std::bit_cast<uint64_t>(s.max_abs));
+    put_u64le(out, std::bit_cast<uint64_t>(s.l2_norm));
+    put_u64le(out, s.nonfinite);
+    put_u64le(out, s.subnormal);
+    put_u64le(out, s.zeros);
+  }
+  return out;
+}
+
+namespace {
+
+void check_record(const TensorStats &s, const std::string *previous_name) {
+  if (s.name.empty() || s.name.size() > hash::kMaxNameBytes || s.name.find('\0') != std::string::npos ||
+      !is_valid_utf8(s.name))
+    fail(Status::kMalformed, "state statistics: a tensor name is empty, over {} bytes, holds NUL or is not UTF-8",
+         hash::kMaxNameBytes);
+  if (previous_name && !(*previous_name < s.name))
+    fail(Status::kMalformed, "state statistics: tensor '{}' is out of name order or repeated", s.name);
+  const size_t esize = hash::dtype_size(s.dtype);
+  if (!esize) fail(Status::kMalformed, "state statistics: tensor '{}' has an unknown dtype", s.name);
+  if (s.elements > UINT64_MAX / esize)
+    fail(Status::kMalformed, "state statistics: tensor '{}' has more elements than 64-bit bytes can hold", s.name);
+  const uint64_t max_bits = std::bit_cast<uint64_t>(s.max_abs), l2_bits = std::bit_cast<uint64_t>(s.l2_norm);
+  if (max_bits >> 63 || !std::isfinite(s.max_abs) || l2_bits >> 63 || std::isnan(s.l2_norm))
+    fail(Status::kMalformed, "state statistics: tensor '{}' has a negative, NaN or infinite magnitude", s.name);
+  if (!floating(s.dtype) && (max_bits || l2_bits || s.nonfinite || s.subnormal))
+    fail(Status::kMalformed, "state statistics: tensor '{}' is not floating point but has magnitudes", s.name);
+  // Disjoint counts; for a floating type each is below 2^63, so the sum fits.
+  if (s.nonfinite > s.elements || s.subnormal > s.elements || s.zeros > s.elements ||
+      s.nonfinite + s.subnormal > s.elements - s.zeros)
+    fail(Status::kMalformed, "state statistics: tensor '{}' counts more elements than it has", s.name);
+  if (s.dtype == DType::kF16 && s.subnormal)
+    fail(Status::kMalformed, "state statistics: tensor '{}' is F16, whose subnormals are not counted", s.name);
+}
+
+}  // namespace
+
+StateStats StateStats::decode(ByteView b) {
+  if (b.size() < 4) fail(Status::kMalformed, "state statistics: {} bytes, shorter than the count", b.size());
+  const uint64_t count = get_u32le(b.data());
+  if (count > hash::kMaxTensors)
+    fail(Status::kLimit, "state statistics of {} tensors; a state holds at most {}", count, hash::kMaxTensors);
+  if (count * kMinRecordBytes > b.size() - 4)
+    fail(Status::kMalformed, "state statistics: {} bytes cannot hold {} tensors", b.size(), count);
+  StateStats out;
+  out.tensors.reserve(count);
+  size_t pos = 4;
+  auto need = [&](size_t n) {
+    if (b.size() - pos < n) fail(Status::kMalformed, "state statistics: truncated at byte {}", pos);
+  };
+  for (uint64_t i = 0; i < count; ++i) {
+    need(4);
+    const uint32_t len = get_u32le(b.data() + pos);
+    pos += 4;
+    need(size_t{len} + 1 + 6 * 8);
+    TensorStats s;
+    s.name.assign(reinterpret_cast<const char *>(b.data() + pos), len);
+    pos += len;
+    s.dtype = static_cast<DType>(b[pos++]);
+    uint64_t v[6];
+    for (uint64_t &x : v) {
+      x = get_u64le(b.data() + pos);
+      pos += 8;
+    }
+    s.elements = v[0];
+    s.max_abs = std::bit_cast<double>(v[1]);
+    s.l2_norm = std::bit_cast<double>(v[2]);
+    s.nonfinite = v[3];
+    s.subnormal = v[4];
+    s.zeros = v[5];
+    check_record(s, out.tensors.empty() ? nullptr : &out.tensors.back().name);
+    out.tensors.push_back(std::move(s));
+  }
+  if (pos != b.size()) fail(Status::kMalformed, "state statistics: {} bytes after the last tensor", b.size() - pos);
+  return out;
+}
+
+hash::Digest StateStats::digest() const {
+  hash::Sha256 h;
+  hash::begin_tagged(h, kTagStateStats);
+  h.update(encode());
+  return h.finish();
+}
+
+std::string StateStats::to_json() const {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const TensorStats &s : tensors)
+    list.push_back({{"name", s.name},
+                    {"dtype", std::string(hash::dtype_name(s.dtype))},
+                    {"elements", s.elements},
+                    {"max_abs", s.max_abs},
+                    // null when the sum of squares overflows binary64 (F64 only)
+                    {"l2_norm", std::isinf(s.l2_norm) ? nlohmann::ordered_json() : nlohmann::ordered_json(s.l2_norm)},
+                    {"nonfinite", s.nonfinite},
+                    {"subnormal", s.subnormal},
+                    {"zeros", s.zeros}});
+  nlohmann::ordered_json j;
+  j["tensors"] = std::move(list);
+  j["digest"] = digest().hex();
+  return j.dump();
+}
+
+const TensorStats *StateStats::find(std::string_view name) const {
+  auto it = std::lower_bound(tensors.begin(), tensors.end(), name,
+                             [](const TensorStats &s, std::string_view n) { return s.name < n; });
+  return it != tensors.end() && it->name == name ? &*it : nullptr;
+}
+
+}  // namespace pot::statecheck
