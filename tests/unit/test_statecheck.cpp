@@ -70,8 +70,8 @@ TEST(StateStats, CountsAndMagnitudesByDtype) {
 
 // The order of section 5.2, written out as plainly as possible: element j of
 // a chunk into lane j mod 32, the lanes added pairwise, the chunks in order.
-double reference_norm(const std::vector<double> &x) {
-  const size_t per_chunk = hash::kChunkSize / sizeof(double);
+double reference_norm(const std::vector<double> &x, size_t element_bytes) {
+  const size_t per_chunk = hash::kChunkSize / element_bytes;
   double total = 0;
   for (size_t c = 0; c * per_chunk < x.size(); ++c) {
     std::vector<double> lanes(32, 0.0);
@@ -89,24 +89,49 @@ double reference_norm(const std::vector<double> &x) {
   return std::sqrt(total);
 }
 
-TEST(StateStats, TheOrderOfEveryAdditionIsFixedWhateverTheThreads) {
-  // Values spread over 40 binades, so that another order of the additions
-  // gives other bits (checked below against a sequential sum).
-  std::vector<double> x(3 * 8192 + 77);
+// Values spread over 40 binades, so that another order of the additions
+// gives other bits (checked against a sequential sum).
+std::vector<double> spread(size_t n) {
+  std::vector<double> x(n);
   uint64_t r = 88172645463325252ull;
   for (double &v : x) {
     r ^= r << 13, r ^= r >> 7, r ^= r << 17;
     v = std::ldexp(static_cast<double>(r >> 11) / 9007199254740992.0, static_cast<int>(r % 40) - 20);
+    if (r & 1) v = -v;
   }
-  const Bytes bytes = raw(x);
-  const double want = reference_norm(x);
+  return x;
+}
+
+void expect_order(DType d, const std::vector<double> &x, const Bytes &bytes, size_t element_bytes) {
+  const double want = reference_norm(x, element_bytes);
   double sequential = 0;
   for (double v : x) sequential += v * v;
   ASSERT_NE(std::sqrt(sequential), want) << "the test needs values whose sum depends on the order";
   for (unsigned threads : {1u, 2u, 4u}) {
-    const StateStats s = statecheck::state_stats({view("w", DType::kF64, bytes)}, threads);
-    EXPECT_EQ(std::bit_cast<uint64_t>(s.tensors[0].l2_norm), std::bit_cast<uint64_t>(want)) << threads;
+    const StateStats s = statecheck::state_stats({view("w", d, bytes)}, threads);
+    EXPECT_EQ(std::bit_cast<uint64_t>(s.tensors[0].l2_norm), std::bit_cast<uint64_t>(want))
+        << hash::dtype_name(d) << " on " << threads << " threads";
   }
+}
+
+// Each dtype's path (F32 and BF16 in explicit vectors, F64 and F16 element by
+// element) against the order of section 5.2, over three chunks and a tail.
+TEST(StateStats, TheOrderOfEveryAdditionIsFixedWhateverTheThreads) {
+  const std::vector<double> x64 = spread(3 * 8192 + 77);
+  expect_order(DType::kF64, x64, raw(x64), 8);
+  std::vector<float> f(3 * 16384 + 77);
+  std::vector<double> x32;
+  const std::vector<double> s32 = spread(f.size());
+  for (size_t i = 0; i < f.size(); ++i) x32.push_back(f[i] = static_cast<float>(s32[i]));
+  expect_order(DType::kF32, x32, raw(f), 4);
+  std::vector<uint16_t> h(3 * 32768 + 77);
+  std::vector<double> x16;
+  const std::vector<double> src = spread(h.size());
+  for (size_t i = 0; i < h.size(); ++i) {
+    h[i] = static_cast<uint16_t>(std::bit_cast<uint32_t>(static_cast<float>(src[i])) >> 16);
+    x16.push_back(std::bit_cast<float>(static_cast<uint32_t>(h[i]) << 16));
+  }
+  expect_order(DType::kBF16, x16, raw(h), 2);
 }
 
 TEST(StateStats, EncodingRoundTripsAndDigestsUnderItsTag) {
