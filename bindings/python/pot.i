@@ -525,7 +525,10 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
   (const uint8_t *node, size_t node_len),
   (const uint8_t *a_opening, size_t a_opening_len),
   (const uint8_t *b_opening, size_t b_opening_len),
-  (const uint8_t *sample, size_t sample_len)
+  (const uint8_t *sample, size_t sample_len),
+  (const uint8_t *table, size_t table_len),
+  (const uint8_t *before, size_t before_len),
+  (const uint8_t *after, size_t after_len)
 };
 
 /* Sequences of buffers: the recorder's schedule entries. */
