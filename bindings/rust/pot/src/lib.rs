@@ -66,6 +66,7 @@ pub mod recorder;
 pub mod replay;
 pub mod safetensors;
 pub mod spec;
+pub mod statecheck;
 pub mod stream;
 pub mod task;
 pub mod witness;
@@ -89,6 +90,7 @@ pub use replay::{
 };
 pub use safetensors::{Safetensors, SafetensorsWriter, TensorView};
 pub use spec::{SeedPolicy, Spec};
+pub use statecheck::{StateFlag, StateStats, TensorStats, state_flags};
 pub use stream::{Stream, shard_root_file};
 pub use task::Task;
 pub use witness::{Decision, Verdict, VerdictOutcome, WitnessMode};

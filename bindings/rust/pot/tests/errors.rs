@@ -206,3 +206,14 @@ fn opening_failure_converts_into_error() {
     let failure = pot::verify_opening(&c, 1, 1, &Digest::default(), b"", Some(bad), None, 1).unwrap_err();
     assert_eq!((failure.check, failure.error.kind()), (None, ErrorKind::InvalidArgument));
 }
+
+#[test]
+fn bytes_that_are_no_statistics_table() {
+    assert_eq!(kind(pot::StateStats::decode(&[1])), ErrorKind::Malformed);
+    // A count of 2^21 tensors: past the bound, refused before reading on.
+    assert_eq!(kind(pot::StateStats::decode(&[0, 0, 0x20, 0])), ErrorKind::Limit);
+    // An empty table is a state of no tensors.
+    let empty = pot::StateStats::decode(&[0, 0, 0, 0]).unwrap();
+    assert!(empty.tensors().unwrap().is_empty());
+    assert!(pot::state_flags(&empty, &empty).unwrap().is_empty());
+}
