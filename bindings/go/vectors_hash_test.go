@@ -40,6 +40,17 @@ type hashVectors struct {
 		} `json:"records"`
 		Digest string `json:"digest"`
 	} `json:"chunk_ranges"`
+	StateStats []struct {
+		Comment string `json:"comment"`
+		Table   string `json:"table"`
+		Digest  string `json:"digest"`
+	} `json:"state_stats"`
+	StateFlags []struct {
+		Comment string          `json:"comment"`
+		Before  string          `json:"before"`
+		After   string          `json:"after"`
+		Flags   []pot.StateFlag `json:"flags"`
+	} `json:"state_flags"`
 	LogStates []struct {
 		Leaves uint64 `json:"leaves"`
 		Root   string `json:"root"`
@@ -76,8 +87,38 @@ func TestHashVectors(t *testing.T) {
 				}
 			}
 		}
-		if len(v.TensorDigests) != 18 {
-			t.Fatalf("%d tensor vectors, want 18", len(v.TensorDigests))
+		if len(v.TensorDigests) != 20 {
+			t.Fatalf("%d tensor vectors, want 20", len(v.TensorDigests))
+		}
+	})
+
+	t.Run("state_stats", func(t *testing.T) {
+		for _, sv := range v.StateStats {
+			s, err := pot.DecodeStateStats(mustHex(t, sv.Table))
+			check(t, err)
+			if s.Digest().String() != sv.Digest {
+				t.Errorf("%s: digest %v, want %s", sv.Comment, s.Digest(), sv.Digest)
+			}
+		}
+		for _, fv := range v.StateFlags {
+			before, err := pot.DecodeStateStats(mustHex(t, fv.Before))
+			check(t, err)
+			after, err := pot.DecodeStateStats(mustHex(t, fv.After))
+			check(t, err)
+			got, err := pot.StateFlags(before, after)
+			check(t, err)
+			if len(got) != len(fv.Flags) {
+				t.Fatalf("%s: %d flags, want %d", fv.Comment, len(got), len(fv.Flags))
+			}
+			for i := range got {
+				g, w := got[i], fv.Flags[i]
+				if g.Rule != w.Rule || g.Tensor != w.Tensor || *g.Before != *w.Before || *g.After != *w.After {
+					t.Errorf("%s: flag %d %+v, want %+v", fv.Comment, i, g, w)
+				}
+			}
+		}
+		if len(v.StateStats) < 4 || len(v.StateFlags) < 4 {
+			t.Fatalf("%d tables and %d flag cases", len(v.StateStats), len(v.StateFlags))
 		}
 	})
 

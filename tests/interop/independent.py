@@ -82,6 +82,117 @@ def state_digest(tensor_digests: dict) -> bytes:
     return tagged("pot/v1/state", struct.pack("<Q", len(names)) + root)
 
 
+# State statistics (PROTOCOL 5.2): per floating type the width, the bit
+# masks of the magnitude, of the non-finite range and of the smallest normal,
+# whether subnormals count, and the value of magnitude bits.
+FLOAT_CLASSES = {
+    "F16": (2, 0x7FFF, 0x7C00, 0x0400, False, lambda a: struct.unpack("<e", struct.pack("<H", a))[0]),
+    "BF16": (2, 0x7FFF, 0x7F80, 0x0080, True, lambda a: struct.unpack("<f", struct.pack("<I", a << 16))[0]),
+    "F32": (4, 0x7FFFFFFF, 0x7F800000, 0x00800000, True, lambda a: struct.unpack("<f", struct.pack("<I", a))[0]),
+    "F64": (8, 0x7FFFFFFFFFFFFFFF, 0x7FF0000000000000, 0x0010000000000000, True,
+            lambda a: struct.unpack("<d", struct.pack("<Q", a))[0]),
+}
+STATS_LANES = 32
+
+
+def tensor_stats(dtype: str, data: bytes):
+    """(elements, max_abs, l2_norm, nonfinite, subnormal, zeros)."""
+    code, size = DTYPES[dtype]
+    n = len(data) // size
+    if dtype not in FLOAT_CLASSES:
+        zero = bytes(size)
+        return n, 0.0, 0.0, 0, 0, sum(1 for i in range(n) if data[i * size:(i + 1) * size] == zero)
+    width, abs_mask, inf, min_normal, count_sub, value = FLOAT_CLASSES[dtype]
+    words = struct.unpack(f"<{n}{ {2: 'H', 4: 'I', 8: 'Q'}[width] }", data)
+    per_chunk = CHUNK // width
+    total, max_abs, nonfinite, subnormal, zeros = 0.0, 0.0, 0, 0, 0
+    for c in range(0, n, per_chunk):
+        lanes = [0.0] * STATS_LANES
+        for j, w in enumerate(words[c:c + per_chunk]):
+            a = w & abs_mask
+            if a >= inf:
+                nonfinite += 1
+                continue
+            x = value(a)
+            lanes[j % STATS_LANES] += x * x
+            max_abs = max(max_abs, x)
+            zeros += a == 0
+            subnormal += count_sub and 0 < a < min_normal
+        while len(lanes) > 1:
+            lanes = [lanes[k] + lanes[k + 1] for k in range(0, len(lanes), 2)]
+        total += lanes[0]
+    return n, max_abs, math.sqrt(total), nonfinite, subnormal, zeros
+
+
+def narrow(seed: str, dtype: str, n: int) -> bytes:
+    """Floats of a few binades (tests/vectors/gen_vectors.cpp): F32 element
+    i = ((u32 word i of stream) >> 8) - 2^23 over 2^20; F64 the same of u64
+    words >> 11, - 2^52, over 2^50; BF16 the F32 value's upper 16 bits."""
+    if dtype == "F64":
+        words = struct.unpack(f"<{n}Q", stream(seed, 8 * n))
+        return struct.pack(f"<{n}d", *[math.ldexp((w >> 11) - 2 ** 52, -50) for w in words])
+    words = struct.unpack(f"<{n}I", stream(seed, 4 * n))
+    f32 = struct.pack(f"<{n}f", *[math.ldexp((w >> 8) - 2 ** 23, -20) for w in words])
+    if dtype == "F32":
+        return f32
+    return b"".join(f32[4 * i + 2:4 * i + 4] for i in range(n))
+
+
+def state_stats_table(tensors) -> bytes:
+    """tensors: (name, dtype, data) in any order; the canonical table."""
+    out = struct.pack("<I", len(tensors))
+    for name, dtype, data in sorted(tensors, key=lambda t: t[0].encode()):
+        n, max_abs, l2, nonfinite, subnormal, zeros = tensor_stats(dtype, data)
+        nb = name.encode()
+        out += struct.pack("<I", len(nb)) + nb + bytes([DTYPES[dtype][0]])
+        out += struct.pack("<QddQQQ", n, max_abs, l2, nonfinite, subnormal, zeros)
+    return out
+
+
+def state_stats_digest(table: bytes) -> bytes:
+    return tagged("pot/v1/state-stats", table)
+
+
+def decode_stats_table(b: bytes) -> dict:
+    """name -> (dtype code, elements, max_abs, l2_norm, nonfinite, subnormal, zeros)."""
+    (count,), pos, rows = struct.unpack_from("<I", b), 4, {}
+    for _ in range(count):
+        (n,) = struct.unpack_from("<I", b, pos)
+        name = b[pos + 4:pos + 4 + n].decode()
+        pos += 4 + n
+        rows[name] = (b[pos],) + struct.unpack_from("<QddQQQ", b, pos + 1)
+        pos += 1 + 48
+    assert pos == len(b)
+    return rows
+
+
+def state_flags(before: bytes, after: bytes) -> list:
+    """The flags of PROTOCOL 5.3, as pot_state_flags lists them (None for an
+    infinite value)."""
+    jump, saturated = 2.0 ** 10, 2.0 ** 40
+    b, out = decode_stats_table(before), []
+
+    def flag(rule, name, x, y):
+        out.append({"rule": rule, "tensor": name, "before": None if math.isinf(x) else x,
+                    "after": None if math.isinf(y) else y})
+    for name, (dtype, n, mx, l2, nonfinite, _, _) in decode_stats_table(after).items():
+        p = b.get(name)
+        if p and (p[0] != dtype or p[1] != n):
+            flag("changed", name, float(p[1]), float(n))
+            continue
+        if p and mx > jump * max(p[2], 1.0):
+            flag("max_abs_jump", name, p[2], mx)
+        if p and l2 > jump * max(p[3], 1.0):
+            flag("norm_jump", name, p[3], l2)
+        if p and p[3] > 1.0 and l2 < p[3] / jump:
+            flag("norm_collapse", name, p[3], l2)
+        if name.startswith("optim/") and mx >= saturated and not (p and p[2] >= saturated):
+            flag("saturated", name, p[2] if p else 0.0, mx)
+        if nonfinite > 0 and not (p and p[4] > 0):
+            flag("nonfinite", name, float(p[4]) if p else 0.0, float(nonfinite))
+    return out
+
+
 def decompose(a: int, b: int):
     out = []
     while a < b:

@@ -71,6 +71,24 @@ def test_state_digests():
                 assert not ind.verify_tensor_proof(state, digests[other], proof)
 
 
+def test_state_stats_tables_and_flags():
+    """PROTOCOL 5.2-5.3 recomputed from the tensor bytes: every table byte
+    (the lanes, the pairwise and chunk-order additions, each class of
+    element), its digest, and the flags of each pair of tables."""
+    v = load("hash.json")
+    by_name = {t["name"]: t for t in v["tensor_digests"]}
+    assert len(v["state_stats"]) >= 3
+    for s in v["state_stats"]:
+        tensors = [(n, by_name[n]["dtype"], ind.stream(by_name[n]["seed"], by_name[n]["nbytes"])) for n in s["tensors"]]
+        tensors += [(t["name"], t["dtype"], ind.narrow(t["seed"], t["dtype"], t["elements"])) for t in s["narrow_tensors"]]
+        table = ind.state_stats_table(tensors)
+        assert table.hex() == s["table"], s["comment"]
+        assert ind.state_stats_digest(table).hex() == s["digest"], s["comment"]
+    assert len(v["state_flags"]) >= 4
+    for f in v["state_flags"]:
+        assert ind.state_flags(bytes.fromhex(f["before"]), bytes.fromhex(f["after"])) == f["flags"], f["comment"]
+
+
 def test_chunk_range_records():
     v = load("hash.json")
     by_name = {t["name"]: t for t in v["tensor_digests"]}

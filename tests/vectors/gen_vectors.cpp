@@ -121,6 +121,8 @@ ordered_json generate_hash() {
       {"three chunks, the last short", "three", "F32", "c3", {3, C / 4 - 1}},
       {"65 chunks: crosses the 64-chunk parallel work block", "big", "U8", "c4", {65 * C - 3}},
       {"non-ASCII name (UTF-8)", "caf\xc3\xa9.\xce\xb8", "F32", "u", {2}},
+      {"F16 values", "f16", "F16", "h", {5, 3}},
+      {"BF16 over two chunks and a tail", "bf16_big", "BF16", "hb", {C + 40}},
   };
   for (const Tensor &t : tensors) {
     ordered_json j = t.describe();
@@ -202,6 +204,161 @@ ordered_json generate_hash() {
     pot_tensor_assembler_free(as);
     j["digest"] = hex(d);
     out["chunk_ranges"].push_back(j);
+  }
+
+  // State statistics (PROTOCOL.md 5.2): the table of a state written as a
+  // safetensors file. The bytes are random, so the floats are of every
+  // class and binade (NaN, infinities, subnormals, F64 squares overflowing).
+  // Random bytes give floats of every binade, whose sum of squares is the
+  // largest square whatever the order; "narrow" tensors hold values of a few
+  // binades, where the order of the additions decides the last bits:
+  // narrow(seed, F32, n): element i = (int)(u32 word i of stream >> 8) - 2^23,
+  // over 2^20; F64: (int)(u64 word i >> 11) - 2^52, over 2^50; BF16: the
+  // F32 value's upper 16 bits.
+  struct Narrow {
+    std::string name, dtype, seed;
+    uint64_t elements;
+    std::vector<uint8_t> data() const {
+      const bool f64 = dtype == "F64", bf16 = dtype == "BF16";
+      const auto words = stream(seed, elements * (f64 ? 8 : 4));
+      std::vector<uint8_t> out;
+      for (uint64_t i = 0; i < elements; ++i) {
+        uint64_t w = 0;
+        std::memcpy(&w, words.data() + i * (f64 ? 8 : 4), f64 ? 8 : 4);
+        uint64_t bits;
+        if (f64) {
+          const double v = std::ldexp(static_cast<double>(static_cast<int64_t>(w >> 11) - (int64_t{1} << 52)), -50);
+          std::memcpy(&bits, &v, 8);
+        } else {
+          const float v = std::ldexp(static_cast<float>(static_cast<int32_t>(w >> 8) - (1 << 23)), -20);
+          uint32_t b32;
+          std::memcpy(&b32, &v, 4);
+          bits = bf16 ? b32 >> 16 : b32;
+        }
+        const size_t width = f64 ? 8 : bf16 ? 2 : 4;
+        for (size_t k = 0; k < width; ++k) out.push_back(static_cast<uint8_t>(bits >> (8 * k)));
+      }
+      return out;
+    }
+  };
+  struct StatsCase {
+    std::string comment;
+    std::vector<size_t> members;
+    std::vector<Narrow> narrow;
+  };
+  const std::vector<StatsCase> stats_cases = {
+      {"empty state", {}, {}},
+      {"every small tensor, every dtype", {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 18}, {}},
+      {"random floats over several chunks", {15, 19, 16}, {}},
+      {"narrow floats over several chunks and a tail: the order of the additions decides the bits",
+       {},
+       {{"n32", "F32", "n32", 3 * C / 4 + 77}, {"n64", "F64", "n64", 3 * C / 8 + 77},
+        {"nbf16", "BF16", "nbf16", 3 * C / 2 + 77}}},
+  };
+  const std::string tmp = (std::filesystem::temp_directory_path() / ("pot_gen_vectors_" + std::to_string(getpid()))).string();
+  for (const StatsCase &sc : stats_cases) {
+    pot_safetensors_writer *w = nullptr;
+    ok(pot_safetensors_writer_new(&w, nullptr), nullptr, "writer");
+    std::vector<std::vector<uint8_t>> keep;
+    ordered_json j;
+    j["comment"] = sc.comment;
+    j["tensors"] = ordered_json::array();
+    keep.reserve(sc.members.size() + sc.narrow.size());
+    for (size_t i : sc.members) {
+      const Tensor &t = tensors[i];
+      keep.push_back(t.data());
+      ok(pot_safetensors_writer_add(w, t.name.c_str(), t.code(), t.shape.data(), t.shape.size(), keep.back().data(),
+                                    keep.back().size(), nullptr),
+         nullptr, "add");
+      j["tensors"].push_back(t.name);
+    }
+    j["narrow_tensors"] = ordered_json::array();
+    for (const Narrow &t : sc.narrow) {
+      keep.push_back(t.data());
+      pot_dtype code;
+      ok(pot_dtype_from_name(&code, t.dtype.c_str(), nullptr), nullptr, "dtype");
+      const uint64_t shape[1] = {t.elements};
+      ok(pot_safetensors_writer_add(w, t.name.c_str(), code, shape, 1, keep.back().data(), keep.back().size(), nullptr),
+         nullptr, "add");
+      j["narrow_tensors"].push_back({{"name", t.name}, {"dtype", t.dtype}, {"seed", t.seed}, {"elements", t.elements}});
+    }
+    ok(pot_safetensors_writer_write(w, tmp.c_str(), nullptr), nullptr, "write");
+    pot_safetensors_writer_free(w);
+    pot_safetensors *f = nullptr;
+    ok(pot_safetensors_open(&f, tmp.c_str(), nullptr), nullptr, "open");
+    pot_bytes table{};
+    ok(pot_state_stats(&table, f, 0, nullptr), nullptr, "stats");
+    pot_safetensors_free(f);
+    std::filesystem::remove(tmp);
+    pot_digest d;
+    ok(pot_state_stats_digest(&d, table.data, table.len, nullptr), nullptr, "stats digest");
+    pot_bytes text{};
+    ok(pot_state_stats_to_json(&text, table.data, table.len, nullptr), nullptr, "stats json");
+    j["table"] = hex(table.data, table.len);
+    j["digest"] = hex(d);
+    j["rows"] = ordered_json::parse(std::string(reinterpret_cast<const char *>(text.data), text.len))["tensors"];
+    pot_bytes_free(&text);
+    pot_bytes_free(&table);
+    out["state_stats"].push_back(j);
+  }
+  // The rules over two tables (PROTOCOL.md 5.3), on tables written here by
+  // the format of section 5.2: (name, dtype, elements, max_abs, l2_norm,
+  // nonfinite, subnormal, zeros).
+  using Row = std::tuple<std::string, int, uint64_t, double, double, uint64_t, uint64_t, uint64_t>;
+  auto table_of = [](const std::vector<Row> &rows) {
+    std::vector<uint8_t> b;
+    auto u32 = [&](uint32_t v) { for (int k = 0; k < 4; ++k) b.push_back(static_cast<uint8_t>(v >> (8 * k))); };
+    auto u64 = [&](uint64_t v) { for (int k = 0; k < 8; ++k) b.push_back(static_cast<uint8_t>(v >> (8 * k))); };
+    auto f64 = [&](double v) { uint64_t x; std::memcpy(&x, &v, 8); u64(x); };
+    u32(static_cast<uint32_t>(rows.size()));
+    for (const auto &[name, dtype, elements, max_abs, l2, nonfinite, subnormal, zeros] : rows) {
+      u32(static_cast<uint32_t>(name.size()));
+      b.insert(b.end(), name.begin(), name.end());
+      b.push_back(static_cast<uint8_t>(dtype));
+      u64(elements);
+      f64(max_abs);
+      f64(l2);
+      u64(nonfinite);
+      u64(subnormal);
+      u64(zeros);
+    }
+    return b;
+  };
+  const int F32 = POT_DTYPE_F32;
+  struct FlagCase {
+    std::string comment;
+    std::vector<Row> before, after;
+  };
+  const std::vector<FlagCase> flag_cases = {
+      {"an honest step: every statistic moves a little",
+       {{"optim/w/exp_avg", F32, 64, 1e-3, 1e-2, 0, 0, 0}, {"param/w", F32, 64, 0.3, 2.0, 0, 0, 0}},
+       {{"optim/w/exp_avg", F32, 64, 1.1e-3, 1.2e-2, 0, 0, 0}, {"param/w", F32, 64, 0.31, 2.02, 0, 0, 0}}},
+      {"round 3, attack 1: 1e15 in the positional embedding, the moments saturated",
+       {{"optim/wpe/exp_avg", F32, 64, 1e-3, 1e-2, 0, 0, 0}, {"optim/wpe/exp_avg_sq", F32, 64, 1e-6, 1e-5, 0, 0, 0},
+        {"param/wpe", F32, 64, 0.3, 2.0, 0, 0, 0}},
+       {{"optim/wpe/exp_avg", F32, 64, 0x1p63, 0x1p66, 0, 0, 0},
+        {"optim/wpe/exp_avg_sq", F32, 64, 0x1p126, 0x1p129, 0, 0, 0},
+        {"param/wpe", F32, 64, 1e15, 1.6e16, 0, 0, 0}}},
+      {"step 1: new moments saturated on their own; a norm of 1 growing 1024-fold is not flagged, past it is",
+       {{"param/a", F32, 64, 1.0, 1.0, 0, 0, 0}, {"param/b", F32, 64, 1.0, 1.0, 0, 0, 0}},
+       {{"optim/a/exp_avg", F32, 64, 0x1p40, 0x1p43, 0, 0, 0}, {"param/a", F32, 64, 1.0, 1024.0, 0, 0, 0},
+        {"param/b", F32, 64, 1.0, 1024.5, 0, 0, 0}}},
+      {"a norm collapsing, a tensor changing size, a NaN appearing; a norm below 1 collapsing is not flagged",
+       {{"optim/m", F32, 64, 0.5, 20.0, 0, 0, 0}, {"param/a", F32, 64, 0.5, 0.9, 0, 0, 0},
+        {"param/b", F32, 64, 1.0, 5.0, 0, 0, 0}, {"param/c", F32, 64, 0.5, 0.9, 0, 0, 0}},
+       {{"optim/m", F32, 64, 1e-9, 1e-8, 0, 0, 0}, {"param/a", F32, 32, 1e-9, 1e-9, 0, 0, 0},
+        {"param/b", F32, 64, 1.0, 5.0, 1, 0, 0}, {"param/c", F32, 64, 1e-9, 1e-9, 0, 0, 0}}},
+  };
+  for (const FlagCase &fc : flag_cases) {
+    const auto before = table_of(fc.before), after = table_of(fc.after);
+    pot_bytes text{};
+    ok(pot_state_flags(&text, before.data(), before.size(), after.data(), after.size(), nullptr), nullptr, "flags");
+    out["state_flags"].push_back(
+        {{"comment", fc.comment},
+         {"before", hex(before.data(), before.size())},
+         {"after", hex(after.data(), after.size())},
+         {"flags", ordered_json::parse(std::string(reinterpret_cast<const char *>(text.data), text.len))}});
+    pot_bytes_free(&text);
   }
 
   for (uint64_t n : {uint64_t{0}, uint64_t{1}, uint64_t{7}, uint64_t{8}, uint64_t{13}, uint64_t{1000}}) {

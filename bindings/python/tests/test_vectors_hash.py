@@ -24,7 +24,7 @@ def test_tensor_digests(tv):
 
 
 def test_tensor_vector_count():
-    assert len(V["tensor_digests"]) == 18
+    assert len(V["tensor_digests"]) == 20
 
 
 @pytest.mark.parametrize("i", range(len(V["state_digests"])))
@@ -101,3 +101,28 @@ def test_log_states(lv):
             with pytest.raises(pot.MalformedError) as e:
                 pot.Log.load(saved[:-1])
             want_error(e, pot.MalformedError, pot.Status.MALFORMED)
+
+
+@pytest.mark.parametrize("sv", V["state_stats"], ids=lambda s: s["comment"][:40])
+def test_state_stats_tables(sv, tmp_path):
+    """PROTOCOL 5.2: the table's digest, and for states of stream tensors the
+    table recomputed from a file (tests/interop checks the narrow ones)."""
+    table = bytes.fromhex(sv["table"])
+    s = pot.StateStats(table)
+    assert s.digest.hex() == sv["digest"]
+    assert s.tensors == sv["rows"]
+    if sv["narrow_tensors"]:
+        return
+    path = str(tmp_path / "s.safetensors")
+    with pot.SafetensorsWriter() as w:
+        for n in sv["tensors"]:
+            w.add(n, TENSORS[n]["dtype"], TENSORS[n]["shape"], DATA[n])
+        w.write(path)
+    for threads in (0, 1, 3):
+        assert pot.state_stats(path, threads).encode() == table, sv["comment"]
+
+
+@pytest.mark.parametrize("fv", V["state_flags"], ids=lambda f: f["comment"][:40])
+def test_state_flags(fv):
+    flags = pot.state_flags(pot.StateStats(bytes.fromhex(fv["before"])), pot.StateStats(bytes.fromhex(fv["after"])))
+    assert [f.__dict__ for f in flags] == fv["flags"], fv["comment"]

@@ -157,7 +157,7 @@ fn hash_tensor_digests() {
     let v = load("hash.json");
     assert_eq!(u(&v, "chunk_size"), pot::CHUNK_SIZE as u64);
     let tensors = tensor_vectors(&v);
-    assert_eq!(tensors.len(), 18);
+    assert_eq!(tensors.len(), 20);
     for t in &tensors {
         assert_eq!(pot::tensor_digest(&t.name, t.dtype, &t.shape, &t.data, 1).unwrap(), t.digest, "{}", t.name);
         // The digest does not depend on the thread count.
@@ -250,6 +250,28 @@ fn hash_log_states() {
         assert_eq!(hex(&saved), s(l, "saved"));
         let resumed = Log::load(&saved).unwrap();
         assert_eq!((resumed.size(), resumed.root().unwrap()), (n, digest(l, "root")));
+    }
+}
+
+#[test]
+fn hash_state_stats_and_flags() {
+    let v = load("hash.json");
+    for sv in arr(&v, "state_stats") {
+        let table = pot::StateStats::decode(&unhex(s(sv, "table"))).unwrap();
+        assert_eq!(table.digest(), digest(sv, "digest"), "{sv}");
+        assert_eq!(table.tensors().unwrap().len(), sv["rows"].as_array().unwrap().len());
+    }
+    let cases = arr(&v, "state_flags");
+    assert!(cases.len() >= 4);
+    for fv in cases {
+        let before = pot::StateStats::decode(&unhex(s(fv, "before"))).unwrap();
+        let after = pot::StateStats::decode(&unhex(s(fv, "after"))).unwrap();
+        let got: Vec<Value> = pot::state_flags(&before, &after)
+            .unwrap()
+            .into_iter()
+            .map(|f| json!({"rule": f.rule, "tensor": f.tensor, "before": f.before, "after": f.after}))
+            .collect();
+        assert_eq!(Value::Array(got), fv["flags"], "{}", s(fv, "comment"));
     }
 }
 
