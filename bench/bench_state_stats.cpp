@@ -12,7 +12,9 @@
 // 3: <= 1%, docs/security.md 6.3) and checks that the table does not depend
 // on the thread count (exit status 3 otherwise).
 //
-// Usage: bench_state_stats [--mib N] [--reps N] [--tmpdir DIR]
+// Usage: bench_state_stats [--mib N] [--reps N] [--tmpdir DIR] [--keep FILE]
+// --keep writes the state to FILE and leaves it there (to time `pot hash
+// stats` against `pot hash state` as whole commands).
 // Only the public C API (pot.h) is used.
 
 #include <unistd.h>
@@ -61,6 +63,8 @@ int main(int argc, char **argv) {
   app.add_option("--mib", mib, "approximate state size in MiB")->capture_default_str();
   app.add_option("--reps", reps, "repetitions")->capture_default_str();
   app.add_option("--tmpdir", tmpdir, "where the state file is written")->capture_default_str();
+  std::string keep;
+  app.add_option("--keep", keep, "write the state to this file and keep it");
   CLI11_PARSE(app, argc, argv);
 
   const size_t big = mib * (size_t{1} << 20) / 4 / 4;  // elements of each large F32 tensor
@@ -85,7 +89,8 @@ int main(int argc, char **argv) {
     POT_CHECK(pot_safetensors_writer_add, w, t.name.c_str(), t.dtype, shape, 1, t.bytes.data(), t.bytes.size());
     total += t.bytes.size();
   }
-  const std::string path = tmpdir + "/bench_state_stats." + std::to_string(getpid()) + ".safetensors";
+  const std::string path =
+      keep.empty() ? tmpdir + "/bench_state_stats." + std::to_string(getpid()) + ".safetensors" : keep;
   POT_CHECK(pot_safetensors_writer_write, w, path.c_str());
   pot_safetensors_writer_free(w);
   ts.clear();
@@ -120,6 +125,6 @@ int main(int argc, char **argv) {
   if (status) std::printf("ERROR: the table depends on the thread count\n");
   pot_bytes_free(&reference);
   pot_safetensors_free(f);
-  std::remove(path.c_str());
+  if (keep.empty()) std::remove(path.c_str());
   return status;
 }
