@@ -189,6 +189,9 @@ void leaf_and_log_seeds(const json &protocol, const json &hash) {
   for (const auto &l : protocol["step_leaves"]) seed("fuzz_step_leaf", "leaf_" + std::to_string(i++), hex(l["leaf"]));
   i = 0;
   for (const auto &l : hash["log_states"]) seed("fuzz_log", "log_" + std::to_string(i++), hex(l["saved"]));
+  i = 0;
+  for (const auto &t : hash["state_stats"]) seed("fuzz_state_stats", "table_" + std::to_string(i++), hex(t["table"]));
+  for (const auto &f : hash["state_flags"]) seed("fuzz_state_stats", "table_" + std::to_string(i++), hex(f["after"]));
 }
 
 void schedule_seeds(const json &protocol) {

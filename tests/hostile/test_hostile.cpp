@@ -1000,6 +1000,31 @@ TEST_F(LedgerCalls, OverflowingNumbers) {
 }
 
 // ---------------------------------------------------------------------------
+// State statistics tables (docs/PROTOCOL.md 5.2): a claimed count of tensors
+// the bytes cannot hold is refused before any allocation; a record claiming
+// a 4 GiB name is refused as truncated.
+
+TEST(StateStatsTables, HostileCountsAndLengths) {
+  pot_digest d;
+  Bytes b = {0xFF, 0xFF, 0x0F, 0x00};  // 2^20 - 1 tensors in 4 bytes
+  expect_refused("stats table claiming 2^20 - 1 tensors", POT_E_MALFORMED, b.size(),
+                 [&](pot_error **e) { return pot_state_stats_digest(&d, b.data(), b.size(), e); });
+  b = {0xFF, 0xFF, 0xFF, 0xFF};
+  expect_refused("stats table claiming 2^32 - 1 tensors", POT_E_LIMIT, b.size(),
+                 [&](pot_error **e) { return pot_state_stats_digest(&d, b.data(), b.size(), e); });
+  b = Bytes(4 + 54, 0);
+  b[0] = 1;
+  b[4] = b[5] = b[6] = b[7] = 0xFF;  // a name of 2^32 - 1 bytes
+  expect_refused("stats record naming a 4 GiB name", POT_E_MALFORMED, b.size(),
+                 [&](pot_error **e) { return pot_state_stats_digest(&d, b.data(), b.size(), e); });
+  pot_bytes out{};
+  expect_refused("flags of a NULL table", POT_E_INVALID_ARGUMENT, 0,
+                 [&](pot_error **e) { return pot_state_flags(&out, nullptr, 8, b.data(), b.size(), e); });
+  expect_refused("stats of a NULL file", POT_E_INVALID_ARGUMENT, 0,
+                 [&](pot_error **e) { return pot_state_stats(&out, nullptr, 0, e); });
+}
+
+// ---------------------------------------------------------------------------
 // Integer overflow in step counts outside the ledger.
 
 TEST(StepOverflow, LargestStepNumbers) {
