@@ -145,6 +145,15 @@ TEST(CApiConcurrent, SharedCallsOnOneHandleFromManyThreads) {
     double n = 0;
     return status(pot_update_norm(&n, file, other, "param/", nullptr)) << str(&n, sizeof n);
   });
+  reads.push_back([&]() -> std::string {
+    pot_bytes a{}, b{}, flags{};
+    const std::string sa = status(pot_state_stats(&a, file, 2, nullptr)) << str(a.data, a.len);
+    const std::string sb = status(pot_state_stats(&b, other, 1, nullptr)) << str(b.data, b.len);
+    const std::string sf = status(pot_state_flags(&flags, a.data, a.len, b.data, b.len, nullptr)) << take(flags);
+    pot_bytes_free(&a);
+    pot_bytes_free(&b);
+    return sa + sb + sf;
+  });
   // The writer is read by writing distinct files from every thread.
   std::atomic<int> file_no{0};
   reads.push_back([&]() -> std::string {
