@@ -385,3 +385,50 @@ def test_commit_stream_agrees_with_the_independent_implementation(tmp_path):
     assert run("commit", "stream", "--window", "1", *shards).returncode == 2
     bad = run("commit", "stream", "--window", "9", "--view", "x:5:5", *shards)
     assert bad.returncode == 2 and "leave the window" in bad.stderr
+
+
+def write_safetensors(path, tensors):
+    """tensors: (name, dtype, raw bytes, shape), written by hand (the format's
+    u64le header length, JSON header, data)."""
+    import struct
+    header, data = {}, b""
+    for name, dtype, raw, shape in sorted(tensors):
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + data)
+
+
+def test_hash_stats_and_flags_agree_with_the_independent_tables(tmp_path):
+    """`pot hash stats` writes the table PROTOCOL 5.2 defines, recomputed by
+    independent.py from the same bytes, and `pot hash flags` the flags of
+    5.3 (round 3, attack 1's poisoned embedding and saturated moments)."""
+    import struct
+
+    import independent as ind
+    n = 20000  # two chunks of F32 and a tail
+    w0 = ind.narrow("cli-w", "F32", n)
+    m0 = ind.narrow("cli-m", "F64", 9000)
+    w1 = struct.pack("<f", 1e15) + w0[4:]
+    m1 = struct.pack(f"<{9000}d", *([2.0 ** 63] * 9000))
+    before, after = str(tmp_path / "s0.safetensors"), str(tmp_path / "s1.safetensors")
+    write_safetensors(before, [("param/wpe", "F32", w0, [n]), ("optim/wpe/exp_avg", "F64", m0, [9000])])
+    write_safetensors(after, [("param/wpe", "F32", w1, [n]), ("optim/wpe/exp_avg", "F64", m1, [9000])])
+    table = ind.state_stats_table([("param/wpe", "F32", w0), ("optim/wpe/exp_avg", "F64", m0)])
+    out = run("hash", "stats", "--threads", "2", "--out", str(tmp_path / "s0.stats"), before)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[0] == ind.state_stats_digest(table).hex()
+    assert (tmp_path / "s0.stats").read_bytes() == table
+    run("hash", "stats", "--out", str(tmp_path / "s1.stats"), after)
+    want = ind.state_flags(table, (tmp_path / "s1.stats").read_bytes())
+    assert {(f["rule"], f["tensor"]) for f in want} >= {("max_abs_jump", "param/wpe"), ("saturated", "optim/wpe/exp_avg")}
+    got = json.loads(run("hash", "flags", "--json", before, after).stdout)["flags"]
+    assert got == want
+    tables = json.loads(run("hash", "flags", "--tables", "--json", str(tmp_path / "s0.stats"),
+                            str(tmp_path / "s1.stats")).stdout)["flags"]
+    assert tables == want
+    assert run("hash", "flags", before, before).stdout.strip() == "no flags"
+    bad = run("hash", "flags", "--tables", before, str(tmp_path / "s1.stats"))
+    assert bad.returncode == 2 and "POT_E_MALFORMED" in bad.stderr
