@@ -9,6 +9,7 @@ is a reason to replay the step, never a verdict."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from typing import Any, Dict, List, Union
 
@@ -17,7 +18,7 @@ from ._core import Digest, _digest
 from .hash import Buffer
 from .safetensors import Safetensors
 
-PathLike = Union[str, "os.PathLike[str]"]  # noqa: F821
+PathLike = Union[str, "os.PathLike[str]"]
 
 
 class StateStats:
