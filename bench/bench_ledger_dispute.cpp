@@ -304,7 +304,7 @@ Result play(uint64_t steps, uint32_t arity, pot_tree *log, const std::string &ta
     pot_digest run;
     bench::check(pot_digest_from_hex(&run, run_id.c_str(), &err), err, "run id");
     const pot_digest d = logged(t, forged_from);
-    bench::check(pot_step_leaf_encode(leaf, &run, t, &d, 1.0, 1.0, &err), err, "pot_step_leaf_encode");
+    bench::check(pot_step_leaf_encode(leaf, &run, t, &d, &d, 1.0, 1.0, &err), err, "pot_step_leaf_encode");
     pot_bytes proof{};
     bench::check(pot_tree_inclusion_proof(&proof, log, t - 1, steps, &err), err, "pot_tree_inclusion_proof");
     nlohmann::json c = {{"step_leaf", hex(leaf, sizeof leaf)}, {"leaf_proof", hex(proof.data, proof.len)}};
@@ -403,7 +403,7 @@ Setup make_setup(uint64_t steps) {
   for (uint64_t t = 1; t <= steps; ++t) {
     uint8_t leaf[POT_STEP_LEAF_SIZE];
     const pot_digest d = logged(t, forged_from);
-    bench::check(pot_step_leaf_encode(leaf, &run, t, &d, 1.0, 1.0, &err), err, "pot_step_leaf_encode");
+    bench::check(pot_step_leaf_encode(leaf, &run, t, &d, &d, 1.0, 1.0, &err), err, "pot_step_leaf_encode");
     uint64_t index = 0;
     bench::check(pot_tree_append(&index, log, leaf, sizeof leaf, &err), err, "pot_tree_append");
   }

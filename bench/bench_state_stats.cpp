@@ -1,4 +1,4 @@
-// bench_state_stats - the cost of a state's statistics table (pot_state_stats,
+// bench_state_stats - the cost of a state's statistics table (pot_safetensors_stats,
 // docs/PROTOCOL.md 5.2) against its state digest (pot_safetensors_digest),
 // over the same mapped safetensors file with a warm page cache.
 //
@@ -100,7 +100,7 @@ int main(int argc, char **argv) {
   std::printf("state: %zu tensors, %.1f MiB (%s)\ncpu: %s\n", pot_safetensors_count(f), total / 1048576.0,
               path.c_str(), bench::cpu_model().c_str());
   pot_bytes reference{};
-  POT_CHECK(pot_state_stats, &reference, f, 1);  // also warms the page cache
+  POT_CHECK(pot_safetensors_stats, &reference, f, 1);  // also warms the page cache
   int status = 0;
   for (uint32_t threads : {1u, 0u}) {
     std::vector<double> digest_s, stats_s;
@@ -111,7 +111,7 @@ int main(int argc, char **argv) {
       digest_s.push_back(bench::seconds_since(t0));
       pot_bytes table{};
       t0 = Clock::now();
-      POT_CHECK(pot_state_stats, &table, f, threads);
+      POT_CHECK(pot_safetensors_stats, &table, f, threads);
       stats_s.push_back(bench::seconds_since(t0));
       if (table.len != reference.len || std::memcmp(table.data, reference.data, table.len) != 0) status = 3;
       pot_bytes_free(&table);

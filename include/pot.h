@@ -64,12 +64,12 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 #define POT_VERSION_MAJOR 0
-#define POT_VERSION_MINOR 2
+#define POT_VERSION_MINOR 3
 #define POT_VERSION_PATCH 0
-#define POT_VERSION_STRING "0.2.0"
+#define POT_VERSION_STRING "0.3.0"
 /* Changes only when a released function or type changes incompatibly; it is
  * the SONAME major of libpot.so. */
-#define POT_ABI_VERSION 3
+#define POT_ABI_VERSION 4
 /* The protocol version (docs/PROTOCOL.md) this library implements: the
  * protocol_version of the tasks and commitments it writes and the only one
  * it reads (another is refused with POT_E_UNSUPPORTED naming it). */
@@ -84,7 +84,7 @@ extern "C" {
  * parsing. The largest valid call is a few KiB. */
 #define POT_MAX_JSON_BYTES 1048576
 
-/* Version of the library loaded at run time, e.g. "0.2.0". Static storage. */
+/* Version of the library loaded at run time, e.g. "0.3.0". Static storage. */
 POT_API const char *pot_version_string(void);
 /* ABI version of the library loaded at run time. Bindings compare it with
  * the POT_ABI_VERSION they were built against. */
@@ -445,7 +445,7 @@ POT_API pot_status pot_tree_consistency_proof(pot_bytes *out, const pot_tree *tr
 /* Protocol: seeds, step leaves, challenges, security arithmetic             */
 /* ------------------------------------------------------------------------ */
 
-#define POT_STEP_LEAF_SIZE 100
+#define POT_STEP_LEAF_SIZE 132
 #define POT_MAX_CHALLENGE_ROUNDS 65536
 #define POT_MAX_BEACON_BYTES 1024
 
@@ -463,20 +463,23 @@ POT_API pot_status pot_seed_derive(uint64_t *out, uint64_t base_seed, const pot_
 
 /* The leaf data the checkpoint log holds for step `step` (from 1) of run
  * `run_id`: the tag, the run, the step, the digest of the state after it,
- * the loss and the update norm (section 13 over "param/" from S_{t-1} to
- * S_t, as pot_update_norm computes it) as IEEE-754 binary64 bits,
- * docs/PROTOCOL.md section 10. Append it with pot_log_append /
+ * the digest of that state's statistics table (section 5.2,
+ * pot_state_stats_digest), the loss and the update norm (section 13 over
+ * "param/" from S_{t-1} to S_t, as pot_update_norm computes it) as IEEE-754
+ * binary64 bits, docs/PROTOCOL.md section 10. Append it with pot_log_append /
  * pot_tree_append (leaf index step - 1). POT_E_INVALID_ARGUMENT for step 0
- * or an update norm with its sign bit set. */
+ * or an update norm with its sign bit set. (0.3.0: the stats digest is new,
+ * the leaf 132 bytes.) */
 POT_API pot_status pot_step_leaf_encode(uint8_t out[POT_STEP_LEAF_SIZE], const pot_digest *run_id,
-                                        uint64_t step, const pot_digest *state_digest, double loss,
-                                        double update_norm, pot_error **err);
+                                        uint64_t step, const pot_digest *state_digest,
+                                        const pot_digest *stats_digest, double loss, double update_norm,
+                                        pot_error **err);
 /* Parses step leaf data; POT_E_MALFORMED unless it is exactly what
- * pot_step_leaf_encode produces (a protocol-1 leaf is refused naming its
- * version). Each output may be NULL. */
+ * pot_step_leaf_encode produces (a version-1 or version-2 leaf is refused
+ * naming its version). Each output may be NULL. */
 POT_API pot_status pot_step_leaf_decode(pot_digest *run_id, uint64_t *step, pot_digest *state_digest,
-                                        double *loss, double *update_norm, const uint8_t *leaf,
-                                        size_t leaf_len, pot_error **err);
+                                        pot_digest *stats_digest, double *loss, double *update_norm,
+                                        const uint8_t *leaf, size_t leaf_len, pot_error **err);
 
 /* Writes steps_len distinct challenged steps (each in 1..num_steps, uniform,
  * without modulo bias) derived from the beacon value and the run id into
@@ -846,6 +849,12 @@ typedef enum pot_opening_check {
    * trajectory). The task's fault: the ledger never counts it against the
    * miner. */
   POT_CHECK_TASK_PROGRAM = 30,
+  /* (since 0.3.0) A state's statistics table (section 5.2) is not the one
+   * its leaf commits: the served S_{t-1} against leaf t-1 and the served
+   * S_t against leaf t (pot_opening_verify), the replayed S_t against leaf
+   * t (pot_verify_step, bitwise). The flags of a step (5.3) are the miner's
+   * commitment. */
+  POT_CHECK_STATE_STATS = 31,
   POT_CHECK_MAX_ENUM_ = 0x7FFFFFFF
 } pot_opening_check;
 
@@ -1225,8 +1234,13 @@ POT_API pot_status pot_update_norm(double *out, const pot_safetensors *pre,
  * binary64, summed in the section's fixed order) and its non-finite,
  * subnormal and zero elements, as canonical bytes. threads: 0 = every core;
  * the bytes do not depend on it. Since 0.3.0. */
-POT_API pot_status pot_state_stats(pot_bytes *out, const pot_safetensors *file, uint32_t threads,
-                                   pot_error **err);
+POT_API pot_status pot_safetensors_stats(pot_bytes *out, const pot_safetensors *file, uint32_t threads,
+                                         pot_error **err);
+/* The same table of a pot_state's tensors, computed as each was added with
+ * pot_state_add_tensor (a trainer's state in memory). POT_E_STATE when a
+ * tensor was added by its digest (pot_state_add_tensor_digest): its
+ * statistics are unknown. Since 0.3.0. */
+POT_API pot_status pot_state_stats(pot_bytes *out, const pot_state *state, pot_error **err);
 /* tagged("pot/v1/state-stats", table) of a table (section 5.2).
  * POT_E_MALFORMED (POT_E_LIMIT past 2^20 tensors) for bytes that are not
  * exactly a table some state's statistics could be. Since 0.3.0. */

@@ -66,6 +66,9 @@ const (
 	// or its declared randomness changes nothing (since 0.3.0). The ledger
 	// never counts it against the miner.
 	CheckTaskProgram OpeningCheck = C.POT_CHECK_TASK_PROGRAM
+	// CheckStateStats: a state's statistics table is not the one its leaf
+	// commits (served S_{t-1} or S_t, or the replayed S_t; since 0.3.0).
+	CheckStateStats OpeningCheck = C.POT_CHECK_STATE_STATS
 )
 
 // String returns the stable lower-case name of the check

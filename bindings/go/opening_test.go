@@ -142,8 +142,10 @@ func (r *run) leaf(t *testing.T, step uint64) []byte {
 	defer b.Close()
 	norm, err := pot.UpdateNorm(a, b, "param/")
 	check(t, err)
-	leaf, err := pot.StepLeaf{RunID: r.runID, Step: step, StateDigest: r.states[step], Loss: 1 / float64(step),
-		UpdateNorm: norm}.Encode()
+	stats, err := b.Stats(1)
+	check(t, err)
+	leaf, err := pot.StepLeaf{RunID: r.runID, Step: step, StateDigest: r.states[step], StatsDigest: stats.Digest(),
+		Loss: 1 / float64(step), UpdateNorm: norm}.Encode()
 	check(t, err)
 	return leaf
 }

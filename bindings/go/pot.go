@@ -19,7 +19,7 @@ import (
 const (
 	// ABIVersion is the POT_ABI_VERSION of the pot.h the binding was
 	// compiled with. LoadedABIVersion must report the same value.
-	ABIVersion = 3
+	ABIVersion = 4
 	// DigestSize is POT_DIGEST_SIZE, the size of a Digest in bytes.
 	DigestSize = 32
 	// ChunkSize is POT_CHUNK_SIZE, the bytes per chunk leaf of a tensor digest.
@@ -29,7 +29,7 @@ const (
 	// MaxDims is POT_MAX_DIMS, the largest tensor rank accepted.
 	MaxDims = 32
 	// StepLeafSize is POT_STEP_LEAF_SIZE, the size of step leaf data.
-	StepLeafSize = 100
+	StepLeafSize = 132
 	// MaxChallengeRounds is POT_MAX_CHALLENGE_ROUNDS.
 	MaxChallengeRounds = 65536
 	// MaxBeaconBytes is POT_MAX_BEACON_BYTES, the longest beacon value.
@@ -90,7 +90,7 @@ func checkABI(loaded, built uint32, version string) error {
 func ABIError() error { return abiErr }
 
 // Version returns the version string of the libpot loaded at run time,
-// e.g. "0.2.0".
+// e.g. "0.3.0".
 func Version() string { return C.GoString(C.pot_version_string()) }
 
 // LoadedABIVersion returns pot_abi_version() of the libpot loaded at run

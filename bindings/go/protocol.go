@@ -30,11 +30,13 @@ func SeedDerive(baseSeed uint64, runID Digest, step uint64) (uint64, error) {
 
 // StepLeaf is the content of the checkpoint-log leaf of one training step
 // (PROTOCOL.md section 10): it names the run and commits, at training time,
+// the state's statistics table every verifier reading the state checks, and
 // the update norm the cross-architecture check compares replays with.
 type StepLeaf struct {
 	RunID       Digest  // the run the step belongs to (Commitment.RunID)
 	Step        uint64  // the step, from 1
 	StateDigest Digest  // digest of the state after the step
+	StatsDigest Digest  // digest of that state's statistics table (StateStats.Digest, PROTOCOL.md 5.2)
 	Loss        float64 // the loss, kept as its IEEE-754 binary64 bits
 	UpdateNorm  float64 // UpdateNorm over "param/" from S_{Step-1} to S_Step, kept as its bits
 }
@@ -49,7 +51,7 @@ func (l StepLeaf) Encode() ([]byte, error) {
 	out := make([]byte, StepLeafSize)
 	if err := status(func(cerr **C.pot_error) C.pot_status {
 		return C.pot_step_leaf_encode((*C.uint8_t)(unsafe.Pointer(&out[0])), cDigest(l.RunID), C.uint64_t(l.Step),
-			cDigest(l.StateDigest), C.double(l.Loss), C.double(l.UpdateNorm), cerr)
+			cDigest(l.StateDigest), cDigest(l.StatsDigest), C.double(l.Loss), C.double(l.UpdateNorm), cerr)
 	}); err != nil {
 		return nil, err
 	}
@@ -57,21 +59,23 @@ func (l StepLeaf) Encode() ([]byte, error) {
 }
 
 // DecodeStepLeaf parses step leaf data; StatusMalformed unless it is
-// exactly what StepLeaf.Encode produces (a protocol-1 leaf is refused
-// naming its version).
+// exactly what StepLeaf.Encode produces (a version-1 or version-2 leaf is
+// refused naming its version).
 func DecodeStepLeaf(leaf []byte) (StepLeaf, error) {
 	if abiErr != nil {
 		return StepLeaf{}, abiErr
 	}
 	var step C.uint64_t
-	var run, d Digest
+	var run, d, stats Digest
 	var loss, norm C.double
 	if err := status(func(cerr **C.pot_error) C.pot_status {
-		return C.pot_step_leaf_decode(run.c(), &step, d.c(), &loss, &norm, bytesPtr(leaf), C.size_t(len(leaf)), cerr)
+		return C.pot_step_leaf_decode(run.c(), &step, d.c(), stats.c(), &loss, &norm, bytesPtr(leaf),
+			C.size_t(len(leaf)), cerr)
 	}); err != nil {
 		return StepLeaf{}, err
 	}
-	return StepLeaf{RunID: run, Step: uint64(step), StateDigest: d, Loss: float64(loss), UpdateNorm: float64(norm)}, nil
+	return StepLeaf{RunID: run, Step: uint64(step), StateDigest: d, StatsDigest: stats, Loss: float64(loss),
+		UpdateNorm: float64(norm)}, nil
 }
 
 // ChallengeDerive returns rounds distinct challenged steps, each in

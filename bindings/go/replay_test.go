@@ -183,7 +183,8 @@ func TestOpeningCheckNames(t *testing.T) {
 		pot.CheckLearningRate != 25 || pot.CheckCommittedNorm != 26 || pot.CheckGradientIgnored != 27 ||
 		pot.CheckSubnormal != 28 || pot.CheckSubnormal.String() != "subnormal" ||
 		pot.CheckReplayedUpdate != 29 || pot.CheckReplayedUpdate.String() != "replayed_update" ||
-		pot.CheckTaskProgram != 30 || pot.CheckTaskProgram.String() != "task_program" {
+		pot.CheckTaskProgram != 30 || pot.CheckTaskProgram.String() != "task_program" ||
+		pot.CheckStateStats != 31 || pot.CheckStateStats.String() != "state_stats" {
 		t.Fatal("check values")
 	}
 	if pot.VerifyBitwise.String() != "bitwise" || pot.VerifyNormBucket.String() != "norm_bucket" ||
@@ -229,6 +230,19 @@ func stateDigest(t *testing.T, w []float32, lr float64) pot.Digest {
 	d, err := s.Digest()
 	check(t, err)
 	return d
+}
+
+// statsDigest is the digest of that state's statistics table (PROTOCOL.md 5.2).
+func statsDigest(t *testing.T, w []float32, lr float64) pot.Digest {
+	t.Helper()
+	s, err := pot.NewState()
+	check(t, err)
+	defer s.Close()
+	check(t, s.AddTensor("param/w", pot.DTypeF32, []uint64{uint64(len(w))}, f32bytes(w...)))
+	check(t, s.AddTensor("hparam/lr", pot.DTypeF64, []uint64{}, f64bytes(lr)))
+	st, err := s.Stats()
+	check(t, err)
+	return st.Digest()
 }
 
 // TestRecorderAndCheckpoints records a toy run (states written by the
@@ -338,7 +352,7 @@ func TestRecorderAndCheckpoints(t *testing.T) {
 		// The recorder's leaf names the run and commits the update norm;
 		// the same leaf built here (the norm by PROTOCOL.md section 13 by
 		// hand) gives the same roots below.
-		leaf, err := pot.StepLeaf{RunID: runID, Step: s, StateDigest: d, Loss: loss,
+		leaf, err := pot.StepLeaf{RunID: runID, Step: s, StateDigest: d, StatsDigest: statsDigest(t, w, lr), Loss: loss,
 			UpdateNorm: updateNormF32(before, w)}.Encode()
 		check(t, err)
 		_, err = log.Append(leaf)

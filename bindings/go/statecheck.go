@@ -60,13 +60,32 @@ func DecodeStateStats(table []byte) (*StateStats, error) {
 	return &StateStats{table: append([]byte(nil), table...), digest: d}, nil
 }
 
-// Stats computes the file's statistics table (pot_state_stats); the bytes do
+// Stats computes the file's statistics table (pot_safetensors_stats); the bytes do
 // not depend on threads (0 = every core).
 func (f *Safetensors) Stats(threads uint32) (*StateStats, error) {
 	var table []byte
 	err := f.h.read(func(p *C.pot_safetensors, cerr **C.pot_error) C.pot_status {
 		var out C.pot_bytes
-		st := C.pot_state_stats(&out, p, C.uint32_t(threads), cerr)
+		st := C.pot_safetensors_stats(&out, p, C.uint32_t(threads), cerr)
+		if st == C.POT_OK {
+			table = takeBytes(&out)
+		}
+		return st
+	})
+	if err != nil {
+		return nil, err
+	}
+	return DecodeStateStats(table)
+}
+
+// Stats returns the statistics table of the tensors added so far
+// (pot_state_stats), computed as each was added; StatusState when a tensor
+// was added by its digest alone.
+func (s *State) Stats() (*StateStats, error) {
+	var table []byte
+	err := s.h.write(func(p *C.pot_state, cerr **C.pot_error) C.pot_status {
+		var out C.pot_bytes
+		st := C.pot_state_stats(&out, p, cerr)
 		if st == C.POT_OK {
 			table = takeBytes(&out)
 		}

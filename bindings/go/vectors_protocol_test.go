@@ -63,6 +63,7 @@ type protocolVectors struct {
 	StepLeaves []struct {
 		Step        uint64 `json:"step"`
 		StateDigest string `json:"state_digest"`
+		StatsDigest string `json:"stats_digest"`
 		LossBits    string `json:"loss_bits"`
 		RunID       string `json:"run_id"`
 		NormBits    string `json:"update_norm_bits"`
@@ -244,7 +245,8 @@ func TestProtocolVectors(t *testing.T) {
 			bits := binary.LittleEndian.Uint64(mustHex(t, l.LossBits))
 			normBits := binary.LittleEndian.Uint64(mustHex(t, l.NormBits))
 			leaf := pot.StepLeaf{RunID: mustDigest(t, l.RunID), Step: l.Step, StateDigest: mustDigest(t, l.StateDigest),
-				Loss: math.Float64frombits(bits), UpdateNorm: math.Float64frombits(normBits)}
+				StatsDigest: mustDigest(t, l.StatsDigest), Loss: math.Float64frombits(bits),
+				UpdateNorm: math.Float64frombits(normBits)}
 			enc, err := leaf.Encode()
 			check(t, err)
 			if len(enc) != pot.StepLeafSize || !bytes.Equal(enc, mustHex(t, l.Leaf)) {

@@ -120,17 +120,21 @@ static double update_norm(const model *a, const model *b) {
   return sqrt(sum);
 }
 
-/* The trainer hook: the state digest, straight from memory. */
-static void digest_state(pot_digest *out, const model *m) {
+/* The trainer hook: the state digest and the digest of its statistics
+ * table (docs/PROTOCOL.md 5.2), straight from memory. */
+static void digest_state(pot_digest *out, pot_digest *stats, const model *m) {
   const uint64_t wshape[1] = {FEATURES};
   pot_state *s = NULL;
   pot_error *err = NULL;
+  pot_bytes table = {NULL, 0};
   if (pot_state_new(&s, &err) != POT_OK ||
       pot_state_add_tensor(s, "param/w", POT_DTYPE_F32, wshape, 1, m->w, sizeof m->w, &err) != POT_OK ||
       pot_state_add_tensor(s, "param/b", POT_DTYPE_F32, NULL, 0, &m->b, sizeof m->b, &err) != POT_OK ||
       pot_state_add_tensor(s, "hparam/lr", POT_DTYPE_F64, NULL, 0, &m->lr, sizeof m->lr, &err) != POT_OK ||
-      pot_state_digest(out, s, &err) != POT_OK)
+      pot_state_digest(out, s, &err) != POT_OK || pot_state_stats(&table, s, &err) != POT_OK ||
+      pot_state_stats_digest(stats, table.data, table.len, &err) != POT_OK)
     die("digest state", err);
+  pot_bytes_free(&table);
   pot_state_free(s);
 }
 
@@ -149,8 +153,8 @@ static void write_state(const char *path, const model *m) {
 }
 
 /* The verifier's check: leaf `step` = (run, step, digest of the served
- * S_step, claimed loss, update norm from the served S_{step-1} to S_step) is
- * in the posted log. Returns the status. */
+ * S_step and of its statistics table, claimed loss, update norm from the
+ * served S_{step-1} to S_step) is in the posted log. Returns the status. */
 static pot_status verify_served(const pot_digest *run_id, const char *pre_path, const char *post_path, uint64_t step,
                                 double claimed_loss, const pot_bytes *proof, uint64_t size, const pot_digest *root,
                                 pot_digest *state, double *norm) {
@@ -158,13 +162,19 @@ static pot_status verify_served(const pot_digest *run_id, const char *pre_path, 
   pot_digest leaf_hash;
   pot_safetensors *pre = NULL, *post = NULL;
   pot_error *err = NULL;
+  pot_bytes table = {NULL, 0};
+  pot_digest stats;
   if (pot_safetensors_digest_file(state, post_path, 0, &err) != POT_OK) die("digest served state", err);
   if (pot_safetensors_open(&pre, pre_path, &err) != POT_OK || pot_safetensors_open(&post, post_path, &err) != POT_OK ||
       pot_update_norm(norm, pre, post, "param/", &err) != POT_OK)
     die("update norm of the served states", err);
+  if (pot_safetensors_stats(&table, post, 0, &err) != POT_OK ||
+      pot_state_stats_digest(&stats, table.data, table.len, &err) != POT_OK)
+    die("statistics of the served state", err);
+  pot_bytes_free(&table);
   pot_safetensors_free(pre);
   pot_safetensors_free(post);
-  if (pot_step_leaf_encode(leaf, run_id, step, state, claimed_loss, *norm, &err) != POT_OK ||
+  if (pot_step_leaf_encode(leaf, run_id, step, state, &stats, claimed_loss, *norm, &err) != POT_OK ||
       pot_merkle_leaf_hash(&leaf_hash, leaf, sizeof leaf, &err) != POT_OK)
     die("leaf", err);
   return pot_merkle_verify_inclusion(step - 1, size, &leaf_hash, proof->data, proof->len, root, NULL);
@@ -177,7 +187,7 @@ int main(int argc, char **argv) {
   const uint64_t challenged = argc > 3 ? strtoull(argv[3], NULL, 10) : 42;
   uint64_t step, posted_size = 0;
   double losses[MAX_STEPS + 1], norms[MAX_STEPS + 1], served_norm = 0;
-  pot_digest posted_root = {{0}}, state, run_id;
+  pot_digest posted_root = {{0}}, state, stats, run_id;
   pot_tree *tree = NULL;
   pot_error *err = NULL;
   pot_bytes proof = {NULL, 0};
@@ -214,8 +224,8 @@ int main(int argc, char **argv) {
     losses[step] = sgd_step(&m, step);
     history[step] = m;
     norms[step] = update_norm(&history[step - 1], &m);
-    digest_state(&state, &m);
-    if (pot_step_leaf_encode(leaf, &run_id, step, &state, losses[step], norms[step], &err) != POT_OK ||
+    digest_state(&state, &stats, &m);
+    if (pot_step_leaf_encode(leaf, &run_id, step, &state, &stats, losses[step], norms[step], &err) != POT_OK ||
         pot_tree_append(NULL, tree, leaf, sizeof leaf, &err) != POT_OK)
       die("append step leaf", err);
     if (step % POST_EVERY == 0 || step == steps) {

@@ -47,13 +47,23 @@ expect() {
     fi
   done
 }
-# The state digest leaf t records (the recorder's steps.jsonl).
-logged_state() { sed -n "s/.*\"state_digest\":\"\([0-9a-f]*\)\",\"step\":$1}.*/\1/p" "$fixture/ck/steps.jsonl"; }
+# The state digest leaf t records (line t of the recorder's steps.jsonl);
+# an empty result would match any output, so it stops the test.
+logged_state() {
+  local d
+  d=$(sed -n "${1}p" "$fixture/ck/steps.jsonl" | sed -n 's/.*"state_digest":"\([0-9a-f]\{64\}\)".*/\1/p')
+  if [ -z "$d" ]; then
+    echo "FAILED: no state digest for step $1 in $fixture/ck/steps.jsonl" >&2
+    exit 1
+  fi
+  echo "$d"
+}
 
 case "$case" in
   bitwise)
-    expect 0 --step 5 -- "derived/000000000004.safetensors (re-derived, 1 step(s) replayed)" "replayed state  $(logged_state 5)" \
-      "committed state $(logged_state 5)" "\"kind\":\"replayed\",\"mode\":\"bitwise\"" "          commitment " \
+    s5=$(logged_state 5) || exit 1
+    expect 0 --step 5 -- "derived/000000000004.safetensors (re-derived, 1 step(s) replayed)" "replayed state  $s5" \
+      "committed state $s5" "\"kind\":\"replayed\",\"mode\":\"bitwise\"" "          commitment " \
       "verifier: step 5 OK (bitwise, 1 thread)"
     ;;
   bucket)

@@ -164,7 +164,8 @@ class Miner:
         with open(os.path.join(self.out, "ckpt", "steps.jsonl")) as f:
             rec = json.loads(f.readlines()[t - 1])
         bits = lambda h: struct.unpack(">d", int(h, 16).to_bytes(8, "big"))[0]  # noqa: E731
-        return pot.StepLeaf(self.rec.commitment.run_id, t, pot.Digest(rec["state_digest"]), bits(rec["loss_bits"]),
+        return pot.StepLeaf(self.rec.commitment.run_id, t, pot.Digest(rec["state_digest"]),
+                            pot.Digest(rec["stats_digest"]), bits(rec["loss_bits"]),
                             bits(rec["update_norm_bits"])).encode()
 
     def serve(self, challenge_id, t):

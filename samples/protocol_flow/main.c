@@ -77,20 +77,25 @@ static void write_vector(const char *path, const char *name, const float *v, uin
 
 static void hex(char out[65], const pot_digest *d) { pot_digest_to_hex(out, d, NULL); }
 
-/* Leaf t of the run: it names the run and commits the loss and the update
- * norm from S_{t-1} to S_t (section 13 over "param/"). */
+/* Leaf t of the run: it names the run and commits the digest of S_t's
+ * statistics table (section 5.2), the loss and the update norm from S_{t-1}
+ * to S_t (section 13 over "param/"). */
 static void step_leaf(uint8_t leaf[POT_STEP_LEAF_SIZE], const char *dir, const pot_digest *run_id,
                       const pot_digest *states, uint64_t t) {
   char a_path[512], b_path[512];
   pot_safetensors *a = NULL, *b = NULL;
   pot_error *err = NULL;
   double norm = 0;
+  pot_bytes table = {NULL, 0};
+  pot_digest stats;
   snprintf(a_path, sizeof a_path, "%s/state-%llu.safetensors", dir, (unsigned long long)(t - 1));
   snprintf(b_path, sizeof b_path, "%s/state-%llu.safetensors", dir, (unsigned long long)t);
   if (pot_safetensors_open(&a, a_path, &err) || pot_safetensors_open(&b, b_path, &err) ||
-      pot_update_norm(&norm, a, b, "param/", &err) ||
-      pot_step_leaf_encode(leaf, run_id, t, &states[t], 1.0 / (double)t, norm, &err))
+      pot_update_norm(&norm, a, b, "param/", &err) || pot_safetensors_stats(&table, b, 1, &err) ||
+      pot_state_stats_digest(&stats, table.data, table.len, &err) ||
+      pot_step_leaf_encode(leaf, run_id, t, &states[t], &stats, 1.0 / (double)t, norm, &err))
     die("leaf", err);
+  pot_bytes_free(&table);
   pot_safetensors_free(a);
   pot_safetensors_free(b);
 }

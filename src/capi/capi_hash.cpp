@@ -1,14 +1,21 @@
 // C entry points of the hash layer: tensor and state digests, chunk ranges.
+#include <map>
+
 #include "capi/firewall.h"
 #include "hash/range.h"
 #include "hash/state.h"
 #include "merkle/state_proof.h"
+#include "statecheck/state_stats.h"
 
 using namespace pot;
 using namespace pot::capi;
 
 struct pot_state {
   hash::StateBuilder builder;
+  // Each tensor's statistics row (docs/PROTOCOL.md 5.2), by name, computed
+  // as it is added; the first tensor added by its digest alone, if any.
+  std::map<std::string, statecheck::TensorStats> stats;
+  std::string digest_only;
 };
 
 struct pot_tensor_assembler {
@@ -85,15 +92,31 @@ pot_status pot_state_add_tensor(pot_state *state, const char *name, pot_dtype dt
                                 size_t data_len, pot_error **err) {
   return guard(err, [&] {
     need(state, "state");
-    state->builder.add_tensor(tensor_meta(name, dtype, shape, shape_len), bytes_arg(data, data_len, "data"));
+    const hash::TensorMeta meta = tensor_meta(name, dtype, shape, shape_len);
+    const ByteView bytes = bytes_arg(data, data_len, "data");
+    state->builder.add_tensor(meta, bytes);
+    state->stats[meta.name] = statecheck::tensor_stats({meta, bytes}, state->builder.threads());
   });
 }
 
 pot_status pot_state_add_tensor_digest(pot_state *state, const char *name,
                                        const pot_digest *tensor_digest, pot_error **err) {
   return guard(err, [&] {
-    need(state, "state")->builder.add_tensor_digest(std::string(str_arg(name, "name")),
-                                                    to_digest(tensor_digest, "tensor_digest"));
+    const std::string n(str_arg(name, "name"));
+    need(state, "state")->builder.add_tensor_digest(n, to_digest(tensor_digest, "tensor_digest"));
+    if (state->digest_only.empty()) state->digest_only = n;
+  });
+}
+
+pot_status pot_state_stats(pot_bytes *out, const pot_state *state, pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    need(state, "state");
+    if (!state->digest_only.empty())
+      fail(Status::kState, "tensor '{}' was added by its digest: its statistics are unknown", state->digest_only);
+    statecheck::StateStats s;
+    for (const auto &[n, row] : state->stats) s.tensors.push_back(row);
+    to_bytes(out, s.encode());
   });
 }
 

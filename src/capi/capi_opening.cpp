@@ -29,7 +29,8 @@ static_assert(POT_CHECK_GRADIENT_IGNORED == static_cast<int>(commit::OpeningChec
 static_assert(POT_CHECK_SUBNORMAL == static_cast<int>(commit::OpeningCheck::kSubnormal));
 static_assert(POT_CHECK_REPLAYED_UPDATE == static_cast<int>(commit::OpeningCheck::kReplayedUpdate));
 static_assert(POT_CHECK_TASK_PROGRAM == static_cast<int>(commit::OpeningCheck::kTaskProgram));
-static_assert(POT_CHECK_TASK_PROGRAM == static_cast<int>(commit::kLastOpeningCheck));
+static_assert(POT_CHECK_STATE_STATS == static_cast<int>(commit::OpeningCheck::kStateStats));
+static_assert(POT_CHECK_STATE_STATS == static_cast<int>(commit::kLastOpeningCheck));
 static_assert(POT_CHECK_SAMPLE_PROOF == static_cast<int>(commit::OpeningCheck::kSampleProof));
 static_assert(POT_WITNESS_SALT_SIZE == 32);
 
@@ -140,7 +141,7 @@ pot_status pot_opening_digest(pot_digest *out, const pot_opening *opening, pot_e
 
 const char *pot_opening_check_name(pot_opening_check check) {
   const int c = enum_arg(check);
-  if (c < 0 || c > POT_CHECK_TASK_PROGRAM) return "unknown";
+  if (c < 0 || c > static_cast<int>(commit::kLastOpeningCheck)) return "unknown";
   return commit::opening_check_name(static_cast<commit::OpeningCheck>(c));
 }
 

@@ -29,23 +29,26 @@ pot_status pot_seed_derive(uint64_t *out, uint64_t base_seed, const pot_digest *
 }
 
 pot_status pot_step_leaf_encode(uint8_t out[POT_STEP_LEAF_SIZE], const pot_digest *run_id, uint64_t step,
-                                const pot_digest *state_digest, double loss, double update_norm, pot_error **err) {
+                                const pot_digest *state_digest, const pot_digest *stats_digest, double loss,
+                                double update_norm, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
-    const Bytes b = commit::StepLeaf{to_digest(run_id, "run_id"), step, to_digest(state_digest, "state_digest"), loss,
-                                     update_norm}
-                        .encode();
+    commit::StepLeaf l{to_digest(run_id, "run_id"), step, to_digest(state_digest, "state_digest"), loss, update_norm};
+    l.stats_digest = to_digest(stats_digest, "stats_digest");
+    const Bytes b = l.encode();
     std::memcpy(out, b.data(), b.size());
   });
 }
 
-pot_status pot_step_leaf_decode(pot_digest *run_id, uint64_t *step, pot_digest *state_digest, double *loss,
-                                double *update_norm, const uint8_t *leaf, size_t leaf_len, pot_error **err) {
+pot_status pot_step_leaf_decode(pot_digest *run_id, uint64_t *step, pot_digest *state_digest,
+                                pot_digest *stats_digest, double *loss, double *update_norm, const uint8_t *leaf,
+                                size_t leaf_len, pot_error **err) {
   return guard(err, [&] {
     const commit::StepLeaf l = commit::StepLeaf::decode(bytes_arg(leaf, leaf_len, "leaf"));
     if (run_id) from_digest(run_id, l.run_id);
     if (step) *step = l.step;
     if (state_digest) from_digest(state_digest, l.state_digest);
+    if (stats_digest) from_digest(stats_digest, l.stats_digest);
     if (loss) *loss = l.loss;
     if (update_norm) *update_norm = l.update_norm;
   });

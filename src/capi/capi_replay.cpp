@@ -368,7 +368,7 @@ pot_status pot_witness_statement(pot_bytes *out, const pot_verify_result *result
     if (m != POT_VERIFY_BITWISE && m != POT_VERIFY_NORM_BUCKET)
       fail(Status::kInvalidArgument, "mode: {} is not a pot_verify_mode", m);
     const int check = enum_arg(result->check);
-    if (check < 0 || check > POT_CHECK_TASK_PROGRAM)
+    if (check < 0 || check > POT_CHECK_STATE_STATS)
       fail(Status::kInvalidArgument, "result.check: {} is not a pot_opening_check", check);
 #if POT_WITH_TORCH
     const witness::Environment env{replay::framework_version(),

@@ -9,7 +9,7 @@ using namespace pot::capi;
 
 extern "C" {
 
-pot_status pot_state_stats(pot_bytes *out, const pot_safetensors *file, uint32_t threads, pot_error **err) {
+pot_status pot_safetensors_stats(pot_bytes *out, const pot_safetensors *file, uint32_t threads, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
     to_bytes(out, statecheck::state_stats(*need(file, "file")->file, threads).encode());

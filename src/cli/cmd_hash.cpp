@@ -30,7 +30,7 @@ Bytes stats_table(const std::string &path, bool table, uint32_t threads) {
   check(pot_safetensors_open(&f, path.c_str(), &err), &err, path.c_str());
   std::unique_ptr<pot_safetensors, decltype(&pot_safetensors_free)> guard(f, pot_safetensors_free);
   pot_bytes out{};
-  check(pot_state_stats(&out, f, threads, &err), &err, "statistics");
+  check(pot_safetensors_stats(&out, f, threads, &err), &err, "statistics");
   return take(out);
 }
 

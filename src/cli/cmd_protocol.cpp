@@ -48,7 +48,7 @@ void add_seed(CLI::App &app) {
 void add_leaf(CLI::App &app) {
   struct Leaf {
     uint64_t step = 0;
-    std::string run_id, state;
+    std::string run_id, state, stats;
     double loss = 0, update_norm = 0;
     bool json = false;
   };
@@ -57,6 +57,8 @@ void add_leaf(CLI::App &app) {
   leaf->add_option("--run-id", lf->run_id, "the run the step belongs to (hex digest)")->required();
   leaf->add_option("--step", lf->step, "step index (from 1)")->required();
   leaf->add_option("--state", lf->state, "state digest after the step (hex)")->required();
+  leaf->add_option("--stats", lf->stats, "digest of the state's statistics table (hex; `pot hash stats` prints it)")
+      ->required();
   leaf->add_option("--loss", lf->loss, "loss of the step")->required();
   leaf->add_option("--update-norm", lf->update_norm, "norm of the step's parameter update (`pot witness bucket --prefix param/ --json` prints it)")->required();
   leaf->add_flag("--json", lf->json, "print JSON");
@@ -64,8 +66,9 @@ void add_leaf(CLI::App &app) {
     pot_error *err = nullptr;
     const pot_digest run = digest_arg(lf->run_id, "--run-id");
     const pot_digest state = digest_arg(lf->state, "--state");
+    const pot_digest stats = digest_arg(lf->stats, "--stats");
     uint8_t data[POT_STEP_LEAF_SIZE];
-    check(pot_step_leaf_encode(data, &run, lf->step, &state, lf->loss, lf->update_norm, &err), &err, "leaf");
+    check(pot_step_leaf_encode(data, &run, lf->step, &state, &stats, lf->loss, lf->update_norm, &err), &err, "leaf");
     pot_digest h;
     check(pot_merkle_leaf_hash(&h, data, sizeof data, &err), &err, "leaf hash");
     emit(lf->json, {{"leaf", hex(data, sizeof data)}, {"leaf_hash", hex(h)}}, {hex(data, sizeof data), hex(h)});

@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cmath>
+#include <optional>
 
 #include "codec/canonical.h"
 #include "commit/dataset.h"
@@ -14,6 +15,7 @@
 #include "hash/update_norm.h"
 #include "merkle/proof.h"
 #include "pot/v2/opening.pb.h"
+#include "statecheck/state_stats.h"
 
 namespace pot::commit {
 
@@ -76,6 +78,7 @@ const char *opening_check_name(OpeningCheck c) noexcept {
     case OpeningCheck::kSubnormal: return "subnormal";
     case OpeningCheck::kReplayedUpdate: return "replayed_update";
     case OpeningCheck::kTaskProgram: return "task_program";
+    case OpeningCheck::kStateStats: return "state_stats";
   }
   return "unknown";
 }
@@ -181,9 +184,10 @@ StepLeaf check_post_leaf(const OpeningManifest &m, uint64_t log_size, const hash
   return post;
 }
 
-// The pre-state: the committed initial state, or leaf t-1.
-void check_pre_state(const TrainingCommitment &commitment, const OpeningManifest &m, uint64_t log_size,
-                     const hash::Digest &log_root) {
+// The pre-state: the committed initial state, or leaf t-1 (returned: it
+// commits S_{t-1}'s statistics).
+std::optional<StepLeaf> check_pre_state(const TrainingCommitment &commitment, const OpeningManifest &m,
+                                        uint64_t log_size, const hash::Digest &log_root) {
   const uint64_t t = m.step;
   if (t == 1) {
     if (!m.pre_leaf.empty() || !m.pre_leaf_proof.empty())
@@ -191,7 +195,7 @@ void check_pre_state(const TrainingCommitment &commitment, const OpeningManifest
     if (m.pre_state_digest != commitment.initial_state_digest)
       failed(OpeningCheck::kPreStateCommitted, Status::kProofMismatch,
              "the pre-state of step 1 is not the committed initial state");
-    return;
+    return std::nullopt;
   }
   const StepLeaf pre = under(OpeningCheck::kPreLeaf, "leaf t-1", [&] { return StepLeaf::decode(m.pre_leaf); });
   if (pre.run_id != m.run_id)
@@ -206,6 +210,7 @@ void check_pre_state(const TrainingCommitment &commitment, const OpeningManifest
     merkle::verify_inclusion(t - 2, log_size, pre.leaf_hash().view(), merkle::decode_proof(m.pre_leaf_proof),
                              log_root.view());
   });
+  return pre;
 }
 
 // The batch: the schedule entry of t, proven against the schedule root.
@@ -311,12 +316,22 @@ std::unique_ptr<hash::SafetensorsFile> check_served_state(const std::string &pat
   return file;
 }
 
+void check_state_stats(const hash::SafetensorsFile &file, const hash::Digest &committed, uint64_t step,
+                       unsigned threads) {
+  const hash::Digest d = statecheck::state_stats(file, threads).digest();
+  if (d != committed)
+    failed(OpeningCheck::kStateStats, Status::kProofMismatch,
+           fmt::format("the statistics table of S_{} digests to {}, leaf {} commits to {}", step, d.hex(), step,
+                       committed.hex()));
+}
+
 // A NaN or an infinity in the committed loss or a served state is no
 // training step, whatever a replay would say (a NaN compares like any
-// other bits in the bitwise path); with both states served, the committed
-// norm is a function of them.
-void check_values(const OpeningManifest &m, const StepLeaf &post, const hash::SafetensorsFile *pre_file,
-                  const hash::SafetensorsFile *post_file) {
+// other bits in the bitwise path); each served state's statistics are the
+// ones its leaf commits; with both states served, the committed norm is a
+// function of them.
+void check_values(const OpeningManifest &m, const StepLeaf &post, const std::optional<StepLeaf> &pre,
+                  const hash::SafetensorsFile *pre_file, const hash::SafetensorsFile *post_file, unsigned threads) {
   if (!std::isfinite(post.loss))
     failed(OpeningCheck::kNonFinite, Status::kNonFinite, fmt::format("leaf {} commits to the loss {}", m.step, post.loss));
   if (!std::isfinite(post.update_norm))
@@ -336,6 +351,8 @@ void check_values(const OpeningManifest &m, const StepLeaf &post, const hash::Sa
   if (post_file)
     if (auto bad = hash::subnormal_excess(hash::subnormal_census(*post_file)))
       failed(OpeningCheck::kSubnormal, Status::kInvalidArgument, fmt::format("served S_{}: {}", m.step, *bad));
+  if (pre_file && pre) check_state_stats(*pre_file, pre->stats_digest, m.step - 1, threads);
+  if (post_file) check_state_stats(*post_file, post.stats_digest, m.step, threads);
   if (!pre_file || !post_file) return;
   const double norm = under(OpeningCheck::kCommittedNorm, "served states", [&] {
     return hash::update_norm(*pre_file, *post_file, std::string(hash::kLeafNormPrefix));
@@ -359,9 +376,10 @@ OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t chal
     check_target(commitment, challenged_step, log_size, m);
     const StepLeaf post = check_post_leaf(m, log_size, log_root);
     r.post_state_digest = post.state_digest;
+    r.post_stats_digest = post.stats_digest;
     r.committed_loss = post.loss;
     r.committed_update_norm = post.update_norm;
-    check_pre_state(commitment, m, log_size, log_root);
+    const std::optional<StepLeaf> pre = check_pre_state(commitment, m, log_size, log_root);
     r.batch = check_schedule_entry(commitment, m);
     const std::optional<data::StreamDataset> stream = check_stream(commitment, m, r.batch.size());
     check_samples(commitment, stream, r);
@@ -372,7 +390,7 @@ OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t chal
     if (post_state_path)
       post_file = check_served_state(*post_state_path, OpeningCheck::kPostStateDigest, post.state_digest, threads,
                                      "post-state", "leaf t");
-    check_values(m, post, pre_file.get(), post_file.get());
+    check_values(m, post, pre, pre_file.get(), post_file.get(), threads);
     r.message = "all checks passed";
   } catch (const CheckFailed &f) {
     r.check = f.check;

@@ -100,8 +100,13 @@ enum class OpeningCheck {
   // declared randomness changes nothing). The task's fault: the ledger
   // never counts it against the miner.
   kTaskProgram = 30,
+  // A state's statistics table (PROTOCOL 5.2) is not the one its leaf
+  // commits: the served S_{t-1} against leaf t-1, the served S_t against
+  // leaf t (pot_opening_verify), the replayed S_t against leaf t
+  // (pot_verify_step). The flags of every step are the miner's commitment.
+  kStateStats = 31,
 };
-inline constexpr OpeningCheck kLastOpeningCheck = OpeningCheck::kTaskProgram;
+inline constexpr OpeningCheck kLastOpeningCheck = OpeningCheck::kStateStats;
 
 const char *opening_check_name(OpeningCheck c) noexcept;
 
@@ -116,6 +121,7 @@ struct OpeningResult {
   std::vector<uint64_t> batch;  // the scheduled dataset indices, in order
   std::vector<hash::Digest> sample_digests;
   hash::Digest post_state_digest;  // from leaf t
+  hash::Digest post_stats_digest;  // from leaf t: S_t's statistics table (PROTOCOL 5.2)
   double committed_loss = 0;         // from leaf t
   double committed_update_norm = 0;  // from leaf t
 };

@@ -11,7 +11,9 @@
 namespace pot::commit {
 
 namespace {
-constexpr std::string_view kTag = "pot/v2/step";
+constexpr std::string_view kTag = "pot/v3/step";
+constexpr std::string_view kTagV2 = "pot/v2/step";
+constexpr size_t kSizeV2 = 100;
 constexpr std::string_view kTagV1 = "pot/v1/step";
 constexpr size_t kSizeV1 = 60;
 
@@ -31,6 +33,7 @@ Bytes StepLeaf::encode() const {
   put_bytes(out, run_id.view());
   put_u64le(out, step);
   put_bytes(out, state_digest.view());
+  put_bytes(out, stats_digest.view());
   put_u64le(out, std::bit_cast<uint64_t>(loss));
   put_u64le(out, std::bit_cast<uint64_t>(update_norm));
   return out;
@@ -42,6 +45,11 @@ StepLeaf StepLeaf::decode(ByteView b) {
          "step leaf of protocol version 1 ('{}', {} bytes): version 2 leaves name the run and commit the update "
          "norm ('{}', {} bytes)",
          kTagV1, kSizeV1, kTag, kSize);
+  if (b.size() == kSizeV2 && starts_with_tag(b, kTagV2))
+    fail(Status::kMalformed,
+         "step leaf of version 2 ('{}', {} bytes, pot 0.2): version 3 leaves also commit the digest of the "
+         "state's statistics table ('{}', {} bytes)",
+         kTagV2, kSizeV2, kTag, kSize);
   if (b.size() != kSize) fail(Status::kMalformed, "step leaf is {} bytes, not {}", b.size(), kSize);
   if (!starts_with_tag(b, kTag)) fail(Status::kMalformed, "step leaf does not start with the tag '{}'", kTag);
   StepLeaf l;
@@ -49,8 +57,9 @@ StepLeaf StepLeaf::decode(ByteView b) {
   l.step = get_u64le(&b[44]);
   if (l.step == 0) fail(Status::kMalformed, "step leaf names step 0");
   l.state_digest = hash::Digest::from_bytes(b.subspan(52, 32));
-  l.loss = std::bit_cast<double>(get_u64le(&b[84]));
-  l.update_norm = std::bit_cast<double>(get_u64le(&b[92]));
+  l.stats_digest = hash::Digest::from_bytes(b.subspan(84, 32));
+  l.loss = std::bit_cast<double>(get_u64le(&b[116]));
+  l.update_norm = std::bit_cast<double>(get_u64le(&b[124]));
   if (std::signbit(l.update_norm)) fail(Status::kMalformed, "step leaf commits to the update norm {}: its sign bit is set", l.update_norm);
   return l;
 }

@@ -22,6 +22,7 @@
 #include "hash/finite.h"
 #include "hash/state.h"
 #include "hash/update_norm.h"
+#include "statecheck/state_stats.h"
 #include "merkle/proof.h"
 #include "replay/hardware_probe.h"
 #include "replay/optimizers.h"
@@ -33,12 +34,15 @@ namespace fs = std::filesystem;
 namespace pot::replay {
 namespace {
 
-constexpr std::string_view kFormat = "pot-checkpoints/2";
+constexpr std::string_view kFormat = "pot-checkpoints/3";
 constexpr uint64_t kMaxScheduleFileBytes = uint64_t{1} << 34;  // 16 GiB
 
 std::string numbered(const std::string &dir, const char *sub, uint64_t t) {
   return fmt::format("{}/{}/{:012d}.safetensors", dir, sub, t);
 }
+
+// S_t's statistics table (docs/PROTOCOL.md 5.2), whose digest leaf t commits.
+std::string stats_path(const std::string &dir, uint64_t t) { return fmt::format("{}/stats/{:012d}.stats", dir, t); }
 
 std::string sample_path(const std::string &dataset_dir, uint64_t index) {
   return fmt::format("{}/{:06d}.safetensors", dataset_dir, index);
@@ -177,8 +181,9 @@ RunMeta read_meta(const std::string &dir) {
   try {
     const nlohmann::json meta = nlohmann::json::parse(meta_bytes.begin(), meta_bytes.end());
     if (meta.at("format").get<std::string>() != kFormat)
-      fail(Status::kUnsupported, "'{}/pot-run.json': format {} is not {} (a directory of protocol version 1 cannot "
-           "be opened: record the run again)", dir, meta.at("format").dump(), kFormat);
+      fail(Status::kUnsupported, "'{}/pot-run.json': format {} is not {} (directories of protocol version 1, "
+           "pot-checkpoints/1, and of pot 0.2, pot-checkpoints/2 with version-2 step leaves, cannot be opened: "
+           "record the run again)", dir, meta.at("format").dump(), kFormat);
     r.spec = spec::ExecutionSpec::decode(from_hex(meta.at("spec").get<std::string>()));
     r.every = meta.at("checkpoint_every").get<uint64_t>();
   } catch (const nlohmann::json::exception &e) {
@@ -210,6 +215,7 @@ std::vector<StepRecord> read_steps(const std::string &dir, bool torn_tail) {
       r.state_digest = hash::Digest::from_hex(j.at("state_digest").get<std::string>());
       r.loss = bits_from_hex(j.at("loss_bits").get<std::string>(), "loss_bits");
       r.update_norm = bits_from_hex(j.at("update_norm_bits").get<std::string>(), "update_norm_bits");
+      r.stats_digest = hash::Digest::from_hex(j.at("stats_digest").get<std::string>());
       if (r.step != steps.size() + 1)
         fail(Status::kMalformed, "'{}': line {} is for step {}", path, steps.size() + 1, r.step);
       steps.push_back(r);
@@ -236,7 +242,8 @@ void check_leaves(const std::string &dir, const merkle::StoredTree &log, const h
                   const std::vector<StepRecord> &steps, uint64_t count) {
   for (uint64_t t = 1; t <= count; ++t) {
     const StepRecord &r = steps[t - 1];
-    if (log.leaf_hash(t - 1) != commit::StepLeaf{run_id, t, r.state_digest, r.loss, r.update_norm}.leaf_hash())
+    if (log.leaf_hash(t - 1) !=
+        commit::StepLeaf{run_id, t, r.state_digest, r.loss, r.update_norm, r.stats_digest}.leaf_hash())
       fail(Status::kMalformed, "'{}': steps.jsonl and the log disagree at step {}", dir, t);
   }
 }
@@ -245,7 +252,8 @@ std::string step_line(const StepRecord &r) {
   const nlohmann::json line = {{"step", r.step},
                                {"state_digest", r.state_digest.hex()},
                                {"loss_bits", bits_hex(r.loss)},
-                               {"update_norm_bits", bits_hex(r.update_norm)}};
+                               {"update_norm_bits", bits_hex(r.update_norm)},
+                               {"stats_digest", r.stats_digest.hex()}};
   return line.dump() + "\n";
 }
 
@@ -328,8 +336,10 @@ std::unique_ptr<Recorder> Recorder::create(const std::string &dir, const spec::E
     fail(Status::kConflict, "'{}' already holds a recorded run", dir);
   fs::copy_file(program_path, dir + "/program.pt", fs::copy_options::overwrite_existing, ec);
   if (ec) fail(Status::kIo, "cannot copy '{}' into '{}': {}", program_path, dir, ec.message());
-  fs::create_directories(dir + "/checkpoints", ec);
-  if (ec) fail(Status::kIo, "cannot create '{}/checkpoints': {}", dir, ec.message());
+  for (const char *sub : {"checkpoints", "stats"}) {
+    fs::create_directories(dir + "/" + sub, ec);
+    if (ec) fail(Status::kIo, "cannot create '{}/{}': {}", dir, sub, ec.message());
+  }
 
   std::unique_ptr<Recorder> r(new Recorder());
   r->impl_ = std::make_unique<Impl>();
@@ -387,13 +397,14 @@ std::unique_ptr<Recorder> Recorder::resume(const std::string &dir, unsigned hash
   for (uint64_t t = 1; t <= at; ++t) lines += step_line(steps[t - 1]);
   write_text(dir + "/steps.jsonl", lines);
   std::error_code ec;
-  for (const char *sub : {"checkpoints", "derived"}) {
+  for (const char *sub : {"checkpoints", "derived", "stats"}) {
     if (!fs::exists(dir + "/" + sub)) continue;
+    const std::string ext = std::string_view(sub) == "stats" ? ".stats" : ".safetensors";
     for (const auto &e : fs::directory_iterator(dir + "/" + sub)) {
       const std::string name = e.path().filename().string();
-      // %012d.safetensors past the step, and temporary files of writes the
+      // %012d<ext> past the step, and temporary files of writes the
       // process did not finish.
-      const bool numbered_file = name.size() == 24 && name.compare(12, 12, ".safetensors") == 0 &&
+      const bool numbered_file = name.size() == 12 + ext.size() && name.compare(12, ext.size(), ext) == 0 &&
                                  name.find_first_not_of("0123456789") == 12;
       if (!numbered_file || std::stoull(name.substr(0, 12)) > at) fs::remove(e.path(), ec);
     }
@@ -553,10 +564,17 @@ commit::StepLeaf Recorder::end_step(const std::vector<hash::StTensor> &state, do
   }
   const bool last = t == m.commitment->declared_steps;
   if (t % m.every == 0 || last) hash::write_safetensors(numbered(m.dir, "checkpoints", t), state, {});
-  const commit::StepLeaf leaf{m.commitment->run_id(), t, digest, loss, norm};
+  // S_t's statistics (PROTOCOL 5.2): the table is kept, its digest committed.
+  std::vector<hash::StTensor> by_name = state;
+  std::sort(by_name.begin(), by_name.end(),
+            [](const hash::StTensor &x, const hash::StTensor &y) { return x.meta.name < y.meta.name; });
+  const statecheck::StateStats stats = statecheck::state_stats(by_name, m.threads);
+  const Bytes table = stats.encode();
+  write_text(stats_path(m.dir, t), std::string(table.begin(), table.end()));
+  const commit::StepLeaf leaf{m.commitment->run_id(), t, digest, loss, norm, stats.digest()};
   m.log->append(leaf.encode());
   m.log->flush();
-  m.steps << step_line({t, digest, loss, norm});
+  m.steps << step_line({t, digest, loss, norm, leaf.stats_digest});
   m.steps.flush();
   if (!m.steps) fail(Status::kIo, "cannot append to '{}/steps.jsonl'", m.dir);
   m.last_params = std::move(params);
@@ -602,7 +620,7 @@ struct CheckpointStore::Impl {
   std::string dataset_dir;
 
   commit::StepLeaf leaf(const StepRecord &r) const {
-    return {commitment->run_id(), r.step, r.state_digest, r.loss, r.update_norm};
+    return {commitment->run_id(), r.step, r.state_digest, r.loss, r.update_norm, r.stats_digest};
   }
   const Bytes &entry(uint64_t t) const {
     if (t == 0 || t > schedule.size())

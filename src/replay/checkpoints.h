@@ -33,6 +33,7 @@ struct StepRecord {
   hash::Digest state_digest;
   double loss = 0;
   double update_norm = 0;  // from S_{step-1} to S_step, committed by the leaf
+  hash::Digest stats_digest;  // of S_step's statistics table (stats/<step>.stats), committed by the leaf
 };
 
 class Recorder {

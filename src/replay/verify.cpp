@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "hash/update_norm.h"
 #include "spec/seed.h"
+#include "statecheck/state_stats.h"
 #include "witness/norm_bucket.h"
 #include "witness/tolerance.h"
 
@@ -90,6 +91,13 @@ VerifyResult compare(const VerifyInputs &in, const commit::OpeningResult &o, con
       return failed(r, commit::OpeningCheck::kReplayedState, Status::kProofMismatch,
                     fmt::format("step {} replays to state {}, leaf {} commits to {}", t, s.post_digest.hex(), t,
                                 o.post_state_digest.hex()));
+    // S_t is leaf t's, so its statistics are a function of it: a leaf
+    // committing another table hides the flags of its steps (PROTOCOL 5.3).
+    const hash::Digest stats = statecheck::state_stats(state_views(s.post), in.hash_threads).digest();
+    if (stats != o.post_stats_digest)
+      return failed(r, commit::OpeningCheck::kStateStats, Status::kProofMismatch,
+                    fmt::format("the statistics table of the replayed S_{} digests to {}, leaf {} commits to {}", t,
+                                stats.hex(), t, o.post_stats_digest.hex()));
     if (bits(s.loss) != bits(r.committed_loss))
       return failed(r, commit::OpeningCheck::kReplayedLoss, Status::kProofMismatch,
                     fmt::format("step {} replays to loss {:.17g}, leaf {} commits to {:.17g}", t, s.loss, t,

@@ -257,6 +257,10 @@ StateStats state_stats(const hash::SafetensorsFile &file, unsigned threads) {
   return state_stats(hash::tensor_views(file), threads);
 }
 
+TensorStats tensor_stats(const hash::StTensor &tensor, unsigned threads) {
+  return std::move(state_stats({tensor}, threads).tensors.front());
+}
+
 namespace {
 
 bool floating(DType d) { return d == DType::kF16 || d == DType::kBF16 || d == DType::kF32 || d == DType::kF64; }

@@ -64,5 +64,7 @@ struct StateStats {
 // does not depend on the thread count.
 StateStats state_stats(const std::vector<hash::StTensor> &tensors, unsigned threads);
 StateStats state_stats(const hash::SafetensorsFile &file, unsigned threads);
+// One tensor's row (as state_stats computes it).
+TensorStats tensor_stats(const hash::StTensor &tensor, unsigned threads);
 
 }  // namespace pot::statecheck

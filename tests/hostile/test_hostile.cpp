@@ -208,9 +208,9 @@ std::vector<Decoder> decoders() {
       {"pot_step_leaf_decode",
        [](const uint8_t *p, size_t n, pot_error **e) {
          uint64_t step = 0;
-         pot_digest run, d;
+         pot_digest run, d, stats;
          double loss = 0, norm = 0;
-         return pot_step_leaf_decode(&run, &step, &d, &loss, &norm, p, n, e);
+         return pot_step_leaf_decode(&run, &step, &d, &stats, &loss, &norm, p, n, e);
        }},
       {"pot_log_load", owning(pot_log_load, pot_log_free)},
       {"pot_ledger_load", owning(pot_ledger_load, pot_ledger_free)},
@@ -764,9 +764,9 @@ TEST(NonFinite, NormsAndLossesAreFlagged) {
   // A step leaf records a NaN loss by its bits.
   uint8_t leaf[POT_STEP_LEAF_SIZE];
   const pot_digest d = filled(3);
-  ASSERT_EQ(pot_step_leaf_encode(leaf, &d, 1, &d, std::nan(""), std::nan(""), nullptr), POT_OK);
+  ASSERT_EQ(pot_step_leaf_encode(leaf, &d, 1, &d, &d, std::nan(""), std::nan(""), nullptr), POT_OK);
   double back = 0, norm = 0;
-  ASSERT_EQ(pot_step_leaf_decode(nullptr, nullptr, nullptr, &back, &norm, leaf, sizeof leaf, nullptr), POT_OK);
+  ASSERT_EQ(pot_step_leaf_decode(nullptr, nullptr, nullptr, nullptr, &back, &norm, leaf, sizeof leaf, nullptr), POT_OK);
   EXPECT_TRUE(std::isnan(back));
   EXPECT_TRUE(std::isnan(norm));  // encoded; a verifier fails it at check nonfinite
 }
@@ -1021,7 +1021,7 @@ TEST(StateStatsTables, HostileCountsAndLengths) {
   expect_refused("flags of a NULL table", POT_E_INVALID_ARGUMENT, 0,
                  [&](pot_error **e) { return pot_state_flags(&out, nullptr, 8, b.data(), b.size(), e); });
   expect_refused("stats of a NULL file", POT_E_INVALID_ARGUMENT, 0,
-                 [&](pot_error **e) { return pot_state_stats(&out, nullptr, 0, e); });
+                 [&](pot_error **e) { return pot_safetensors_stats(&out, nullptr, 0, e); });
 }
 
 // ---------------------------------------------------------------------------
@@ -1032,14 +1032,14 @@ TEST(StepOverflow, LargestStepNumbers) {
   const pot_digest d = filled(6);
   expect_ok("seed of step 2^64 - 1", [&](pot_error **e) { return pot_seed_derive(&seed, 1, &d, UINT64_MAX, e); });
   uint8_t leaf[POT_STEP_LEAF_SIZE];
-  expect_ok("leaf of step 2^64 - 1", [&](pot_error **e) { return pot_step_leaf_encode(leaf, &d, UINT64_MAX, &d, 1.0, 0.0, e); });
+  expect_ok("leaf of step 2^64 - 1", [&](pot_error **e) { return pot_step_leaf_encode(leaf, &d, UINT64_MAX, &d, &d, 1.0, 0.0, e); });
   uint64_t step = 0;
   pot_digest back;
   double loss;
-  ASSERT_EQ(pot_step_leaf_decode(nullptr, &step, &back, &loss, nullptr, leaf, sizeof leaf, nullptr), POT_OK);
+  ASSERT_EQ(pot_step_leaf_decode(nullptr, &step, &back, nullptr, &loss, nullptr, leaf, sizeof leaf, nullptr), POT_OK);
   EXPECT_EQ(step, UINT64_MAX);
   expect_refused("leaf of step 0", POT_E_INVALID_ARGUMENT, 0,
-                 [&](pot_error **e) { return pot_step_leaf_encode(leaf, &d, 0, &d, 1.0, 0.0, e); });
+                 [&](pot_error **e) { return pot_step_leaf_encode(leaf, &d, 0, &d, &d, 1.0, 0.0, e); });
   // Challenges over a run of 2^64 - 1 steps land in 1..2^64 - 1.
   uint64_t steps[8] = {};
   const Bytes beacon(16, 2);

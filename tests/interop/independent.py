@@ -295,12 +295,14 @@ def derive_seed(base: int, run_id: bytes, step: int) -> int:
     return int.from_bytes(tagged("pot/v2/seed", body)[:8], "little")
 
 
-def step_leaf(run_id: bytes, step: int, state: bytes, loss_bits: bytes, update_norm_bits: bytes) -> bytes:
-    """docs/PROTOCOL.md section 10: 100 bytes naming the run and committing the update norm."""
-    assert len(run_id) == 32 and len(state) == 32 and len(loss_bits) == 8 and len(update_norm_bits) == 8
+def step_leaf(run_id: bytes, step: int, state: bytes, stats: bytes, loss_bits: bytes, update_norm_bits: bytes) -> bytes:
+    """docs/PROTOCOL.md section 10: 132 bytes naming the run and committing the
+    state, its statistics table (5.2), the loss and the update norm."""
+    assert len(run_id) == 32 and len(state) == 32 and len(stats) == 32
+    assert len(loss_bits) == 8 and len(update_norm_bits) == 8
     assert update_norm_bits[7] & 0x80 == 0, "an update norm's sign bit is clear"
-    tag = b"pot/v2/step"
-    return bytes([len(tag)]) + tag + run_id + struct.pack("<Q", step) + state + loss_bits + update_norm_bits
+    tag = b"pot/v3/step"
+    return bytes([len(tag)]) + tag + run_id + struct.pack("<Q", step) + state + stats + loss_bits + update_norm_bits
 
 
 def derive_challenges(beacon: bytes, run_id: bytes, n: int, rounds: int):
@@ -702,7 +704,7 @@ OPENING_CHECKS = {name: i + 1 for i, name in enumerate([
     "pre_leaf_proof", "schedule_entry", "schedule_proof", "sample_count", "sample_index", "sample_payload",
     "sample_proof", "pre_state_digest", "post_state_digest", "spec", "program", "replay", "replayed_state",
     "replayed_loss", "replayed_bucket", "nonfinite", "learning_rate", "committed_norm", "gradient_ignored", "subnormal",
-    "replayed_update", "task_program"])}
+    "replayed_update", "task_program", "state_stats"])}
 WITNESS_KINDS = {"replayed": 1, "unavailable": 2, "invalid_opening": 3}
 WITNESS_MODES = {"bitwise": 1, "norm_bucket": 2}
 
@@ -821,7 +823,7 @@ def dispute_record(dispute_id: int, run_id: bytes, miner: bytes, challenger: byt
 def step_leaf_fields(leaf: bytes):
     """(run_id, step, state digest) of a step leaf (section 10)."""
     n = leaf[0]
-    assert leaf[1:1 + n] == b"pot/v2/step"
+    assert leaf[1:1 + n] == b"pot/v3/step"
     body = leaf[1 + n:]
     return body[:32], struct.unpack("<Q", body[32:40])[0], body[40:72]
 

@@ -110,7 +110,8 @@ def test_seed_leaf_challenge_security_match_vectors():
         loss = struct.unpack("<d", bytes.fromhex(l["loss_bits"]))[0]
         norm = struct.unpack("<d", bytes.fromhex(l["update_norm_bits"]))[0]
         out = json.loads(run("leaf", "--run-id", l["run_id"], "--step", str(l["step"]), "--state", l["state_digest"],
-                             "--loss", repr(loss), "--update-norm", repr(norm), "--json").stdout)
+                             "--stats", l["stats_digest"], "--loss", repr(loss), "--update-norm", repr(norm),
+                             "--json").stdout)
         assert out == {"leaf": l["leaf"], "leaf_hash": l["leaf_hash"]}, l["comment"]
     assert run("leaf", "--step", "1", "--state", "00" * 32, "--loss", "1", "--update-norm", "0").returncode == 2
     for c in v["challenges"]:

@@ -135,7 +135,8 @@ def test_protocol_seeds_leaves_challenges_buckets():
         assert ind.derive_seed(s["base_seed"], bytes.fromhex(s["run_id"]), s["step"]) == s["seed"]
     for l in v["step_leaves"]:
         leaf = ind.step_leaf(bytes.fromhex(l["run_id"]), l["step"], bytes.fromhex(l["state_digest"]),
-                             bytes.fromhex(l["loss_bits"]), bytes.fromhex(l["update_norm_bits"]))
+                             bytes.fromhex(l["stats_digest"]), bytes.fromhex(l["loss_bits"]),
+                             bytes.fromhex(l["update_norm_bits"]))
         assert leaf.hex() == l["leaf"], l["comment"]
         assert ind.leaf_hash(leaf).hex() == l["leaf_hash"]
     for c in v["challenges"]:

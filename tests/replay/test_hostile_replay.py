@@ -251,15 +251,16 @@ def test_damaged_checkpoint_directories_are_refused(tmp_path, pot_cli, small, re
     assert_refused(rc, err)
 
 
-def test_a_protocol_1_checkpoint_directory_is_refused_naming_the_version(tmp_path, pot_cli, small, recorded):
-    # Format 1 carried the miner's next_lr per step; its states cannot be
-    # served under protocol 2.
+@pytest.mark.parametrize("old", [b"1", b"2"])
+def test_an_earlier_checkpoint_directory_is_refused_naming_the_version(tmp_path, pot_cli, small, recorded, old):
+    # Format 1 carried the miner's next_lr per step; format 2 (pot 0.2) has
+    # version-2 leaves, which commit no statistics table: neither is served.
     ck = damaged(tmp_path, recorded, "pot-run.json",
-                 lambda b: b.replace(b'"pot-checkpoints/2"', b'"pot-checkpoints/1"'))
+                 lambda b: b.replace(b'"pot-checkpoints/3"', b'"pot-checkpoints/' + old + b'"'))
     rc, out, err, _ = run_pot(pot_cli, "checkpoints", "state", ck, "--step", 2, "--dataset",
                               os.path.join(small, "samples"))
     assert_refused(rc, err, "POT_E_UNSUPPORTED")
-    assert "pot-checkpoints/1" in err and "protocol version 1" in err, err
+    assert "pot-checkpoints/" + old.decode() in err and "protocol version 1" in err and "pot 0.2" in err, err
 
 
 def test_damaged_checkpoint_files_are_not_served(tmp_path, pot_cli, small, recorded):

@@ -147,8 +147,8 @@ TEST(CApiConcurrent, SharedCallsOnOneHandleFromManyThreads) {
   });
   reads.push_back([&]() -> std::string {
     pot_bytes a{}, b{}, flags{};
-    const std::string sa = status(pot_state_stats(&a, file, 2, nullptr)) << str(a.data, a.len);
-    const std::string sb = status(pot_state_stats(&b, other, 1, nullptr)) << str(b.data, b.len);
+    const std::string sa = status(pot_safetensors_stats(&a, file, 2, nullptr)) << str(a.data, a.len);
+    const std::string sb = status(pot_safetensors_stats(&b, other, 1, nullptr)) << str(b.data, b.len);
     const std::string sf = status(pot_state_flags(&flags, a.data, a.len, b.data, b.len, nullptr)) << take(flags);
     pot_bytes_free(&a);
     pot_bytes_free(&b);
@@ -359,7 +359,7 @@ TEST(CApiConcurrent, HandleFreeFunctionsFromManyThreads) {
       [&]() -> std::string {
         uint8_t leaf[POT_STEP_LEAF_SIZE];
         double p = 0;
-        std::string r = status(pot_step_leaf_encode(leaf, &a, 9, &b, 1.25, 0.5, nullptr)) << str(leaf, sizeof leaf);
+        std::string r = status(pot_step_leaf_encode(leaf, &a, 9, &b, &a, 1.25, 0.5, nullptr)) << str(leaf, sizeof leaf);
         return r + (status(pot_security_detection_probability(&p, 1000, 10, 50, nullptr)) << str(&p, sizeof p));
       },
       [&]() -> std::string {

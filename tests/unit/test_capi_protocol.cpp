@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "pot.h"
+#include "capi_test_util.h"
 #include "test_util.h"
 
 namespace {
@@ -214,22 +215,29 @@ TEST(CApiProtocol, SeedsLeavesChallengesSecurityBuckets) {
   pot_digest state;
   ASSERT_EQ(pot_sha256(&state, "s", 1, nullptr), POT_OK);
   uint8_t leaf[POT_STEP_LEAF_SIZE];
-  EXPECT_EQ(pot_step_leaf_size(), 100u);
-  ASSERT_EQ(pot_step_leaf_encode(leaf, &run, 9, &state, 1.25, 0.375, nullptr), POT_OK);
+  EXPECT_EQ(pot_step_leaf_size(), 132u);
+  pot_digest stats;
+  ASSERT_EQ(pot_sha256(&stats, "t", 1, nullptr), POT_OK);
+  ASSERT_EQ(pot_step_leaf_encode(leaf, &run, 9, &state, &stats, 1.25, 0.375, nullptr), POT_OK);
   uint64_t step = 0;
   double loss = 0, norm = 0;
-  pot_digest back, back_run;
-  ASSERT_EQ(pot_step_leaf_decode(&back_run, &step, &back, &loss, &norm, leaf, sizeof leaf, nullptr), POT_OK);
+  pot_digest back, back_run, back_stats;
+  ASSERT_EQ(pot_step_leaf_decode(&back_run, &step, &back, &back_stats, &loss, &norm, leaf, sizeof leaf, nullptr),
+            POT_OK);
+  EXPECT_EQ(std::memcmp(back_stats.bytes, stats.bytes, 32), 0);
   EXPECT_EQ(step, 9u);
   EXPECT_EQ(loss, 1.25);
   EXPECT_EQ(norm, 0.375);
   EXPECT_EQ(std::memcmp(back.bytes, state.bytes, 32), 0);
   EXPECT_EQ(std::memcmp(back_run.bytes, run.bytes, 32), 0);
-  ASSERT_EQ(pot_step_leaf_decode(nullptr, nullptr, nullptr, nullptr, nullptr, leaf, sizeof leaf, nullptr), POT_OK);
-  EXPECT_EQ(pot_step_leaf_encode(leaf, &run, 0, &state, 1.0, 0, nullptr), POT_E_INVALID_ARGUMENT);
-  EXPECT_EQ(pot_step_leaf_encode(leaf, &run, 1, &state, 1.0, -1.0, nullptr), POT_E_INVALID_ARGUMENT);
-  EXPECT_EQ(pot_step_leaf_encode(leaf, nullptr, 1, &state, 1.0, 0, nullptr), POT_E_INVALID_ARGUMENT);
-  EXPECT_EQ(pot_step_leaf_decode(nullptr, &step, nullptr, nullptr, nullptr, leaf, 99, nullptr), POT_E_MALFORMED);
+  ASSERT_EQ(pot_step_leaf_decode(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, leaf, sizeof leaf, nullptr),
+            POT_OK);
+  EXPECT_EQ(pot_step_leaf_encode(leaf, &run, 0, &state, &stats, 1.0, 0, nullptr), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(pot_step_leaf_encode(leaf, &run, 1, &state, &stats, 1.0, -1.0, nullptr), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(pot_step_leaf_encode(leaf, nullptr, 1, &state, &stats, 1.0, 0, nullptr), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(pot_step_leaf_encode(leaf, &run, 1, &state, nullptr, 1.0, 0, nullptr), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(pot_step_leaf_decode(nullptr, &step, nullptr, nullptr, nullptr, nullptr, leaf, 131, nullptr),
+            POT_E_MALFORMED);
 
   uint64_t steps[5] = {};
   const uint8_t beacon[3] = {1, 2, 3};
@@ -375,10 +383,11 @@ TEST(CApiProtocol, OpeningAndWitnessesEndToEnd) {
     ASSERT_EQ(pot_safetensors_open(&b, dir.file("state" + std::to_string(t)).c_str(), nullptr), POT_OK);
     double norm = 0;
     ASSERT_EQ(pot_update_norm(&norm, a, b, "param/", nullptr), POT_OK);
+    const pot_digest stats = pot::test::stats_digest_of(b);
     pot_safetensors_free(a);
     pot_safetensors_free(b);
     leaves.emplace_back();
-    ASSERT_EQ(pot_step_leaf_encode(leaves.back().data(), &run_id, t, &states[t], 0.5, norm, nullptr), POT_OK);
+    ASSERT_EQ(pot_step_leaf_encode(leaves.back().data(), &run_id, t, &states[t], &stats, 0.5, norm, nullptr), POT_OK);
     ASSERT_EQ(pot_tree_append(nullptr, log, leaves.back().data(), POT_STEP_LEAF_SIZE, nullptr), POT_OK);
   }
   ASSERT_EQ(pot_tree_root(&lroot, log, steps, nullptr), POT_OK);
@@ -705,7 +714,8 @@ TEST(CApiProtocol, ReplayAvailabilityMatchesTheBuild) {
   EXPECT_STREQ(pot_opening_check_name(POT_CHECK_SUBNORMAL), "subnormal");
   EXPECT_STREQ(pot_opening_check_name(POT_CHECK_REPLAYED_UPDATE), "replayed_update");
   EXPECT_STREQ(pot_opening_check_name(POT_CHECK_TASK_PROGRAM), "task_program");
-  EXPECT_STREQ(pot_opening_check_name(static_cast<pot_opening_check>(31)), "unknown");
+  EXPECT_STREQ(pot_opening_check_name(POT_CHECK_STATE_STATS), "state_stats");
+  EXPECT_STREQ(pot_opening_check_name(static_cast<pot_opening_check>(32)), "unknown");
   pot_spec_free(spec);
 }
 

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "pot.h"
+#include "capi_test_util.h"
 #include "test_util.h"
 
 namespace {
@@ -183,10 +184,11 @@ TEST(CApiStream, OpeningsCarryWindowProofs) {
   ASSERT_EQ(pot_safetensors_open(&b, dir.file("s1").c_str(), nullptr), POT_OK);
   double norm = 0;
   ASSERT_EQ(pot_update_norm(&norm, a, b, "param/", nullptr), POT_OK);
+  const pot_digest stats = pot::test::stats_digest_of(b);
   pot_safetensors_free(a);
   pot_safetensors_free(b);
   uint8_t leaf[POT_STEP_LEAF_SIZE];
-  ASSERT_EQ(pot_step_leaf_encode(leaf, &run_id, 1, &d1, 0.5, norm, nullptr), POT_OK);
+  ASSERT_EQ(pot_step_leaf_encode(leaf, &run_id, 1, &d1, &stats, 0.5, norm, nullptr), POT_OK);
   ASSERT_EQ(pot_tree_append(nullptr, log, leaf, sizeof leaf, nullptr), POT_OK);
   ASSERT_EQ(pot_tree_root(&lroot, log, 1, nullptr), POT_OK);
 

@@ -21,6 +21,7 @@
 #include "hash/update_norm.h"
 #include "merkle/proof.h"
 #include "merkle/stored_tree.h"
+#include "statecheck/state_stats.h"
 #include "test_util.h"
 
 using namespace pot;
@@ -43,6 +44,7 @@ struct TinyRun {
   std::unique_ptr<merkle::StoredTree> schedule = merkle::StoredTree::in_memory();
   std::unique_ptr<merkle::StoredTree> log = merkle::StoredTree::in_memory();
   std::vector<Digest> states;  // digest of S_0..S_n
+  std::vector<Digest> stats;   // digest of S_t's statistics table (PROTOCOL 5.2), as leaf t commits it
   std::vector<double> losses;  // losses[t] of step t (losses[0] unused)
   std::vector<double> norms;   // norms[t]: the update norm leaf t commits (norms[0] unused)
   commit::TrainingCommitment commitment;
@@ -60,7 +62,7 @@ struct TinyRun {
   // subtree hashes on both sides in the 10-chunk shard).
   explicit TinyRun(uint64_t nan_at = 0, uint64_t inf_loss_at = 0, uint64_t norm_at = 0, double norm_value = 0,
                    bool streamed = false, uint64_t size_claimed = 0,
-                   float poison = std::numeric_limits<float>::quiet_NaN()) {
+                   float poison = std::numeric_limits<float>::quiet_NaN(), uint64_t stats_lie_at = 0) {
     if (streamed) {
       data::StreamDataset d;
       d.window = 40;
@@ -97,6 +99,8 @@ struct TinyRun {
       const hash::TensorMeta meta{"param/w", hash::DType::kF32, {4}};
       hash::write_safetensors(state_path(t), {{meta, view_of(stored)}}, {});
       states.push_back(hash::SafetensorsFile::open(state_path(t))->digest(1));
+      stats.push_back(statecheck::state_stats(*hash::SafetensorsFile::open(state_path(t)), 1).digest());
+      if (t > 0 && t == stats_lie_at) stats[t] = hash::sha256("a table without the flags", 25);
       losses.push_back(t == inf_loss_at ? std::numeric_limits<double>::infinity() : 1.0 / double(t));
       norms.push_back(t == 0 ? 0.0 : hash::update_norm({{meta, view_of(before)}}, {{meta, view_of(w)}}, "param/"));
       if (t > 0 && t == norm_at) norms[t] = norm_value;
@@ -112,7 +116,11 @@ struct TinyRun {
     for (uint64_t t = 1; t <= kSteps; ++t) log->append(leaf(t).encode());
   }
 
-  commit::StepLeaf leaf(uint64_t t) const { return {commitment.run_id(), t, states[t], losses[t], norms[t]}; }
+  commit::StepLeaf leaf(uint64_t t) const {
+    commit::StepLeaf l{commitment.run_id(), t, states[t], losses[t], norms[t]};
+    l.stats_digest = stats[t];
+    return l;
+  }
 
   commit::OpeningManifest open(uint64_t t) const {
     commit::OpeningManifest m;
@@ -158,6 +166,25 @@ TEST(Opening, HonestOpeningsPassAtEveryStep) {
     EXPECT_EQ(r.post_state_digest, run.states[t]);
     EXPECT_EQ(commit::OpeningManifest::decode(m.encode()).digest(), m.digest());
   }
+}
+
+// Round 3, attack 1: a forger hides the flags of the step that poisoned
+// its state by committing the table of an unpoisoned one. Every verifier
+// that reads S_4 (as S_{t-1} of step 5, or S_t of step 4) fails it.
+TEST(Opening, ALeafCommittingAStatisticsTableItsStateDoesNotGiveFails) {
+  TinyRun run(0, 0, 0, 0, false, 0, std::numeric_limits<float>::quiet_NaN(), 4);
+  auto r = run.verify(run.open(5), run.state_path(4), run.state_path(5));
+  EXPECT_EQ(r.check, OpeningCheck::kStateStats) << r.message;
+  EXPECT_EQ(r.status, Status::kProofMismatch);
+  EXPECT_NE(r.message.find("the statistics table of S_4 digests to"), std::string::npos) << r.message;
+  r = run.verify(run.open(4), run.state_path(3), run.state_path(4));
+  EXPECT_EQ(r.check, OpeningCheck::kStateStats) << r.message;
+  // The steps whose states are other ones pass; so does an opening whose
+  // states are not served (the replay checks S_t's table).
+  EXPECT_EQ(run.verify(run.open(3), run.state_path(2), run.state_path(3)).check, OpeningCheck::kOk);
+  EXPECT_EQ(run.verify(run.open(6), run.state_path(5), run.state_path(6)).check, OpeningCheck::kOk);
+  EXPECT_EQ(run.verify(run.open(5)).check, OpeningCheck::kOk);
+  EXPECT_STREQ(commit::opening_check_name(OpeningCheck::kStateStats), "state_stats");
 }
 
 TEST(Opening, EachTamperingIsNamedByItsCheck) {

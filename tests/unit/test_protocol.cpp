@@ -54,15 +54,17 @@ TEST(Seed, DeterministicAndDistinctPerRun) {
 TEST(StepLeaf, RoundTripStrictDecodeAndHash) {
   const hash::Digest run = run_id("run");
   commit::StepLeaf l{run, 7, run_id("state"), 2.5, 0.125};
+  l.stats_digest = run_id("stats");
   const Bytes b = l.encode();
   ASSERT_EQ(b.size(), commit::StepLeaf::kSize);
-  ASSERT_EQ(b.size(), 100u);
-  // Known layout: u8(11) "pot/v2/step" run u64le(t) state u64le(bits(loss)) u64le(bits(norm)).
+  ASSERT_EQ(b.size(), 132u);
+  // Known layout: u8(11) "pot/v3/step" run u64le(t) state stats u64le(bits(loss)) u64le(bits(norm)).
   Bytes want = {11};
-  for (char c : std::string("pot/v2/step")) want.push_back(static_cast<uint8_t>(c));
+  for (char c : std::string("pot/v3/step")) want.push_back(static_cast<uint8_t>(c));
   put_bytes(want, run.view());
   put_u64le(want, 7);
   put_bytes(want, l.state_digest.view());
+  put_bytes(want, l.stats_digest.view());
   put_u64le(want, std::bit_cast<uint64_t>(2.5));
   put_u64le(want, std::bit_cast<uint64_t>(0.125));
   EXPECT_EQ(b, want);
@@ -70,6 +72,7 @@ TEST(StepLeaf, RoundTripStrictDecodeAndHash) {
   EXPECT_EQ(back.run_id, run);
   EXPECT_EQ(back.step, 7u);
   EXPECT_EQ(back.state_digest, l.state_digest);
+  EXPECT_EQ(back.stats_digest, l.stats_digest);
   EXPECT_EQ(back.loss, 2.5);
   EXPECT_EQ(back.update_norm, 0.125);
   EXPECT_EQ(l.leaf_hash(), hash::leaf_hash(b));
@@ -77,6 +80,10 @@ TEST(StepLeaf, RoundTripStrictDecodeAndHash) {
   commit::StepLeaf copied = l;
   copied.run_id = run_id("thief");
   EXPECT_NE(copied.leaf_hash(), l.leaf_hash());
+  // So are the statistics: other flags are another leaf.
+  commit::StepLeaf restated = l;
+  restated.stats_digest = run_id("other stats");
+  EXPECT_NE(restated.leaf_hash(), l.leaf_hash());
   // The loss is kept as bits: a NaN payload and -0.0 survive.
   commit::StepLeaf nan{run, 1, l.state_digest, std::bit_cast<double>(0x7ff8000000000123ull), 0};
   EXPECT_EQ(std::bit_cast<uint64_t>(commit::StepLeaf::decode(nan.encode()).loss), 0x7ff8000000000123ull);
@@ -87,9 +94,25 @@ TEST(StepLeaf, RoundTripStrictDecodeAndHash) {
   EXPECT_EQ(status_of([&] { commit::StepLeaf({run, 1, l.state_digest, 1.0, -0.0}).encode(); }), Status::kInvalidArgument);
   EXPECT_EQ(status_of([&] { commit::StepLeaf({run, 1, l.state_digest, 1.0, -1.0}).encode(); }), Status::kInvalidArgument);
   Bytes bad = b;
-  bad[99] |= 0x80;  // the norm's sign bit
+  bad[131] |= 0x80;  // the norm's sign bit
   EXPECT_EQ(status_of([&] { commit::StepLeaf::decode(bad); }), Status::kMalformed);
-  EXPECT_EQ(status_of([&] { commit::StepLeaf::decode(ByteView(b).first(99)); }), Status::kMalformed);
+  EXPECT_EQ(status_of([&] { commit::StepLeaf::decode(ByteView(b).first(131)); }), Status::kMalformed);
+  // A version-2 leaf (pot 0.2: 100 bytes, no statistics) is refused naming its version.
+  Bytes v2 = {11};
+  for (char c : std::string("pot/v2/step")) v2.push_back(static_cast<uint8_t>(c));
+  put_bytes(v2, run.view());
+  put_u64le(v2, 7);
+  put_bytes(v2, l.state_digest.view());
+  put_u64le(v2, std::bit_cast<uint64_t>(2.5));
+  put_u64le(v2, std::bit_cast<uint64_t>(0.125));
+  ASSERT_EQ(v2.size(), 100u);
+  try {
+    commit::StepLeaf::decode(v2);
+    ADD_FAILURE() << "a version-2 leaf decoded";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.status(), Status::kMalformed);
+    EXPECT_NE(std::string(e.what()).find("version 2"), std::string::npos) << e.what();
+  }
   bad = b;
   bad[3] ^= 1;  // tag
   EXPECT_EQ(status_of([&] { commit::StepLeaf::decode(bad); }), Status::kMalformed);

@@ -287,7 +287,7 @@ ordered_json generate_hash() {
     pot_safetensors *f = nullptr;
     ok(pot_safetensors_open(&f, tmp.c_str(), nullptr), nullptr, "open");
     pot_bytes table{};
-    ok(pot_state_stats(&table, f, 0, nullptr), nullptr, "stats");
+    ok(pot_safetensors_stats(&table, f, 0, nullptr), nullptr, "stats");
     pot_safetensors_free(f);
     std::filesystem::remove(tmp);
     pot_digest d;
@@ -419,18 +419,20 @@ ordered_json generate_protocol() {
       {"large step", "run-a", 1000000, "s3", 0.125, 3.5},
   };
   for (const LeafCase &c : leaves) {
-    pot_digest state, run;
+    pot_digest state, run, stats;
     ok(pot_sha256(&state, c.state_seed.data(), c.state_seed.size(), nullptr), nullptr, "sha");
     ok(pot_sha256(&run, c.run_seed.data(), c.run_seed.size(), nullptr), nullptr, "sha");
+    const std::string stats_seed = "stats/" + c.state_seed;
+    ok(pot_sha256(&stats, stats_seed.data(), stats_seed.size(), nullptr), nullptr, "sha");
     uint8_t leaf[POT_STEP_LEAF_SIZE];
-    ok(pot_step_leaf_encode(leaf, &run, c.step, &state, c.loss, c.update_norm, nullptr), nullptr, "leaf");
+    ok(pot_step_leaf_encode(leaf, &run, c.step, &state, &stats, c.loss, c.update_norm, nullptr), nullptr, "leaf");
     pot_digest lh;
     ok(pot_merkle_leaf_hash(&lh, leaf, sizeof leaf, nullptr), nullptr, "leaf hash");
     uint64_t bits, norm_bits;
     std::memcpy(&bits, &c.loss, 8);
     std::memcpy(&norm_bits, &c.update_norm, 8);
     out["step_leaves"].push_back({{"comment", c.comment}, {"run_id", hex(run)}, {"step", c.step},
-                                  {"state_digest", hex(state)},
+                                  {"state_digest", hex(state)}, {"stats_digest", hex(stats)},
                                   {"loss_bits", hex(reinterpret_cast<const uint8_t *>(&bits), 8)},
                                   {"update_norm_bits", hex(reinterpret_cast<const uint8_t *>(&norm_bits), 8)},
                                   {"leaf", hex(leaf, sizeof leaf)}, {"leaf_hash", hex(lh)}});

@@ -77,7 +77,12 @@ IDLE = dict(COMMITMENT, miner_identity=MALLORY)
 # Each leaf commits an update norm in bucket -1200 at the task's resolution
 # (16 * log2(1.02 * 2^-75) = -1199.54...): the reference witnesses are judged by.
 NORM = math.ldexp(1.02, -75)
-leaves = [ind.step_leaf(bytes.fromhex(RUN), t, bytes.fromhex(S(t)), struct.pack("<d", 1.0 / t),
+# The ledger reads no statistics table: each leaf commits a stand-in digest.
+def STATS(t):
+    return ind.sha256(b"statistics of S_%d" % t)
+
+
+leaves = [ind.step_leaf(bytes.fromhex(RUN), t, bytes.fromhex(S(t)), STATS(t), struct.pack("<d", 1.0 / t),
                         struct.pack("<d", NORM)) for t in range(1, STEPS + 1)]
 # The same step of another run (a trajectory copied from it).
 OTHER_RUN = ind.sha256(b"another run")
@@ -278,7 +283,7 @@ calls = [
     # Once per run: anyone may ask again and gets the same challenge.
     {"call": "issue_challenge", "now": 104, "run_id": RUN},
     {"call": "submit_opening", "caller": MINER, "now": 104, "challenge_id": 0, "manifest_digest": MANIFEST,
-     "step_leaf": ind.step_leaf(OTHER_RUN, STEP, bytes.fromhex(S(STEP)), struct.pack("<d", 1.0 / STEP),
+     "step_leaf": ind.step_leaf(OTHER_RUN, STEP, bytes.fromhex(S(STEP)), STATS(STEP), struct.pack("<d", 1.0 / STEP),
                                 struct.pack("<d", NORM)).hex(),
      "leaf_proof": inclusion(STEP - 1), "expect": "POT_E_INVALID_ARGUMENT"},
     {"call": "submit_opening", "caller": MINER, "now": 104, "challenge_id": 0, "manifest_digest": MANIFEST,

@@ -53,9 +53,9 @@ def test_every_function_of_pot_h_is_wrapped():
 
 def test_versions():
     assert pot.version() == _pot.pot_version_string() == pot.BUILT_VERSION == _pot.POT_VERSION_STRING
-    assert pot.abi_version() == pot.ABI_VERSION == 3
+    assert pot.abi_version() == pot.ABI_VERSION == 4
     assert re.fullmatch(r"\d+\.\d+\.\d+", pot.version())
-    assert (pot.DIGEST_SIZE, pot.CHUNK_SIZE, pot.STEP_LEAF_SIZE, pot.WITNESS_SALT_SIZE) == (32, 65536, 100, 32)
+    assert (pot.DIGEST_SIZE, pot.CHUNK_SIZE, pot.STEP_LEAF_SIZE, pot.WITNESS_SALT_SIZE) == (32, 65536, 132, 32)
     assert (pot.MAX_NAME_BYTES, pot.MAX_DIMS) == (_pot.POT_MAX_NAME_BYTES, _pot.POT_MAX_DIMS)
     assert (pot.MAX_CHALLENGE_ROUNDS, pot.MAX_BEACON_BYTES) == (65536, 1024)
 
@@ -214,17 +214,21 @@ def test_log():
 
 def test_protocol_helpers():
     run = pot.sha256(b"run")
-    leaf = pot.StepLeaf(run, 3, pot.sha256(b"s"), float("nan"), 0.5)
+    leaf = pot.StepLeaf(run, 3, pot.sha256(b"s"), pot.sha256(b"t"), float("nan"), 0.5)
     back = pot.StepLeaf.decode(leaf.encode())
     assert math.isnan(back.loss) and back.run_id == run and back.update_norm == 0.5
     with pytest.raises(pot.InvalidArgumentError):
-        pot.StepLeaf(run, 0, pot.sha256(b"s"), 1.0, 0.0).encode()
+        pot.StepLeaf(run, 0, pot.sha256(b"s"), pot.sha256(b"t"), 1.0, 0.0).encode()
     with pytest.raises(pot.InvalidArgumentError, match="sign bit"):
-        pot.StepLeaf(run, 1, pot.sha256(b"s"), 1.0, -0.0).encode()
+        pot.StepLeaf(run, 1, pot.sha256(b"s"), pot.sha256(b"t"), 1.0, -0.0).encode()
     # A protocol-1 leaf (no run, no norm) is refused naming its version.
     v1 = bytes([11]) + b"pot/v1/step" + (3).to_bytes(8, "little") + bytes(pot.sha256(b"s")) + bytes(8)
     with pytest.raises(pot.MalformedError, match="protocol version 1"):
         pot.StepLeaf.decode(v1)
+    # So is a version-2 leaf of pot 0.2 (no statistics table).
+    v2 = bytes([11]) + b"pot/v2/step" + bytes(run) + (3).to_bytes(8, "little") + bytes(pot.sha256(b"s")) + bytes(16)
+    with pytest.raises(pot.MalformedError, match="version 2"):
+        pot.StepLeaf.decode(v2)
     steps = pot.challenge_derive(b"beacon", pot.sha256(b"run"), 10, 10)
     assert sorted(steps) == list(range(1, 11))
     with pytest.raises(pot.InvalidArgumentError):
@@ -320,7 +324,7 @@ def test_losscheck():
 
 
 def test_enums_follow_pot_h():
-    assert [int(c) for c in pot.OpeningCheck] == list(range(31))
+    assert [int(c) for c in pot.OpeningCheck] == list(range(32))
     assert str(pot.OpeningCheck.REPLAYED_UPDATE) == "replayed_update" and pot.OpeningCheck.REPLAYED_UPDATE == 29
     assert str(pot.OpeningCheck.SUBNORMAL) == "subnormal" and pot.OpeningCheck.SUBNORMAL == 28
     assert str(pot.OpeningCheck.GRADIENT_IGNORED) == "gradient_ignored" and pot.OpeningCheck.GRADIENT_IGNORED == 27

@@ -263,7 +263,15 @@ def served_run(w, tmp, states, losses, task=None, s0_path=None, commitment=None,
             norm = norm if math.isfinite(norm) else 1.0
         if norm_of is not None:
             norm = norm_of(t, norm)
-        return pot.StepLeaf(commitment.run_id, t, pot.Digest(digests[t]), losses[t - 1], norm).encode()
+        # The statistics of the state it serves (PROTOCOL 5.2): a table of
+        # another state fails check 31 before any replay.
+        stats = pot.sha256(b"no S_%d" % t)
+        if paths[t] is not None and os.path.exists(paths[t]):
+            try:
+                stats = pot.state_stats(paths[t]).digest
+            except pot.Error:
+                pass  # a served file that is no state fails before its table is read
+        return pot.StepLeaf(commitment.run_id, t, pot.Digest(digests[t]), stats, losses[t - 1], norm).encode()
 
     leaves = [None] + [leaf(t) for t in range(1, STEPS + 1)]
     log = pot.Tree()
@@ -355,8 +363,9 @@ def test_attack_a_copied_log_root_opens_no_challenge_of_another_run(tmp_path):
     with open(os.path.join(rec.checkpoint_dir, "steps.jsonl")) as f:
         lines = [json.loads(x) for x in f]
     bits = lambda h: struct.unpack(">d", bytes.fromhex(h))[0]  # noqa: E731
-    honest = [pot.StepLeaf(rec.commitment.run_id, x["step"], pot.Digest(x["state_digest"]), bits(x["loss_bits"]),
-                           bits(x["update_norm_bits"])) for x in lines]
+    honest = [pot.StepLeaf(rec.commitment.run_id, x["step"], pot.Digest(x["state_digest"]),
+                           pot.Digest(x["stats_digest"]), bits(x["loss_bits"]), bits(x["update_norm_bits"]))
+              for x in lines]
     log = pot.Tree()
     for leaf in honest:
         log.append(leaf.encode())
@@ -1439,3 +1448,25 @@ def test_attack_spec_fields_the_replay_never_read_are_enforced(tmp_path):
         rec.close()
     finally:
         torch.use_deterministic_algorithms(False)
+
+
+def test_the_recorder_commits_each_states_statistics_and_keeps_the_table(tmp_path):
+    """Leaf t commits the digest of S_t's statistics table (docs/PROTOCOL.md
+    5.2, 10); the recorder keeps the table in stats/, so anyone reads the
+    flags of the run (5.3) without its states. The honest run trips none."""
+    w = World(tmp_path, adam=True)
+    rec, run_id, root = w.train_honestly()
+    ckpt = os.path.join(str(tmp_path), "ckpt")
+    with open(os.path.join(ckpt, "steps.jsonl")) as f:
+        lines = [json.loads(x) for x in f]
+    before = pot.state_stats(os.path.join(ckpt, "checkpoints", "%012d.safetensors" % 0))
+    for t, line in enumerate(lines, 1):
+        with open(os.path.join(ckpt, "stats", "%012d.stats" % t), "rb") as f:
+            table = pot.StateStats(f.read())
+        assert str(table.digest) == line["stats_digest"]
+        path = str(tmp_path / f"s{t}.safetensors")
+        with pt.state_writer(w.honest_states[t - 1]) as sw:
+            sw.write(path)
+        assert pot.state_stats(path) == table  # the table of the state the step produced
+        assert pot.state_flags(before, table) == [], f"honest step {t} flagged"
+        before = table

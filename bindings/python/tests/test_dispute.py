@@ -204,7 +204,7 @@ def ledger_with_run(miner_digests, s0, steps=STEPS, referee=b""):
         "declared_steps": steps, "miner_identity": MINER.hex()})
     run = ledger.apply({"call": "start_training_commitment", "caller": MINER.hex(), "now": 100,
                         "commitment": c.encode().hex()})["run_id"]
-    leaves = [pot.StepLeaf(c.run_id, t, miner_digests[t], 1.0, 1.0) for t in range(1, steps + 1)]
+    leaves = [pot.StepLeaf(c.run_id, t, miner_digests[t], h(b"stats %d" % t), 1.0, 1.0) for t in range(1, steps + 1)]
     log = pot.Tree()
     for leaf in leaves:
         log.append(leaf.encode())

@@ -126,7 +126,8 @@ class Chain:
             fund(self.ledger, self.now, miner, amount=LEDGER_BONDS["miner_bond"])
         run = self.call("start_training_commitment", caller=miner.hex(), commitment=c.encode().hex())["run_id"]
         assert run == c.run_id.hex()
-        leaves = [pot.StepLeaf(c.run_id, t, d(f"forged {t}") if t in forged else honest_state(t), 1.0 / t, 0.5)
+        leaves = [pot.StepLeaf(c.run_id, t, d(f"forged {t}") if t in forged else honest_state(t), d(f"stats {t}"),
+                                1.0 / t, 0.5)
                   for t in range(1, STEPS + 1)]
         log = pot.Tree()
         for leaf in leaves:

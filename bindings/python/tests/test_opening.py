@@ -63,7 +63,8 @@ class Run:
     def leaf(self, step):
         with pot.Safetensors(self.state_path(step - 1)) as a, pot.Safetensors(self.state_path(step)) as b:
             norm = pot.update_norm(a, b, "param/")
-        return pot.StepLeaf(self.run_id, step, self.states[step], 1 / step, norm)
+        stats = pot.state_stats(self.state_path(step)).digest
+        return pot.StepLeaf(self.run_id, step, self.states[step], stats, 1 / step, norm)
 
     def state_path(self, t):
         return self.dir / f"state-{t}.safetensors"

@@ -120,3 +120,16 @@ def test_attack_the_step_that_poisons_a_state_is_flagged(tmp_path):
     assert all(f.rule != "saturated" for t in range(4, 7) for f in pot.state_flags(forged[t - 1], forged[t]))
     # The steps before it are the honest run's.
     assert forged[:3] == honest[:3]
+
+
+def test_a_state_in_memory_has_the_files_table(tmp_path):
+    """pot_state_stats: the table of a pot.State, computed as tensors are
+    added, is the one of the same tensors in a file."""
+    path = write_state(str(tmp_path / "s.safetensors"), [("param/w", "F32", [3.0, -4.0, 0.5]), ("step", "I64", [2])])
+    with pot.State() as s:
+        s.add_tensor("step", pot.DType.I64, [1], struct.pack("<q", 2))
+        s.add_tensor("param/w", pot.DType.F32, [3], struct.pack("<3f", 3.0, -4.0, 0.5))
+        assert pot.state_stats(s) == pot.state_stats(path)
+        s.add_tensor_digest("sharded", pot.sha256(b"a rank's tensor"))
+        with pytest.raises(pot.StateError, match="added by its digest"):
+            pot.state_stats(s)

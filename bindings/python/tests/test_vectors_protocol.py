@@ -26,7 +26,8 @@ def test_step_leaves():
     for leaf in V["step_leaves"]:
         loss = struct.unpack("<d", bytes.fromhex(leaf["loss_bits"]))[0]
         norm = struct.unpack("<d", bytes.fromhex(leaf["update_norm_bits"]))[0]
-        sl = pot.StepLeaf(pot.Digest(leaf["run_id"]), leaf["step"], pot.Digest(leaf["state_digest"]), loss, norm)
+        sl = pot.StepLeaf(pot.Digest(leaf["run_id"]), leaf["step"], pot.Digest(leaf["state_digest"]),
+                          pot.Digest(leaf["stats_digest"]), loss, norm)
         enc = sl.encode()
         assert len(enc) == pot.STEP_LEAF_SIZE and enc.hex() == leaf["leaf"]
         assert str(pot.leaf_hash(enc)) == leaf["leaf_hash"]

@@ -9,7 +9,7 @@ use std::env;
 use std::path::{Path, PathBuf};
 
 fn main() {
-    let lib = match pkg_config::Config::new().atleast_version("0.2.0").probe("pot") {
+    let lib = match pkg_config::Config::new().atleast_version("0.3.0").probe("pot") {
         Ok(lib) => lib,
         Err(e) => {
             let path = env::var("PKG_CONFIG_PATH").unwrap_or_default();

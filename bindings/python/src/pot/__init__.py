@@ -9,7 +9,7 @@ context managers, Digest, enums, dataclasses.
 >>> import pot
 >>> d = pot.tensor_digest("w", pot.DType.F32, [2, 2], bytes(16))
 >>> with pot.Tree.in_memory() as log:
-...     log.append(pot.StepLeaf(pot.sha256(b"run"), 1, d, 0.5, 0.125).encode())
+...     log.append(pot.StepLeaf(pot.sha256(b"run"), 1, d, pot.sha256(b"stats"), 0.5, 0.125).encode())
 ...     pot.verify_inclusion(0, 1, log.leaf_hash(0), log.inclusion_proof(0), log.root())
 0
 

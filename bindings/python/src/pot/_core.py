@@ -28,7 +28,7 @@ _check_abi(_pot.pot_abi_version(), ABI_VERSION)
 
 
 def version() -> str:
-    """Version of the libpot loaded at run time (pot_version_string), e.g. "0.2.0"."""
+    """Version of the libpot loaded at run time (pot_version_string), e.g. "0.3.0"."""
     return _pot.pot_version_string()
 
 

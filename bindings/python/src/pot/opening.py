@@ -49,6 +49,7 @@ class OpeningCheck(enum.IntEnum):
     SUBNORMAL = _pot.POT_CHECK_SUBNORMAL
     REPLAYED_UPDATE = _pot.POT_CHECK_REPLAYED_UPDATE
     TASK_PROGRAM = _pot.POT_CHECK_TASK_PROGRAM
+    STATE_STATS = _pot.POT_CHECK_STATE_STATS
 
     def __str__(self) -> str:
         return _pot.pot_opening_check_name(self)

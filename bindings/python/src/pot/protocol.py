@@ -25,14 +25,18 @@ seed_derive = seed
 @dataclass(frozen=True)
 class StepLeaf:
     """The leaf the checkpoint log holds for step `step` (from 1) of run
-    `run_id`: the state digest after the step, the loss and the update norm
-    from S_{step-1} to S_step over the "param/" tensors (update_norm(),
-    docs/PROTOCOL.md sections 10 and 13). The norm is committed at training
-    time: the cross-architecture check compares replays with it."""
+    `run_id`: the state digest after the step, the digest of that state's
+    statistics table (StateStats.digest, docs/PROTOCOL.md 5.2), the loss and
+    the update norm from S_{step-1} to S_step over the "param/" tensors
+    (update_norm(), sections 10 and 13). The norm and the table are
+    committed at training time: the cross-architecture check compares
+    replays with the norm, and every verifier reading a state checks its
+    table (check STATE_STATS)."""
 
     run_id: Digest
     step: int
     state_digest: Digest
+    stats_digest: Digest
     loss: float
     update_norm: float
 
@@ -40,15 +44,16 @@ class StepLeaf:
         """The STEP_LEAF_SIZE leaf bytes (pot_step_leaf_encode), to append at
         leaf index step - 1; InvalidArgumentError for step 0 or a norm with
         its sign bit set."""
-        return _pot.pot_step_leaf_encode(self.run_id, self.step, self.state_digest, self.loss, self.update_norm)
+        return _pot.pot_step_leaf_encode(self.run_id, self.step, self.state_digest, self.stats_digest, self.loss,
+                                         self.update_norm)
 
     @classmethod
     def decode(cls, leaf: Buffer) -> "StepLeaf":
         """Parses leaf bytes (pot_step_leaf_decode); MalformedError unless
-        they are exactly what encode() produces (a protocol-1 leaf is refused
-        naming its version)."""
-        run_id, step, digest, loss, norm = _pot.pot_step_leaf_decode(leaf)
-        return cls(_digest(run_id), step, _digest(digest), loss, norm)
+        they are exactly what encode() produces (a version-1 or version-2
+        leaf is refused naming its version)."""
+        run_id, step, digest, stats, loss, norm = _pot.pot_step_leaf_decode(leaf)
+        return cls(_digest(run_id), step, _digest(digest), _digest(stats), loss, norm)
 
     @property
     def loss_bits(self) -> int:

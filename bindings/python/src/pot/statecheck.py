@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Union
 
 from . import _pot
 from ._core import Digest, _digest
-from .hash import Buffer
+from .hash import Buffer, State
 from .safetensors import Safetensors
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -62,13 +62,18 @@ class StateStats:
         return f"StateStats({len(self.tensors)} tensors, digest {self._digest.hex()[:16]}...)"
 
 
-def state_stats(state: Union[Safetensors, PathLike], threads: int = 0) -> StateStats:
-    """The statistics table of a safetensors state (pot_state_stats), from
+def state_stats(state: Union[Safetensors, State, PathLike], threads: int = 0) -> StateStats:
+    """The statistics table of a safetensors state (pot_safetensors_stats), from
     an open Safetensors or a path; the bytes do not depend on `threads`
-    (0 = every core)."""
+    (0 = every core). Of a pot.State (pot_state_stats): the table of the
+    tensors added so far, computed as each was added (StateError when one
+    was added by its digest alone)."""
+    if isinstance(state, State):
+        with state._use() as h:
+            return StateStats(_pot.pot_state_stats(h))
     if isinstance(state, Safetensors):
         with state._read() as h:
-            return StateStats(_pot.pot_state_stats(h, threads))
+            return StateStats(_pot.pot_safetensors_stats(h, threads))
     with Safetensors(state) as f:
         return state_stats(f, threads)
 

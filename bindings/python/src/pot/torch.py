@@ -810,7 +810,7 @@ def _clear_unstarted(directory: str) -> None:
         path = os.path.join(directory, name)
         if os.path.exists(path):
             os.remove(path)
-    for sub in ("checkpoints", "derived"):
+    for sub in ("checkpoints", "derived", "stats"):
         path = os.path.join(directory, sub)
         if os.path.isdir(path):
             for f in os.listdir(path):

@@ -409,6 +409,16 @@ impl State {
         digest_out(|out, err| unsafe { sys::pot_state_digest(out, self.raw.as_ptr(), err) })
     }
 
+    /// The statistics table of the tensors added so far (`pot_state_stats`,
+    /// docs/PROTOCOL.md 5.2), computed as each was added.
+    ///
+    /// # Errors
+    /// [`State`](ErrorKind::State) when a tensor was added by its digest alone.
+    pub fn stats(&self) -> Result<crate::StateStats> {
+        let table = crate::ffi::bytes_out(|out, err| unsafe { sys::pot_state_stats(out, self.raw.as_ptr(), err) })?;
+        crate::StateStats::decode(&table)
+    }
+
     /// Proof that the named tensor belongs to the state (docs/PROTOCOL.md
     /// 5.1), to check with [`State::verify_tensor`].
     ///

@@ -103,7 +103,7 @@ use std::sync::OnceLock;
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
 
-/// Version of pot.h this crate was built against, e.g. `"0.2.0"`.
+/// Version of pot.h this crate was built against, e.g. `"0.3.0"`.
 ///
 /// ```
 /// assert_eq!(pot::VERSION, format!("{}.{}.{}", pot::VERSION_MAJOR, pot::VERSION_MINOR, pot::VERSION_PATCH));
@@ -167,7 +167,7 @@ pub const MAX_DIMS: usize = sys::POT_MAX_DIMS as usize;
 /// Bytes of a step leaf (`POT_STEP_LEAF_SIZE`).
 ///
 /// ```
-/// assert_eq!(pot::STEP_LEAF_SIZE, 100);
+/// assert_eq!(pot::STEP_LEAF_SIZE, 132);
 /// ```
 pub const STEP_LEAF_SIZE: usize = sys::POT_STEP_LEAF_SIZE as usize;
 /// The most challenges one derivation may draw (`POT_MAX_CHALLENGE_ROUNDS`).
@@ -210,7 +210,7 @@ pub const MAX_RATES_PER_CALL: usize = sys::POT_MAX_RATES_PER_CALL as usize;
 /// ```
 pub const WITNESS_SALT_SIZE: usize = sys::POT_WITNESS_SALT_SIZE as usize;
 
-/// Version of the libpot loaded at run time, e.g. `"0.2.0"`.
+/// Version of the libpot loaded at run time, e.g. `"0.3.0"`.
 ///
 /// ```
 /// assert!(!pot::version_string().is_empty());

@@ -57,7 +57,7 @@ impl Opening {
     ///
     /// ```
     /// # let mut o = pot::Opening::new(&pot::Digest::new([1; 32]), 2, 2, &pot::Digest::default())?;
-    /// let leaf = pot::StepLeaf { run_id: pot::Digest::default(), step: 1, state_digest: pot::Digest::default(), loss: 1.0, update_norm: 0.0 }.encode()?;
+    /// let leaf = pot::StepLeaf { run_id: pot::Digest::default(), step: 1, state_digest: pot::Digest::default(), stats_digest: pot::Digest::default(), loss: 1.0, update_norm: 0.0 }.encode()?;
     /// o.set_pre_leaf(&leaf, &[0; 32])?;
     /// # Ok::<(), pot::Error>(())
     /// ```
@@ -78,7 +78,7 @@ impl Opening {
     ///
     /// ```
     /// # let mut o = pot::Opening::new(&pot::Digest::new([1; 32]), 2, 2, &pot::Digest::default())?;
-    /// let leaf = pot::StepLeaf { run_id: pot::Digest::default(), step: 2, state_digest: pot::Digest::default(), loss: 0.5, update_norm: 0.0 }.encode()?;
+    /// let leaf = pot::StepLeaf { run_id: pot::Digest::default(), step: 2, state_digest: pot::Digest::default(), stats_digest: pot::Digest::default(), loss: 0.5, update_norm: 0.0 }.encode()?;
     /// o.set_post_leaf(&leaf, &[0; 32])?;
     /// # Ok::<(), pot::Error>(())
     /// ```
@@ -290,11 +290,15 @@ pub enum OpeningCheck {
     /// thread count, or its declared randomness changes nothing). The
     /// ledger never counts it against the miner. Since 0.3.0.
     TaskProgram,
+    /// A state's statistics table (docs/PROTOCOL.md 5.2) is not the one its
+    /// leaf commits: the served `S_{t-1}` or `S_t`, or the replayed `S_t`.
+    /// Since 0.3.0.
+    StateStats,
     /// A check this crate does not know (appended by a later libpot).
     Other(u32),
 }
 
-const CHECKS: [OpeningCheck; 30] = [
+const CHECKS: [OpeningCheck; 31] = [
     OpeningCheck::Manifest,
     OpeningCheck::RunId,
     OpeningCheck::Step,
@@ -325,6 +329,7 @@ const CHECKS: [OpeningCheck; 30] = [
     OpeningCheck::Subnormal,
     OpeningCheck::ReplayedUpdate,
     OpeningCheck::TaskProgram,
+    OpeningCheck::StateStats,
 ];
 
 impl OpeningCheck {
@@ -500,6 +505,7 @@ mod tests {
         assert_eq!(OpeningCheck::Subnormal.raw(), sys::pot_opening_check::POT_CHECK_SUBNORMAL.0);
         assert_eq!(OpeningCheck::ReplayedUpdate.raw(), sys::pot_opening_check::POT_CHECK_REPLAYED_UPDATE.0);
         assert_eq!(OpeningCheck::TaskProgram.raw(), sys::pot_opening_check::POT_CHECK_TASK_PROGRAM.0);
+        assert_eq!(OpeningCheck::StateStats.raw(), sys::pot_opening_check::POT_CHECK_STATE_STATS.0);
         for (check, name) in [
             (OpeningCheck::Spec, "spec"),
             (OpeningCheck::Program, "program"),
@@ -514,10 +520,11 @@ mod tests {
             (OpeningCheck::Subnormal, "subnormal"),
             (OpeningCheck::ReplayedUpdate, "replayed_update"),
             (OpeningCheck::TaskProgram, "task_program"),
+            (OpeningCheck::StateStats, "state_stats"),
         ] {
             assert_eq!(check.name(), name);
         }
-        assert_eq!(OpeningCheck::from_raw(31), Some(OpeningCheck::Other(31)));
+        assert_eq!(OpeningCheck::from_raw(32), Some(OpeningCheck::Other(32)));
         for raw in 1..=27 {
             let c = OpeningCheck::from_raw(raw).unwrap();
             assert_eq!(c.raw(), raw);

@@ -35,7 +35,7 @@ pub fn seed_derive(base_seed: u64, run_id: &Digest, step: u64) -> Result<u64> {
 /// ```
 /// use pot::{Digest, StepLeaf};
 ///
-/// let leaf = StepLeaf { run_id: Digest::new([9; 32]), step: 3, state_digest: Digest::new([1; 32]), loss: 0.25, update_norm: 0.5 };
+/// let leaf = StepLeaf { run_id: Digest::new([9; 32]), step: 3, state_digest: Digest::new([1; 32]), stats_digest: Digest::new([2; 32]), loss: 0.25, update_norm: 0.5 };
 /// let bytes: [u8; pot::STEP_LEAF_SIZE] = leaf.encode()?;
 /// assert_eq!(StepLeaf::decode(&bytes)?, leaf);
 /// # Ok::<(), pot::Error>(())
@@ -48,6 +48,9 @@ pub struct StepLeaf {
     pub step: u64,
     /// Digest of the state after the step.
     pub state_digest: Digest,
+    /// Digest of that state's statistics table
+    /// ([`StateStats::digest`](crate::StateStats::digest), docs/PROTOCOL.md 5.2).
+    pub stats_digest: Digest,
     /// The loss of the step (kept as its IEEE-754 bits, so `-0.0` and NaN
     /// payloads survive).
     pub loss: f64,
@@ -63,7 +66,7 @@ impl StepLeaf {
     /// update norm with its sign bit set.
     ///
     /// ```
-    /// let leaf = pot::StepLeaf { run_id: pot::Digest::default(), step: 0, state_digest: pot::Digest::default(), loss: 1.0, update_norm: 0.0 };
+    /// let leaf = pot::StepLeaf { run_id: pot::Digest::default(), step: 0, state_digest: pot::Digest::default(), stats_digest: pot::Digest::default(), loss: 1.0, update_norm: 0.0 };
     /// assert_eq!(leaf.encode().unwrap_err().kind(), pot::ErrorKind::InvalidArgument);
     /// let negative = pot::StepLeaf { step: 1, update_norm: -0.0, ..leaf };
     /// assert_eq!(negative.encode().unwrap_err().kind(), pot::ErrorKind::InvalidArgument);
@@ -76,6 +79,7 @@ impl StepLeaf {
                 self.run_id.as_ptr(),
                 self.step,
                 self.state_digest.as_ptr(),
+                self.stats_digest.as_ptr(),
                 self.loss,
                 self.update_norm,
                 err,
@@ -88,22 +92,24 @@ impl StepLeaf {
     ///
     /// # Errors
     /// [`Malformed`](ErrorKind::Malformed) unless they are exactly what
-    /// [`encode`](StepLeaf::encode) produces (a protocol-1 leaf is refused
-    /// naming its version).
+    /// [`encode`](StepLeaf::encode) produces (a version-1 or version-2 leaf
+    /// is refused naming its version).
     ///
     /// ```
-    /// assert_eq!(pot::StepLeaf::decode(&[0; 100]).unwrap_err().kind(), pot::ErrorKind::Malformed);
+    /// assert_eq!(pot::StepLeaf::decode(&[0; 132]).unwrap_err().kind(), pot::ErrorKind::Malformed);
     /// ```
     pub fn decode(leaf: &[u8]) -> Result<StepLeaf> {
         let mut run = sys::pot_digest::default();
         let mut step = 0u64;
         let mut digest = sys::pot_digest::default();
+        let mut stats = sys::pot_digest::default();
         let (mut loss, mut norm) = (0f64, 0f64);
         call(|err| unsafe {
             sys::pot_step_leaf_decode(
                 &mut run,
                 &mut step,
                 &mut digest,
+                &mut stats,
                 &mut loss,
                 &mut norm,
                 leaf.as_ptr(),
@@ -111,7 +117,14 @@ impl StepLeaf {
                 err,
             )
         })?;
-        Ok(StepLeaf { run_id: Digest(run.bytes), step, state_digest: Digest(digest.bytes), loss, update_norm: norm })
+        Ok(StepLeaf {
+            run_id: Digest(run.bytes),
+            step,
+            state_digest: Digest(digest.bytes),
+            stats_digest: Digest(stats.bytes),
+            loss,
+            update_norm: norm,
+        })
     }
 }
 

@@ -62,7 +62,10 @@ use std::ptr::{self, NonNull};
 /// assert_eq!(recorder.begin_step(1)?, 0); // seed policy "none": no seed
 /// let s1_digest = recorder.end_step(&s0, 2.5)?; // S_1 (here equal to S_0) and the loss
 /// let root = recorder.finish()?;
-/// let leaf = pot::StepLeaf { run_id: commitment.run_id()?, step: 1, state_digest: s1_digest, loss: 2.5, update_norm: 0.0 };
+/// // S_1's statistics table (docs/PROTOCOL.md 5.2), kept next to the log.
+/// let stats = pot::StateStats::decode(&std::fs::read(dir.join("ck/stats/000000000001.stats")).unwrap())?;
+/// let leaf = pot::StepLeaf { run_id: commitment.run_id()?, step: 1, state_digest: s1_digest,
+///                            stats_digest: stats.digest(), loss: 2.5, update_norm: 0.0 };
 /// assert_eq!(root, pot::merkle::leaf_hash(&leaf.encode()?)?);
 /// assert_eq!(s1_digest, initial_state);
 /// # std::fs::remove_dir_all(&dir).unwrap();

@@ -91,11 +91,11 @@ impl StateStats {
         Ok(StateStats { table: table.to_vec(), digest })
     }
 
-    /// The statistics of a safetensors state (`pot_state_stats`); the bytes
+    /// The statistics of a safetensors state (`pot_safetensors_stats`); the bytes
     /// do not depend on `threads` (0 = every core).
     pub fn of(file: &Safetensors, threads: u32) -> Result<StateStats> {
         let table =
-            crate::ffi::bytes_out(|out, err| unsafe { sys::pot_state_stats(out, file.as_ptr(), threads, err) })?;
+            crate::ffi::bytes_out(|out, err| unsafe { sys::pot_safetensors_stats(out, file.as_ptr(), threads, err) })?;
         StateStats::decode(&table)
     }
 

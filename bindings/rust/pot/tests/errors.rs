@@ -119,7 +119,10 @@ fn protocol_arguments() {
     assert_eq!(kind(protocol::norm_bucket(-1.0, 4)), ErrorKind::InvalidArgument);
     assert_eq!(kind(protocol::norm_bucket(1.0, 0)), ErrorKind::InvalidArgument);
     assert_eq!(
-        kind(pot::StepLeaf { run_id: run, step: 0, state_digest: run, loss: 0.0, update_norm: 0.0 }.encode()),
+        kind(
+            pot::StepLeaf { run_id: run, step: 0, state_digest: run, stats_digest: run, loss: 0.0, update_norm: 0.0 }
+                .encode()
+        ),
         ErrorKind::InvalidArgument
     );
     let st = format!(

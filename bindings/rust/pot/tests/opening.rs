@@ -80,7 +80,8 @@ fn mine() -> Run {
         let pre = Safetensors::open(state_path(&dir, t - 1)).unwrap();
         let post = Safetensors::open(state_path(&dir, t)).unwrap();
         let update_norm = protocol::update_norm(&pre, &post, "param/").unwrap();
-        StepLeaf { run_id, step: t, state_digest: states[t as usize], loss: 1.0 / t as f64, update_norm }
+        let stats_digest = pot::StateStats::of(&post, 1).unwrap().digest();
+        StepLeaf { run_id, step: t, state_digest: states[t as usize], stats_digest, loss: 1.0 / t as f64, update_norm }
     };
     for t in 1..=STEPS {
         assert_eq!(log.append(&leaf(t).encode().unwrap()).unwrap(), t - 1);

@@ -120,6 +120,13 @@ fn state_digest(w: &[u8], lr: &[u8]) -> Digest {
     s.digest().unwrap()
 }
 
+fn stats_digest(w: &[u8], lr: &[u8]) -> Digest {
+    let mut s = State::new().unwrap();
+    s.add_tensor("param/w", Dtype::F32, &[(w.len() / 4) as u64], w).unwrap();
+    s.add_tensor("hparam/lr", Dtype::F64, &[], lr).unwrap();
+    s.stats().unwrap().digest()
+}
+
 fn state_writer<'a>(w: &'a [u8], lr: &'a [u8]) -> SafetensorsWriter<'a> {
     let mut sw = SafetensorsWriter::new().unwrap();
     sw.add("param/w", Dtype::F32, &[(w.len() / 4) as u64], w).unwrap();
@@ -194,8 +201,14 @@ fn recorder_and_checkpoints_serve_a_verifiable_opening() {
             let d = f64::from(*b) - f64::from(*a);
             s + d * d
         });
-        let leaf =
-            StepLeaf { run_id: commitment.run_id().unwrap(), step: t, state_digest: d, loss, update_norm: sum.sqrt() };
+        let leaf = StepLeaf {
+            run_id: commitment.run_id().unwrap(),
+            step: t,
+            state_digest: d,
+            stats_digest: stats_digest(&wb, &lrb),
+            loss,
+            update_norm: sum.sqrt(),
+        };
         log.append(&leaf.encode().unwrap()).unwrap();
         states.push(d);
         losses.push(loss);

@@ -291,6 +291,7 @@ fn protocol_seeds_leaves_challenges() {
             run_id: digest(l, "run_id"),
             step: u(l, "step"),
             state_digest: digest(l, "state_digest"),
+            stats_digest: digest(l, "stats_digest"),
             loss: f64::from_bits(bits),
             update_norm: f64::from_bits(norm_bits),
         };
