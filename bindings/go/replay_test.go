@@ -220,13 +220,19 @@ func updateNormF32(a, b []float32) float64 {
 }
 
 // stateDigest digests the same state through pot.State.
-func stateDigest(t *testing.T, w []float32, lr float64) pot.Digest {
+func toyState(t *testing.T, w []float32, lr float64) *pot.State {
 	t.Helper()
 	s, err := pot.NewState()
 	check(t, err)
-	defer s.Close()
 	check(t, s.AddTensor("param/w", pot.DTypeF32, []uint64{uint64(len(w))}, f32bytes(w...)))
 	check(t, s.AddTensor("hparam/lr", pot.DTypeF64, []uint64{}, f64bytes(lr)))
+	return s
+}
+
+func stateDigest(t *testing.T, w []float32, lr float64) pot.Digest {
+	t.Helper()
+	s := toyState(t, w, lr)
+	defer s.Close()
 	d, err := s.Digest()
 	check(t, err)
 	return d
@@ -235,11 +241,8 @@ func stateDigest(t *testing.T, w []float32, lr float64) pot.Digest {
 // statsDigest is the digest of that state's statistics table (PROTOCOL.md 5.2).
 func statsDigest(t *testing.T, w []float32, lr float64) pot.Digest {
 	t.Helper()
-	s, err := pot.NewState()
-	check(t, err)
+	s := toyState(t, w, lr)
 	defer s.Close()
-	check(t, s.AddTensor("param/w", pot.DTypeF32, []uint64{uint64(len(w))}, f32bytes(w...)))
-	check(t, s.AddTensor("hparam/lr", pot.DTypeF64, []uint64{}, f64bytes(lr)))
 	st, err := s.Stats()
 	check(t, err)
 	return st.Digest()

@@ -63,10 +63,18 @@ func DecodeStateStats(table []byte) (*StateStats, error) {
 // Stats computes the file's statistics table (pot_safetensors_stats); the bytes do
 // not depend on threads (0 = every core).
 func (f *Safetensors) Stats(threads uint32) (*StateStats, error) {
+	return tableVia(f.h.read, func(p *C.pot_safetensors, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_safetensors_stats(out, p, C.uint32_t(threads), cerr)
+	})
+}
+
+// tableVia runs a call that writes a statistics table on a handle.
+func tableVia[P comparable](run func(cCall[P]) error,
+	call func(p P, out *C.pot_bytes, cerr **C.pot_error) C.pot_status) (*StateStats, error) {
 	var table []byte
-	err := f.h.read(func(p *C.pot_safetensors, cerr **C.pot_error) C.pot_status {
+	err := run(func(p P, cerr **C.pot_error) C.pot_status {
 		var out C.pot_bytes
-		st := C.pot_safetensors_stats(&out, p, C.uint32_t(threads), cerr)
+		st := call(p, &out, cerr)
 		if st == C.POT_OK {
 			table = takeBytes(&out)
 		}
@@ -82,19 +90,9 @@ func (f *Safetensors) Stats(threads uint32) (*StateStats, error) {
 // (pot_state_stats), computed as each was added; StatusState when a tensor
 // was added by its digest alone.
 func (s *State) Stats() (*StateStats, error) {
-	var table []byte
-	err := s.h.write(func(p *C.pot_state, cerr **C.pot_error) C.pot_status {
-		var out C.pot_bytes
-		st := C.pot_state_stats(&out, p, cerr)
-		if st == C.POT_OK {
-			table = takeBytes(&out)
-		}
-		return st
+	return tableVia(s.h.write, func(p *C.pot_state, out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_state_stats(out, p, cerr)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return DecodeStateStats(table)
 }
 
 // Bytes returns the table's canonical bytes.
