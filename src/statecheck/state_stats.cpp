@@ -37,12 +37,6 @@ struct F16 {
   static constexpr bool kCountSubnormal = false;  // as check 28 (hash/finite.h)
   static double value(U a) { return half_value(a); }
 };
-struct BF16 {
-  using U = uint16_t;
-  static constexpr U kAbs = 0x7fff, kInf = 0x7f80, kMinNormal = 0x0080;
-  static constexpr bool kCountSubnormal = true;
-  static double value(U a) { return std::bit_cast<float>(static_cast<uint32_t>(a) << 16); }
-};
 struct F32 {
   using U = uint32_t;
   static constexpr U kAbs = 0x7fffffffu, kInf = 0x7f800000u, kMinNormal = 0x00800000u;
@@ -77,7 +71,6 @@ template <class T>
   for (size_t b = 0; b < full + (rest != 0); ++b) {
     U v[kSumLanes];
     std::memcpy(v, b < full ? p + b * kSumLanes * sizeof(U) : reinterpret_cast<const uint8_t *>(tail), sizeof v);
-#pragma GCC ivdep
     for (size_t j = 0; j < kSumLanes; ++j) {
       const U a = static_cast<U>(v[j] & T::kAbs);
       const U finite = a < T::kInf ? a : U{0};
@@ -120,6 +113,7 @@ constexpr size_t kVectors = kSumLanes / 4;
 template <bool kBF16>
 [[gnu::always_inline]] inline Part f32_vector_part(const uint8_t *p, size_t n) {
   constexpr size_t esize = kBF16 ? 2 : 4;
+  static_assert(F32::kCountSubnormal, "F32 and BF16 subnormals are counted, as check 28 counts them");
   VD sum[kVectors] = {};
   VU max_bits[kVectors] = {}, nonfinite[kVectors] = {}, subnormal[kVectors] = {}, zeros[kVectors] = {};
   const size_t full = n / kSumLanes, rest = n % kSumLanes;
@@ -136,13 +130,13 @@ template <bool kBF16>
       } else {
         std::memcpy(&v, q + k * 16, 16);
       }
-      const VU a = v & 0x7fffffffu;
-      const VU finite = a & reinterpret_cast<VU>(a < 0x7f800000u);  // comparisons give 0 or all ones
+      const VU a = v & F32::kAbs;
+      const VU finite = a & reinterpret_cast<VU>(a < F32::kInf);  // comparisons give 0 or all ones
       const VD x = __builtin_convertvector(reinterpret_cast<VF>(finite), VD);
       sum[k] += x * x;
       max_bits[k] = finite > max_bits[k] ? finite : max_bits[k];
-      nonfinite[k] -= reinterpret_cast<VU>(a >= 0x7f800000u);
-      subnormal[k] -= reinterpret_cast<VU>(a - 1u < 0x007fffffu);
+      nonfinite[k] -= reinterpret_cast<VU>(a >= F32::kInf);
+      subnormal[k] -= reinterpret_cast<VU>(a - 1u < F32::kMinNormal - 1u);
       zeros[k] -= reinterpret_cast<VU>(a == 0u);
     }
   }
@@ -171,6 +165,12 @@ template <bool kBF16>
 POT_STATS_CLONES Part f32_part(const uint8_t *p, size_t n) { return f32_vector_part<false>(p, n); }
 POT_STATS_CLONES Part bf16_part(const uint8_t *p, size_t n) { return f32_vector_part<true>(p, n); }
 #else
+struct BF16 {
+  using U = uint16_t;
+  static constexpr U kAbs = 0x7fff, kInf = 0x7f80, kMinNormal = 0x0080;
+  static constexpr bool kCountSubnormal = true;
+  static double value(U a) { return std::bit_cast<float>(static_cast<uint32_t>(a) << 16); }
+};
 Part f32_part(const uint8_t *p, size_t n) { return floating_part<F32>(p, n); }
 Part bf16_part(const uint8_t *p, size_t n) { return floating_part<BF16>(p, n); }
 #endif
