@@ -4,6 +4,8 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <optional>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -101,8 +103,7 @@ template <class T>
 // F32 (and BF16, whose bits widened by 16 zero bits are the F32 value and
 // keep its class: non-finite, subnormal, zero) in explicit vectors: lane j
 // of a block of kSumLanes elements is element 4k + i of vector k. The same
-// order of additions as floating_part, so the same bits; compiled for the
-// widest vectors the CPU has, picked when the library loads.
+// order of additions as floating_part, so the same bits on every path.
 #if defined(__GNUC__)
 using VU = uint32_t __attribute__((vector_size(16)));
 using VF = float __attribute__((vector_size(16)));
@@ -157,13 +158,44 @@ template <bool kBF16>
   part.max_abs = std::bit_cast<float>(max_all);
   return part;
 }
+// Compiled for AVX-512, AVX2 and the baseline, and picked once by what the
+// CPU has. Dispatched by hand, not by target_clones: its ifunc resolvers run
+// before ThreadSanitizer's runtime is up, and the TSan build crashed at start.
+using PartFn = Part (*)(const uint8_t *, size_t);
+struct Kernels {
+  PartFn f32, bf16;
+};
+Part f32_base(const uint8_t *p, size_t n) { return f32_vector_part<false>(p, n); }
+Part bf16_base(const uint8_t *p, size_t n) { return f32_vector_part<true>(p, n); }
 #if defined(__x86_64__)
-#define POT_STATS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define POT_STATS_CLONES
+[[gnu::target("avx2")]] Part f32_avx2(const uint8_t *p, size_t n) { return f32_vector_part<false>(p, n); }
+[[gnu::target("avx2")]] Part bf16_avx2(const uint8_t *p, size_t n) { return f32_vector_part<true>(p, n); }
+[[gnu::target("avx512f")]] Part f32_avx512(const uint8_t *p, size_t n) { return f32_vector_part<false>(p, n); }
+[[gnu::target("avx512f")]] Part bf16_avx512(const uint8_t *p, size_t n) { return f32_vector_part<true>(p, n); }
 #endif
-POT_STATS_CLONES Part f32_part(const uint8_t *p, size_t n) { return f32_vector_part<false>(p, n); }
-POT_STATS_CLONES Part bf16_part(const uint8_t *p, size_t n) { return f32_vector_part<true>(p, n); }
+const Kernels &kernels() {
+  static const Kernels k = [] {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return Kernels{f32_avx512, bf16_avx512};
+    if (__builtin_cpu_supports("avx2")) return Kernels{f32_avx2, bf16_avx2};
+#endif
+    return Kernels{f32_base, bf16_base};
+  }();
+  return k;
+}
+Part f32_part(const uint8_t *p, size_t n) { return kernels().f32(p, n); }
+Part bf16_part(const uint8_t *p, size_t n) { return kernels().bf16(p, n); }
+// Every path this CPU can run, by name.
+std::vector<std::pair<std::string, Kernels>> every_kernel() {
+  std::vector<std::pair<std::string, Kernels>> out = {{"baseline", {f32_base, bf16_base}}};
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2")) out.push_back({"avx2", {f32_avx2, bf16_avx2}});
+  if (__builtin_cpu_supports("avx512f")) out.push_back({"avx512f", {f32_avx512, bf16_avx512}});
+#endif
+  return out;
+}
 #else
 struct BF16 {
   using U = uint16_t;
@@ -207,6 +239,28 @@ struct Item {
 };
 
 }  // namespace
+
+std::vector<std::string> kernel_paths_agree(hash::DType d, ByteView bytes) {
+  std::vector<std::string> ran;
+#if defined(__GNUC__)
+  if (d != DType::kF32 && d != DType::kBF16) fail(Status::kInvalidArgument, "only F32 and BF16 run in vectors");
+  const size_t n = bytes.size() / hash::dtype_size(d);
+  std::optional<Part> first;
+  for (const auto &[name, k] : every_kernel()) {
+    const Part p = (d == DType::kF32 ? k.f32 : k.bf16)(bytes.data(), n);
+    if (first && (std::bit_cast<uint64_t>(p.sum_squares) != std::bit_cast<uint64_t>(first->sum_squares) ||
+                  std::bit_cast<uint64_t>(p.max_abs) != std::bit_cast<uint64_t>(first->max_abs) ||
+                  p.nonfinite != first->nonfinite || p.subnormal != first->subnormal || p.zeros != first->zeros))
+      fail(Status::kInternal, "the {} path differs from the baseline", name);
+    if (!first) first = p;
+    ran.push_back(name);
+  }
+#else
+  (void)d;
+  (void)bytes;
+#endif
+  return ran;
+}
 
 StateStats state_stats(const std::vector<hash::StTensor> &tensors, unsigned threads) {
   std::vector<Item> items;

@@ -64,6 +64,11 @@ struct StateStats {
 // does not depend on the thread count.
 StateStats state_stats(const std::vector<hash::StTensor> &tensors, unsigned threads);
 StateStats state_stats(const hash::SafetensorsFile &file, unsigned threads);
+// For tests: runs one chunk of F32 or BF16 elements (at most one chunk)
+// through every vector path this CPU has (baseline, AVX2, AVX-512) and
+// returns their names; kInternal when one path's result differs in a bit.
+std::vector<std::string> kernel_paths_agree(hash::DType d, ByteView bytes);
+
 // One tensor's row (as state_stats computes it).
 TensorStats tensor_stats(const hash::StTensor &tensor, unsigned threads);
 
