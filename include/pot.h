@@ -657,6 +657,16 @@ POT_API uint64_t pot_commitment_declared_steps(const pot_commitment *commitment)
 POT_API uint64_t pot_commitment_dataset_size(const pot_commitment *commitment);
 /* The id of the task the commitment answers to. */
 POT_API pot_status pot_commitment_task_id(pot_digest *out, const pot_commitment *commitment, pot_error **err);
+/* The flagged steps the run sealed with on the ledger (docs/ledger.md 2.3,
+ * run_info's "flagged_steps"): pot_opening_verify and pot_verify_step then
+ * fail an opening that lists other steps (check 32), so a flagged step
+ * hidden from the ledger, which would not be challenged for certain, is a
+ * FAIL of every challenge of the run. Without it the list is checked against
+ * the run's tables only. Ascending within 1..declared_steps
+ * (POT_E_INVALID_ARGUMENT); an empty list is a run sealed with none. Not
+ * while the commitment is used by another thread. Since 0.3.0. */
+POT_API pot_status pot_commitment_set_sealed_flags(pot_commitment *commitment, const uint64_t *flagged_steps,
+                                                   size_t flagged_steps_len, pot_error **err);
 
 /* ------------------------------------------------------------------------ */
 /* Tasks                                                                     */
@@ -855,6 +865,14 @@ typedef enum pot_opening_check {
    * t (pot_verify_step, bitwise). The flags of a step (5.3) are the miner's
    * commitment. */
   POT_CHECK_STATE_STATS = 31,
+  /* Since 0.3.0, after check 9 (section 18): the manifest's run record (every
+   * leaf of the posted log, the statistics table of every state they
+   * commit, the steps those tables flag) is not the posted log's, lists
+   * other flagged steps than the tables give, or, when the commitment
+   * carries the flagged steps its run sealed with on the ledger
+   * (pot_commitment_set_sealed_flags), other steps than those.
+   * POT_E_UNSUPPORTED for a manifest of 0.2 (no run record). */
+  POT_CHECK_RUN_FLAGS = 32,
   POT_CHECK_MAX_ENUM_ = 0x7FFFFFFF
 } pot_opening_check;
 
@@ -893,8 +911,16 @@ POT_API pot_status pot_opening_set_state_refs(pot_opening *opening, const char *
                                               const char *post_state_ref, pot_error **err);
 /* Canonical manifest bytes (a pot.v2.OpeningManifest). POT_E_LIMIT past
  * 256 MiB. */
+/* The run record every opening serves since 0.3.0 (section 18, fields
+ * 16-18; check 32): the log_size step leaves concatenated (132 bytes each,
+ * steps 1..log_size), the statistics table of each of S_1..S_{log_size}, and
+ * the steps the tables flag, ascending (pot_run_flags). Copied. */
+POT_API pot_status pot_opening_set_run_record(pot_opening *opening, const uint8_t *leaves, size_t leaves_len,
+                                              const uint8_t *const *tables, const size_t *tables_lens,
+                                              size_t tables_len, const uint64_t *flagged_steps,
+                                              size_t flagged_steps_len, pot_error **err);
 POT_API pot_status pot_opening_encode(pot_bytes *out, const pot_opening *opening, pot_error **err);
-/* tagged("pot/v2/opening", canonical bytes): what the ledger records. */
+/* tagged("pot/v3/opening", canonical bytes): what the ledger records. */
 POT_API pot_status pot_opening_digest(pot_digest *out, const pot_opening *opening, pot_error **err);
 
 /* Stable lower-case name of a check ("post_leaf_proof"), or "unknown". */
@@ -1260,6 +1286,14 @@ POT_API pot_status pot_state_stats_to_json(pot_bytes *out, const uint8_t *table,
  * pot_state_stats_digest, for either table. Since 0.3.0. */
 POT_API pot_status pot_state_flags(pot_bytes *out, const uint8_t *before, size_t before_len,
                                    const uint8_t *after, size_t after_len, pot_error **err);
+/* The flagged steps of a run (section 5.3): tables[i] (tables_lens[i]
+ * bytes) is the table of S_{i+1}; step 1 is compared with an empty table.
+ * A JSON array of {"step", "flags": [as pot_state_flags]} for each flagged
+ * step, ascending; [] when none. What a miner seals with on the ledger
+ * (docs/ledger.md 2.3) and lists in every opening (check 32). Errors as
+ * pot_state_stats_digest, naming the state. Since 0.3.0. */
+POT_API pot_status pot_run_flags(pot_bytes *out, const uint8_t *const *tables, const size_t *tables_lens,
+                                 size_t tables_len, pot_error **err);
 
 /* ------------------------------------------------------------------------ */
 /* Replay (LibTorch; docs/PROTOCOL.md section 21)                            */
@@ -1603,6 +1637,14 @@ POT_API pot_status pot_checkpoints_opening(pot_bytes *out, pot_checkpoints *chec
  * without a commitment. */
 POT_API pot_status pot_checkpoints_leaf(pot_bytes *leaf, pot_bytes *proof, pot_checkpoints *checkpoints,
                                         uint64_t step, uint64_t log_size, pot_error **err);
+/* The flagged steps of the log's first log_size leaves (section 5.3), as
+ * pot_run_flags gives them, from the tables the recorder kept in stats/
+ * (POT_E_MALFORMED naming a file that is not the table steps.jsonl records):
+ * the list a miner seals its run with (docs/ledger.md 2.3). Every opening
+ * pot_checkpoints_opening serves carries them (check 32).
+ * POT_E_OUT_OF_RANGE when log_size exceeds the steps recorded. Since 0.3.0. */
+POT_API pot_status pot_checkpoints_run_flags(pot_bytes *out, pot_checkpoints *checkpoints, uint64_t log_size,
+                                             pot_error **err);
 
 #ifdef __cplusplus
 } /* extern "C" */

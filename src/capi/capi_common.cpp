@@ -42,6 +42,22 @@ ByteView bytes_arg(const void *data, size_t len, const char *param) {
 
 std::string_view str_arg(const char *s, const char *param) { return need(s, param); }
 
+std::vector<Bytes> byte_list_arg(const uint8_t *const *data, const size_t *lens, size_t n, const char *param) {
+  if (n && (!data || !lens)) fail(Status::kInvalidArgument, "argument '{}' is NULL with {} elements", param, n);
+  std::vector<Bytes> out;
+  out.reserve(std::min<size_t>(n, 1u << 20));
+  for (size_t i = 0; i < n; ++i) {
+    const ByteView v = bytes_arg(data[i], lens[i], param);
+    out.emplace_back(v.begin(), v.end());
+  }
+  return out;
+}
+
+std::vector<uint64_t> u64_list_arg(const uint64_t *data, size_t n, const char *param) {
+  if (n && !data) fail(Status::kInvalidArgument, "argument '{}' is NULL with {} elements", param, n);
+  return n ? std::vector<uint64_t>(data, data + n) : std::vector<uint64_t>{};
+}
+
 void to_bytes(pot_bytes *out, const Bytes &b) {
   auto *p = static_cast<uint8_t *>(std::malloc(b.empty() ? 1 : b.size()));
   if (!p) throw std::bad_alloc();

@@ -30,7 +30,8 @@ static_assert(POT_CHECK_SUBNORMAL == static_cast<int>(commit::OpeningCheck::kSub
 static_assert(POT_CHECK_REPLAYED_UPDATE == static_cast<int>(commit::OpeningCheck::kReplayedUpdate));
 static_assert(POT_CHECK_TASK_PROGRAM == static_cast<int>(commit::OpeningCheck::kTaskProgram));
 static_assert(POT_CHECK_STATE_STATS == static_cast<int>(commit::OpeningCheck::kStateStats));
-static_assert(POT_CHECK_STATE_STATS == static_cast<int>(commit::kLastOpeningCheck));
+static_assert(POT_CHECK_RUN_FLAGS == static_cast<int>(commit::OpeningCheck::kRunFlags));
+static_assert(POT_CHECK_RUN_FLAGS == static_cast<int>(commit::kLastOpeningCheck));
 static_assert(POT_CHECK_SAMPLE_PROOF == static_cast<int>(commit::OpeningCheck::kSampleProof));
 static_assert(POT_WITNESS_SALT_SIZE == 32);
 
@@ -125,6 +126,33 @@ pot_status pot_opening_set_state_refs(pot_opening *opening, const char *pre_stat
   });
 }
 
+pot_status pot_opening_set_run_record(pot_opening *opening, const uint8_t *leaves, size_t leaves_len,
+                                      const uint8_t *const *tables, const size_t *tables_lens, size_t tables_len,
+                                      const uint64_t *flagged_steps, size_t flagged_steps_len, pot_error **err) {
+  return guard(err, [&] {
+    need(opening, "opening");
+    Bytes l = copy(leaves, leaves_len, "leaves");
+    std::vector<Bytes> t = byte_list_arg(tables, tables_lens, tables_len, "tables");
+    std::vector<uint64_t> f = u64_list_arg(flagged_steps, flagged_steps_len, "flagged_steps");
+    opening->m.run_leaves = std::move(l);
+    opening->m.run_tables = std::move(t);
+    opening->m.flagged_steps = std::move(f);
+  });
+}
+
+pot_status pot_commitment_set_sealed_flags(pot_commitment *commitment, const uint64_t *flagged_steps,
+                                           size_t flagged_steps_len, pot_error **err) {
+  return guard(err, [&] {
+    need(commitment, "commitment");
+    std::vector<uint64_t> f = u64_list_arg(flagged_steps, flagged_steps_len, "flagged_steps");
+    for (size_t i = 0; i < f.size(); ++i)
+      if (f[i] == 0 || f[i] > commitment->c.declared_steps || (i > 0 && f[i] <= f[i - 1]))
+        fail(Status::kInvalidArgument, "flagged_steps must ascend within 1..{} (declared steps); element {} is {}",
+             commitment->c.declared_steps, i, f[i]);
+    commitment->sealed_flags = std::move(f);
+  });
+}
+
 pot_status pot_opening_encode(pot_bytes *out, const pot_opening *opening, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");
@@ -155,7 +183,8 @@ pot_status pot_opening_verify(pot_opening_check *check, const pot_commitment *co
     r = commit::verify_opening(need(commitment, "commitment")->c, challenged_step, log_size, to_digest(log_root, "log_root"),
                                bytes_arg(manifest, manifest_len, "manifest"),
                                pre_state_path ? std::optional<std::string>(pre_state_path) : std::nullopt,
-                               post_state_path ? std::optional<std::string>(post_state_path) : std::nullopt, threads);
+                               post_state_path ? std::optional<std::string>(post_state_path) : std::nullopt, threads,
+                               commitment->sealed_flags);
     if (r.check != commit::OpeningCheck::kOk) throw Error(r.status, r.message);
   });
   if (check && (s == POT_OK || r.check != commit::OpeningCheck::kOk)) *check = static_cast<pot_opening_check>(r.check);

@@ -9,6 +9,7 @@
 #include "spec/spec.h"
 #include "dispute/op_referee.h"
 #include "merkle/proof.h"
+#include "statecheck/state_flags.h"
 
 #if POT_WITH_TORCH
 #include "replay/checkpoints.h"
@@ -315,6 +316,7 @@ pot_status pot_verify_step(pot_verify_result *out, const pot_commitment *commitm
 #if POT_WITH_TORCH
     replay::VerifyInputs in;
     in.commitment = &commitment->c;
+    in.sealed_flags = commitment->sealed_flags;
     in.spec = &spec->spec;
     in.program_path = std::string(str_arg(program_path, "program_path"));
     in.challenged_step = challenged_step;
@@ -573,6 +575,20 @@ pot_status pot_checkpoints_leaf(pot_bytes *leaf, pot_bytes *proof, pot_checkpoin
     auto [l, p] = checkpoints->s->leaf(step, log_size);
     to_bytes(proof, p);
     to_bytes(leaf, l);
+#else
+    no_torch();
+#endif
+  });
+}
+
+pot_status pot_checkpoints_run_flags(pot_bytes *out, pot_checkpoints *checkpoints, uint64_t log_size,
+                                     pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    need(checkpoints, "checkpoints");
+    (void)log_size;
+#if POT_WITH_TORCH
+    to_text(out, statecheck::run_flags_to_json(checkpoints->s->run_flags(log_size)));
 #else
     no_torch();
 #endif

@@ -236,6 +236,11 @@ pot_status pot_checkpoints_leaf(pot_bytes *leaf, pot_bytes *proof, pot_checkpoin
   return call(&Table::pot_checkpoints_leaf, err, leaf, proof, checkpoints, step, log_size);
 }
 
+pot_status pot_checkpoints_run_flags(pot_bytes *out, pot_checkpoints *checkpoints, uint64_t log_size,
+                                     pot_error **err) {
+  return call(&Table::pot_checkpoints_run_flags, err, out, checkpoints, log_size);
+}
+
 pot_status pot_checkpoints_opening(pot_bytes *out, pot_checkpoints *checkpoints, uint64_t step, uint64_t log_size,
                                    const char *dataset_dir, int serve_post_state, pot_error **err) {
   return call(&Table::pot_checkpoints_opening, err, out, checkpoints, step, log_size, dataset_dir,

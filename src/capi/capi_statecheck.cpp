@@ -40,4 +40,13 @@ pot_status pot_state_flags(pot_bytes *out, const uint8_t *before, size_t before_
   });
 }
 
+pot_status pot_run_flags(pot_bytes *out, const uint8_t *const *tables, const size_t *tables_lens, size_t tables_len,
+                         pot_error **err) {
+  return guard(err, [&] {
+    need(out, "out");
+    const auto decoded = statecheck::decode_tables(byte_list_arg(tables, tables_lens, tables_len, "tables"));
+    to_text(out, statecheck::run_flags_to_json(statecheck::run_flags(decoded)));
+  });
+}
+
 }  // extern "C"

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -71,6 +72,11 @@ void write_result(T *out, T value) {
 
 // A byte view of (data, len); data may be NULL only when len is 0.
 ByteView bytes_arg(const void *data, size_t len, const char *param);
+// A list of byte strings (data[i], lens[i]) for i < n; the arrays may be
+// NULL only when n is 0. Copied.
+std::vector<Bytes> byte_list_arg(const uint8_t *const *data, const size_t *lens, size_t n, const char *param);
+// A list of n u64 values; NULL only when n is 0. Copied.
+std::vector<uint64_t> u64_list_arg(const uint64_t *data, size_t n, const char *param);
 // A NUL-terminated string argument.
 std::string_view str_arg(const char *s, const char *param);
 

@@ -31,6 +31,9 @@ struct pot_safetensors {
 
 struct pot_commitment {
   pot::commit::TrainingCommitment c;
+  // The flagged steps the run sealed with on the ledger
+  // (pot_commitment_set_sealed_flags), compared by check 32 when set.
+  std::optional<std::vector<uint64_t>> sealed_flags = std::nullopt;
 };
 
 struct pot_task {

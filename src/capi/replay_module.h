@@ -49,6 +49,7 @@
   X(pot_checkpoints_size)              \
   X(pot_checkpoints_state_path)        \
   X(pot_checkpoints_leaf)              \
+  X(pot_checkpoints_run_flags)         \
   X(pot_checkpoints_opening)
 
 struct pot_replay_module_table {

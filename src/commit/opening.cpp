@@ -15,6 +15,7 @@
 #include "hash/update_norm.h"
 #include "merkle/proof.h"
 #include "pot/v2/opening.pb.h"
+#include "statecheck/state_flags.h"
 #include "statecheck/state_stats.h"
 
 namespace pot::commit {
@@ -79,6 +80,7 @@ const char *opening_check_name(OpeningCheck c) noexcept {
     case OpeningCheck::kReplayedUpdate: return "replayed_update";
     case OpeningCheck::kTaskProgram: return "task_program";
     case OpeningCheck::kStateStats: return "state_stats";
+    case OpeningCheck::kRunFlags: return "run_flags";
   }
   return "unknown";
 }
@@ -107,6 +109,9 @@ Bytes OpeningManifest::encode() const {
   p.set_pre_state_ref(pre_state_ref);
   p.set_post_state_ref(post_state_ref);
   p.set_stream(as_string(stream));
+  p.set_run_leaves(as_string(run_leaves));
+  for (const Bytes &t : run_tables) p.add_run_tables(as_string(t));
+  for (uint64_t f : flagged_steps) p.add_flagged_steps(f);
   const std::string out = p.SerializeAsString();
   if (out.size() > kMaxManifestBytes)
     fail(Status::kLimit, "manifest of {} bytes, the limit is {}", out.size(), kMaxManifestBytes);
@@ -133,6 +138,9 @@ OpeningManifest OpeningManifest::decode(ByteView b) {
   m.pre_state_ref = p.pre_state_ref();
   m.post_state_ref = p.post_state_ref();
   m.stream = as_bytes(p.stream());
+  m.run_leaves = as_bytes(p.run_leaves());
+  for (const std::string &t : p.run_tables()) m.run_tables.push_back(as_bytes(t));
+  m.flagged_steps.assign(p.flagged_steps().begin(), p.flagged_steps().end());
   codec::require_canonical(m.encode(), b, "manifest");
   return m;
 }
@@ -140,7 +148,7 @@ OpeningManifest OpeningManifest::decode(ByteView b) {
 hash::Digest OpeningManifest::digest() const {
   const Bytes b = encode();
   hash::Sha256 h;
-  hash::begin_tagged(h, "pot/v2/opening");
+  hash::begin_tagged(h, "pot/v3/opening");
   return h.update(b).finish();
 }
 
@@ -211,6 +219,59 @@ std::optional<StepLeaf> check_pre_state(const TrainingCommitment &commitment, co
                              log_root.view());
   });
   return pre;
+}
+
+std::string steps_text(const std::vector<uint64_t> &steps) {
+  return steps.empty() ? std::string("none") : fmt::format("{}", fmt::join(steps, ", "));
+}
+
+// Check 32: the run record. Every leaf of the posted log (their root is the
+// posted root), the table of every state they commit (each digests to its
+// leaf's statistics digest) and the steps those tables flag: the miner's
+// list must be theirs, and the ledger's when the run sealed with one.
+void check_run_record(const OpeningManifest &m, uint64_t log_size, const hash::Digest &log_root,
+                      const std::optional<std::vector<uint64_t>> &sealed) {
+  constexpr OpeningCheck c = OpeningCheck::kRunFlags;
+  if (m.run_leaves.empty() && m.run_tables.empty())
+    failed(c, Status::kUnsupported,
+           "the manifest carries no run record (fields 16-18): a manifest of pot 0.2 (opening version 2); since "
+           "pot 0.3.0 every opening serves the run's leaves, statistics tables and flagged steps");
+  if (m.run_leaves.size() / StepLeaf::kSize != log_size || m.run_leaves.size() % StepLeaf::kSize != 0)
+    failed(c, Status::kMalformed,
+           fmt::format("the run record holds {} bytes of leaves, the posted log's {} leaves take {}",
+                       m.run_leaves.size(), log_size, log_size * StepLeaf::kSize));
+  if (m.run_tables.size() != log_size)
+    failed(c, Status::kMalformed,
+           fmt::format("the run record holds {} statistics tables, the posted log commits {}", m.run_tables.size(),
+                       log_size));
+  hash::Accumulator acc;
+  for (uint64_t i = 0; i < log_size; ++i) {
+    const ByteView bytes(m.run_leaves.data() + i * StepLeaf::kSize, StepLeaf::kSize);
+    const std::string what = fmt::format("run record, leaf {}", i + 1);
+    const StepLeaf leaf = under(c, what.c_str(), [&] { return StepLeaf::decode(bytes); });
+    if (leaf.run_id != m.run_id || leaf.step != i + 1)
+      failed(c, Status::kProofMismatch, fmt::format("{} names step {} of run {}", what, leaf.step, leaf.run_id.hex()));
+    const hash::Digest table = statecheck::table_digest(m.run_tables[i]);
+    if (table != leaf.stats_digest)
+      failed(c, Status::kProofMismatch,
+             fmt::format("the run record's table of S_{} digests to {}, leaf {} commits to {}", i + 1, table.hex(),
+                         i + 1, leaf.stats_digest.hex()));
+    acc.push_leaf(hash::leaf_hash(bytes));
+  }
+  if (acc.root() != log_root)
+    failed(c, Status::kProofMismatch,
+           fmt::format("the run record's leaves hash to {}, the posted root of {} leaves is {}", acc.root().hex(),
+                       log_size, log_root.hex()));
+  const std::vector<uint64_t> flagged = under(c, "run record", [&] { return flagged_steps(m.run_tables); });
+  if (flagged != m.flagged_steps)
+    failed(c, Status::kProofMismatch,
+           fmt::format("the run's tables flag steps {}, the manifest lists {}", steps_text(flagged),
+                       steps_text(m.flagged_steps)));
+  if (sealed && *sealed != flagged)
+    failed(c, Status::kProofMismatch,
+           fmt::format("the run's tables flag steps {}, the run sealed on the ledger with {}: a flagged step hidden "
+                       "from the ledger is not challenged for certain",
+                       steps_text(flagged), steps_text(*sealed)));
 }
 
 // The batch: the schedule entry of t, proven against the schedule root.
@@ -365,10 +426,18 @@ void check_values(const OpeningManifest &m, const StepLeaf &post, const std::opt
 
 }  // namespace
 
+std::vector<uint64_t> flagged_steps(const std::vector<Bytes> &tables) {
+  std::vector<uint64_t> out;
+  for (const statecheck::FlaggedStep &f : statecheck::run_flags(statecheck::decode_tables(tables)))
+    out.push_back(f.step);
+  return out;
+}
+
 OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t challenged_step, uint64_t log_size,
                              const hash::Digest &log_root, ByteView manifest,
                              const std::optional<std::string> &pre_state_path,
-                             const std::optional<std::string> &post_state_path, unsigned threads) {
+                             const std::optional<std::string> &post_state_path, unsigned threads,
+                             const std::optional<std::vector<uint64_t>> &sealed_flags) {
   OpeningResult r;
   try {
     r.manifest = under(OpeningCheck::kManifest, "manifest", [&] { return OpeningManifest::decode(manifest); });
@@ -380,6 +449,7 @@ OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t chal
     r.committed_loss = post.loss;
     r.committed_update_norm = post.update_norm;
     const std::optional<StepLeaf> pre = check_pre_state(commitment, m, log_size, log_root);
+    check_run_record(m, log_size, log_root, sealed_flags);
     r.batch = check_schedule_entry(commitment, m);
     const std::optional<data::StreamDataset> stream = check_stream(commitment, m, r.batch.size());
     check_samples(commitment, stream, r);

@@ -37,12 +37,18 @@ struct OpeningManifest {
   std::vector<SampleOpening> samples;
   std::string pre_state_ref, post_state_ref;
   Bytes stream;  // stream datasets: the descriptor (PROTOCOL.md 15.1); empty otherwise
+  // The run record (PROTOCOL.md 18, check 32): every leaf of the log, the
+  // statistics table of every state they commit, the steps the tables flag.
+  Bytes run_leaves;               // log_size leaves of StepLeaf::kSize bytes, in step order
+  std::vector<Bytes> run_tables;  // tables of S_1 .. S_{log_size}
+  std::vector<uint64_t> flagged_steps;  // ascending
 
   Bytes encode() const;
   // Canonical decoding, bounded (kLimit past kMaxManifestBytes), kMalformed
   // for anything that is not exactly the canonical encoding.
   static OpeningManifest decode(ByteView b);
-  // tagged("pot/v2/opening", encode()).
+  // tagged("pot/v3/opening", encode()) (version 3 since pot 0.3.0: the
+  // run record).
   hash::Digest digest() const;
 };
 
@@ -105,8 +111,13 @@ enum class OpeningCheck {
   // leaf t (pot_opening_verify), the replayed S_t against leaf t
   // (pot_verify_step). The flags of every step are the miner's commitment.
   kStateStats = 31,
+  // After check 9: the run record (every leaf, every state's statistics
+  // table, the flagged steps) is not the posted log's, or lists other
+  // flagged steps than its tables give, or than the run sealed with on the
+  // ledger. A flagged step is challenged for certain (docs/ledger.md 2.3).
+  kRunFlags = 32,
 };
-inline constexpr OpeningCheck kLastOpeningCheck = OpeningCheck::kStateStats;
+inline constexpr OpeningCheck kLastOpeningCheck = OpeningCheck::kRunFlags;
 
 const char *opening_check_name(OpeningCheck c) noexcept;
 
@@ -133,9 +144,16 @@ struct OpeningResult {
 // for a bad opening: the result names the first failed check. Throws only for
 // misuse (kInvalidArgument) and I/O on the state files is reported as the
 // corresponding check with status kIo.
+// sealed_flags, when given, are the flagged steps the run sealed with on the
+// ledger (docs/ledger.md 2.3): the manifest must list the same (check 32).
 OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t challenged_step, uint64_t log_size,
                              const hash::Digest &log_root,
                              ByteView manifest, const std::optional<std::string> &pre_state_path,
-                             const std::optional<std::string> &post_state_path, unsigned threads = 0);
+                             const std::optional<std::string> &post_state_path, unsigned threads = 0,
+                             const std::optional<std::vector<uint64_t>> &sealed_flags = std::nullopt);
+
+// The flagged steps of a run record's tables (each decoded strictly), as
+// check 32 computes them.
+std::vector<uint64_t> flagged_steps(const std::vector<Bytes> &tables);
 
 }  // namespace pot::commit

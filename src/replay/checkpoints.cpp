@@ -622,6 +622,19 @@ struct CheckpointStore::Impl {
   commit::StepLeaf leaf(const StepRecord &r) const {
     return {commitment->run_id(), r.step, r.state_digest, r.loss, r.update_norm, r.stats_digest};
   }
+  // S_t's statistics table as kept in stats/, checked against the record.
+  Bytes table(uint64_t t) const {
+    const std::string path = stats_path(dir, t);
+    Bytes b = read_all(path, statecheck::kMaxTableBytes);
+    if (statecheck::table_digest(b) != steps[t - 1].stats_digest)
+      fail(Status::kMalformed, "'{}' is not the statistics table steps.jsonl records for S_{}", path, t);
+    return b;
+  }
+  std::vector<Bytes> tables(uint64_t log_size) const {
+    std::vector<Bytes> out;
+    for (uint64_t t = 1; t <= log_size; ++t) out.push_back(table(t));
+    return out;
+  }
   const Bytes &entry(uint64_t t) const {
     if (t == 0 || t > schedule.size())
       fail(Status::kNotFound, "no schedule entry for step {} (set_commitment records the schedule)", t);
@@ -777,6 +790,13 @@ std::string CheckpointStore::state_path(uint64_t t, const std::string &dataset_d
   return derived;
 }
 
+std::vector<statecheck::FlaggedStep> CheckpointStore::run_flags(uint64_t log_size) const {
+  const Impl &m = *impl_;
+  if (log_size > m.steps.size())
+    fail(Status::kOutOfRange, "the flags of a log of {} leaves ({} recorded)", log_size, m.steps.size());
+  return statecheck::run_flags(statecheck::decode_tables(m.tables(log_size)));
+}
+
 std::pair<Bytes, Bytes> CheckpointStore::leaf(uint64_t t, uint64_t log_size) const {
   const Impl &m = *impl_;
   if (!m.commitment) fail(Status::kState, "the checkpoint directory has no commitment (set_commitment)");
@@ -811,6 +831,14 @@ Bytes CheckpointStore::opening(uint64_t t, uint64_t log_size, const std::string 
     for (const Bytes &e : m.schedule) tree->append(e);
     o.schedule_proof = merkle::encode_proof(tree->inclusion_proof(t - 1, m.schedule.size()));
   }
+  // The run record (PROTOCOL.md 18, check 32): every leaf, every table,
+  // the steps they flag.
+  for (uint64_t i = 1; i <= log_size; ++i) {
+    const Bytes l = m.leaf(m.steps[i - 1]).encode();
+    o.run_leaves.insert(o.run_leaves.end(), l.begin(), l.end());
+  }
+  o.run_tables = m.tables(log_size);
+  o.flagged_steps = commit::flagged_steps(o.run_tables);
   m.use_dataset(dataset_dir);
   m.open_samples(o, commit::ScheduleEntry::decode(o.schedule_entry).indices());
   // References relative to the checkpoint directory: the manifest (and the

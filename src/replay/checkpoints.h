@@ -25,6 +25,7 @@
 #include "commit/step_leaf.h"
 #include "hash/safetensors.h"
 #include "merkle/stored_tree.h"
+#include "statecheck/state_flags.h"
 
 namespace pot::replay {
 
@@ -135,6 +136,11 @@ class CheckpointStore {
   // kState without a commitment): a miner's claim in a ledger dispute
   // (docs/ledger.md 2.12, 2.13). Reads no state, replays nothing.
   std::pair<Bytes, Bytes> leaf(uint64_t t, uint64_t log_size) const;
+
+  // The flagged steps of the log's first log_size leaves (PROTOCOL.md 5.3),
+  // from the tables kept in stats/ (each checked against steps.jsonl,
+  // kMalformed otherwise): what the miner seals with (docs/ledger.md 2.3).
+  std::vector<statecheck::FlaggedStep> run_flags(uint64_t log_size) const;
 
  private:
   CheckpointStore() = default;

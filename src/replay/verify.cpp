@@ -237,7 +237,7 @@ VerifyResult verify_step(const VerifyInputs &in) {
   VerifyResult r;
   const commit::OpeningResult o =
       commit::verify_opening(*in.commitment, in.challenged_step, in.log_size, in.log_root, in.manifest,
-                             in.pre_state_path, in.post_state_path, in.hash_threads);
+                             in.pre_state_path, in.post_state_path, in.hash_threads, in.sealed_flags);
   if (o.check != commit::OpeningCheck::kOk) {
     r.check = o.check;
     r.status = o.status;

@@ -50,6 +50,8 @@ struct VerifyInputs {
   VerifyMode mode = VerifyMode::kBitwise;
   unsigned hash_threads = 0;
   unsigned intra_op_threads = 0;  // 0 = the spec's (see StepOptions)
+  // The flagged steps the run sealed with on the ledger (check 32), when known.
+  std::optional<std::vector<uint64_t>> sealed_flags;
 };
 
 // Never throws for a bad opening or a step that does not replay: the result

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/error.h"
 #include "spec/state_names.h"
 
 namespace pot::statecheck {
@@ -49,13 +50,48 @@ std::vector<StateFlag> state_flags(const StateStats &before, const StateStats &a
   return out;
 }
 
-std::string flags_to_json(const std::vector<StateFlag> &flags) {
+namespace {
+
+nlohmann::ordered_json flags_json(const std::vector<StateFlag> &flags) {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   auto number = [](double x) { return std::isinf(x) ? nlohmann::ordered_json() : nlohmann::ordered_json(x); };
   for (const StateFlag &f : flags)
     list.push_back({{"rule", state_rule_name(f.rule)}, {"tensor", f.tensor}, {"before", number(f.before)},
                     {"after", number(f.after)}});
+  return list;
+}
+
+}  // namespace
+
+std::string flags_to_json(const std::vector<StateFlag> &flags) { return flags_json(flags).dump(); }
+
+std::string run_flags_to_json(const std::vector<FlaggedStep> &steps) {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const FlaggedStep &s : steps) list.push_back({{"step", s.step}, {"flags", flags_json(s.flags)}});
   return list.dump();
+}
+
+std::vector<StateStats> decode_tables(const std::vector<Bytes> &tables) {
+  std::vector<StateStats> out;
+  out.reserve(tables.size());
+  for (size_t i = 0; i < tables.size(); ++i) {
+    try {
+      out.push_back(StateStats::decode(tables[i]));
+    } catch (const Error &e) {
+      fail(e.status(), "the statistics table of S_{}: {}", i + 1, e.what());
+    }
+  }
+  return out;
+}
+
+std::vector<FlaggedStep> run_flags(const std::vector<StateStats> &tables) {
+  std::vector<FlaggedStep> out;
+  const StateStats empty;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    std::vector<StateFlag> flags = state_flags(i == 0 ? empty : tables[i - 1], tables[i]);
+    if (!flags.empty()) out.push_back({i + 1, std::move(flags)});
+  }
+  return out;
 }
 
 }  // namespace pot::statecheck

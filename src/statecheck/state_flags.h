@@ -7,6 +7,7 @@
 // The thresholds are protocol constants, the same for every verifier.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -52,5 +53,23 @@ std::vector<StateFlag> state_flags(const StateStats &before, const StateStats &a
 
 // [{"rule": name, "tensor": name, "before": x, "after": x}, ...]
 std::string flags_to_json(const std::vector<StateFlag> &flags);
+
+// A step of a run with its flags (none for a step the rules pass).
+struct FlaggedStep {
+  uint64_t step = 0;
+  std::vector<StateFlag> flags;
+};
+
+// The flagged steps of a run, ascending (docs/PROTOCOL.md 5.3): tables[i]
+// is the table of S_{i+1}; step t > 1 is state_flags(tables[t-2],
+// tables[t-1]), step 1 state_flags of an empty table and S_1's (no leaf binds
+// S_0's table, so only the rules that need no earlier value flag step 1).
+std::vector<FlaggedStep> run_flags(const std::vector<StateStats> &tables);
+
+// [{"step": t, "flags": [flags_to_json's objects]}, ...]
+std::string run_flags_to_json(const std::vector<FlaggedStep> &steps);
+
+// Decodes the tables of S_1, S_2, ... strictly; an error names the state.
+std::vector<StateStats> decode_tables(const std::vector<Bytes> &tables);
 
 }  // namespace pot::statecheck

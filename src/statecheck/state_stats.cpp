@@ -409,12 +409,14 @@ StateStats StateStats::decode(ByteView b) {
   return out;
 }
 
-hash::Digest StateStats::digest() const {
+hash::Digest table_digest(ByteView table) {
   hash::Sha256 h;
   hash::begin_tagged(h, kTagStateStats);
-  h.update(encode());
+  h.update(table);
   return h.finish();
 }
+
+hash::Digest StateStats::digest() const { return table_digest(encode()); }
 
 std::string StateStats::to_json() const {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();

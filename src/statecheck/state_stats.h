@@ -19,6 +19,8 @@ namespace pot::statecheck {
 
 // tagged("pot/v1/state-stats", table bytes).
 inline constexpr std::string_view kTagStateStats = "pot/v1/state-stats";
+// The largest table file a reader loads (a state of about a million tensors).
+inline constexpr uint64_t kMaxTableBytes = uint64_t{64} << 20;
 // Interleaved partial sums of squares within one chunk (PROTOCOL 5.2).
 inline constexpr size_t kSumLanes = 32;
 
@@ -58,6 +60,11 @@ struct StateStats {
 
   bool operator==(const StateStats &) const = default;
 };
+
+// tagged("pot/v1/state-stats", table): the digest of a table's bytes, as
+// StateStats::digest() of the table they encode.
+hash::Digest table_digest(ByteView table);
+
 
 // The statistics of the tensors (which must be in bytewise name order, as a
 // safetensors file's are) on `threads` threads (0 = every core); the result

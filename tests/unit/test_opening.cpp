@@ -45,6 +45,7 @@ struct TinyRun {
   std::unique_ptr<merkle::StoredTree> log = merkle::StoredTree::in_memory();
   std::vector<Digest> states;  // digest of S_0..S_n
   std::vector<Digest> stats;   // digest of S_t's statistics table (PROTOCOL 5.2), as leaf t commits it
+  std::vector<Bytes> tables;   // the table leaf t commits (tables[0]: S_0's, committed by no leaf)
   std::vector<double> losses;  // losses[t] of step t (losses[0] unused)
   std::vector<double> norms;   // norms[t]: the update norm leaf t commits (norms[0] unused)
   commit::TrainingCommitment commitment;
@@ -62,7 +63,8 @@ struct TinyRun {
   // subtree hashes on both sides in the 10-chunk shard).
   explicit TinyRun(uint64_t nan_at = 0, uint64_t inf_loss_at = 0, uint64_t norm_at = 0, double norm_value = 0,
                    bool streamed = false, uint64_t size_claimed = 0,
-                   float poison = std::numeric_limits<float>::quiet_NaN(), uint64_t stats_lie_at = 0) {
+                   float poison = std::numeric_limits<float>::quiet_NaN(), uint64_t stats_lie_at = 0,
+                   uint64_t jump_at = 0) {
     if (streamed) {
       data::StreamDataset d;
       d.window = 40;
@@ -93,14 +95,23 @@ struct TinyRun {
       if (t > 0) {
         schedule->append(commit::seeded_schedule_entry(kSeed, n, kBatch, kMicro, t).encode(n));
         for (float &x : w) x = x * 0.9f + 0.01f * float(t);
+        if (t == jump_at) w[1] *= 1e6f;  // a state honest training does not reach in one step
       }
       std::vector<float> stored = w;
       if (t == nan_at && t > 0) stored[2] = poison;
       const hash::TensorMeta meta{"param/w", hash::DType::kF32, {4}};
       hash::write_safetensors(state_path(t), {{meta, view_of(stored)}}, {});
       states.push_back(hash::SafetensorsFile::open(state_path(t))->digest(1));
-      stats.push_back(statecheck::state_stats(*hash::SafetensorsFile::open(state_path(t)), 1).digest());
-      if (t > 0 && t == stats_lie_at) stats[t] = hash::sha256("a table without the flags", 25);
+      tables.push_back(statecheck::state_stats(*hash::SafetensorsFile::open(state_path(t)), 1).encode());
+      if (t > 0 && t == stats_lie_at) {  // the table of another state: the flags it gives are not S_t's
+        std::vector<float> other = stored;
+        if (t == jump_at)
+          other[1] /= 1e6f;  // the table the state would have without the jump
+        else
+          for (float &x : other) x *= 0.5f;
+        tables[t] = statecheck::state_stats(std::vector<hash::StTensor>{{meta, view_of(other)}}, 1).encode();
+      }
+      stats.push_back(statecheck::table_digest(tables[t]));
       losses.push_back(t == inf_loss_at ? std::numeric_limits<double>::infinity() : 1.0 / double(t));
       norms.push_back(t == 0 ? 0.0 : hash::update_norm({{meta, view_of(before)}}, {{meta, view_of(w)}}, "param/"));
       if (t > 0 && t == norm_at) norms[t] = norm_value;
@@ -145,12 +156,19 @@ struct TinyRun {
         m.samples.push_back({i, samples[i], merkle::encode_proof(dataset->inclusion_proof(i, kSamples)), {}});
     }
     m.pre_state_ref = state_path(t - 1);
+    for (uint64_t i = 1; i <= log->size(); ++i) {
+      const Bytes l = leaf(i).encode();
+      m.run_leaves.insert(m.run_leaves.end(), l.begin(), l.end());
+      m.run_tables.push_back(tables[i]);
+    }
+    m.flagged_steps = commit::flagged_steps(m.run_tables);
     return m;
   }
 
   commit::OpeningResult verify(const commit::OpeningManifest &m, std::optional<std::string> pre = std::nullopt,
-                               std::optional<std::string> post = std::nullopt) const {
-    return commit::verify_opening(commitment, m.step, log->size(), log->root(), m.encode(), pre, post, 1);
+                               std::optional<std::string> post = std::nullopt,
+                               std::optional<std::vector<uint64_t>> sealed = std::nullopt) const {
+    return commit::verify_opening(commitment, m.step, log->size(), log->root(), m.encode(), pre, post, 1, sealed);
   }
 };
 
@@ -185,6 +203,88 @@ TEST(Opening, ALeafCommittingAStatisticsTableItsStateDoesNotGiveFails) {
   EXPECT_EQ(run.verify(run.open(6), run.state_path(5), run.state_path(6)).check, OpeningCheck::kOk);
   EXPECT_EQ(run.verify(run.open(5)).check, OpeningCheck::kOk);
   EXPECT_STREQ(commit::opening_check_name(OpeningCheck::kStateStats), "state_stats");
+}
+
+// Round 3, attack 1: the step that poisons a state is flagged by its tables,
+// and every opening of the run carries all of them (check 32), so the
+// miner cannot hide the flag from the ledger (the run seals with its
+// flagged steps, each challenged for certain) nor from any committee.
+TEST(Opening, EveryOpeningCarriesTheRunsFlagsAndTheLedgersMustBeThem) {
+  constexpr uint64_t kJump = 5;
+  TinyRun run(0, 0, 0, 0, false, 0, std::numeric_limits<float>::quiet_NaN(), 0, kJump);
+  const std::vector<uint64_t> flagged{kJump};
+  for (uint64_t t = 1; t <= TinyRun::kSteps; ++t) {
+    const auto m = run.open(t);
+    EXPECT_EQ(m.flagged_steps, flagged);
+    const auto r = run.verify(m, run.state_path(t - 1), run.state_path(t), flagged);
+    EXPECT_EQ(r.check, OpeningCheck::kOk) << "step " << t << ": " << r.message;
+  }
+  // The honest run flags nothing, and seals with nothing.
+  TinyRun honest;
+  EXPECT_TRUE(honest.open(3).flagged_steps.empty());
+  EXPECT_EQ(honest.verify(honest.open(3), std::nullopt, std::nullopt, std::vector<uint64_t>{}).check, OpeningCheck::kOk);
+  auto expect = [&](const TinyRun &r, const commit::OpeningManifest &m, Status status, const std::string &says,
+                    std::optional<std::vector<uint64_t>> sealed = std::nullopt) {
+    const auto v = r.verify(m, std::nullopt, std::nullopt, sealed);
+    EXPECT_EQ(v.check, OpeningCheck::kRunFlags) << v.message;
+    EXPECT_EQ(v.status, status) << v.message;
+    EXPECT_NE(v.message.find(says), std::string::npos) << v.message;
+  };
+  // The miner lists no flag: every opening fails, whichever step is drawn.
+  for (uint64_t t : {1, 3, 8}) {
+    auto m = run.open(t);
+    m.flagged_steps.clear();
+    expect(run, m, Status::kProofMismatch, "the run's tables flag steps 5, the manifest lists none");
+  }
+  // It lists the flag but sealed without it on the ledger: the step would
+  // not be challenged for certain.
+  expect(run, run.open(2), Status::kProofMismatch, "the run sealed on the ledger with none",
+         std::vector<uint64_t>{});
+  // A ledger naming a step the tables do not flag is not the run's either.
+  expect(honest, honest.open(2), Status::kProofMismatch, "the run sealed on the ledger with 4",
+         std::vector<uint64_t>{4});
+  // A table that is not the one its leaf commits, a record of another
+  // length, a leaf that is not the posted log's, a pot 0.2 manifest.
+  auto m = run.open(3);
+  m.run_tables[kJump - 1] = m.run_tables[kJump - 2];
+  expect(run, m, Status::kProofMismatch, "the run record's table of S_5 digests to");
+  m = run.open(3);
+  m.run_tables.pop_back();
+  expect(run, m, Status::kMalformed, "holds 7 statistics tables, the posted log commits 8");
+  m = run.open(3);
+  m.run_leaves.resize(m.run_leaves.size() - 1);
+  expect(run, m, Status::kMalformed, "bytes of leaves");
+  m = run.open(3);
+  {
+    commit::StepLeaf other = run.leaf(6);
+    other.loss = 0.5;
+    const Bytes b = other.encode();
+    std::copy(b.begin(), b.end(), m.run_leaves.begin() + 5 * commit::StepLeaf::kSize);
+  }
+  expect(run, m, Status::kProofMismatch, "the run record's leaves hash to");
+  m = run.open(3);
+  std::swap(m.run_tables[0], m.run_tables[1]);
+  std::copy_n(run.open(3).run_leaves.begin() + commit::StepLeaf::kSize, commit::StepLeaf::kSize,
+              m.run_leaves.begin());
+  expect(run, m, Status::kProofMismatch, "run record, leaf 1 names step 2");
+  m = run.open(3);
+  m.run_leaves.clear();
+  m.run_tables.clear();
+  m.flagged_steps.clear();
+  expect(run, m, Status::kUnsupported, "a manifest of pot 0.2");
+  EXPECT_STREQ(commit::opening_check_name(OpeningCheck::kRunFlags), "run_flags");
+}
+
+// A miner that commits a made-up table for the poisoning step (one without
+// the jump) moves the flag to the next step, whose opening serves the
+// poisoned S_5 and fails check 31 against leaf 5's made-up table.
+TEST(Opening, AMadeUpTableMovesTheFlagToAStepThatExposesIt) {
+  TinyRun run(0, 0, 0, 0, false, 0, std::numeric_limits<float>::quiet_NaN(), 5, 5);
+  const auto m = run.open(6);
+  EXPECT_EQ(m.flagged_steps, std::vector<uint64_t>{6});
+  const auto r = run.verify(m, run.state_path(5), run.state_path(6), m.flagged_steps);
+  EXPECT_EQ(r.check, OpeningCheck::kStateStats) << r.message;
+  EXPECT_NE(r.message.find("the statistics table of S_5 digests to"), std::string::npos) << r.message;
 }
 
 TEST(Opening, EachTamperingIsNamedByItsCheck) {
@@ -612,7 +712,8 @@ TEST(Opening, StreamSamplesAreBoundedBeforeTheyAreRebuilt) {
     c.spec_digest = hash::sha256("spec", 4);
     c.declared_steps = 1;
     c.miner_identity = {1};
-    const commit::StepLeaf leaf{c.run_id(), 1, hash::sha256("s1", 2), 1.0, 1.0};
+    const Bytes table = statecheck::StateStats{}.encode();
+    const commit::StepLeaf leaf{c.run_id(), 1, hash::sha256("s1", 2), 1.0, 1.0, statecheck::table_digest(table)};
     log->append(leaf.encode());
     commit::OpeningManifest m;
     m.run_id = c.run_id();
@@ -625,6 +726,8 @@ TEST(Opening, StreamSamplesAreBoundedBeforeTheyAreRebuilt) {
     m.schedule_proof = merkle::encode_proof(schedule->inclusion_proof(0, 1));
     m.stream = d.encode();
     for (uint64_t i = 0; i < batch; ++i) m.samples.push_back({i, {}, {}, Bytes(32, 7)});
+    m.run_leaves = leaf.encode();
+    m.run_tables = {table};
     const auto r = commit::verify_opening(c, 1, 1, log->root(), m.encode(), std::nullopt, std::nullopt, 1);
     if (batch == 5) {
       EXPECT_EQ(r.check, OpeningCheck::kSamplePayload) << r.message;

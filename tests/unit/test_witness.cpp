@@ -98,7 +98,7 @@ TEST(Witness, StatementsAreValidatedAndReadStrictly) {
   EXPECT_EQ(refused([](auto &s) { s.finding.environment.hardware_class = ""; }), Status::kInvalidArgument);
   EXPECT_EQ(refused([](auto &s) { s.finding.environment.hardware_class = std::string(257, 'x'); }),
             Status::kInvalidArgument);
-  for (uint32_t check : {0u, 21u, 23u, 32u}) {
+  for (uint32_t check : {0u, 21u, 23u, 33u}) {
     EXPECT_EQ(refused([&](auto &s) {
                 s.finding.kind = witness::Kind::kInvalidOpening;
                 s.finding.check = static_cast<commit::OpeningCheck>(check);
