@@ -203,7 +203,8 @@ Digest Ledger::start_training_commitment(ByteView caller, ByteView commitment, u
 }
 
 void Ledger::post_checkpoint_root(ByteView caller, const Digest &run_id, uint64_t size,
-                                  const Digest &root, ByteView consistency_proof, uint64_t now) {
+                                  const Digest &root, ByteView consistency_proof, uint64_t now,
+                                  const std::vector<uint64_t> &flagged_steps) {
   constexpr const char *kCall = "post_checkpoint_root";
   check_now(now);
   check_caller(caller, kCall);
@@ -234,13 +235,29 @@ void Ledger::post_checkpoint_root(ByteView caller, const Digest &run_id, uint64_
     merkle::verify_consistency(r.latest_size, size, r.latest_root.view(), root.view(), proof);
   }
   const bool seals = size == n;
+  if (!seals && !flagged_steps.empty())
+    fail(Status::kInvalidArgument, "{}: only the sealing post (size {}) carries flagged steps, not size {}", kCall,
+         n, size);
+  if (flagged_steps.size() > task_of(r).challenge_rounds)
+    fail(Status::kLimit,
+         "{}: {} flagged steps, the task challenges at most {} (its rounds) for certain; a run whose statistics "
+         "flag more is not one honest training makes",
+         kCall, flagged_steps.size(), task_of(r).challenge_rounds);
+  for (size_t i = 0; i < flagged_steps.size(); ++i)
+    if (flagged_steps[i] == 0 || flagged_steps[i] > n || (i > 0 && flagged_steps[i] <= flagged_steps[i - 1]))
+      fail(Status::kInvalidArgument, "{}: flagged steps must ascend within 1..{}; element {} is {}", kCall, n, i,
+           flagged_steps[i]);
   if (seals && config_.draw_delay > UINT64_MAX - now)
     fail(Status::kOutOfRange, "{}: the draw height of a run sealed at height {} does not fit 64 bits",
          kCall, now);
-  if (seals) ++waiting_[now + config_.draw_delay];  // the one step that may allocate
+  std::vector<uint64_t> flagged = flagged_steps;  // may allocate
+  if (seals) ++waiting_[now + config_.draw_delay];  // the last step that may allocate
   r.latest_size = size;
   r.latest_root = root;
-  if (seals) r.seal_height = now;
+  if (seals) {
+    r.seal_height = now;
+    r.flagged_steps = std::move(flagged);
+  }
   height_ = now;
 }
 
@@ -316,6 +333,18 @@ std::vector<std::vector<Candidate>> Ledger::committees_for(const Run &r, const D
   return draw_committees(value.view(), run_id, rounds, candidates_for(r, height, {}), task_of(r).committee_size);
 }
 
+std::vector<uint64_t> Ledger::challenged_steps(const Run &r, const Digest &run_id, const Digest &value) const {
+  // rounds <= min_steps <= n holds by the task's rules.
+  std::vector<uint64_t> steps =
+      challenge::derive_challenges(value.view(), run_id, r.commitment.declared_steps, task_of(r).challenge_rounds);
+  // A flagged step is challenged whatever the draw: the step that poisons
+  // a state is replayed for certain (docs/PROTOCOL.md 5.3).
+  const std::set<uint64_t> drawn(steps.begin(), steps.end());
+  for (uint64_t f : r.flagged_steps)
+    if (!drawn.contains(f)) steps.push_back(f);
+  return steps;
+}
+
 std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, uint64_t now) {
   constexpr const char *kCall = "issue_challenge";
   check_now(now);
@@ -339,10 +368,9 @@ std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, uint64_t now
          last_randomness_ ? std::to_string(last_randomness_->height) : std::string("none"));
   // Rounds and mode are the task's: whoever triggers the draw chooses neither.
   const task::Task &t = task_of(r);
-  const uint64_t rounds = t.challenge_rounds;
   const Mode mode = t.challenge_mode == task::ChallengeMode::kNormBucket ? Mode::kNormBucket : Mode::kBitwise;
-  // rounds <= min_steps <= n holds by the task's rules.
-  const std::vector<uint64_t> steps = challenge::derive_challenges(entry->second.view(), run_id, n, rounds);
+  const std::vector<uint64_t> steps = challenged_steps(r, run_id, entry->second);
+  const uint64_t rounds = steps.size();  // at most twice the task's rounds
   if (!config_.deadlines_fit(now))
     fail(Status::kOutOfRange,
          "{}: the deadlines of a challenge issued at height {} do not fit 64 bits", kCall, now);
@@ -916,6 +944,7 @@ RunInfo Ledger::run_info(const Digest &run_id) const {
     i.draw_height = draw_height(r);
   }
   i.drawn_from = r.drawn_from;
+  i.flagged_steps = r.flagged_steps;
   i.slashable = r.slashable;
   return i;
 }

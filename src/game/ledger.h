@@ -125,6 +125,9 @@ struct RunInfo {
   // Once its challenges are issued: the randomness they were drawn from
   // (the first posted at a height >= draw_height).
   std::optional<BlockRandomness> drawn_from;
+  // When sealed: the steps its statistics flag, as the miner sealed it
+  // (docs/ledger.md 2.3), each challenged for certain; empty once closed.
+  std::vector<uint64_t> flagged_steps;
   // Some challenge of the run finalized FAIL, or a dispute of the run ended
   // naming the miner a loser (docs/ledger.md 2.14).
   bool slashable = false;
@@ -312,9 +315,13 @@ class Ledger {
   // identity), and returns its run id. The commitment must match the task.
   hash::Digest start_training_commitment(ByteView caller, ByteView commitment, uint64_t now);
   // Posts the root of the first `size` step leaves; seals the run at
-  // size == declared_steps.
+  // size == declared_steps, with the steps its statistics tables flag
+  // (docs/PROTOCOL.md 5.3; ascending, at most the task's challenge rounds),
+  // which issue_challenge challenges for certain. Only the sealing post
+  // carries flagged steps.
   void post_checkpoint_root(ByteView caller, const hash::Digest &run_id, uint64_t size,
-                            const hash::Digest &root, ByteView consistency_proof, uint64_t now);
+                            const hash::Digest &root, ByteView consistency_proof, uint64_t now,
+                            const std::vector<uint64_t> &flagged_steps = {});
   // The chain's randomness of block `now`, supplied by the embedding runtime
   // (never a user's call): 32 bytes of drand, a VRF output or the like.
   void post_randomness(const hash::Digest &randomness, uint64_t now);
@@ -332,8 +339,9 @@ class Ledger {
   bond::Balance account_info(ByteView identity) const;
   // Draws the task's challenge rounds (distinct steps) of a sealed run from
   // the randomness of its draw height and opens one challenge per step in
-  // the task's mode; returns their ids in round order. Once per run: a later
-  // call returns the same ids and changes nothing.
+  // the task's mode, then one per flagged step the draw missed (ascending);
+  // returns their ids in round order. Once per run: a later call returns
+  // the same ids and changes nothing.
   std::vector<uint64_t> issue_challenge(const hash::Digest &run_id, uint64_t now);
   void submit_opening(ByteView caller, uint64_t challenge_id, const hash::Digest &manifest_digest,
                       ByteView step_leaf, ByteView leaf_proof, uint64_t now);
@@ -453,6 +461,7 @@ class Ledger {
     hash::Digest latest_root;
     uint64_t seal_height = 0;  // meaningful once sealed
     std::optional<BlockRandomness> drawn_from;  // once its challenges are issued
+    std::vector<uint64_t> flagged_steps;  // sealed with, ascending (stored)
     std::vector<uint64_t> challenge_ids;  // derived: issued in round order, consecutive
     bool lost_dispute = false;  // a dispute ended naming the miner a loser (stored)
     bool slashable = false;  // derived: lost_dispute or a challenge finalized FAIL, kept for queries
@@ -567,6 +576,9 @@ class Ledger {
   // excluded.
   std::vector<std::vector<Candidate>> committees_for(const Run &r, const hash::Digest &run_id, uint32_t rounds,
                                                      uint64_t height, const hash::Digest &value) const;
+  // The steps a sealed run is challenged on when drawn from `value`: the
+  // task's rounds drawn, then each flagged step not among them, ascending.
+  std::vector<uint64_t> challenged_steps(const Run &r, const hash::Digest &run_id, const hash::Digest &value) const;
   // The candidates of a draw from the value of `height` for a challenge of
   // run `r`: verifiers registered below that height, the miner and
   // `excluded` left out, sorted by identity.

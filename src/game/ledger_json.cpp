@@ -140,15 +140,31 @@ json start_training_commitment(Ledger &l, const Fields &f, const json &) {
   return {{"run_id", l.start_training_commitment(caller, commitment, now).hex()}};
 }
 
+// An optional array of u64 (absent: empty), at most `most` long.
+std::vector<uint64_t> u64_list(const Fields &f, const char *key, size_t most) {
+  if (!f.has(key)) return {};
+  const json &list = f.value(key);
+  if (!list.is_array()) fail(Status::kInvalidArgument, "{}: must be an array", f.path(key));
+  if (list.size() > most)
+    fail(Status::kLimit, "{}: {} elements, at most {} are read", f.path(key), list.size(), most);
+  std::vector<uint64_t> out;
+  for (size_t j = 0; j < list.size(); ++j) {
+    const json wrapped = {{"v", list[j]}};
+    out.push_back(Fields(wrapped, fmt::format("{}[{}]", f.path(key), j)).u64("v"));
+  }
+  return out;
+}
+
 json post_checkpoint_root(Ledger &l, const Fields &f, const json &) {
-  f.only({"call", "caller", "now", "run_id", "size", "root", "consistency_proof"});
+  f.only({"call", "caller", "now", "run_id", "size", "root", "consistency_proof", "flagged_steps"});
   const Bytes caller = f.hex("caller");
   const uint64_t now = f.u64("now");
   const Digest run_id = f.digest("run_id");
   const uint64_t size = f.u64("size");
   const Digest root = f.digest("root");
   const Bytes proof = f.hex("consistency_proof");
-  l.post_checkpoint_root(caller, run_id, size, root, proof, now);
+  const std::vector<uint64_t> flagged = u64_list(f, "flagged_steps", l.config().max_rounds);
+  l.post_checkpoint_root(caller, run_id, size, root, proof, now, flagged);
   const RunInfo r = l.run_info(run_id);
   return {{"latest_size", r.latest_size}, {"sealed", r.sealed}};
 }
@@ -373,6 +389,7 @@ json run_info(Ledger &l, const Fields &f, const json &) {
           {"seal_height", or_null(kept_sealed, r.seal_height)},
           {"draw_height", or_null(kept_sealed, r.draw_height)},
           {"drawn_from", r.drawn_from ? randomness_json(*r.drawn_from) : json(nullptr)},
+          {"flagged_steps", r.flagged_steps},
           {"slashable", r.slashable},
           {"closed", r.closed}};
 }

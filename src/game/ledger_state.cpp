@@ -28,7 +28,7 @@ using namespace ledger_util;
 
 namespace {
 
-constexpr uint32_t kStateFormatVersion = 6;
+constexpr uint32_t kStateFormatVersion = 7;
 
 void put(std::string *dst, const Digest &d) {
   dst->assign(reinterpret_cast<const char *>(d.bytes.data()), d.bytes.size());
@@ -162,6 +162,9 @@ v2::LedgerState parse_state(ByteView b) {
                           : p.format_version() == 5
                               ? "; format 5 (pot 0.2) held no balances and no bonds: its tasks and runs are "
                                 "unbonded, so it cannot be carried over"
+                          : p.format_version() == 6
+                              ? "; format 6 sealed runs without their flagged steps, whose leaves (version 2) "
+                                "committed no statistics"
                               : ""));
   if (!p.has_config()) bad_state("the config is missing");
   return p;
@@ -266,6 +269,7 @@ class LedgerStateWriter {
     if (r.sealed()) m->set_seal_height(r.seal_height);
     if (r.drawn_from) put(m->mutable_drawn_from(), r.drawn_from->height, r.drawn_from->value);
     m->set_lost_dispute(r.lost_dispute);
+    for (uint64_t f : r.flagged_steps) m->add_flagged_steps(f);
   }
 
   static void save_closed_run(const Digest &run_id, const Ledger::ClosedRun &r, v2::LedgerClosedRun *m) {
@@ -471,6 +475,15 @@ class LedgerStateReader {
     if (r.seal_height > task.end_height) bad_state(where + ": sealed after its task's end_height");
     if (r.sealed() && config_.draw_delay > UINT64_MAX - r.seal_height)
       bad_state(where + ": a draw height past 64 bits");
+    r.flagged_steps.assign(m.flagged_steps().begin(), m.flagged_steps().end());
+    if (!r.flagged_steps.empty() && !r.sealed()) bad_state(where + ": flagged steps, but not sealed");
+    if (r.flagged_steps.size() > task.challenge_rounds)
+      bad_state(fmt::format("{}: {} flagged steps, its task's rounds are {}", where, r.flagged_steps.size(),
+                            task.challenge_rounds));
+    for (size_t i = 0; i < r.flagged_steps.size(); ++i)
+      if (r.flagged_steps[i] == 0 || r.flagged_steps[i] > r.commitment.declared_steps ||
+          (i > 0 && r.flagged_steps[i] <= r.flagged_steps[i - 1]))
+        bad_state(where + ": flagged steps that do not ascend within its steps");
     if (m.has_drawn_from()) {
       r.drawn_from = randomness_of(m.drawn_from(), where + ": drawn_from");
       if (!r.sealed()) bad_state(where + ": drawn before it was sealed");
@@ -749,8 +762,7 @@ class LedgerStateReader {
     const auto it = challenges_per_run_.find(run_id);
     if (it == challenges_per_run_.end()) bad_state(where + ": drawn, but without challenges");
     const std::vector<std::pair<uint64_t, uint64_t>> &got = it->second;  // sorted by id
-    const std::vector<uint64_t> steps = challenge::derive_challenges(
-        r.drawn_from->value.view(), run_id, r.commitment.declared_steps, l_.task_of(r).challenge_rounds);
+    const std::vector<uint64_t> steps = l_.challenged_steps(r, run_id, r.drawn_from->value);
     bool same_draw = got.size() == steps.size();
     for (size_t i = 0; same_draw && i < got.size(); ++i)
       same_draw = got[i].first == got[0].first + i && got[i].second == steps[i] &&

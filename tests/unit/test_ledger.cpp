@@ -755,6 +755,91 @@ TEST(Ledger, PostCheckpointRootRefusals) {
   EXPECT_REFUSED(l, Status::kState, post(f.miner, f.run_id, kSteps, f.tree->root(), {}));
 }
 
+// Round 3, attack 1 (docs/security.md 6.3): the step that poisons a state
+// is flagged by the run's statistics (docs/PROTOCOL.md 5.3), the run seals
+// with it, and the ledger challenges it whatever the draw says. (Every
+// opening of the run lists the same steps, or fails check 32: a miner
+// hiding its flag fails every challenge instead.)
+TEST(Ledger, AFlaggedStepIsChallengedForCertain) {
+  Flow f;  // a task of one round
+  f.start();
+  Ledger &l = f.ledger;
+  auto post = [&](uint64_t size, const std::vector<uint64_t> &flagged) {
+    l.post_checkpoint_root(f.miner, f.run_id, size, f.tree->root(size), f.consistency(size), f.now, flagged);
+  };
+  EXPECT_REFUSED(l, Status::kInvalidArgument, post(3, {2}));  // only the seal carries them
+  f.post(3);
+  EXPECT_REFUSED(l, Status::kInvalidArgument, post(kSteps, {0}));
+  EXPECT_REFUSED(l, Status::kInvalidArgument, post(kSteps, {kSteps + 1}));
+  EXPECT_REFUSED(l, Status::kLimit, post(kSteps, {2, 5}));  // more than the task's one round
+  // The draw this seal will meet (the test runtime's randomness is known in
+  // advance; a real chain's is not): flag a step it misses.
+  const uint64_t seal_height = f.now;
+  const uint64_t drawn = challenge::derive_challenges(Flow::randomness(seal_height + kConfig.draw_delay).view(),
+                                                      f.run_id, kSteps, 1)
+                             .at(0);
+  const uint64_t flagged = drawn == 5 ? 6 : 5;
+  post(kSteps, {flagged});
+  EXPECT_EQ(l.run_info(f.run_id).flagged_steps, std::vector<uint64_t>{flagged});
+  expect_round_trip(l);
+  const std::vector<uint64_t> ids = f.issue();
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_EQ(f.step_of(ids[0]), drawn);
+  EXPECT_EQ(f.step_of(ids[1]), flagged);
+  EXPECT_EQ(ids[1], ids[0] + 1);
+  EXPECT_FALSE(l.challenge_info(ids[1]).committee.empty());
+  EXPECT_NO_OP(l, l.issue_challenge(f.run_id, f.now));
+  expect_round_trip(l);
+  // The flagged step is judged like any other; the run closes once both are.
+  f.open(ids[0]);
+  f.open(ids[1]);
+  for (uint64_t cid : ids)
+    for (const char *w : {"alice", "bob"}) f.commit(w, cid, Flow::honest_state(f.step_of(cid)));
+  f.to_reveal_phase(ids[1]);
+  for (uint64_t cid : ids)
+    for (const char *w : {"alice", "bob"}) f.reveal(w, cid, Flow::honest_state(f.step_of(cid)));
+  f.to_final_phase(ids[1]);
+  for (uint64_t cid : ids) EXPECT_EQ(l.finalize_challenge(cid, f.now).verdict, Verdict::kPass);
+  EXPECT_TRUE(l.run_info(f.run_id).closed);
+  EXPECT_TRUE(l.run_info(f.run_id).flagged_steps.empty());
+
+  // A flagged step the draw also picks is challenged once.
+  Flow g;
+  g.start();
+  g.post(3);
+  const uint64_t also = challenge::derive_challenges(Flow::randomness(g.now + kConfig.draw_delay).view(), g.run_id,
+                                                     kSteps, 1)
+                            .at(0);
+  g.ledger.post_checkpoint_root(g.miner, g.run_id, kSteps, g.tree->root(), g.consistency(kSteps), g.now, {also});
+  const std::vector<uint64_t> one = g.issue();
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(g.step_of(one[0]), also);
+
+  // The JSON call carries them; run_info gives them.
+  Flow h;
+  h.start();
+  h.post(3);
+  const nlohmann::json out = h.ledger.apply({{"call", "post_checkpoint_root"},
+                                             {"caller", to_hex(h.miner)},
+                                             {"now", h.now},
+                                             {"run_id", h.run_id.hex()},
+                                             {"size", kSteps},
+                                             {"root", h.tree->root().hex()},
+                                             {"consistency_proof", to_hex(h.consistency(kSteps))},
+                                             {"flagged_steps", {4}}});
+  EXPECT_EQ(out.at("ok"), true) << out.dump();
+  const nlohmann::json info = h.ledger.apply({{"call", "run_info"}, {"run_id", h.run_id.hex()}});
+  EXPECT_EQ(info.at("flagged_steps"), nlohmann::json::array({4})) << info.dump();
+  EXPECT_REFUSED(h.ledger, Status::kInvalidArgument, h.ledger.apply({{"call", "post_checkpoint_root"},
+                                             {"caller", to_hex(h.miner)},
+                                             {"now", h.now},
+                                             {"run_id", h.run_id.hex()},
+                                             {"size", kSteps},
+                                             {"root", h.tree->root().hex()},
+                                             {"consistency_proof", ""},
+                                             {"flagged_steps", "4"}}));
+}
+
 TEST(Ledger, IssueChallengeRefusals) {
   Flow f(false, kConfig, 100, make_task(task::ChallengeMode::kBitwise, 4));
   f.start();
@@ -1583,7 +1668,17 @@ TEST(Ledger, LoadChecksInvariants) {
   refused("version 3", [](auto &p) { p.set_format_version(3); });  // before the operator phase
   refused("version 4", [](auto &p) { p.set_format_version(4); });  // before closed runs kept their roots
   refused("version 5", [](auto &p) { p.set_format_version(5); });  // pot 0.2: no balances, no bonds
-  refused("version 7", [](auto &p) { p.set_format_version(7); });
+  refused("version 6", [](auto &p) { p.set_format_version(6); });  // before runs sealed with flagged steps
+  refused("version 8", [](auto &p) { p.set_format_version(8); });
+  refused("a flagged step 0", [](auto &p) { p.mutable_runs(0)->add_flagged_steps(0); });
+  refused("a flagged step past the run", [](auto &p) { p.mutable_runs(0)->add_flagged_steps(1u << 30); });
+  try {
+    Ledger::load(mutated(s, [](auto &p) { p.set_format_version(6); }));
+    ADD_FAILURE() << "format 6 loaded";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("format 6 sealed runs without their flagged steps"), std::string::npos)
+        << e.what();
+  }
   try {
     Ledger::load(mutated(s, [](auto &p) { p.set_format_version(4); }));
   } catch (const Error &e) {
