@@ -377,6 +377,7 @@ TEST(CApiProtocol, OpeningAndWitnessesEndToEnd) {
   ASSERT_EQ(pot_commitment_run_id(&run_id, c, nullptr), POT_OK);
   // The log: each leaf names the run and commits the update norm.
   std::vector<std::array<uint8_t, POT_STEP_LEAF_SIZE>> leaves;
+  std::vector<std::vector<uint8_t>> tables;
   for (uint64_t t = 1; t <= steps; ++t) {
     pot_safetensors *a = nullptr, *b = nullptr;
     ASSERT_EQ(pot_safetensors_open(&a, dir.file("state" + std::to_string(t - 1)).c_str(), nullptr), POT_OK);
@@ -384,6 +385,7 @@ TEST(CApiProtocol, OpeningAndWitnessesEndToEnd) {
     double norm = 0;
     ASSERT_EQ(pot_update_norm(&norm, a, b, "param/", nullptr), POT_OK);
     const pot_digest stats = pot::test::stats_digest_of(b);
+    tables.push_back(pot::test::table_of(b));
     pot_safetensors_free(a);
     pot_safetensors_free(b);
     leaves.emplace_back();
@@ -415,6 +417,8 @@ TEST(CApiProtocol, OpeningAndWitnessesEndToEnd) {
     pot_bytes_free(&sp);
   }
   ASSERT_EQ(pot_opening_set_state_refs(o, "state2", nullptr, nullptr), POT_OK);
+  // The run record (check 32): a smooth run flags nothing.
+  EXPECT_EQ(pot::test::set_run_record(o, leaves, tables, {}), "[]");
   pot_bytes manifest{};
   ASSERT_EQ(pot_opening_encode(&manifest, o, nullptr), POT_OK);
 
@@ -426,7 +430,26 @@ TEST(CApiProtocol, OpeningAndWitnessesEndToEnd) {
             POT_OK);
   EXPECT_EQ(check, POT_CHECK_OK);
   EXPECT_STREQ(pot_opening_check_name(POT_CHECK_COMMITTED_NORM), "committed_norm");
+  EXPECT_STREQ(pot_opening_check_name(POT_CHECK_RUN_FLAGS), "run_flags");
   pot_error *err = nullptr;
+  // The run sealed on the ledger with none: the same; with step 2: a miner
+  // hiding a flag from the ledger, or a ledger naming another, fails 32.
+  ASSERT_EQ(pot_commitment_set_sealed_flags(c, nullptr, 0, nullptr), POT_OK);
+  EXPECT_EQ(pot_opening_verify(&check, c, t, steps, &lroot, manifest.data, manifest.len, nullptr, nullptr, 1, nullptr),
+            POT_OK);
+  const uint64_t two = 2, bad[2] = {3, 2}, past = 5;
+  ASSERT_EQ(pot_commitment_set_sealed_flags(c, &two, 1, nullptr), POT_OK);
+  EXPECT_EQ(pot_opening_verify(&check, c, t, steps, &lroot, manifest.data, manifest.len, nullptr, nullptr, 1, &err),
+            POT_E_PROOF_MISMATCH);
+  EXPECT_EQ(check, POT_CHECK_RUN_FLAGS);
+  EXPECT_NE(std::string(pot_error_message(err)).find("the run sealed on the ledger with 2"), std::string::npos)
+      << pot_error_message(err);
+  pot_error_free(err);
+  err = nullptr;
+  EXPECT_EQ(pot_commitment_set_sealed_flags(c, bad, 2, nullptr), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(pot_commitment_set_sealed_flags(c, &past, 1, nullptr), POT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(pot_commitment_set_sealed_flags(c, nullptr, 1, nullptr), POT_E_INVALID_ARGUMENT);
+  ASSERT_EQ(pot_commitment_set_sealed_flags(c, nullptr, 0, nullptr), POT_OK);
   EXPECT_EQ(pot_opening_verify(&check, c, t, steps, &lroot, manifest.data, manifest.len, s1.c_str(), nullptr, 1, &err),
             POT_E_PROOF_MISMATCH);
   EXPECT_EQ(check, POT_CHECK_PRE_STATE_DIGEST);
@@ -715,7 +738,8 @@ TEST(CApiProtocol, ReplayAvailabilityMatchesTheBuild) {
   EXPECT_STREQ(pot_opening_check_name(POT_CHECK_REPLAYED_UPDATE), "replayed_update");
   EXPECT_STREQ(pot_opening_check_name(POT_CHECK_TASK_PROGRAM), "task_program");
   EXPECT_STREQ(pot_opening_check_name(POT_CHECK_STATE_STATS), "state_stats");
-  EXPECT_STREQ(pot_opening_check_name(static_cast<pot_opening_check>(32)), "unknown");
+  EXPECT_STREQ(pot_opening_check_name(POT_CHECK_RUN_FLAGS), "run_flags");
+  EXPECT_STREQ(pot_opening_check_name(static_cast<pot_opening_check>(33)), "unknown");
   pot_spec_free(spec);
 }
 

@@ -185,6 +185,7 @@ TEST(CApiStream, OpeningsCarryWindowProofs) {
   double norm = 0;
   ASSERT_EQ(pot_update_norm(&norm, a, b, "param/", nullptr), POT_OK);
   const pot_digest stats = pot::test::stats_digest_of(b);
+  const std::vector<std::vector<uint8_t>> tables{pot::test::table_of(b)};
   pot_safetensors_free(a);
   pot_safetensors_free(b);
   uint8_t leaf[POT_STEP_LEAF_SIZE];
@@ -221,6 +222,8 @@ TEST(CApiStream, OpeningsCarryWindowProofs) {
         EXPECT_EQ(pot_opening_add_window(o, idx[i], item.b.data, item.b.len, nullptr), POT_OK);
       }
     }
+    const std::vector<std::array<uint8_t, POT_STEP_LEAF_SIZE>> leaves{std::to_array(leaf)};
+    EXPECT_EQ(pot::test::set_run_record(o, leaves, tables, {}), "[]");
     EXPECT_EQ(pot_opening_encode(&manifest.b, o, nullptr), POT_OK);
     pot_opening_free(o);
     return manifest.vec();

@@ -266,11 +266,18 @@ calls = [
     {"call": "post_checkpoint_root", "caller": MALLORY, "now": 100, "run_id": RUN, "size": 1, "root": "00" * 32,
      "consistency_proof": "", "expect": "POT_E_PERMISSION"},
     {"call": "issue_challenge", "now": 101, "run_id": RUN, "expect": "POT_E_STATE"},
+    # Only the sealing post carries the steps the run's statistics flag.
+    {"call": "post_checkpoint_root", "caller": MINER, "now": 101, "run_id": RUN, "size": 2, "root": root2.hex(),
+     "consistency_proof": "", "flagged_steps": [1], "expect": "POT_E_INVALID_ARGUMENT"},
     {"call": "post_checkpoint_root", "caller": MINER, "now": 101, "run_id": RUN, "size": 2, "root": root2.hex(),
      "consistency_proof": ""},
     # PROOF(2, D[4]) = [MTH(D[2:4])]: D[0:2] is a complete subtree of both.
+    # More flagged steps than the task's one round: not a run honest
+    # training makes (docs/ledger.md 2.3).
     {"call": "post_checkpoint_root", "caller": MINER, "now": 102, "run_id": RUN, "size": 4, "root": root4.hex(),
-     "consistency_proof": pair[1].hex()},
+     "consistency_proof": pair[1].hex(), "flagged_steps": [1, 3], "expect": "POT_E_LIMIT"},
+    {"call": "post_checkpoint_root", "caller": MINER, "now": 102, "run_id": RUN, "size": 4, "root": root4.hex(),
+     "consistency_proof": pair[1].hex(), "flagged_steps": []},
     {"call": "post_randomness", "now": 102, "randomness": RANDOMNESS[102]},
     # Sealed at 102: the value of block 102 is not the one.
     {"call": "issue_challenge", "now": 102, "run_id": RUN, "expect": "POT_E_STATE"},
