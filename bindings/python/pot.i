@@ -528,7 +528,8 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
   (const uint8_t *sample, size_t sample_len),
   (const uint8_t *table, size_t table_len),
   (const uint8_t *before, size_t before_len),
-  (const uint8_t *after, size_t after_len)
+  (const uint8_t *after, size_t after_len),
+  (const uint8_t *leaves, size_t leaves_len)
 };
 
 /* Sequences of buffers: the recorder's schedule entries. */
@@ -541,6 +542,10 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
 }
 %typemap(freearg) (const uint8_t *const *entries, const size_t *entries_lens, size_t entries_len)
     "pot_py_releasebufs(&bufs$argnum);"
+/* A run's statistics tables (pot_run_flags, pot_opening_set_run_record). */
+%apply (const uint8_t *const *entries, const size_t *entries_lens, size_t entries_len) {
+  (const uint8_t *const *tables, const size_t *tables_lens, size_t tables_len)
+};
 /* ---- integer and float arrays -------------------------------------------- */
 
 /* Shapes and dataset indices. */
@@ -550,6 +555,7 @@ POT_HANDLE(pot_checkpoints, pot_checkpoints_free)
 }
 %typemap(freearg) (const uint64_t *shape, size_t shape_len) "PyMem_Free(arr$argnum);"
 %apply (const uint64_t *shape, size_t shape_len) { (const uint64_t *indices, size_t indices_len) };
+%apply (const uint64_t *shape, size_t shape_len) { (const uint64_t *flagged_steps, size_t flagged_steps_len) };
 
 /* Micro-batch sizes. */
 %typemap(in) (const uint32_t *microbatch_sizes, size_t microbatch_sizes_len) (void *arr = NULL) {

@@ -193,6 +193,18 @@ def state_flags(before: bytes, after: bytes) -> list:
     return out
 
 
+def run_flags(tables: list) -> list:
+    """The flagged steps of a run (PROTOCOL 5.3), as pot_run_flags lists
+    them: tables[i] is S_{i+1}'s; step 1 against an empty table."""
+    out, before = [], struct.pack("<I", 0)
+    for i, t in enumerate(tables):
+        flags = state_flags(before, t)
+        if flags:
+            out.append({"step": i + 1, "flags": flags})
+        before = t
+    return out
+
+
 def decompose(a: int, b: int):
     out = []
     while a < b:
@@ -704,7 +716,7 @@ OPENING_CHECKS = {name: i + 1 for i, name in enumerate([
     "pre_leaf_proof", "schedule_entry", "schedule_proof", "sample_count", "sample_index", "sample_payload",
     "sample_proof", "pre_state_digest", "post_state_digest", "spec", "program", "replay", "replayed_state",
     "replayed_loss", "replayed_bucket", "nonfinite", "learning_rate", "committed_norm", "gradient_ignored", "subnormal",
-    "replayed_update", "task_program", "state_stats"])}
+    "replayed_update", "task_program", "state_stats", "run_flags"])}
 WITNESS_KINDS = {"replayed": 1, "unavailable": 2, "invalid_opening": 3}
 WITNESS_MODES = {"bitwise": 1, "norm_bucket": 2}
 

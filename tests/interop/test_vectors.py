@@ -87,6 +87,9 @@ def test_state_stats_tables_and_flags():
     assert len(v["state_flags"]) >= 4
     for f in v["state_flags"]:
         assert ind.state_flags(bytes.fromhex(f["before"]), bytes.fromhex(f["after"])) == f["flags"], f["comment"]
+    (r,) = v["run_flags"]
+    assert [s["step"] for s in r["flagged"]] == [3, 5], r["comment"]
+    assert ind.run_flags([bytes.fromhex(t) for t in r["tables"]]) == r["flagged"], r["comment"]
 
 
 def test_chunk_range_records():

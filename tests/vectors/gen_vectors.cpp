@@ -361,6 +361,35 @@ ordered_json generate_hash() {
     pot_bytes_free(&text);
   }
 
+  // The flagged steps of a run (PROTOCOL 5.3, pot_run_flags): tables of
+  // S_1..S_5; step 1 against an empty table.
+  {
+    const std::vector<std::vector<Row>> run = {
+        {{"optim/w/exp_avg", F32, 64, 1e-3, 1e-2, 0, 0, 0}, {"param/w", F32, 64, 0.3, 2.0, 0, 0, 0}},
+        {{"optim/w/exp_avg", F32, 64, 1.1e-3, 1.2e-2, 0, 0, 0}, {"param/w", F32, 64, 0.31, 2.02, 0, 0, 0}},
+        {{"optim/w/exp_avg", F32, 64, 0x1p63, 0x1p66, 0, 0, 0}, {"param/w", F32, 64, 1e15, 1.6e16, 0, 0, 0}},
+        {{"optim/w/exp_avg", F32, 64, 0x1p63, 0x1p66, 0, 0, 0}, {"param/w", F32, 64, 1e15, 1.6e16, 0, 0, 0}},
+        {{"optim/w/exp_avg", F32, 64, 0x1p63, 0x1p66, 0, 0, 0}, {"param/w", F32, 64, 1.0, 1.0, 0, 0, 0}},
+    };
+    std::vector<std::vector<uint8_t>> tables;
+    std::vector<const uint8_t *> ptrs;
+    std::vector<size_t> lens;
+    for (const auto &rows : run) tables.push_back(table_of(rows));
+    for (const auto &t : tables) {
+      ptrs.push_back(t.data());
+      lens.push_back(t.size());
+    }
+    pot_bytes text{};
+    ok(pot_run_flags(&text, ptrs.data(), lens.data(), tables.size(), nullptr), nullptr, "run flags");
+    ordered_json hexes = ordered_json::array();
+    for (const auto &t : tables) hexes.push_back(hex(t.data(), t.size()));
+    out["run_flags"].push_back(
+        {{"comment", "an honest step 2, the poisoning step 3, saturated again at 4, the weights collapsing at 5"},
+         {"tables", hexes},
+         {"flagged", ordered_json::parse(std::string(reinterpret_cast<const char *>(text.data), text.len))}});
+    pot_bytes_free(&text);
+  }
+
   for (uint64_t n : {uint64_t{0}, uint64_t{1}, uint64_t{7}, uint64_t{8}, uint64_t{13}, uint64_t{1000}}) {
     pot_log *log = nullptr;
     ok(pot_log_new(&log, nullptr), nullptr, "log");

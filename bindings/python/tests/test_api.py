@@ -324,7 +324,7 @@ def test_losscheck():
 
 
 def test_enums_follow_pot_h():
-    assert [int(c) for c in pot.OpeningCheck] == list(range(32))
+    assert [int(c) for c in pot.OpeningCheck] == list(range(33))
     assert str(pot.OpeningCheck.REPLAYED_UPDATE) == "replayed_update" and pot.OpeningCheck.REPLAYED_UPDATE == 29
     assert str(pot.OpeningCheck.SUBNORMAL) == "subnormal" and pot.OpeningCheck.SUBNORMAL == 28
     assert str(pot.OpeningCheck.GRADIENT_IGNORED) == "gradient_ignored" and pot.OpeningCheck.GRADIENT_IGNORED == 27

@@ -231,7 +231,8 @@ def forged_run(w, tmp, corrupt, task=None, s0_path=None):
     return served_run(w, tmp, [state] * STEPS, losses, task, s0_path)
 
 
-def served_run(w, tmp, states, losses, task=None, s0_path=None, commitment=None, schedule=None, norm_of=None):
+def served_run(w, tmp, states, losses, task=None, s0_path=None, commitment=None, schedule=None, norm_of=None,
+               hide_flags=False):
     """What a miner posts and serves for the states S_1..S_n it made
     (canonical tensors) and the losses it claims: a commitment to `task`
     (default: the world's; or `commitment`) under the thief's identity, the
@@ -263,17 +264,26 @@ def served_run(w, tmp, states, losses, task=None, s0_path=None, commitment=None,
             norm = norm if math.isfinite(norm) else 1.0
         if norm_of is not None:
             norm = norm_of(t, norm)
+        return pot.StepLeaf(commitment.run_id, t, pot.Digest(digests[t]), tables[t].digest, losses[t - 1],
+                            norm).encode()
+
+    def table(t):
         # The statistics of the state it serves (PROTOCOL 5.2): a table of
-        # another state fails check 31 before any replay.
-        stats = pot.sha256(b"no S_%d" % t)
+        # another state fails check 31 before any replay. Without a state
+        # file (or of a file that is no state) the forger commits an empty
+        # table, which every opening's run record carries (check 32).
         if paths[t] is not None and os.path.exists(paths[t]):
             try:
-                stats = pot.state_stats(paths[t]).digest
+                return pot.state_stats(paths[t])
             except pot.Error:
                 pass  # a served file that is no state fails before its table is read
-        return pot.StepLeaf(commitment.run_id, t, pot.Digest(digests[t]), stats, losses[t - 1], norm).encode()
+        return pot.StateStats(bytes(4))
 
+    tables = [None] + [table(t) for t in range(1, STEPS + 1)]
     leaves = [None] + [leaf(t) for t in range(1, STEPS + 1)]
+    # The steps its tables flag: listed (it seals with them on the ledger),
+    # or, with hide_flags, left out.
+    flagged = [] if hide_flags else [s.step for s in pot.run_flags(tables[1:])]
     log = pot.Tree()
     for t in range(1, STEPS + 1):
         log.append(leaves[t])
@@ -294,9 +304,11 @@ def served_run(w, tmp, states, losses, task=None, s0_path=None, commitment=None,
             for i in schedule[t - 1][0]:
                 with open(os.path.join(w.data_dir, f"{i:06d}.safetensors"), "rb") as f:
                     o.add_sample(i, f.read(), dataset.inclusion_proof(i, len(w.samples)))
+            o.set_run_record(b"".join(leaves[1:]), tables[1:], flagged)
             return o.encode(), paths[t - 1]
 
     serve.state_path = lambda t: paths[t]
+    serve.flagged = [s.step for s in pot.run_flags(tables[1:])]
     return commitment, log.root(STEPS), serve
 
 
@@ -753,7 +765,7 @@ def saturate(opt, keep=()):
             st["exp_avg_sq"].fill_(2.0 ** 126)
 
 
-def saturated_run(w, tmp, live=None):
+def saturated_run(w, tmp, live=None, hide_flags=False):
     """A miner that runs one backward pass, for step 1, forges S_1 with
     saturated optimizer state, and then makes every later S_t without a
     backward pass: a forward for the loss (under the run's seed, as the
@@ -790,7 +802,7 @@ def saturated_run(w, tmp, live=None):
             saturate(w.opt, keep=() if live is None else (live,))
         states.append({k: v.clone() for k, v in pt.canonical_state(w.model, w.opt).items()})
         losses.append(float(loss))
-    return served_run(w, tmp, states, losses, s0_path=s0)
+    return served_run(w, tmp, states, losses, s0_path=s0, hide_flags=hide_flags)
 
 
 @pytest.mark.parametrize("adam", [False, True], ids=["sgd-momentum", "adam"])
@@ -811,6 +823,10 @@ def test_attack_saturated_optimizer_state_after_a_forged_step_fails_gradient_ign
 
     w = World(tmp_path / "forger", adam)
     commitment, root, serve = saturated_run(w, str(tmp_path))
+    # The poisoning step is flagged by the run's own statistics (saturated
+    # moments appear in S_1): the run seals with it and the ledger
+    # challenges it for certain (docs/ledger.md 2.3), where it fails.
+    assert serve.flagged[:1] == [1], serve.flagged
     refused_at(w, commitment, root, serve, 1, pot.OpeningCheck.REPLAYED_STATE)
     for t in range(2, STEPS + 1):
         r = refused_at(w, commitment, root, serve, t, pot.OpeningCheck.GRADIENT_IGNORED,
@@ -844,12 +860,15 @@ def test_attack_one_live_tensor_does_not_excuse_the_others(tmp_path):
     the weights by lr * 2^63, the tanh saturates and body.0.weight's
     gradient is exactly zero from step 3: a tensor the gradient does not
     reach is exempt from the rule (an honest zero-initialised gate gives
-    such steps), so such a run passes check 27 from step 3; its weights'
-    norm jumps by 17 orders of magnitude at step 2, which the state
-    statistics of docs/security.md 6.3 (attack 1, open) are to flag."""
+    such steps), so such a run passes check 27 from step 3; its moments
+    saturating at step 1 and its weights' norm jumping at step 2 are
+    flagged by the run's statistics, so those steps are challenged for
+    certain (docs/PROTOCOL.md 5.3, docs/ledger.md 2.3), and a forger that
+    hides the flags fails every step at check 32 `run_flags`."""
     w = World(tmp_path / "forger", True)
     live = w.model.body[-1].bias
     commitment, root, serve = saturated_run(w, str(tmp_path), live=live)
+    assert serve.flagged[:1] == [1], serve.flagged
     refused_at(w, commitment, root, serve, 1, pot.OpeningCheck.REPLAYED_STATE)
     for t in range(2, STEPS + 1):
         r = refused_at(w, commitment, root, serve, t, pot.OpeningCheck.GRADIENT_IGNORED,
@@ -864,6 +883,28 @@ def test_attack_one_live_tensor_does_not_excuse_the_others(tmp_path):
         pot.verify_step(commitment, w.task.spec, w.program, 3, STEPS, root, manifest, pre, serve.state_path(3),
                         pot.VerifyMode.NORM_BUCKET)
     assert e.value.check == pot.OpeningCheck.GRADIENT_IGNORED
+
+
+@pytest.mark.parametrize("adam", [False, True], ids=["sgd-momentum", "adam"])
+def test_attack_a_forger_hiding_its_flagged_steps_fails_every_challenge(tmp_path, adam):
+    """Round 3, attack 1, against the certain challenge: the forger of the
+    saturated run above leaves its flagged steps out of its openings (and
+    its seal), so that only the random draw could pick step 1. Every
+    opening carries the run's tables (check 32 recomputes their flags), so
+    every step fails at `run_flags` before any replay; with the flags
+    listed but the run sealed on the ledger without them, every step fails
+    the same way. The honest run flags nothing and passes (test above)."""
+    w = World(tmp_path / "forger", adam)
+    commitment, root, serve = saturated_run(w, str(tmp_path), hide_flags=True)
+    assert serve.flagged[:1] == [1]
+    for t in range(1, STEPS + 1):
+        refused_at(w, commitment, root, serve, t, pot.OpeningCheck.RUN_FLAGS, "the manifest lists none")
+    (tmp_path / "listed").mkdir()
+    listed = World(tmp_path / "listed", adam)
+    commitment, root, serve = saturated_run(listed, str(tmp_path / "listed"))
+    commitment.set_sealed_flags([])
+    for t in (2, STEPS):
+        refused_at(listed, commitment, root, serve, t, pot.OpeningCheck.RUN_FLAGS, "the run sealed on the ledger with none")
 
 
 class FileToucher(Net):

@@ -92,6 +92,10 @@ class Run:
                 o.add_sample(idx, (self.dir / f"sample-{idx}.safetensors").read_bytes(),
                              self.dataset.inclusion_proof(idx, SAMPLES))
             o.set_state_refs(self.state_path(step - 1).name, None)
+            # The run record (check 32): every leaf, every table, the flags.
+            tables = [pot.state_stats(self.state_path(t)) for t in range(1, STEPS + 1)]
+            o.set_run_record(b"".join(self.leaf(t).encode() for t in range(1, STEPS + 1)), tables,
+                             [s.step for s in pot.run_flags(tables)])
             assert repr(o) == f"<pot.Opening step {step}>"
             assert o.digest() != bytes(32)
             return o.encode()

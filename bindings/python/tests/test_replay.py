@@ -350,6 +350,20 @@ def test_recorder_checkpoints_and_verify_step(tiny):
             with pytest.raises(pot.ProofMismatchError) as e:
                 pot.verify_step(commitment, other, program, 2, 3, root, m, pre)
             assert e.value.check is pot.OpeningCheck.SPEC
+        # The run record (check 32): this honest run flags no step, seals
+        # with none, and an opening verifies against that; a ledger naming a
+        # step (or a miner hiding one) fails every opening of the run.
+        assert cp.run_flags() == [] and cp.run_flags(2) == []
+        commitment.set_sealed_flags([])
+        assert pot.verify_step(commitment, spec, program, 2, 3, root, m, pre).ok
+        commitment.set_sealed_flags([1])
+        with pytest.raises(pot.ProofMismatchError, match="the run sealed on the ledger with 1") as e:
+            pot.verify_step(commitment, spec, program, 2, 3, root, m, pre)
+        assert e.value.check is pot.OpeningCheck.RUN_FLAGS and str(e.value.check) == "run_flags"
+        with pytest.raises(pot.InvalidArgumentError):
+            commitment.set_sealed_flags([2, 1])
+        with pytest.raises(pot.OutOfRangeError):
+            cp.run_flags(4)
     with pytest.raises(pot.StateError):
         cp.opening(2, 3, data)
 

@@ -29,7 +29,7 @@ def test_ledger_transcript():
             assert outcome == expect, f"call {i} ({args['call']}): {result}"
             if "result" in call:
                 assert result == call["result"], f"call {i} ({args['call']})"
-        assert len(V["calls"]) == 129
+        assert len(V["calls"]) == 131
 
         state = ledger.save()
         assert str(pot.sha256(state)) == V["state_sha256"]
@@ -64,7 +64,8 @@ def test_ledger_refusals_raise_their_status():
     assert seen == {"POT_E_PERMISSION": pot.PermissionDeniedError, "POT_E_STATE": pot.StateError,
                     "POT_E_NOT_FOUND": pot.NotFoundError, "POT_E_INVALID_ARGUMENT": pot.InvalidArgumentError,
                     "POT_E_CONFLICT": pot.ConflictError, "POT_E_DUPLICATE": pot.DuplicateError,
-                    "POT_E_PROOF_MISMATCH": pot.ProofMismatchError, "POT_E_OUT_OF_RANGE": pot.OutOfRangeError}
+                    "POT_E_PROOF_MISMATCH": pot.ProofMismatchError, "POT_E_OUT_OF_RANGE": pot.OutOfRangeError,
+                    "POT_E_LIMIT": pot.LimitError}
 
 
 def test_outcome_records_decode_to_the_verdicts_they_record():

@@ -31,6 +31,9 @@ MULTI = [
     (("uint64_t *out", "size_t out_len"), [("out", "int")], [("out", "List[int]")]),  # out: the count
     (("const uint8_t *const *entries", "const size_t *entries_lens", "size_t entries_len"),
      [("entries", "Sequence[Buffer]")], []),
+    (("const uint8_t *const *tables", "const size_t *tables_lens", "size_t tables_len"),
+     [("tables", "Sequence[Buffer]")], []),
+    (("const uint64_t *flagged_steps", "size_t flagged_steps_len"), [("flagged_steps", "Sequence[int]")], []),
     (("const uint64_t **shape", "size_t *shape_len"), [], [("shape", "Tuple[int, ...]")]),
     (("const void **data", "size_t *data_len"), [], [("data_address", "int"), ("data_len", "int")]),
     # SWIG names a multi-parameter input after its first C parameter: here

@@ -52,7 +52,7 @@ from .witness import (Decision, Statement, Verdict, VerdictOutcome, WitnessMode,
 from .ledger import Ledger, decode_outcome
 from .dispute import (BisectionState, OpRuling, OpTrace, StepBisection, bisection_points, bisection_rounds,
                       op_node_from_json, op_node_json)
-from .statecheck import StateFlag, StateStats, state_flags, state_stats
+from .statecheck import FlaggedStep, StateFlag, StateStats, run_flags, state_flags, state_stats
 from .losscheck import LossCheck, LossCheckParam, LossCheckParams, LossFlag, LossFlagKind, check_losses
 from .replay import (Checkpoints, GradientTrace, Recorder, Replay, ReplayResult, StepInput, VerifyMode, VerifyResult,
                      framework_version, hardware_class, program_digest_file, replay_available, verify_step)
@@ -99,7 +99,7 @@ __all__ = [
     # disputes
     "BisectionState", "StepBisection", "bisection_points", "bisection_rounds", "OpTrace", "OpRuling", "op_node_json", "op_node_from_json",
     # state statistics and their rules
-    "StateStats", "StateFlag", "state_stats", "state_flags",
+    "StateStats", "StateFlag", "FlaggedStep", "state_stats", "state_flags", "run_flags",
     # loss checks
     "LossCheckParam", "LossFlagKind", "LossFlag", "LossCheck", "LossCheckParams", "check_losses",
     # replay

@@ -92,7 +92,8 @@ class CommitmentDigests(NamedTuple):
 
 class Commitment(Handle):
     """A validated training commitment (pot_commitment, docs/PROTOCOL.md
-    section 17). Immutable: threads may read one commitment at once."""
+    section 17). Threads may read one commitment at once; set_sealed_flags,
+    its one change, waits for them."""
 
     _free = staticmethod(_pot.pot_commitment_free)
     _shared_reads = True
@@ -122,6 +123,16 @@ class Commitment(Handle):
         """The JSON form."""
         with self._read() as h:
             return _pot.pot_commitment_to_json(h).decode("utf-8")
+
+    def set_sealed_flags(self, flagged_steps: Sequence[int]) -> None:
+        """The flagged steps the run sealed with on the ledger (run_info's
+        "flagged_steps", docs/ledger.md 2.3): verify_opening and
+        verify_step then fail an opening that lists other steps (check 32,
+        OpeningCheck.RUN_FLAGS), so a flag hidden from the ledger fails
+        every challenge. InvalidArgumentError unless ascending within
+        1..declared_steps."""
+        with self._use() as h:
+            _pot.pot_commitment_set_sealed_flags(h, [int(s) for s in flagged_steps])
 
     @property
     def run_id(self) -> Digest:

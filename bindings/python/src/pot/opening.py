@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from typing import Optional
+from typing import Optional, Sequence, Union
 
 from . import _pot
 from ._core import Digest, _digest
@@ -12,6 +12,7 @@ from ._handle import Handle
 from .commitment import Commitment
 from .hash import Buffer
 from .safetensors import PathLike
+from .statecheck import StateStats
 
 
 class OpeningCheck(enum.IntEnum):
@@ -50,6 +51,7 @@ class OpeningCheck(enum.IntEnum):
     REPLAYED_UPDATE = _pot.POT_CHECK_REPLAYED_UPDATE
     TASK_PROGRAM = _pot.POT_CHECK_TASK_PROGRAM
     STATE_STATS = _pot.POT_CHECK_STATE_STATS
+    RUN_FLAGS = _pot.POT_CHECK_RUN_FLAGS
 
     def __str__(self) -> str:
         return _pot.pot_opening_check_name(self)
@@ -118,6 +120,16 @@ class Opening(Handle):
         """Where the state files are served (paths or URIs; None for none)."""
         with self._use() as h:
             _pot.pot_opening_set_state_refs(h, pre_state_ref, post_state_ref)
+
+    def set_run_record(self, leaves: Buffer, tables: Sequence[Union[StateStats, Buffer]],
+                       flagged_steps: Sequence[int]) -> None:
+        """The run record every opening serves since 0.3.0 (docs/PROTOCOL.md
+        18, check 32): the log_size step leaves concatenated, the statistics
+        table of S_1..S_{log_size} in order, and the steps those tables flag
+        (pot.run_flags), ascending."""
+        with self._use() as h:
+            raw = [t.encode() if isinstance(t, StateStats) else bytes(t) for t in tables]
+            _pot.pot_opening_set_run_record(h, leaves, raw, [int(s) for s in flagged_steps])
 
     def encode(self) -> bytes:
         """Canonical manifest bytes (a pot.v2.OpeningManifest); LimitError

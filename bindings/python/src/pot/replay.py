@@ -29,6 +29,7 @@ from .hash import Buffer
 from .opening import OpeningCheck, _check
 from .safetensors import PathLike, SafetensorsWriter
 from .spec import Spec
+from .statecheck import FlaggedStep, _flagged_steps
 
 
 def program_digest_file(path: PathLike) -> Digest:
@@ -419,6 +420,17 @@ class Checkpoints(Handle):
             size = _pot.pot_checkpoints_size(h) if log_size is None else log_size
             leaf, proof = _pot.pot_checkpoints_leaf(h, step, size)
         return leaf, proof
+
+    def run_flags(self, log_size: Optional[int] = None) -> List[FlaggedStep]:
+        """The flagged steps of the log's first log_size leaves (default:
+        all; pot_checkpoints_run_flags), from the tables kept in stats/:
+        what the miner seals its run with on the ledger (docs/ledger.md
+        2.3: post_checkpoint_root's flagged_steps). Every opening lists
+        them (check 32)."""
+        with self._use() as h:
+            size = _pot.pot_checkpoints_size(h) if log_size is None else log_size
+            text = _pot.pot_checkpoints_run_flags(h, size)
+        return _flagged_steps(text)
 
     def _describe(self) -> str:
         return f"{self.dir!r}, {self.size} steps"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, List, Union
+from typing import Any, Dict, List, Sequence, Union
 
 from . import _pot
 from ._core import Digest, _digest
@@ -96,4 +96,25 @@ def state_flags(before: StateStats, after: StateStats) -> List[StateFlag]:
     return [StateFlag(f["rule"], f["tensor"], f["before"], f["after"]) for f in json.loads(text)]
 
 
-__all__ = ["StateStats", "StateFlag", "state_stats", "state_flags"]
+@dataclass(frozen=True)
+class FlaggedStep:
+    """A step of a run whose statistics trip a rule, with its flags."""
+    step: int
+    flags: List[StateFlag]
+
+
+def _flagged_steps(text: bytes) -> List[FlaggedStep]:
+    return [FlaggedStep(s["step"], [StateFlag(f["rule"], f["tensor"], f["before"], f["after"]) for f in s["flags"]])
+            for s in json.loads(text.decode("utf-8"))]
+
+
+def run_flags(tables: Sequence[Union[StateStats, Buffer]]) -> List[FlaggedStep]:
+    """The flagged steps of a run (pot_run_flags, docs/PROTOCOL.md 5.3):
+    tables[i] is the table of S_{i+1}; step 1 is compared with an empty
+    table. What a miner seals its run with on the ledger (docs/ledger.md
+    2.3) and lists in every opening (check 32, run_flags)."""
+    raw = [t.encode() if isinstance(t, StateStats) else bytes(t) for t in tables]
+    return _flagged_steps(_pot.pot_run_flags(raw))
+
+
+__all__ = ["StateStats", "StateFlag", "FlaggedStep", "state_stats", "state_flags", "run_flags"]
