@@ -270,6 +270,20 @@ func (c *Commitment) TaskID() (Digest, error) {
 	})
 }
 
+// SetSealedFlags records the flagged steps the run sealed with on the
+// ledger (run_info's "flagged_steps", docs/ledger.md 2.3): VerifyOpening and
+// VerifyStep then fail an opening that lists other steps (CheckRunFlags),
+// so a flag hidden from the ledger fails every challenge.
+// StatusInvalidArgument unless ascending within 1..DeclaredSteps. Waits for
+// concurrent reads of the commitment.
+func (c *Commitment) SetSealedFlags(steps []uint64) error {
+	err := c.h.write(func(p *C.pot_commitment, cerr **C.pot_error) C.pot_status {
+		return C.pot_commitment_set_sealed_flags(p, shapePtr(steps), C.size_t(len(steps)), cerr)
+	})
+	runtime.KeepAlive(steps)
+	return err
+}
+
 // DatasetSize returns the committed dataset size; 0 after Close.
 func (c *Commitment) DatasetSize() uint64 {
 	var n uint64

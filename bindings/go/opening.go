@@ -9,6 +9,7 @@ import "C"
 import (
 	"math"
 	"runtime"
+	"unsafe"
 )
 
 // OpeningCheck names one check of VerifyOpening and VerifyStep
@@ -69,6 +70,11 @@ const (
 	// CheckStateStats: a state's statistics table is not the one its leaf
 	// commits (served S_{t-1} or S_t, or the replayed S_t; since 0.3.0).
 	CheckStateStats OpeningCheck = C.POT_CHECK_STATE_STATS
+	// CheckRunFlags: the opening's run record (every leaf, every table, the
+	// flagged steps) is not the posted log's, lists other steps than its
+	// tables flag, or other than the run sealed with on the ledger
+	// (Commitment.SetSealedFlags; since 0.3.0).
+	CheckRunFlags OpeningCheck = C.POT_CHECK_RUN_FLAGS
 )
 
 // String returns the stable lower-case name of the check
@@ -166,6 +172,25 @@ func (o *Opening) AddWindow(index uint64, proof []byte) error {
 		return C.pot_opening_add_window(p, C.uint64_t(index), bytesPtr(proof), C.size_t(len(proof)), cerr)
 	})
 	runtime.KeepAlive(proof)
+	return err
+}
+
+// SetRunRecord sets the run record every opening serves since 0.3.0
+// (PROTOCOL.md 18, fields 16-18; check 32): the logSize step leaves
+// concatenated, the statistics table of S_1..S_logSize in order
+// (StateStats.Bytes), and the steps those tables flag (RunFlags),
+// ascending.
+func (o *Opening) SetRunRecord(leaves []byte, tables [][]byte, flaggedSteps []uint64) error {
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	ptrs, lens := pinSlices(&pin, tables)
+	err := o.h.write(func(p *C.pot_opening, cerr **C.pot_error) C.pot_status {
+		return C.pot_opening_set_run_record(p, bytesPtr(leaves), C.size_t(len(leaves)), unsafe.SliceData(ptrs),
+			unsafe.SliceData(lens), C.size_t(len(tables)), shapePtr(flaggedSteps), C.size_t(len(flaggedSteps)), cerr)
+	})
+	runtime.KeepAlive(leaves)
+	runtime.KeepAlive(tables)
+	runtime.KeepAlive(flaggedSteps)
 	return err
 }
 

@@ -195,6 +195,26 @@ func (r *run) open(t *testing.T, step uint64) []byte {
 		check(t, o.AddSample(idx, b, proof))
 	}
 	check(t, o.SetStateRefs(filepath.Base(r.statePath(step-1)), ""))
+	// The run record (check 32): every leaf, every table, the flagged steps.
+	leaves, tables := []byte{}, []*pot.StateStats{}
+	raw := [][]byte{}
+	for s := uint64(1); s <= runSteps; s++ {
+		leaves = append(leaves, r.leaf(t, s)...)
+		f, err := pot.OpenSafetensors(r.statePath(s))
+		check(t, err)
+		table, err := f.Stats(1)
+		f.Close()
+		check(t, err)
+		tables = append(tables, table)
+		raw = append(raw, table.Bytes())
+	}
+	flagged, err := pot.RunFlags(tables)
+	check(t, err)
+	steps := []uint64{}
+	for _, f := range flagged {
+		steps = append(steps, f.Step)
+	}
+	check(t, o.SetRunRecord(leaves, raw, steps))
 	m, err := o.Encode()
 	check(t, err)
 	d1, err := o.Digest()
@@ -245,6 +265,20 @@ func TestOpeningFlow(t *testing.T) {
 		}
 		wantCode(t, err, c.code)
 	}
+	// The run sealed on the ledger with none (this smooth run flags none):
+	// the same; a ledger naming step 2 fails every opening at check 32.
+	check(t, r.commitment.SetSealedFlags(nil))
+	if c, err := pot.VerifyOpening(r.commitment, step, runSteps, r.logRoot, m, "", "", 1); err != nil || c != pot.CheckOK {
+		t.Fatalf("sealed with none: %v, %v", c, err)
+	}
+	check(t, r.commitment.SetSealedFlags([]uint64{2}))
+	got, err := pot.VerifyOpening(r.commitment, step, runSteps, r.logRoot, m, "", "", 1)
+	if got != pot.CheckRunFlags || got.String() != "run_flags" {
+		t.Errorf("sealed with step 2: check %v (%v)", got, err)
+	}
+	wantCode(t, err, pot.StatusProofMismatch)
+	wantCode(t, r.commitment.SetSealedFlags([]uint64{3, 2}), pot.StatusInvalidArgument)
+	check(t, r.commitment.SetSealedFlags(nil))
 	if pot.CheckPostLeafProof.String() != "post_leaf_proof" || pot.CheckOK.String() != "ok" ||
 		pot.OpeningCheck(1000).String() != "unknown" {
 		t.Fatal("check names")
@@ -255,7 +289,7 @@ func TestOpeningFlow(t *testing.T) {
 		"declared_steps": 6, "miner_identity": "6f74686572"}`, r.states[0], r.states[0], r.states[0], 0))
 	check(t, err)
 	defer other.Close()
-	got, err := pot.VerifyOpening(other, step, runSteps, r.logRoot, m, "", "", 1)
+	got, err = pot.VerifyOpening(other, step, runSteps, r.logRoot, m, "", "", 1)
 	if got != pot.CheckRunID {
 		t.Errorf("other run: check %v (%v)", got, err)
 	}

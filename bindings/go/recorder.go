@@ -286,6 +286,21 @@ func (c *Checkpoints) Opening(step, logSize uint64, datasetDir string, servePost
 	})
 }
 
+// RunFlags returns the flagged steps of the log's first logSize leaves
+// (pot_checkpoints_run_flags), from the tables kept in stats/: what the miner
+// seals its run with on the ledger (docs/ledger.md 2.3: post_checkpoint_root's
+// flagged_steps). Every opening lists them (CheckRunFlags).
+// StatusOutOfRange past Size().
+func (c *Checkpoints) RunFlags(logSize uint64) ([]FlaggedStep, error) {
+	var out C.pot_bytes
+	if err := c.h.write(func(cp *C.pot_checkpoints, cerr **C.pot_error) C.pot_status {
+		return C.pot_checkpoints_run_flags(&out, cp, C.uint64_t(logSize), cerr)
+	}); err != nil {
+		return nil, err
+	}
+	return flaggedSteps(takeBytes(&out))
+}
+
 // Leaf returns the committed step leaf of step and its inclusion proof in
 // the log's first logSize leaves (pot_checkpoints_leaf): what the miner
 // posts for that step in a ledger dispute (docs/ledger.md 2.12, 2.13).

@@ -184,7 +184,8 @@ func TestOpeningCheckNames(t *testing.T) {
 		pot.CheckSubnormal != 28 || pot.CheckSubnormal.String() != "subnormal" ||
 		pot.CheckReplayedUpdate != 29 || pot.CheckReplayedUpdate.String() != "replayed_update" ||
 		pot.CheckTaskProgram != 30 || pot.CheckTaskProgram.String() != "task_program" ||
-		pot.CheckStateStats != 31 || pot.CheckStateStats.String() != "state_stats" {
+		pot.CheckStateStats != 31 || pot.CheckStateStats.String() != "state_stats" ||
+		pot.CheckRunFlags != 32 || pot.CheckRunFlags.String() != "run_flags" {
 		t.Fatal("check values")
 	}
 	if pot.VerifyBitwise.String() != "bitwise" || pot.VerifyNormBucket.String() != "norm_bucket" ||

@@ -9,6 +9,7 @@ import "C"
 import (
 	"encoding/json"
 	"runtime"
+	"unsafe"
 )
 
 // StateStats is a state's statistics table (docs/PROTOCOL.md 5.2): per
@@ -139,4 +140,44 @@ func StateFlags(before, after *StateStats) ([]StateFlag, error) {
 		return nil, err
 	}
 	return flags, nil
+}
+
+// FlaggedStep is a step of a run whose statistics trip a rule, with its
+// flags.
+type FlaggedStep struct {
+	Step  uint64      `json:"step"`
+	Flags []StateFlag `json:"flags"`
+}
+
+func flaggedSteps(text []byte) ([]FlaggedStep, error) {
+	steps := []FlaggedStep{}
+	if err := json.Unmarshal(text, &steps); err != nil {
+		return nil, err
+	}
+	return steps, nil
+}
+
+// RunFlags returns the flagged steps of a run (pot_run_flags, PROTOCOL.md
+// 5.3): tables[i] is the table of S_{i+1}; step 1 is compared with an empty
+// table. What a miner seals its run with on the ledger (docs/ledger.md 2.3)
+// and lists in every opening (CheckRunFlags).
+func RunFlags(tables []*StateStats) ([]FlaggedStep, error) {
+	if abiErr != nil {
+		return nil, abiErr
+	}
+	raw := make([][]byte, len(tables))
+	for i, t := range tables {
+		raw[i] = t.table
+	}
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	ptrs, lens := pinSlices(&pin, raw)
+	text, err := bytesOut(func(out *C.pot_bytes, cerr **C.pot_error) C.pot_status {
+		return C.pot_run_flags(out, unsafe.SliceData(ptrs), unsafe.SliceData(lens), C.size_t(len(raw)), cerr)
+	})
+	runtime.KeepAlive(raw)
+	if err != nil {
+		return nil, err
+	}
+	return flaggedSteps(text)
 }

@@ -63,4 +63,16 @@ func TestStateStatsAndFlags(t *testing.T) {
 	}
 	_, err = pot.DecodeStateStats(before.Bytes()[:10])
 	wantCode(t, err, pot.StatusMalformed)
+	// The run's flagged steps (what it seals with on the ledger): the
+	// poisoning step 2 alone, then the same state again.
+	run, err := pot.RunFlags([]*pot.StateStats{before, after, after})
+	check(t, err)
+	if len(run) != 1 || run[0].Step != 2 || len(run[0].Flags) != 2 || run[0].Flags[0].Rule != "max_abs_jump" {
+		t.Fatalf("run flags %+v", run)
+	}
+	none, err := pot.RunFlags(nil)
+	check(t, err)
+	if len(none) != 0 {
+		t.Fatalf("no tables flagged %+v", none)
+	}
 }

@@ -78,8 +78,8 @@ func TestLedgerTranscript(t *testing.T) {
 			t.Errorf("call %d (%s): result %s, want %s", i, args["call"], result, wantResult)
 		}
 	}
-	if len(v.Calls) != 129 {
-		t.Fatalf("%d calls, want 129", len(v.Calls))
+	if len(v.Calls) != 131 {
+		t.Fatalf("%d calls, want 131", len(v.Calls))
 	}
 
 	state, err := ledger.Save()

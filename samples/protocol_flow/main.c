@@ -80,8 +80,8 @@ static void hex(char out[65], const pot_digest *d) { pot_digest_to_hex(out, d, N
 /* Leaf t of the run: it names the run and commits the digest of S_t's
  * statistics table (section 5.2), the loss and the update norm from S_{t-1}
  * to S_t (section 13 over "param/"). */
-static void step_leaf(uint8_t leaf[POT_STEP_LEAF_SIZE], const char *dir, const pot_digest *run_id,
-                      const pot_digest *states, uint64_t t) {
+static void step_leaf_table(uint8_t leaf[POT_STEP_LEAF_SIZE], pot_bytes *table_out, const char *dir,
+                            const pot_digest *run_id, const pot_digest *states, uint64_t t) {
   char a_path[512], b_path[512];
   pot_safetensors *a = NULL, *b = NULL;
   pot_error *err = NULL;
@@ -95,9 +95,48 @@ static void step_leaf(uint8_t leaf[POT_STEP_LEAF_SIZE], const char *dir, const p
       pot_state_stats_digest(&stats, table.data, table.len, &err) ||
       pot_step_leaf_encode(leaf, run_id, t, &states[t], &stats, 1.0 / (double)t, norm, &err))
     die("leaf", err);
-  pot_bytes_free(&table);
+  if (table_out)
+    *table_out = table;
+  else
+    pot_bytes_free(&table);
   pot_safetensors_free(a);
   pot_safetensors_free(b);
+}
+
+static void step_leaf(uint8_t leaf[POT_STEP_LEAF_SIZE], const char *dir, const pot_digest *run_id,
+                      const pot_digest *states, uint64_t t) {
+  step_leaf_table(leaf, NULL, dir, run_id, states, t);
+}
+
+/* The run record every opening serves (section 18, check 32): every leaf,
+ * the statistics table of every state, and the steps pot_run_flags finds
+ * flagged (read from its JSON: each flagged step's "step" key). */
+struct run_record {
+  uint8_t leaves[STEPS * POT_STEP_LEAF_SIZE];
+  pot_bytes tables[STEPS];
+  const uint8_t *table_ptrs[STEPS];
+  size_t table_lens[STEPS];
+  uint64_t flagged[STEPS];
+  size_t flagged_len;
+};
+
+static void run_record_build(struct run_record *r, const char *dir, const pot_digest *run_id,
+                             const pot_digest *states) {
+  pot_bytes flags = {NULL, 0};
+  pot_error *err = NULL;
+  const char *p;
+  uint64_t t;
+  for (t = 1; t <= STEPS; ++t) {
+    step_leaf_table(r->leaves + (t - 1) * POT_STEP_LEAF_SIZE, &r->tables[t - 1], dir, run_id, states, t);
+    r->table_ptrs[t - 1] = r->tables[t - 1].data;
+    r->table_lens[t - 1] = r->tables[t - 1].len;
+  }
+  if (pot_run_flags(&flags, r->table_ptrs, r->table_lens, STEPS, &err)) die("run flags", err);
+  r->flagged_len = 0;
+  for (p = strstr((const char *)flags.data, "\"step\": "); p && r->flagged_len < STEPS;
+       p = strstr(p + 1, "\"step\": "))
+    r->flagged[r->flagged_len++] = strtoull(p + 8, NULL, 10);
+  pot_bytes_free(&flags);
 }
 
 int main(int argc, char **argv) {
@@ -113,6 +152,7 @@ int main(int argc, char **argv) {
   pot_error *err = NULL;
   float w[4] = {0.5f, -1.0f, 2.0f, 0.25f};
   uint64_t t, i, challenged[2];
+  struct run_record record;
   char json[4096];
   FILE *f;
 
@@ -197,6 +237,8 @@ int main(int argc, char **argv) {
   snprintf(path, sizeof path, "%s/challenges.txt", dir);
   f = fopen(path, "w");
   if (!f) die(path, NULL);
+  run_record_build(&record, dir, &run_id, states);
+  printf("run record: %d leaves and tables, %zu flagged steps\n", STEPS, record.flagged_len);
   for (i = 0; i < 2; ++i) {
     pot_opening *o = NULL;
     pot_bytes proof = {NULL, 0}, entry = {NULL, 0}, manifest = {NULL, 0};
@@ -238,6 +280,9 @@ int main(int argc, char **argv) {
       pot_bytes_free(&proof);
     }
     snprintf(ref, sizeof ref, "state-%llu.safetensors", (unsigned long long)(t - 1));
+    if (pot_opening_set_run_record(o, record.leaves, sizeof record.leaves, record.table_ptrs, record.table_lens, STEPS,
+                                   record.flagged, record.flagged_len, &err))
+      die("run record", err);
     if (pot_opening_set_state_refs(o, ref, NULL, &err) || pot_opening_encode(&manifest, o, &err)) die("encode", err);
     snprintf(path, sizeof path, "%s/opening-%llu.bin", dir, (unsigned long long)t);
     write_all(path, manifest.data, manifest.len);
@@ -247,6 +292,7 @@ int main(int argc, char **argv) {
     pot_opening_free(o);
   }
   fclose(f);
+  for (t = 0; t < STEPS; ++t) pot_bytes_free(&record.tables[t]);
   hex(h, &run_id);
   printf("run %s: %d steps, log root %s\n", h, STEPS, h4);
   pot_commitment_free(c);
