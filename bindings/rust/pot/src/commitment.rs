@@ -337,7 +337,8 @@ pub struct Commitment {
     raw: NonNull<sys::pot_commitment>,
 }
 
-// SAFETY: pot.h: "Immutable"; no thread affinity, and every method takes &self.
+// SAFETY: no thread affinity; every method but set_sealed_flags (which takes
+// &mut self, so no other reference reads meanwhile) takes &self and only reads.
 unsafe impl Send for Commitment {}
 // SAFETY: as above.
 unsafe impl Sync for Commitment {}
@@ -484,6 +485,21 @@ impl Commitment {
     /// ```
     pub fn task_id(&self) -> Result<Digest> {
         digest_out(|out, err| unsafe { sys::pot_commitment_task_id(out, self.raw.as_ptr(), err) })
+    }
+
+    /// Records the flagged steps the run sealed with on the ledger
+    /// (`run_info`'s `flagged_steps`, docs/ledger.md 2.3): verifying then
+    /// fails an opening that lists other steps (check 32,
+    /// [`OpeningCheck::RunFlags`](crate::OpeningCheck::RunFlags)), so a flag
+    /// hidden from the ledger fails every challenge.
+    ///
+    /// # Errors
+    /// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) unless the
+    /// steps ascend within `1..=declared_steps`.
+    pub fn set_sealed_flags(&mut self, flagged_steps: &[u64]) -> Result<()> {
+        call(|err| unsafe {
+            sys::pot_commitment_set_sealed_flags(self.raw.as_ptr(), flagged_steps.as_ptr(), flagged_steps.len(), err)
+        })
     }
 
     pub(crate) fn as_ptr(&self) -> *const sys::pot_commitment {

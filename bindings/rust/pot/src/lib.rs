@@ -90,7 +90,7 @@ pub use replay::{
 };
 pub use safetensors::{Safetensors, SafetensorsWriter, TensorView};
 pub use spec::{SeedPolicy, Spec};
-pub use statecheck::{StateFlag, StateStats, TensorStats, state_flags};
+pub use statecheck::{FlaggedStep, StateFlag, StateStats, TensorStats, run_flags, state_flags};
 pub use stream::{Stream, shard_root_file};
 pub use task::Task;
 pub use witness::{Decision, Verdict, VerdictOutcome, WitnessMode};

@@ -152,6 +152,29 @@ impl Opening {
         call(|err| unsafe { sys::pot_opening_set_state_refs(self.raw.as_ptr(), opt_ptr(&pre), opt_ptr(&post), err) })
     }
 
+    /// The run record every opening serves since 0.3.0 (docs/PROTOCOL.md
+    /// 18, fields 16-18; check 32): the `log_size` step leaves
+    /// concatenated, the statistics table of `S_1..S_{log_size}` in order,
+    /// and the steps those tables flag ([`run_flags`](crate::run_flags)),
+    /// ascending.
+    pub fn set_run_record<T: AsRef<[u8]>>(&mut self, leaves: &[u8], tables: &[T], flagged_steps: &[u64]) -> Result<()> {
+        let ptrs: Vec<*const u8> = tables.iter().map(|t| t.as_ref().as_ptr()).collect();
+        let lens: Vec<usize> = tables.iter().map(|t| t.as_ref().len()).collect();
+        call(|err| unsafe {
+            sys::pot_opening_set_run_record(
+                self.raw.as_ptr(),
+                leaves.as_ptr(),
+                leaves.len(),
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                tables.len(),
+                flagged_steps.as_ptr(),
+                flagged_steps.len(),
+                err,
+            )
+        })
+    }
+
     /// The canonical manifest bytes (a `pot.v2.OpeningManifest`).
     ///
     /// # Errors
@@ -294,11 +317,17 @@ pub enum OpeningCheck {
     /// leaf commits: the served `S_{t-1}` or `S_t`, or the replayed `S_t`.
     /// Since 0.3.0.
     StateStats,
+    /// The opening's run record (every leaf, every state's statistics
+    /// table, the flagged steps) is not the posted log's, lists other steps
+    /// than its tables flag, or other than the run sealed with on the ledger
+    /// ([`Commitment::set_sealed_flags`](crate::Commitment::set_sealed_flags)).
+    /// Since 0.3.0.
+    RunFlags,
     /// A check this crate does not know (appended by a later libpot).
     Other(u32),
 }
 
-const CHECKS: [OpeningCheck; 31] = [
+const CHECKS: [OpeningCheck; 32] = [
     OpeningCheck::Manifest,
     OpeningCheck::RunId,
     OpeningCheck::Step,
@@ -330,6 +359,7 @@ const CHECKS: [OpeningCheck; 31] = [
     OpeningCheck::ReplayedUpdate,
     OpeningCheck::TaskProgram,
     OpeningCheck::StateStats,
+    OpeningCheck::RunFlags,
 ];
 
 impl OpeningCheck {
@@ -506,6 +536,7 @@ mod tests {
         assert_eq!(OpeningCheck::ReplayedUpdate.raw(), sys::pot_opening_check::POT_CHECK_REPLAYED_UPDATE.0);
         assert_eq!(OpeningCheck::TaskProgram.raw(), sys::pot_opening_check::POT_CHECK_TASK_PROGRAM.0);
         assert_eq!(OpeningCheck::StateStats.raw(), sys::pot_opening_check::POT_CHECK_STATE_STATS.0);
+        assert_eq!(OpeningCheck::RunFlags.raw(), sys::pot_opening_check::POT_CHECK_RUN_FLAGS.0);
         for (check, name) in [
             (OpeningCheck::Spec, "spec"),
             (OpeningCheck::Program, "program"),
@@ -521,10 +552,11 @@ mod tests {
             (OpeningCheck::ReplayedUpdate, "replayed_update"),
             (OpeningCheck::TaskProgram, "task_program"),
             (OpeningCheck::StateStats, "state_stats"),
+            (OpeningCheck::RunFlags, "run_flags"),
         ] {
             assert_eq!(check.name(), name);
         }
-        assert_eq!(OpeningCheck::from_raw(32), Some(OpeningCheck::Other(32)));
+        assert_eq!(OpeningCheck::from_raw(33), Some(OpeningCheck::Other(33)));
         for raw in 1..=27 {
             let c = OpeningCheck::from_raw(raw).unwrap();
             assert_eq!(c.raw(), raw);

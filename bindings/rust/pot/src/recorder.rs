@@ -9,9 +9,10 @@
 use crate::commitment::Commitment;
 use crate::digest::Digest;
 use crate::error::{Error, ErrorKind, Result};
-use crate::ffi::{self, call, digest_out, non_null, path_cstring};
+use crate::ffi::{self, call, digest_out, non_null, path_cstring, string_out};
 use crate::safetensors::SafetensorsWriter;
 use crate::spec::Spec;
+use crate::statecheck::FlaggedStep;
 use crate::sys;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -439,6 +440,19 @@ impl Checkpoints {
         ffi::two_bytes_out(|leaf, proof, err| unsafe {
             sys::pot_checkpoints_leaf(leaf, proof, self.raw.as_ptr(), step, log_size, err)
         })
+    }
+
+    /// The flagged steps of the log's first `log_size` leaves
+    /// (`pot_checkpoints_run_flags`), from the tables kept in `stats/`: what
+    /// the miner seals its run with on the ledger (docs/ledger.md 2.3:
+    /// `post_checkpoint_root`'s `flagged_steps`). Every opening lists them.
+    ///
+    /// # Errors
+    /// [`OutOfRange`](crate::ErrorKind::OutOfRange) past [`size`](Self::size).
+    pub fn run_flags(&mut self, log_size: u64) -> Result<Vec<FlaggedStep>> {
+        let text =
+            string_out(|out, err| unsafe { sys::pot_checkpoints_run_flags(out, self.raw.as_ptr(), log_size, err) })?;
+        crate::statecheck::flagged_steps(&text)
     }
 }
 

@@ -137,20 +137,7 @@ impl StateStats {
     }
 }
 
-/// The flags of the step from the state of `before` to that of `after`
-/// (`pot_state_flags`), by tensor in name order; empty when none.
-pub fn state_flags(before: &StateStats, after: &StateStats) -> Result<Vec<StateFlag>> {
-    let text = string_out(|out, err| unsafe {
-        sys::pot_state_flags(
-            out,
-            before.table.as_ptr(),
-            before.table.len(),
-            after.table.as_ptr(),
-            after.table.len(),
-            err,
-        )
-    })?;
-    let v = parse(&text)?;
+fn flags_of(v: &serde_json::Value) -> Result<Vec<StateFlag>> {
     v.as_array()
         .ok_or_else(|| bad("the list"))?
         .iter()
@@ -164,4 +151,53 @@ pub fn state_flags(before: &StateStats, after: &StateStats) -> Result<Vec<StateF
             })
         })
         .collect()
+}
+
+/// A step of a run whose statistics trip a rule, with its flags.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlaggedStep {
+    /// The step.
+    pub step: u64,
+    /// Its flags, as [`state_flags`] gives them.
+    pub flags: Vec<StateFlag>,
+}
+
+pub(crate) fn flagged_steps(text: &str) -> Result<Vec<FlaggedStep>> {
+    let v = parse(text)?;
+    v.as_array()
+        .ok_or_else(|| bad("the list"))?
+        .iter()
+        .map(|s| {
+            Ok(FlaggedStep { step: s["step"].as_u64().ok_or_else(|| bad("step"))?, flags: flags_of(&s["flags"])? })
+        })
+        .collect()
+}
+
+/// The flagged steps of a run (`pot_run_flags`, docs/PROTOCOL.md 5.3):
+/// `tables[i]` is the table of `S_{i+1}`; step 1 is compared with an empty
+/// table. What a miner seals its run with on the ledger (docs/ledger.md 2.3)
+/// and lists in every opening (check 32,
+/// [`OpeningCheck::RunFlags`](crate::OpeningCheck::RunFlags)).
+pub fn run_flags(tables: &[StateStats]) -> Result<Vec<FlaggedStep>> {
+    let ptrs: Vec<*const u8> = tables.iter().map(|t| t.table.as_ptr()).collect();
+    let lens: Vec<usize> = tables.iter().map(|t| t.table.len()).collect();
+    let text =
+        string_out(|out, err| unsafe { sys::pot_run_flags(out, ptrs.as_ptr(), lens.as_ptr(), tables.len(), err) })?;
+    flagged_steps(&text)
+}
+
+/// The flags of the step from the state of `before` to that of `after`
+/// (`pot_state_flags`), by tensor in name order; empty when none.
+pub fn state_flags(before: &StateStats, after: &StateStats) -> Result<Vec<StateFlag>> {
+    let text = string_out(|out, err| unsafe {
+        sys::pot_state_flags(
+            out,
+            before.table.as_ptr(),
+            before.table.len(),
+            after.table.as_ptr(),
+            after.table.len(),
+            err,
+        )
+    })?;
+    flags_of(&parse(&text)?)
 }

@@ -87,6 +87,13 @@ fn mine() -> Run {
         assert_eq!(log.append(&leaf(t).encode().unwrap()).unwrap(), t - 1);
     }
     let log_root = log.root(STEPS).unwrap();
+    // The run record (check 32): every leaf, every table, the flagged steps.
+    let leaves: Vec<u8> = (1..=STEPS).flat_map(|t| leaf(t).encode().unwrap()).collect();
+    let tables: Vec<pot::StateStats> = (1..=STEPS)
+        .map(|t| pot::StateStats::of(&Safetensors::open(state_path(&dir, t)).unwrap(), 1).unwrap())
+        .collect();
+    let flagged: Vec<u64> = pot::run_flags(&tables).unwrap().iter().map(|s| s.step).collect();
+    let table_bytes: Vec<&[u8]> = tables.iter().map(|t| t.as_bytes()).collect();
 
     let mut manifests = Vec::new();
     for t in protocol::challenge_derive(b"beacon", &run_id, STEPS, 2).unwrap() {
@@ -103,6 +110,7 @@ fn mine() -> Run {
             o.add_sample(index, &samples[index as usize], &dataset.inclusion_proof(index, SAMPLES).unwrap()).unwrap();
         }
         o.set_state_refs(Some(&format!("state-{}.safetensors", t - 1)), None).unwrap();
+        o.set_run_record(&leaves, &table_bytes, &flagged).unwrap();
         let manifest = o.encode().unwrap();
         assert_ne!(o.digest().unwrap(), sha256(&manifest).unwrap()); // tagged, not plain
         manifests.push((t, manifest));
@@ -139,6 +147,17 @@ fn tampering_is_caught_at_the_right_check() {
 
     let f = verify_opening(&run.commitment, t, STEPS, &run.log_root, &manifest[1..], None, None, 1).unwrap_err();
     assert_eq!(f.check, Some(OpeningCheck::Manifest));
+
+    // The run sealed on the ledger with none (this smooth run flags none):
+    // the same; a ledger naming step 2 fails every opening at check 32.
+    let mut sealed = Commitment::decode(&run.commitment.encode().unwrap()).unwrap();
+    sealed.set_sealed_flags(&[]).unwrap();
+    verify_opening(&sealed, t, STEPS, &run.log_root, manifest, None, None, 1).unwrap();
+    sealed.set_sealed_flags(&[2]).unwrap();
+    let f = verify_opening(&sealed, t, STEPS, &run.log_root, manifest, None, None, 1).unwrap_err();
+    assert_eq!((f.check, f.error.kind()), (Some(OpeningCheck::RunFlags), ErrorKind::ProofMismatch));
+    assert!(f.error.message().contains("the run sealed on the ledger with 2"), "{f}");
+    assert_eq!(sealed.set_sealed_flags(&[3, 2]).unwrap_err().kind(), ErrorKind::InvalidArgument);
 
     // A valid opening of another step does not answer this challenge.
     let (other, other_manifest) = &run.manifests[1];

@@ -273,6 +273,28 @@ fn hash_state_stats_and_flags() {
             .collect();
         assert_eq!(Value::Array(got), fv["flags"], "{}", s(fv, "comment"));
     }
+    // The flagged steps of a run (pot_run_flags).
+    for rv in arr(&v, "run_flags") {
+        let tables: Vec<pot::StateStats> = rv["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| pot::StateStats::decode(&unhex(t.as_str().unwrap())).unwrap())
+            .collect();
+        let got: Vec<Value> = pot::run_flags(&tables)
+            .unwrap()
+            .into_iter()
+            .map(|st| {
+                let flags: Vec<Value> = st
+                    .flags
+                    .into_iter()
+                    .map(|f| json!({"rule": f.rule, "tensor": f.tensor, "before": f.before, "after": f.after}))
+                    .collect();
+                json!({"step": st.step, "flags": flags})
+            })
+            .collect();
+        assert_eq!(Value::Array(got), rv["flagged"], "{}", s(rv, "comment"));
+    }
 }
 
 // ---------------------------------------------------------------- protocol
@@ -626,7 +648,7 @@ fn ledger_transcript() {
             }
         }
     }
-    assert_eq!((calls.len(), refused), (129, 44));
+    assert_eq!((calls.len(), refused), (131, 46));
     let state = ledger.save().unwrap();
     assert_eq!(pot::sha256(&state).unwrap(), digest(&v, "state_sha256"));
     // Save, load, save again: the same bytes.
