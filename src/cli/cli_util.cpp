@@ -149,6 +149,27 @@ Spec load_spec(const std::string &path, bool binary, bool detect) {
   return Spec(s, pot_spec_free);
 }
 
+void add_sealed_flags(CLI::App *c, SealedFlags &f) {
+  f.option = c->add_option("--sealed-flags", f.steps,
+                           "the flagged steps the run sealed with on the ledger (run_info's flagged_steps), "
+                           "comma-separated, or none; the manifest must list the same (check 32)")
+                 ->delimiter(',');
+}
+
+void apply_sealed_flags(const SealedFlags &f, pot_commitment *c) {
+  if (!f.option || f.option->count() == 0) return;
+  std::vector<uint64_t> steps;
+  if (!(f.steps.size() == 1 && f.steps[0] == "none"))
+    for (const std::string &s : f.steps) {
+      const bool digits = !s.empty() && s.size() <= 20 && s.find_first_not_of("0123456789") == std::string::npos;
+      if (!digits || (s.size() == 20 && s > "18446744073709551615"))
+        throw CliError(kExitUsage, "--sealed-flags: '" + s + "' is not a step (comma-separated steps, or none)");
+      steps.push_back(std::stoull(s));
+    }
+  pot_error *err = nullptr;
+  check(pot_commitment_set_sealed_flags(c, steps.data(), steps.size(), &err), &err, "--sealed-flags");
+}
+
 Commitment load_commitment(const std::string &path) {
   pot_error *err = nullptr;
   pot_commitment *c = nullptr;

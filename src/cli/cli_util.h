@@ -11,6 +11,7 @@
 
 namespace CLI {
 class App;
+class Option;
 }
 
 #include "pot.h"
@@ -58,6 +59,17 @@ using Commitment = std::unique_ptr<pot_commitment, decltype(&pot_commitment_free
 Spec load_spec(const std::string &path, bool binary, bool detect = false);
 // A commitment file: JSON or canonical bytes, told apart by the first byte.
 Commitment load_commitment(const std::string &path);
+
+// --sealed-flags STEP[,STEP...] | none: the flagged steps the run sealed with
+// on the ledger (run_info's flagged_steps).
+struct SealedFlags {
+  std::vector<std::string> steps;
+  CLI::Option *option = nullptr;
+};
+void add_sealed_flags(CLI::App *c, SealedFlags &f);
+// Sets them on the commitment when the option was given
+// (pot_commitment_set_sealed_flags).
+void apply_sealed_flags(const SealedFlags &f, pot_commitment *c);
 
 // A step to replay, as `pot replay` and `pot dispute` take it.
 struct ReplayStep {

@@ -13,6 +13,7 @@ void add_open_verify(CLI::App *open) {
     uint64_t size = 0, step = 0;
     uint32_t threads = 0;
     bool json = false;
+    SealedFlags sealed;
   };
   auto vo = std::make_shared<Verify>();
   CLI::App *verify = open->add_subcommand("verify", "Check an opening (everything but the replay)");
@@ -25,8 +26,10 @@ void add_open_verify(CLI::App *open) {
   verify->add_option("--post-state", vo->post, "served post-state file (cross-architecture path)");
   verify->add_option("--threads", vo->threads, "hashing threads (0 = all cores)");
   verify->add_flag("--json", vo->json, "print JSON");
+  add_sealed_flags(verify, vo->sealed);
   verify->callback([vo] {
     const Commitment c = load_commitment(vo->commitment);
+    apply_sealed_flags(vo->sealed, c.get());
     const pot_digest root = digest_arg(vo->root, "--root");
     const auto manifest = read_file(vo->manifest);
     pot_error *err = nullptr;

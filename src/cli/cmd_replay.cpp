@@ -78,6 +78,7 @@ void add_verify(CLI::App &app) {
     std::optional<uint64_t> challenge_id;
     uint32_t threads = 0;
     bool json = false;
+    SealedFlags sealed;
   };
   auto vo = std::make_shared<Verify>();
   CLI::App *vf = app.add_subcommand("verify", "Verify a challenged step: the opening's checks, then the replay");
@@ -95,8 +96,10 @@ void add_verify(CLI::App &app) {
   vf->add_option("--challenge-id", vo->challenge_id,
                  "also print the witness statement on this ledger challenge (docs/PROTOCOL.md section 19)");
   vf->add_flag("--json", vo->json, "print JSON");
+  add_sealed_flags(vf, vo->sealed);
   vf->callback([vo] {
     const Commitment c = load_commitment(vo->commitment);
+    apply_sealed_flags(vo->sealed, c.get());
     const Spec spec = load_spec(vo->spec, false, true);
     const pot_digest root = digest_arg(vo->root, "--root");
     const auto manifest = read_file(vo->manifest);
@@ -179,6 +182,47 @@ void add_open_make(CLI::App &app) {
   });
 }
 
+void add_checkpoints_flags(CLI::App *ck) {
+  // pot checkpoints flags
+  struct Flags {
+    std::string dir;
+    uint64_t size = 0;
+    bool json = false;
+  };
+  auto fo = std::make_shared<Flags>();
+  CLI::App *fl = ck->add_subcommand("flags", "The run's flagged steps, from its statistics tables: what it seals with");
+  fl->add_option("DIR", fo->dir, "checkpoint directory")->required();
+  fl->add_option("--size", fo->size, "leaves of the log (default: all)");
+  fl->add_flag("--json", fo->json, "print JSON");
+  fl->callback([fo] {
+    pot_error *err = nullptr;
+    pot_checkpoints *c = nullptr;
+    check(pot_checkpoints_open(&c, fo->dir.c_str(), &err), &err, fo->dir.c_str());
+    std::unique_ptr<pot_checkpoints, decltype(&pot_checkpoints_free)> guard(c, pot_checkpoints_free);
+    const uint64_t size = fo->size ? fo->size : pot_checkpoints_size(c);
+    pot_bytes text{nullptr, 0};
+    check(pot_checkpoints_run_flags(&text, c, size, &err), &err, "flags");
+    const nlohmann::json steps = nlohmann::json::parse(text_of(text));
+    nlohmann::json list = nlohmann::json::array();
+    std::vector<std::string> plain;
+    for (const auto &s : steps) {
+      list.push_back(s["step"]);
+      std::string line("step ");
+      line += s["step"].dump();
+      line += ':';
+      for (const auto &f : s["flags"]) {
+        line += ' ';
+        line += f["rule"].get<std::string>();
+        line += ' ';
+        line += f["tensor"].get<std::string>();
+      }
+      plain.push_back(line);
+    }
+    if (plain.empty()) plain.push_back("no step is flagged");
+    emit(fo->json, {{"log_size", size}, {"flagged_steps", list}, {"steps", steps}}, plain);
+  });
+}
+
 void add_checkpoints_state(CLI::App &app) {
   // pot checkpoints state
   struct State {
@@ -205,6 +249,7 @@ void add_checkpoints_state(CLI::App &app) {
     const std::string path = text_of(p);
     emit(so->json, {{"path", path}, {"replayed_steps", replayed}}, {path});
   });
+  add_checkpoints_flags(ck);
 }
 
 }  // namespace

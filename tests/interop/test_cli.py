@@ -207,6 +207,15 @@ def test_protocol_flow_files_check_out_with_the_cli(tmp_path):
         other = [c for c in challenged if c != t][0]  # a valid opening of another step
         swapped = run("open", "verify", str(tmp_path / f"opening-{other}.bin"), *args[3:], "--json")
         assert swapped.returncode == 1 and json.loads(swapped.stdout)["check"] == "step"
+        # The run sealed on the ledger with no flagged step (its tables flag
+        # none): the same; a ledger naming one fails check 32.
+        sealed = run(*args, "--sealed-flags", "none")
+        assert sealed.returncode == 0 and sealed.stdout.strip() == "OK", sealed.stderr
+        named = run(*args, "--sealed-flags", "2", "--json")
+        assert named.returncode == 1 and json.loads(named.stdout)["check"] == "run_flags", named.stdout
+        bad = run(*args, "--sealed-flags", "3,2")
+        assert bad.returncode != 0 and "--sealed-flags" in bad.stderr
+        assert run(*args, "--sealed-flags", "x").returncode == 2
 
 
 SPEC = os.path.join(os.path.dirname(__file__), "..", "..", "samples", "specs", "adamw_per_step.json")

@@ -72,3 +72,29 @@ def test_dispute_leaves_are_the_committed_leaves(pot_cli, recorded):  # noqa: F8
         assert independent.verify_inclusion(t - 1, info["size"], independent.leaf_hash(leaf), hashes, root)
     rc, out, err, _ = run_pot(pot_cli, "dispute", "leaves", ck, "--step", info["size"] + 1)
     assert rc == 2 and "POT_E_OUT_OF_RANGE" in err, (rc, err)
+
+
+def test_checkpoints_flags_are_the_runs_tables_flags(pot_cli, recorded):  # noqa: F811
+    """What a miner seals with (docs/ledger.md 2.3): `pot checkpoints flags`
+    gives the flagged steps of the recorded run's statistics tables, which
+    independent.py recomputes from the stats/ files after checking each
+    against the digest steps.jsonl (and the leaf) commits. An honest run
+    flags no step; a log size past the run is refused."""
+    ck, info = recorded
+    rc, out, err, _ = run_pot(pot_cli, "checkpoints", "flags", ck, "--json")
+    assert rc == 0, err
+    got = json.loads(out)
+    assert got["log_size"] == info["size"]
+    lines = [json.loads(line) for line in open(os.path.join(ck, "steps.jsonl"))]
+    tables = []
+    for t in range(1, info["size"] + 1):
+        with open(os.path.join(ck, "stats", f"{t:012d}.stats"), "rb") as f:
+            table = f.read()
+        assert independent.tagged("pot/v1/state-stats", table).hex() == lines[t - 1]["stats_digest"], t
+        tables.append(table)
+    want = independent.run_flags(tables)
+    assert got["steps"] == want and got["flagged_steps"] == [s["step"] for s in want] == []
+    rc, out, err, _ = run_pot(pot_cli, "checkpoints", "flags", ck)
+    assert rc == 0 and out.strip() == "no step is flagged", (out, err)
+    rc, out, err, _ = run_pot(pot_cli, "checkpoints", "flags", ck, "--size", info["size"] + 1)
+    assert rc == 2 and "POT_E_OUT_OF_RANGE" in err, (rc, err)
