@@ -137,10 +137,14 @@ class Miner:
         def on_root(size, root, proof):
             posts.append(size)
             self.chain.tick()
+            # The sealing post names the steps the run's statistics flag
+            # (docs/ledger.md 2.3): challenged for certain.
+            flagged = {"flagged_steps": self.recorder.flagged_steps(size)} if size == STEPS else {}
             self.chain.call("post_checkpoint_root", caller=identity, run_id=self.run_id, size=size,
-                            root=root.hex(), consistency_proof=proof.hex())
+                            root=root.hex(), consistency_proof=proof.hex(), **flagged)
 
         def on_start(rec):  # the commitment goes on chain, bonded, before training starts
+            self.recorder = rec
             self.chain.call("deposit", identity=identity, amount=MINER_BOND)  # the runtime takes the funds
             res = self.chain.call("start_training_commitment", caller=identity,
                                   commitment=rec.commitment.encode().hex())
@@ -181,7 +185,7 @@ class Miner:
         with pot.Tree.open(os.path.join(self.out, "ckpt", "log.tree")) as log:
             proof = log.inclusion_proof(t - 1, STEPS)
         self.chain.call("submit_opening", caller=self.identity, challenge_id=challenge_id,
-                        manifest_digest=tagged("pot/v2/opening", manifest).hex(), step_leaf=self.leaf(t).hex(),
+                        manifest_digest=tagged("pot/v3/opening", manifest).hex(), step_leaf=self.leaf(t).hex(),
                         leaf_proof=proof.hex())
         return path, pre, post
 
@@ -197,8 +201,13 @@ def verify_all(args, miner, cid, mode, t, manifest, pre, post, timings):
         salt = pot.witness_salt()
         out.append((ident, statement, salt.hex(), pot.witness_commitment(statement, salt, bytes.fromhex(ident)).hex(),
                     check))
+    # The steps the run sealed with as flagged (run_info): every verifier
+    # requires the opening to list the same (check 32).
+    sealed = miner.chain.call("run_info", run_id=miner.run_id)["flagged_steps"]
+    sealed_arg = ",".join(str(s) for s in sealed) or "none"
     common = ["--step", t, "--commitment", miner.commitment_path, "--spec", miner.spec_path, "--program",
-              miner.program, "--root", miner.root, "--size", STEPS, "--pre-state", pre, "--challenge-id", cid]
+              miner.program, "--root", miner.root, "--size", STEPS, "--pre-state", pre, "--challenge-id", cid,
+              "--sealed-flags", sealed_arg]
     # C++: the pot command-line tool, bitwise on the spec's thread count.
     rc, j, err, secs = run_cmd([args.pot, "verify", manifest, *common, "--json"])
     timings["C++"] += secs
@@ -211,7 +220,7 @@ def verify_all(args, miner, cid, mode, t, manifest, pre, post, timings):
     rc, j, err, secs = run_cmd([args.go_verifier, "-replay", "-manifest", manifest, "-step", t, "-commitment",
                                 miner.commitment_path, "-spec", miner.spec_path, "-program", miner.program, "-root",
                                 miner.root, "-size", STEPS, "-pre-state", pre, "-identity", VERIFIERS[1][2],
-                                "-challenge-id", cid, "-json"])
+                                "-challenge-id", cid, "-sealed-flags", sealed_arg, "-json"])
     timings["Go"] += secs
     if j.get("statement"):
         out.append((VERIFIERS[1][2], j["statement"], j["salt"], j["witness_commitment"], j.get("check", "ok")))
@@ -222,6 +231,7 @@ def verify_all(args, miner, cid, mode, t, manifest, pre, post, timings):
     # a bitwise challenge its environment (2 threads) cannot judge the step:
     # it says so, and the ledger records it as misconfigured, not counted.
     start = time.perf_counter()
+    miner.rec.commitment.set_sealed_flags(sealed)
     try:
         r = pot.verify_step(miner.rec.commitment, miner.spec, miner.program, t, STEPS, bytes.fromhex(miner.root),
                             open(manifest, "rb").read(), pre, post, pot.VerifyMode.NORM_BUCKET, 2)

@@ -84,6 +84,8 @@ func run() int {
 	flag.StringVar(&r.mode, "mode", "bitwise", "-replay: bitwise or bucket (the cross-architecture path)")
 	flag.StringVar(&r.identity, "identity", "", "-replay: this verifier's identity (hex, 1..256 bytes)")
 	flag.Uint64Var(&r.challengeID, "challenge-id", 0, "-replay: the ledger's id of the challenge the witness answers")
+	flag.StringVar(&r.sealedFlags, "sealed-flags", "",
+		"-replay: the flagged steps the run sealed with on the ledger (run_info's flagged_steps), comma-separated, or none")
 	flag.BoolVar(&r.json, "json", false, "-replay: print one JSON object")
 	flag.Parse()
 	if flag.NArg() != 0 {

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 	"unicode"
 
@@ -26,7 +28,24 @@ type replayArgs struct {
 	mode                      string
 	threads                   uint32
 	identity                  string
+	sealedFlags               string
 	json                      bool
+}
+
+// parseSealedFlags reads -sealed-flags: comma-separated steps, or "none".
+func parseSealedFlags(s string) ([]uint64, error) {
+	if s == "none" {
+		return []uint64{}, nil
+	}
+	var steps []uint64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a step (comma-separated steps, or none)", f)
+		}
+		steps = append(steps, v)
+	}
+	return steps, nil
 }
 
 // replayOK is the -json output of a verified step: the witness statement
@@ -166,6 +185,17 @@ func runReplay(a replayArgs) int {
 		return usageError(a.commitment, err)
 	}
 	defer commitment.Close()
+	// The flagged steps the run sealed with on the ledger (run_info): an
+	// opening listing others fails check 32.
+	if a.sealedFlags != "" {
+		steps, err := parseSealedFlags(a.sealedFlags)
+		if err != nil {
+			return usageError("-sealed-flags", err)
+		}
+		if err := commitment.SetSealedFlags(steps); err != nil {
+			return usageError("-sealed-flags", err)
+		}
+	}
 	runID, err := commitment.RunID()
 	if err != nil {
 		return usageError("run id", err)

@@ -293,6 +293,14 @@ void manifest_seeds(const json &protocol, const json &rfc, const json &hash) {
     m.samples.push_back(s);
   }
   seed("fuzz_manifest", "stream", m.encode());
+  // The run record (fields 16-18): the vectors' leaves and tables.
+  for (const auto &l : leaves) {
+    const Bytes b = hex(l["leaf"]);
+    m.run_leaves.insert(m.run_leaves.end(), b.begin(), b.end());
+  }
+  for (const auto &t : hash["state_stats"]) m.run_tables.push_back(hex(t["table"]));
+  m.flagged_steps = {1, 3};
+  seed("fuzz_manifest", "run_record", m.encode());
 }
 
 }  // namespace

@@ -1193,6 +1193,15 @@ class Recorder:
         with Checkpoints(self.checkpoint_dir) as c:
             return c.opening(step, log_size if log_size is not None else c.size, self.dataset_dir, post_state)
 
+    def flagged_steps(self, size: Optional[int] = None) -> List[int]:
+        """The steps the run's statistics flag over the first `size` steps
+        (default: all recorded; docs/PROTOCOL.md 5.3): what the sealing
+        root is posted with (the ledger's post_checkpoint_root
+        flagged_steps, docs/ledger.md 2.3), each challenged for certain.
+        An honest run flags none."""
+        with Checkpoints(self.checkpoint_dir) as c:
+            return [s.step for s in c.run_flags(size if size is not None else c.size)]
+
     def state_path(self, step: int) -> str:
         """A file holding S_step (re-derived when it is not a checkpoint)."""
         with Checkpoints(self.checkpoint_dir) as c:
