@@ -26,9 +26,10 @@
 #define BATCH 2
 #define SEED 1234
 
-/* The task's execution spec (docs/cli.md "Spec"). A task with a listed
- * schedule must draw per-step random numbers (dropout under per-step seeds,
- * which name the run), or all its runs would be one trajectory. */
+/* The task's execution spec (docs/cli.md "Spec"). Its steps draw per-step
+ * random numbers (dropout under per-step seeds, which name the run), so
+ * each run of this listed task is its own trajectory (without them the
+ * task is a one-trajectory task, paid once: docs/ledger.md 2.3). */
 static const char SPEC[] =
     "{\"framework\": \"pytorch\", \"framework_version\": \"1.13.1\",\n"
     " \"model_program_digest\": \"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\",\n"

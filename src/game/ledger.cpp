@@ -202,9 +202,57 @@ Digest Ledger::start_training_commitment(ByteView caller, ByteView commitment, u
   return run_id;
 }
 
+std::optional<Digest> Ledger::check_seal(const Run &r, const Digest &run_id, uint64_t size, const Digest &root,
+                                         const SealPost &seal) const {
+  constexpr const char *kCall = "post_checkpoint_root";
+  const uint64_t n = r.commitment.declared_steps;
+  const std::vector<uint64_t> &flagged = seal.flagged_steps;
+  const bool seals = size == n;
+  if (!seals && !flagged.empty())
+    fail(Status::kInvalidArgument, "{}: only the sealing post (size {}) carries flagged steps, not size {}", kCall,
+         n, size);
+  if (flagged.size() > task_of(r).challenge_rounds)
+    fail(Status::kLimit,
+         "{}: {} flagged steps, the task challenges at most {} (its rounds) for certain; a run whose statistics "
+         "flag more is not one honest training makes",
+         kCall, flagged.size(), task_of(r).challenge_rounds);
+  for (size_t i = 0; i < flagged.size(); ++i)
+    if (flagged[i] == 0 || flagged[i] > n || (i > 0 && flagged[i] <= flagged[i - 1]))
+      fail(Status::kInvalidArgument, "{}: flagged steps must ascend within 1..{}; element {} is {}", kCall, n, i,
+           flagged[i]);
+  // A task whose runs are one trajectory pays it once: the sealing post
+  // shows the run's final state, which no other run of the task may have.
+  const bool one = task_of(r).one_trajectory();
+  if (!(seals && one)) {
+    if (!seal.final_leaf.empty() || !seal.final_leaf_proof.empty())
+      fail(Status::kInvalidArgument,
+           "{}: only the sealing post of a run of a one-trajectory task carries the final leaf", kCall);
+    return std::nullopt;
+  }
+  if (seal.final_leaf.empty())
+    fail(Status::kInvalidArgument,
+         "{}: the task's runs are one trajectory (a listed schedule without per-run randomness): its sealing post "
+         "carries the final leaf (step {}) and its proof, so that the trajectory is paid once",
+         kCall, n);
+  const commit::StepLeaf leaf = commit::StepLeaf::decode(seal.final_leaf);
+  if (leaf.run_id != run_id || leaf.step != n)
+    fail(Status::kInvalidArgument, "{}: the final leaf names step {} of run {}, not step {} of {}", kCall, leaf.step,
+         leaf.run_id.hex(), n, run_id.hex());
+  merkle::verify_inclusion(n - 1, n, hash::leaf_hash(seal.final_leaf).view(),
+                           merkle::decode_proof(seal.final_leaf_proof), root.view());
+  for (const auto &[other_id, other] : runs_)
+    if (other_id != run_id && other.final_state == leaf.state_digest &&
+        other.commitment.task_id == r.commitment.task_id)
+      fail(Status::kConflict,
+           "{}: run {} of the task sealed with the same final state {}: a one-trajectory task pays a trajectory "
+           "once (a copy, or one training under two identities)",
+           kCall, other_id.hex(), leaf.state_digest.hex());
+  return leaf.state_digest;
+}
+
 void Ledger::post_checkpoint_root(ByteView caller, const Digest &run_id, uint64_t size,
                                   const Digest &root, ByteView consistency_proof, uint64_t now,
-                                  const std::vector<uint64_t> &flagged_steps) {
+                                  const SealPost &seal) {
   constexpr const char *kCall = "post_checkpoint_root";
   check_now(now);
   check_caller(caller, kCall);
@@ -235,28 +283,18 @@ void Ledger::post_checkpoint_root(ByteView caller, const Digest &run_id, uint64_
     merkle::verify_consistency(r.latest_size, size, r.latest_root.view(), root.view(), proof);
   }
   const bool seals = size == n;
-  if (!seals && !flagged_steps.empty())
-    fail(Status::kInvalidArgument, "{}: only the sealing post (size {}) carries flagged steps, not size {}", kCall,
-         n, size);
-  if (flagged_steps.size() > task_of(r).challenge_rounds)
-    fail(Status::kLimit,
-         "{}: {} flagged steps, the task challenges at most {} (its rounds) for certain; a run whose statistics "
-         "flag more is not one honest training makes",
-         kCall, flagged_steps.size(), task_of(r).challenge_rounds);
-  for (size_t i = 0; i < flagged_steps.size(); ++i)
-    if (flagged_steps[i] == 0 || flagged_steps[i] > n || (i > 0 && flagged_steps[i] <= flagged_steps[i - 1]))
-      fail(Status::kInvalidArgument, "{}: flagged steps must ascend within 1..{}; element {} is {}", kCall, n, i,
-           flagged_steps[i]);
+  const std::optional<Digest> final_state = check_seal(r, run_id, size, root, seal);
   if (seals && config_.draw_delay > UINT64_MAX - now)
     fail(Status::kOutOfRange, "{}: the draw height of a run sealed at height {} does not fit 64 bits",
          kCall, now);
-  std::vector<uint64_t> flagged = flagged_steps;  // may allocate
+  std::vector<uint64_t> flagged = seal.flagged_steps;  // may allocate
   if (seals) ++waiting_[now + config_.draw_delay];  // the last step that may allocate
   r.latest_size = size;
   r.latest_root = root;
   if (seals) {
     r.seal_height = now;
     r.flagged_steps = std::move(flagged);
+    r.final_state = final_state;
   }
   height_ = now;
 }
@@ -368,6 +406,13 @@ std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, uint64_t now
          last_randomness_ ? std::to_string(last_randomness_->height) : std::string("none"));
   // Rounds and mode are the task's: whoever triggers the draw chooses neither.
   const task::Task &t = task_of(r);
+  // No state of a one-trajectory task's run is opened while another run
+  // could still seal: a copy would be the same trajectory as the original.
+  if (t.one_trajectory() && now <= t.end_height)
+    fail(Status::kState,
+         "{}: run {} is of a one-trajectory task, drawn after the task's end height {}, when every run of it is "
+         "sealed or void",
+         kCall, run_id.hex(), t.end_height);
   const Mode mode = t.challenge_mode == task::ChallengeMode::kNormBucket ? Mode::kNormBucket : Mode::kBitwise;
   const std::vector<uint64_t> steps = challenged_steps(r, run_id, entry->second);
   const uint64_t rounds = steps.size();  // at most twice the task's rounds
@@ -945,6 +990,7 @@ RunInfo Ledger::run_info(const Digest &run_id) const {
   }
   i.drawn_from = r.drawn_from;
   i.flagged_steps = r.flagged_steps;
+  i.final_state = r.final_state;
   i.slashable = r.slashable;
   return i;
 }

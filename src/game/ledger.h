@@ -105,6 +105,19 @@ struct LedgerConfig {
   bool operator==(const LedgerConfig &) const = default;
 };
 
+// What the sealing post_checkpoint_root carries besides the root
+// (docs/ledger.md 2.3).
+struct SealPost {
+  // The steps the run's statistics flag (docs/PROTOCOL.md 5.3), ascending,
+  // at most the task's challenge rounds: each challenged for certain.
+  std::vector<uint64_t> flagged_steps;
+  // A one-trajectory task's run (task::Task::one_trajectory): its leaf of
+  // the last step and the leaf's inclusion proof in the sealing root; no
+  // other run of the task may seal with the same final state.
+  Bytes final_leaf;
+  Bytes final_leaf_proof;
+};
+
 // The chain's randomness of one block (docs/ledger.md section 2.4).
 struct BlockRandomness {
   uint64_t height = 0;
@@ -128,6 +141,10 @@ struct RunInfo {
   // When sealed: the steps its statistics flag, as the miner sealed it
   // (docs/ledger.md 2.3), each challenged for certain; empty once closed.
   std::vector<uint64_t> flagged_steps;
+  // When sealed, of a one-trajectory task: the digest of its final state,
+  // which no other run of the task may seal with; nullopt otherwise and
+  // once closed.
+  std::optional<hash::Digest> final_state;
   // Some challenge of the run finalized FAIL, or a dispute of the run ended
   // naming the miner a loser (docs/ledger.md 2.14).
   bool slashable = false;
@@ -321,7 +338,7 @@ class Ledger {
   // carries flagged steps.
   void post_checkpoint_root(ByteView caller, const hash::Digest &run_id, uint64_t size,
                             const hash::Digest &root, ByteView consistency_proof, uint64_t now,
-                            const std::vector<uint64_t> &flagged_steps = {});
+                            const SealPost &seal = {});
   // The chain's randomness of block `now`, supplied by the embedding runtime
   // (never a user's call): 32 bytes of drand, a VRF output or the like.
   void post_randomness(const hash::Digest &randomness, uint64_t now);
@@ -462,6 +479,7 @@ class Ledger {
     uint64_t seal_height = 0;  // meaningful once sealed
     std::optional<BlockRandomness> drawn_from;  // once its challenges are issued
     std::vector<uint64_t> flagged_steps;  // sealed with, ascending (stored)
+    std::optional<hash::Digest> final_state;  // one-trajectory task: S_n's digest, from the seal (stored)
     std::vector<uint64_t> challenge_ids;  // derived: issued in round order, consecutive
     bool lost_dispute = false;  // a dispute ended naming the miner a loser (stored)
     bool slashable = false;  // derived: lost_dispute or a challenge finalized FAIL, kept for queries
@@ -576,6 +594,10 @@ class Ledger {
   // excluded.
   std::vector<std::vector<Candidate>> committees_for(const Run &r, const hash::Digest &run_id, uint32_t rounds,
                                                      uint64_t height, const hash::Digest &value) const;
+  // The seal's rules (docs/ledger.md 2.3, rules 13-17); the run's final
+  // state digest when its task is one trajectory and the post seals.
+  std::optional<hash::Digest> check_seal(const Run &r, const hash::Digest &run_id, uint64_t size,
+                                         const hash::Digest &root, const SealPost &seal) const;
   // The steps a sealed run is challenged on when drawn from `value`: the
   // task's rounds drawn, then each flagged step not among them, ascending.
   std::vector<uint64_t> challenged_steps(const Run &r, const hash::Digest &run_id, const hash::Digest &value) const;

@@ -156,15 +156,19 @@ std::vector<uint64_t> u64_list(const Fields &f, const char *key, size_t most) {
 }
 
 json post_checkpoint_root(Ledger &l, const Fields &f, const json &) {
-  f.only({"call", "caller", "now", "run_id", "size", "root", "consistency_proof", "flagged_steps"});
+  f.only({"call", "caller", "now", "run_id", "size", "root", "consistency_proof", "flagged_steps", "final_leaf",
+          "final_leaf_proof"});
   const Bytes caller = f.hex("caller");
   const uint64_t now = f.u64("now");
   const Digest run_id = f.digest("run_id");
   const uint64_t size = f.u64("size");
   const Digest root = f.digest("root");
   const Bytes proof = f.hex("consistency_proof");
-  const std::vector<uint64_t> flagged = u64_list(f, "flagged_steps", l.config().max_rounds);
-  l.post_checkpoint_root(caller, run_id, size, root, proof, now, flagged);
+  SealPost seal;
+  seal.flagged_steps = u64_list(f, "flagged_steps", l.config().max_rounds);
+  if (f.has("final_leaf")) seal.final_leaf = f.hex("final_leaf");
+  if (f.has("final_leaf_proof")) seal.final_leaf_proof = f.hex("final_leaf_proof");
+  l.post_checkpoint_root(caller, run_id, size, root, proof, now, seal);
   const RunInfo r = l.run_info(run_id);
   return {{"latest_size", r.latest_size}, {"sealed", r.sealed}};
 }
@@ -390,6 +394,7 @@ json run_info(Ledger &l, const Fields &f, const json &) {
           {"draw_height", or_null(kept_sealed, r.draw_height)},
           {"drawn_from", r.drawn_from ? randomness_json(*r.drawn_from) : json(nullptr)},
           {"flagged_steps", r.flagged_steps},
+          {"final_state", r.final_state ? json(r.final_state->hex()) : json(nullptr)},
           {"slashable", r.slashable},
           {"closed", r.closed}};
 }

@@ -270,6 +270,7 @@ class LedgerStateWriter {
     if (r.drawn_from) put(m->mutable_drawn_from(), r.drawn_from->height, r.drawn_from->value);
     m->set_lost_dispute(r.lost_dispute);
     for (uint64_t f : r.flagged_steps) m->add_flagged_steps(f);
+    if (r.final_state) m->set_final_state(as_string(r.final_state->view()));
   }
 
   static void save_closed_run(const Digest &run_id, const Ledger::ClosedRun &r, v2::LedgerClosedRun *m) {
@@ -484,6 +485,9 @@ class LedgerStateReader {
       if (r.flagged_steps[i] == 0 || r.flagged_steps[i] > r.commitment.declared_steps ||
           (i > 0 && r.flagged_steps[i] <= r.flagged_steps[i - 1]))
         bad_state(where + ": flagged steps that do not ascend within its steps");
+    if (!m.final_state().empty()) r.final_state = digest_field(m.final_state(), where + ": final_state");
+    if (r.final_state.has_value() != (r.sealed() && task.one_trajectory()))
+      bad_state(where + ": a final state is kept exactly for a sealed run of a one-trajectory task");
     if (m.has_drawn_from()) {
       r.drawn_from = randomness_of(m.drawn_from(), where + ": drawn_from");
       if (!r.sealed()) bad_state(where + ": drawn before it was sealed");
@@ -514,6 +518,11 @@ class LedgerStateReader {
         bad_state(where + ": its task already holds a run of the same miner");
       if (!l_.runs_.emplace(run_id, std::move(r)).second) bad_state(where + " is listed twice");
     }
+    // A one-trajectory task pays a trajectory once (docs/ledger.md 2.3).
+    std::set<std::pair<Digest, Digest>> finals;
+    for (const auto &[run_id, r] : l_.runs_)
+      if (r.final_state && !finals.emplace(r.commitment.task_id, *r.final_state).second)
+        bad_state("run " + run_id.hex() + ": another run of its task sealed with the same final state");
   }
 
   void read_closed_runs() {

@@ -57,12 +57,10 @@ void Task::validate() const {
     // Every run of a listed task trains on the same samples in the same
     // order from the same S_0: only the per-step seeds, which name the run
     // (docs/PROTOCOL.md section 9), can make two runs differ, and only when
-    // the steps draw random numbers. Without that one training could be
-    // registered by any number of identities (attack 5).
-    if (spec.seed_policy != spec::SeedPolicyKind::kPerStep || !spec.declares_rng())
-      rule("a listed schedule needs per-step randomness (seed policy per_step with dropout > 0 or other_rng_use): "
-           "without it every run of the task is the same trajectory, and one training could be registered by any "
-           "number of identities; give each run its own order with a run_seeded schedule");
+    // the steps draw random numbers. Without them (one_trajectory(), since
+    // 0.3.0 a valid task: a dropout-free model reading its data in order)
+    // the ledger keeps one training from being registered by several
+    // identities (docs/ledger.md 2.3, 2.4).
   } else if (schedule_rule == ScheduleRule::kRunSeeded || schedule_rule == ScheduleRule::kRunSeededUniform) {
     const bool uniform = schedule_rule == ScheduleRule::kRunSeededUniform;
     if (schedule_root != hash::Digest{}) rule("a run-seeded schedule has no listed root");

@@ -63,6 +63,15 @@ struct Task {
   // Throws naming the first rule broken: kUnsupported for another protocol
   // version, kInvalidArgument otherwise (docs/PROTOCOL.md section 17.1).
   void validate() const;
+  // Every run of the task is one trajectory: a listed schedule (the same
+  // samples in the same order from the same S_0) whose steps draw no
+  // per-run randomness (not per_step with dropout or other_rng_use). The
+  // ledger pays such a trajectory once (docs/ledger.md 2.3) and opens no
+  // run's states before the task's end (2.4), so no identity can copy one.
+  bool one_trajectory() const {
+    return schedule_rule == ScheduleRule::kListed &&
+           !(spec.seed_policy == spec::SeedPolicyKind::kPerStep && spec.declares_rng());
+  }
   // Canonical pot.v2.Task bytes. Validates first.
   Bytes encode() const;
   // Strict decoding: kLimit past kMaxTaskBytes, kUnsupported for another

@@ -765,7 +765,8 @@ TEST(Ledger, AFlaggedStepIsChallengedForCertain) {
   f.start();
   Ledger &l = f.ledger;
   auto post = [&](uint64_t size, const std::vector<uint64_t> &flagged) {
-    l.post_checkpoint_root(f.miner, f.run_id, size, f.tree->root(size), f.consistency(size), f.now, flagged);
+    l.post_checkpoint_root(f.miner, f.run_id, size, f.tree->root(size), f.consistency(size), f.now,
+                           game::SealPost{flagged});
   };
   EXPECT_REFUSED(l, Status::kInvalidArgument, post(3, {2}));  // only the seal carries them
   f.post(3);
@@ -810,7 +811,8 @@ TEST(Ledger, AFlaggedStepIsChallengedForCertain) {
   const uint64_t also = challenge::derive_challenges(Flow::randomness(g.now + kConfig.draw_delay).view(), g.run_id,
                                                      kSteps, 1)
                             .at(0);
-  g.ledger.post_checkpoint_root(g.miner, g.run_id, kSteps, g.tree->root(), g.consistency(kSteps), g.now, {also});
+  g.ledger.post_checkpoint_root(g.miner, g.run_id, kSteps, g.tree->root(), g.consistency(kSteps), g.now,
+                                game::SealPost{{also}});
   const std::vector<uint64_t> one = g.issue();
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(g.step_of(one[0]), also);
@@ -838,6 +840,85 @@ TEST(Ledger, AFlaggedStepIsChallengedForCertain) {
                                              {"root", h.tree->root().hex()},
                                              {"consistency_proof", ""},
                                              {"flagged_steps", "4"}}));
+}
+
+// Copies stopped without forcing randomness (round 3, docs/ledger.md 2.3,
+// 2.4): a listed task whose steps draw no per-run randomness is valid; its
+// runs are one trajectory, so the ledger takes a run's final state with its
+// seal and refuses a second run sealing with the same one (a copy, or one
+// training under two identities), and opens no run before the task's end,
+// so no state leaves a miner while another run could still seal.
+TEST(Ledger, AOneTrajectoryTaskPaysItsTrajectoryOnce) {
+  task::Task t = test::test_task("deterministic", kSteps, task::ChallengeMode::kBitwise, 1, "owner", 8, 200);
+  t.spec.dropout = 0;  // a dropout-free model reading its data in order
+  ASSERT_TRUE(t.one_trajectory());
+  Flow f(false, kConfig, 100, t);
+  f.start();
+  Ledger &l = f.ledger;
+  f.post(3);
+  const Bytes last = f.leaf_bytes(kSteps), proof = f.leaf_proof(kSteps);
+  auto seal = [&](const Bytes &leaf, const Bytes &p) {
+    l.post_checkpoint_root(f.miner, f.run_id, kSteps, f.tree->root(), f.consistency(kSteps), f.now,
+                           game::SealPost{{}, leaf, p});
+  };
+  EXPECT_REFUSED(l, Status::kInvalidArgument, seal({}, {}));                     // no final leaf
+  EXPECT_REFUSED(l, Status::kInvalidArgument, seal(f.leaf_bytes(kSteps - 1), proof));  // another step
+  Bytes bad = proof;
+  bad[0] ^= 1;
+  EXPECT_REFUSED(l, Status::kProofMismatch, seal(last, bad));
+  EXPECT_REFUSED(l, Status::kInvalidArgument,  // only the seal carries it
+                 l.post_checkpoint_root(f.miner, f.run_id, 6, f.tree->root(6), f.consistency(6), f.now,
+                                        game::SealPost{{}, last, proof}));
+  seal(last, proof);
+  EXPECT_EQ(l.run_info(f.run_id).final_state, Flow::honest_state(kSteps));
+  expect_round_trip(l);
+
+  // A second identity with the same trajectory: refused at its seal.
+  const Bytes thief = id("miner 2");
+  const commit::TrainingCommitment copy = make_commitment(thief, t);
+  const Digest copy_run = l.start_training_commitment(thief, copy.encode(), f.now);
+  std::vector<commit::StepLeaf> copy_leaves;
+  const auto copy_log = Flow::log_of(copy_run, false, &copy_leaves);
+  EXPECT_NE(copy_log->root(), f.tree->root());  // the leaves name the run: the roots differ, the states do not
+  auto seal_copy = [&] {
+    l.post_checkpoint_root(thief, copy_run, kSteps, copy_log->root(), {}, f.now,
+                           game::SealPost{{}, copy_leaves.back().encode(),
+                                          merkle::encode_proof(copy_log->inclusion_proof(kSteps - 1, kSteps))});
+  };
+  EXPECT_REFUSED(l, Status::kConflict, seal_copy());
+  try {
+    seal_copy();
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("sealed with the same final state"), std::string::npos) << e.what();
+  }
+
+  // No run is drawn before the task's end, when every run is sealed or void.
+  f.draw();
+  EXPECT_REFUSED(l, Status::kState, l.issue_challenge(f.run_id, f.now));
+  f.now = 201;
+  l.post_randomness(Flow::randomness(f.now), f.now);
+  EXPECT_EQ(l.issue_challenge(f.run_id, f.now).size(), 1u);
+  expect_round_trip(l);
+
+  // The JSON call carries the final leaf; run_info gives the final state.
+  Flow g(false, kConfig, 100, t);
+  g.start();
+  const nlohmann::json out = g.ledger.apply({{"call", "post_checkpoint_root"},
+                                             {"caller", to_hex(g.miner)},
+                                             {"now", g.now},
+                                             {"run_id", g.run_id.hex()},
+                                             {"size", kSteps},
+                                             {"root", g.tree->root().hex()},
+                                             {"consistency_proof", ""},
+                                             {"final_leaf", to_hex(g.leaf_bytes(kSteps))},
+                                             {"final_leaf_proof", to_hex(g.leaf_proof(kSteps))}});
+  EXPECT_EQ(out.at("ok"), true) << out.dump();
+  EXPECT_EQ(g.ledger.apply({{"call", "run_info"}, {"run_id", g.run_id.hex()}}).at("final_state"),
+            Flow::honest_state(kSteps).hex());
+  // A task with per-run randomness keeps no final state.
+  Flow h;
+  h.seal();
+  EXPECT_FALSE(h.ledger.run_info(h.run_id).final_state.has_value());
 }
 
 TEST(Ledger, IssueChallengeRefusals) {
@@ -1672,6 +1753,8 @@ TEST(Ledger, LoadChecksInvariants) {
   refused("version 8", [](auto &p) { p.set_format_version(8); });
   refused("a flagged step 0", [](auto &p) { p.mutable_runs(0)->add_flagged_steps(0); });
   refused("a flagged step past the run", [](auto &p) { p.mutable_runs(0)->add_flagged_steps(1u << 30); });
+  refused("a final state on a run of a task with per-run randomness",
+          [](auto &p) { p.mutable_runs(0)->set_final_state(std::string(32, 'x')); });
   try {
     Ledger::load(mutated(s, [](auto &p) { p.set_format_version(6); }));
     ADD_FAILURE() << "format 6 loaded";

@@ -91,19 +91,6 @@ TEST(Task, EachRuleHasItsOwnMessage) {
       {[](task::Task &t) { t.min_steps = 0; }, Status::kInvalidArgument, "min_steps must be at least 1"},
       {[](task::Task &t) { t.max_steps = 7; }, Status::kInvalidArgument, "max_steps 7 is below min_steps 8"},
       {[](task::Task &t) { t.max_steps = 9; }, Status::kInvalidArgument, "a listed schedule fixes the number of steps"},
-      // Attack 5 under a listed schedule: runs that draw no per-step random
-      // numbers are all the same trajectory.
-      {[](task::Task &t) { t.spec.dropout = 0; }, Status::kInvalidArgument, "a listed schedule needs per-step randomness"},
-      {[](task::Task &t) {
-         t.spec.seed_policy = spec::SeedPolicyKind::kSingleSeed;
-       },
-       Status::kInvalidArgument, "a listed schedule needs per-step randomness"},
-      {[](task::Task &t) {
-         t.spec.dropout = 0;
-         t.spec.seed_policy = spec::SeedPolicyKind::kNone;
-         t.spec.seed = 0;
-       },
-       Status::kInvalidArgument, "a listed schedule needs per-step randomness"},
       {[](task::Task &t) { t.challenge_rounds = 0; }, Status::kInvalidArgument, "challenge_policy.rounds = 0"},
       {[](task::Task &t) { t.challenge_rounds = 9; }, Status::kInvalidArgument, "exceeds min_steps 8"},
       {[](task::Task &t) { t.challenge_mode = static_cast<task::ChallengeMode>(3); }, Status::kInvalidArgument,
@@ -120,6 +107,29 @@ TEST(Task, EachRuleHasItsOwnMessage) {
     EXPECT_EQ(status, c.status) << message;
     EXPECT_NE(message.find(c.expect), std::string::npos) << message << " // expected: " << c.expect;
   }
+  // A listed task whose steps draw no per-run randomness is valid since
+  // 0.3.0: its runs are one trajectory, which the ledger pays once
+  // (docs/ledger.md 2.3); before, it was refused (round 2, attack 5).
+  const std::function<void(task::Task &)> one_trajectory[] = {
+      [](task::Task &t) { t.spec.dropout = 0; },
+      [](task::Task &t) { t.spec.seed_policy = spec::SeedPolicyKind::kSingleSeed; },
+      [](task::Task &t) {
+        t.spec.dropout = 0;
+        t.spec.seed_policy = spec::SeedPolicyKind::kNone;
+        t.spec.seed = 0;
+      }};
+  for (const auto &change : one_trajectory) {
+    task::Task t = test::test_task();
+    EXPECT_FALSE(t.one_trajectory());
+    change(t);
+    t.validate();
+    EXPECT_TRUE(t.one_trajectory());
+  }
+  task::Task seeded = test::test_task();
+  seeded.schedule_rule = task::ScheduleRule::kRunSeeded;
+  seeded.schedule_root = {};
+  seeded.spec.dropout = 0;
+  EXPECT_FALSE(seeded.one_trajectory());  // each run draws its own order
 }
 
 TEST(Task, StrictDecoding) {

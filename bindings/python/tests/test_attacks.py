@@ -320,7 +320,9 @@ def test_attack_one_listed_training_registered_by_two_identities(tmp_path):
     (docs/PROTOCOL.md section 9): the dropout masks of the thief's steps are
     not the ones the honest states were trained with, and every copied step
     fails at `replayed_state`. A listed task whose steps draw no random
-    numbers, whose runs would all be one trajectory, cannot be built."""
+    numbers is a one-trajectory task (since 0.3.0): every run is the same
+    trajectory, which the ledger pays once (docs/ledger.md 2.3,
+    `Ledger.AOneTrajectoryTaskPaysItsTrajectoryOnce`)."""
     w = World(tmp_path)
     rec, run_id, root = w.train_honestly()
     for t in range(1, STEPS + 1):
@@ -340,7 +342,7 @@ def test_attack_one_listed_training_registered_by_two_identities(tmp_path):
             pot.verify_step(copy, w.task.spec, w.program, t, STEPS, copied_root, manifest, pre)
         assert e.value.check == pot.OpeningCheck.REPLAYED_STATE, t
     rec.close()
-    # Without per-step randomness the task itself is refused.
+    # Without per-step randomness the task is a one-trajectory task.
     torch.manual_seed(0)
     quiet = Net(0.0)
     program = str(tmp_path / "quiet.pt")
@@ -348,9 +350,8 @@ def test_attack_one_listed_training_registered_by_two_identities(tmp_path):
     opt = torch.optim.SGD(quiet.parameters(), lr=0.05)
     for policy in (dict(seed_policy="none"), dict(seed_policy="per_step", seed=7)):
         spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, **policy)
-        with pytest.raises(pot.InvalidArgumentError, match="a listed schedule needs per-step randomness"):
-            pt.make_task(quiet, opt, spec, dataset_dir=w.data_dir, schedule=w.schedule, end_height=END_HEIGHT, owner=OWNER,
-                         challenge_rounds=2)
+        assert pt.make_task(quiet, opt, spec, dataset_dir=w.data_dir, schedule=w.schedule, end_height=END_HEIGHT,
+                            owner=OWNER, challenge_rounds=2).schedule_rule == "listed"
         # ... while a run-seeded one gives each run its own order instead.
         assert pt.make_task(quiet, opt, spec, dataset_dir=w.data_dir, schedule=pt.RUN_SEEDED, steps=STEPS,
                             end_height=END_HEIGHT, owner=OWNER, challenge_rounds=2).schedule_rule == "run_seeded"

@@ -708,9 +708,10 @@ def make_task(model: torch.nn.Module, optimizer: Optimizers, spec: Spec, *,
     last block height at which the ledger registers runs of the task and
     takes their roots (a run not sealed by then is void; afterwards the task
     can be pruned, docs/ledger.md 2.11). The schedule is either a list (one step per entry, so a
-    run has exactly len(schedule) steps, the same order for every run; only
-    for a spec whose steps draw random numbers, per_step seeds with dropout
-    or other_rng_use, since the seeds are what makes runs differ) or
+    run has exactly len(schedule) steps, the same order for every run; with
+    a spec whose steps draw no per-run random numbers (no per_step seeds
+    with dropout or other_rng_use) every run is one trajectory, which the
+    ledger pays once: docs/ledger.md 2.3) or
     RUN_SEEDED: every run trains on its own seeded order (17.3; the
     schedule of one trajectory verifies under no other miner's commitment),
     for steps..max_steps steps (max_steps defaults to steps), or
