@@ -2,6 +2,7 @@
 // (docs/PROTOCOL.md) and equal the pot_dtype values of include/pot.h.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -31,5 +32,16 @@ bool dtype_valid(int code) noexcept;
 // The safetensors spelling ("F32", "BF16", "BOOL", ...).
 std::string_view dtype_name(DType d) noexcept;
 std::optional<DType> dtype_from_name(std::string_view name) noexcept;
+
+// The value of IEEE 754 binary16 bits (subnormals exact, NaN and the
+// infinities as such): what the update norm and the statistics widen F16 to.
+inline double half_to_double(uint16_t h) noexcept {
+  const int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  double v;
+  if (exp == 0) v = std::ldexp(mant, -24);                       // subnormal or zero
+  else if (exp == 31) v = mant ? std::nan("") : INFINITY;        // NaN or infinity
+  else v = std::ldexp(mant + 1024, exp - 25);                    // normal
+  return sign ? -v : v;
+}
 
 }  // namespace pot::hash

@@ -12,15 +12,6 @@ namespace pot::hash {
 
 namespace {
 
-double half_to_double(uint16_t h) {
-  const int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  double v;
-  if (exp == 0) v = std::ldexp(mant, -24);                            // subnormal or zero
-  else if (exp == 31) v = mant ? std::nan("") : INFINITY;             // NaN or infinity
-  else v = std::ldexp(mant + 1024, exp - 25);                         // normal
-  return sign ? -v : v;
-}
-
 double element(const uint8_t *p, DType t) {
   switch (t) {
     case DType::kF16: return half_to_double(static_cast<uint16_t>(p[0] | p[1] << 8));

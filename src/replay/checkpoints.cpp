@@ -242,8 +242,7 @@ void check_leaves(const std::string &dir, const merkle::StoredTree &log, const h
                   const std::vector<StepRecord> &steps, uint64_t count) {
   for (uint64_t t = 1; t <= count; ++t) {
     const StepRecord &r = steps[t - 1];
-    if (log.leaf_hash(t - 1) !=
-        commit::StepLeaf{run_id, t, r.state_digest, r.loss, r.update_norm, r.stats_digest}.leaf_hash())
+    if (r.step != t || log.leaf_hash(t - 1) != r.leaf(run_id).leaf_hash())
       fail(Status::kMalformed, "'{}': steps.jsonl and the log disagree at step {}", dir, t);
   }
 }
@@ -619,9 +618,7 @@ struct CheckpointStore::Impl {
   std::optional<data::StreamFiles> stream;
   std::string dataset_dir;
 
-  commit::StepLeaf leaf(const StepRecord &r) const {
-    return {commitment->run_id(), r.step, r.state_digest, r.loss, r.update_norm, r.stats_digest};
-  }
+  commit::StepLeaf leaf(const StepRecord &r) const { return r.leaf(commitment->run_id()); }
   // S_t's statistics table as kept in stats/, checked against the record.
   Bytes table(uint64_t t) const {
     const std::string path = stats_path(dir, t);

@@ -35,6 +35,11 @@ struct StepRecord {
   double loss = 0;
   double update_norm = 0;  // from S_{step-1} to S_step, committed by the leaf
   hash::Digest stats_digest;  // of S_step's statistics table (stats/<step>.stats), committed by the leaf
+
+  // The step leaf of run `run_id` that this record commits (PROTOCOL 10).
+  commit::StepLeaf leaf(const hash::Digest &run_id) const {
+    return {run_id, step, state_digest, loss, update_norm, stats_digest};
+  }
 };
 
 class Recorder {

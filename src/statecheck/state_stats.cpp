@@ -25,11 +25,6 @@ struct Part {
   uint64_t nonfinite = 0, subnormal = 0, zeros = 0;
 };
 
-double half_value(uint16_t a) {  // a: sign bit clear, finite
-  const int exp = a >> 10, mant = a & 0x3ff;
-  return exp == 0 ? std::ldexp(mant, -24) : std::ldexp(mant + 1024, exp - 25);
-}
-
 // The bit patterns of each floating-point type, on the magnitude (sign bit
 // cleared): at or above kInf not finite, below kMinNormal and not zero
 // subnormal. Unsigned order of magnitudes is the order of the values.
@@ -37,7 +32,7 @@ struct F16 {
   using U = uint16_t;
   static constexpr U kAbs = 0x7fff, kInf = 0x7c00, kMinNormal = 0x0400;
   static constexpr bool kCountSubnormal = false;  // as check 28 (hash/finite.h)
-  static double value(U a) { return half_value(a); }
+  static double value(U a) { return hash::half_to_double(a); }
 };
 struct F32 {
   using U = uint32_t;

@@ -121,10 +121,12 @@ def test_attack_the_step_that_poisons_a_state_is_flagged(tmp_path):
     # The steps before it are the honest run's.
     assert forged[:3] == honest[:3]
     # The run's flags (what it seals with on the ledger, docs/ledger.md 2.3)
-    # name the poisoning step alone: it is challenged for certain.
+    # name the poisoning step first: it is challenged for certain. (Later
+    # steps may trip a rule too as the network reacts: torch 2.x flags step 4
+    # as well.)
     assert pot.run_flags(honest[1:]) == []
     run = pot.run_flags(forged[1:])
-    assert [s.step for s in run] == [3] and run[0].flags == flags
+    assert run[0].step == 3 and run[0].flags == flags
     assert pot.run_flags([t.encode() for t in forged[1:]]) == run
     with pytest.raises(pot.MalformedError, match="the statistics table of S_2"):
         pot.run_flags([forged[1], b"\x01"])

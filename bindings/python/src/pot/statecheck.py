@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, List, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from . import _pot
 from ._core import Digest, _digest
@@ -27,6 +27,7 @@ class StateStats:
     def __init__(self, table: Buffer):
         self._bytes = bytes(table)
         self._digest = _digest(_pot.pot_state_stats_digest(self._bytes))  # MalformedError / LimitError
+        self._rows: Optional[List[Dict[str, Any]]] = None  # parsed on first use
 
     @property
     def digest(self) -> Digest:
@@ -43,8 +44,10 @@ class StateStats:
     def tensors(self) -> List[Dict[str, Any]]:
         """Per tensor in name order: name, dtype, elements, max_abs, l2_norm
         (None when the sum of squares overflows binary64), nonfinite,
-        subnormal, zeros."""
-        return json.loads(self.to_json())["tensors"]
+        subnormal, zeros. (A copy of the rows parsed once.)"""
+        if self._rows is None:
+            self._rows = json.loads(self.to_json())["tensors"]
+        return [dict(r) for r in self._rows]
 
     def __getitem__(self, name: str) -> Dict[str, Any]:
         for t in self.tensors:
