@@ -60,8 +60,9 @@ class World:
     """A task owner's task on a reference ledger, and an honest run of it.
     The optimizer is SGD with momentum, or Adam (lr 0.01) with adam=True."""
 
-    def __init__(self, tmp, adam=False):
+    def __init__(self, tmp, adam=False, dropout=0.1):
         self.tmp = str(tmp)
+        self.dropout = dropout
         self.ledger = pot.Ledger(draw_delay=1, opening_window=5, commit_window=5, reveal_window=5,
                                  max_committee_size=3, min_stake=1, max_rounds=8, max_attempts=1, dispute_window=1, dispute_arity=2,
                                  **LEDGER_BONDS)
@@ -73,7 +74,7 @@ class World:
         self.data_dir = os.path.join(self.tmp, "data")
         pt.write_dataset(self.samples, self.data_dir)
         self.program = os.path.join(self.tmp, "program.pt")
-        self.model = Net(0.1)
+        self.model = Net(dropout)
         pt.save_program(self.model, self.program)
         if adam:
             self.opt = torch.optim.Adam(self.model.parameters(), lr=0.01)
@@ -83,7 +84,7 @@ class World:
         L = torch.optim.lr_scheduler
         self.sched = L.SequentialLR(self.opt, [L.LinearLR(self.opt, 0.25, 1.0, 2),
                                                L.CosineAnnealingLR(self.opt, STEPS - 2, 0.001)], [2])
-        spec = pt.make_spec(self.opt, self.program, dtype=torch.float32, batch_size=BATCH, seed=7, dropout=0.1,
+        spec = pt.make_spec(self.opt, self.program, dtype=torch.float32, batch_size=BATCH, seed=7, dropout=dropout,
                             scheduler=self.sched)
         self.schedule = [[[(BATCH * t + i) % len(self.samples) for i in range(BATCH)]] for t in range(STEPS)]
         self.task = pt.make_task(self.model, self.opt, spec, dataset_dir=self.data_dir, schedule=self.schedule,
@@ -130,8 +131,13 @@ class World:
             self.honest_states.append({k: v.clone() for k, v in pt.canonical_state(self.model, self.opt).items()})
             self.honest_losses.append(float(loss))
         root = rec.finish()
+        seal = {}
+        if self.dropout == 0:  # a one-trajectory task: the seal shows the final state (docs/ledger.md 2.3)
+            with pot.Checkpoints(rec.checkpoint_dir) as c:
+                leaf, proof = c.leaf(STEPS, STEPS)
+            seal = dict(final_leaf=leaf.hex(), final_leaf_proof=proof.hex())
         self.call("post_checkpoint_root", caller=MINER.hex(), run_id=run_id, size=STEPS, root=root.hex(),
-                  consistency_proof="")
+                  consistency_proof="", **seal)
         return rec, run_id, root
 
 
@@ -308,6 +314,7 @@ def served_run(w, tmp, states, losses, task=None, s0_path=None, commitment=None,
             return o.encode(), paths[t - 1]
 
     serve.state_path = lambda t: paths[t]
+    serve.leaf = lambda t: (leaves[t], log.inclusion_proof(t - 1, STEPS))
     serve.flagged = [s.step for s in pot.run_flags(tables[1:])]
     return commitment, log.root(STEPS), serve
 
@@ -355,6 +362,41 @@ def test_attack_one_listed_training_registered_by_two_identities(tmp_path):
         # ... while a run-seeded one gives each run its own order instead.
         assert pt.make_task(quiet, opt, spec, dataset_dir=w.data_dir, schedule=pt.RUN_SEEDED, steps=STEPS,
                             end_height=END_HEIGHT, owner=OWNER, challenge_rounds=2).schedule_rule == "run_seeded"
+
+
+def test_attack_a_one_trajectory_task_pays_its_trajectory_once(tmp_path):
+    """Copies stopped without forcing randomness (round 3): a dropout-free
+    model reading a listed schedule makes every run of the task one
+    trajectory. The honest run seals with its final leaf and verifies; a
+    second identity that copies its states (only the miner differs) is
+    refused at its seal, `POT_E_CONFLICT` naming the run it copies; and no
+    run of the task is drawn before its end height, so no state is opened
+    while a copy could still seal (docs/ledger.md 2.3-2.4)."""
+    w = World(tmp_path, dropout=0.0)
+    assert w.task.schedule_rule == "listed"
+    rec, run_id, root = w.train_honestly()
+    assert w.ledger.apply({"call": "run_info", "run_id": run_id})["final_state"] == str(pot.safetensors_digest_file(
+        rec.state_path(STEPS)))
+    copy = pot.Commitment(dict(json.loads(rec.commitment.to_json()), miner_identity=THIEF.hex()))
+    thief_run = w.call("start_training_commitment", caller=THIEF.hex(), commitment=copy.encode().hex())["run_id"]
+    _, copied_root, serve = served_run(w, str(tmp_path / "thief"), w.honest_states, w.honest_losses,
+                                       s0_path=rec.state_path(0), commitment=copy)
+    # Without per-step randomness the copy replays bit for bit: only the seal can refuse it.
+    manifest, pre = serve(3)
+    assert pot.verify_step(copy, w.task.spec, w.program, 3, STEPS, copied_root, manifest, pre).ok
+    leaf, proof = serve.leaf(STEPS)
+    with pytest.raises(pot.ConflictError, match=f"run {run_id} of the task sealed with the same final state"):
+        w.call("post_checkpoint_root", caller=THIEF.hex(), run_id=thief_run, size=STEPS, root=copied_root.hex(),
+               consistency_proof="", final_leaf=leaf.hex(), final_leaf_proof=proof.hex())
+    # The honest run is drawn after the task's end, and its steps verify.
+    with pytest.raises(pot.StateError, match="one-trajectory task"):
+        w.issue(run_id)
+    w.now = END_HEIGHT
+    issued = w.issue(run_id)
+    for t in issued["steps"]:
+        assert pot.verify_step(rec.commitment, w.task.spec, w.program, t, STEPS, root, rec.serve(t),
+                               rec.state_path(t - 1)).ok, t
+    rec.close()
 
 
 def test_attack_a_copied_log_root_opens_no_challenge_of_another_run(tmp_path):
