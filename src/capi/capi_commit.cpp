@@ -6,6 +6,7 @@
 #include "capi/handles.h"
 #include "commit/commitment.h"
 #include "commit/dataset.h"
+#include "statecheck/state_flags.h"
 
 using namespace pot;
 using namespace pot::capi;
@@ -132,6 +133,19 @@ pot_status pot_commitment_decode(pot_commitment **out, const uint8_t *data, size
 }
 
 void pot_commitment_free(pot_commitment *commitment) { delete commitment; }
+
+pot_status pot_commitment_set_sealed_flags(pot_commitment *commitment, const uint64_t *flagged_steps,
+                                           size_t flagged_steps_len, pot_error **err) {
+  return guard(err, [&] {
+    need(commitment, "commitment");
+    std::vector<uint64_t> f = u64_list_arg(flagged_steps, flagged_steps_len, "flagged_steps");
+    const uint64_t n = commitment->c.declared_steps;
+    if (const auto i = statecheck::misplaced_step(f, n))
+      fail(Status::kInvalidArgument, "flagged_steps must ascend within 1..{} (declared steps); element {} is {}", n,
+           *i, f[*i]);
+    commitment->sealed_flags = std::move(f);
+  });
+}
 
 pot_status pot_commitment_encode(pot_bytes *out, const pot_commitment *commitment, pot_error **err) {
   return guard(err, [&] {

@@ -140,19 +140,6 @@ pot_status pot_opening_set_run_record(pot_opening *opening, const uint8_t *leave
   });
 }
 
-pot_status pot_commitment_set_sealed_flags(pot_commitment *commitment, const uint64_t *flagged_steps,
-                                           size_t flagged_steps_len, pot_error **err) {
-  return guard(err, [&] {
-    need(commitment, "commitment");
-    std::vector<uint64_t> f = u64_list_arg(flagged_steps, flagged_steps_len, "flagged_steps");
-    for (size_t i = 0; i < f.size(); ++i)
-      if (f[i] == 0 || f[i] > commitment->c.declared_steps || (i > 0 && f[i] <= f[i - 1]))
-        fail(Status::kInvalidArgument, "flagged_steps must ascend within 1..{} (declared steps); element {} is {}",
-             commitment->c.declared_steps, i, f[i]);
-    commitment->sealed_flags = std::move(f);
-  });
-}
-
 pot_status pot_opening_encode(pot_bytes *out, const pot_opening *opening, pot_error **err) {
   return guard(err, [&] {
     need(out, "out");

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <fstream>
 #include <iostream>
@@ -161,10 +162,11 @@ void apply_sealed_flags(const SealedFlags &f, pot_commitment *c) {
   std::vector<uint64_t> steps;
   if (!(f.steps.size() == 1 && f.steps[0] == "none"))
     for (const std::string &s : f.steps) {
-      const bool digits = !s.empty() && s.size() <= 20 && s.find_first_not_of("0123456789") == std::string::npos;
-      if (!digits || (s.size() == 20 && s > "18446744073709551615"))
+      uint64_t v = 0;
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (ec != std::errc() || end != s.data() + s.size())
         throw CliError(kExitUsage, "--sealed-flags: '" + s + "' is not a step (comma-separated steps, or none)");
-      steps.push_back(std::stoull(s));
+      steps.push_back(v);
     }
   pot_error *err = nullptr;
   check(pot_commitment_set_sealed_flags(c, steps.data(), steps.size(), &err), &err, "--sealed-flags");

@@ -20,6 +20,7 @@
 #include "hash/rfc6962.h"
 #include "merkle/proof.h"
 #include "pot/v2/ledger.pb.h"
+#include "statecheck/state_flags.h"
 #include "witness/norm_bucket.h"
 
 namespace pot::game {
@@ -216,10 +217,9 @@ std::optional<Digest> Ledger::check_seal(const Run &r, const Digest &run_id, uin
          "{}: {} flagged steps, the task challenges at most {} (its rounds) for certain; a run whose statistics "
          "flag more is not one honest training makes",
          kCall, flagged.size(), task_of(r).challenge_rounds);
-  for (size_t i = 0; i < flagged.size(); ++i)
-    if (flagged[i] == 0 || flagged[i] > n || (i > 0 && flagged[i] <= flagged[i - 1]))
-      fail(Status::kInvalidArgument, "{}: flagged steps must ascend within 1..{}; element {} is {}", kCall, n, i,
-           flagged[i]);
+  if (const auto i = statecheck::misplaced_step(flagged, n))
+    fail(Status::kInvalidArgument, "{}: flagged steps must ascend within 1..{}; element {} is {}", kCall, n, *i,
+         flagged[*i]);
   // A task whose runs are one trajectory pays it once: the sealing post
   // shows the run's final state, which no other run of the task may have.
   const bool one = task_of(r).one_trajectory();

@@ -18,6 +18,7 @@
 #include "game/ledger_util.h"
 #include "hash/rfc6962.h"
 #include "pot/v2/ledger.pb.h"
+#include "statecheck/state_flags.h"
 
 namespace pot::game {
 
@@ -481,10 +482,8 @@ class LedgerStateReader {
     if (r.flagged_steps.size() > task.challenge_rounds)
       bad_state(fmt::format("{}: {} flagged steps, its task's rounds are {}", where, r.flagged_steps.size(),
                             task.challenge_rounds));
-    for (size_t i = 0; i < r.flagged_steps.size(); ++i)
-      if (r.flagged_steps[i] == 0 || r.flagged_steps[i] > r.commitment.declared_steps ||
-          (i > 0 && r.flagged_steps[i] <= r.flagged_steps[i - 1]))
-        bad_state(where + ": flagged steps that do not ascend within its steps");
+    if (statecheck::misplaced_step(r.flagged_steps, r.commitment.declared_steps))
+      bad_state(where + ": flagged steps that do not ascend within its steps");
     if (!m.final_state().empty()) r.final_state = digest_field(m.final_state(), where + ": final_state");
     if (r.final_state.has_value() != (r.sealed() && task.one_trajectory()))
       bad_state(where + ": a final state is kept exactly for a sealed run of a one-trajectory task");

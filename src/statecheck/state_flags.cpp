@@ -94,4 +94,10 @@ std::vector<FlaggedStep> run_flags(const std::vector<StateStats> &tables) {
   return out;
 }
 
+std::optional<size_t> misplaced_step(const std::vector<uint64_t> &steps, uint64_t n) noexcept {
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (steps[i] == 0 || steps[i] > n || (i > 0 && steps[i] <= steps[i - 1])) return i;
+  return std::nullopt;
+}
+
 }  // namespace pot::statecheck

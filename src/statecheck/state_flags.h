@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,5 +72,9 @@ std::string run_flags_to_json(const std::vector<FlaggedStep> &steps);
 
 // Decodes the tables of S_1, S_2, ... strictly; an error names the state.
 std::vector<StateStats> decode_tables(const std::vector<Bytes> &tables);
+
+// The index of the first element of a list of flagged steps that breaks
+// "ascending within 1..n" (a run of n steps), or nullopt when none does.
+std::optional<size_t> misplaced_step(const std::vector<uint64_t> &steps, uint64_t n) noexcept;
 
 }  // namespace pot::statecheck
