@@ -78,8 +78,8 @@ func TestLedgerTranscript(t *testing.T) {
 			t.Errorf("call %d (%s): result %s, want %s", i, args["call"], result, wantResult)
 		}
 	}
-	if len(v.Calls) != 131 {
-		t.Fatalf("%d calls, want 131", len(v.Calls))
+	if len(v.Calls) != 134 {
+		t.Fatalf("%d calls, want 134", len(v.Calls))
 	}
 
 	state, err := ledger.Save()
@@ -109,18 +109,28 @@ func TestLedgerTranscript(t *testing.T) {
 func TestOutcomeRecordsDecode(t *testing.T) {
 	var v struct {
 		Calls []struct {
-			Call   string          `json:"call"`
-			Expect string          `json:"expect"`
-			Result json.RawMessage `json:"result"`
+			Call        string          `json:"call"`
+			ChallengeID uint64          `json:"challenge_id"`
+			Expect      string          `json:"expect"`
+			Result      json.RawMessage `json:"result"`
 		} `json:"calls"`
 	}
 	loadVectors(t, "ledger_transcript.json", &v)
-	attempt := uint32(0)
+	// Challenge 0 twice (a re-run), then step 1's challenge, never opened.
+	want := []struct {
+		challenge uint64
+		attempt   uint32
+	}{{0, 1}, {0, 2}, {1, 1}}
+	finals := 0
 	for _, c := range v.Calls {
 		if c.Call != "finalize_challenge" || c.Expect != "ok" {
 			continue
 		}
-		attempt++
+		if finals >= len(want) || c.ChallengeID != want[finals].challenge {
+			t.Fatalf("finalization %d is of challenge %d", finals, c.ChallengeID)
+		}
+		attempt := want[finals].attempt
+		finals++
 		var raw struct {
 			Outcome string `json:"outcome"`
 		}
@@ -135,15 +145,16 @@ func TestOutcomeRecordsDecode(t *testing.T) {
 		check(t, err)
 		o, err := pot.DecodeOutcome(record)
 		check(t, err)
-		if o.Attempt != attempt || o.Verdict != r.Verdict || o.Cause != r.Cause || o.ClusterStake != r.ClusterStake ||
+		if o.ChallengeID != c.ChallengeID || o.Attempt != attempt || o.Verdict != r.Verdict || o.Cause != r.Cause ||
+			o.ClusterStake != r.ClusterStake ||
 			!reflect.DeepEqual(o.Silent, r.Silent) || !reflect.DeepEqual(o.Minority, r.Minority) {
 			t.Errorf("attempt %d: decoded %+v, the result says %+v", attempt, o, r)
 		}
 		_, err = pot.DecodeOutcome(append(record, 0))
 		wantCode(t, err, pot.StatusMalformed)
 	}
-	if attempt != 2 {
-		t.Fatalf("%d finalizations, want 2", attempt)
+	if finals != len(want) {
+		t.Fatalf("%d finalizations, want %d", finals, len(want))
 	}
 	_, err := pot.DecodeOutcome(make([]byte, 266351))
 	wantCode(t, err, pot.StatusLimit)

@@ -375,11 +375,14 @@ std::vector<uint64_t> Ledger::challenged_steps(const Run &r, const Digest &run_i
   // rounds <= min_steps <= n holds by the task's rules.
   std::vector<uint64_t> steps =
       challenge::derive_challenges(value.view(), run_id, r.commitment.declared_steps, task_of(r).challenge_rounds);
-  // A flagged step is challenged whatever the draw: the step that poisons
-  // a state is replayed for certain (docs/PROTOCOL.md 5.3).
-  const std::set<uint64_t> drawn(steps.begin(), steps.end());
-  for (uint64_t f : r.flagged_steps)
-    if (!drawn.contains(f)) steps.push_back(f);
+  // Challenged whatever the draw, ascending: step 1, whose flags nobody can
+  // evaluate (S_0's table is bound by no leaf), and every flagged step, so
+  // the step that poisons a state is replayed for certain (docs/PROTOCOL.md
+  // 5.3, docs/ledger.md 2.4).
+  std::set<uint64_t> certain(r.flagged_steps.begin(), r.flagged_steps.end());
+  certain.insert(1);
+  for (uint64_t s : steps) certain.erase(s);
+  steps.insert(steps.end(), certain.begin(), certain.end());
   return steps;
 }
 
@@ -415,7 +418,7 @@ std::vector<uint64_t> Ledger::issue_challenge(const Digest &run_id, uint64_t now
          kCall, run_id.hex(), t.end_height);
   const Mode mode = t.challenge_mode == task::ChallengeMode::kNormBucket ? Mode::kNormBucket : Mode::kBitwise;
   const std::vector<uint64_t> steps = challenged_steps(r, run_id, entry->second);
-  const uint64_t rounds = steps.size();  // at most twice the task's rounds
+  const uint64_t rounds = steps.size();  // at most twice the task's rounds, plus one
   if (!config_.deadlines_fit(now))
     fail(Status::kOutOfRange,
          "{}: the deadlines of a challenge issued at height {} do not fit 64 bits", kCall, now);

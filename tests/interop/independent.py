@@ -337,6 +337,13 @@ def derive_challenges(beacon: bytes, run_id: bytes, n: int, rounds: int):
     return out
 
 
+def challenged_steps(randomness: bytes, run_id: bytes, n: int, rounds: int, flagged):
+    """The steps a ledger challenges (docs/PROTOCOL.md 11): the drawn rounds,
+    then, ascending, step 1 and each flagged step the draw missed."""
+    drawn = derive_challenges(randomness, run_id, n, rounds)
+    return drawn + sorted(({1} | set(flagged)) - set(drawn))
+
+
 def draw_committee(randomness: bytes, run_id: bytes, rnd: int, candidates, size: int):
     """PROTOCOL.md section 11.1: candidates are (identity, stake) pairs; the
     members in draw order."""

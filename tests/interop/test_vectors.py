@@ -227,8 +227,8 @@ def test_every_vector_entry_says_what_it_exercises():
 
 
 def test_ledger_transcript_draws():
-    """The ledger transcript's challenged step and committee are the draws
-    of section 11 and 11.1, recomputed here from its calls: the randomness
+    """The ledger transcript's challenged steps (the drawn round, then step 1)
+    and committee are the draws of section 11 and 11.1, recomputed here from its calls: the randomness
     of the first block at or after the seal height + draw_delay, and the
     verifiers registered below that height."""
     t = load("ledger_transcript.json")
@@ -240,7 +240,9 @@ def test_ledger_transcript_draws():
     assert run["drawn_from"] == {"height": height, "value": posts[height]}
     value, run_id = bytes.fromhex(posts[height]), bytes.fromhex(run["run_id"])
     issued = next(c for c in ok if c["call"] == "issue_challenge")["result"]
-    assert issued["steps"] == ind.derive_challenges(value, run_id, run["declared_steps"], len(issued["steps"]))
+    rounds = next(c for c in ok if c["call"] == "task_info")["result"]["task"]["challenge_policy"]["rounds"]
+    want = ind.challenged_steps(value, run_id, run["declared_steps"], rounds, run["flagged_steps"])
+    assert issued["steps"] == want and 1 in want
     candidates = [(bytes.fromhex(c["caller"]), c["stake"]) for c in ok
                   if c["call"] == "register_verifier" and c["now"] < height and c["caller"] != run["miner_identity"]]
     # The task sets the committee's size (docs/PROTOCOL.md 17.1).

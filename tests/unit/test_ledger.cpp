@@ -156,12 +156,37 @@ struct Flow {
   }
   std::vector<uint64_t> issue() {
     draw();
-    return ledger.issue_challenge(run_id, now);
+    last_issue = ledger.issue_challenge(run_id, now);
+    return last_issue;
   }
+  // Step 1's challenge in the last issue: drawn, or challenged for certain.
+  uint64_t step_1_challenge() const {
+    for (uint64_t cid : last_issue)
+      if (step_of(cid) == 1) return cid;
+    ADD_FAILURE() << "no challenge of step 1";
+    return 0;
+  }
+  // The task's one drawn round; step 1 is challenged too when the draw
+  // missed it (docs/ledger.md 2.4), and left unopened here.
   uint64_t challenge() {
     const std::vector<uint64_t> ids = issue();
-    EXPECT_EQ(ids.size(), 1u);
+    const bool drew_step_1 = step_of(ids.at(0)) == 1;
+    EXPECT_EQ(ids.size(), drew_step_1 ? 1u : 2u);
+    if (!drew_step_1) {
+      EXPECT_EQ(step_of(ids.at(1)), 1u);
+    }
     return ids.at(0);
+  }
+  // The first `rounds` ids of an issue: the drawn rounds. What follows is
+  // step 1's certain challenge when the draw missed it, and nothing else.
+  std::vector<uint64_t> drawn(const std::vector<uint64_t> &ids, size_t rounds) const {
+    EXPECT_GE(ids.size(), rounds);
+    std::vector<uint64_t> d(ids.begin(), ids.begin() + std::min(rounds, ids.size()));
+    bool has_step_1 = false;
+    for (uint64_t cid : ids) has_step_1 = has_step_1 || step_of(cid) == 1;
+    EXPECT_TRUE(has_step_1);
+    EXPECT_EQ(ids.size(), rounds + (ids.size() > rounds ? 1 : 0));
+    return d;
   }
   uint64_t step_of(uint64_t cid) const { return ledger.challenge_info(cid).step; }
   Bytes leaf_bytes(uint64_t step) const { return leaves.at(step - 1).encode(); }
@@ -219,6 +244,7 @@ struct Flow {
   std::unique_ptr<merkle::StoredTree> tree = merkle::StoredTree::in_memory();
   std::vector<commit::StepLeaf> leaves;
   uint64_t posted = 0;
+  std::vector<uint64_t> last_issue;
 };
 
 }  // namespace
@@ -405,8 +431,7 @@ TEST(Ledger, ForgedLeafFailsAndMakesTheRunSlashable) {
 TEST(Ledger, NormBucketModeAdjacentBucketsPassFarBucketsFail) {
   Flow f(false, kConfig, 100, make_task(kNorm, 2));
   f.seal();
-  const std::vector<uint64_t> ids = f.issue();
-  ASSERT_EQ(ids.size(), 2u);
+  const std::vector<uint64_t> ids = f.drawn(f.issue(), 2);
   const uint64_t pass = ids[0], fail_ = ids[1];
   EXPECT_NE(f.step_of(pass), f.step_of(fail_));
   for (uint64_t cid : ids) {
@@ -548,7 +573,9 @@ TEST(Ledger, ASplitIsSettledByADisputeAfterTheRunCloses) {
 TEST(Ledger, NoOpeningFailsAndWitnessesAreComparedWithTheCommittedBucket) {
   Flow f(false, kConfig, 100, make_task(kNorm, 2));
   f.seal();
-  const std::vector<uint64_t> ids = f.issue();
+  const std::vector<uint64_t> all = f.issue();
+  const std::vector<uint64_t> ids = f.drawn(all, 2);
+  ASSERT_EQ(all.size(), 3u);  // the draw missed step 1: its certain challenge is all[2]
   const uint64_t unopened = ids[0], opened = ids[1];
   // The miner opens one challenge in the last block of its opening phase:
   // witnesses still get the whole commit phase.
@@ -588,14 +615,19 @@ TEST(Ledger, NoOpeningFailsAndWitnessesAreComparedWithTheCommittedBucket) {
   EXPECT_EQ(b.outcome.mode, Mode::kNormBucket);
   EXPECT_EQ(b.outcome.cause, game::Cause::kBlame);
   EXPECT_EQ(b.outcome.silent, std::vector<Bytes>{id("carol")});
-  // Both final: the run closes slashable, and the log holds both records
-  // in finalize order.
+  // Step 1's certain challenge, never opened, fails too. All final: the
+  // run closes slashable, and the log holds the records in finalize order.
+  EXPECT_FALSE(f.ledger.run_info(f.run_id).closed);
+  const game::ChallengeVerdict c = f.ledger.finalize_challenge(all[2], f.now);
+  EXPECT_EQ(c.verdict, Verdict::kFail);
   EXPECT_TRUE(f.ledger.run_info(f.run_id).closed);
   EXPECT_TRUE(f.ledger.run_info(f.run_id).slashable);
   EXPECT_EQ(a.outcome_index, 0u);
   EXPECT_EQ(b.outcome_index, 1u);
+  EXPECT_EQ(c.outcome_index, 2u);
   EXPECT_EQ(f.ledger.outcome_root(),
-            hash::node_hash(hash::leaf_hash(a.outcome.encode()), hash::leaf_hash(b.outcome.encode())));
+            hash::node_hash(hash::node_hash(hash::leaf_hash(a.outcome.encode()), hash::leaf_hash(b.outcome.encode())),
+                            hash::leaf_hash(c.outcome.encode())));
   expect_round_trip(f.ledger);
 }
 
@@ -783,23 +815,24 @@ TEST(Ledger, AFlaggedStepIsChallengedForCertain) {
   post(kSteps, {flagged});
   EXPECT_EQ(l.run_info(f.run_id).flagged_steps, std::vector<uint64_t>{flagged});
   expect_round_trip(l);
+  ASSERT_NE(drawn, 1u);  // so step 1's certain challenge comes first, then the flagged step
   const std::vector<uint64_t> ids = f.issue();
-  ASSERT_EQ(ids.size(), 2u);
+  ASSERT_EQ(ids.size(), 3u);
   EXPECT_EQ(f.step_of(ids[0]), drawn);
-  EXPECT_EQ(f.step_of(ids[1]), flagged);
-  EXPECT_EQ(ids[1], ids[0] + 1);
-  EXPECT_FALSE(l.challenge_info(ids[1]).committee.empty());
+  EXPECT_EQ(f.step_of(ids[1]), 1u);
+  EXPECT_EQ(f.step_of(ids[2]), flagged);
+  EXPECT_EQ(ids[2], ids[0] + 2);
+  EXPECT_FALSE(l.challenge_info(ids[2]).committee.empty());
   EXPECT_NO_OP(l, l.issue_challenge(f.run_id, f.now));
   expect_round_trip(l);
   // The flagged step is judged like any other; the run closes once both are.
-  f.open(ids[0]);
-  f.open(ids[1]);
+  for (uint64_t cid : ids) f.open(cid);
   for (uint64_t cid : ids)
     for (const char *w : {"alice", "bob"}) f.commit(w, cid, Flow::honest_state(f.step_of(cid)));
-  f.to_reveal_phase(ids[1]);
+  f.to_reveal_phase(ids[2]);
   for (uint64_t cid : ids)
     for (const char *w : {"alice", "bob"}) f.reveal(w, cid, Flow::honest_state(f.step_of(cid)));
-  f.to_final_phase(ids[1]);
+  f.to_final_phase(ids[2]);
   for (uint64_t cid : ids) EXPECT_EQ(l.finalize_challenge(cid, f.now).verdict, Verdict::kPass);
   EXPECT_TRUE(l.run_info(f.run_id).closed);
   EXPECT_TRUE(l.run_info(f.run_id).flagged_steps.empty());
@@ -814,7 +847,7 @@ TEST(Ledger, AFlaggedStepIsChallengedForCertain) {
   g.ledger.post_checkpoint_root(g.miner, g.run_id, kSteps, g.tree->root(), g.consistency(kSteps), g.now,
                                 game::SealPost{{also}});
   const std::vector<uint64_t> one = g.issue();
-  ASSERT_EQ(one.size(), 1u);
+  ASSERT_EQ(one.size(), also == 1 ? 1u : 2u);  // and step 1's
   EXPECT_EQ(g.step_of(one[0]), also);
 
   // The JSON call carries them; run_info gives them.
@@ -897,7 +930,7 @@ TEST(Ledger, AOneTrajectoryTaskPaysItsTrajectoryOnce) {
   EXPECT_REFUSED(l, Status::kState, l.issue_challenge(f.run_id, f.now));
   f.now = 201;
   l.post_randomness(Flow::randomness(f.now), f.now);
-  EXPECT_EQ(l.issue_challenge(f.run_id, f.now).size(), 1u);
+  f.drawn(l.issue_challenge(f.run_id, f.now), 1);
   expect_round_trip(l);
 
   // The JSON call carries the final leaf; run_info gives the final state.
@@ -941,10 +974,13 @@ TEST(Ledger, IssueChallengeRefusals) {
   // draw height is the one.
   l.post_randomness(Flow::randomness(f.now), f.now);
   // Rounds and mode are the task's.
+  // The drawn rounds, then step 1 (the draw missed it), challenged for certain.
   const std::vector<uint64_t> ids = l.issue_challenge(f.run_id, f.now);
-  EXPECT_EQ(ids, (std::vector<uint64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(ids, (std::vector<uint64_t>{0, 1, 2, 3, 4}));
   for (uint64_t cid : ids) EXPECT_EQ(l.challenge_info(cid).mode, Mode::kBitwise);
-  const std::vector<uint64_t> steps = challenge::derive_challenges(Flow::randomness(f.now).view(), f.run_id, kSteps, 4);
+  std::vector<uint64_t> steps = challenge::derive_challenges(Flow::randomness(f.now).view(), f.run_id, kSteps, 4);
+  ASSERT_EQ(std::count(steps.begin(), steps.end(), 1u), 0);
+  steps.push_back(1);
   for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(f.step_of(ids[i]), steps[i]);
   EXPECT_EQ(l.run_info(f.run_id).drawn_from, (game::BlockRandomness{sealed_at + 5, Flow::randomness(sealed_at + 5)}));
   // Once per run: anyone may call it again, and gets the same challenges.
@@ -990,10 +1026,17 @@ TEST(Ledger, RandomnessIsKeptOnlyWhileARunWaitsForIt) {
   expect_round_trip(l);
   ++f.now;
   l.post_randomness(d("r2"), f.now);
-  EXPECT_EQ(l.issue_challenge(f.run_id, f.now).size(), 1u);
+  f.drawn(l.issue_challenge(f.run_id, f.now), 1);
   EXPECT_EQ(l.run_info(f.run_id).drawn_from, (game::BlockRandomness{f.now - 1, d("r1")}));
   expect_round_trip(l);
-  EXPECT_LT(l.save().size(), kept.size() + 100);  // r1 dropped: no run waits any more
+  {  // r1 dropped: no run waits any more
+    v2::LedgerState parsed;
+    const Bytes now_saved = l.save();
+    ASSERT_TRUE(parsed.ParseFromArray(now_saved.data(), static_cast<int>(now_saved.size())));
+    EXPECT_EQ(parsed.randomness_size(), 0);
+    ASSERT_TRUE(parsed.ParseFromArray(kept.data(), static_cast<int>(kept.size())));
+    EXPECT_EQ(parsed.randomness_size(), 1);
+  }
 
   // Two runs waiting for the same value: it stays until both are drawn.
   Flow g;
@@ -1010,9 +1053,9 @@ TEST(Ledger, RandomnessIsKeptOnlyWhileARunWaitsForIt) {
   g.ledger.post_randomness(d("shared"), g.now);
   ++g.now;
   g.ledger.post_randomness(d("later"), g.now);
-  EXPECT_EQ(g.ledger.issue_challenge(g.run_id, g.now).size(), 1u);
+  g.drawn(g.ledger.issue_challenge(g.run_id, g.now), 1);
   expect_round_trip(g.ledger);
-  EXPECT_EQ(g.ledger.issue_challenge(second_run, g.now).size(), 1u);
+  g.drawn(g.ledger.issue_challenge(second_run, g.now), 1);
   EXPECT_EQ(g.ledger.run_info(second_run).drawn_from, (game::BlockRandomness{g.now - 1, d("shared")}));
   expect_round_trip(g.ledger);
 }
@@ -1625,26 +1668,30 @@ Flow busy_flow() {
   std::vector<commit::StepLeaf> norm_leaves;
   const auto norm_log = Flow::log_of(norm_run, false, &norm_leaves);
   l.post_checkpoint_root(norm_miner, norm_run, kSteps, norm_log->root(), {}, f.now);
-  const std::vector<uint64_t> ids = f.issue();
-  const uint64_t norm = l.issue_challenge(norm_run, f.now).at(0);
+  const std::vector<uint64_t> ids = f.drawn(f.issue(), 2);
+  // The norm run's drawn round and step 1's certain challenge, both judged.
+  const std::vector<uint64_t> norm = l.issue_challenge(norm_run, f.now);
+  EXPECT_EQ(norm.size(), 2u);
   f.open(ids[0]);
-  const uint64_t ns = f.step_of(norm);
-  l.submit_opening(norm_miner, norm, f.manifest, norm_leaves.at(ns - 1).encode(),
-                   merkle::encode_proof(norm_log->inclusion_proof(ns - 1, kSteps)), f.now);
+  for (uint64_t cid : norm) {
+    const uint64_t ns = f.step_of(cid);
+    l.submit_opening(norm_miner, cid, f.manifest, norm_leaves.at(ns - 1).encode(),
+                     merkle::encode_proof(norm_log->inclusion_proof(ns - 1, kSteps)), f.now);
+  }
   f.now += 2;
   f.open(ids[1]);  // two blocks into its opening phase
   for (const char *w : {"alice", "bob", "carol"}) {
     f.commit(w, ids[0], Flow::honest_state(f.step_of(ids[0])));
-    f.commit(w, norm, d(w), Flow::kCommittedBucket + 1);
+    for (uint64_t cid : norm) f.commit(w, cid, d(w), Flow::kCommittedBucket + 1);
   }
   f.to_reveal_phase(ids[0]);
   for (const char *w : {"alice", "bob", "carol"}) {
     f.reveal(w, ids[0], Flow::honest_state(f.step_of(ids[0])));
-    f.reveal(w, norm, d(w), Flow::kCommittedBucket + 1);
+    for (uint64_t cid : norm) f.reveal(w, cid, d(w), Flow::kCommittedBucket + 1);
   }
   f.to_final_phase(ids[0]);
   l.finalize_challenge(ids[0], f.now);
-  l.finalize_challenge(norm, f.now);
+  for (uint64_t cid : norm) l.finalize_challenge(cid, f.now);
   // A sealed run waiting to be drawn, its randomness posted and kept.
   const Bytes waiting_miner = id("miner 4");
   const Digest waiting = l.start_training_commitment(waiting_miner, make_commitment(waiting_miner, f.task_value).encode(), f.now);
@@ -1719,8 +1766,7 @@ TEST(Ledger, LoadRefusesATaskProgramVerdictOnATaskNotMarkedSo) {
   // state while the second is open.
   Flow f(false, kConfig, 100, make_task(task::ChallengeMode::kBitwise, 2));
   f.seal();
-  const std::vector<uint64_t> ids = f.issue();
-  ASSERT_EQ(ids.size(), 2u);
+  const std::vector<uint64_t> ids = f.drawn(f.issue(), 2);
   f.open(ids[0]);
   const witness::Finding fault = invalid_opening_finding(commit::OpeningCheck::kTaskProgram);
   EXPECT_STREQ(cause_name(f.judge(ids[0], {{"alice", fault}, {"bob", fault}}).cause), "task_program");
@@ -1900,10 +1946,10 @@ TEST(Ledger, LoadChecksInvariants) {
     p.clear_challenges();
     p.set_next_challenge_id(0);
   });
-  // Closed runs and the outcome log: the norm run's only challenge is
-  // final, so the run is closed; the bitwise run holds one final challenge
-  // and one open one.
-  ASSERT_EQ(Ledger::load(s).outcome_count(), 2u);
+  // Closed runs and the outcome log: the norm run's two challenges (its
+  // drawn round, step 1's) are final, so the run is closed; the bitwise run
+  // holds one final challenge and two open ones.
+  ASSERT_EQ(Ledger::load(s).outcome_count(), 3u);
   ASSERT_EQ(mutated(s, [](auto &p) { ASSERT_EQ(p.closed_runs_size(), 1); }), s);
   refused("closed run twice", [](auto &p) { *p.add_closed_runs() = p.closed_runs(0); });
   refused("closed run also open", [](auto &p) { p.mutable_closed_runs(0)->set_run_id(p.runs(0).run_id()); });
@@ -1929,13 +1975,13 @@ TEST(Ledger, LoadChecksInvariants) {
   refused("outcome log short", [](auto &p) { p.mutable_outcome_log()->pop_back(); });
   refused("outcome log of another size", [](auto &p) {
     merkle::Log log;
-    for (int i = 0; i < 3; ++i) log.append_hash(d("leaf"));
+    for (int i = 0; i < 4; ++i) log.append_hash(d("leaf"));  // the state's holds 3
     const Bytes b = log.save();
     p.set_outcome_log(std::string(b.begin(), b.end()));
   });
   refused("outcome index past the log", [](auto &p) {
     for (auto &c : *p.mutable_challenges())
-      if (c.has_verdict()) c.mutable_verdict()->set_outcome_index(2);
+      if (c.has_verdict()) c.mutable_verdict()->set_outcome_index(3);
   });
   refused("verifiers unsorted", [](auto &p) { p.mutable_verifiers()->SwapElements(0, 1); });
   refused("verifier twice", [](auto &p) { *p.add_verifiers() = p.verifiers(0); });
@@ -2306,7 +2352,9 @@ TEST(Ledger, AnEndedTaskIsPrunedWithItsRuns) {
   ++f.now;
   f.post(kSteps);
   const uint64_t cid = f.challenge();
+  const uint64_t one = f.step_1_challenge();
   f.open(cid);
+  if (one != cid) f.open(one);
 
   // Sealing at exactly the end is in time; a root or a run after it is not.
   f.now = kEnd;
@@ -2324,14 +2372,19 @@ TEST(Ledger, AnEndedTaskIsPrunedWithItsRuns) {
   EXPECT_REFUSED(l, Status::kState, l.prune_task(f.task, kEnd));
   EXPECT_REFUSED(l, Status::kState, l.prune_task(f.task, f.now));
   ASSERT_EQ(f.judge(cid, {}).verdict, Verdict::kInconclusive);  // nobody witnessed: no committee stake counted
+  if (one != cid) {
+    EXPECT_FALSE(l.run_info(f.run_id).closed);
+    ASSERT_EQ(l.finalize_challenge(one, f.now).verdict, Verdict::kInconclusive);
+  }
   EXPECT_TRUE(l.run_info(f.run_id).closed);
   EXPECT_REFUSED(l, Status::kState, l.prune_task(f.task, f.now));  // the late run is sealed, not drawn yet
-  const uint64_t late_cid = [&] {
+  const std::vector<uint64_t> late_ids = [&] {
     l.post_randomness(Flow::randomness(f.now), f.now);
-    return l.issue_challenge(late_run, f.now).at(0);
+    return l.issue_challenge(late_run, f.now);
   }();
-  f.now = l.challenge_info(late_cid).opening_deadline + 1;
-  EXPECT_EQ(l.finalize_challenge(late_cid, f.now).verdict, Verdict::kFail);  // never opened
+  f.now = l.challenge_info(late_ids.at(0)).opening_deadline + 1;
+  for (uint64_t late_cid : late_ids)
+    EXPECT_EQ(l.finalize_challenge(late_cid, f.now).verdict, Verdict::kFail);  // never opened
   EXPECT_TRUE(l.run_info(late_run).slashable);
 
   EXPECT_REFUSED(l, Status::kNotFound, l.prune_task(d("no such task"), f.now));
@@ -2516,11 +2569,19 @@ TEST(Ledger, ASilentCoalitionIsReplacedAndTheForgedStepFails) {
   EXPECT_FALSE(second.rerun);
   EXPECT_EQ(second.outcome.attempt, 2u);
   EXPECT_EQ(second.outcome_index, 1u);
+  // Step 1's certain challenge (the draw missed it), never opened, fails too.
+  const uint64_t one = f.step_1_challenge();
+  ASSERT_NE(one, cid);
+  EXPECT_FALSE(f.ledger.run_info(f.run_id).closed);
+  const game::ChallengeVerdict third = f.ledger.finalize_challenge(one, f.now);
+  EXPECT_EQ(third.verdict, Verdict::kFail);
   const game::RunInfo r = f.ledger.run_info(f.run_id);
   EXPECT_TRUE(r.closed);
   EXPECT_TRUE(r.slashable);
-  EXPECT_EQ(f.ledger.outcome_root(), hash::node_hash(hash::leaf_hash(first.outcome.encode()),
-                                                     hash::leaf_hash(second.outcome.encode())));
+  EXPECT_EQ(f.ledger.outcome_root(),
+            hash::node_hash(hash::node_hash(hash::leaf_hash(first.outcome.encode()),
+                                            hash::leaf_hash(second.outcome.encode())),
+                            hash::leaf_hash(third.outcome.encode())));
   expect_round_trip(f.ledger);
 }
 

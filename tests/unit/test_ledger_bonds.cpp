@@ -297,10 +297,11 @@ TEST(LedgerBonds, AttackASlashedMinerLosesItsBondAndANewIdentityNeedsANewOne) {
   Bonded b(c);
   EXPECT_EQ(b.ledger.account_info(b.miner), (Balance{0, kMinerBond}));
   b.ledger.post_randomness(d("block"), ++b.now);
-  const uint64_t cid = b.ledger.issue_challenge(b.run_id, b.now).at(0);
-  // The miner does not open the challenged step: FAIL at the opening deadline.
-  b.now = b.ledger.challenge_info(cid).opening_deadline + 1;
-  EXPECT_EQ(b.ledger.finalize_challenge(cid, b.now).verdict, witness::Verdict::kFail);
+  const std::vector<uint64_t> ids = b.ledger.issue_challenge(b.run_id, b.now);
+  // The miner does not open the challenged steps: FAIL at the opening
+  // deadline. The first slashing burns the bond, the second finds it gone.
+  b.now = b.ledger.challenge_info(ids.at(0)).opening_deadline + 1;
+  for (uint64_t cid : ids) EXPECT_EQ(b.ledger.finalize_challenge(cid, b.now).verdict, witness::Verdict::kFail);
   EXPECT_TRUE(b.ledger.run_info(b.run_id).slashable);
   EXPECT_EQ(b.ledger.account_info(b.miner), Balance{});
   EXPECT_EQ(b.ledger.summary().burned, kMinerBond);
@@ -340,14 +341,16 @@ TEST(LedgerBonds, PruningWaitsForOpenDisputes) {
   LedgerConfig c = config();
   c.max_rounds = 1;
   Bonded b(c);
-  // The run's one challenge passes unwitnessed (INCONCLUSIVE): the run
-  // closes with its bond still locked.
+  // The run's challenges (its one round, step 1's) pass unwitnessed
+  // (INCONCLUSIVE): the run closes with its bond still locked.
   b.ledger.post_randomness(d("block"), ++b.now);
-  const uint64_t cid = b.ledger.issue_challenge(b.run_id, b.now).at(0);
-  const uint64_t step = b.ledger.challenge_info(cid).step;
-  b.ledger.submit_opening(b.miner, cid, d("manifest"), b.leaves.at(step - 1), b.proof(step), b.now);
-  b.now = b.ledger.challenge_info(cid).reveal_deadline + 1;
-  b.ledger.finalize_challenge(cid, b.now);
+  const std::vector<uint64_t> ids = b.ledger.issue_challenge(b.run_id, b.now);
+  for (uint64_t cid : ids) {
+    const uint64_t step = b.ledger.challenge_info(cid).step;
+    b.ledger.submit_opening(b.miner, cid, d("manifest"), b.leaves.at(step - 1), b.proof(step), b.now);
+  }
+  b.now = b.ledger.challenge_info(ids.at(0)).reveal_deadline + 1;
+  for (uint64_t cid : ids) b.ledger.finalize_challenge(cid, b.now);
   ASSERT_TRUE(b.ledger.run_info(b.run_id).closed);
   const Bytes v = id("verifier");
   b.verifier(v, kDisputeBond);

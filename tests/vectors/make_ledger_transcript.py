@@ -435,9 +435,15 @@ calls = [
     {"call": "finalize_challenge", "now": 146, "challenge_id": 0, "expect": "POT_E_STATE"},
     {"call": "challenge_info", "challenge_id": 0},
     {"call": "run_info", "run_id": RUN},
-    # The run's only challenge: finalizing it logs its outcome record and
-    # closes the run, pruning the challenge.
+    # Finalizing it logs its outcome record; the run stays open while its
+    # other challenge, step 1's (challenged for certain: S_0's statistics
+    # are bound by no leaf), is not final. The miner never opened it: FAIL
+    # (its bond already went in dispute 1). The run closes, its challenges
+    # pruned.
     {"call": "finalize_challenge", "now": 147, "challenge_id": 0},
+    {"call": "run_info", "run_id": RUN},
+    {"call": "challenge_info", "challenge_id": 1},
+    {"call": "finalize_challenge", "now": 147, "challenge_id": 1},
     {"call": "challenge_info", "challenge_id": 0, "expect": "POT_E_STATE"},
     {"call": "issue_challenge", "now": 147, "run_id": RUN, "expect": "POT_E_STATE"},
     {"call": "ledger_info"},

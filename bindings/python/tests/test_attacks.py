@@ -145,7 +145,8 @@ def test_honest_run_of_the_task_passes(tmp_path):
     w = World(tmp_path)
     rec, run_id, root = w.train_honestly()
     issued = w.issue(run_id)
-    assert len(issued["steps"]) == 2  # the task's rounds, not the caller's
+    # The task's rounds, not the caller's, and step 1 (challenged for certain).
+    assert len(issued["steps"]) == 2 + (1 not in issued["steps"][:2]) and 1 in issued["steps"]
     for t in issued["steps"]:
         r = pot.verify_step(rec.commitment, w.task.spec, w.program, t, STEPS, root, rec.serve(t), rec.state_path(t - 1))
         assert r.ok, t
@@ -948,6 +949,35 @@ def test_attack_a_forger_hiding_its_flagged_steps_fails_every_challenge(tmp_path
     commitment.set_sealed_flags([])
     for t in (2, STEPS):
         refused_at(listed, commitment, root, serve, t, pot.OpeningCheck.RUN_FLAGS, "the run sealed on the ledger with none")
+
+
+def test_attack_a_poisoned_step_1_is_challenged_for_certain(tmp_path):
+    """Round 3, attack 1 at the one step no flag can see: S_1 with a weight
+    blown up 2^12 times (finite, nothing saturated), every later state S_1
+    again. Step 1 is compared with an empty table (no leaf binds S_0's
+    statistics), so the run's tables flag nothing and it seals with no
+    flagged step; the ledger challenges step 1 anyway, whatever the draw
+    (docs/ledger.md 2.4), and its replay from the task's S_0 fails at
+    replayed_state. The honest run of the task passes (test above)."""
+    w = World(tmp_path)
+    s0 = str(tmp_path / "S_0.safetensors")  # the task's published S_0
+    with pt.state_writer(pt.canonical_state(w.model, w.opt)) as sw:
+        sw.write(s0)
+
+    def blow_up(state):
+        name = next(k for k in state if k.startswith("param/") and k.endswith("weight"))
+        state[name].mul_(4096.0)
+
+    commitment, root, serve = forged_run(w, str(tmp_path), blow_up, s0_path=s0)
+    assert serve.flagged == []
+    w.call("start_training_commitment", caller=THIEF.hex(), commitment=commitment.encode().hex())
+    run_id = commitment.run_id.hex()
+    w.call("post_checkpoint_root", caller=THIEF.hex(), run_id=run_id, size=STEPS, root=root.hex(),
+           consistency_proof="", flagged_steps=[])
+    issued = w.issue(run_id)
+    drawn = issued["steps"][:2]  # the task's rounds
+    assert 1 not in drawn and issued["steps"] == drawn + [1], issued
+    refused_at(w, commitment, root, serve, 1, pot.OpeningCheck.REPLAYED_STATE)
 
 
 class FileToucher(Net):

@@ -648,7 +648,7 @@ fn ledger_transcript() {
             }
         }
     }
-    assert_eq!((calls.len(), refused), (131, 46));
+    assert_eq!((calls.len(), refused), (134, 46));
     let state = ledger.save().unwrap();
     assert_eq!(pot::sha256(&state).unwrap(), digest(&v, "state_sha256"));
     // Save, load, save again: the same bytes.
@@ -660,16 +660,15 @@ fn ledger_transcript() {
 #[test]
 fn outcome_records_decode() {
     let v = load("ledger_transcript.json");
-    let finals: Vec<&Value> = arr(&v, "calls")
-        .iter()
-        .filter(|c| s(c, "call") == "finalize_challenge" && s(c, "expect") == "ok")
-        .map(|c| &c["result"])
-        .collect();
-    assert_eq!(finals.len(), 2);
-    for (n, r) in finals.iter().enumerate() {
+    let finals: Vec<&Value> =
+        arr(&v, "calls").iter().filter(|c| s(c, "call") == "finalize_challenge" && s(c, "expect") == "ok").collect();
+    // Challenge 0 twice (a re-run), then step 1's challenge, never opened.
+    assert_eq!(finals.len(), 3);
+    for (c, (challenge, attempt)) in finals.iter().zip([(0, 1), (0, 2), (1, 1)]) {
+        let r = &c["result"];
         let record = unhex(s(r, "outcome"));
         let o: Value = serde_json::from_str(&pot::ledger::decode_outcome(&record).unwrap()).unwrap();
-        assert_eq!(u(&o, "attempt"), n as u64 + 1);
+        assert_eq!((u(c, "challenge_id"), u(&o, "challenge_id"), u(&o, "attempt")), (challenge, challenge, attempt));
         for key in
             ["verdict", "cause", "cluster_size", "cluster_stake", "minority", "silent", "misconfigured", "unreplayed"]
         {
