@@ -12,6 +12,12 @@
 // 3: <= 1%, docs/security.md 6.3) and checks that the table does not depend
 // on the thread count (exit status 3 otherwise).
 //
+// Then the path of a trainer's state in memory (the recorder's end_step):
+// pot_state_add_tensor, which digests each tensor and computes its row in
+// one read (each 64 KiB chunk's share of the statistics right after the
+// chunk is hashed, from the cache), against pot_tensor_digest of the same
+// tensors alone; the report gives the row's extra share of the digest.
+//
 // Usage: bench_state_stats [--mib N] [--reps N] [--tmpdir DIR] [--keep FILE]
 // --keep writes the state to FILE and leaves it there (to time `pot hash
 // stats` against `pot hash state` as whole commands).
@@ -122,7 +128,48 @@ int main(int argc, char **argv) {
                 threads ? "1" : "all", ds.p50, total / ds.p50 / 1e9, ss.p50, total / ss.p50 / 1e9,
                 100.0 * ss.p50 / ds.p50);
   }
-  if (status) std::printf("ERROR: the table depends on the thread count\n");
+  // In memory: digest + row in one read, against the digest alone.
+  for (uint32_t threads : {1u, 0u}) {
+    std::vector<double> digest_s, fused_s;
+    for (int r = 0; r < reps; ++r) {
+      auto t0 = Clock::now();
+      for (size_t i = 0; i < pot_safetensors_count(f); ++i) {
+        const char *name = nullptr;
+        pot_dtype dtype{};
+        const uint64_t *shape = nullptr;
+        size_t shape_len = 0, len = 0;
+        const void *data = nullptr;
+        POT_CHECK(pot_safetensors_tensor, &name, &dtype, &shape, &shape_len, &data, &len, f, i);
+        pot_digest d;
+        POT_CHECK(pot_tensor_digest, &d, name, dtype, shape, shape_len, data, len, threads);
+      }
+      digest_s.push_back(bench::seconds_since(t0));
+      pot_state *s = nullptr;
+      POT_CHECK(pot_state_new, &s);
+      POT_CHECK(pot_state_set_threads, s, threads);
+      t0 = Clock::now();
+      for (size_t i = 0; i < pot_safetensors_count(f); ++i) {
+        const char *name = nullptr;
+        pot_dtype dtype{};
+        const uint64_t *shape = nullptr;
+        size_t shape_len = 0, len = 0;
+        const void *data = nullptr;
+        POT_CHECK(pot_safetensors_tensor, &name, &dtype, &shape, &shape_len, &data, &len, f, i);
+        POT_CHECK(pot_state_add_tensor, s, name, dtype, shape, shape_len, data, len);
+      }
+      fused_s.push_back(bench::seconds_since(t0));
+      pot_bytes table{};
+      POT_CHECK(pot_state_stats, &table, s);
+      if (table.len != reference.len || std::memcmp(table.data, reference.data, table.len) != 0) status = 3;
+      pot_bytes_free(&table);
+      pot_state_free(s);
+    }
+    const auto ds = bench::summarize(digest_s), fs = bench::summarize(fused_s);
+    std::printf("threads %s, in memory: digest alone median %.3f s, digest + statistics in one read median %.3f s: "
+                "statistics = %.1f%% of the digest\n",
+                threads ? "1" : "all", ds.p50, fs.p50, 100.0 * (fs.p50 - ds.p50) / ds.p50);
+  }
+  if (status) std::printf("ERROR: the table depends on the thread count or the path\n");
   pot_bytes_free(&reference);
   pot_safetensors_free(f);
   if (keep.empty()) std::remove(path.c_str());

@@ -94,8 +94,11 @@ pot_status pot_state_add_tensor(pot_state *state, const char *name, pot_dtype dt
     need(state, "state");
     const hash::TensorMeta meta = tensor_meta(name, dtype, shape, shape_len);
     const ByteView bytes = bytes_arg(data, data_len, "data");
-    state->builder.add_tensor(meta, bytes);
-    state->stats[meta.name] = statecheck::tensor_stats({meta, bytes}, state->builder.threads());
+    state->builder.reserve_name(meta.name);  // a repeated name is refused before the work
+    // One read for the tensor's digest and its statistics row.
+    statecheck::DigestedState read = statecheck::digest_and_stats({{meta, bytes}}, state->builder.threads());
+    state->builder.add_tensor_digest(meta.name, read.tensor_digests.front());
+    state->stats[meta.name] = std::move(read.stats.tensors.front());
   });
 }
 

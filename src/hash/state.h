@@ -25,14 +25,15 @@ class StateBuilder {
   void add_tensor(const TensorMeta &meta, ByteView data);
   // Adds a tensor digest computed elsewhere (a rank of a sharded run).
   void add_tensor_digest(const std::string &name, const Digest &digest);
+  // Throws as adding a tensor of this name would (invalid name, kDuplicate,
+  // kLimit), without adding it: a check before costly work.
+  void reserve_name(const std::string &name) const;
 
   size_t size() const { return tensors_.size(); }
   const std::map<std::string, Digest> &tensors() const { return tensors_; }
   Digest digest() const;
 
  private:
-  void reserve_name(const std::string &name) const;
-
   unsigned threads_ = 0;
   std::map<std::string, Digest> tensors_;  // std::less<string>: bytewise order
 };

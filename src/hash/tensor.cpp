@@ -46,7 +46,7 @@ uint64_t validate_meta(const TensorMeta &meta) {
   return n;
 }
 
-std::vector<Accumulator> hash_chunks(const std::vector<ChunkJob> &jobs, unsigned threads) {
+std::vector<Accumulator> hash_chunks(const std::vector<ChunkJob> &jobs, unsigned threads, const ChunkVisitor &visit) {
   std::vector<Item> items;
   for (size_t j = 0; j < jobs.size(); ++j) {
     const uint64_t first = jobs[j].first_chunk;
@@ -68,6 +68,7 @@ std::vector<Accumulator> hash_chunks(const std::vector<ChunkJob> &jobs, unsigned
       const uint64_t off = (c - job.first_chunk) * kChunkSize;
       const uint64_t len = std::min<uint64_t>(kChunkSize, job.bytes.size() - off);
       acc.push_leaf(leaf_hash(job.bytes.data() + off, len));
+      if (visit) visit(it.job, c - job.first_chunk, job.bytes.subspan(off, len));
     }
     it.subtree.hash = acc.root();
   });

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,10 +43,17 @@ struct ChunkJob {
   uint64_t first_chunk = 0;
 };
 
+// Called on the hashing thread right after a chunk is hashed, while its bytes
+// are still in cache: the job's index, the chunk's index within the job (0
+// for its first), the chunk's bytes. Calls run concurrently, in no order.
+using ChunkVisitor = std::function<void(size_t job, uint64_t chunk, ByteView bytes)>;
+
 // Hashes every job's chunks on `threads` threads (0 = all cores) and returns,
 // per job, the accumulator of its chunk leaves. The result does not depend on
-// the thread count.
-std::vector<Accumulator> hash_chunks(const std::vector<ChunkJob> &jobs, unsigned threads);
+// the thread count. With `visit`, each chunk is also handed to it (one read
+// of the bytes for the digest and, say, the statistics of PROTOCOL 5.2).
+std::vector<Accumulator> hash_chunks(const std::vector<ChunkJob> &jobs, unsigned threads,
+                                     const ChunkVisitor &visit = {});
 
 // Chunk root of whole tensors' bytes, one per input.
 std::vector<Digest> chunk_roots(const std::vector<ByteView> &tensors, unsigned threads);

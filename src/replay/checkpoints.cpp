@@ -533,15 +533,31 @@ commit::StepLeaf Recorder::end_step(const std::vector<hash::StTensor> &state, do
   if (!std::isfinite(loss))
     fail(Status::kNonFinite, "end_step: step {} has the loss {}; a step with a non-finite loss fails verification",
          m.begun, loss);
-  if (auto bad = hash::nonfinite_tensor(state))
-    fail(Status::kNonFinite, "end_step: S_{}: {}; a non-finite state fails verification", m.begun, *bad);
-  if (auto bad = hash::subnormal_excess(hash::subnormal_census(state)))
-    fail(Status::kInvalidArgument, "end_step: S_{}: {}; every verifier refuses such a state (check subnormal)",
-         m.begun, *bad);
+  // One read of S_t gives its tensor digests and its statistics (PROTOCOL
+  // 5.2), whose counts say whether the state holds a non-finite or
+  // subnormal value (the scans that name it run only then).
+  std::vector<hash::StTensor> by_name = state;
+  std::sort(by_name.begin(), by_name.end(),
+            [](const hash::StTensor &x, const hash::StTensor &y) { return x.meta.name < y.meta.name; });
+  for (size_t i = 1; i < by_name.size(); ++i)
+    if (by_name[i].meta.name == by_name[i - 1].meta.name)
+      fail(Status::kDuplicate, "tensor '{}' is already in the state", by_name[i].meta.name);
+  const statecheck::DigestedState read = statecheck::digest_and_stats(by_name, m.threads);
+  const statecheck::StateStats &stats = read.stats;
+  const auto any = [&](uint64_t statecheck::TensorStats::*count) {
+    return std::ranges::any_of(stats.tensors, [&](const statecheck::TensorStats &s) { return s.*count != 0; });
+  };
+  if (any(&statecheck::TensorStats::nonfinite))
+    if (auto bad = hash::nonfinite_tensor(state))
+      fail(Status::kNonFinite, "end_step: S_{}: {}; a non-finite state fails verification", m.begun, *bad);
+  if (any(&statecheck::TensorStats::subnormal))
+    if (auto bad = hash::subnormal_excess(hash::subnormal_census(state)))
+      fail(Status::kInvalidArgument, "end_step: S_{}: {}; every verifier refuses such a state (check subnormal)",
+           m.begun, *bad);
   if (auto bad = m.rates_mismatch(state, m.begun + 1))
     fail(Status::kInvalidArgument, "end_step: S_{} holds {}", m.begun, *bad);
   hash::StateBuilder b(m.threads);
-  for (const hash::StTensor &t : state) b.add_tensor(t.meta, t.data);
+  for (size_t i = 0; i < by_name.size(); ++i) b.add_tensor_digest(by_name[i].meta.name, read.tensor_digests[i]);
   const hash::Digest digest = b.digest();
   const uint64_t t = m.begun;
   // The committed update norm; the states' parameters must match (a
@@ -564,10 +580,6 @@ commit::StepLeaf Recorder::end_step(const std::vector<hash::StTensor> &state, do
   const bool last = t == m.commitment->declared_steps;
   if (t % m.every == 0 || last) hash::write_safetensors(numbered(m.dir, "checkpoints", t), state, {});
   // S_t's statistics (PROTOCOL 5.2): the table is kept, its digest committed.
-  std::vector<hash::StTensor> by_name = state;
-  std::sort(by_name.begin(), by_name.end(),
-            [](const hash::StTensor &x, const hash::StTensor &y) { return x.meta.name < y.meta.name; });
-  const statecheck::StateStats stats = statecheck::state_stats(by_name, m.threads);
   const Bytes table = stats.encode();
   write_text(stats_path(m.dir, t), std::string(table.begin(), table.end()));
   const commit::StepLeaf leaf{m.commitment->run_id(), t, digest, loss, norm, stats.digest()};

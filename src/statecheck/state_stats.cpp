@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "hash/parallel.h"
+#include "hash/tensor.h"
 
 namespace pot::statecheck {
 
@@ -257,8 +258,11 @@ std::vector<std::string> kernel_paths_agree(hash::DType d, ByteView bytes) {
   return ran;
 }
 
-StateStats state_stats(const std::vector<hash::StTensor> &tensors, unsigned threads) {
-  std::vector<Item> items;
+namespace {
+
+// Checks the tensors (name order, meta, byte lengths) and sizes one Part per
+// chunk of each.
+std::vector<std::vector<Part>> chunk_slots(const std::vector<hash::StTensor> &tensors) {
   std::vector<std::vector<Part>> parts(tensors.size());
   for (size_t t = 0; t < tensors.size(); ++t) {
     if (t > 0 && !(tensors[t - 1].meta.name < tensors[t].meta.name))
@@ -267,20 +271,13 @@ StateStats state_stats(const std::vector<hash::StTensor> &tensors, unsigned thre
     if (tensors[t].data.size() != want)
       fail(Status::kInvalidArgument, "tensor '{}': {} bytes given, dtype and shape imply {}", tensors[t].meta.name,
            tensors[t].data.size(), want);
-    const uint64_t chunks = hash::chunk_count(want);
-    parts[t].resize(chunks);
-    for (uint64_t c = 0; c < chunks; c += kBlockChunks)
-      items.push_back(Item{t, c, std::min(kBlockChunks, chunks - c)});
+    parts[t].resize(hash::chunk_count(want));
   }
-  hash::parallel_for(items.size(), threads, [&](size_t i) {
-    const Item &it = items[i];
-    const hash::StTensor &t = tensors[it.tensor];
-    for (uint64_t c = it.first_chunk; c < it.first_chunk + it.chunks; ++c) {
-      const uint64_t off = c * hash::kChunkSize;
-      const uint64_t len = std::min<uint64_t>(hash::kChunkSize, t.data.size() - off);
-      parts[it.tensor][c] = chunk_part(t.meta.dtype, t.data.subspan(off, len));
-    }
-  });
+  return parts;
+}
+
+// The table from every chunk's Part, the chunks of a tensor in order.
+StateStats combine(const std::vector<hash::StTensor> &tensors, const std::vector<std::vector<Part>> &parts) {
   StateStats out;
   out.tensors.reserve(tensors.size());
   for (size_t t = 0; t < tensors.size(); ++t) {
@@ -299,6 +296,44 @@ StateStats state_stats(const std::vector<hash::StTensor> &tensors, unsigned thre
     s.l2_norm = std::sqrt(sum);
     out.tensors.push_back(std::move(s));
   }
+  return out;
+}
+
+}  // namespace
+
+StateStats state_stats(const std::vector<hash::StTensor> &tensors, unsigned threads) {
+  std::vector<std::vector<Part>> parts = chunk_slots(tensors);
+  std::vector<Item> items;
+  for (size_t t = 0; t < tensors.size(); ++t)
+    for (uint64_t c = 0; c < parts[t].size(); c += kBlockChunks)
+      items.push_back(Item{t, c, std::min<uint64_t>(kBlockChunks, parts[t].size() - c)});
+  hash::parallel_for(items.size(), threads, [&](size_t i) {
+    const Item &it = items[i];
+    const hash::StTensor &t = tensors[it.tensor];
+    for (uint64_t c = it.first_chunk; c < it.first_chunk + it.chunks; ++c) {
+      const uint64_t off = c * hash::kChunkSize;
+      const uint64_t len = std::min<uint64_t>(hash::kChunkSize, t.data.size() - off);
+      parts[it.tensor][c] = chunk_part(t.meta.dtype, t.data.subspan(off, len));
+    }
+  });
+  return combine(tensors, parts);
+}
+
+DigestedState digest_and_stats(const std::vector<hash::StTensor> &tensors, unsigned threads) {
+  std::vector<std::vector<Part>> parts = chunk_slots(tensors);
+  std::vector<hash::ChunkJob> jobs;
+  jobs.reserve(tensors.size());
+  for (const hash::StTensor &t : tensors) jobs.push_back(hash::ChunkJob{t.data, 0});
+  // Each chunk's Part is computed right after its hash, from the cache.
+  const std::vector<hash::Accumulator> roots =
+      hash::hash_chunks(jobs, threads, [&](size_t job, uint64_t chunk, ByteView bytes) {
+        parts[job][chunk] = chunk_part(tensors[job].meta.dtype, bytes);
+      });
+  DigestedState out;
+  out.tensor_digests.reserve(tensors.size());
+  for (size_t t = 0; t < tensors.size(); ++t)
+    out.tensor_digests.push_back(hash::tensor_digest(tensors[t].meta, tensors[t].data.size(), roots[t].root()));
+  out.stats = combine(tensors, parts);
   return out;
 }
 

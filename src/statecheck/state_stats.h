@@ -76,6 +76,16 @@ StateStats state_stats(const hash::SafetensorsFile &file, unsigned threads);
 // returns their names; kInternal when one path's result differs in a bit.
 std::vector<std::string> kernel_paths_agree(hash::DType d, ByteView bytes);
 
+// The tensors' digests (docs/PROTOCOL.md 3, in their order) and their
+// statistics, from one read of the bytes: each chunk's share of the
+// statistics is computed right after the chunk is hashed. The same bits as
+// hash::tensor_digest and state_stats, on any thread count.
+struct DigestedState {
+  std::vector<hash::Digest> tensor_digests;
+  StateStats stats;
+};
+DigestedState digest_and_stats(const std::vector<hash::StTensor> &tensors, unsigned threads);
+
 // One tensor's row (as state_stats computes it).
 TensorStats tensor_stats(const hash::StTensor &tensor, unsigned threads);
 

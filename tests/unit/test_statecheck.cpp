@@ -212,6 +212,31 @@ TEST(StateStats, RefusesTensorsOutOfOrderOrOfTheWrongLength) {
   EXPECT_EQ(status_of([&] { statecheck::state_stats({t}, 1); }), Status::kInvalidArgument);
 }
 
+// One read for the digest and the table: the same bits as the two apart, on
+// any thread count, for tensors of several chunks of every dtype class, an
+// empty tensor and a partial last chunk.
+TEST(StateStats, OneReadGivesTheDigestsAndTheTableOfTwoReads) {
+  const std::vector<double> src = spread(3 * 16384 + 77);
+  std::vector<float> f(src.begin(), src.end());
+  std::vector<uint16_t> h(src.size());
+  for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<uint16_t>(std::bit_cast<uint32_t>(f[i]) >> 16);
+  std::vector<int64_t> ints(5000);
+  for (size_t i = 0; i < ints.size(); ++i) ints[i] = static_cast<int64_t>(i % 7) - 3;
+  const Bytes b16 = raw(h), b32 = raw(f), b64 = raw(src), bi = raw(ints), none;
+  const std::vector<StTensor> tensors{view("a/bf16", DType::kBF16, b16), view("b/empty", DType::kF32, none),
+                                      view("c/f32", DType::kF32, b32), view("d/f64", DType::kF64, b64),
+                                      view("e/i64", DType::kI64, bi)};
+  const StateStats want = statecheck::state_stats(tensors, 1);
+  for (unsigned threads : {1u, 2u, 3u}) {
+    const statecheck::DigestedState got = statecheck::digest_and_stats(tensors, threads);
+    EXPECT_EQ(got.stats, want) << threads;
+    ASSERT_EQ(got.tensor_digests.size(), tensors.size());
+    for (size_t t = 0; t < tensors.size(); ++t)
+      EXPECT_EQ(got.tensor_digests[t], hash::tensor_digest(tensors[t].meta, tensors[t].data, 1)) << t;
+  }
+  EXPECT_EQ(status_of([&] { statecheck::digest_and_stats({tensors[1], tensors[0]}, 1); }), Status::kInvalidArgument);
+}
+
 TensorStats stats(const std::string &name, double max_abs, double l2, uint64_t elements = 64) {
   TensorStats s;
   s.name = name;
