@@ -1582,7 +1582,10 @@ POT_API pot_status pot_recorder_set_commitment(pot_recorder *recorder, const pot
 POT_API pot_status pot_recorder_begin_step(uint64_t *seed, pot_recorder *recorder, uint64_t step,
                                            pot_error **err);
 /* Ends the step begun: S_t (with hparam/lr, and rng/cpu under single_seed)
- * and the step's loss (section 21.3). *state_digest may be NULL. */
+ * and the step's loss (section 21.3). *state_digest may be NULL. The first
+ * step recorded is refused (POT_E_LIMIT, naming the most steps the state
+ * allows) when the run's record, which every opening carries (section 18),
+ * could not fit an opening manifest. */
 POT_API pot_status pot_recorder_end_step(pot_digest *state_digest, pot_recorder *recorder,
                                          const pot_safetensors_writer *state, double loss,
                                          pot_error **err);

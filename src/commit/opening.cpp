@@ -426,6 +426,35 @@ void check_values(const OpeningManifest &m, const StepLeaf &post, const std::opt
 
 }  // namespace
 
+namespace {
+uint64_t varint_bytes(uint64_t v) {
+  uint64_t n = 1;
+  for (; v >= 0x80; v >>= 7) ++n;
+  return n;
+}
+}  // namespace
+
+uint64_t run_record_bytes(uint64_t steps, uint64_t table_bytes) {
+  // Field 16: one bytes value of the leaves; field 17: one bytes value per
+  // table; keys of fields 16 and 17 are 2 bytes. Saturates, never overflows.
+  const auto mul = [](uint64_t a, uint64_t b) { return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b; };
+  const uint64_t leaves = mul(steps, StepLeaf::kSize);
+  const uint64_t per_table = table_bytes > UINT64_MAX - 12 ? UINT64_MAX : 2 + varint_bytes(table_bytes) + table_bytes;
+  const uint64_t tables = mul(steps, per_table);
+  const uint64_t field16 = leaves == UINT64_MAX ? UINT64_MAX : 2 + varint_bytes(leaves) + leaves;
+  return field16 > UINT64_MAX - tables ? UINT64_MAX : field16 + tables;
+}
+
+uint64_t max_recorded_steps(uint64_t table_bytes) {
+  uint64_t lo = 0, hi = kMaxManifestBytes;  // every step adds more than one byte
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo + 1) / 2;
+    if (run_record_bytes(mid, table_bytes) <= kMaxManifestBytes) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
 std::vector<uint64_t> flagged_steps(const std::vector<Bytes> &tables) {
   std::vector<uint64_t> out;
   for (const statecheck::FlaggedStep &f : statecheck::run_flags(statecheck::decode_tables(tables)))

@@ -156,4 +156,13 @@ OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t chal
 // check 32 computes them.
 std::vector<uint64_t> flagged_steps(const std::vector<Bytes> &tables);
 
+// The bytes the run record of `steps` steps adds to every opening's
+// manifest (fields 16 and 17 as encoded, section 18) when each state's
+// statistics table is `table_bytes` long. Past kMaxManifestBytes no opening
+// of the run can be encoded.
+uint64_t run_record_bytes(uint64_t steps, uint64_t table_bytes);
+// The most steps whose run record fits kMaxManifestBytes for tables of
+// `table_bytes` bytes.
+uint64_t max_recorded_steps(uint64_t table_bytes);
+
 }  // namespace pot::commit

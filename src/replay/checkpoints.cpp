@@ -280,6 +280,24 @@ struct Recorder::Impl {
   // walked forward as steps are recorded.
   std::vector<spec::LrSequence> rates;
   uint64_t resumed = 0;  // resume(): the step continued after
+  // Whether every opening of the run can carry its run record (checked on
+  // the first state recorded, which holds the optimizer state S_0 lacks).
+  bool record_checked = false;
+
+  // Every opening carries every leaf and table of the run (PROTOCOL 18): a
+  // run whose record cannot fit a manifest could never be opened, so it is
+  // refused after one step, not after the whole run.
+  void check_record_fits(uint64_t table_bytes, size_t tensors) {
+    const uint64_t n = commitment->declared_steps;
+    const uint64_t bytes = commit::run_record_bytes(n, table_bytes);
+    if (bytes > commit::kMaxManifestBytes)
+      fail(Status::kLimit,
+           "end_step: every opening of the run carries its run record (each step's leaf and statistics table, "
+           "docs/PROTOCOL.md 18): {} bytes for {} steps of a state of {} tensors ({}-byte tables), past the "
+           "opening manifest's bound of {} bytes; a run of this state declares at most {} steps",
+           bytes, n, tensors, table_bytes, commit::kMaxManifestBytes, commit::max_recorded_steps(table_bytes));
+    record_checked = true;
+  }
   std::vector<double> rate_values;  // group g's rate of step rates[g].steps_done()
 
   // Group g's rate of `step`; steps asked for never decrease.
@@ -556,6 +574,8 @@ commit::StepLeaf Recorder::end_step(const std::vector<hash::StTensor> &state, do
            m.begun, *bad);
   if (auto bad = m.rates_mismatch(state, m.begun + 1))
     fail(Status::kInvalidArgument, "end_step: S_{} holds {}", m.begun, *bad);
+  const Bytes table = stats.encode();
+  if (!m.record_checked) m.check_record_fits(table.size(), stats.tensors.size());
   hash::StateBuilder b(m.threads);
   for (size_t i = 0; i < by_name.size(); ++i) b.add_tensor_digest(by_name[i].meta.name, read.tensor_digests[i]);
   const hash::Digest digest = b.digest();
@@ -580,7 +600,6 @@ commit::StepLeaf Recorder::end_step(const std::vector<hash::StTensor> &state, do
   const bool last = t == m.commitment->declared_steps;
   if (t % m.every == 0 || last) hash::write_safetensors(numbered(m.dir, "checkpoints", t), state, {});
   // S_t's statistics (PROTOCOL 5.2): the table is kept, its digest committed.
-  const Bytes table = stats.encode();
   write_text(stats_path(m.dir, t), std::string(table.begin(), table.end()));
   const commit::StepLeaf leaf{m.commitment->run_id(), t, digest, loss, norm, stats.digest()};
   m.log->append(leaf.encode());

@@ -97,18 +97,35 @@ template <class T>
 }
 
 // F32 (and BF16, whose bits widened by 16 zero bits are the F32 value and
-// keep its class: non-finite, subnormal, zero) in explicit vectors: lane j
-// of a block of kSumLanes elements is element 4k + i of vector k. The same
-// order of additions as floating_part, so the same bits on every path.
+// keep its class: non-finite, subnormal, zero) in explicit vectors of W
+// elements, W the width of the path's registers in 32-bit elements (4 for
+// the baseline's SSE2, 8 for AVX2, 16 for AVX-512): lane j of a block of
+// kSumLanes elements is element W k + i of vector k. The same order of
+// additions as floating_part, so the same bits on every path and width.
 #if defined(__GNUC__)
-using VU = uint32_t __attribute__((vector_size(16)));
-using VF = float __attribute__((vector_size(16)));
-using VD = double __attribute__((vector_size(32)));
-using VH = uint16_t __attribute__((vector_size(8)));
-constexpr size_t kVectors = kSumLanes / 4;
+// (GCC ignores vector_size on a dependent type: one set of types per width.)
+#define POT_VECTOR_TYPES(W)                                    \
+  template <>                                                  \
+  struct Vec<W> {                                              \
+    using U = uint32_t __attribute__((vector_size(4 * (W))));  \
+    using F = float __attribute__((vector_size(4 * (W))));     \
+    using D = double __attribute__((vector_size(8 * (W))));    \
+    using H = uint16_t __attribute__((vector_size(2 * (W))));  \
+  }
+template <size_t W>
+struct Vec;
+POT_VECTOR_TYPES(4);
+POT_VECTOR_TYPES(8);
+POT_VECTOR_TYPES(16);
+#undef POT_VECTOR_TYPES
 
-template <bool kBF16>
+template <bool kBF16, size_t W>
 [[gnu::always_inline]] inline Part f32_vector_part(const uint8_t *p, size_t n) {
+  using VU = typename Vec<W>::U;
+  using VF = typename Vec<W>::F;
+  using VD = typename Vec<W>::D;
+  using VH = typename Vec<W>::H;
+  constexpr size_t kVectors = kSumLanes / W;
   constexpr size_t esize = kBF16 ? 2 : 4;
   static_assert(F32::kCountSubnormal, "F32 and BF16 subnormals are counted, as check 28 counts them");
   VD sum[kVectors] = {};
@@ -122,10 +139,10 @@ template <bool kBF16>
       VU v;
       if constexpr (kBF16) {
         VH h;
-        std::memcpy(&h, q + k * 8, 8);
+        std::memcpy(&h, q + k * W * 2, W * 2);
         v = __builtin_convertvector(h, VU) << 16;
       } else {
-        std::memcpy(&v, q + k * 16, 16);
+        std::memcpy(&v, q + k * W * 4, W * 4);
       }
       const VU a = v & F32::kAbs;
       const VU finite = a & reinterpret_cast<VU>(a < F32::kInf);  // comparisons give 0 or all ones
@@ -141,11 +158,11 @@ template <bool kBF16>
   double lanes[kSumLanes];
   uint32_t max_all = 0;
   for (size_t j = 0; j < kSumLanes; ++j) {
-    lanes[j] = sum[j / 4][j % 4];
-    max_all = std::max(max_all, max_bits[j / 4][j % 4]);
-    part.nonfinite += nonfinite[j / 4][j % 4];
-    part.subnormal += subnormal[j / 4][j % 4];
-    part.zeros += zeros[j / 4][j % 4];
+    lanes[j] = sum[j / W][j % W];
+    max_all = std::max(max_all, max_bits[j / W][j % W]);
+    part.nonfinite += nonfinite[j / W][j % W];
+    part.subnormal += subnormal[j / W][j % W];
+    part.zeros += zeros[j / W][j % W];
   }
   if (rest) part.zeros -= kSumLanes - rest;
   for (size_t width = kSumLanes / 2; width >= 1; width /= 2)
@@ -161,13 +178,13 @@ using PartFn = Part (*)(const uint8_t *, size_t);
 struct Kernels {
   PartFn f32, bf16;
 };
-Part f32_base(const uint8_t *p, size_t n) { return f32_vector_part<false>(p, n); }
-Part bf16_base(const uint8_t *p, size_t n) { return f32_vector_part<true>(p, n); }
+Part f32_base(const uint8_t *p, size_t n) { return f32_vector_part<false, 4>(p, n); }
+Part bf16_base(const uint8_t *p, size_t n) { return f32_vector_part<true, 4>(p, n); }
 #if defined(__x86_64__)
-[[gnu::target("avx2")]] Part f32_avx2(const uint8_t *p, size_t n) { return f32_vector_part<false>(p, n); }
-[[gnu::target("avx2")]] Part bf16_avx2(const uint8_t *p, size_t n) { return f32_vector_part<true>(p, n); }
-[[gnu::target("avx512f")]] Part f32_avx512(const uint8_t *p, size_t n) { return f32_vector_part<false>(p, n); }
-[[gnu::target("avx512f")]] Part bf16_avx512(const uint8_t *p, size_t n) { return f32_vector_part<true>(p, n); }
+[[gnu::target("avx2")]] Part f32_avx2(const uint8_t *p, size_t n) { return f32_vector_part<false, 8>(p, n); }
+[[gnu::target("avx2")]] Part bf16_avx2(const uint8_t *p, size_t n) { return f32_vector_part<true, 8>(p, n); }
+[[gnu::target("avx512f")]] Part f32_avx512(const uint8_t *p, size_t n) { return f32_vector_part<false, 16>(p, n); }
+[[gnu::target("avx512f")]] Part bf16_avx512(const uint8_t *p, size_t n) { return f32_vector_part<true, 16>(p, n); }
 #endif
 const Kernels &kernels() {
   static const Kernels k = [] {

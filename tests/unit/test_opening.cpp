@@ -209,6 +209,28 @@ TEST(Opening, ALeafCommittingAStatisticsTableItsStateDoesNotGiveFails) {
 // and every opening of the run carries all of them (check 32), so the
 // miner cannot hide the flag from the ledger (the run seals with its
 // flagged steps, each challenged for certain) nor from any committee.
+// What the run record adds to a manifest is what the recorder's early
+// refusal computes (run_record_bytes), byte for byte, for tables of one and
+// of two-byte length prefixes; the most steps that fit is the bound's edge.
+TEST(Opening, TheRunRecordsSizeIsComputedBeforeTheRun) {
+  TinyRun run;
+  commit::OpeningManifest m = run.open(3);
+  const size_t with = m.encode().size();
+  const size_t table = m.run_tables.front().size();
+  const uint64_t steps = m.run_tables.size();
+  m.run_leaves.clear();
+  m.run_tables.clear();
+  m.flagged_steps.clear();
+  EXPECT_EQ(with - m.encode().size(), commit::run_record_bytes(steps, table));
+  for (uint64_t t : {uint64_t{1}, uint64_t{100}, uint64_t{200}}) {
+    const uint64_t most = commit::max_recorded_steps(t);
+    EXPECT_LE(commit::run_record_bytes(most, t), commit::kMaxManifestBytes);
+    EXPECT_GT(commit::run_record_bytes(most + 1, t), commit::kMaxManifestBytes);
+  }
+  EXPECT_EQ(commit::run_record_bytes(UINT64_MAX, 10), UINT64_MAX);  // saturates
+  EXPECT_EQ(commit::run_record_bytes(10, UINT64_MAX - 5), UINT64_MAX);
+}
+
 TEST(Opening, EveryOpeningCarriesTheRunsFlagsAndTheLedgersMustBeThem) {
   constexpr uint64_t kJump = 5;
   TinyRun run(0, 0, 0, 0, false, 0, std::numeric_limits<float>::quiet_NaN(), 0, kJump);

@@ -10,6 +10,7 @@ import copy
 import os
 import re
 import struct
+import warnings
 
 import pytest
 
@@ -978,6 +979,81 @@ def test_attack_a_poisoned_step_1_is_challenged_for_certain(tmp_path):
     drawn = issued["steps"][:2]  # the task's rounds
     assert 1 not in drawn and issued["steps"] == drawn + [1], issued
     refused_at(w, commitment, root, serve, 1, pot.OpeningCheck.REPLAYED_STATE)
+
+
+def test_a_run_whose_record_no_opening_can_carry_is_refused_after_one_step(tmp_path):
+    """Every opening carries the run's record, each step's leaf and
+    statistics table (docs/PROTOCOL.md 18), within the manifest's 256 MiB.
+    A run of 600,000 steps of even this small state would need more, so no
+    challenge of it could ever be opened: the recorder refuses it at its
+    first end_step (POT_E_LIMIT, naming the most steps such a run may
+    declare), not after the run is trained. The same state for that many
+    steps records."""
+    w = World(tmp_path)
+    many = 600_000
+    task = pt.make_task(w.model, w.opt, w.task.spec, dataset_dir=w.data_dir, schedule=pt.RUN_SEEDED_UNIFORM,
+                        steps=many, end_height=END_HEIGHT, owner=OWNER, challenge_rounds=2)
+
+    def first_step(steps, directory):
+        torch.manual_seed(0)
+        model = Net(0.1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        L = torch.optim.lr_scheduler
+        sched = L.SequentialLR(opt, [L.LinearLR(opt, 0.25, 1.0, 2), L.CosineAnnealingLR(opt, STEPS - 2, 0.001)], [2])
+        rec = pt.Recorder(model, opt, task, w.program, str(tmp_path / directory), dataset_dir=w.data_dir,
+                          steps=steps)
+        rec.begin_step(rec.schedule[0][0])
+        batch = [w.samples[i] for i in rec.schedule[0][0]]
+        loss = model(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch]))
+        loss.backward()
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        return rec, loss
+
+    rec, loss = first_step(many, "too-long")
+    with pytest.raises(pot.LimitError, match=r"every opening of the run carries its run record") as e:
+        rec.end_step(loss)
+    most = int(re.search(r"declares at most (\d+) steps", e.value.message).group(1))
+    assert 100_000 < most < many, e.value.message
+    assert rec.steps_recorded == 0  # nothing of the refused step is recorded
+
+
+def test_the_recorder_says_at_once_which_steps_the_ledger_challenges_for_certain(tmp_path):
+    """A miner learns of its flagged steps while it records, not at the seal:
+    each flagged step is a RuntimeWarning naming the rule (it is challenged
+    for certain), and the flagged step past the task's challenge rounds (2
+    here) raises LimitError, since the ledger refuses to seal such a run
+    (docs/ledger.md 2.3). Here the loop blows a weight up 4096 times after
+    steps 2, 3 and 4; the honest run of the task warns of nothing (the
+    tests above record it)."""
+    w = World(tmp_path)
+    rec = pt.Recorder(w.model, w.opt, w.task, w.program, str(tmp_path / "ckpt"), dataset_dir=w.data_dir,
+                      schedule=w.schedule, miner_identity=MINER)
+    weight = next(p for n, p in w.model.named_parameters() if n.endswith("weight"))
+    for t, step in enumerate(w.schedule, start=1):
+        rec.begin_step(step[0])
+        batch = [w.samples[i] for i in step[0]]
+        loss = w.model(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch]))
+        loss.backward()
+        w.opt.step()
+        w.sched.step()
+        w.opt.zero_grad(set_to_none=True)
+        if t >= 2:
+            with torch.no_grad():
+                weight.mul_(4096.0)
+        if t == 1:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                rec.end_step(loss)
+        elif t < 4:
+            with pytest.warns(RuntimeWarning, match=rf"step {t} is flagged by its statistics \((norm_jump|max_abs_jump)"):
+                rec.end_step(loss)
+        else:
+            with pytest.raises(pot.LimitError, match="the run's flagged step 3, past the task's 2 challenge rounds"):
+                rec.end_step(loss)
+            break
+    assert rec.steps_recorded == 4 and rec.flagged_steps() == [2, 3, 4]
 
 
 class FileToucher(Net):

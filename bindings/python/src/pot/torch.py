@@ -33,13 +33,14 @@ import hashlib
 import json
 import math
 import os
+import warnings
 from array import array
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 
 from ._core import Digest
-from ._errors import ConflictError, InvalidArgumentError, NonFiniteError, StateError
+from ._errors import ConflictError, InvalidArgumentError, LimitError, NonFiniteError, StateError
 from .commitment import Commitment, sample_digest, schedule_entry_encode
 from .hash import State, StatePart
 
@@ -54,6 +55,7 @@ from .replay import Checkpoints, Recorder as _CRecorder, Replay as _Replay, prog
 from .replay import hardware_class as _hardware_class
 from .safetensors import SafetensorsWriter
 from .spec import SeedPolicy, Spec
+from .statecheck import StateStats, state_flags
 from .task import Task
 from ._torch_data import (Dataset, commit_stream, open_dataset, plan_windows, sample_path, sample_tensors,
                           stack_samples)
@@ -962,8 +964,10 @@ class Recorder:
                 _clear_unstarted(self.checkpoint_dir)
         self.run_id = self.commitment.run_id
         self._step = 0  # the step begun, 0 between steps
+        self._flagged = 0  # the run's flagged steps so far (_note_flags)
         if resume:
             self._resume(committed, initial, scheduler)
+            self._flagged = len(self.flagged_steps())
             return
         self._rec = _CRecorder(self.checkpoint_dir, spec, program, checkpoint_every)
         with state_writer(s0) as w:
@@ -1108,10 +1112,38 @@ class Recorder:
         if self._single_seed:
             self._rng = state[_RNG]
         self._step = 0
+        self._note_flags(t)
         if self._self_check and (t == self._first_step or
                                  (self._self_check == "checkpoints" and (t - 1) % self._every == 0)):
             self._check_step(t, digest, state)
         return digest
+
+    def _note_flags(self, t: int) -> None:
+        """Says at once what the seal would say later: a step whose
+        statistics trip a rule (docs/PROTOCOL.md 5.3; an honest run flags
+        none) is challenged for certain, with a RuntimeWarning naming the
+        rule; a run flagging more steps than the task's challenge rounds
+        cannot seal on the ledger (docs/ledger.md 2.3, rule 14), so the
+        flagged step past them raises LimitError (the step is recorded)."""
+        def table(step: int) -> StateStats:
+            if step == 0:
+                return StateStats(bytes(4))  # S_0's table is bound by no leaf: step 1 against an empty one
+            with open(os.path.join(self.checkpoint_dir, "stats", f"{step:012d}.stats"), "rb") as f:
+                return StateStats(f.read())
+        flags = state_flags(table(t - 1), table(t))
+        if not flags:
+            return
+        self._flagged += 1
+        first = flags[0]
+        what = f"{first.rule} on {first.tensor}" + (f" and {len(flags) - 1} more" if len(flags) > 1 else "")
+        rounds = self.task.to_dict()["challenge_policy"]["rounds"]
+        if self._flagged > rounds:
+            raise LimitError(
+                f"end_step: step {t} is flagged ({what}), the run's flagged step {self._flagged}, past the task's "
+                f"{rounds} challenge rounds: the ledger refuses to seal a run with more flagged steps than rounds "
+                f"(docs/ledger.md 2.3), so this run cannot be paid; step {t} is recorded")
+        warnings.warn(f"step {t} is flagged by its statistics ({what}; docs/PROTOCOL.md 5.3): the ledger challenges "
+                      f"it for certain; an honest run flags no step", RuntimeWarning, stacklevel=3)
 
     def _next_rates(self, state: Dict[str, torch.Tensor], t: int) -> None:
         """S_t holds the rate step t+1 trains at (docs/PROTOCOL.md 14.3). A
