@@ -356,7 +356,8 @@ class Ledger {
   bond::Balance account_info(ByteView identity) const;
   // Draws the task's challenge rounds (distinct steps) of a sealed run from
   // the randomness of its draw height and opens one challenge per step in
-  // the task's mode, then one per flagged step the draw missed (ascending);
+  // the task's mode, then, ascending, one for step 1 and one per flagged
+  // step, each unless the draw picked it (docs/ledger.md 2.4);
   // returns their ids in round order. Once per run: a later call returns
   // the same ids and changes nothing.
   std::vector<uint64_t> issue_challenge(const hash::Digest &run_id, uint64_t now);
