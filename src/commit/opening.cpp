@@ -1,7 +1,9 @@
 #include "commit/opening.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
+#include <map>
 #include <optional>
 
 #include "codec/canonical.h"
@@ -12,6 +14,7 @@
 #include "hash/finite.h"
 #include "hash/rfc6962.h"
 #include "hash/safetensors.h"
+#include "hash/state.h"
 #include "hash/update_norm.h"
 #include "merkle/proof.h"
 #include "pot/v2/opening.pb.h"
@@ -364,22 +367,38 @@ void check_samples(const TrainingCommitment &commitment, const std::optional<dat
   }
 }
 
-// A served state file, digested as it streams from disk: it must be the
-// committed one.
-std::unique_ptr<hash::SafetensorsFile> check_served_state(const std::string &path, OpeningCheck check,
-                                                          const hash::Digest &committed, unsigned threads,
-                                                          const char *served, const char *committer) {
-  auto file = under(check, path.c_str(), [&] { return hash::SafetensorsFile::open(path); });
-  const hash::Digest d = under(check, path.c_str(), [&] { return file->digest(threads); });
+// A served state file and its statistics table, from one read of its bytes
+// (docs/PROTOCOL.md 5.2): the digest must be the committed one; the table's
+// counts say whether the scans naming a non-finite or subnormal value run.
+struct ServedState {
+  std::unique_ptr<hash::SafetensorsFile> file;
+  statecheck::StateStats stats;
+
+  bool any(uint64_t statecheck::TensorStats::*count) const {
+    return std::ranges::any_of(stats.tensors, [&](const statecheck::TensorStats &s) { return s.*count != 0; });
+  }
+};
+
+ServedState check_served_state(const std::string &path, OpeningCheck check, const hash::Digest &committed,
+                               unsigned threads, const char *served, const char *committer) {
+  ServedState s;
+  s.file = under(check, path.c_str(), [&] { return hash::SafetensorsFile::open(path); });
+  const hash::Digest d = under(check, path.c_str(), [&] {
+    const std::vector<hash::StTensor> tensors = hash::tensor_views(*s.file);  // name order
+    statecheck::DigestedState read = statecheck::digest_and_stats(tensors, threads);
+    std::map<std::string, hash::Digest> digests;
+    for (size_t i = 0; i < tensors.size(); ++i) digests.emplace(tensors[i].meta.name, read.tensor_digests[i]);
+    s.stats = std::move(read.stats);
+    return hash::state_digest(digests);
+  });
   if (d != committed)
     failed(check, Status::kProofMismatch,
            fmt::format("served {} digests to {}, {} commits to {}", served, d.hex(), committer, committed.hex()));
-  return file;
+  return s;
 }
 
-void check_state_stats(const hash::SafetensorsFile &file, const hash::Digest &committed, uint64_t step,
-                       unsigned threads) {
-  const hash::Digest d = statecheck::state_stats(file, threads).digest();
+void check_state_stats(const statecheck::StateStats &stats, const hash::Digest &committed, uint64_t step) {
+  const hash::Digest d = stats.digest();
   if (d != committed)
     failed(OpeningCheck::kStateStats, Status::kProofMismatch,
            fmt::format("the statistics table of S_{} digests to {}, leaf {} commits to {}", step, d.hex(), step,
@@ -392,28 +411,31 @@ void check_state_stats(const hash::SafetensorsFile &file, const hash::Digest &co
 // ones its leaf commits; with both states served, the committed norm is a
 // function of them.
 void check_values(const OpeningManifest &m, const StepLeaf &post, const std::optional<StepLeaf> &pre,
-                  const hash::SafetensorsFile *pre_file, const hash::SafetensorsFile *post_file, unsigned threads) {
+                  const ServedState *pre_state, const ServedState *post_state) {
+  const hash::SafetensorsFile *pre_file = pre_state ? pre_state->file.get() : nullptr;
+  const hash::SafetensorsFile *post_file = post_state ? post_state->file.get() : nullptr;
+  using statecheck::TensorStats;
   if (!std::isfinite(post.loss))
     failed(OpeningCheck::kNonFinite, Status::kNonFinite, fmt::format("leaf {} commits to the loss {}", m.step, post.loss));
   if (!std::isfinite(post.update_norm))
     failed(OpeningCheck::kNonFinite, Status::kNonFinite,
            fmt::format("leaf {} commits to the update norm {}", m.step, post.update_norm));
-  if (pre_file)
+  if (pre_file && pre_state->any(&TensorStats::nonfinite))
     if (auto bad = hash::nonfinite_tensor(*pre_file))
       failed(OpeningCheck::kNonFinite, Status::kNonFinite, fmt::format("served S_{}: {}", m.step - 1, *bad));
-  if (post_file)
+  if (post_file && post_state->any(&TensorStats::nonfinite))
     if (auto bad = hash::nonfinite_tensor(*post_file))
       failed(OpeningCheck::kNonFinite, Status::kNonFinite, fmt::format("served S_{}: {}", m.step, *bad));
   // Refused before any replay reads it: a verifier's time is not the
   // forger's to spend (docs/security.md, round 3 attack 7).
-  if (pre_file)
+  if (pre_file && pre_state->any(&TensorStats::subnormal))
     if (auto bad = hash::subnormal_excess(hash::subnormal_census(*pre_file)))
       failed(OpeningCheck::kSubnormal, Status::kInvalidArgument, fmt::format("served S_{}: {}", m.step - 1, *bad));
-  if (post_file)
+  if (post_file && post_state->any(&TensorStats::subnormal))
     if (auto bad = hash::subnormal_excess(hash::subnormal_census(*post_file)))
       failed(OpeningCheck::kSubnormal, Status::kInvalidArgument, fmt::format("served S_{}: {}", m.step, *bad));
-  if (pre_file && pre) check_state_stats(*pre_file, pre->stats_digest, m.step - 1, threads);
-  if (post_file) check_state_stats(*post_file, post.stats_digest, m.step, threads);
+  if (pre_file && pre) check_state_stats(pre_state->stats, pre->stats_digest, m.step - 1);
+  if (post_file) check_state_stats(post_state->stats, post.stats_digest, m.step);
   if (!pre_file || !post_file) return;
   const double norm = under(OpeningCheck::kCommittedNorm, "served states", [&] {
     return hash::update_norm(*pre_file, *post_file, std::string(hash::kLeafNormPrefix));
@@ -482,14 +504,14 @@ OpeningResult verify_opening(const TrainingCommitment &commitment, uint64_t chal
     r.batch = check_schedule_entry(commitment, m);
     const std::optional<data::StreamDataset> stream = check_stream(commitment, m, r.batch.size());
     check_samples(commitment, stream, r);
-    std::unique_ptr<hash::SafetensorsFile> pre_file, post_file;
+    std::optional<ServedState> pre_served, post_served;
     if (pre_state_path)
-      pre_file = check_served_state(*pre_state_path, OpeningCheck::kPreStateDigest, m.pre_state_digest, threads,
-                                    "pre-state", "the opening");
+      pre_served = check_served_state(*pre_state_path, OpeningCheck::kPreStateDigest, m.pre_state_digest, threads,
+                                      "pre-state", "the opening");
     if (post_state_path)
-      post_file = check_served_state(*post_state_path, OpeningCheck::kPostStateDigest, post.state_digest, threads,
-                                     "post-state", "leaf t");
-    check_values(m, post, pre, pre_file.get(), post_file.get(), threads);
+      post_served = check_served_state(*post_state_path, OpeningCheck::kPostStateDigest, post.state_digest, threads,
+                                       "post-state", "leaf t");
+    check_values(m, post, pre, pre_served ? &*pre_served : nullptr, post_served ? &*post_served : nullptr);
     r.message = "all checks passed";
   } catch (const CheckFailed &f) {
     r.check = f.check;
