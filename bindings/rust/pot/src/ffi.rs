@@ -88,6 +88,30 @@ where
     Ok(crate::Digest(out.bytes))
 }
 
+/// A list of byte strings as the C API takes one (`const uint8_t *const *`,
+/// `const size_t *`, count): pointers into the caller's buffers, which must
+/// outlive the call.
+pub(crate) struct ByteList {
+    ptrs: Vec<*const u8>,
+    lens: Vec<usize>,
+}
+
+impl ByteList {
+    pub(crate) fn new<'a, I: IntoIterator<Item = &'a [u8]>>(items: I) -> Self {
+        let (ptrs, lens) = items.into_iter().map(|b| (b.as_ptr(), b.len())).unzip();
+        ByteList { ptrs, lens }
+    }
+    pub(crate) fn ptrs(&self) -> *const *const u8 {
+        self.ptrs.as_ptr()
+    }
+    pub(crate) fn lens(&self) -> *const usize {
+        self.lens.as_ptr()
+    }
+    pub(crate) fn len(&self) -> usize {
+        self.ptrs.len()
+    }
+}
+
 /// A NUL-terminated copy of `s`; `InvalidArgument` naming `what` when `s`
 /// holds a NUL byte.
 pub(crate) fn cstring(s: &str, what: &str) -> Result<CString> {

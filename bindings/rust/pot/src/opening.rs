@@ -4,7 +4,7 @@
 use crate::commitment::Commitment;
 use crate::digest::Digest;
 use crate::error::{Error, Result};
-use crate::ffi::{self, call, digest_out, non_null, opt_ptr, path_cstring};
+use crate::ffi::{self, ByteList, call, digest_out, non_null, opt_ptr, path_cstring};
 use crate::sys;
 use std::ffi::CString;
 use std::fmt;
@@ -158,16 +158,15 @@ impl Opening {
     /// and the steps those tables flag ([`run_flags`](crate::run_flags)),
     /// ascending.
     pub fn set_run_record<T: AsRef<[u8]>>(&mut self, leaves: &[u8], tables: &[T], flagged_steps: &[u64]) -> Result<()> {
-        let ptrs: Vec<*const u8> = tables.iter().map(|t| t.as_ref().as_ptr()).collect();
-        let lens: Vec<usize> = tables.iter().map(|t| t.as_ref().len()).collect();
+        let list = ByteList::new(tables.iter().map(|t| t.as_ref()));
         call(|err| unsafe {
             sys::pot_opening_set_run_record(
                 self.raw.as_ptr(),
                 leaves.as_ptr(),
                 leaves.len(),
-                ptrs.as_ptr(),
-                lens.as_ptr(),
-                tables.len(),
+                list.ptrs(),
+                list.lens(),
+                list.len(),
                 flagged_steps.as_ptr(),
                 flagged_steps.len(),
                 err,

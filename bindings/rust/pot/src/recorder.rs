@@ -9,7 +9,7 @@
 use crate::commitment::Commitment;
 use crate::digest::Digest;
 use crate::error::{Error, ErrorKind, Result};
-use crate::ffi::{self, call, digest_out, non_null, path_cstring, string_out};
+use crate::ffi::{self, ByteList, call, digest_out, non_null, path_cstring, string_out};
 use crate::safetensors::SafetensorsWriter;
 use crate::spec::Spec;
 use crate::statecheck::FlaggedStep;
@@ -181,15 +181,14 @@ impl Recorder {
     /// # Ok::<(), pot::Error>(())
     /// ```
     pub fn set_commitment<E: AsRef<[u8]>>(&mut self, commitment: &Commitment, entries: &[E]) -> Result<()> {
-        let ptrs: Vec<*const u8> = entries.iter().map(|e| e.as_ref().as_ptr()).collect();
-        let lens: Vec<usize> = entries.iter().map(|e| e.as_ref().len()).collect();
+        let list = ByteList::new(entries.iter().map(|e| e.as_ref()));
         call(|err| unsafe {
             sys::pot_recorder_set_commitment(
                 self.raw.as_ptr(),
                 commitment.as_ptr(),
-                ptrs.as_ptr(),
-                lens.as_ptr(),
-                entries.len(),
+                list.ptrs(),
+                list.lens(),
+                list.len(),
                 err,
             )
         })

@@ -6,7 +6,7 @@
 //! to replay the step, never a verdict.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::ffi::{digest_out, string_out};
+use crate::ffi::{ByteList, digest_out, string_out};
 use crate::{Digest, Safetensors, sys};
 
 /// A statistics table: its canonical bytes, validated.
@@ -179,10 +179,8 @@ pub(crate) fn flagged_steps(text: &str) -> Result<Vec<FlaggedStep>> {
 /// and lists in every opening (check 32,
 /// [`OpeningCheck::RunFlags`](crate::OpeningCheck::RunFlags)).
 pub fn run_flags(tables: &[StateStats]) -> Result<Vec<FlaggedStep>> {
-    let ptrs: Vec<*const u8> = tables.iter().map(|t| t.table.as_ptr()).collect();
-    let lens: Vec<usize> = tables.iter().map(|t| t.table.len()).collect();
-    let text =
-        string_out(|out, err| unsafe { sys::pot_run_flags(out, ptrs.as_ptr(), lens.as_ptr(), tables.len(), err) })?;
+    let list = ByteList::new(tables.iter().map(|t| t.table.as_slice()));
+    let text = string_out(|out, err| unsafe { sys::pot_run_flags(out, list.ptrs(), list.lens(), list.len(), err) })?;
     flagged_steps(&text)
 }
 
