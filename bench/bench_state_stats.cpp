@@ -129,34 +129,36 @@ int main(int argc, char **argv) {
                 100.0 * ss.p50 / ds.p50);
   }
   // In memory: digest + row in one read, against the digest alone.
+  struct Tensor {
+    const char *name = nullptr;
+    pot_dtype dtype{};
+    const uint64_t *shape = nullptr;
+    size_t shape_len = 0, len = 0;
+    const void *data = nullptr;
+  };
+  const auto each_tensor = [&](const auto &use) {
+    for (size_t i = 0; i < pot_safetensors_count(f); ++i) {
+      Tensor t;
+      POT_CHECK(pot_safetensors_tensor, &t.name, &t.dtype, &t.shape, &t.shape_len, &t.data, &t.len, f, i);
+      use(t);
+    }
+  };
   for (uint32_t threads : {1u, 0u}) {
     std::vector<double> digest_s, fused_s;
     for (int r = 0; r < reps; ++r) {
       auto t0 = Clock::now();
-      for (size_t i = 0; i < pot_safetensors_count(f); ++i) {
-        const char *name = nullptr;
-        pot_dtype dtype{};
-        const uint64_t *shape = nullptr;
-        size_t shape_len = 0, len = 0;
-        const void *data = nullptr;
-        POT_CHECK(pot_safetensors_tensor, &name, &dtype, &shape, &shape_len, &data, &len, f, i);
+      each_tensor([&](const Tensor &t) {
         pot_digest d;
-        POT_CHECK(pot_tensor_digest, &d, name, dtype, shape, shape_len, data, len, threads);
-      }
+        POT_CHECK(pot_tensor_digest, &d, t.name, t.dtype, t.shape, t.shape_len, t.data, t.len, threads);
+      });
       digest_s.push_back(bench::seconds_since(t0));
       pot_state *s = nullptr;
       POT_CHECK(pot_state_new, &s);
       POT_CHECK(pot_state_set_threads, s, threads);
       t0 = Clock::now();
-      for (size_t i = 0; i < pot_safetensors_count(f); ++i) {
-        const char *name = nullptr;
-        pot_dtype dtype{};
-        const uint64_t *shape = nullptr;
-        size_t shape_len = 0, len = 0;
-        const void *data = nullptr;
-        POT_CHECK(pot_safetensors_tensor, &name, &dtype, &shape, &shape_len, &data, &len, f, i);
-        POT_CHECK(pot_state_add_tensor, s, name, dtype, shape, shape_len, data, len);
-      }
+      each_tensor([&](const Tensor &t) {
+        POT_CHECK(pot_state_add_tensor, s, t.name, t.dtype, t.shape, t.shape_len, t.data, t.len);
+      });
       fused_s.push_back(bench::seconds_since(t0));
       pot_bytes table{};
       POT_CHECK(pot_state_stats, &table, s);
