@@ -562,13 +562,10 @@ commit::StepLeaf Recorder::end_step(const std::vector<hash::StTensor> &state, do
       fail(Status::kDuplicate, "tensor '{}' is already in the state", by_name[i].meta.name);
   const statecheck::DigestedState read = statecheck::digest_and_stats(by_name, m.threads);
   const statecheck::StateStats &stats = read.stats;
-  const auto any = [&](uint64_t statecheck::TensorStats::*count) {
-    return std::ranges::any_of(stats.tensors, [&](const statecheck::TensorStats &s) { return s.*count != 0; });
-  };
-  if (any(&statecheck::TensorStats::nonfinite))
+  if (stats.any(&statecheck::TensorStats::nonfinite))
     if (auto bad = hash::nonfinite_tensor(state))
       fail(Status::kNonFinite, "end_step: S_{}: {}; a non-finite state fails verification", m.begun, *bad);
-  if (any(&statecheck::TensorStats::subnormal))
+  if (stats.any(&statecheck::TensorStats::subnormal))
     if (auto bad = hash::subnormal_excess(hash::subnormal_census(state)))
       fail(Status::kInvalidArgument, "end_step: S_{}: {}; every verifier refuses such a state (check subnormal)",
            m.begun, *bad);

@@ -483,6 +483,10 @@ std::string StateStats::to_json() const {
   return j.dump();
 }
 
+bool StateStats::any(uint64_t TensorStats::*count) const {
+  return std::ranges::any_of(tensors, [&](const TensorStats &s) { return s.*count != 0; });
+}
+
 const TensorStats *StateStats::find(std::string_view name) const {
   auto it = std::lower_bound(tensors.begin(), tensors.end(), name,
                              [](const TensorStats &s, std::string_view n) { return s.name < n; });

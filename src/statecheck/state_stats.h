@@ -57,6 +57,9 @@ struct StateStats {
   // "nonfinite", "subnormal", "zeros"}, ...], "digest": hex}
   std::string to_json() const;
   const TensorStats *find(std::string_view name) const;
+  // Whether some tensor's count (&TensorStats::nonfinite, ::subnormal,
+  // ::zeros) is not zero: whether a scan that names the value need run.
+  bool any(uint64_t TensorStats::*count) const;
 
   bool operator==(const StateStats &) const = default;
 };
