@@ -113,6 +113,19 @@ class World:
         self.model(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch])).backward()
         return rec
 
+    def train_step(self, rec, step):
+        """Step `step` (a schedule entry) begun and trained as the task says:
+        forward, backward, optimizer and scheduler steps. Returns the loss;
+        the caller ends the step."""
+        rec.begin_step(step[0])
+        batch = [self.samples[i] for i in step[0]]
+        loss = self.model(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch]))
+        loss.backward()
+        self.opt.step()
+        self.sched.step()
+        self.opt.zero_grad(set_to_none=True)
+        return loss
+
     def train_honestly(self):
         rec = pt.Recorder(self.model, self.opt, self.task, self.program, os.path.join(self.tmp, "ckpt"),
                           dataset_dir=self.data_dir, schedule=self.schedule, checkpoint_every=2,
@@ -121,13 +134,7 @@ class World:
                            commitment=rec.commitment.encode().hex())["run_id"]
         self.honest_states, self.honest_losses = [], []
         for step in self.schedule:
-            rec.begin_step(step[0])
-            batch = [self.samples[i] for i in step[0]]
-            loss = self.model(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch]))
-            loss.backward()
-            self.opt.step()
-            self.sched.step()
-            self.opt.zero_grad(set_to_none=True)
+            loss = self.train_step(rec, step)
             rec.end_step(loss)
             self.honest_states.append({k: v.clone() for k, v in pt.canonical_state(self.model, self.opt).items()})
             self.honest_losses.append(float(loss))
@@ -1032,13 +1039,7 @@ def test_the_recorder_says_at_once_which_steps_the_ledger_challenges_for_certain
                       schedule=w.schedule, miner_identity=MINER)
     weight = next(p for n, p in w.model.named_parameters() if n.endswith("weight"))
     for t, step in enumerate(w.schedule, start=1):
-        rec.begin_step(step[0])
-        batch = [w.samples[i] for i in step[0]]
-        loss = w.model(torch.stack([b["x"] for b in batch]), torch.stack([b["y"] for b in batch]))
-        loss.backward()
-        w.opt.step()
-        w.sched.step()
-        w.opt.zero_grad(set_to_none=True)
+        loss = w.train_step(rec, step)
         if t >= 2:
             with torch.no_grad():
                 weight.mul_(4096.0)
