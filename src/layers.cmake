@@ -7,6 +7,7 @@
 # Plain set() calls: it is read by `cmake -P` too.
 set(POT_LAYERS
   common      # errors, statuses, bytes, files
+  repro       # the reproducible arithmetic pot-repro/1 on arrays: sums, exp, log, matrix products (PROTOCOL 14.6)
   hash        # SHA-256, safetensors, the state digest (PROTOCOL 4-6)
   codec       # canonical protobuf decoding, strict JSON fields (PROTOCOL 14.1)
   merkle      # RFC 6962 logs, proofs, stored trees (PROTOCOL 3, 7)
@@ -21,11 +22,13 @@ set(POT_LAYERS
   witness     # witness statements, norm buckets, gradient traces (PROTOCOL 20)
   dispute     # step and operator bisection, the referee's rules (PROTOCOL 22)
   game        # the reference ledger (docs/ledger.md)
+  repro_aten  # pot-repro/1's kernels registered into ATen, and the gate of its operators (PROTOCOL 14.6)
   replay      # single-step replay on LibTorch (PROTOCOL 21)
   capi        # the C API: the only export
   cli         # the pot tool: a client of the C API (include/pot.h) only
 )
 set(POT_LAYER_common_DEPS)
+set(POT_LAYER_repro_DEPS common)
 set(POT_LAYER_hash_DEPS common)
 set(POT_LAYER_codec_DEPS hash)
 set(POT_LAYER_merkle_DEPS hash)
@@ -40,8 +43,9 @@ set(POT_LAYER_task_DEPS commit)
 set(POT_LAYER_witness_DEPS commit)
 set(POT_LAYER_dispute_DEPS merkle)
 set(POT_LAYER_game_DEPS task witness dispute challenge bond)
-set(POT_LAYER_replay_DEPS commit witness dispute)
+set(POT_LAYER_repro_aten_DEPS repro)
+set(POT_LAYER_replay_DEPS commit witness dispute repro_aten)
 set(POT_LAYER_capi_DEPS game replay losscheck statecheck)
 set(POT_LAYER_cli_DEPS)
 # The only layers that may include LibTorch headers (torch/, ATen/, c10/).
-set(POT_TORCH_LAYERS replay)
+set(POT_TORCH_LAYERS repro_aten replay)

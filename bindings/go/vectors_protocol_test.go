@@ -400,8 +400,8 @@ func TestProtocolVectors(t *testing.T) {
 			dec.Close()
 			again.Close()
 		}
-		if len(v.Specs) != 5 {
-			t.Fatalf("%d specs, want 5", len(v.Specs))
+		if len(v.Specs) != 6 {
+			t.Fatalf("%d specs, want 6", len(v.Specs))
 		}
 		_, err := pot.SpecFromJSON(`{"framework": "pytorch"}`)
 		wantCode(t, err, pot.StatusInvalidArgument)

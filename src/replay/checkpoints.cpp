@@ -13,6 +13,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <nlohmann/json.hpp>
 
+#include "repro_aten/gate.h"
 #include "commit/opening.h"
 #include "spec/seed.h"
 #include "data/stream_json.h"
@@ -272,6 +273,9 @@ struct Recorder::Impl {
   hash::Digest initial;
   std::optional<commit::TrainingCommitment> commitment;
   uint64_t begun = 0;  // step begun and not ended, 0 when none
+  // pot-repro/1: the begun step's operators compute in the arithmetic, on
+  // the thread that began it (PROTOCOL 14.6).
+  std::unique_ptr<repro_aten::Scope> repro;
   Bytes last_rng;      // rng/cpu of the last recorded state (single_seed)
   // The parameters of the last recorded state: leaf t commits the update
   // norm from S_{t-1} to S_t (one copy of the weights).
@@ -541,6 +545,7 @@ uint64_t Recorder::begin_step(uint64_t t) {
     std::lock_guard<std::mutex> g(gen.mutex());
     gen.set_state(st);
   }
+  if (m.spec.reproducible()) m.repro = std::make_unique<repro_aten::Scope>();
   m.begun = t;
   return seed;
 }
@@ -548,6 +553,16 @@ uint64_t Recorder::begin_step(uint64_t t) {
 commit::StepLeaf Recorder::end_step(const std::vector<hash::StTensor> &state, double loss) {
   Impl &m = *impl_;
   if (!m.begun) fail(Status::kState, "end_step: no step begun (call begin_step first)");
+  // An operator computed outside pot-repro/1 voids the step: it is refused
+  // (again at every later end_step of it), never recorded.
+  if (m.repro) {
+    try {
+      m.repro->check();
+    } catch (const Error &e) {
+      fail(e.status(), "end_step: step {}: {}", m.begun, e.what());
+    }
+    m.repro.reset();
+  }
   if (!std::isfinite(loss))
     fail(Status::kNonFinite, "end_step: step {} has the loss {}; a step with a non-finite loss fails verification",
          m.begun, loss);

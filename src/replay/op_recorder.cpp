@@ -8,6 +8,7 @@
 #include <ATen/record_function.h>
 #include <fmt/format.h>
 
+#include "repro_aten/gate.h"
 #include "common/error.h"
 #include "hash/tensor.h"
 #include "replay/replay.h"
@@ -464,8 +465,12 @@ std::vector<OpValue> execute_op(const spec::ExecutionSpec &spec, const OpNode &n
          node.inputs.size(), schema.name(), schema.arguments().size());
   at::RecordFunctionGuard off(false);
   std::lock_guard<std::mutex> lock(torch_state_mutex());
-  ThreadsGuard threads(static_cast<int>(spec.intra_op_threads));
+  ThreadsGuard threads(step_threads(spec));
   DeterministicGuard deterministic(spec.deterministic_algorithms);
+  // The referee runs a pot-repro/1 operator in the arithmetic: any CPU gets
+  // the step's bits.
+  std::optional<repro_aten::Scope> repro;
+  if (spec.reproducible()) repro.emplace();
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   torch::jit::Stack stack;
   size_t next = 0;
@@ -479,6 +484,7 @@ std::vector<OpValue> execute_op(const spec::ExecutionSpec &spec, const OpNode &n
     fail(Status::kInvalidArgument, "node {}: LibTorch refuses it: {}", dispute::describe(node),
          e.what_without_backtrace());
   }
+  if (repro) repro->check();
   // The outputs as the recorder writes them: no sources, no uninit tracking
   // beyond the allocation operators' own results.
   const bool allocation = allocation_ops().count(node.name) > 0;

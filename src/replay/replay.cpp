@@ -15,6 +15,7 @@
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/version.h>
 
+#include "repro_aten/gate.h"
 #include "spec/seed.h"
 #include "common/error.h"
 #include "hash/finite.h"
@@ -699,9 +700,13 @@ StepResult replay_step(Program &program, const spec::ExecutionSpec &spec, uint64
   // the thread count, the graph executor mode): one at a time.
   std::lock_guard<std::mutex> lock(torch_state_mutex());
   torch::jit::GraphOptimizerEnabledGuard no_jit_opt(false);  // run the ops eager PyTorch runs
-  ThreadsGuard threads(static_cast<int>(options.intra_op_threads ? options.intra_op_threads : spec.intra_op_threads));
+  ThreadsGuard threads(step_threads(spec, options.intra_op_threads));
   at::AutoGradMode grad_mode(true);
   DeterministicGuard deterministic(spec.deterministic_algorithms);
+  // pot-repro/1 (PROTOCOL 14.6): the step's operators compute in it, and one
+  // without a kernel of the arithmetic voids the step (checked below).
+  std::optional<repro_aten::Scope> repro;
+  if (spec.reproducible()) repro.emplace();
   std::optional<OpRecorder> recorder;
   if (options.op_trace) {
     recorder.emplace();
@@ -744,6 +749,7 @@ StepResult replay_step(Program &program, const spec::ExecutionSpec &spec, uint64
   StepResult r;
   update(program, spec, pre, rates, params, options, rec, r);
   r.post = post_state(program, spec, rates, params, gen);
+  if (repro) repro->check();
   r.loss = loss;
   if (!options.allow_nonfinite_loss)
     if (auto bad = hash::nonfinite_tensor(state_views(r.post)))

@@ -11,6 +11,7 @@
 
 #include "common/bytes.h"
 #include "hash/tensor.h"
+#include "spec/spec.h"
 
 namespace pot::replay {
 
@@ -34,6 +35,14 @@ class DeterministicGuard {
  private:
   bool old_, old_warn_;
 };
+
+// The intra-op threads a step runs with: the caller's count when it names
+// one, else the spec's (native: it pins the bits), else the process's own
+// (pot-repro/1, whose bits no thread count changes).
+inline int step_threads(const spec::ExecutionSpec &spec, unsigned requested = 0) {
+  if (requested) return static_cast<int>(requested);
+  return spec.intra_op_threads ? static_cast<int>(spec.intra_op_threads) : at::get_num_threads();
+}
 
 class ThreadsGuard {
  public:

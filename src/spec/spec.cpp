@@ -25,6 +25,18 @@ constexpr size_t kMaxLabel = 64;
 
 [[noreturn]] void rule(const std::string &what) { throw Error(Status::kInvalidArgument, "spec: " + what); }
 
+// The arithmetic a spec names: "" (the wire form of native; "native" in
+// JSON, where `json` is set) or "pot-repro/1". Another name is kUnsupported:
+// a later arithmetic this build cannot compute, named so.
+Arithmetic arithmetic_from_name(const std::string &name, const char *where, bool json = false) {
+  if (name == (json ? "native" : "")) return Arithmetic::kNative;
+  if (name == arithmetic_name(Arithmetic::kRepro1)) return Arithmetic::kRepro1;
+  throw Error(Status::kUnsupported,
+              fmt::format("{} '{}' is not an arithmetic this build computes (it knows {}native and {})", where,
+                          printable_message(name), json ? "" : "the empty string for ",
+                          arithmetic_name(Arithmetic::kRepro1)));
+}
+
 void label(const std::string &v, const char *name) {
   if (v.empty() || v.size() > kMaxLabel) rule(fmt::format("{} must be 1..{} bytes", name, kMaxLabel));
   if (!is_valid_utf8(v)) rule(fmt::format("{} is not valid UTF-8", name));
@@ -580,6 +592,7 @@ v2::ExecutionSpec to_proto(const ExecutionSpec &s) {
     for (const std::string &n : g.params) q->add_params(n);
   }
   p.set_grad_clip_value(s.grad_clip_value);
+  if (s.reproducible()) p.set_arithmetic(arithmetic_name(s.arithmetic));
   return p;
 }
 
@@ -624,10 +637,13 @@ ExecutionSpec from_proto(const v2::ExecutionSpec &p) {
     s.param_groups.push_back(std::move(g));
   }
   s.grad_clip_value = p.grad_clip_value();
+  s.arithmetic = arithmetic_from_name(p.arithmetic(), "spec: arithmetic");
   return s;
 }
 
 }  // namespace
+
+const char *arithmetic_name(Arithmetic a) { return a == Arithmetic::kRepro1 ? "pot-repro/1" : "native"; }
 
 const char *optimizer_name(OptimizerKind k) {
   switch (k) {
@@ -772,11 +788,25 @@ void ExecutionSpec::validate() const {
     rule(fmt::format("grad_accum_microbatches = {} is outside 1..65536", grad_accum_microbatches));
   if (batch_size < grad_accum_microbatches || batch_size > (1u << 24))
     rule(fmt::format("batch_size = {} must be in grad_accum_microbatches..2^24", batch_size));
-  if (intra_op_threads < 1 || intra_op_threads > 1024)
-    rule(fmt::format("intra_op_threads = {}: the thread count must be pinned to 1..1024 (it changes the bits)",
-                     intra_op_threads));
-  label(hardware_class, "hardware_class");
-  parse_hardware_class(hardware_class);
+  if (reproducible()) {
+    // pot-repro/1 gives the same bits on every machine and thread count:
+    // a spec naming either would pin what does not matter.
+    if (intra_op_threads != 0)
+      rule(fmt::format("intra_op_threads = {}: a {} step gives the same bits on every thread count; leave it out",
+                       intra_op_threads, arithmetic_name(arithmetic)));
+    if (!hardware_class.empty())
+      rule(fmt::format("hardware_class '{}': a {} step gives the same bits on every CPU; leave it out",
+                       printable_message(hardware_class), arithmetic_name(arithmetic)));
+    if (dtype != hash::DType::kF32)
+      rule(fmt::format("dtype {}: {} defines binary32 (F32) steps only", hash::dtype_name(dtype),
+                       arithmetic_name(arithmetic)));
+  } else {
+    if (intra_op_threads < 1 || intra_op_threads > 1024)
+      rule(fmt::format("intra_op_threads = {}: the thread count must be pinned to 1..1024 (it changes the bits)",
+                       intra_op_threads));
+    label(hardware_class, "hardware_class");
+    parse_hardware_class(hardware_class);
+  }
   if (seed_policy != SeedPolicyKind::kPerStep && seed_policy != SeedPolicyKind::kSingleSeed &&
       seed_policy != SeedPolicyKind::kNone)
     rule("seed_policy is unknown");
@@ -816,7 +846,7 @@ ExecutionSpec ExecutionSpec::from_json(const nlohmann::json &j) {
   f.only({"framework", "framework_version", "model_program_digest", "dtype", "attention_backend", "dropout",
           "other_rng_use", "optimizer", "grad_clip_max_norm", "grad_accum_microbatches", "batch_size",
           "deterministic_algorithms", "intra_op_threads", "hardware_class", "seed_policy",
-          "norm_bucket_resolution", "lr_schedule", "param_groups", "grad_clip_value"});
+          "norm_bucket_resolution", "lr_schedule", "param_groups", "grad_clip_value", "arithmetic"});
   ExecutionSpec s;
   s.framework = f.str("framework");
   s.framework_version = f.str("framework_version");
@@ -832,8 +862,11 @@ ExecutionSpec ExecutionSpec::from_json(const nlohmann::json &j) {
   s.grad_accum_microbatches = f.has("grad_accum_microbatches") ? f.u32("grad_accum_microbatches") : 1;
   s.batch_size = f.u32("batch_size");
   s.deterministic_algorithms = f.has("deterministic_algorithms") ? f.boolean("deterministic_algorithms") : false;
-  s.intra_op_threads = f.u32("intra_op_threads");
-  s.hardware_class = f.str("hardware_class");
+  s.arithmetic = f.has("arithmetic") ? arithmetic_from_name(f.str("arithmetic"), "spec.arithmetic", true)
+                                    : Arithmetic::kNative;
+  // Under pot-repro/1 both are left out (validate() says so if not).
+  if (!s.reproducible() || f.has("intra_op_threads")) s.intra_op_threads = f.u32("intra_op_threads");
+  if (!s.reproducible() || f.has("hardware_class")) s.hardware_class = f.str("hardware_class");
   const codec::JsonFields sp(f.object("seed_policy"), "spec.seed_policy");
   const std::string policy = sp.str("kind");
   if (policy == "per_step") {
@@ -895,8 +928,6 @@ nlohmann::json ExecutionSpec::to_json() const {
           {"grad_accum_microbatches", grad_accum_microbatches},
           {"batch_size", batch_size},
           {"deterministic_algorithms", deterministic_algorithms},
-          {"intra_op_threads", intra_op_threads},
-          {"hardware_class", hardware_class},
           {"seed_policy", sp},
           {"norm_bucket_resolution", norm_bucket_resolution}};
   if (!lr_schedule.empty()) j["lr_schedule"] = schedule_to_json(lr_schedule);
@@ -907,6 +938,12 @@ nlohmann::json ExecutionSpec::to_json() const {
     j["param_groups"] = groups;
   }
   if (grad_clip_value != 0) j["grad_clip_value"] = grad_clip_value;
+  if (reproducible()) {
+    j["arithmetic"] = arithmetic_name(arithmetic);
+  } else {
+    j["intra_op_threads"] = intra_op_threads;
+    j["hardware_class"] = hardware_class;
+  }
   return j;
 }
 

@@ -31,6 +31,13 @@ enum class OptimizerKind {
   kMuon = 10,
 };
 enum class SeedPolicyKind { kPerStep = 1, kSingleSeed = 2, kNone = 3 };
+// How a step computes (docs/PROTOCOL.md 14.6): with ATen's own kernels,
+// whose bits the hardware class and the thread count pin (native), or in
+// pot-repro/1, whose bits are the same on every IEEE-754 CPU at any thread
+// count.
+enum class Arithmetic { kNative = 0, kRepro1 = 1 };
+// "native", "pot-repro/1".
+const char *arithmetic_name(Arithmetic a);
 
 // "sgd", "adam", ... as the JSON form and messages name them.
 const char *optimizer_name(OptimizerKind k);
@@ -97,6 +104,10 @@ struct ExecutionSpec {
   // every parameter no group names.
   std::vector<ParamGroup> param_groups;
   double grad_clip_value = 0;  // clip_grad_value_(clip_value); 0: none
+  // native: intra_op_threads and hardware_class pin the bits; pot-repro/1:
+  // both are absent (0 and empty), no part of what a verifier must match.
+  Arithmetic arithmetic = Arithmetic::kNative;
+  bool reproducible() const { return arithmetic != Arithmetic::kNative; }
 
   size_t group_count() const { return 1 + param_groups.size(); }
   // Whether the steps draw random numbers (dropout > 0 or other_rng_use),

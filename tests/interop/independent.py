@@ -587,13 +587,15 @@ def spec_canonical(j: dict) -> bytes:
             pb_varint(7, int(j.get("other_rng_use", False))) + pb_message(8, opt) +
             pb_double(9, j.get("grad_clip_max_norm", 0.0)) + pb_varint(10, j.get("grad_accum_microbatches", 1)) +
             pb_varint(11, j["batch_size"]) + pb_varint(12, int(j.get("deterministic_algorithms", False))) +
-            pb_varint(13, j["intra_op_threads"]) + pb_bytes(14, j["hardware_class"].encode()) +
+            pb_varint(13, j.get("intra_op_threads", 0)) + pb_bytes(14, j.get("hardware_class", "").encode()) +
             pb_message(15, policy) + pb_varint(16, j["norm_bucket_resolution"]) +
             (pb_message(17, lr_schedule_canonical(j["lr_schedule"])) if j.get("lr_schedule") else b"") +
             b"".join(pb_message(18, pb_message(1, optimizer_canonical(g["optimizer"])) +
                                 b"".join(pb_bytes(2, n.encode()) for n in g["params"]))
                      for g in j.get("param_groups", [])) +
-            pb_double(19, j.get("grad_clip_value", 0.0)))
+            pb_double(19, j.get("grad_clip_value", 0.0)) +
+            # Field 20: the arithmetic, absent for native (section 14.6).
+            pb_bytes(20, ("" if j.get("arithmetic", "native") == "native" else j["arithmetic"]).encode()))
 
 
 def commitment_canonical(j: dict) -> bytes:

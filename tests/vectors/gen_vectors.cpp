@@ -567,8 +567,15 @@ ordered_json generate_protocol() {
                                {"kind": "constant", "factor": 0.5, "total_iters": 2},
                                {"kind": "lambda", "factors": [0.3, 0.2, 0.1]}],
                     "milestones": [4, 10, 15, 19, 23]}})";
+  // The reproducible arithmetic (section 14.6): no thread count, no class.
+  const char *repro_json = R"({"framework": "pytorch", "framework_version": "1.13.1",
+    "model_program_digest": "3333333333333333333333333333333333333333333333333333333333333333",
+    "dtype": "F32", "attention_backend": "math", "dropout": 0.0,
+    "optimizer": {"kind": "adam", "lr": 0.01, "beta1": 0.9, "beta2": 0.999, "eps": 1e-08, "weight_decay": 0.01},
+    "grad_clip_max_norm": 1.0, "batch_size": 64, "seed_policy": {"kind": "none"}, "norm_bucket_resolution": 16,
+    "arithmetic": "pot-repro/1"})";
   out["learning_rates"] = nlohmann::json::array();
-  for (const char *sj : {spec_json, sgd_json, groups_json, hand_json, lambda_json}) {
+  for (const char *sj : {spec_json, sgd_json, groups_json, hand_json, lambda_json, repro_json}) {
     pot_spec *spec = nullptr;
     pot_error *err = nullptr;
     ok(pot_spec_from_json(&spec, sj, &err), err, "spec");
@@ -582,7 +589,9 @@ ordered_json generate_protocol() {
                           : sj == groups_json ? "Muon in group 0 and eight more parameter groups, one of each other "
                                                 "optimizer kind, clipping by value (sections 14.2, 14.5)"
                           : sj == hand_json ? "rates set by hand (warm-up code) every second step, two parameter groups (section 14.3)"
-                                            : "LambdaLR warm-up, then each other kind, a LambdaLR tail (section 14.3)";
+                          : sj == lambda_json ? "LambdaLR warm-up, then each other kind, a LambdaLR tail (section 14.3)"
+                                              : "Adam under the reproducible arithmetic pot-repro/1: no thread count, "
+                                                "no hardware class (sections 14.2, 14.6)";
     out["specs"].push_back({{"comment", comment},
                             {"json", nlohmann::json::parse(sj)}, {"canonical", hex(b.data, b.len)}, {"digest", hex(d)}});
     pot_bytes_free(&b);

@@ -77,7 +77,7 @@ def test_specs(i):
         policy = s["json"]["seed_policy"]
         assert str(spec.seed_policy) == policy["kind"]
         assert spec.seed == policy.get("base_seed", 0) + policy.get("seed", 0)
-        assert spec.intra_op_threads == s["json"]["intra_op_threads"]
+        assert spec.intra_op_threads == s["json"].get("intra_op_threads", 0)  # 0: pot-repro/1 (14.6)
         assert spec.norm_bucket_resolution == s["json"]["norm_bucket_resolution"]
         # Parameter groups (PROTOCOL.md 14.5): without a schedule each
         # group's rate is its optimizer's lr.

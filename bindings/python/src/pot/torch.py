@@ -418,7 +418,8 @@ def make_spec(optimizer: Optimizers, program: Union[str, "os.PathLike[str]"], *,
               seed: int = 0, norm_bucket_resolution: int = 16, hardware_class: Optional[str] = None,
               attention_backend: str = "math", other_rng_use: bool = False, deterministic_algorithms: bool = False,
               scheduler: Any = None, model: Optional[torch.nn.Module] = None,
-              rates: Optional[Sequence[float]] = None, lr_every: int = 1, steps: Optional[int] = None) -> Spec:
+              rates: Optional[Sequence[float]] = None, lr_every: int = 1, steps: Optional[int] = None,
+              arithmetic: str = "native") -> Spec:
     """The execution spec of a loop using this optimizer (SGD, Adam, AdamW,
     Adadelta, Adagrad, RMSprop, Adamax, NAdam, RAdam or Muon; several
     optimizers side by side as a list, e.g. [Muon(matrices), AdamW(rest)])
@@ -448,7 +449,15 @@ def make_spec(optimizer: Optimizers, program: Union[str, "os.PathLike[str]"], *,
     at them (docs/PROTOCOL.md 14.3). lr_every: the loop changes the rate
     (steps the scheduler, or sets a rate of `rates`) once every lr_every
     training steps: len(train_loader) for once per epoch; `rates` then
-    holds one rate per epoch."""
+    holds one rate per epoch.
+
+    arithmetic: "native" (ATen's own kernels: the thread count and the
+    hardware class pin the bits) or "pot-repro/1", pot's reproducible
+    arithmetic (docs/PROTOCOL.md 14.6): the steps give the same bits on
+    every CPU and thread count, so intra_op_threads and hardware_class are
+    left out (naming either is an InvalidArgumentError). The recorder then
+    computes each step's operators in it, and refuses a step that ran an
+    operator the arithmetic lacks (UnsupportedError naming it)."""
     groups = _groups(optimizer)
     scheds = [] if scheduler is None else list(scheduler) if isinstance(scheduler, (list, tuple)) else [scheduler]
     schedule = _spec_schedule(scheds, rates, lr_every, steps)
@@ -476,10 +485,17 @@ def make_spec(optimizer: Optimizers, program: Union[str, "os.PathLike[str]"], *,
         "attention_backend": attention_backend, "dropout": dropout, "other_rng_use": other_rng_use,
         "optimizer": opts[0], "grad_clip_max_norm": grad_clip_max_norm, "grad_accum_microbatches": microbatches,
         "batch_size": batch_size, "deterministic_algorithms": deterministic_algorithms,
-        "intra_op_threads": intra_op_threads or torch.get_num_threads(),
-        "hardware_class": hardware_class or _hardware_class(),
         "seed_policy": policy, "norm_bucket_resolution": norm_bucket_resolution,
     }
+    if arithmetic == "native":
+        j["intra_op_threads"] = intra_op_threads or torch.get_num_threads()
+        j["hardware_class"] = hardware_class or _hardware_class()
+    else:
+        j["arithmetic"] = arithmetic
+        if intra_op_threads is not None:
+            j["intra_op_threads"] = intra_op_threads
+        if hardware_class is not None:
+            j["hardware_class"] = hardware_class
     if schedule is not None:
         j["lr_schedule"] = schedule
     if param_groups:
@@ -907,7 +923,8 @@ class Recorder:
         self._data: Optional[Dataset] = None
         data = self._data = open_dataset(self.dataset_dir, dataset_size)
         self.dataset_size = dataset_size = data.size
-        if spec.intra_op_threads != torch.get_num_threads():
+        # 0 under pot-repro/1: any thread count gives the step's bits.
+        if spec.intra_op_threads and spec.intra_op_threads != torch.get_num_threads():
             torch.set_num_threads(spec.intra_op_threads)
         # deterministic_algorithms is applied by every replay: train the same way.
         self._deterministic = bool(spec.to_dict()["deterministic_algorithms"])

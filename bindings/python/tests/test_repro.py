@@ -1,0 +1,193 @@
+"""pot-repro/1, the reproducible arithmetic (docs/PROTOCOL.md 14.6): a run
+trained on one thread with the machine's own CPU kernels is replayed bit
+for bit by verifiers on another thread count and with ATen's other kernel
+set (ATEN_CPU_CAPABILITY=default), each in a process of its own; a step that
+runs an operator the arithmetic lacks is refused while recording, naming
+the operator, never recorded."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import pot  # noqa: E402
+import pot.safetensors  # noqa: E402
+import pot.torch as pt  # noqa: E402
+
+STEPS = 6
+BATCH = 64
+SAMPLES = 256
+# Wide enough that ATen's thread pool splits every kind of work: matrix
+# rows, the optimizer's element-wise loops over the 64 x 1024 weight (more
+# elements than ATen's grain of 32768), the reductions' rows.
+FEATURES, HIDDEN, CLASSES = 64, 1024, 10
+REPRO = "pot-repro/1"
+
+
+class Mlp(torch.nn.Module):
+    """Linear, ReLU, Linear and cross-entropy: the arithmetic's first model."""
+
+    def __init__(self, activation="relu"):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(FEATURES, HIDDEN)
+        self.fc2 = torch.nn.Linear(HIDDEN, CLASSES)
+        self.act = torch.nn.ReLU() if activation == "relu" else torch.nn.Tanh()
+
+    def forward(self, x, y):
+        return torch.nn.functional.cross_entropy(self.fc2(self.act(self.fc1(x))), y)
+
+
+def samples():
+    g = torch.Generator().manual_seed(3)
+    return [{"x": torch.randn(FEATURES, generator=g), "y": torch.randint(0, CLASSES, (), generator=g)}
+            for _ in range(SAMPLES)]
+
+
+def make_optimizer(kind, params):
+    if kind == "sgd":
+        return torch.optim.SGD(params, lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-4)
+    cls = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}[kind]
+    return cls(params, lr=1e-2, weight_decay=0.01, amsgrad=kind == "adamw")
+
+
+class Run:
+    """An honest run of the MLP, recorded on one thread."""
+
+    def __init__(self, tmp, optim, arithmetic=REPRO, activation="relu", clip=0.0):
+        os.makedirs(tmp, exist_ok=True)
+        torch.set_num_threads(1)
+        torch.manual_seed(1)
+        self.model = Mlp(activation)
+        self.data_dir = os.path.join(tmp, "data")
+        self.samples = samples()
+        pt.write_dataset(self.samples, self.data_dir)
+        self.program = os.path.join(tmp, "program.pt")
+        pt.save_program(self.model, self.program)
+        self.opt = make_optimizer(optim, self.model.parameters())
+        self.clip = clip
+        spec = pt.make_spec(self.opt, self.program, dtype=torch.float32, batch_size=BATCH, seed_policy="none",
+                            grad_clip_max_norm=clip, arithmetic=arithmetic,
+                            **({"intra_op_threads": 1} if arithmetic == "native" else {}))
+        self.schedule = [[[(BATCH * t + i) % SAMPLES for i in range(BATCH)]] for t in range(STEPS)]
+        self.task = pt.make_task(self.model, self.opt, spec, dataset_dir=self.data_dir, schedule=self.schedule,
+                                 end_height=10 ** 6, owner=b"owner", challenge_rounds=3)
+        self.rec = pt.Recorder(self.model, self.opt, self.task, self.program, os.path.join(tmp, "ckpt"),
+                               dataset_dir=self.data_dir, schedule=self.schedule, checkpoint_every=1,
+                               miner_identity=b"miner")
+
+    def batch(self, t):
+        b = [self.samples[i] for i in self.schedule[t - 1][0]]
+        return torch.stack([s["x"] for s in b]), torch.stack([s["y"] for s in b])
+
+    def step(self, t):
+        self.rec.begin_step(self.schedule[t - 1][0])
+        loss = self.model(*self.batch(t))
+        loss.backward()
+        if self.clip:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        return self.rec.end_step(loss)
+
+    def train(self):
+        self.leaves = [self.step(t) for t in range(1, STEPS + 1)]
+        self.root = self.rec.finish()
+        return self
+
+    def openings(self):
+        out = []
+        for t in range(1, STEPS + 1):
+            path = os.path.join(self.rec.checkpoint_dir, f"manifest-{t}.bin")
+            with open(path, "wb") as f:
+                f.write(self.rec.serve(t))
+            out.append((t, path, self.rec.state_path(t - 1), self.rec.state_path(t)))
+        return out
+
+
+# The verifier, in a process of its own so that ATEN_CPU_CAPABILITY is read
+# when torch starts: one JSON line per step.
+CHILD = r"""
+import json, sys
+import pot
+a = json.load(open(sys.argv[1]))
+commitment = pot.Commitment.decode(bytes.fromhex(a["commitment"]))
+spec = pot.Spec.from_json(a["spec"])
+for t, manifest, pre, post in a["openings"]:
+    try:
+        pot.verify_step(commitment, spec, a["program"], t, a["steps"], bytes.fromhex(a["root"]),
+                        open(manifest, "rb").read(), pre, post, pot.VerifyMode.BITWISE, a["threads"])
+        check = "ok"
+    except pot.Error as e:
+        check = f"{e.check}: {e}"
+    print(json.dumps({"step": t, "check": check, "class": pot.hardware_class()}), flush=True)
+"""
+
+
+def verify_elsewhere(run, tmp, threads, capability=None):
+    args = {"commitment": run.rec.commitment.encode().hex(), "spec": run.task.spec.to_json(),
+            "program": run.program, "steps": STEPS, "root": run.root.hex(), "openings": run.openings(),
+            "threads": threads}
+    path = os.path.join(tmp, f"verify-{threads}-{capability}.json")
+    with open(path, "w") as f:
+        json.dump(args, f)
+    env = dict(os.environ)
+    if capability:
+        env["ATEN_CPU_CAPABILITY"] = capability
+    out = subprocess.run([sys.executable, "-c", CHILD, path], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+@pytest.mark.parametrize("optim,clip", [("sgd", 0.0), ("adam", 1.0), ("adamw", 0.0)])
+def test_every_step_replays_bit_for_bit_on_other_threads_and_kernels(tmp_path, optim, clip):
+    run = Run(str(tmp_path / "run"), optim, clip=clip).train()
+    spec = run.task.spec.to_dict()
+    assert spec["arithmetic"] == REPRO and "intra_op_threads" not in spec and "hardware_class" not in spec
+    for threads, capability in [(2, None), (3, None), (1, "default"), (2, "default")]:
+        results = verify_elsewhere(run, str(tmp_path), threads, capability)
+        assert [r["step"] for r in results] == list(range(1, STEPS + 1))
+        assert all(r["check"] == "ok" for r in results), (threads, capability, results)
+        if capability:
+            assert "aten:default" in results[0]["class"]
+
+
+def test_the_arithmetic_is_what_computes_the_steps(tmp_path):
+    """The same run under native gives other states: pot-repro/1 kernels,
+    not ATen's, computed the recorded steps."""
+    repro = Run(str(tmp_path / "repro"), "adam").train()
+    native = Run(str(tmp_path / "native"), "adam", arithmetic="native").train()
+    repro_states = [pot.safetensors.safetensors_digest_file(repro.rec.state_path(t)) for t in range(1, STEPS + 1)]
+    native_states = [pot.safetensors.safetensors_digest_file(native.rec.state_path(t)) for t in range(1, STEPS + 1)]
+    assert all(a != b for a, b in zip(repro_states, native_states))
+    # S_0 is the same: only the arithmetic differs.
+    assert pot.safetensors.safetensors_digest_file(repro.rec.state_path(0)) == pot.safetensors.safetensors_digest_file(native.rec.state_path(0))
+
+
+def test_a_step_with_an_operator_outside_the_arithmetic_is_refused_naming_it(tmp_path):
+    """A miner's step that computes tanh (no pot-repro/1 kernel yet) with
+    ATen's own kernel: its bits are the machine's, so the recorder refuses
+    it at end_step, naming the operator, and records nothing."""
+    run = Run(str(tmp_path / "tanh"), "sgd", activation="tanh")
+    with pytest.raises(pot.UnsupportedError, match=r"aten::tanh\.default has no pot-repro/1 kernel"):
+        run.step(1)
+    assert run.rec.steps_recorded == 0
+
+
+def test_a_spec_under_the_arithmetic_refuses_a_thread_count_or_class():
+    base = {"framework": "pytorch", "framework_version": "1.13.1", "model_program_digest": "00" * 32,
+            "dtype": "F32", "attention_backend": "math", "dropout": 0.0,
+            "optimizer": {"kind": "sgd", "lr": 0.1}, "batch_size": 8, "seed_policy": {"kind": "none"},
+            "norm_bucket_resolution": 16, "arithmetic": REPRO}
+    spec = pot.Spec.from_json(base)
+    assert spec.to_dict()["arithmetic"] == REPRO
+    with pytest.raises(pot.InvalidArgumentError, match="same bits on every thread count"):
+        pot.Spec.from_json(dict(base, intra_op_threads=2))
+    with pytest.raises(pot.InvalidArgumentError, match="same bits on every CPU"):
+        pot.Spec.from_json(dict(base, hardware_class="cpu-x86_64/aten:avx2/onednn:avx2"))
+    with pytest.raises(pot.InvalidArgumentError, match="binary32"):
+        pot.Spec.from_json(dict(base, dtype="F64"))
+    with pytest.raises(pot.UnsupportedError, match="pot-repro/2"):
+        pot.Spec.from_json(dict(base, arithmetic="pot-repro/2"))

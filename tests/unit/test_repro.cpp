@@ -1,0 +1,170 @@
+// The arithmetic pot-repro/1 on arrays (src/repro, docs/PROTOCOL.md 14.6):
+// exp and log against the true functions, the sum order against its
+// definition written out here, and every matrix-product path and row split
+// against the fma chain of the definition.
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "repro/arith.h"
+#include "repro/matmul.h"
+
+namespace pot_repro_test {
+
+using namespace pot::repro;
+
+// Distance in units in the last place between two finite floats of one sign.
+int64_t ulps(float a, double exact) {
+  const float e = static_cast<float>(exact);
+  const int64_t ia = std::bit_cast<int32_t>(a), ie = std::bit_cast<int32_t>(e);
+  return std::llabs(ia - ie);
+}
+
+TEST(Repro, ExpIsWithinTwoUlpOfTheTrueExp) {
+  int64_t worst = 0;
+  for (float x = -87.0f; x < 88.5f; x += 0.00731f) worst = std::max(worst, ulps(exp_f32(x), std::exp(double{x})));
+  EXPECT_LE(worst, 2);
+  // Results in the subnormal range: one rounding of the exact product.
+  for (float x = -103.0f; x < -87.5f; x += 0.0173f) {
+    const float got = exp_f32(x), want = static_cast<float>(std::exp(double{x}));
+    EXPECT_LE(std::fabs(double{got} - double{want}), 0x1p-149) << x;
+  }
+  EXPECT_EQ(exp_f32(0.0f), 1.0f);
+  EXPECT_EQ(exp_f32(-0.0f), 1.0f);
+  EXPECT_TRUE(std::isnan(exp_f32(std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_EQ(exp_f32(89.5f), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(exp_f32(88.8f), std::numeric_limits<float>::infinity());  // past FLT_MAX
+  EXPECT_EQ(exp_f32(std::numeric_limits<float>::infinity()), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(exp_f32(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_EQ(exp_f32(-200.0f), 0.0f);
+}
+
+TEST(Repro, LogIsWithinTwoUlpOfTheTrueLog) {
+  int64_t worst = 0;
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<uint32_t> bits(0x00000001u, 0x7f7fffffu);  // every positive finite float
+  for (int i = 0; i < 200000; ++i) {
+    const float x = std::bit_cast<float>(bits(rng));
+    const double exact = std::log(double{x});
+    worst = std::max(worst, ulps(log_f32(x), exact));
+  }
+  EXPECT_LE(worst, 2);
+  // Near 1, where log is tiny, the bound is still relative.
+  for (float x = 0.999f; x < 1.001f; x += 1e-6f)
+    if (x != 1.0f) {
+      EXPECT_LE(ulps(log_f32(x), std::log(double{x})), 2) << x;
+    }
+  EXPECT_EQ(log_f32(1.0f), 0.0f);
+  EXPECT_EQ(log_f32(0.0f), -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(log_f32(-0.0f), -std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(log_f32(-1.0f)));
+  EXPECT_TRUE(std::isnan(log_f32(std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_EQ(log_f32(std::numeric_limits<float>::infinity()), std::numeric_limits<float>::infinity());
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float &x : v) x = d(rng);
+  return v;
+}
+
+// The sum order written out: lane j mod 32 in element order, then pairwise.
+float defined_sum(const std::vector<float> &v) {
+  std::vector<float> lanes(32, 0.0f);
+  for (size_t j = 0; j < v.size(); ++j) lanes[j % 32] = lanes[j % 32] + v[j];
+  for (size_t width = 16; width >= 1; width /= 2)
+    for (size_t k = 0; k < width; ++k) lanes[k] = lanes[2 * k] + lanes[2 * k + 1];
+  return lanes[0];
+}
+
+TEST(Repro, EverySumFollowsTheDefinedOrder) {
+  for (size_t n : {0u, 1u, 31u, 32u, 33u, 1000u, 4097u}) {
+    const std::vector<float> v = random_floats(n, static_cast<uint32_t>(n), 1e3f);
+    const float want = defined_sum(v);
+    EXPECT_EQ(std::bit_cast<uint32_t>(lane_sum(v.data(), static_cast<int64_t>(n))), std::bit_cast<uint32_t>(want));
+    LaneSum s;
+    for (float x : v) s.add(x);
+    EXPECT_EQ(std::bit_cast<uint32_t>(s.total()), std::bit_cast<uint32_t>(want));
+    std::vector<float> sq(v.size());
+    for (size_t j = 0; j < v.size(); ++j) sq[j] = v[j] * v[j];
+    EXPECT_EQ(std::bit_cast<uint32_t>(lane_sum_squares(v.data(), static_cast<int64_t>(n))),
+              std::bit_cast<uint32_t>(defined_sum(sq)));
+  }
+  // Strided and by columns: each column summed in row order.
+  const int64_t rows = 77, cols = 13;
+  const std::vector<float> m = random_floats(static_cast<size_t>(rows * cols), 3);
+  std::vector<float> sums(static_cast<size_t>(cols));
+  column_sums(m.data(), rows, cols, cols, sums.data());
+  for (int64_t c = 0; c < cols; ++c) {
+    std::vector<float> col;
+    for (int64_t r = 0; r < rows; ++r) col.push_back(m[static_cast<size_t>(r * cols + c)]);
+    EXPECT_EQ(std::bit_cast<uint32_t>(sums[static_cast<size_t>(c)]), std::bit_cast<uint32_t>(defined_sum(col)));
+    EXPECT_EQ(std::bit_cast<uint32_t>(lane_sum(m.data() + c, rows, cols)), std::bit_cast<uint32_t>(defined_sum(col)));
+  }
+  // The order matters: a sequential sum of these gives other bits.
+  const std::vector<float> v = random_floats(1000, 11, 1e3f);
+  float seq = 0;
+  for (float x : v) seq += x;
+  EXPECT_NE(std::bit_cast<uint32_t>(seq), std::bit_cast<uint32_t>(lane_sum(v.data(), 1000)));
+}
+
+TEST(Repro, EveryMatmulPathAndRowSplitGivesTheChainsBits) {
+  const int64_t m = 9, k = 37, n = 41;
+  const std::vector<float> a = random_floats(static_cast<size_t>(m * k), 1), b = random_floats(static_cast<size_t>(k * n), 2);
+  std::vector<float> want(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = 0.0f;
+      for (int64_t p = 0; p < k; ++p) acc = std::fma(a[static_cast<size_t>(i * k + p)], b[static_cast<size_t>(p * n + j)], acc);
+      want[static_cast<size_t>(i * n + j)] = acc;
+    }
+  std::vector<Isa> paths = {Isa::kScalar};
+  if (best_isa() != Isa::kScalar) paths.push_back(best_isa());
+  for (Isa isa : paths) {
+    SCOPED_TRACE(isa_name(isa));
+    std::vector<float> c(static_cast<size_t>(m * n), -1.0f);
+    matmul_rows(a.data(), k, b.data(), n, c.data(), n, k, n, 0, m, isa);
+    EXPECT_EQ(0, std::memcmp(c.data(), want.data(), c.size() * sizeof(float)));
+    // Threads take whole rows: any split gives the same bits.
+    std::vector<float> split(static_cast<size_t>(m * n), -1.0f);
+    matmul_rows(a.data(), k, b.data(), n, split.data(), n, k, n, 0, 3, isa);
+    matmul_rows(a.data(), k, b.data(), n, split.data(), n, k, n, 3, 4, isa);
+    matmul_rows(a.data(), k, b.data(), n, split.data(), n, k, n, 4, m, isa);
+    EXPECT_EQ(0, std::memcmp(split.data(), want.data(), split.size() * sizeof(float)));
+  }
+  // k = 0: every output is the chain's +0.0.
+  std::vector<float> c(6, -1.0f);
+  matmul_rows(a.data(), 0, b.data(), 3, c.data(), 3, 0, 3, 0, 2, best_isa());
+  for (float x : c) EXPECT_EQ(std::bit_cast<uint32_t>(x), 0u);
+}
+
+TEST(Repro, LogSoftmaxRowsAreCloseToTheTrueFunctionAndFollowTheirFormula) {
+  const std::vector<float> x = random_floats(50, 5, 4.0f);
+  std::vector<float> y(50), g(50), gx(50);
+  log_softmax_row(x.data(), 50, y.data());
+  double m = x[0];
+  for (float v : x) m = std::max(m, double{v});
+  double s = 0;
+  for (float v : x) s += std::exp(double{v} - m);
+  for (size_t j = 0; j < 50; ++j) EXPECT_NEAR(y[j], double{x[j]} - m - std::log(s), 1e-5);
+  // The backward's formula, element by element.
+  const std::vector<float> go = random_floats(50, 6);
+  log_softmax_backward_row(go.data(), y.data(), 50, gx.data());
+  const float sum = lane_sum(go.data(), 50);
+  for (size_t j = 0; j < 50; ++j) EXPECT_EQ(gx[j], go[j] - exp_f32(y[j]) * sum);
+  // A NaN anywhere in the row makes every output NaN.
+  std::vector<float> bad = x;
+  bad[7] = std::numeric_limits<float>::quiet_NaN();
+  log_softmax_row(bad.data(), 50, y.data());
+  for (float v : y) EXPECT_TRUE(std::isnan(v));
+}
+
+}  // namespace pot_repro_test
