@@ -79,6 +79,133 @@ float log_f32(float x) {
   return ef * kLn2Hi + (ef * kLn2Lo + lm);
 }
 
+float erf_f32(float x) {
+  if (std::isnan(x)) return x;
+  const float a = std::fabs(x);
+  float r;
+  if (a < 0.5f) {
+    // erf(x) = 2/sqrt(pi) (x - x^3/3 + x^5/10 - x^7/42 + x^9/216 - x^11/1320 + x^13/9360)
+    const float z = x * x;
+    float p = 0x1.f9a326p-14f;           //  2/sqrt(pi)/9360
+    p = p * z + -0x1.c02db4p-11f;        // -2/sqrt(pi)/1320
+    p = p * z + 0x1.565bcep-8f;          //  2/sqrt(pi)/216
+    p = p * z + -0x1.b82ce4p-6f;         // -2/sqrt(pi)/42
+    p = p * z + 0x1.ce2f22p-4f;          //  2/sqrt(pi)/10
+    p = p * z + -0x1.812746p-2f;         // -2/sqrt(pi)/3
+    p = p * z + 0x1.20dd76p0f;           //  2/sqrt(pi)
+    return x * p;
+  }
+  if (a >= 4.0f) {
+    r = 1.0f;
+  } else {
+    // 1 - (a1 t + a2 t^2 + a3 t^3 + a4 t^4 + a5 t^5) exp(-a^2), t = 1 / (1 + p a)
+    const float t = 1.0f / (1.0f + 0.3275911f * a);
+    float q = 1.061405429f;
+    q = q * t + -1.453152027f;
+    q = q * t + 1.421413741f;
+    q = q * t + -0.284496736f;
+    q = q * t + 0.254829592f;
+    r = 1.0f - (q * t) * exp_f32(-(a * a));
+  }
+  return x < 0.0f ? -r : r;
+}
+
+void softmax_row(const float *x, int64_t n, float *out) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n; ++j)
+    if (std::isnan(x[j]) || x[j] > m) {
+      m = x[j];
+      if (std::isnan(m)) break;
+    }
+  LaneSum s;
+  for (int64_t j = 0; j < n; ++j) {
+    out[j] = exp_f32(x[j] - m);
+    s.add(out[j]);
+  }
+  const float total = s.total();
+  for (int64_t j = 0; j < n; ++j) out[j] = out[j] / total;
+}
+
+void softmax_backward_row(const float *g, const float *y, int64_t n, float *out) {
+  LaneSum s;
+  for (int64_t j = 0; j < n; ++j) s.add(g[j] * y[j]);
+  const float dot = s.total();
+  for (int64_t j = 0; j < n; ++j) out[j] = y[j] * (g[j] - dot);
+}
+
+void layer_norm_row(const float *x, int64_t n, const float *w, const float *b, float eps, float *out, float *mean,
+                    float *rstd) {
+  const float count = static_cast<float>(n);
+  const float mu = lane_sum(x, n) / count;
+  LaneSum sq;
+  for (int64_t j = 0; j < n; ++j) {
+    const float d = x[j] - mu;
+    sq.add(d * d);
+  }
+  const float r = 1.0f / std::sqrt(sq.total() / count + eps);
+  for (int64_t j = 0; j < n; ++j) {
+    float y = (x[j] - mu) * r;
+    if (w) y = y * w[j];
+    if (b) y = y + b[j];
+    out[j] = y;
+  }
+  *mean = mu;
+  *rstd = r;
+}
+
+void layer_norm_backward_row(const float *g, const float *x, int64_t n, const float *w, float mean, float rstd,
+                             float *out) {
+  LaneSum a, b;
+  for (int64_t j = 0; j < n; ++j) {
+    const float gw = w ? g[j] * w[j] : g[j];
+    a.add(gw);
+    b.add(gw * ((x[j] - mean) * rstd));
+  }
+  const float count = static_cast<float>(n);
+  const float c1 = a.total() / count, c2 = b.total() / count;
+  for (int64_t j = 0; j < n; ++j) {
+    const float gw = w ? g[j] * w[j] : g[j];
+    const float xh = (x[j] - mean) * rstd;
+    out[j] = rstd * ((gw - c1) - xh * c2);
+  }
+}
+
+namespace {
+constexpr float kInvSqrt2 = 0x1.6a09e6p-1f;     // 1/sqrt(2)
+constexpr float kInvSqrt2Pi = 0x1.988454p-2f;   // 1/sqrt(2 pi)
+}  // namespace
+
+float gelu_f32(float x) { return (x * 0.5f) * (1.0f + erf_f32(x * kInvSqrt2)); }
+
+float gelu_backward_f32(float g, float x) {
+  const float cdf = 0.5f * (1.0f + erf_f32(x * kInvSqrt2));
+  const float pdf = exp_f32((x * x) * -0.5f) * kInvSqrt2Pi;
+  return g * (cdf + x * pdf);
+}
+
+Philox4 philox4x32_10(uint64_t key, uint64_t counter_lo, uint64_t counter_hi) {
+  uint32_t c[4] = {static_cast<uint32_t>(counter_lo), static_cast<uint32_t>(counter_lo >> 32),
+                   static_cast<uint32_t>(counter_hi), static_cast<uint32_t>(counter_hi >> 32)};
+  uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = uint64_t{0xD2511F53u} * c[0], p1 = uint64_t{0xCD9E8D57u} * c[2];
+    const uint32_t hi0 = static_cast<uint32_t>(p0 >> 32), lo0 = static_cast<uint32_t>(p0);
+    const uint32_t hi1 = static_cast<uint32_t>(p1 >> 32), lo1 = static_cast<uint32_t>(p1);
+    c[0] = hi1 ^ c[1] ^ k0;
+    c[1] = lo1;
+    c[2] = hi0 ^ c[3] ^ k1;
+    c[3] = lo0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return {{c[0], c[1], c[2], c[3]}};
+}
+
+float uniform_f32(uint64_t key, uint64_t i) {
+  const Philox4 r = philox4x32_10(key, i / 4, 0);
+  return static_cast<float>(r.v[i % 4] >> 8) * 0x1p-24f;
+}
+
 float pairwise(const float *lanes) {
   float level[kLanes];
   for (size_t i = 0; i < kLanes; ++i) level[i] = lanes[i];

@@ -25,6 +25,10 @@ inline constexpr std::string_view kArithmetic = "pot-repro/1";
 // everywhere.
 float exp_f32(float x);
 float log_f32(float x);
+// erf of binary32 (PROTOCOL 14.6): an odd Taylor polynomial below 0.5 in
+// magnitude, Abramowitz and Stegun's 7.1.26 form with pot's exp above;
+// within 8e-7 of the true value.
+float erf_f32(float x);
 
 // The sum order of pot-repro/1 (PROTOCOL 14.6, as the state statistics of
 // 5.2 but in binary32): element j of the n summed (in the order the
@@ -62,6 +66,37 @@ void column_sums(const float *x, int64_t rows, int64_t cols, int64_t ld, float *
 void log_softmax_row(const float *x, int64_t n, float *out);
 // Its backward: out_j = g_j - exp(y_j) * sum(g), y the forward's output.
 void log_softmax_backward_row(const float *g, const float *y, int64_t n, float *out);
+
+// softmax of one row: e_j = exp(x_j - m), s their sum, out_j = e_j / s.
+void softmax_row(const float *x, int64_t n, float *out);
+// Its backward: out_j = y_j * (g_j - sum(g * y)).
+void softmax_backward_row(const float *g, const float *y, int64_t n, float *out);
+
+// Layer normalization of one row of n values (PROTOCOL 14.6): mean = sum(x)
+// / n, var = sum((x - mean)^2) / n, rstd = 1 / sqrt(var + eps), out_j =
+// ((x_j - mean) * rstd) * w_j + b_j (w, b may be null: 1 and 0).
+void layer_norm_row(const float *x, int64_t n, const float *w, const float *b, float eps, float *out, float *mean,
+                    float *rstd);
+// Its input gradient from the forward's mean and rstd: with xh_j = (x_j -
+// mean) * rstd, gw_j = g_j * w_j, A = sum(gw), B = sum(gw * xh):
+// out_j = rstd * ((gw_j - A / n) - xh_j * (B / n)).
+void layer_norm_backward_row(const float *g, const float *x, int64_t n, const float *w, float mean, float rstd,
+                             float *out);
+
+// GELU (the erf form) and its backward (PROTOCOL 14.6).
+float gelu_f32(float x);
+float gelu_backward_f32(float g, float x);
+
+// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
+// 3", 2011): four 32-bit words of the 128-bit counter (lo, hi) under a
+// 64-bit key.
+struct Philox4 {
+  uint32_t v[4];
+};
+Philox4 philox4x32_10(uint64_t key, uint64_t counter_lo, uint64_t counter_hi);
+// The uniform draw of element i of a call keyed by `key`: word i mod 4 of
+// philox(key, i / 4, 0), its top 24 bits times 2^-24, in [0, 1).
+float uniform_f32(uint64_t key, uint64_t i);
 
 // Flush-to-zero and denormals-are-zero off and rounding to nearest for the
 // calling thread while it lives (every pot-repro kernel, on every thread it

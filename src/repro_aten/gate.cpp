@@ -33,13 +33,14 @@ const std::set<std::string> &movement_operators() {
       "aten::eq",          "aten::equal",        "aten::expand",       "aten::expand_as",     "aten::fill_",
       "aten::flatten",     "aten::full",         "aten::full_like",     "aten::ge",
       "aten::gt",          "aten::index_select", "aten::is_nonzero",    "aten::is_same_size", "aten::item",
-      "aten::le",          "aten::lift_fresh",   "aten::lt",            "aten::masked_fill_",
+      "aten::le",          "aten::lift_fresh",   "aten::lt",            "aten::masked_fill",
+      "aten::masked_fill_",
       "aten::narrow",      "aten::ne",           "aten::new_empty",     "aten::new_empty_strided",
       "aten::new_zeros",   "aten::ones",         "aten::ones_like",     "aten::permute",
       "aten::requires_grad_", "aten::reshape",   "aten::resize_",       "aten::resolve_conj",
       "aten::resolve_neg", "aten::scalar_tensor", "aten::select",       "aten::set_",
       "aten::slice",       "aten::split",        "aten::squeeze",       "aten::stack",
-      "aten::t",           "aten::transpose",    "aten::unbind",        "aten::unsqueeze",
+      "aten::t",           "aten::transpose",    "aten::tril",          "aten::triu",    "aten::unbind",        "aten::unsqueeze",
       "aten::view",        "aten::view_as",      "aten::where",         "aten::zero_",
       "aten::zeros",       "aten::zeros_like",
   };
@@ -63,8 +64,6 @@ struct ThreadState {
   int depth = 0;
   uint64_t handle = 0;
   std::vector<std::string> violations;  // distinct, first-seen order
-  std::vector<std::string> seen;
-  std::set<std::string> seen_set;
   std::unordered_map<std::string, bool> allowed;  // decision cache
 };
 thread_local ThreadState t_state;
@@ -83,7 +82,9 @@ const std::set<std::string> &dispatching_operators() {
       "aten::mul_.Scalar", "aten::div.Scalar", "aten::div_.Scalar",
       // torch 2.x's clipping: one operator per tensor.
       "aten::_foreach_norm.Scalar", "aten::_foreach_mul_.Tensor", "aten::_foreach_mul_.Scalar",
-      "aten::_foreach_mul.Tensor", "aten::_foreach_mul.Scalar"};
+      "aten::_foreach_mul.Tensor", "aten::_foreach_mul.Scalar",
+      // The embedding's forward: index_select of the weight's rows.
+      "aten::embedding.default"};
   return ops;
 }
 
@@ -104,7 +105,13 @@ bool decide(const c10::OperatorName &name, const std::string &key) {
 // tensor among its arguments. Integer and bool arithmetic is exact on every
 // machine, so an operator without a kernel may run on those.
 bool floating_arguments(const at::RecordFunction &fn) {
-  for (const c10::IValue &v : fn.inputs()) {
+  // A boxed call (the TorchScript interpreter's) hands the callback its
+  // whole stack: the operator's arguments are the last ones.
+  c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
+  const auto schema = fn.operator_schema();
+  if (schema && !schema->is_vararg() && inputs.size() > schema->arguments().size())
+    inputs = inputs.slice(inputs.size() - schema->arguments().size());
+  for (const c10::IValue &v : inputs) {
     if (v.isTensor()) {
       const at::Tensor &t = v.toTensor();
       if (t.defined() && (at::isFloatingType(t.scalar_type()) || at::isComplexType(t.scalar_type()))) return true;
@@ -124,7 +131,6 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn) {
   std::string key = op_key(*name);
   auto it = s.allowed.find(key);
   if (it == s.allowed.end()) it = s.allowed.emplace(key, decide(*name, key)).first;
-  if (s.seen_set.insert(key).second) s.seen.push_back(key);
   if (!it->second && floating_arguments(fn)) note_violation(key + " has no pot-repro/1 kernel");
   return nullptr;
 }
@@ -168,7 +174,6 @@ void note_violation(const std::string &what) {
 struct Scope::State {
   at::RecordFunctionGuard enabled{true};
   ThreadState *owner = nullptr;  // the thread that made the scope
-  size_t seen_from = 0;
 };
 
 Scope::Scope() {
@@ -176,15 +181,12 @@ Scope::Scope() {
   ThreadState &s = t_state;
   if (s.depth == 0) {
     s.violations.clear();
-    s.seen.clear();
-    s.seen_set.clear();
     s.handle = at::addThreadLocalCallback(
         at::RecordFunctionCallback(on_start).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
   }
   ++s.depth;
   state_ = std::make_unique<State>();
   state_->owner = &s;
-  state_->seen_from = s.seen.size();
 }
 
 Scope::~Scope() {
@@ -201,11 +203,6 @@ void Scope::check() const {
   for (const std::string &w : v) all += (all.empty() ? "" : "; ") + w;
   fail(Status::kUnsupported, "arithmetic pot-repro/1: {} (docs/PROTOCOL.md 14.6 lists the arithmetic's operators)",
        all);
-}
-
-std::vector<std::string> Scope::operators() const {
-  const auto &seen = t_state.seen;
-  return {seen.begin() + static_cast<std::ptrdiff_t>(state_->seen_from), seen.end()};
 }
 
 }  // namespace pot::repro_aten

@@ -45,9 +45,6 @@ class Scope {
   // kUnsupported naming every violation on the thread since its outermost
   // scope began, e.g. "aten::tanh.default has no pot-repro/1 kernel".
   void check() const;
-  // Every operator dispatched inside the scope so far (name.overload,
-  // first-seen order), what a task maker's dry run reports.
-  std::vector<std::string> operators() const;
 
  private:
   struct State;

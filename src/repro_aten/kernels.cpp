@@ -1,17 +1,22 @@
 #include "repro_aten/kernels.h"
 
 #include <algorithm>
+#include <array>
+#include <mutex>
 #include <cmath>
 #include <tuple>
+#include <type_traits>
 
 #include <ATen/ATen.h>
 #include <ATen/CPUFunctions.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/Parallel.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <fmt/format.h>
+#include <torch/version.h>
 
 #include "repro/arith.h"
 #include "repro/matmul.h"
@@ -36,6 +41,26 @@ bool use_repro(const char *op, at::ScalarType t) {
 }
 
 float scalar_f32(const at::Scalar &s) { return s.to<float>(); }
+
+// An argument's type as this LibTorch's schema declares it: torch 2 passes
+// some integers (nll_loss's ignore_index) as c10::SymInt, 1.13 as int64_t.
+template <class F, size_t I>
+struct ArgOf;
+template <class R, class... A, size_t I>
+struct ArgOf<R(A...), I> {
+  using type = std::decay_t<std::tuple_element_t<I, std::tuple<A...>>>;
+};
+using IgnoreIndex = ArgOf<at::_ops::nll_loss_forward::schema, 4>::type;
+int64_t as_int(int64_t v) { return v; }
+[[maybe_unused]] int64_t as_int(const c10::SymInt &v) { return v.expect_int(); }
+// A SymInt list of concrete integers as an int list (torch 2 asks where from).
+at::IntArrayRef int_list(c10::SymIntArrayRef v) {
+#if TORCH_VERSION_MAJOR >= 2
+  return c10::asIntArrayRefSlow(v, __FILE__, __LINE__);
+#else
+  return c10::asIntArrayRefSlow(v);
+#endif
+}
 
 // ---------------------------------------------------------------- elementwise
 
@@ -571,7 +596,8 @@ bool nll_repro(const char *op, const at::Tensor &self, const c10::optional<at::T
 
 std::tuple<at::Tensor, at::Tensor> nll_forward(const at::Tensor &self, const at::Tensor &target,
                                                const c10::optional<at::Tensor> &weight, int64_t reduction,
-                                               int64_t ignore_index) {
+                                               IgnoreIndex ignore_arg) {
+  const int64_t ignore_index = as_int(ignore_arg);
   if (!nll_repro("aten::nll_loss_forward.default", self, weight))
     return at::cpu::nll_loss_forward(self, target, weight, reduction, ignore_index);
   FpEnvironment env;
@@ -629,11 +655,270 @@ at::Tensor nll_backward_value(const at::Tensor &grad_output, const at::Tensor &s
   return self.dim() == 1 ? grad.reshape({in.classes}) : grad;
 }
 at::Tensor nll_backward(const at::Tensor &grad_output, const at::Tensor &self, const at::Tensor &target,
-                        const c10::optional<at::Tensor> &weight, int64_t reduction, int64_t ignore_index,
+                        const c10::optional<at::Tensor> &weight, int64_t reduction, IgnoreIndex ignore_arg,
                         const at::Tensor &total_weight) {
+  const int64_t ignore_index = as_int(ignore_arg);
   if (!nll_repro("aten::nll_loss_backward.default", self, weight))
     return at::cpu::nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight);
   return nll_backward_value(grad_output, self, target, weight, reduction, ignore_index, total_weight);
+}
+
+// ---------------------------------------------------------------- GPT: GELU, softmax, LayerNorm, bmm, dropout, embeddings
+
+bool gelu_repro(const char *op, at::ScalarType t, c10::string_view approximate) {
+  if (!use_repro(op, t)) return false;
+  if (approximate != "none") {
+    note_violation(fmt::format("{} with approximate='{}' has no pot-repro/1 kernel (the arithmetic defines the erf "
+                               "form)", op, std::string(approximate)));
+    return false;
+  }
+  return true;
+}
+at::Tensor gelu_fn(const at::Tensor &a, c10::string_view approximate) {
+  if (!gelu_repro("aten::gelu.default", a.scalar_type(), approximate)) return at::cpu::gelu(a, approximate);
+  return unary(at::Tensor(), a, [](const float *v) { return repro::gelu_f32(v[0]); });
+}
+at::Tensor &gelu_inplace(at::Tensor &a, c10::string_view approximate) {
+  if (!gelu_repro("aten::gelu_.default", a.scalar_type(), approximate)) return at::cpu::gelu_(a, approximate);
+  unary(a, a, [](const float *v) { return repro::gelu_f32(v[0]); });
+  return a;
+}
+at::Tensor &gelu_out(const at::Tensor &a, c10::string_view approximate, at::Tensor &out) {
+  if (!gelu_repro("aten::gelu.out", a.scalar_type(), approximate)) return at::cpu::gelu_outf(a, approximate, out);
+  unary(out, a, [](const float *v) { return repro::gelu_f32(v[0]); });
+  return out;
+}
+at::Tensor gelu_backward_fn(const at::Tensor &grad, const at::Tensor &self, c10::string_view approximate) {
+  if (!gelu_repro("aten::gelu_backward.default", type2(grad, self), approximate))
+    return at::cpu::gelu_backward(grad, self, approximate);
+  return binary(at::Tensor(), grad, self, [](const float *v) { return repro::gelu_backward_f32(v[0], v[1]); });
+}
+at::Tensor &gelu_backward_out(const at::Tensor &grad, const at::Tensor &self, c10::string_view approximate,
+                              at::Tensor &out) {
+  if (!gelu_repro("aten::gelu_backward.grad_input", type2(grad, self), approximate))
+    return at::cpu::gelu_backward_outf(grad, self, approximate, out);
+  binary(out, grad, self, [](const float *v) { return repro::gelu_backward_f32(v[0], v[1]); });
+  return out;
+}
+
+at::Tensor softmax_fn(const at::Tensor &self, int64_t dim, bool half_to_float) {
+  if (half_to_float || !use_repro("aten::_softmax.default", self.scalar_type()))
+    return at::cpu::_softmax(self, dim, half_to_float);
+  return along_rows(self, nullptr, dim,
+                    [](const float *x, const float *, int64_t n, float *o) { repro::softmax_row(x, n, o); });
+}
+at::Tensor softmax_backward_fn(const at::Tensor &grad, const at::Tensor &output, int64_t dim,
+                               at::ScalarType input_dtype) {
+  if (input_dtype != at::kFloat || !use_repro("aten::_softmax_backward_data.default", type2(grad, output)))
+    return at::cpu::_softmax_backward_data(grad, output, dim, input_dtype);
+  return along_rows(grad, &output, dim, [](const float *g, const float *y, int64_t n, float *o) {
+    repro::softmax_backward_row(g, y, n, o);
+  });
+}
+
+// Layer normalization over the last dims (normalized_shape): rows of N
+// values, mean and rstd shaped as ATen shapes them (the leading dims, then
+// a 1 per normalized dim).
+struct LayerNormShape {
+  int64_t rows = 1, n = 1;
+  std::vector<int64_t> stat_shape;
+};
+LayerNormShape layer_norm_shape(const at::Tensor &input, c10::SymIntArrayRef normalized_shape) {
+  const at::IntArrayRef norm = int_list(normalized_shape);
+  const int64_t axis = input.dim() - static_cast<int64_t>(norm.size());
+  TORCH_CHECK(axis >= 0, "layer_norm: normalized_shape ", norm, " has more dims than the input ", input.sizes());
+  LayerNormShape s;
+  for (int64_t d = 0; d < input.dim(); ++d) {
+    if (d < axis) {
+      s.rows *= input.size(d);
+      s.stat_shape.push_back(input.size(d));
+    } else {
+      TORCH_CHECK(input.size(d) == norm[static_cast<size_t>(d - axis)], "layer_norm: normalized_shape ", norm,
+                  " does not end the input's shape ", input.sizes());
+      s.n *= input.size(d);
+      s.stat_shape.push_back(1);
+    }
+  }
+  return s;
+}
+const float *optional_data(const c10::optional<at::Tensor> &t, at::Tensor &keep, int64_t n) {
+  if (!t.has_value() || !t->defined()) return nullptr;
+  TORCH_CHECK(t->numel() == n, "layer_norm: weight or bias of ", t->numel(), " elements for ", n, " normalized");
+  keep = t->to(at::kFloat).contiguous();
+  return keep.data_ptr<float>();
+}
+bool layer_norm_repro(const char *op, const at::Tensor &input, const c10::optional<at::Tensor> &w,
+                      const c10::optional<at::Tensor> &b) {
+  at::ScalarType t = input.scalar_type();
+  if (w.has_value() && w->defined()) t = c10::promoteTypes(t, w->scalar_type());
+  if (b.has_value() && b->defined()) t = c10::promoteTypes(t, b->scalar_type());
+  return use_repro(op, t);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fn(const at::Tensor &input,
+                                                              c10::SymIntArrayRef normalized_shape,
+                                                              const c10::optional<at::Tensor> &weight,
+                                                              const c10::optional<at::Tensor> &bias, double eps) {
+  if (!layer_norm_repro("aten::native_layer_norm.default", input, weight, bias))
+    return at::cpu::native_layer_norm(input, int_list(normalized_shape), weight, bias, eps);
+  const LayerNormShape s = layer_norm_shape(input, normalized_shape);
+  const at::Tensor x = input.contiguous();
+  at::Tensor wk, bk;
+  const float *w = optional_data(weight, wk, s.n), *b = optional_data(bias, bk, s.n);
+  at::Tensor out = at::empty(input.sizes(), x.options());
+  at::Tensor mean = at::empty({s.rows}, x.options()), rstd = at::empty({s.rows}, x.options());
+  const float *px = x.data_ptr<float>();
+  float *po = out.data_ptr<float>(), *pm = mean.data_ptr<float>(), *pr = rstd.data_ptr<float>();
+  const float e = static_cast<float>(eps);
+  at::parallel_for(0, s.rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(s.n, 1)), [&](int64_t r0, int64_t r1) {
+    FpEnvironment env;
+    for (int64_t r = r0; r < r1; ++r) repro::layer_norm_row(px + r * s.n, s.n, w, b, e, po + r * s.n, pm + r, pr + r);
+  });
+  return {out, mean.view(s.stat_shape), rstd.view(s.stat_shape)};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_fn(
+    const at::Tensor &grad_out, const at::Tensor &input, c10::SymIntArrayRef normalized_shape, const at::Tensor &mean,
+    const at::Tensor &rstd, const c10::optional<at::Tensor> &weight, const c10::optional<at::Tensor> &bias,
+    std::array<bool, 3> mask) {
+  if (!layer_norm_repro("aten::native_layer_norm_backward.default", input, weight, bias))
+    return at::cpu::native_layer_norm_backward(grad_out, input, int_list(normalized_shape), mean, rstd,
+                                               weight, bias, mask);
+  const LayerNormShape s = layer_norm_shape(input, normalized_shape);
+  const at::Tensor x = input.contiguous(), g = grad_out.contiguous();
+  const at::Tensor mu = mean.to(at::kFloat).contiguous(), rs = rstd.to(at::kFloat).contiguous();
+  at::Tensor wk;
+  const float *w = optional_data(weight, wk, s.n);
+  const float *px = x.data_ptr<float>(), *pg = g.data_ptr<float>(), *pmu = mu.data_ptr<float>(),
+              *prs = rs.data_ptr<float>();
+  at::Tensor dx, dw, db;
+  if (mask[0]) {
+    dx = at::empty(input.sizes(), x.options());
+    float *pd = dx.data_ptr<float>();
+    at::parallel_for(0, s.rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(s.n, 1)), [&](int64_t r0, int64_t r1) {
+      FpEnvironment env;
+      for (int64_t r = r0; r < r1; ++r)
+        repro::layer_norm_backward_row(pg + r * s.n, px + r * s.n, s.n, w, pmu[r], prs[r], pd + r * s.n);
+    });
+  }
+  // The weight's and bias's gradients: column sums over the rows, in row
+  // order, of g * xh and of g.
+  FpEnvironment env;
+  if (mask[1] && weight.has_value() && weight->defined()) {
+    std::vector<float> gx(static_cast<size_t>(s.rows * s.n));
+    for (int64_t r = 0; r < s.rows; ++r)
+      for (int64_t j = 0; j < s.n; ++j) {
+        const int64_t i = r * s.n + j;
+        gx[static_cast<size_t>(i)] = pg[i] * ((px[i] - pmu[r]) * prs[r]);
+      }
+    dw = at::empty(weight->sizes(), x.options());
+    repro::column_sums(gx.data(), s.rows, s.n, s.n, dw.data_ptr<float>());
+  }
+  if (mask[2] && bias.has_value() && bias->defined()) {
+    db = at::empty(bias->sizes(), x.options());
+    repro::column_sums(pg, s.rows, s.n, s.n, db.data_ptr<float>());
+  }
+  return {dx, dw, db};
+}
+
+// a [B, M, K] @ b [B, K, N]: each batch's product by the chains of mm.
+at::Tensor batch_product(const at::Tensor &a, const at::Tensor &b) {
+  TORCH_CHECK(a.dim() == 3 && b.dim() == 3, "pot-repro/1: bmm expects 3-D tensors, got ", a.dim(), "-D and ",
+              b.dim(), "-D");
+  TORCH_CHECK(a.size(0) == b.size(0) && a.size(2) == b.size(1), "bmm: shapes ", a.sizes(), " and ", b.sizes(),
+              " cannot be multiplied");
+  const at::Tensor ac = a.contiguous(), bc = b.contiguous();
+  const int64_t nb = a.size(0), m = a.size(1), k = a.size(2), n = b.size(2);
+  at::Tensor c = at::empty({nb, m, n}, a.options().memory_format(at::MemoryFormat::Contiguous));
+  if (nb == 0 || m == 0 || n == 0) return c;
+  const float *pa = ac.data_ptr<float>(), *pb = bc.data_ptr<float>();
+  float *pc = c.data_ptr<float>();
+  const repro::Isa isa = repro::best_isa();
+  at::parallel_for(0, nb, 1, [&](int64_t b0, int64_t b1) {
+    FpEnvironment env;
+    for (int64_t i = b0; i < b1; ++i) repro::matmul_rows(pa + i * m * k, k, pb + i * k * n, n, pc + i * m * n, n, k, n, 0, m, isa);
+  });
+  return c;
+}
+at::Tensor bmm_fn(const at::Tensor &a, const at::Tensor &b) {
+  if (!use_repro("aten::bmm.default", type2(a, b))) return at::cpu::bmm(a, b);
+  return batch_product(a, b);
+}
+at::Tensor &bmm_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out) {
+  if (!use_repro("aten::bmm.out", type2(a, b))) return at::cpu::bmm_outf(a, b, out);
+  at::Tensor r = batch_product(a, b);
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+  return out;
+}
+
+// Bernoulli draws of pot-repro/1 (PROTOCOL 14.6): the call takes one
+// 64-bit key from the generator (its random64(), which advances it the same
+// way on every build), and element i (row-major) is 1 when uniform(key, i)
+// < p, else 0.
+at::Tensor &bernoulli_float(at::Tensor &self, double p, c10::optional<at::Generator> generator) {
+  if (!use_repro("aten::bernoulli_.float", self.scalar_type())) return at::cpu::bernoulli_(self, p, generator);
+  TORCH_CHECK(p >= 0 && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
+  auto *gen = at::get_generator_or_default<at::CPUGeneratorImpl>(generator, at::detail::getDefaultCPUGenerator());
+  uint64_t key = 0;
+  {
+    std::lock_guard<std::mutex> lock(gen->mutex_);
+    key = gen->random64();
+  }
+  const float pf = static_cast<float>(p);
+  at::Tensor draws = at::empty(self.sizes(), self.options().memory_format(at::MemoryFormat::Contiguous));
+  float *pd = draws.data_ptr<float>();
+  at::parallel_for(0, draws.numel(), 32768, [&](int64_t i0, int64_t i1) {
+    FpEnvironment env;
+    for (int64_t i = i0; i < i1; ++i) pd[i] = repro::uniform_f32(key, static_cast<uint64_t>(i)) < pf ? 1.0f : 0.0f;
+  });
+  self.copy_(draws);
+  return self;
+}
+
+// The embedding's gradient: row v of the result is the sequential sum, in
+// increasing i, of the gradient rows i whose index is v (((+0 + g_i1) +
+// g_i2) + ...); padding_idx's row stays +0.
+using NumWeights = ArgOf<at::_ops::embedding_dense_backward::schema, 2>::type;
+using PaddingIdx = ArgOf<at::_ops::embedding_dense_backward::schema, 3>::type;
+at::Tensor embedding_backward_fn(const at::Tensor &grad_output, const at::Tensor &indices, NumWeights num_weights_arg,
+                                 PaddingIdx padding_arg, bool scale_grad_by_freq) {
+  const int64_t num_weights = as_int(num_weights_arg), padding_idx = as_int(padding_arg);
+  if (!use_repro("aten::embedding_dense_backward.default", grad_output.scalar_type()))
+    return at::cpu::embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq);
+  if (scale_grad_by_freq) {
+    note_violation("aten::embedding_dense_backward.default with scale_grad_by_freq has no pot-repro/1 kernel");
+    return at::cpu::embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq);
+  }
+  const at::Tensor idx = indices.reshape({-1}).to(at::kLong).contiguous();
+  const int64_t count = idx.numel(), d = grad_output.size(-1);
+  const at::Tensor g = grad_output.reshape({count, d}).contiguous();
+  const int64_t *pi = idx.data_ptr<int64_t>();
+  // The rows of each index, in increasing i (a stable counting sort).
+  std::vector<int64_t> start(static_cast<size_t>(num_weights) + 1, 0), order(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    TORCH_CHECK(pi[i] >= 0 && pi[i] < num_weights, "embedding: index ", pi[i], " is out of range for ", num_weights,
+                " rows");
+    ++start[static_cast<size_t>(pi[i]) + 1];
+  }
+  for (size_t v = 0; v < static_cast<size_t>(num_weights); ++v) start[v + 1] += start[v];
+  std::vector<int64_t> next(start.begin(), start.end() - 1);
+  for (int64_t i = 0; i < count; ++i) order[static_cast<size_t>(next[static_cast<size_t>(pi[i])]++)] = i;
+  at::Tensor out = at::zeros({num_weights, d}, g.options());
+  const float *pg = g.data_ptr<float>();
+  float *po = out.data_ptr<float>();
+  at::parallel_for(0, num_weights, 64, [&](int64_t v0, int64_t v1) {
+    FpEnvironment env;
+    for (int64_t v = v0; v < v1; ++v) {
+      if (v == padding_idx) continue;
+      float *row = po + v * d;
+      for (int64_t k = start[static_cast<size_t>(v)]; k < start[static_cast<size_t>(v) + 1]; ++k) {
+        const float *src = pg + order[static_cast<size_t>(k)] * d;
+        for (int64_t j = 0; j < d; ++j) row[j] = row[j] + src[j];
+      }
+    }
+  });
+  return out;
 }
 
 }  // namespace
@@ -645,63 +930,83 @@ void register_kernels(torch::Library &lib, std::vector<std::string> &names) {
     if (key.find('.') == std::string::npos) key += ".default";
     names.push_back(std::move(key));
   };
-  add("add.Tensor", TORCH_FN(add_tensor));
-  add("add_.Tensor", TORCH_FN(add_inplace));
-  add("add.out", TORCH_FN(add_out));
-  add("sub.Tensor", TORCH_FN(sub_tensor));
-  add("sub_.Tensor", TORCH_FN(sub_inplace));
-  add("sub.out", TORCH_FN(sub_out));
-  add("mul.Tensor", TORCH_FN(mul_tensor));
-  add("mul_.Tensor", TORCH_FN(mul_inplace));
-  add("mul.out", TORCH_FN(mul_out));
-  add("div.Tensor", TORCH_FN(div_tensor));
-  add("div_.Tensor", TORCH_FN(div_inplace));
-  add("div.out", TORCH_FN(div_out));
-  add("maximum", TORCH_FN(maximum_tensor));
-  add("maximum.out", TORCH_FN(maximum_out));
-  add("sqrt", TORCH_FN(sqrt_fn));
-  add("sqrt_", TORCH_FN(sqrt_inplace));
-  add("sqrt.out", TORCH_FN(sqrt_out));
-  add("reciprocal", TORCH_FN(reciprocal_fn));
-  add("reciprocal_", TORCH_FN(reciprocal_inplace));
-  add("reciprocal.out", TORCH_FN(reciprocal_out));
-  add("neg", TORCH_FN(neg_fn));
-  add("neg_", TORCH_FN(neg_inplace));
-  add("neg.out", TORCH_FN(neg_out));
-  add("clamp", TORCH_FN(clamp_fn));
-  add("clamp_", TORCH_FN(clamp_inplace));
-  add("clamp.out", TORCH_FN(clamp_out));
-  add("clamp_min", TORCH_FN(clamp_min_fn));
-  add("clamp_min_", TORCH_FN(clamp_min_inplace));
-  add("clamp_min.out", TORCH_FN(clamp_min_out));
-  add("relu", TORCH_FN(relu_fn));
-  add("relu_", TORCH_FN(relu_inplace));
-  add("threshold_backward", TORCH_FN(threshold_backward_fn));
-  add("threshold_backward.grad_input", TORCH_FN(threshold_backward_out));
-  add("addcmul", TORCH_FN(addcmul_fn));
-  add("addcmul_", TORCH_FN(addcmul_inplace));
-  add("addcmul.out", TORCH_FN(addcmul_out));
-  add("addcdiv", TORCH_FN(addcdiv_fn));
-  add("addcdiv_", TORCH_FN(addcdiv_inplace));
-  add("addcdiv.out", TORCH_FN(addcdiv_out));
-  add("lerp.Scalar", TORCH_FN(lerp_fn));
-  add("lerp_.Scalar", TORCH_FN(lerp_inplace));
-  add("lerp.Scalar_out", TORCH_FN(lerp_out));
-  add("sum.dim_IntList", TORCH_FN(sum_dim));
-  add("sum.IntList_out", TORCH_FN(sum_out));
-  add("norm.ScalarOpt_dim", TORCH_FN(norm_dim));
-  add("norm.out", TORCH_FN(norm_out));
-  add("linalg_vector_norm", TORCH_FN(vector_norm));
-  add("linalg_vector_norm.out", TORCH_FN(vector_norm_out));
-  add("mm", TORCH_FN(mm_fn));
-  add("mm.out", TORCH_FN(mm_out));
-  add("addmm", TORCH_FN(addmm_fn));
-  add("addmm_", TORCH_FN(addmm_inplace));
-  add("addmm.out", TORCH_FN(addmm_out));
-  add("_log_softmax", TORCH_FN(log_softmax_fn));
-  add("_log_softmax_backward_data", TORCH_FN(log_softmax_backward_fn));
-  add("nll_loss_forward", TORCH_FN(nll_forward));
-  add("nll_loss_backward", TORCH_FN(nll_backward));
+  // Each kernel has exactly its operator's signature in this LibTorch (the
+  // build fails otherwise, naming it): registration cannot be refused.
+#define POT_KERNEL(op, name, fn)                                                                   \
+  static_assert(std::is_same_v<decltype(fn), at::_ops::op::schema>,                               \
+                "the pot-repro/1 kernel of " name " does not have the operator's signature");     \
+  add(name, TORCH_FN(fn))
+  POT_KERNEL(add_Tensor, "add.Tensor", add_tensor);
+  POT_KERNEL(add__Tensor, "add_.Tensor", add_inplace);
+  POT_KERNEL(add_out, "add.out", add_out);
+  POT_KERNEL(sub_Tensor, "sub.Tensor", sub_tensor);
+  POT_KERNEL(sub__Tensor, "sub_.Tensor", sub_inplace);
+  POT_KERNEL(sub_out, "sub.out", sub_out);
+  POT_KERNEL(mul_Tensor, "mul.Tensor", mul_tensor);
+  POT_KERNEL(mul__Tensor, "mul_.Tensor", mul_inplace);
+  POT_KERNEL(mul_out, "mul.out", mul_out);
+  POT_KERNEL(div_Tensor, "div.Tensor", div_tensor);
+  POT_KERNEL(div__Tensor, "div_.Tensor", div_inplace);
+  POT_KERNEL(div_out, "div.out", div_out);
+  POT_KERNEL(maximum, "maximum", maximum_tensor);
+  POT_KERNEL(maximum_out, "maximum.out", maximum_out);
+  POT_KERNEL(sqrt, "sqrt", sqrt_fn);
+  POT_KERNEL(sqrt_, "sqrt_", sqrt_inplace);
+  POT_KERNEL(sqrt_out, "sqrt.out", sqrt_out);
+  POT_KERNEL(reciprocal, "reciprocal", reciprocal_fn);
+  POT_KERNEL(reciprocal_, "reciprocal_", reciprocal_inplace);
+  POT_KERNEL(reciprocal_out, "reciprocal.out", reciprocal_out);
+  POT_KERNEL(neg, "neg", neg_fn);
+  POT_KERNEL(neg_, "neg_", neg_inplace);
+  POT_KERNEL(neg_out, "neg.out", neg_out);
+  POT_KERNEL(clamp, "clamp", clamp_fn);
+  POT_KERNEL(clamp_, "clamp_", clamp_inplace);
+  POT_KERNEL(clamp_out, "clamp.out", clamp_out);
+  POT_KERNEL(clamp_min, "clamp_min", clamp_min_fn);
+  POT_KERNEL(clamp_min_, "clamp_min_", clamp_min_inplace);
+  POT_KERNEL(clamp_min_out, "clamp_min.out", clamp_min_out);
+  POT_KERNEL(relu, "relu", relu_fn);
+  POT_KERNEL(relu_, "relu_", relu_inplace);
+  POT_KERNEL(threshold_backward, "threshold_backward", threshold_backward_fn);
+  POT_KERNEL(threshold_backward_grad_input, "threshold_backward.grad_input", threshold_backward_out);
+  POT_KERNEL(addcmul, "addcmul", addcmul_fn);
+  POT_KERNEL(addcmul_, "addcmul_", addcmul_inplace);
+  POT_KERNEL(addcmul_out, "addcmul.out", addcmul_out);
+  POT_KERNEL(addcdiv, "addcdiv", addcdiv_fn);
+  POT_KERNEL(addcdiv_, "addcdiv_", addcdiv_inplace);
+  POT_KERNEL(addcdiv_out, "addcdiv.out", addcdiv_out);
+  POT_KERNEL(lerp_Scalar, "lerp.Scalar", lerp_fn);
+  POT_KERNEL(lerp__Scalar, "lerp_.Scalar", lerp_inplace);
+  POT_KERNEL(lerp_Scalar_out, "lerp.Scalar_out", lerp_out);
+  POT_KERNEL(sum_dim_IntList, "sum.dim_IntList", sum_dim);
+  POT_KERNEL(sum_IntList_out, "sum.IntList_out", sum_out);
+  POT_KERNEL(norm_ScalarOpt_dim, "norm.ScalarOpt_dim", norm_dim);
+  POT_KERNEL(norm_out, "norm.out", norm_out);
+  POT_KERNEL(linalg_vector_norm, "linalg_vector_norm", vector_norm);
+  POT_KERNEL(linalg_vector_norm_out, "linalg_vector_norm.out", vector_norm_out);
+  POT_KERNEL(mm, "mm", mm_fn);
+  POT_KERNEL(mm_out, "mm.out", mm_out);
+  POT_KERNEL(addmm, "addmm", addmm_fn);
+  POT_KERNEL(addmm_, "addmm_", addmm_inplace);
+  POT_KERNEL(addmm_out, "addmm.out", addmm_out);
+  POT_KERNEL(_log_softmax, "_log_softmax", log_softmax_fn);
+  POT_KERNEL(_log_softmax_backward_data, "_log_softmax_backward_data", log_softmax_backward_fn);
+  POT_KERNEL(nll_loss_forward, "nll_loss_forward", nll_forward);
+  POT_KERNEL(nll_loss_backward, "nll_loss_backward", nll_backward);
+  POT_KERNEL(gelu, "gelu", gelu_fn);
+  POT_KERNEL(gelu_, "gelu_", gelu_inplace);
+  POT_KERNEL(gelu_out, "gelu.out", gelu_out);
+  POT_KERNEL(gelu_backward, "gelu_backward", gelu_backward_fn);
+  POT_KERNEL(gelu_backward_grad_input, "gelu_backward.grad_input", gelu_backward_out);
+  POT_KERNEL(_softmax, "_softmax", softmax_fn);
+  POT_KERNEL(_softmax_backward_data, "_softmax_backward_data", softmax_backward_fn);
+  POT_KERNEL(native_layer_norm, "native_layer_norm", layer_norm_fn);
+  POT_KERNEL(native_layer_norm_backward, "native_layer_norm_backward", layer_norm_backward_fn);
+  POT_KERNEL(bmm, "bmm", bmm_fn);
+  POT_KERNEL(bmm_out, "bmm.out", bmm_out);
+  POT_KERNEL(bernoulli__float, "bernoulli_.float", bernoulli_float);
+  POT_KERNEL(embedding_dense_backward, "embedding_dense_backward", embedding_backward_fn);
+#undef POT_KERNEL
 }
 
 }  // namespace pot::repro_aten

@@ -167,4 +167,81 @@ TEST(Repro, LogSoftmaxRowsAreCloseToTheTrueFunctionAndFollowTheirFormula) {
   for (float v : y) EXPECT_TRUE(std::isnan(v));
 }
 
+TEST(Repro, ErfAndGeluAreCloseToTheTrueFunctions) {
+  double worst = 0;
+  for (float x = -6.0f; x < 6.0f; x += 0.001f) worst = std::max(worst, std::fabs(double{erf_f32(x)} - std::erf(double{x})));
+  EXPECT_LT(worst, 8e-7);
+  // Below 0.5 in magnitude the odd polynomial keeps the relative error small.
+  for (float x = 1e-30f; x < 0.5f; x *= 1.37f) EXPECT_LE(ulps(erf_f32(x), std::erf(double{x})), 4) << x;
+  EXPECT_EQ(erf_f32(0.0f), 0.0f);
+  EXPECT_EQ(erf_f32(-10.0f), -1.0f);
+  EXPECT_TRUE(std::isnan(erf_f32(std::numeric_limits<float>::quiet_NaN())));
+  for (float x = -5.0f; x < 5.0f; x += 0.01f) {
+    const double xd = x, cdf = 0.5 * (1 + std::erf(xd / std::sqrt(2.0)));
+    EXPECT_NEAR(gelu_f32(x), xd * cdf, 4e-6) << x;
+    const double d = cdf + xd * std::exp(-0.5 * xd * xd) / std::sqrt(2 * M_PI);
+    EXPECT_NEAR(gelu_backward_f32(1.5f, x), 1.5 * d, 8e-6) << x;
+  }
+}
+
+TEST(Repro, SoftmaxAndLayerNormRowsMatchTheirReferences) {
+  const std::vector<float> x = random_floats(40, 8, 3.0f), w = random_floats(40, 9), b = random_floats(40, 10);
+  std::vector<float> y(40), dx(40);
+  softmax_row(x.data(), 40, y.data());
+  double m = x[0], s = 0;
+  for (float v : x) m = std::max(m, double{v});
+  for (float v : x) s += std::exp(double{v} - m);
+  for (size_t j = 0; j < 40; ++j) EXPECT_NEAR(y[j], std::exp(double{x[j]} - m) / s, 1e-6);
+  float mean = 0, rstd = 0;
+  layer_norm_row(x.data(), 40, w.data(), b.data(), 1e-5f, y.data(), &mean, &rstd);
+  double mu = 0, var = 0;
+  for (float v : x) mu += v;
+  mu /= 40;
+  for (float v : x) var += (v - mu) * (v - mu);
+  var /= 40;
+  const double r = 1 / std::sqrt(var + 1e-5);
+  EXPECT_NEAR(mean, mu, 1e-6);
+  EXPECT_NEAR(rstd, r, 1e-6 * r);
+  for (size_t j = 0; j < 40; ++j) EXPECT_NEAR(y[j], (x[j] - mu) * r * w[j] + b[j], 2e-5);
+  // The input gradient against the exact formula in binary64.
+  const std::vector<float> g = random_floats(40, 12);
+  layer_norm_backward_row(g.data(), x.data(), 40, w.data(), mean, rstd, dx.data());
+  double a = 0, bb = 0;
+  for (size_t j = 0; j < 40; ++j) {
+    a += double{g[j]} * w[j];
+    bb += double{g[j]} * w[j] * (x[j] - mu) * r;
+  }
+  for (size_t j = 0; j < 40; ++j)
+    EXPECT_NEAR(dx[j], r * (double{g[j]} * w[j] - a / 40 - (x[j] - mu) * r * bb / 40), 2e-5);
+}
+
+TEST(Repro, PhiloxGivesThePublishedAnswers) {
+  // Random123's known-answer vectors for philox4x32, 10 rounds.
+  auto word = [](uint32_t lo, uint32_t hi) { return uint64_t{lo} | uint64_t{hi} << 32; };
+  Philox4 r = philox4x32_10(0, 0, 0);
+  EXPECT_EQ(r.v[0], 0x6627e8d5u);
+  EXPECT_EQ(r.v[1], 0xe169c58du);
+  EXPECT_EQ(r.v[2], 0xbc57ac4cu);
+  EXPECT_EQ(r.v[3], 0x9b00dbd8u);
+  r = philox4x32_10(~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0});
+  EXPECT_EQ(r.v[0], 0x408f276du);
+  EXPECT_EQ(r.v[1], 0x41c83b0eu);
+  EXPECT_EQ(r.v[2], 0xa20bc7c6u);
+  EXPECT_EQ(r.v[3], 0x6d5451fdu);
+  r = philox4x32_10(word(0xa4093822u, 0x299f31d0u), word(0x243f6a88u, 0x85a308d3u), word(0x13198a2eu, 0x03707344u));
+  EXPECT_EQ(r.v[0], 0xd16cfe09u);
+  EXPECT_EQ(r.v[1], 0x94fdccebu);
+  EXPECT_EQ(r.v[2], 0x5001e420u);
+  EXPECT_EQ(r.v[3], 0x24126ea1u);
+  // Uniform draws: in [0, 1), 24 bits each, about half below 0.5.
+  int below = 0;
+  for (uint64_t i = 0; i < 10000; ++i) {
+    const float u = uniform_f32(42, i);
+    ASSERT_GE(u, 0.0f);
+    ASSERT_LT(u, 1.0f);
+    below += u < 0.5f;
+  }
+  EXPECT_NEAR(below, 5000, 200);
+}
+
 }  // namespace pot_repro_test

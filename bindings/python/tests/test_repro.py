@@ -54,24 +54,29 @@ def make_optimizer(kind, params):
 
 
 class Run:
-    """An honest run of the MLP, recorded on one thread."""
+    """An honest run recorded on one thread: this file's MLP by default, or
+    a model and samples of the determinism matrix (tests/replay/train.py)."""
 
-    def __init__(self, tmp, optim, arithmetic=REPRO, activation="relu", clip=0.0):
+    def __init__(self, tmp, optim, arithmetic=REPRO, activation="relu", clip=0.0, model=None, data=None,
+                 dropout=0.0):
         os.makedirs(tmp, exist_ok=True)
         torch.set_num_threads(1)
         torch.manual_seed(1)
-        self.model = Mlp(activation)
+        self.model = model if model is not None else Mlp(activation)
         self.data_dir = os.path.join(tmp, "data")
-        self.samples = samples()
+        self.samples = data if data is not None else samples()
         pt.write_dataset(self.samples, self.data_dir)
         self.program = os.path.join(tmp, "program.pt")
         pt.save_program(self.model, self.program)
         self.opt = make_optimizer(optim, self.model.parameters())
         self.clip = clip
-        spec = pt.make_spec(self.opt, self.program, dtype=torch.float32, batch_size=BATCH, seed_policy="none",
-                            grad_clip_max_norm=clip, arithmetic=arithmetic,
+        n = len(self.samples)
+        batch = min(BATCH, n)
+        spec = pt.make_spec(self.opt, self.program, dtype=torch.float32, batch_size=batch,
+                            seed_policy="per_step" if dropout else "none", seed=7 if dropout else 0,
+                            dropout=dropout, grad_clip_max_norm=clip, arithmetic=arithmetic,
                             **({"intra_op_threads": 1} if arithmetic == "native" else {}))
-        self.schedule = [[[(BATCH * t + i) % SAMPLES for i in range(BATCH)]] for t in range(STEPS)]
+        self.schedule = [[[(batch * t + i) % n for i in range(batch)]] for t in range(STEPS)]
         self.task = pt.make_task(self.model, self.opt, spec, dataset_dir=self.data_dir, schedule=self.schedule,
                                  end_height=10 ** 6, owner=b"owner", challenge_rounds=3)
         self.rec = pt.Recorder(self.model, self.opt, self.task, self.program, os.path.join(tmp, "ckpt"),
@@ -80,7 +85,7 @@ class Run:
 
     def batch(self, t):
         b = [self.samples[i] for i in self.schedule[t - 1][0]]
-        return torch.stack([s["x"] for s in b]), torch.stack([s["y"] for s in b])
+        return [torch.stack([s[name] for s in b]) for name in self.rec.input_names]
 
     def step(self, t):
         self.rec.begin_step(self.schedule[t - 1][0])
@@ -152,6 +157,25 @@ def test_every_step_replays_bit_for_bit_on_other_threads_and_kernels(tmp_path, o
         assert all(r["check"] == "ok" for r in results), (threads, capability, results)
         if capability:
             assert "aten:default" in results[0]["class"]
+
+
+@pytest.mark.parametrize("name", ["mlp", "transformer"])
+def test_the_matrix_models_replay_bit_for_bit_with_dropout(tmp_path, name):
+    """The determinism matrix's MLP (Linear, LayerNorm, GELU, Dropout) and
+    GPT (embeddings, causal attention, softmax, LayerNorm, GELU, dropout,
+    tied head), AdamW with clipping, dropout 0.1 from per_step seeds: every
+    step verified bit for bit on 2 threads and with the default kernels."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))), "tests", "replay"))
+    import train as T
+    torch.manual_seed(1)
+    model = T.build_task(name)
+    data = T.make_samples(name, 32, 7, torch.float32)
+    run = Run(str(tmp_path / name), "adamw", clip=1.0, model=model, data=data, dropout=T.DROPOUT).train()
+    for threads, capability in [(2, None), (1, "default")]:
+        results = verify_elsewhere(run, str(tmp_path), threads, capability)
+        assert [r["step"] for r in results] == list(range(1, STEPS + 1))
+        assert all(r["check"] == "ok" for r in results), (name, threads, capability, results)
 
 
 def test_the_arithmetic_is_what_computes_the_steps(tmp_path):
