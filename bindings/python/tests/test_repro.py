@@ -131,16 +131,18 @@ for t, manifest, pre, post in a["openings"]:
 """
 
 
-def verify_elsewhere(run, tmp, threads, capability=None):
+def verify_elsewhere(run, tmp, threads, capability=None, onednn=None):
     args = {"commitment": run.rec.commitment.encode().hex(), "spec": run.task.spec.to_json(),
             "program": run.program, "steps": STEPS, "root": run.root.hex(), "openings": run.openings(),
             "threads": threads}
-    path = os.path.join(tmp, f"verify-{threads}-{capability}.json")
+    path = os.path.join(tmp, f"verify-{threads}-{capability}-{onednn}.json")
     with open(path, "w") as f:
         json.dump(args, f)
     env = dict(os.environ)
     if capability:
         env["ATEN_CPU_CAPABILITY"] = capability
+    if onednn:
+        env["ONEDNN_MAX_CPU_ISA"] = onednn
     out = subprocess.run([sys.executable, "-c", CHILD, path], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     return [json.loads(line) for line in out.stdout.splitlines()]
@@ -164,7 +166,8 @@ def test_the_matrix_models_replay_bit_for_bit_with_dropout(tmp_path, name):
     """The determinism matrix's MLP (Linear, LayerNorm, GELU, Dropout) and
     GPT (embeddings, causal attention, softmax, LayerNorm, GELU, dropout,
     tied head), AdamW with clipping, dropout 0.1 from per_step seeds: every
-    step verified bit for bit on 2 threads and with the default kernels."""
+    step verified bit for bit on 2 threads, with the default kernels and with
+    oneDNN capped at SSE4.1 (each a hardware class of its own under native)."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))))), "tests", "replay"))
     import train as T
@@ -172,10 +175,10 @@ def test_the_matrix_models_replay_bit_for_bit_with_dropout(tmp_path, name):
     model = T.build_task(name)
     data = T.make_samples(name, 32, 7, torch.float32)
     run = Run(str(tmp_path / name), "adamw", clip=1.0, model=model, data=data, dropout=T.DROPOUT).train()
-    for threads, capability in [(2, None), (1, "default")]:
-        results = verify_elsewhere(run, str(tmp_path), threads, capability)
+    for threads, capability, onednn in [(2, None, None), (1, "default", None), (1, None, "SSE41")]:
+        results = verify_elsewhere(run, str(tmp_path), threads, capability, onednn)
         assert [r["step"] for r in results] == list(range(1, STEPS + 1))
-        assert all(r["check"] == "ok" for r in results), (name, threads, capability, results)
+        assert all(r["check"] == "ok" for r in results), (name, threads, capability, onednn, results)
 
 
 def test_the_arithmetic_is_what_computes_the_steps(tmp_path):
