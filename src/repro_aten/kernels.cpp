@@ -21,16 +21,10 @@
 #include "repro/arith.h"
 #include "repro/matmul.h"
 #include "repro_aten/gate.h"
+#include "repro_aten/kernel_util.h"
 
 namespace pot::repro_aten {
 
-namespace {
-
-using repro::FpEnvironment;
-
-// Whether `op` computes in pot-repro/1 here: inside a Scope, on binary32. A
-// floating-point type the arithmetic does not define is a violation (the
-// caller then runs ATen's kernel, whose result the scope voids).
 bool use_repro(const char *op, at::ScalarType t) {
   if (!active()) return false;
   if (t == at::kFloat) return true;
@@ -40,27 +34,33 @@ bool use_repro(const char *op, at::ScalarType t) {
   return false;
 }
 
-float scalar_f32(const at::Scalar &s) { return s.to<float>(); }
-
-// An argument's type as this LibTorch's schema declares it: torch 2 passes
-// some integers (nll_loss's ignore_index) as c10::SymInt, 1.13 as int64_t.
-template <class F, size_t I>
-struct ArgOf;
-template <class R, class... A, size_t I>
-struct ArgOf<R(A...), I> {
-  using type = std::decay_t<std::tuple_element_t<I, std::tuple<A...>>>;
-};
-using IgnoreIndex = ArgOf<at::_ops::nll_loss_forward::schema, 4>::type;
-int64_t as_int(int64_t v) { return v; }
-[[maybe_unused]] int64_t as_int(const c10::SymInt &v) { return v.expect_int(); }
-// A SymInt list of concrete integers as an int list (torch 2 asks where from).
-at::IntArrayRef int_list(c10::SymIntArrayRef v) {
-#if TORCH_VERSION_MAJOR >= 2
-  return c10::asIntArrayRefSlow(v, __FILE__, __LINE__);
-#else
-  return c10::asIntArrayRefSlow(v);
-#endif
+// a [m, k] @ b [k, n] by the chains of repro/matmul.h, threads by rows.
+at::Tensor product(const at::Tensor &a, const at::Tensor &b) {
+  TORCH_CHECK(a.dim() == 2 && b.dim() == 2, "pot-repro/1: mm expects 2-D matrices, got ", a.dim(), "-D and ",
+              b.dim(), "-D");
+  TORCH_CHECK(a.size(1) == b.size(0), "mat1 and mat2 shapes cannot be multiplied (", a.size(0), "x", a.size(1),
+              " and ", b.size(0), "x", b.size(1), ")");
+  const at::Tensor ac = a.contiguous(), bc = b.contiguous();
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  at::Tensor c = at::empty({m, n}, a.options().memory_format(at::MemoryFormat::Contiguous));
+  if (m == 0 || n == 0) return c;
+  const float *pa = ac.data_ptr<float>(), *pb = bc.data_ptr<float>();
+  float *pc = c.data_ptr<float>();
+  const repro::Isa isa = repro::best_isa();
+  const int64_t grain = std::max<int64_t>(4, 65536 / std::max<int64_t>(n * std::max<int64_t>(k, 1), 1));
+  at::parallel_for(0, m, grain, [&](int64_t r0, int64_t r1) {
+    repro::FpEnvironment env;
+    repro::matmul_rows(pa, k, pb, n, pc, n, k, n, r0, r1, isa);
+  });
+  return c;
 }
+
+
+namespace {
+
+using repro::FpEnvironment;
+
+using IgnoreIndex = ArgOf<at::_ops::nll_loss_forward::schema, 4>::type;
 
 // ---------------------------------------------------------------- elementwise
 
@@ -461,27 +461,6 @@ at::Tensor &vector_norm_out(const at::Tensor &self, const at::Scalar &ord, at::O
 }
 
 // ---------------------------------------------------------------- matrix products
-
-// a [m, k] @ b [k, n] by the chains of repro/matmul.h, threads by rows.
-at::Tensor product(const at::Tensor &a, const at::Tensor &b) {
-  TORCH_CHECK(a.dim() == 2 && b.dim() == 2, "pot-repro/1: mm expects 2-D matrices, got ", a.dim(), "-D and ",
-              b.dim(), "-D");
-  TORCH_CHECK(a.size(1) == b.size(0), "mat1 and mat2 shapes cannot be multiplied (", a.size(0), "x", a.size(1),
-              " and ", b.size(0), "x", b.size(1), ")");
-  const at::Tensor ac = a.contiguous(), bc = b.contiguous();
-  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
-  at::Tensor c = at::empty({m, n}, a.options().memory_format(at::MemoryFormat::Contiguous));
-  if (m == 0 || n == 0) return c;
-  const float *pa = ac.data_ptr<float>(), *pb = bc.data_ptr<float>();
-  float *pc = c.data_ptr<float>();
-  const repro::Isa isa = repro::best_isa();
-  const int64_t grain = std::max<int64_t>(4, 65536 / std::max<int64_t>(n * std::max<int64_t>(k, 1), 1));
-  at::parallel_for(0, m, grain, [&](int64_t r0, int64_t r1) {
-    FpEnvironment env;
-    repro::matmul_rows(pa, k, pb, n, pc, n, k, n, r0, r1, isa);
-  });
-  return c;
-}
 
 at::Tensor mm_fn(const at::Tensor &a, const at::Tensor &b) {
   if (!use_repro("aten::mm.default", type2(a, b))) return at::cpu::mm(a, b);
@@ -924,18 +903,8 @@ at::Tensor embedding_backward_fn(const at::Tensor &grad_output, const at::Tensor
 }  // namespace
 
 void register_kernels(torch::Library &lib, std::vector<std::string> &names) {
-  auto add = [&](const char *name, auto fn) {
-    lib.impl(name, fn);
-    std::string key = std::string("aten::") + name;
-    if (key.find('.') == std::string::npos) key += ".default";
-    names.push_back(std::move(key));
-  };
-  // Each kernel has exactly its operator's signature in this LibTorch (the
-  // build fails otherwise, naming it): registration cannot be refused.
-#define POT_KERNEL(op, name, fn)                                                                   \
-  static_assert(std::is_same_v<decltype(fn), at::_ops::op::schema>,                               \
-                "the pot-repro/1 kernel of " name " does not have the operator's signature");     \
-  add(name, TORCH_FN(fn))
+  Registrar reg{lib, names};
+#define POT_KERNEL(op, name, fn) POT_REPRO_KERNEL(reg, op, name, fn)
   POT_KERNEL(add_Tensor, "add.Tensor", add_tensor);
   POT_KERNEL(add__Tensor, "add_.Tensor", add_inplace);
   POT_KERNEL(add_out, "add.out", add_out);
@@ -1007,6 +976,7 @@ void register_kernels(torch::Library &lib, std::vector<std::string> &names) {
   POT_KERNEL(bernoulli__float, "bernoulli_.float", bernoulli_float);
   POT_KERNEL(embedding_dense_backward, "embedding_dense_backward", embedding_backward_fn);
 #undef POT_KERNEL
+  register_conv_kernels(reg);
 }
 
 }  // namespace pot::repro_aten

@@ -161,11 +161,12 @@ def test_every_step_replays_bit_for_bit_on_other_threads_and_kernels(tmp_path, o
             assert "aten:default" in results[0]["class"]
 
 
-@pytest.mark.parametrize("name", ["mlp", "transformer"])
+@pytest.mark.parametrize("name", ["mlp", "transformer", "cnn"])
 def test_the_matrix_models_replay_bit_for_bit_with_dropout(tmp_path, name):
-    """The determinism matrix's MLP (Linear, LayerNorm, GELU, Dropout) and
-    GPT (embeddings, causal attention, softmax, LayerNorm, GELU, dropout,
-    tied head), AdamW with clipping, dropout 0.1 from per_step seeds: every
+    """The determinism matrix's MLP (Linear, LayerNorm, GELU, Dropout), GPT
+    (embeddings, causal attention, softmax, LayerNorm, GELU, dropout, tied
+    head) and CNN (Conv2d, BatchNorm2d, MaxPool2d, Dropout), AdamW with
+    clipping, dropout 0.1 from per_step seeds: every
     step verified bit for bit on 2 threads, with the default kernels and with
     oneDNN capped at SSE4.1 (each a hardware class of its own under native)."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
