@@ -110,6 +110,25 @@ float erf_f32(float x) {
   return x < 0.0f ? -r : r;
 }
 
+float tanh_f32(float x) {
+  if (std::isnan(x)) return x;
+  const float a = std::fabs(x);
+  if (a < 0.25f) {
+    // x - x^3/3 + 2x^5/15 - 17x^7/315 + 62x^9/2835 - 1382x^11/155925
+    const float z = x * x;
+    float p = -0x1.226e36p-7f;
+    p = p * z + 0x1.664f48p-6f;
+    p = p * z + -0x1.ba1ba2p-5f;
+    p = p * z + 0x1.111112p-3f;
+    p = p * z + -0x1.555556p-2f;
+    return x + x * (p * z);
+  }
+  const float r = a >= 10.0f ? 1.0f : 1.0f - 2.0f / (exp_f32(a + a) + 1.0f);
+  return x < 0.0f ? -r : r;
+}
+
+float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
+
 void softmax_row(const float *x, int64_t n, float *out) {
   float m = -std::numeric_limits<float>::infinity();
   for (int64_t j = 0; j < n; ++j)

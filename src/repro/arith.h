@@ -83,6 +83,12 @@ void layer_norm_row(const float *x, int64_t n, const float *w, const float *b, f
 void layer_norm_backward_row(const float *g, const float *x, int64_t n, const float *w, float mean, float rstd,
                              float *out);
 
+// tanh and the logistic sigmoid (PROTOCOL 14.6): tanh by its Taylor
+// polynomial below 0.25 in magnitude, 1 - 2 / (exp(2|x|) + 1) above, 1 from
+// 10; sigmoid(x) = 1 / (1 + exp(-x)).
+float tanh_f32(float x);
+float sigmoid_f32(float x);
+
 // GELU (the erf form) and its backward (PROTOCOL 14.6).
 float gelu_f32(float x);
 float gelu_backward_f32(float g, float x);

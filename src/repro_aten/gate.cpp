@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
+#include <ATen/Context.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/record_function.h>
 #include <c10/util/Exception.h>
@@ -40,7 +42,7 @@ const std::set<std::string> &movement_operators() {
       "aten::requires_grad_", "aten::reshape",   "aten::resize_",       "aten::resolve_conj",
       "aten::resolve_neg", "aten::scalar_tensor", "aten::select",       "aten::set_",
       "aten::slice",       "aten::split",        "aten::squeeze",       "aten::stack",
-      "aten::t",           "aten::transpose",    "aten::tril",          "aten::triu",    "aten::unbind",        "aten::unsqueeze",
+      "aten::t",           "aten::transpose",    "aten::tril",          "aten::triu",    "aten::unbind",        "aten::unsafe_chunk", "aten::unsafe_split",        "aten::unsqueeze",
       "aten::view",        "aten::view_as",      "aten::where",         "aten::zero_",
       "aten::zeros",       "aten::zeros_like",
   };
@@ -174,6 +176,11 @@ void note_violation(const std::string &what) {
 struct Scope::State {
   at::RecordFunctionGuard enabled{true};
   ThreadState *owner = nullptr;  // the thread that made the scope
+  // The outermost scope's view of LibTorch's oneDNN switch: off while it
+  // lives, so that composites which pick a fused oneDNN kernel when it is
+  // on (torch 2's CPU LSTM: mkldnn_rnn_layer) run through the arithmetic's
+  // operators. Process-wide, as LibTorch keeps it.
+  std::optional<bool> mkldnn_was;
 };
 
 Scope::Scope() {
@@ -187,9 +194,14 @@ Scope::Scope() {
   ++s.depth;
   state_ = std::make_unique<State>();
   state_->owner = &s;
+  if (s.depth == 1) {
+    state_->mkldnn_was = at::globalContext().userEnabledMkldnn();
+    at::globalContext().setUserEnabledMkldnn(false);
+  }
 }
 
 Scope::~Scope() {
+  if (state_->mkldnn_was) at::globalContext().setUserEnabledMkldnn(*state_->mkldnn_was);
   ThreadState &s = *state_->owner;
   // Ended on another thread (a recorder freed elsewhere): the owner's
   // callback stays registered, idle at depth 0.

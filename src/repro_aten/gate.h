@@ -34,7 +34,10 @@ std::vector<std::string> kernel_operators();
 // kernel's operator on a dtype the arithmetic does not define, is a
 // violation. The operator still runs (ATen gives no way to stop it from an
 // observer), so whatever the step computed is void: check() refuses it.
-// Scopes nest on a thread; the thread that made one must end it.
+// Scopes nest on a thread; the thread that made one must end it. While
+// the outermost lives, LibTorch's process-wide oneDNN switch is off, so
+// composites that would pick a fused oneDNN kernel (torch 2's CPU LSTM)
+// run through the arithmetic's operators; the switch is restored after.
 class Scope {
  public:
   Scope();

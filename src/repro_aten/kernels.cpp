@@ -249,6 +249,14 @@ at::Tensor &maximum_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &ou
     unary(out, a, Op{});                                                                         \
     return out;                                                                                  \
   }
+struct TanhOp {
+  float operator()(const float *v) const { return repro::tanh_f32(v[0]); }
+};
+struct SigmoidOp {
+  float operator()(const float *v) const { return repro::sigmoid_f32(v[0]); }
+};
+POT_REPRO_UNARY(tanh, TanhOp)
+POT_REPRO_UNARY(sigmoid, SigmoidOp)
 POT_REPRO_UNARY(sqrt, SqrtOp)
 POT_REPRO_UNARY(reciprocal, ReciprocalOp)
 POT_REPRO_UNARY(neg, NegOp)
@@ -311,6 +319,23 @@ at::Tensor &threshold_backward_out(const at::Tensor &grad, const at::Tensor &sel
   binary(out, grad, self, ThresholdBackwardOp{scalar_f32(threshold)});
   return out;
 }
+
+// The activations' backward from their output y: sigmoid g * ((1 - y) * y),
+// tanh g * (1 - y * y).
+#define POT_REPRO_FROM_OUTPUT(op, expr)                                                                  \
+  at::Tensor op##_fn(const at::Tensor &grad, const at::Tensor &out) {                                   \
+    if (!use_repro("aten::" #op ".default", type2(grad, out))) return at::cpu::op(grad, out);           \
+    return binary(at::Tensor(), grad, out, [](const float *v) { return expr; });                        \
+  }                                                                                                     \
+  at::Tensor &op##_out(const at::Tensor &grad, const at::Tensor &out, at::Tensor &grad_input) {         \
+    if (!use_repro("aten::" #op ".grad_input", type2(grad, out)))                                       \
+      return at::cpu::op##_outf(grad, out, grad_input);                                                 \
+    binary(grad_input, grad, out, [](const float *v) { return expr; });                                 \
+    return grad_input;                                                                                  \
+  }
+POT_REPRO_FROM_OUTPUT(sigmoid_backward, v[0] * ((1.0f - v[1]) * v[1]))
+POT_REPRO_FROM_OUTPUT(tanh_backward, v[0] * (1.0f - v[1] * v[1]))
+#undef POT_REPRO_FROM_OUTPUT
 
 // addcmul / addcdiv / lerp
 #define POT_REPRO_ADDC(op, Op)                                                                              \
@@ -962,6 +987,16 @@ void register_kernels(torch::Library &lib, std::vector<std::string> &names) {
   POT_KERNEL(_log_softmax_backward_data, "_log_softmax_backward_data", log_softmax_backward_fn);
   POT_KERNEL(nll_loss_forward, "nll_loss_forward", nll_forward);
   POT_KERNEL(nll_loss_backward, "nll_loss_backward", nll_backward);
+  POT_KERNEL(tanh, "tanh", tanh_fn);
+  POT_KERNEL(tanh_, "tanh_", tanh_inplace);
+  POT_KERNEL(tanh_out, "tanh.out", tanh_out);
+  POT_KERNEL(sigmoid, "sigmoid", sigmoid_fn);
+  POT_KERNEL(sigmoid_, "sigmoid_", sigmoid_inplace);
+  POT_KERNEL(sigmoid_out, "sigmoid.out", sigmoid_out);
+  POT_KERNEL(tanh_backward, "tanh_backward", tanh_backward_fn);
+  POT_KERNEL(tanh_backward_grad_input, "tanh_backward.grad_input", tanh_backward_out);
+  POT_KERNEL(sigmoid_backward, "sigmoid_backward", sigmoid_backward_fn);
+  POT_KERNEL(sigmoid_backward_grad_input, "sigmoid_backward.grad_input", sigmoid_backward_out);
   POT_KERNEL(gelu, "gelu", gelu_fn);
   POT_KERNEL(gelu_, "gelu_", gelu_inplace);
   POT_KERNEL(gelu_out, "gelu.out", gelu_out);

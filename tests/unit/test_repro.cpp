@@ -184,6 +184,27 @@ TEST(Repro, ErfAndGeluAreCloseToTheTrueFunctions) {
   }
 }
 
+TEST(Repro, TanhAndSigmoidAreCloseToTheTrueFunctions) {
+  int64_t worst_tanh = 0;
+  for (float x = -12.0f; x < 12.0f; x += 0.0007f) {
+    if (std::fabs(x) < 1e-30f) continue;
+    worst_tanh = std::max(worst_tanh, ulps(tanh_f32(x), std::tanh(double{x})));
+  }
+  EXPECT_LE(worst_tanh, 4);
+  for (float x = 1e-30f; x < 0.25f; x *= 1.3f) {
+    EXPECT_LE(ulps(tanh_f32(x), std::tanh(double{x})), 2) << x;
+    EXPECT_EQ(tanh_f32(-x), -tanh_f32(x));
+  }
+  double worst_sigmoid = 0;
+  for (float x = -20.0f; x < 20.0f; x += 0.001f)
+    worst_sigmoid = std::max(worst_sigmoid, std::fabs(double{sigmoid_f32(x)} - 1 / (1 + std::exp(-double{x}))));
+  EXPECT_LT(worst_sigmoid, 2e-7);
+  EXPECT_EQ(tanh_f32(50.0f), 1.0f);
+  EXPECT_EQ(sigmoid_f32(-200.0f), 0.0f);
+  EXPECT_EQ(sigmoid_f32(200.0f), 1.0f);
+  EXPECT_TRUE(std::isnan(tanh_f32(std::numeric_limits<float>::quiet_NaN())));
+}
+
 TEST(Repro, SoftmaxAndLayerNormRowsMatchTheirReferences) {
   const std::vector<float> x = random_floats(40, 8, 3.0f), w = random_floats(40, 9), b = random_floats(40, 10);
   std::vector<float> y(40), dx(40);

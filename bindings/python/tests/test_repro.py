@@ -34,7 +34,7 @@ class Mlp(torch.nn.Module):
         super().__init__()
         self.fc1 = torch.nn.Linear(FEATURES, HIDDEN)
         self.fc2 = torch.nn.Linear(HIDDEN, CLASSES)
-        self.act = torch.nn.ReLU() if activation == "relu" else torch.nn.Tanh()
+        self.act = torch.nn.ReLU() if activation == "relu" else torch.nn.SiLU()
 
     def forward(self, x, y):
         return torch.nn.functional.cross_entropy(self.fc2(self.act(self.fc1(x))), y)
@@ -182,6 +182,34 @@ def test_the_matrix_models_replay_bit_for_bit_with_dropout(tmp_path, name):
         assert all(r["check"] == "ok" for r in results), (name, threads, capability, onednn, results)
 
 
+class LstmLm(torch.nn.Module):
+    """An LSTM language model: embeddings, one LSTM layer (sigmoid and tanh
+    gates), a linear head, next-token cross-entropy."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(40, 16)
+        self.lstm = torch.nn.LSTM(16, 32, batch_first=True)
+        self.head = torch.nn.Linear(32, 40)
+
+    def forward(self, tokens):
+        h, _ = self.lstm(self.emb(tokens[:, :-1]))
+        return torch.nn.functional.cross_entropy(self.head(h).reshape(-1, 40), tokens[:, 1:].reshape(-1))
+
+
+def test_an_lstm_replays_bit_for_bit(tmp_path):
+    """sigmoid, tanh and their backward; torch 2's CPU LSTM would call
+    oneDNN's fused mkldnn_rnn_layer, which a pot-repro/1 step switches off."""
+    g = torch.Generator().manual_seed(5)
+    data = [{"tokens": torch.randint(0, 40, (13,), generator=g)} for _ in range(32)]
+    torch.manual_seed(1)
+    run = Run(str(tmp_path / "lstm"), "adam", clip=1.0, model=LstmLm(), data=data).train()
+    for threads, capability in [(2, None), (1, "default")]:
+        results = verify_elsewhere(run, str(tmp_path), threads, capability)
+        assert all(r["check"] == "ok" for r in results), (threads, capability, results)
+    assert torch._C._get_mkldnn_enabled()  # restored after every step
+
+
 def test_the_arithmetic_is_what_computes_the_steps(tmp_path):
     """The same run under native gives other states: pot-repro/1 kernels,
     not ATen's, computed the recorded steps."""
@@ -195,11 +223,11 @@ def test_the_arithmetic_is_what_computes_the_steps(tmp_path):
 
 
 def test_a_step_with_an_operator_outside_the_arithmetic_is_refused_naming_it(tmp_path):
-    """A miner's step that computes tanh (no pot-repro/1 kernel yet) with
+    """A miner's step that computes SiLU (no pot-repro/1 kernel yet) with
     ATen's own kernel: its bits are the machine's, so the recorder refuses
     it at end_step, naming the operator, and records nothing."""
-    run = Run(str(tmp_path / "tanh"), "sgd", activation="tanh")
-    with pytest.raises(pot.UnsupportedError, match=r"aten::tanh\.default has no pot-repro/1 kernel"):
+    run = Run(str(tmp_path / "silu"), "sgd", activation="silu")
+    with pytest.raises(pot.UnsupportedError, match=r"aten::silu\.default has no pot-repro/1 kernel"):
         run.step(1)
     assert run.rec.steps_recorded == 0
 
