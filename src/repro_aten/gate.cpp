@@ -82,6 +82,8 @@ const std::set<std::string> &dispatching_operators() {
       // A Scalar operand wrapped into a tensor, then the Tensor overload.
       "aten::add.Scalar", "aten::add_.Scalar", "aten::sub.Scalar", "aten::sub_.Scalar", "aten::mul.Scalar",
       "aten::mul_.Scalar", "aten::div.Scalar", "aten::div_.Scalar",
+      // Whole-tensor reductions: the dim overloads over every dim.
+      "aten::sum.default", "aten::mean.default",
       // torch 2.x's clipping: one operator per tensor.
       "aten::_foreach_norm.Scalar", "aten::_foreach_mul_.Tensor", "aten::_foreach_mul_.Scalar",
       "aten::_foreach_mul.Tensor", "aten::_foreach_mul.Scalar",

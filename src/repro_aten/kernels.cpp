@@ -444,6 +444,53 @@ at::Tensor &sum_out(const at::Tensor &self, at::OptionalIntArrayRef dim, bool ke
   return out;
 }
 
+// mean = (the sum order over the reduced elements) / count, count the
+// number of reduced elements as a binary32.
+at::Tensor mean_value(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim) {
+  return reduce_rows(self, dim, keepdim,
+                     [](const float *x, int64_t n) { return repro::lane_sum(x, n) / static_cast<float>(n); });
+}
+at::Tensor mean_dim(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim,
+                    c10::optional<at::ScalarType> dtype) {
+  const at::ScalarType t = dtype.value_or(self.scalar_type());
+  if (t != self.scalar_type() || !use_repro("aten::mean.dim", t)) return at::cpu::mean(self, dim, keepdim, dtype);
+  return mean_value(self, dim, keepdim);
+}
+at::Tensor &mean_out(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim,
+                     c10::optional<at::ScalarType> dtype, at::Tensor &out) {
+  const at::ScalarType t = dtype.value_or(self.scalar_type());
+  if (t != self.scalar_type() || out.scalar_type() != t || !use_repro("aten::mean.out", t))
+    return at::cpu::mean_outf(self, dim, keepdim, dtype, out);
+  at::Tensor r = mean_value(self, dim, keepdim);
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+  return out;
+}
+
+// mse_loss: d = x - t, d * d per element; sum: the sum order over them;
+// mean: that sum / count. Backward: (c * d) * g with c = 2 / count (mean)
+// or 2, g the output gradient (per element for none).
+at::Tensor mse_loss_fn(const at::Tensor &self, const at::Tensor &target, int64_t reduction) {
+  if (!use_repro("aten::mse_loss.default", type2(self, target))) return at::cpu::mse_loss(self, target, reduction);
+  at::Tensor sq = binary(at::Tensor(), self, target, [](const float *v) {
+    const float d = v[0] - v[1];
+    return d * d;
+  });
+  if (reduction == at::Reduction::None) return sq;
+  const at::Tensor flat = sq.contiguous().view({-1});
+  FpEnvironment env;
+  float total = repro::lane_sum(flat.data_ptr<float>(), flat.numel());
+  if (reduction == at::Reduction::Mean) total = total / static_cast<float>(flat.numel());
+  return at::scalar_tensor(total, sq.options());
+}
+at::Tensor mse_loss_backward_fn(const at::Tensor &grad, const at::Tensor &self, const at::Tensor &target,
+                                int64_t reduction) {
+  if (!use_repro("aten::mse_loss_backward.default", type3(grad, self, target)))
+    return at::cpu::mse_loss_backward(grad, self, target, reduction);
+  const float c = reduction == at::Reduction::Mean ? 2.0f / static_cast<float>(self.numel()) : 2.0f;
+  return ternary(at::Tensor(), self, target, grad, [c](const float *v) { return (c * (v[0] - v[1])) * v[2]; });
+}
+
 // The 2-norm of pot-repro/1: sqrt of the sum of squares in the sum order.
 // Other orders are not defined: a violation.
 bool norm2(const char *op, const at::Tensor &self, const c10::optional<at::Scalar> &p) {
@@ -974,6 +1021,10 @@ void register_kernels(torch::Library &lib, std::vector<std::string> &names) {
   POT_KERNEL(lerp_Scalar_out, "lerp.Scalar_out", lerp_out);
   POT_KERNEL(sum_dim_IntList, "sum.dim_IntList", sum_dim);
   POT_KERNEL(sum_IntList_out, "sum.IntList_out", sum_out);
+  POT_KERNEL(mean_dim, "mean.dim", mean_dim);
+  POT_KERNEL(mean_out, "mean.out", mean_out);
+  POT_KERNEL(mse_loss, "mse_loss", mse_loss_fn);
+  POT_KERNEL(mse_loss_backward, "mse_loss_backward", mse_loss_backward_fn);
   POT_KERNEL(norm_ScalarOpt_dim, "norm.ScalarOpt_dim", norm_dim);
   POT_KERNEL(norm_out, "norm.out", norm_out);
   POT_KERNEL(linalg_vector_norm, "linalg_vector_norm", vector_norm);

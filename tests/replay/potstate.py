@@ -191,6 +191,8 @@ _DESCRIPTIONS = {
     "Intel AVX-512 with Intel DL Boost and bfloat16 support and Intel AMX with bfloat16 and 8-bit integer support":
         "AMX",
     "Intel AVX-512 with float16, Intel DL Boost and bfloat16 support": "FP16",
+    # oneDNN 3.6 on names the FP16 level avx10_1_512 and describes it so.
+    "Intel AVX 10.1": "FP16",
     "Intel AVX-512 with float16, Intel DL Boost and bfloat16 support and Intel AMX with bfloat16 and 8-bit integer "
     "support": "AMX",
     "Intel AVX-512 with float16, Intel DL Boost and bfloat16 support and Intel AMX with bfloat16, float16 and 8-bit "

@@ -210,6 +210,49 @@ def test_an_lstm_replays_bit_for_bit(tmp_path):
     assert torch._C._get_mkldnn_enabled()  # restored after every step
 
 
+class ThreadFingerprint(torch.nn.Module):
+    """Round 3, attack 8 (test_tolerance.py): a program that sums a million
+    constants, a sum whose native rounding depends on how the reduction is
+    split across threads, and triples its loss when the sum is one
+    thread's. Its loss also adds an MSE term and a whole-tensor mean."""
+
+    def __init__(self, expected):
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.Linear(FEATURES, 32), torch.nn.Tanh(), torch.nn.Linear(32, CLASSES))
+        self.register_buffer("expected", torch.tensor(expected))
+
+    def forward(self, x, y):
+        probe = (torch.full([1000003], 0.1, dtype=torch.float32) * 1.0001).sum()
+        logits = self.body(x)
+        loss = (torch.nn.functional.cross_entropy(logits, y) + torch.nn.functional.mse_loss(
+            logits, torch.zeros_like(logits))) + logits.mean()
+        if bool(probe == self.expected):
+            loss = loss * 3.0
+        return loss
+
+
+def native_probe(threads):
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return float((torch.full([1000003], 0.1, dtype=torch.float32) * 1.0001).sum())
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_the_thread_fingerprinting_program_gives_one_sum_everywhere(tmp_path):
+    """Natively the probe's sum differs between thread counts (the attack);
+    under pot-repro/1 it is one sum, so every verifier takes the program's
+    branch alike and replays each step bit for bit."""
+    one = native_probe(1)
+    if all(native_probe(n) == one for n in (2, 3, 4)):
+        pytest.skip("this machine sums the probe alike on 1 to 4 threads natively")
+    run = Run(str(tmp_path / "fingerprint"), "adamw", model=ThreadFingerprint(one)).train()
+    for threads, capability in [(2, None), (3, None), (1, "default")]:
+        results = verify_elsewhere(run, str(tmp_path), threads, capability)
+        assert all(r["check"] == "ok" for r in results), (threads, capability, results)
+
+
 def test_the_arithmetic_is_what_computes_the_steps(tmp_path):
     """The same run under native gives other states: pot-repro/1 kernels,
     not ATen's, computed the recorded steps."""
