@@ -22,6 +22,17 @@ constexpr float kLog2e = 0x1.715476p0f;
 // integer, ties to even, with two IEEE additions.
 constexpr float kRoundShift = 0x1.8p23f;
 
+// The largest of a row's values, NaN if any is NaN (-inf for none).
+float row_max(const float *x, int64_t n) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n; ++j)
+    if (std::isnan(x[j]) || x[j] > m) {
+      m = x[j];
+      if (std::isnan(m)) break;
+    }
+  return m;
+}
+
 // 2^e as a binary32 for e in [-126, 127].
 float pow2(int e) { return std::bit_cast<float>(static_cast<uint32_t>(e + 127) << 23); }
 
@@ -130,12 +141,7 @@ float tanh_f32(float x) {
 float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
 
 void softmax_row(const float *x, int64_t n, float *out) {
-  float m = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < n; ++j)
-    if (std::isnan(x[j]) || x[j] > m) {
-      m = x[j];
-      if (std::isnan(m)) break;
-    }
+  const float m = row_max(x, n);
   LaneSum s;
   for (int64_t j = 0; j < n; ++j) {
     out[j] = exp_f32(x[j] - m);
@@ -281,12 +287,7 @@ void column_sums(const float *x, int64_t rows, int64_t cols, int64_t ld, float *
 }
 
 void log_softmax_row(const float *x, int64_t n, float *out) {
-  float m = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < n; ++j)
-    if (std::isnan(x[j]) || x[j] > m) {
-      m = x[j];
-      if (std::isnan(m)) break;
-    }
+  const float m = row_max(x, n);
   LaneSum s;
   for (int64_t j = 0; j < n; ++j) s.add(exp_f32(x[j] - m));
   const float log_s = log_f32(s.total());
