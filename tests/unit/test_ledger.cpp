@@ -1524,6 +1524,32 @@ TEST(Ledger, NormBucketModeCountsAnyThreadsAndHardware) {
   expect_round_trip(f.ledger);
 }
 
+TEST(Ledger, AReproducibleTaskCountsBitwiseStatementsOnAnyThreadsAndHardware) {
+  // pot-repro/1 (PROTOCOL 14.6): the spec names no thread count and no
+  // class, so a bitwise statement made on any machine is the step's bits.
+  // Judged by the native rule (the spec's threads and class), every member
+  // would be misconfigured and a forged run never failed.
+  task::Task t = make_task();
+  t.spec.arithmetic = spec::Arithmetic::kRepro1;
+  t.spec.intra_op_threads = 0;
+  t.spec.hardware_class.clear();
+  Flow f(/*forged=*/true, kConfig, 100, t);
+  f.seal();
+  const uint64_t cid = f.challenge();
+  f.open(cid);
+  const uint64_t step = f.step_of(cid);
+  witness::Finding arm = test::replayed_finding(Flow::honest_state(step));
+  arm.environment = {"1.13.1", 8, "cpu-aarch64/aten:default/onednn:none"};
+  witness::Finding x86 = test::replayed_finding(Flow::honest_state(step));
+  x86.environment = {"1.13.1", 3, "cpu-x86_64/aten:avx2/onednn:avx2"};
+  witness::Finding old_torch = test::replayed_finding(Flow::honest_state(step));
+  old_torch.environment.framework_version = "1.12.1";
+  const game::ChallengeVerdict v = f.judge(cid, {{"alice", arm}, {"bob", x86}, {"carol", old_torch}});
+  EXPECT_EQ(v.verdict, Verdict::kFail);
+  EXPECT_EQ(v.misconfigured, std::vector<Bytes>{id("carol")});  // the release still decides the bits
+  expect_round_trip(f.ledger);
+}
+
 TEST(Ledger, AStatementOpensOnlyOnItsChallenge) {
   // Two challenges of one run: a member's statement committed on one does
   // not open on the other, even with the same salt and identity.
