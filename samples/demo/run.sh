@@ -42,4 +42,15 @@ echo "== samples/python-trainer: the three-line hook, 30 steps, one step verifie
 "$venv/bin/python" "$root/samples/python-trainer/trainer.py" --out "$work/python-trainer" --steps 30 --every 10 2>/dev/null
 echo
 
+echo "== samples/python-trainer under pot-repro/1: trained on 1 thread with this CPU's kernels, one step"
+echo "   verified by the CLI on 2 threads and with ATen's default kernels (docs/PROTOCOL.md 14.6)"
+"$venv/bin/python" "$root/samples/python-trainer/trainer.py" --out "$work/repro-trainer" --steps 12 --every 4 \
+  --arithmetic pot-repro/1 --export "$work/repro-verify" 2>/dev/null
+# shellcheck disable=SC2046  # args holds options, split on purpose
+set -- $(cat "$work/repro-verify/args") --commitment "$work/repro-verify/commitment.bin" \
+  --spec "$work/repro-verify/spec.json" "$work/repro-verify/manifest.bin"
+"$prefix/bin/pot" verify "$@" --threads 2
+ATEN_CPU_CAPABILITY=default "$prefix/bin/pot" verify "$@"
+echo
+
 "$venv/bin/python" "$here/demo.py" --pot "$prefix/bin/pot" --go-verifier "$prefix/bin/go-verifier" --out "$out"

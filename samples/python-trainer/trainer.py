@@ -102,7 +102,7 @@ class Corpus(torch.utils.data.Dataset):
 
 
 def setup(out, steps=200, batch=16, data_seed=7, train_data_seed=None, init_seed=1, lr=3e-3, samples=256,
-          base_seed=20261130, program=None):
+          base_seed=20261130, program=None, arithmetic="native"):
     """The model, optimizer, LR scheduler, loader, spec and schedule of a run
     in `out`, with its program file (saved unless `program` is given) and
     the committed data written to out/data. A task owner and every miner of
@@ -122,7 +122,7 @@ def setup(out, steps=200, batch=16, data_seed=7, train_data_seed=None, init_seed
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
     spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=batch, dropout=0.1, seed=base_seed,
-                        scheduler=sched)
+                        scheduler=sched, arithmetic=arithmetic)
     schedule = pt.plan_schedule(loader, steps)
     return {"model": model, "optimizer": opt, "scheduler": sched, "loader": loader, "spec": spec,
             "schedule": schedule, "program": program, "data": os.path.join(out, "data")}
@@ -141,7 +141,7 @@ def make_task(out, owner=b"task owner", rounds=8, end_height=10**6, **setup_args
 def train(out, steps=200, batch=16, every=20, data_seed=7, train_data_seed=None, init_seed=1, lr=3e-3,
           samples=256, base_seed=20261130, post_every=50, on_root=None, substitute=None, frozen=False,
           self_check=True, identity=b"miner", on_start=None, after_step=None, progress=None, task=None, owner=b"task owner",
-          program=None):
+          program=None, arithmetic="native"):
     """Trains and records a run into `out`. Returns a dict of what a miner
     publishes and keeps.
 
@@ -162,7 +162,8 @@ def train(out, steps=200, batch=16, every=20, data_seed=7, train_data_seed=None,
     once the commitment exists, before step 1 (the miner registering it);
     after_step(t, model, optimizer, loss) after each step."""
     s = setup(out, steps=steps, batch=batch, data_seed=data_seed, train_data_seed=train_data_seed,
-              init_seed=init_seed, lr=lr, samples=samples, base_seed=base_seed, program=program)
+              init_seed=init_seed, lr=lr, samples=samples, base_seed=base_seed, program=program,
+              arithmetic=arithmetic)
     model, opt, sched, loader, program = s["model"], s["optimizer"], s["scheduler"], s["loader"], s["program"]
     if task is None:
         task = pt.make_task(model, opt, s["spec"], dataset_dir=s["data"], schedule=s["schedule"], owner=owner,
@@ -225,8 +226,10 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--every", type=int, default=20, help="checkpoint interval")
+    ap.add_argument("--arithmetic", default="native", help="native or pot-repro/1 (docs/PROTOCOL.md 14.6)")
+    ap.add_argument("--export", help="also write what `pot verify` needs for the verified step into this directory")
     a = ap.parse_args()
-    r = train(a.out, steps=a.steps, every=a.every,
+    r = train(a.out, steps=a.steps, every=a.every, arithmetic=a.arithmetic,
               progress=lambda t, n: print(f"\rstep {t}/{n}", end="", file=sys.stderr, flush=True))
     print(file=sys.stderr)
     print(f"run {r['run_id'][:16]}...: {a.steps} steps in {r['train_seconds']:.1f} s, "
@@ -238,6 +241,19 @@ def main():
                         rec.state_path(t - 1))
     print(f"step {t} replayed: {v.replayed_state_digest.hex()[:16]}... == committed: "
           f"{v.replayed_state_digest == v.committed_state_digest}")
+    if a.export:
+        # A verifier's inputs for `pot verify` (docs/cli.md): the opening,
+        # the commitment, the spec, the posted root and the served S_{t-1};
+        # `args` holds the options that are not files.
+        os.makedirs(a.export, exist_ok=True)
+        for name, data in (("manifest.bin", manifest), ("commitment.bin", rec.commitment.encode())):
+            with open(os.path.join(a.export, name), "wb") as f:
+                f.write(data)
+        with open(os.path.join(a.export, "spec.json"), "w") as f:
+            f.write(r["spec"].to_json())
+        with open(os.path.join(a.export, "args"), "w") as f:
+            f.write(f"--step {t} --size {a.steps} --root {r['root']} --program {r['program']} "
+                    f"--pre-state {rec.state_path(t - 1)}\n")
     rec.close()
 
 

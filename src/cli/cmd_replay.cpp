@@ -92,7 +92,8 @@ void add_verify(CLI::App &app) {
   vf->add_option("--pre-state", vo->pre, "served S_{t-1}")->required();
   vf->add_option("--post-state", vo->post, "served S_t (required with --mode bucket)");
   vf->add_option("--mode", vo->mode, "bitwise or bucket")->check(CLI::IsMember({"bitwise", "bucket"}));
-  vf->add_option("--threads", vo->threads, "intra-op threads (0 = the spec's; others only with --mode bucket)");
+  vf->add_option("--threads", vo->threads, "intra-op threads (0 = the spec's, or this process's under pot-repro/1; under native, "
+                  "others only with --mode bucket)");
   vf->add_option("--challenge-id", vo->challenge_id,
                  "also print the witness statement on this ledger challenge (docs/PROTOCOL.md section 19)");
   vf->add_flag("--json", vo->json, "print JSON");
