@@ -48,7 +48,7 @@ def step_times(model_name, threads, arithmetic, steps, work):
                         grad_clip_max_norm=1.0, arithmetic=arithmetic, **extra)
     schedule = [[[(BATCH * t + i) % len(samples) for i in range(BATCH)]] for t in range(steps)]
     task = pt.make_task(model, opt, spec, dataset_dir=data_dir, schedule=schedule, end_height=10 ** 6,
-                        owner=b"owner", challenge_rounds=2)
+                        owner=b"owner", challenge_rounds=2, program=program)
     rec = pt.Recorder(model, opt, task, program, os.path.join(work, "ckpt"), dataset_dir=data_dir,
                       schedule=schedule, checkpoint_every=steps, miner_identity=b"miner", self_check=False)
     names = rec.input_names

@@ -134,7 +134,7 @@ def make_task(out, owner=b"task owner", rounds=8, end_height=10**6, **setup_args
     block `end_height`). Returns (task, program)."""
     s = setup(out, **setup_args)
     task = pt.make_task(s["model"], s["optimizer"], s["spec"], dataset_dir=s["data"], schedule=s["schedule"],
-                        end_height=end_height, owner=owner, challenge_rounds=rounds)
+                        end_height=end_height, owner=owner, challenge_rounds=rounds, program=s["program"])
     return task, s["program"]
 
 
@@ -167,7 +167,7 @@ def train(out, steps=200, batch=16, every=20, data_seed=7, train_data_seed=None,
     model, opt, sched, loader, program = s["model"], s["optimizer"], s["scheduler"], s["loader"], s["program"]
     if task is None:
         task = pt.make_task(model, opt, s["spec"], dataset_dir=s["data"], schedule=s["schedule"], owner=owner,
-                            end_height=10**6, challenge_rounds=min(8, steps))
+                            end_height=10**6, challenge_rounds=min(8, steps), program=program)
     rec = pt.Recorder(model, opt, task, program, os.path.join(out, "ckpt"), dataset_dir=s["data"],
                       schedule=s["schedule"], checkpoint_every=every, miner_identity=identity,
                       self_check=self_check)  # line 1

@@ -78,7 +78,7 @@ class Run:
                             **({"intra_op_threads": 1} if arithmetic == "native" else {}))
         self.schedule = [[[(batch * t + i) % n for i in range(batch)]] for t in range(STEPS)]
         self.task = pt.make_task(self.model, self.opt, spec, dataset_dir=self.data_dir, schedule=self.schedule,
-                                 end_height=10 ** 6, owner=b"owner", challenge_rounds=3)
+                                 end_height=10 ** 6, owner=b"owner", challenge_rounds=3, program=self.program)
         self.rec = pt.Recorder(self.model, self.opt, self.task, self.program, os.path.join(tmp, "ckpt"),
                                dataset_dir=self.data_dir, schedule=self.schedule, checkpoint_every=1,
                                miner_identity=b"miner")
@@ -265,13 +265,34 @@ def test_the_arithmetic_is_what_computes_the_steps(tmp_path):
     assert pot.safetensors.safetensors_digest_file(repro.rec.state_path(0)) == pot.safetensors.safetensors_digest_file(native.rec.state_path(0))
 
 
+def test_a_task_whose_program_lacks_a_kernel_is_refused_when_made(tmp_path):
+    """A task owner's program that computes SiLU (no pot-repro/1 kernel
+    yet): make_task's dry run replays step 1 as every verifier would and
+    refuses the task, naming the operator of the forward and of the
+    backward, before anyone trains."""
+    with pytest.raises(pot.UnsupportedError, match=r"make_task: the dry run of step 1") as e:
+        Run(str(tmp_path / "silu"), "sgd", activation="silu")
+    assert "aten::silu.default has no pot-repro/1 kernel" in e.value.message
+    assert "aten::silu_backward" in e.value.message
+    # Without the program there is no dry run, so no task.
+    run = Run(str(tmp_path / "relu"), "sgd")
+    with pytest.raises(pot.InvalidArgumentError, match="pass program="):
+        pt.make_task(run.model, run.opt, run.task.spec, dataset_dir=run.data_dir, schedule=run.schedule,
+                     end_height=10 ** 6, owner=b"owner")
+
+
 def test_a_step_with_an_operator_outside_the_arithmetic_is_refused_naming_it(tmp_path):
-    """A miner's step that computes SiLU (no pot-repro/1 kernel yet) with
-    ATen's own kernel: its bits are the machine's, so the recorder refuses
-    it at end_step, naming the operator, and records nothing."""
-    run = Run(str(tmp_path / "silu"), "sgd", activation="silu")
+    """A miner whose loop computes SiLU on the batch (no pot-repro/1 kernel
+    yet) with ATen's own kernel: its bits are the machine's, so the recorder
+    refuses the step at end_step, naming the operator, and records nothing."""
+    run = Run(str(tmp_path / "silu"), "sgd")
+    run.rec.begin_step(run.schedule[0][0])
+    x, y = run.batch(1)
+    loss = run.model(torch.nn.functional.silu(x), y)
+    loss.backward()
+    run.opt.step()
     with pytest.raises(pot.UnsupportedError, match=r"aten::silu\.default has no pot-repro/1 kernel"):
-        run.step(1)
+        run.rec.end_step(loss)
     assert run.rec.steps_recorded == 0
 
 

@@ -40,7 +40,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 import torch
 
 from ._core import Digest
-from ._errors import ConflictError, InvalidArgumentError, LimitError, NonFiniteError, StateError
+from ._errors import ConflictError, Error, InvalidArgumentError, LimitError, NonFiniteError, StateError
 from .commitment import Commitment, sample_digest, schedule_entry_encode
 from .hash import State, StatePart
 
@@ -715,7 +715,8 @@ def make_task(model: torch.nn.Module, optimizer: Optimizers, spec: Spec, *,
               schedule: Union[Sequence[Sequence[Sequence[int]]], str],
               owner: bytes, end_height: int, challenge_rounds: int = 8, challenge_mode: str = "bitwise", committee_size: int = 3,
               dataset_size: Optional[int] = None, steps: Optional[int] = None,
-              max_steps: Optional[int] = None) -> Task:
+              max_steps: Optional[int] = None,
+              program: Optional[Union[str, "os.PathLike[str]"]] = None) -> Task:
     """The task a task owner posts before anyone trains (docs/PROTOCOL.md
     section 17.1): the spec (which names the model program), the dataset
     root over dataset_dir, S_0 = the model and optimizer as they are now (a
@@ -737,7 +738,17 @@ def make_task(model: torch.nn.Module, optimizer: Optimizers, spec: Spec, *,
     replacement (16.3), for datasets of any size (the windows of a token
     stream: nanoGPT's get_batch draws this way). Miners then
     train from the same S_0 and data and Recorder(task=...) refuses anything
-    else."""
+    else.
+
+    program: the model program the spec names (the file make_spec read).
+    Given, the task is dry-run before it is made: step 1 replayed from S_0
+    on the first scheduled batch as every verifier replays it, so a program
+    or spec no verifier can replay is refused now, not after training. A
+    pot-repro/1 spec requires it: the dry run records every operator the
+    step dispatches (forward, backward, optimizer) and an operator the
+    arithmetic lacks is an UnsupportedError naming it (docs/PROTOCOL.md
+    14.6). Under the native arithmetic the dry run needs this machine's
+    hardware class to be the spec's."""
     data = open_dataset(dataset_dir, dataset_size)
     dataset_size = data.size
     if isinstance(schedule, str):
@@ -758,6 +769,13 @@ def make_task(model: torch.nn.Module, optimizer: Optimizers, spec: Spec, *,
     state = _initial_state(model, optimizer, spec)
     _check_initial_state(state, optimizer)
     initial = _state_digest(state)
+    if program is None and spec.to_dict().get("arithmetic", "native") != "native":
+        raise InvalidArgumentError(f"a {spec.to_dict()['arithmetic']} task is dry-run before it is made, so that an "
+                                   "operator the arithmetic lacks is refused now: pass program= (the file the spec "
+                                   "names)")
+    if program is not None:
+        first = [list(map(int, mb)) for mb in schedule[0]] if not isinstance(schedule, str) else None
+        _dry_run(spec, program, state, data, first)
     return Task.from_json({
         "owner": bytes(owner).hex(), "spec": json.loads(spec.to_json()),
         "dataset_root": data.root.hex(), "dataset_size": dataset_size,
@@ -767,6 +785,41 @@ def make_task(model: torch.nn.Module, optimizer: Optimizers, spec: Spec, *,
         "challenge_policy": {"rounds": challenge_rounds, "mode": challenge_mode, "committee_size": committee_size},
         "end_height": end_height,
     })
+
+
+def _dry_run(spec: Spec, program: Union[str, "os.PathLike[str]"], state: Mapping[str, torch.Tensor], data: Dataset,
+             first: Optional[List[List[int]]]) -> None:
+    """make_task's dry run: step 1 replayed from S_0 through the replay every
+    verifier runs (its program checks, its operator gate under pot-repro/1),
+    on the listed schedule's first batch or, under a run-seeded rule, on
+    the dataset's first batch_size samples; the result is discarded."""
+    import tempfile
+    if first is None:
+        size = data.size
+        micro = int(spec.to_dict()["grad_accum_microbatches"])
+        per = int(spec.to_dict()["batch_size"]) // micro
+        first = [[(j * per + i) % size for i in range(per)] for j in range(micro)]
+    entry = _schedule_entries([first], data.size)[0]
+    samples = [data.sample(i) for mb in first for i in mb]
+    replay = _Replay(spec, program)
+    # A replay seeds the process's default generator; the caller's draws
+    # (and a single_seed S_0, which holds its state) stay as they were.
+    rng = torch.random.get_rng_state()
+    try:
+        with tempfile.TemporaryDirectory(prefix="pot-dry-run.") as tmp:
+            pre = os.path.join(tmp, "s0.safetensors")
+            with state_writer(state) as w:
+                w.write(pre)
+            # per_step seeds name a run: the dry run's is a fixed one.
+            run = hashlib.sha256(b"pot/dry-run").digest()
+            try:
+                replay.step(pre, entry, samples, run_id=run)
+            except Error as e:
+                raise type(e)(f"make_task: the dry run of step 1 (replayed from S_0 as every verifier replays a "
+                              f"step) fails: {e.message}", e.code) from e
+    finally:
+        replay.close()
+        torch.random.set_rng_state(rng)
 
 
 def _group_rates(spec: Spec, group: int, steps: int) -> "array[float]":
