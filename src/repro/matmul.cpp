@@ -1,6 +1,9 @@
 #include "repro/matmul.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -11,49 +14,170 @@ namespace pot::repro {
 namespace {
 
 // One output: the chain of the definition.
-inline float dot_chain(const float *a, const float *b, int64_t ldb, int64_t k) {
+inline float dot_chain(const float *a, int64_t sa, const float *b, int64_t sb, int64_t k) {
   float acc = 0.0f;
-  for (int64_t p = 0; p < k; ++p) acc = std::fma(a[p], b[p * ldb], acc);
+  for (int64_t p = 0; p < k; ++p) acc = std::fma(a[p * sa], b[p * sb], acc);
   return acc;
 }
 
-void rows_scalar(const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc, int64_t k,
-                 int64_t n, int64_t r0, int64_t r1, int64_t j0) {
+void rows_scalar(const Operand &a, const Operand &b, float *c, int64_t ldc, int64_t k, int64_t n, int64_t r0,
+                 int64_t r1) {
   for (int64_t i = r0; i < r1; ++i)
-    for (int64_t j = j0; j < n; ++j) c[i * ldc + j] = dot_chain(a + i * lda, b + j, ldb, k);
+    for (int64_t j = 0; j < n; ++j)
+      c[i * ldc + j] = dot_chain(a.data + i * a.rows, a.cols, b.data + j * b.cols, b.rows, k);
 }
 
 #if defined(__x86_64__)
-// 4 rows x 16 columns per block: 8 independent chains of 8 lanes, enough to
-// keep two FMA units busy through their latency.
+// The vector paths are blocked for the caches, not reordered: k is cut
+// into blocks of kKc, and a chain that continues into the next block
+// reloads its accumulator from c, where the previous block stored it as a
+// binary32 value: the same value the register held, so the chain is the
+// definition's. Each block of b is packed into panels of kWidth columns
+// (the vector width times two, zeros past n: their chains are computed and
+// dropped), read contiguously by a micro-kernel of up to Rows rows that
+// keeps Rows x 2 vector accumulators in registers.
+constexpr int64_t kKc = 256;
+
+// b[p][j] of one k-block into panels [n / width][kc][width].
+void pack(const Operand &b, int64_t kc, int64_t n, int64_t width, float *out) {
+  for (int64_t j = 0; j < n; j += width) {
+    const int64_t cols = std::min(width, n - j);
+    for (int64_t p = 0; p < kc; ++p, out += width) {
+      const float *row = b.data + p * b.rows + j * b.cols;
+      if (b.cols == 1) {
+        std::memcpy(out, row, static_cast<size_t>(cols) * sizeof(float));
+      } else {
+        for (int64_t q = 0; q < cols; ++q) out[q] = row[q * b.cols];
+      }
+      std::fill(out + cols, out + width, 0.0f);
+    }
+  }
+}
+
+// b's columns are its rows (b.rows == 1, a transposed matrix): each panel
+// gathered column by column, reading b in its storage order.
+void pack_transposed(const Operand &b, int64_t kc, int64_t n, int64_t width, float *out) {
+  for (int64_t j = 0; j < n; j += width) {
+    const int64_t cols = std::min(width, n - j);
+    for (int64_t q = 0; q < cols; ++q) {
+      const float *col = b.data + (j + q) * b.cols;
+      for (int64_t p = 0; p < kc; ++p) out[p * width + q] = col[p];
+    }
+    for (int64_t p = 0; p < kc; ++p) std::fill(out + p * width + cols, out + (p + 1) * width, 0.0f);
+    out += kc * width;
+  }
+}
+
+// One block: c[Rows][width] (row stride ldc), continued from c unless
+// first, over kc steps of a (row stride lda) and a packed panel.
 template <int Rows>
-[[gnu::target("avx2,fma")]] inline void block_avx2(const float *a, int64_t lda, const float *b, int64_t ldb,
-                                                   float *c, int64_t ldc, int64_t k, int64_t i, int64_t j) {
+[[gnu::target("avx2,fma")]] void kernel_avx2(const float *a, int64_t lda, int64_t sa, const float *panel, int64_t kc,
+                                             float *c, int64_t ldc, bool first) {
   __m256 acc[Rows][2];
-  for (int r = 0; r < Rows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  for (int64_t p = 0; p < k; ++p) {
-    const __m256 b0 = _mm256_loadu_ps(b + p * ldb + j), b1 = _mm256_loadu_ps(b + p * ldb + j + 8);
+  for (int r = 0; r < Rows; ++r)
+    for (int v = 0; v < 2; ++v) acc[r][v] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + r * ldc + 8 * v);
+  for (int64_t p = 0; p < kc; ++p, panel += 16) {
+    const __m256 b0 = _mm256_loadu_ps(panel), b1 = _mm256_loadu_ps(panel + 8);
+#pragma GCC unroll 12
     for (int r = 0; r < Rows; ++r) {
-      const __m256 av = _mm256_broadcast_ss(a + (i + r) * lda + p);
+      const __m256 av = _mm256_broadcast_ss(a + r * lda + p * sa);
       acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
       acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
     }
   }
-  for (int r = 0; r < Rows; ++r) {
-    _mm256_storeu_ps(c + (i + r) * ldc + j, acc[r][0]);
-    _mm256_storeu_ps(c + (i + r) * ldc + j + 8, acc[r][1]);
-  }
+  for (int r = 0; r < Rows; ++r)
+    for (int v = 0; v < 2; ++v) _mm256_storeu_ps(c + r * ldc + 8 * v, acc[r][v]);
 }
 
-[[gnu::target("avx2,fma")]] void rows_avx2(const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-                                           int64_t ldc, int64_t k, int64_t n, int64_t r0, int64_t r1) {
-  const int64_t wide = n - n % 16;
-  int64_t i = r0;
-  for (; i + 4 <= r1; i += 4)
-    for (int64_t j = 0; j < wide; j += 16) block_avx2<4>(a, lda, b, ldb, c, ldc, k, i, j);
-  for (; i < r1; ++i)
-    for (int64_t j = 0; j < wide; j += 16) block_avx2<1>(a, lda, b, ldb, c, ldc, k, i, j);
-  if (wide < n) rows_scalar(a, lda, b, ldb, c, ldc, k, n, r0, r1, wide);
+template <int Rows>
+[[gnu::target("avx512f")]] void kernel_avx512(const float *a, int64_t lda, int64_t sa, const float *panel, int64_t kc,
+                                              float *c, int64_t ldc, bool first) {
+  __m512 acc[Rows][2];
+  for (int r = 0; r < Rows; ++r)
+    for (int v = 0; v < 2; ++v) acc[r][v] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc + 16 * v);
+  for (int64_t p = 0; p < kc; ++p, panel += 32) {
+    const __m512 b0 = _mm512_loadu_ps(panel), b1 = _mm512_loadu_ps(panel + 16);
+#pragma GCC unroll 12
+    for (int r = 0; r < Rows; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r * lda + p * sa]);
+      acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < Rows; ++r)
+    for (int v = 0; v < 2; ++v) _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
+}
+
+using Kernel = void (*)(const float *, int64_t, int64_t, const float *, int64_t, float *, int64_t, bool);
+
+template <template <int> class K, int... R>
+struct Table {
+  static constexpr Kernel at[] = {K<R + 1>::run...};
+};
+template <int Rows>
+struct Avx2 {
+  static void run(const float *a, int64_t lda, int64_t sa, const float *p, int64_t kc, float *c, int64_t ldc,
+                  bool first) {
+    kernel_avx2<Rows>(a, lda, sa, p, kc, c, ldc, first);
+  }
+};
+template <int Rows>
+struct Avx512 {
+  static void run(const float *a, int64_t lda, int64_t sa, const float *p, int64_t kc, float *c, int64_t ldc,
+                  bool first) {
+    kernel_avx512<Rows>(a, lda, sa, p, kc, c, ldc, first);
+  }
+};
+
+struct Path {
+  int64_t rows;   // the micro-kernel's most rows
+  int64_t width;  // a panel's columns
+  const Kernel *kernels;  // [rows - 1]
+};
+
+// Rows x width: 6 x 16 (12 of AVX2's 16 registers accumulate), 12 x 32 (24
+// of AVX-512's 32).
+const Path &path_of(Isa isa) {
+  static const Path avx2{6, 16, Table<Avx2, 0, 1, 2, 3, 4, 5>::at};
+  static const Path avx512{12, 32, Table<Avx512, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11>::at};
+  return isa == Isa::kAvx512 ? avx512 : avx2;
+}
+
+void rows_blocked(const Operand &a, const Operand &b, float *c, int64_t ldc, int64_t k, int64_t n, int64_t r0,
+                  int64_t r1, const Path &path) {
+  const int64_t width = path.width, panels = (n + width - 1) / width;
+  thread_local std::vector<float> packed;
+  packed.resize(static_cast<size_t>(std::min(k, kKc) * panels * width));
+  float edge[12 * 32];  // the last panel's block when n is not a multiple of width
+  for (int64_t pc = 0; pc < k; pc += kKc) {
+    const int64_t kc = std::min(kKc, k - pc);
+    const bool first = pc == 0;
+    const Operand block{b.data + pc * b.rows, b.rows, b.cols};
+    if (b.rows == 1 && b.cols != 1) {
+      pack_transposed(block, kc, n, width, packed.data());
+    } else {
+      pack(block, kc, n, width, packed.data());
+    }
+    for (int64_t i = r0; i < r1; i += path.rows) {
+      const int64_t rows = std::min(path.rows, r1 - i);
+      const Kernel kernel = path.kernels[rows - 1];
+      const float *ai = a.data + i * a.rows + pc * a.cols;
+      for (int64_t q = 0; q < panels; ++q) {
+        const int64_t j = q * width, cols = std::min(width, n - j);
+        const float *panel = packed.data() + q * kc * width;
+        float *ci = c + i * ldc + j;
+        if (cols == width) {
+          kernel(ai, a.rows, a.cols, panel, kc, ci, ldc, first);
+          continue;
+        }
+        for (int64_t r = 0; r < rows && !first; ++r)
+          std::memcpy(edge + r * width, ci + r * ldc, static_cast<size_t>(cols) * sizeof(float));
+        kernel(ai, a.rows, a.cols, panel, kc, edge, width, first);
+        for (int64_t r = 0; r < rows; ++r)
+          std::memcpy(ci + r * ldc, edge + r * width, static_cast<size_t>(cols) * sizeof(float));
+      }
+    }
+  }
 }
 #endif
 
@@ -61,23 +185,52 @@ template <int Rows>
 
 Isa best_isa() {
 #if defined(__x86_64__)
-  static const Isa isa = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? Isa::kAvx2 : Isa::kScalar;
+  static const Isa isa = __builtin_cpu_supports("avx512f")                                       ? Isa::kAvx512
+                         : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? Isa::kAvx2
+                                                                                           : Isa::kScalar;
   return isa;
 #else
   return Isa::kScalar;
 #endif
 }
 
-const char *isa_name(Isa isa) { return isa == Isa::kAvx2 ? "avx2" : "scalar"; }
+std::vector<Isa> available_isas() {
+  std::vector<Isa> out = {Isa::kScalar};
+  const Isa best = best_isa();
+  if (best == Isa::kAvx2 || best == Isa::kAvx512) out.push_back(Isa::kAvx2);
+  if (best == Isa::kAvx512) out.push_back(Isa::kAvx512);
+  return out;
+}
 
-void matmul_rows(const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc, int64_t k,
-                 int64_t n, int64_t row_begin, int64_t row_end, Isa isa) {
+const char *isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+    case Isa::kScalar: break;
+  }
+  return "scalar";
+}
+
+void matmul_rows(const Operand &a, const Operand &b, float *c, int64_t ldc, int64_t k, int64_t n,
+                 int64_t row_begin, int64_t row_end, Isa isa) {
+  if (row_begin >= row_end || n <= 0) return;
+  if (k <= 0) {
+    for (int64_t i = row_begin; i < row_end; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return;
+  }
 #if defined(__x86_64__)
-  if (isa == Isa::kAvx2 && best_isa() == Isa::kAvx2) return rows_avx2(a, lda, b, ldb, c, ldc, k, n, row_begin, row_end);
+  const Isa best = best_isa();
+  const bool runs = isa == Isa::kAvx2 ? best != Isa::kScalar : isa == Isa::kAvx512 && best == Isa::kAvx512;
+  if (runs) return rows_blocked(a, b, c, ldc, k, n, row_begin, row_end, path_of(isa));
 #else
   (void)isa;
 #endif
-  rows_scalar(a, lda, b, ldb, c, ldc, k, n, row_begin, row_end, 0);
+  rows_scalar(a, b, c, ldc, k, n, row_begin, row_end);
+}
+
+void matmul_rows(const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc, int64_t k,
+                 int64_t n, int64_t row_begin, int64_t row_end, Isa isa) {
+  matmul_rows(Operand{a, lda, 1}, Operand{b, ldb, 1}, c, ldc, k, n, row_begin, row_end, isa);
 }
 
 }  // namespace pot::repro

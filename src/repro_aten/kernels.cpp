@@ -40,17 +40,19 @@ at::Tensor product(const at::Tensor &a, const at::Tensor &b) {
               b.dim(), "-D");
   TORCH_CHECK(a.size(1) == b.size(0), "mat1 and mat2 shapes cannot be multiplied (", a.size(0), "x", a.size(1),
               " and ", b.size(0), "x", b.size(1), ")");
-  const at::Tensor ac = a.contiguous(), bc = b.contiguous();
+  // The operands are read through their strides (a transposed weight or
+  // activation is not copied first).
   const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   at::Tensor c = at::empty({m, n}, a.options().memory_format(at::MemoryFormat::Contiguous));
   if (m == 0 || n == 0) return c;
-  const float *pa = ac.data_ptr<float>(), *pb = bc.data_ptr<float>();
+  const repro::Operand oa{a.data_ptr<float>(), a.stride(0), a.stride(1)};
+  const repro::Operand ob{b.data_ptr<float>(), b.stride(0), b.stride(1)};
   float *pc = c.data_ptr<float>();
   const repro::Isa isa = repro::best_isa();
   const int64_t grain = std::max<int64_t>(4, 65536 / std::max<int64_t>(n * std::max<int64_t>(k, 1), 1));
   at::parallel_for(0, m, grain, [&](int64_t r0, int64_t r1) {
     repro::FpEnvironment env;
-    repro::matmul_rows(pa, k, pb, n, pc, n, k, n, r0, r1, isa);
+    repro::matmul_rows(oa, ob, pc, n, k, n, r0, r1, isa);
   });
   return c;
 }
@@ -878,16 +880,18 @@ at::Tensor batch_product(const at::Tensor &a, const at::Tensor &b) {
               b.dim(), "-D");
   TORCH_CHECK(a.size(0) == b.size(0) && a.size(2) == b.size(1), "bmm: shapes ", a.sizes(), " and ", b.sizes(),
               " cannot be multiplied");
-  const at::Tensor ac = a.contiguous(), bc = b.contiguous();
   const int64_t nb = a.size(0), m = a.size(1), k = a.size(2), n = b.size(2);
   at::Tensor c = at::empty({nb, m, n}, a.options().memory_format(at::MemoryFormat::Contiguous));
   if (nb == 0 || m == 0 || n == 0) return c;
-  const float *pa = ac.data_ptr<float>(), *pb = bc.data_ptr<float>();
+  const float *pa = a.data_ptr<float>(), *pb = b.data_ptr<float>();
   float *pc = c.data_ptr<float>();
   const repro::Isa isa = repro::best_isa();
   at::parallel_for(0, nb, 1, [&](int64_t b0, int64_t b1) {
     FpEnvironment env;
-    for (int64_t i = b0; i < b1; ++i) repro::matmul_rows(pa + i * m * k, k, pb + i * k * n, n, pc + i * m * n, n, k, n, 0, m, isa);
+    for (int64_t i = b0; i < b1; ++i)
+      repro::matmul_rows(repro::Operand{pa + i * a.stride(0), a.stride(1), a.stride(2)},
+                         repro::Operand{pb + i * b.stride(0), b.stride(1), b.stride(2)}, pc + i * m * n, n, k, n, 0,
+                         m, isa);
   });
   return c;
 }

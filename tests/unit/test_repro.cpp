@@ -117,7 +117,9 @@ TEST(Repro, EverySumFollowsTheDefinedOrder) {
 }
 
 TEST(Repro, EveryMatmulPathAndRowSplitGivesTheChainsBits) {
-  const int64_t m = 9, k = 37, n = 41;
+  // k past one block of the vector paths (256) and not a multiple of it; n
+  // past one panel with an edge; m with a partial block of rows.
+  const int64_t m = 29, k = 601, n = 71;
   const std::vector<float> a = random_floats(static_cast<size_t>(m * k), 1), b = random_floats(static_cast<size_t>(k * n), 2);
   std::vector<float> want(static_cast<size_t>(m * n));
   for (int64_t i = 0; i < m; ++i)
@@ -126,9 +128,7 @@ TEST(Repro, EveryMatmulPathAndRowSplitGivesTheChainsBits) {
       for (int64_t p = 0; p < k; ++p) acc = std::fma(a[static_cast<size_t>(i * k + p)], b[static_cast<size_t>(p * n + j)], acc);
       want[static_cast<size_t>(i * n + j)] = acc;
     }
-  std::vector<Isa> paths = {Isa::kScalar};
-  if (best_isa() != Isa::kScalar) paths.push_back(best_isa());
-  for (Isa isa : paths) {
+  for (Isa isa : available_isas()) {
     SCOPED_TRACE(isa_name(isa));
     std::vector<float> c(static_cast<size_t>(m * n), -1.0f);
     matmul_rows(a.data(), k, b.data(), n, c.data(), n, k, n, 0, m, isa);
@@ -139,6 +139,25 @@ TEST(Repro, EveryMatmulPathAndRowSplitGivesTheChainsBits) {
     matmul_rows(a.data(), k, b.data(), n, split.data(), n, k, n, 3, 4, isa);
     matmul_rows(a.data(), k, b.data(), n, split.data(), n, k, n, 4, m, isa);
     EXPECT_EQ(0, std::memcmp(split.data(), want.data(), split.size() * sizeof(float)));
+    // Transposed operands, read through their strides: at = a^T stored
+    // [k][m], bt = b^T stored [n][k].
+    std::vector<float> at(a.size()), bt(b.size());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t p = 0; p < k; ++p) at[static_cast<size_t>(p * m + i)] = a[static_cast<size_t>(i * k + p)];
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < n; ++j) bt[static_cast<size_t>(j * k + p)] = b[static_cast<size_t>(p * n + j)];
+    std::vector<float> t(static_cast<size_t>(m * n), -1.0f);
+    matmul_rows(Operand{at.data(), 1, m}, Operand{bt.data(), 1, k}, t.data(), n, k, n, 0, m, isa);
+    EXPECT_EQ(0, std::memcmp(t.data(), want.data(), t.size() * sizeof(float)));
+    std::fill(t.begin(), t.end(), -1.0f);
+    matmul_rows(Operand{a.data(), k, 1}, Operand{bt.data(), 1, k}, t.data(), n, k, n, 0, 5, isa);
+    matmul_rows(Operand{at.data(), 1, m}, Operand{b.data(), n, 1}, t.data(), n, k, n, 5, m, isa);
+    EXPECT_EQ(0, std::memcmp(t.data(), want.data(), t.size() * sizeof(float)));
+    // Operands inside larger matrices (strides past the row length).
+    std::vector<float> wide(static_cast<size_t>(m * (n + 5)), -1.0f);
+    matmul_rows(a.data(), k, b.data(), n, wide.data(), n + 5, k, n, 0, m, isa);
+    for (int64_t i = 0; i < m; ++i)
+      EXPECT_EQ(0, std::memcmp(wide.data() + i * (n + 5), want.data() + i * n, static_cast<size_t>(n) * sizeof(float)));
   }
   // k = 0: every output is the chain's +0.0.
   std::vector<float> c(6, -1.0f);
