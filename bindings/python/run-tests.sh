@@ -58,4 +58,19 @@ echo "== pytest bindings/python/tests"
 cd "$here/tests"
 export PYTHONDONTWRITEBYTECODE=1
 export POT_PREFIX="$prefix"  # tests that run the installed bin/pot as a verifier would
-exec "$py" -m pytest -p no:cacheprovider -q -rs --durations=8 "$@" .
+# One worker per core (POT_TEST_JOBS overrides; 1 runs serially), a test
+# file per worker at a time (--dist loadfile: a module's fixtures are built
+# once). pytest-xdist comes from scripts/deps (Debian) or
+# scripts/torch2-requirements.txt; without it the tests run serially, and
+# this says so.
+jobs=${POT_TEST_JOBS:-$(nproc)}
+parallel=""
+if [ "$jobs" -gt 1 ]; then
+  if "$py" -c "import xdist" 2>/dev/null; then
+    parallel="-n $jobs --dist loadfile"
+  else
+    echo "== pytest-xdist is not installed for $python: the tests run serially"
+  fi
+fi
+# shellcheck disable=SC2086
+exec "$py" -m pytest -p no:cacheprovider -q -rs --durations=8 $parallel "$@" .
