@@ -1,5 +1,8 @@
 #include "repro/arith.h"
 
+#include "repro/elementwise.h"
+#include "repro/poly.h"
+
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -13,14 +16,10 @@ namespace pot::repro {
 
 namespace {
 
-// ln 2 split in two (PROTOCOL 14.6): kLn2Hi has 17 significant bits, so
-// k * kLn2Hi is exact for every |k| <= 150 the functions use.
-constexpr float kLn2Hi = 0x1.62e4p-1f;
-constexpr float kLn2Lo = 0x1.7f7d1cp-20f;
-constexpr float kLog2e = 0x1.715476p0f;
-// Adding and subtracting 1.5 * 2^23 rounds |t| < 2^22 to the nearest
-// integer, ties to even, with two IEEE additions.
-constexpr float kRoundShift = 0x1.8p23f;
+using poly::kLn2Hi;
+using poly::kLn2Lo;
+using poly::kLog2e;
+using poly::kRoundShift;
 
 // The largest of a row's values, NaN if any is NaN (-inf for none).
 float row_max(const float *x, int64_t n) {
@@ -45,14 +44,8 @@ float exp_f32(float x) {
   const float k = (x * kLog2e + kRoundShift) - kRoundShift;
   const float r = (x - k * kLn2Hi) - k * kLn2Lo;
   // Taylor coefficients 1/n! rounded to binary32, Horner from the top.
-  float p = 0x1.a01a02p-13f;        // 1/5040
-  p = p * r + 0x1.6c16c2p-10f;      // 1/720
-  p = p * r + 0x1.111112p-7f;       // 1/120
-  p = p * r + 0x1.555556p-5f;       // 1/24
-  p = p * r + 0x1.555556p-3f;       // 1/6
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  float p = poly::kExp[0];
+  for (int i = 1; i < 8; ++i) p = p * r + poly::kExp[i];
   const int e = static_cast<int>(k);
   if (e > 127) return (p * pow2(127)) * pow2(e - 127);
   if (e < -126) return (p * pow2(e + 64)) * pow2(-64);
@@ -97,25 +90,17 @@ float erf_f32(float x) {
   if (a < 0.5f) {
     // erf(x) = 2/sqrt(pi) (x - x^3/3 + x^5/10 - x^7/42 + x^9/216 - x^11/1320 + x^13/9360)
     const float z = x * x;
-    float p = 0x1.f9a326p-14f;           //  2/sqrt(pi)/9360
-    p = p * z + -0x1.c02db4p-11f;        // -2/sqrt(pi)/1320
-    p = p * z + 0x1.565bcep-8f;          //  2/sqrt(pi)/216
-    p = p * z + -0x1.b82ce4p-6f;         // -2/sqrt(pi)/42
-    p = p * z + 0x1.ce2f22p-4f;          //  2/sqrt(pi)/10
-    p = p * z + -0x1.812746p-2f;         // -2/sqrt(pi)/3
-    p = p * z + 0x1.20dd76p0f;           //  2/sqrt(pi)
+    float p = poly::kErfSmall[0];
+    for (int i = 1; i < 7; ++i) p = p * z + poly::kErfSmall[i];
     return x * p;
   }
   if (a >= 4.0f) {
     r = 1.0f;
   } else {
     // 1 - (a1 t + a2 t^2 + a3 t^3 + a4 t^4 + a5 t^5) exp(-a^2), t = 1 / (1 + p a)
-    const float t = 1.0f / (1.0f + 0.3275911f * a);
-    float q = 1.061405429f;
-    q = q * t + -1.453152027f;
-    q = q * t + 1.421413741f;
-    q = q * t + -0.284496736f;
-    q = q * t + 0.254829592f;
+    const float t = 1.0f / (1.0f + poly::kErfP * a);
+    float q = poly::kErfA[0];
+    for (int i = 1; i < 5; ++i) q = q * t + poly::kErfA[i];
     r = 1.0f - (q * t) * exp_f32(-(a * a));
   }
   return x < 0.0f ? -r : r;
@@ -142,12 +127,9 @@ float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
 
 void softmax_row(const float *x, int64_t n, float *out) {
   const float m = row_max(x, n);
-  LaneSum s;
-  for (int64_t j = 0; j < n; ++j) {
-    out[j] = exp_f32(x[j] - m);
-    s.add(out[j]);
-  }
-  const float total = s.total();
+  for (int64_t j = 0; j < n; ++j) out[j] = x[j] - m;
+  exp_run(out, n, out);
+  const float total = lane_sum(out, n);
   for (int64_t j = 0; j < n; ++j) out[j] = out[j] / total;
 }
 
@@ -195,10 +177,8 @@ void layer_norm_backward_row(const float *g, const float *x, int64_t n, const fl
   }
 }
 
-namespace {
-constexpr float kInvSqrt2 = 0x1.6a09e6p-1f;     // 1/sqrt(2)
-constexpr float kInvSqrt2Pi = 0x1.988454p-2f;   // 1/sqrt(2 pi)
-}  // namespace
+using poly::kInvSqrt2;
+using poly::kInvSqrt2Pi;
 
 float gelu_f32(float x) { return (x * 0.5f) * (1.0f + erf_f32(x * kInvSqrt2)); }
 
@@ -288,15 +268,16 @@ void column_sums(const float *x, int64_t rows, int64_t cols, int64_t ld, float *
 
 void log_softmax_row(const float *x, int64_t n, float *out) {
   const float m = row_max(x, n);
-  LaneSum s;
-  for (int64_t j = 0; j < n; ++j) s.add(exp_f32(x[j] - m));
-  const float log_s = log_f32(s.total());
+  for (int64_t j = 0; j < n; ++j) out[j] = x[j] - m;
+  exp_run(out, n, out);  // out holds the exponentials until the last loop
+  const float log_s = log_f32(lane_sum(out, n));
   for (int64_t j = 0; j < n; ++j) out[j] = (x[j] - m) - log_s;
 }
 
 void log_softmax_backward_row(const float *g, const float *y, int64_t n, float *out) {
   const float sum = lane_sum(g, n);
-  for (int64_t j = 0; j < n; ++j) out[j] = g[j] - exp_f32(y[j]) * sum;
+  exp_run(y, n, out);  // out may not be g: it holds exp(y) until the loop below
+  for (int64_t j = 0; j < n; ++j) out[j] = g[j] - out[j] * sum;
 }
 
 #if defined(__x86_64__) || defined(__i386__)

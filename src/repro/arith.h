@@ -62,9 +62,11 @@ float lane_sum_squares(const float *x, int64_t n, int64_t stride = 1);
 void column_sums(const float *x, int64_t rows, int64_t cols, int64_t ld, float *out);
 
 // log_softmax of one row of n values (PROTOCOL 14.6): m the maximum (NaN if
-// any is NaN), s the sum of exp(x_j - m), out_j = (x_j - m) - log(s).
+// any is NaN), s the sum of exp(x_j - m), out_j = (x_j - m) - log(s). out
+// must not overlap x (it holds the exponentials first).
 void log_softmax_row(const float *x, int64_t n, float *out);
-// Its backward: out_j = g_j - exp(y_j) * sum(g), y the forward's output.
+// Its backward: out_j = g_j - exp(y_j) * sum(g), y the forward's output;
+// out must not overlap g or y.
 void log_softmax_backward_row(const float *g, const float *y, int64_t n, float *out);
 
 // softmax of one row: e_j = exp(x_j - m), s their sum, out_j = e_j / s.

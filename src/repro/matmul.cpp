@@ -183,34 +183,6 @@ void rows_blocked(const Operand &a, const Operand &b, float *c, int64_t ldc, int
 
 }  // namespace
 
-Isa best_isa() {
-#if defined(__x86_64__)
-  static const Isa isa = __builtin_cpu_supports("avx512f")                                       ? Isa::kAvx512
-                         : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? Isa::kAvx2
-                                                                                           : Isa::kScalar;
-  return isa;
-#else
-  return Isa::kScalar;
-#endif
-}
-
-std::vector<Isa> available_isas() {
-  std::vector<Isa> out = {Isa::kScalar};
-  const Isa best = best_isa();
-  if (best == Isa::kAvx2 || best == Isa::kAvx512) out.push_back(Isa::kAvx2);
-  if (best == Isa::kAvx512) out.push_back(Isa::kAvx512);
-  return out;
-}
-
-const char *isa_name(Isa isa) {
-  switch (isa) {
-    case Isa::kAvx2: return "avx2";
-    case Isa::kAvx512: return "avx512";
-    case Isa::kScalar: break;
-  }
-  return "scalar";
-}
-
 void matmul_rows(const Operand &a, const Operand &b, float *c, int64_t ldc, int64_t k, int64_t n,
                  int64_t row_begin, int64_t row_end, Isa isa) {
   if (row_begin >= row_end || n <= 0) return;
@@ -219,9 +191,7 @@ void matmul_rows(const Operand &a, const Operand &b, float *c, int64_t ldc, int6
     return;
   }
 #if defined(__x86_64__)
-  const Isa best = best_isa();
-  const bool runs = isa == Isa::kAvx2 ? best != Isa::kScalar : isa == Isa::kAvx512 && best == Isa::kAvx512;
-  if (runs) return rows_blocked(a, b, c, ldc, k, n, row_begin, row_end, path_of(isa));
+  if (isa != Isa::kScalar && runs(isa)) return rows_blocked(a, b, c, ldc, k, n, row_begin, row_end, path_of(isa));
 #else
   (void)isa;
 #endif

@@ -10,16 +10,10 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
+
+#include "repro/isa.h"
 
 namespace pot::repro {
-
-// Which code computes (never the bits): every path gives the same outputs.
-enum class Isa { kScalar, kAvx2, kAvx512 };
-// The fastest path this CPU runs, and every path it runs (scalar first).
-Isa best_isa();
-std::vector<Isa> available_isas();
-const char *isa_name(Isa isa);
 
 // A matrix in memory: element [i][j] at data[i * rows + j * cols] (the
 // strides of a row and of a column, in elements; a transposed view swaps

@@ -19,6 +19,7 @@
 #include <torch/version.h>
 
 #include "repro/arith.h"
+#include "repro/elementwise.h"
 #include "repro/matmul.h"
 #include "repro_aten/gate.h"
 #include "repro_aten/kernel_util.h"
@@ -62,23 +63,56 @@ namespace {
 
 using repro::FpEnvironment;
 
+// An .out overload's result: `out` resized as ATen's .out kernels resize it
+// (a warning when a non-empty out changes shape), then r copied in.
+at::Tensor &assign_out(at::Tensor &out, const at::Tensor &r) {
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+  return out;
+}
+
 using IgnoreIndex = ArgOf<at::_ops::nll_loss_forward::schema, 4>::type;
 
 // ---------------------------------------------------------------- elementwise
 
 // Runs f(v) -> float over a built iterator whose operands are binary32:
 // output 0, then NIn inputs. Each element is independent, so any split of
-// the iteration across threads gives the same bits.
-template <size_t NIn, class F>
-at::Tensor run(at::TensorIterator &iter, F f) {
+// the iteration across threads, and any vector width the compiler gives
+// the contiguous loop (each lane one element's operations; nothing is
+// contracted), gives the same bits. An operation with a vector path of its
+// own (repro/elementwise.h) passes it as batch(out, in, n), called where
+// every operand of the inner loop is contiguous; it gives f's bits too.
+template <size_t NIn, class F, class B = std::nullptr_t>
+at::Tensor run(at::TensorIterator &iter, F f, B batch = nullptr) {
   TORCH_CHECK(iter.common_dtype() == at::kFloat, "pot-repro/1: expected binary32 operands, got ",
               iter.common_dtype());
   iter.for_each([&](char **data, const int64_t *strides, int64_t n, int64_t outer) {
     FpEnvironment env;
     constexpr size_t nt = NIn + 1;
+    bool contiguous = true;
+    for (size_t t = 0; t < nt; ++t) contiguous = contiguous && strides[t] == static_cast<int64_t>(sizeof(float));
     char *p[nt];
     for (size_t t = 0; t < nt; ++t) p[t] = data[t];
     for (int64_t o = 0; o < outer; ++o) {
+      if (contiguous) {
+        // The output is an input itself (an in-place operation) or shares
+        // no element with one: TensorIterator refuses partial overlaps.
+        float *out = reinterpret_cast<float *>(p[0]);
+        const float *in[NIn];
+        for (size_t t = 0; t < NIn; ++t) in[t] = reinterpret_cast<const float *>(p[t + 1]);
+        if constexpr (std::is_same_v<B, std::nullptr_t>) {
+#pragma GCC ivdep
+          for (int64_t i = 0; i < n; ++i) {
+            float v[NIn];
+            for (size_t t = 0; t < NIn; ++t) v[t] = in[t][i];
+            out[i] = f(v);
+          }
+        } else {
+          batch(out, in, n);
+        }
+        for (size_t t = 0; t < nt; ++t) p[t] += strides[nt + t];
+        continue;
+      }
       for (int64_t i = 0; i < n; ++i) {
         float v[NIn];
         for (size_t t = 0; t < NIn; ++t) v[t] = *reinterpret_cast<const float *>(p[t + 1] + i * strides[t + 1]);
@@ -441,9 +475,7 @@ at::Tensor &sum_out(const at::Tensor &self, at::OptionalIntArrayRef dim, bool ke
   if (t != self.scalar_type() || out.scalar_type() != t || !use_repro("aten::sum.IntList_out", t))
     return at::cpu::sum_outf(self, dim, keepdim, dtype, out);
   at::Tensor r = reduce_rows(self, dim, keepdim, row_sum);
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
+  return assign_out(out, r);
 }
 
 // mean = (the sum order over the reduced elements) / count, count the
@@ -464,9 +496,7 @@ at::Tensor &mean_out(const at::Tensor &self, at::OptionalIntArrayRef dim, bool k
   if (t != self.scalar_type() || out.scalar_type() != t || !use_repro("aten::mean.out", t))
     return at::cpu::mean_outf(self, dim, keepdim, dtype, out);
   at::Tensor r = mean_value(self, dim, keepdim);
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
+  return assign_out(out, r);
 }
 
 // mse_loss: d = x - t, d * d per element; sum: the sum order over them;
@@ -513,9 +543,7 @@ at::Tensor &norm_out(const at::Tensor &self, const c10::optional<at::Scalar> &p,
   if (out.scalar_type() != self.scalar_type() || !norm2("aten::norm.out", self, p))
     return at::cpu::norm_outf(self, p, dim, keepdim, out);
   at::Tensor r = reduce_rows(self, dim, keepdim, row_norm2);
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
+  return assign_out(out, r);
 }
 at::Tensor vector_norm(const at::Tensor &self, const at::Scalar &ord, at::OptionalIntArrayRef dim, bool keepdim,
                        c10::optional<at::ScalarType> dtype) {
@@ -529,9 +557,7 @@ at::Tensor &vector_norm_out(const at::Tensor &self, const at::Scalar &ord, at::O
       !norm2("aten::linalg_vector_norm.out", self, ord))
     return at::cpu::linalg_vector_norm_outf(self, ord, dim, keepdim, dtype, out);
   at::Tensor r = reduce_rows(self, dim, keepdim, row_norm2);
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
+  return assign_out(out, r);
 }
 
 // ---------------------------------------------------------------- matrix products
@@ -543,9 +569,7 @@ at::Tensor mm_fn(const at::Tensor &a, const at::Tensor &b) {
 at::Tensor &mm_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out) {
   if (!use_repro("aten::mm.out", type2(a, b))) return at::cpu::mm_outf(a, b, out);
   at::Tensor r = product(a, b);
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
+  return assign_out(out, r);
 }
 
 // beta * self + alpha * (m1 @ m2): each product rounded, then the sum; beta
@@ -573,9 +597,7 @@ at::Tensor &addmm_out(const at::Tensor &self, const at::Tensor &m1, const at::Te
                       const at::Scalar &alpha, at::Tensor &out) {
   if (!use_repro("aten::addmm.out", type3(self, m1, m2))) return at::cpu::addmm_outf(self, m1, m2, beta, alpha, out);
   at::Tensor r = addmm_value(self, m1, m2, beta, alpha);
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
+  return assign_out(out, r);
 }
 
 // ---------------------------------------------------------------- log_softmax, nll_loss
@@ -727,30 +749,42 @@ bool gelu_repro(const char *op, at::ScalarType t, c10::string_view approximate) 
   }
   return true;
 }
+at::Tensor gelu_into(at::Tensor out, const at::Tensor &a) {
+  auto iter = at::TensorIterator::unary_op(out, a);
+  return run<1>(
+      iter, [](const float *v) { return repro::gelu_f32(v[0]); },
+      [](float *o, const float *const *in, int64_t n) { repro::gelu_run(in[0], n, o); });
+}
+at::Tensor gelu_backward_into(at::Tensor out, const at::Tensor &grad, const at::Tensor &self) {
+  auto iter = at::TensorIterator::binary_op(out, grad, self);
+  return run<2>(
+      iter, [](const float *v) { return repro::gelu_backward_f32(v[0], v[1]); },
+      [](float *o, const float *const *in, int64_t n) { repro::gelu_backward_run(in[0], in[1], n, o); });
+}
 at::Tensor gelu_fn(const at::Tensor &a, c10::string_view approximate) {
   if (!gelu_repro("aten::gelu.default", a.scalar_type(), approximate)) return at::cpu::gelu(a, approximate);
-  return unary(at::Tensor(), a, [](const float *v) { return repro::gelu_f32(v[0]); });
+  return gelu_into(at::Tensor(), a);
 }
 at::Tensor &gelu_inplace(at::Tensor &a, c10::string_view approximate) {
   if (!gelu_repro("aten::gelu_.default", a.scalar_type(), approximate)) return at::cpu::gelu_(a, approximate);
-  unary(a, a, [](const float *v) { return repro::gelu_f32(v[0]); });
+  gelu_into(a, a);
   return a;
 }
 at::Tensor &gelu_out(const at::Tensor &a, c10::string_view approximate, at::Tensor &out) {
   if (!gelu_repro("aten::gelu.out", a.scalar_type(), approximate)) return at::cpu::gelu_outf(a, approximate, out);
-  unary(out, a, [](const float *v) { return repro::gelu_f32(v[0]); });
+  gelu_into(out, a);
   return out;
 }
 at::Tensor gelu_backward_fn(const at::Tensor &grad, const at::Tensor &self, c10::string_view approximate) {
   if (!gelu_repro("aten::gelu_backward.default", type2(grad, self), approximate))
     return at::cpu::gelu_backward(grad, self, approximate);
-  return binary(at::Tensor(), grad, self, [](const float *v) { return repro::gelu_backward_f32(v[0], v[1]); });
+  return gelu_backward_into(at::Tensor(), grad, self);
 }
 at::Tensor &gelu_backward_out(const at::Tensor &grad, const at::Tensor &self, c10::string_view approximate,
                               at::Tensor &out) {
   if (!gelu_repro("aten::gelu_backward.grad_input", type2(grad, self), approximate))
     return at::cpu::gelu_backward_outf(grad, self, approximate, out);
-  binary(out, grad, self, [](const float *v) { return repro::gelu_backward_f32(v[0], v[1]); });
+  gelu_backward_into(out, grad, self);
   return out;
 }
 
@@ -902,9 +936,7 @@ at::Tensor bmm_fn(const at::Tensor &a, const at::Tensor &b) {
 at::Tensor &bmm_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out) {
   if (!use_repro("aten::bmm.out", type2(a, b))) return at::cpu::bmm_outf(a, b, out);
   at::Tensor r = batch_product(a, b);
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
+  return assign_out(out, r);
 }
 
 // Bernoulli draws of pot-repro/1 (PROTOCOL 14.6): the call takes one
@@ -925,7 +957,8 @@ at::Tensor &bernoulli_float(at::Tensor &self, double p, c10::optional<at::Genera
   float *pd = draws.data_ptr<float>();
   at::parallel_for(0, draws.numel(), 32768, [&](int64_t i0, int64_t i1) {
     FpEnvironment env;
-    for (int64_t i = i0; i < i1; ++i) pd[i] = repro::uniform_f32(key, static_cast<uint64_t>(i)) < pf ? 1.0f : 0.0f;
+    repro::uniform_run(key, static_cast<uint64_t>(i0), i1 - i0, pd + i0);
+    for (int64_t i = i0; i < i1; ++i) pd[i] = pd[i] < pf ? 1.0f : 0.0f;
   });
   self.copy_(draws);
   return self;

@@ -1,7 +1,8 @@
 // The arithmetic pot-repro/1 on arrays (src/repro, docs/PROTOCOL.md 14.6):
 // exp and log against the true functions, the sum order against its
 // definition written out here, and every matrix-product path and row split
-// against the fma chain of the definition.
+// against the fma chain of the definition, every element-wise path against
+// the scalar definitions, bit for bit.
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "repro/arith.h"
+#include "repro/elementwise.h"
 #include "repro/matmul.h"
 
 namespace pot_repro_test {
@@ -163,6 +165,91 @@ TEST(Repro, EveryMatmulPathAndRowSplitGivesTheChainsBits) {
   std::vector<float> c(6, -1.0f);
   matmul_rows(a.data(), 0, b.data(), 3, c.data(), 3, 0, 3, 0, 2, best_isa());
   for (float x : c) EXPECT_EQ(std::bit_cast<uint32_t>(x), 0u);
+}
+
+// Inputs for the element-wise paths: every binade from subnormals to
+// overflow of both signs, the branch points of erf (|x| / sqrt(2) at 0.5
+// and 4), of exp (-104, 89) and of the vector paths (|x| = 8 for GELU, -87
+// and 88 for exp) with their neighbours, zeros,
+// infinities and NaN, in runs that leave partial vectors.
+std::vector<float> elementwise_inputs() {
+  std::vector<float> v;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
+  for (int e = -149; e <= 127; e += 3)
+    for (int r = 0; r < 24; ++r) {
+      const float x = std::ldexp(mant(rng), e);
+      v.push_back(x);
+      v.push_back(-x);
+    }
+  std::uniform_real_distribution<float> mid(-9.0f, 9.0f), wide(-110.0f, 95.0f);
+  for (int i = 0; i < 20000; ++i) v.push_back(mid(rng));
+  for (int i = 0; i < 20000; ++i) v.push_back(wide(rng));
+  for (float b : {0.5f * 1.41421356f, 4.0f * 1.41421356f, 8.0f, 0.0f, -87.0f, 88.0f, -104.0f, 89.0f}) {
+    float lo = b, hi = b;
+    for (int i = 0; i < 16; ++i) {
+      lo = std::nextafter(lo, -1.0f);
+      hi = std::nextafter(hi, 100.0f);
+      for (float x : {lo, hi, -lo, -hi}) v.push_back(x);
+    }
+  }
+  for (float x : {0.0f, -0.0f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min()})
+    v.push_back(x);
+  v.push_back(1.0f);  // an odd count: a partial vector at the end
+  return v;
+}
+
+TEST(Repro, EveryElementwisePathGivesTheScalarDefinitionsBits) {
+  const std::vector<float> x = elementwise_inputs();
+  std::vector<float> g = x;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> gd(-3.0f, 3.0f);
+  for (float &v : g) v = gd(rng);
+  const auto n = static_cast<int64_t>(x.size());
+  std::vector<float> want(x.size()), want_bw(x.size());
+  for (size_t j = 0; j < x.size(); ++j) {
+    want[j] = gelu_f32(x[j]);
+    want_bw[j] = gelu_backward_f32(g[j], x[j]);
+  }
+  for (Isa isa : available_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    std::vector<float> out(x.size(), -1.0f);
+    gelu_run(x.data(), n, out.data(), isa);
+    for (size_t j = 0; j < x.size(); ++j)
+      ASSERT_EQ(std::bit_cast<uint32_t>(out[j]), std::bit_cast<uint32_t>(want[j])) << "gelu(" << x[j] << ")";
+    gelu_backward_run(g.data(), x.data(), n, out.data(), isa);
+    for (size_t j = 0; j < x.size(); ++j)
+      ASSERT_EQ(std::bit_cast<uint32_t>(out[j]), std::bit_cast<uint32_t>(want_bw[j]))
+          << "gelu_backward(" << g[j] << ", " << x[j] << ")";
+    exp_run(x.data(), n, out.data(), isa);
+    for (size_t j = 0; j < x.size(); ++j)
+      ASSERT_EQ(std::bit_cast<uint32_t>(out[j]), std::bit_cast<uint32_t>(exp_f32(x[j]))) << "exp(" << x[j] << ")";
+    // Offsets that start inside a vector.
+    gelu_run(x.data() + 3, n - 3, out.data(), isa);
+    for (size_t j = 0; j + 3 < x.size(); ++j)
+      ASSERT_EQ(std::bit_cast<uint32_t>(out[j]), std::bit_cast<uint32_t>(want[j + 3])) << "gelu(" << x[j + 3] << ")";
+  }
+}
+
+TEST(Repro, UniformRunsGiveEachDrawOfTheDefinition) {
+  const uint64_t key = 0x0123456789abcdefull;
+  // Counters whose low word carries into the high one inside a block of 8.
+  const uint64_t carry = (uint64_t{1} << 34) - 12;
+  for (Isa isa : available_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    for (uint64_t first : {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{4}, uint64_t{1} << 40, carry}) {
+      for (int64_t n : {0, 1, 3, 4, 5, 17, 31, 32, 33, 35, 64, 100, 1000}) {
+        std::vector<float> out(static_cast<size_t>(n) + 1, -1.0f);
+        uniform_run(key, first, n, out.data(), isa);
+        for (int64_t j = 0; j < n; ++j)
+          ASSERT_EQ(std::bit_cast<uint32_t>(out[static_cast<size_t>(j)]),
+                    std::bit_cast<uint32_t>(uniform_f32(key, first + static_cast<uint64_t>(j))))
+              << first << "+" << j;
+        EXPECT_EQ(out[static_cast<size_t>(n)], -1.0f);  // nothing past n
+      }
+    }
+  }
 }
 
 TEST(Repro, LogSoftmaxRowsAreCloseToTheTrueFunctionAndFollowTheirFormula) {
