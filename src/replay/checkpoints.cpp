@@ -276,6 +276,10 @@ struct Recorder::Impl {
   // pot-repro/1: the begun step's operators compute in the arithmetic, on
   // the thread that began it (PROTOCOL 14.6).
   std::unique_ptr<repro_aten::Scope> repro;
+  // A begun step the gate voided: the scope ended when it was refused (the
+  // thread computes natively again), and every later end_step of it is
+  // refused with the same status and message.
+  std::optional<std::pair<Status, std::string>> voided;
   Bytes last_rng;      // rng/cpu of the last recorded state (single_seed)
   // The parameters of the last recorded state: leaf t commits the update
   // norm from S_{t-1} to S_t (one copy of the weights).
@@ -559,10 +563,11 @@ commit::StepLeaf Recorder::end_step(const std::vector<hash::StTensor> &state, do
     try {
       m.repro->check();
     } catch (const Error &e) {
-      fail(e.status(), "end_step: step {}: {}", m.begun, e.what());
+      m.voided.emplace(e.status(), fmt::format("end_step: step {}: {}", m.begun, e.what()));
     }
     m.repro.reset();
   }
+  if (m.voided) fail(m.voided->first, "{}", m.voided->second);
   if (!std::isfinite(loss))
     fail(Status::kNonFinite, "end_step: step {} has the loss {}; a step with a non-finite loss fails verification",
          m.begun, loss);

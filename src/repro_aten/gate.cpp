@@ -64,7 +64,11 @@ struct Quiet : c10::WarningHandler {
 
 struct ThreadState {
   int depth = 0;
+  // The thread's observer, registered while a scope is open on it; one
+  // ended on another thread leaves it registered (idle at depth 0: a
+  // thread-local callback is removed only by its own thread) for the next.
   uint64_t handle = 0;
+  bool registered = false;
   std::vector<std::string> violations;  // distinct, first-seen order
   std::unordered_map<std::string, bool> allowed;  // decision cache
 };
@@ -190,8 +194,11 @@ Scope::Scope() {
   ThreadState &s = t_state;
   if (s.depth == 0) {
     s.violations.clear();
-    s.handle = at::addThreadLocalCallback(
-        at::RecordFunctionCallback(on_start).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
+    if (!s.registered) {
+      s.handle = at::addThreadLocalCallback(
+          at::RecordFunctionCallback(on_start).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
+      s.registered = true;
+    }
   }
   ++s.depth;
   state_ = std::make_unique<State>();
@@ -207,11 +214,16 @@ Scope::~Scope() {
   ThreadState &s = *state_->owner;
   // Ended on another thread (a recorder freed elsewhere): the owner's
   // callback stays registered, idle at depth 0.
-  if (--s.depth == 0 && &s == &t_state) at::removeCallback(s.handle);
+  if (--s.depth == 0 && &s == &t_state) {
+    at::removeCallback(s.handle);
+    s.registered = false;
+  }
 }
 
 void Scope::check() const {
-  const auto &v = t_state.violations;
+  // The violations of the thread the scope began on (a recorder's end_step
+  // may run on another thread than its begin_step).
+  const auto &v = state_->owner->violations;
   if (v.empty()) return;
   std::string all;
   for (const std::string &w : v) all += (all.empty() ? "" : "; ") + w;

@@ -286,6 +286,9 @@ def test_a_step_with_an_operator_outside_the_arithmetic_is_refused_naming_it(tmp
     yet) with ATen's own kernel: its bits are the machine's, so the recorder
     refuses the step at end_step, naming the operator, and records nothing."""
     run = Run(str(tmp_path / "silu"), "sgd")
+    g = torch.Generator().manual_seed(2)
+    a, b = torch.randn(64, 1024, generator=g), torch.randn(1024, 64, generator=g)
+    native = a @ b  # outside any step: ATen's own kernel
     run.rec.begin_step(run.schedule[0][0])
     x, y = run.batch(1)
     loss = run.model(torch.nn.functional.silu(x), y)
@@ -294,6 +297,112 @@ def test_a_step_with_an_operator_outside_the_arithmetic_is_refused_naming_it(tmp
     with pytest.raises(pot.UnsupportedError, match=r"aten::silu\.default has no pot-repro/1 kernel"):
         run.rec.end_step(loss)
     assert run.rec.steps_recorded == 0
+    # The voided step is over: this thread computes natively again (the
+    # product's bits are ATen's, not pot-repro/1's), and the step stays
+    # refused.
+    assert torch.equal(a @ b, native)
+    with pytest.raises(pot.UnsupportedError, match=r"aten::silu\.default"):
+        run.rec.end_step(loss)
+
+
+def test_a_step_ended_on_another_thread_is_still_refused(tmp_path):
+    """The same step with end_step called from another thread: the gate's
+    violations are the thread's that began the step, not end_step's."""
+    import threading
+    run = Run(str(tmp_path / "silu-thread"), "sgd")
+    run.rec.begin_step(run.schedule[0][0])
+    x, y = run.batch(1)
+    loss = run.model(torch.nn.functional.silu(x), y)
+    loss.backward()
+    run.opt.step()
+    raised = []
+
+    def end():
+        try:
+            run.rec.end_step(loss)
+        except pot.Error as e:
+            raised.append(e)
+
+    t = threading.Thread(target=end)
+    t.start()
+    t.join()
+    assert len(raised) == 1 and isinstance(raised[0], pot.UnsupportedError), raised
+    assert "aten::silu.default has no pot-repro/1 kernel" in raised[0].message
+    assert run.rec.steps_recorded == 0
+
+
+# The referee in a process of its own, on 2 threads and ATen's default
+# kernels: its own trace of the step, then each forged node decided by
+# running the operator alone (test_op_trace.py's opening codec).
+REFEREE = r"""
+import json, sys
+sys.path.insert(0, sys.argv[2])
+import pot
+from test_op_trace import Opening, flat, forged_output
+a = json.load(open(sys.argv[1]))
+samples = [open(p, "rb").read() for p in a["samples"]]
+entry, run_id = bytes.fromhex(a["entry"]), bytes.fromhex(a["run_id"])
+out = {"decided": 0, "wrong": [], "class": pot.hardware_class()}
+with pot.Spec(a["spec"]) as s, pot.Replay(s, a["program"]) as r, r.trace(a["pre"], entry, samples, run_id=run_id) as t:
+    out["root"] = t.root(len(t)).hex()
+    nodes = [t.node(i) for i in range(len(t))]
+    for k in range(0, len(nodes) - 1, a["every"]):
+        if not any("tensor" in v for v in flat(pot.op_node_json(nodes[k])["outputs"])):
+            continue
+        tree = pot.Tree.in_memory()
+        for i, x in enumerate(nodes[:k + 1]):
+            tree.append(forged_output(x) if i == k else x)
+        honest = r.open_op_node(a["pre"], entry, samples, k, run_id=run_id)
+        o = Opening(honest)
+        o.node = forged_output(nodes[k])
+        o.inclusion = tree.inclusion_proof(k, k + 1)
+        o.consistency = tree.consistency_proof(k, k + 1) if k else b""
+        ruling = r.referee_decide_op(a["pre"], pot.safetensors_digest_file(a["pre"]), entry, samples, k,
+                                     agreed_root=t.root(k), a_root=t.root(k + 1), b_root=tree.root(k + 1),
+                                     a_opening=honest, b_opening=o.encode(), run_id=run_id)
+        if (ruling.rule, ruling.a_loses, ruling.b_loses) == ("operator", False, True):
+            out["decided"] += 1
+        else:
+            out["wrong"].append([k, pot.op_node_json(nodes[k])["name"], str(ruling)])
+print(json.dumps(out))
+"""
+
+
+def test_a_referee_on_other_threads_and_kernels_decides_a_pot_repro_step(tmp_path):
+    """Disputes across hardware: a miner's pot-repro/1 step traced on one
+    thread with this CPU's kernels, and a referee on two threads with ATen's
+    default kernels (another hardware class, which a native task's referee
+    refuses). The referee's own trace has the miner's root, and every other
+    operator of the step (forward, backward, SGD with momentum), forged in
+    its result, is decided for the honest party by running it alone."""
+    import hashlib
+    from test_op_trace import write_step
+    torch.manual_seed(0)
+    model = Mlp()
+    gens = [torch.Generator().manual_seed(i) for i in range(4)]
+    program, spec, samples, pre, entry = write_step(
+        tmp_path, model, [{"x": torch.randn(FEATURES, generator=g), "y": torch.randint(0, CLASSES, (), generator=g)}
+                          for g in gens], 0.01, optimizer={"kind": "sgd", "lr": 0.01, "momentum": 0.9,
+                                                          "weight_decay": 0.01})
+    spec = {k: v for k, v in spec.items() if k not in ("intra_op_threads", "hardware_class")}
+    spec.update(arithmetic=REPRO, batch_size=4)
+    run_id = hashlib.sha256(b"the repro dispute").digest()
+    torch.set_num_threads(1)
+    with pot.Spec(spec) as s, pot.Replay(s, program) as r, r.trace(pre, entry, samples, run_id=run_id) as t:
+        root, n = t.root(len(t)).hex(), len(t)
+    paths = [str(tmp_path / f"s{i}.safetensors") for i in range(len(samples))]  # write_step's files
+    args = tmp_path / "referee.json"
+    args.write_text(json.dumps({"spec": spec, "program": str(program), "pre": str(pre), "samples": paths,
+                                "entry": entry.hex(), "run_id": run_id.hex(), "every": 2}))
+    env = dict(os.environ, ATEN_CPU_CAPABILITY="default", OMP_NUM_THREADS="2")
+    child = subprocess.run([sys.executable, "-c", REFEREE, str(args), os.path.dirname(os.path.abspath(__file__))],
+                           env=env, capture_output=True, text=True)
+    assert child.returncode == 0, child.stderr
+    out = json.loads(child.stdout.splitlines()[-1])
+    assert "aten:default" in out["class"], out["class"]
+    assert out["root"] == root, "the referee's trace of the step differs from the miner's"
+    assert out["wrong"] == [], out["wrong"]
+    assert out["decided"] > n // 6, (out["decided"], n)
 
 
 def test_a_spec_under_the_arithmetic_refuses_a_thread_count_or_class():
