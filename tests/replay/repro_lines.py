@@ -11,7 +11,9 @@ steps of each model of the determinism matrix (tests/replay/train.py: MLP,
 GPT, CNN) from the same S_0 and samples (made by the first run with its
 torch and saved to DIR/init.pt, loaded by the second: the two lines'
 initialisers need not agree), with AdamW, SGD with momentum, and Adam,
-clipping by norm 1.0, dropout from per-step seeds; and writes the SHA-256
+clipping by norm 1.0, dropout 0.1 drawn from the single_seed generator (per_step
+seeds name the run, and a run id covers the spec's framework_version: the
+lines would draw other masks); and writes the SHA-256
 of every tensor of every S_t. --compare names, per model and optimizer, the
 first step whose state differs and the tensors that differ. A replay across
 lines is still refused by the spec's framework_version (PROTOCOL 14.2):
@@ -65,8 +67,13 @@ def run(work, out):
                 else:
                     cls = torch.optim.AdamW if kind == "adamw" else torch.optim.Adam
                     opt = cls(model.parameters(), lr=1e-3, weight_decay=0.01)
+                # single_seed: the dropout draws follow the generator S_0 holds,
+                # the same on both lines (per_step seeds name the run, whose id
+                # covers the spec's framework_version: other masks per line).
                 spec = pt.make_spec(opt, program, dtype=torch.float32, batch_size=BATCH, seed=7,
-                                    dropout=T.DROPOUT, grad_clip_max_norm=1.0, arithmetic="pot-repro/1")
+                                    seed_policy="single_seed", dropout=T.DROPOUT, grad_clip_max_norm=1.0,
+                                    arithmetic="pot-repro/1")
+                torch.manual_seed(7)
                 schedule = [[[BATCH * t + i for i in range(BATCH)]] for t in range(STEPS)]
                 task = pt.make_task(model, opt, spec, dataset_dir=data, schedule=schedule, end_height=10 ** 6,
                                     owner=b"owner", challenge_rounds=2, program=program)
