@@ -208,7 +208,7 @@ Philox4 philox4x32_10(uint64_t key, uint64_t counter_lo, uint64_t counter_hi) {
 
 float uniform_f32(uint64_t key, uint64_t i) {
   const Philox4 r = philox4x32_10(key, i / 4, 0);
-  return static_cast<float>(r.v[i % 4] >> 8) * 0x1p-24f;
+  return poly::uniform_of_word(r.v[i % 4]);
 }
 
 float pairwise(const float *lanes) {

@@ -198,7 +198,7 @@ void uniform_run(uint64_t key, uint64_t first, int64_t n, float *out, Isa isa) {
   while (j < n) {
     const uint64_t i = first + static_cast<uint64_t>(j);
     const Philox4 r = philox4x32_10(key, i / 4, 0);
-    for (uint64_t w = i % 4; w < 4 && j < n; ++w, ++j) out[j] = static_cast<float>(r.v[w] >> 8) * 0x1p-24f;
+    for (uint64_t w = i % 4; w < 4 && j < n; ++w, ++j) out[j] = poly::uniform_of_word(r.v[w]);
   }
 }
 

@@ -3,6 +3,8 @@
 // (elementwise.cpp), so both evaluate one formula. Internal to src/repro.
 #pragma once
 
+#include <cstdint>
+
 namespace pot::repro::poly {
 
 // ln 2 split in two: kLn2Hi has 17 significant bits, so k * kLn2Hi is exact
@@ -42,6 +44,10 @@ inline constexpr float kErfSmall[7] = {
 // 1 - (a1 t + ... + a5 t^5) exp(-a^2), the a_i by Horner from a5.
 inline constexpr float kErfP = 0.3275911f;
 inline constexpr float kErfA[5] = {1.061405429f, -1.453152027f, 1.421413741f, -0.284496736f, 0.254829592f};
+
+// A uniform draw from one Philox output word: its top 24 bits times 2^-24,
+// in [0, 1), exact in binary32.
+inline float uniform_of_word(uint32_t w) { return static_cast<float>(w >> 8) * 0x1p-24f; }
 
 // GELU's 1/sqrt(2) and 1/sqrt(2 pi).
 inline constexpr float kInvSqrt2 = 0x1.6a09e6p-1f;

@@ -110,13 +110,12 @@ at::Tensor run(at::TensorIterator &iter, F f, B batch = nullptr) {
         } else {
           batch(out, in, n);
         }
-        for (size_t t = 0; t < nt; ++t) p[t] += strides[nt + t];
-        continue;
-      }
-      for (int64_t i = 0; i < n; ++i) {
-        float v[NIn];
-        for (size_t t = 0; t < NIn; ++t) v[t] = *reinterpret_cast<const float *>(p[t + 1] + i * strides[t + 1]);
-        *reinterpret_cast<float *>(p[0] + i * strides[0]) = f(v);
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          float v[NIn];
+          for (size_t t = 0; t < NIn; ++t) v[t] = *reinterpret_cast<const float *>(p[t + 1] + i * strides[t + 1]);
+          *reinterpret_cast<float *>(p[0] + i * strides[0]) = f(v);
+        }
       }
       for (size_t t = 0; t < nt; ++t) p[t] += strides[nt + t];
     }
@@ -125,15 +124,16 @@ at::Tensor run(at::TensorIterator &iter, F f, B batch = nullptr) {
   return iter.output();
 }
 
-template <class F>
-at::Tensor unary(at::Tensor out, const at::Tensor &a, F f) {
+template <class F, class B = std::nullptr_t>
+at::Tensor unary(at::Tensor out, const at::Tensor &a, F f, B batch = nullptr) {
   auto iter = at::TensorIterator::unary_op(out, a);
-  return run<1>(iter, f);
+  return run<1>(iter, f, batch);
 }
-template <class F>
-at::Tensor binary(at::Tensor out, const at::Tensor &a, const at::Tensor &b, F f, bool float_op = false) {
+template <class F, class B = std::nullptr_t>
+at::Tensor binary(at::Tensor out, const at::Tensor &a, const at::Tensor &b, F f, bool float_op = false,
+                  B batch = nullptr) {
   auto iter = float_op ? at::TensorIterator::binary_float_op(out, a, b) : at::TensorIterator::binary_op(out, a, b);
-  return run<2>(iter, f);
+  return run<2>(iter, f, batch);
 }
 template <class F>
 at::Tensor ternary(at::Tensor out, const at::Tensor &a, const at::Tensor &b, const at::Tensor &c, F f) {
@@ -750,15 +750,13 @@ bool gelu_repro(const char *op, at::ScalarType t, c10::string_view approximate) 
   return true;
 }
 at::Tensor gelu_into(at::Tensor out, const at::Tensor &a) {
-  auto iter = at::TensorIterator::unary_op(out, a);
-  return run<1>(
-      iter, [](const float *v) { return repro::gelu_f32(v[0]); },
+  return unary(
+      std::move(out), a, [](const float *v) { return repro::gelu_f32(v[0]); },
       [](float *o, const float *const *in, int64_t n) { repro::gelu_run(in[0], n, o); });
 }
 at::Tensor gelu_backward_into(at::Tensor out, const at::Tensor &grad, const at::Tensor &self) {
-  auto iter = at::TensorIterator::binary_op(out, grad, self);
-  return run<2>(
-      iter, [](const float *v) { return repro::gelu_backward_f32(v[0], v[1]); },
+  return binary(
+      std::move(out), grad, self, [](const float *v) { return repro::gelu_backward_f32(v[0], v[1]); }, false,
       [](float *o, const float *const *in, int64_t n) { repro::gelu_backward_run(in[0], in[1], n, o); });
 }
 at::Tensor gelu_fn(const at::Tensor &a, c10::string_view approximate) {

@@ -769,10 +769,10 @@ def make_task(model: torch.nn.Module, optimizer: Optimizers, spec: Spec, *,
     state = _initial_state(model, optimizer, spec)
     _check_initial_state(state, optimizer)
     initial = _state_digest(state)
-    if program is None and spec.to_dict().get("arithmetic", "native") != "native":
-        raise InvalidArgumentError(f"a {spec.to_dict()['arithmetic']} task is dry-run before it is made, so that an "
-                                   "operator the arithmetic lacks is refused now: pass program= (the file the spec "
-                                   "names)")
+    arithmetic = spec.to_dict().get("arithmetic", "native")
+    if program is None and arithmetic != "native":
+        raise InvalidArgumentError(f"a {arithmetic} task is dry-run before it is made, so that an operator the "
+                                   "arithmetic lacks is refused now: pass program= (the file the spec names)")
     if program is not None:
         first = [list(map(int, mb)) for mb in schedule[0]] if not isinstance(schedule, str) else None
         _dry_run(spec, program, state, data, first)
@@ -796,8 +796,9 @@ def _dry_run(spec: Spec, program: Union[str, "os.PathLike[str]"], state: Mapping
     import tempfile
     if first is None:
         size = data.size
-        micro = int(spec.to_dict()["grad_accum_microbatches"])
-        per = int(spec.to_dict()["batch_size"]) // micro
+        declared = spec.to_dict()
+        micro = int(declared["grad_accum_microbatches"])
+        per = int(declared["batch_size"]) // micro
         first = [[(j * per + i) % size for i in range(per)] for j in range(micro)]
     entry = _schedule_entries([first], data.size)[0]
     samples = [data.sample(i) for mb in first for i in mb]
