@@ -127,15 +127,37 @@ for t, manifest, pre, post in a["openings"]:
         check = "ok"
     except pot.Error as e:
         check = f"{e.check}: {e}"
-    print(json.dumps({"step": t, "check": check, "class": pot.hardware_class()}), flush=True)
+    blas = sorted({l.split()[-1] for l in open("/proc/self/maps") if "/libblas.so" in l})
+    print(json.dumps({"step": t, "check": check, "class": pot.hardware_class(), "blas": blas}), flush=True)
 """
 
 
-def verify_elsewhere(run, tmp, threads, capability=None, onednn=None):
+def loaded_blas():
+    """The libblas.so.3 files this process has mapped: Debian's torch calls
+    the generic BLAS (its provider is the machine's alternative); PyPI's
+    wheels link MKL inside and map none."""
+    with open("/proc/self/maps") as f:
+        return sorted({line.split()[-1] for line in f if "/libblas.so" in line})
+
+
+def openblas_dir():
+    """Debian's OpenBLAS unpacked, not installed (scripts/openblas; installing
+    it would switch the machine's libblas.so.3 alternative): None where this
+    torch maps no libblas.so.3, so that a BLAS provider is no input of it."""
+    if not loaded_blas():
+        return None
+    d = os.environ.get("POT_OPENBLAS_DIR")
+    if not d:
+        pytest.skip("this torch calls libblas.so.3: set POT_OPENBLAS_DIR=$(scripts/openblas DIR) (scripts/test does)")
+    assert os.path.isfile(os.path.join(d, "libblas.so.3")), f"POT_OPENBLAS_DIR={d} holds no libblas.so.3"
+    return d
+
+
+def verify_elsewhere(run, tmp, threads, capability=None, onednn=None, blas=None):
     args = {"commitment": run.rec.commitment.encode().hex(), "spec": run.task.spec.to_json(),
             "program": run.program, "steps": STEPS, "root": run.root.hex(), "openings": run.openings(),
             "threads": threads}
-    path = os.path.join(tmp, f"verify-{threads}-{capability}-{onednn}.json")
+    path = os.path.join(tmp, f"verify-{threads}-{capability}-{onednn}-{bool(blas)}.json")
     with open(path, "w") as f:
         json.dump(args, f)
     env = dict(os.environ)
@@ -143,9 +165,16 @@ def verify_elsewhere(run, tmp, threads, capability=None, onednn=None):
         env["ATEN_CPU_CAPABILITY"] = capability
     if onednn:
         env["ONEDNN_MAX_CPU_ISA"] = onednn
+    if blas:
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in [blas, env.get("LD_LIBRARY_PATH")] if p)
     out = subprocess.run([sys.executable, "-c", CHILD, path], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    return [json.loads(line) for line in out.stdout.splitlines()]
+    results = [json.loads(line) for line in out.stdout.splitlines()]
+    if blas:
+        # The verifier really computed with OpenBLAS's library, not the
+        # machine's: an LD_LIBRARY_PATH that changed nothing proves nothing.
+        assert results and all(r["blas"] == [os.path.join(blas, "libblas.so.3")] for r in results), results
+    return results
 
 
 @pytest.mark.parametrize("optim,clip", [("sgd", 0.0), ("adam", 1.0), ("adamw", 0.0)])
@@ -167,8 +196,10 @@ def test_the_matrix_models_replay_bit_for_bit_with_dropout(tmp_path, name):
     (embeddings, causal attention, softmax, LayerNorm, GELU, dropout, tied
     head) and CNN (Conv2d, BatchNorm2d, MaxPool2d, Dropout), AdamW with
     clipping, dropout 0.1 from per_step seeds: every
-    step verified bit for bit on 2 threads, with the default kernels and with
-    oneDNN capped at SSE4.1 (each a hardware class of its own under native)."""
+    step verified bit for bit on 2 threads, with the default kernels, with
+    oneDNN capped at SSE4.1 (each a hardware class of its own under native)
+    and, where this torch calls libblas.so.3, with OpenBLAS's in place of the
+    machine's (a provider no class names)."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))))), "tests", "replay"))
     import train as T
@@ -176,10 +207,30 @@ def test_the_matrix_models_replay_bit_for_bit_with_dropout(tmp_path, name):
     model = T.build_task(name)
     data = T.make_samples(name, 32, 7, torch.float32)
     run = Run(str(tmp_path / name), "adamw", clip=1.0, model=model, data=data, dropout=T.DROPOUT).train()
-    for threads, capability, onednn in [(2, None, None), (1, "default", None), (1, None, "SSE41")]:
-        results = verify_elsewhere(run, str(tmp_path), threads, capability, onednn)
+    blas = openblas_dir()
+    configs = [(2, None, None, None), (1, "default", None, None), (1, None, "SSE41", None)]
+    configs += [(1, None, None, blas)] if blas else []
+    for threads, capability, onednn, provider in configs:
+        results = verify_elsewhere(run, str(tmp_path), threads, capability, onednn, provider)
         assert [r["step"] for r in results] == list(range(1, STEPS + 1))
-        assert all(r["check"] == "ok" for r in results), (name, threads, capability, onednn, results)
+        assert all(r["check"] == "ok" for r in results), (name, threads, capability, onednn, provider, results)
+
+
+def test_under_native_openblas_gives_other_bits_in_the_same_hardware_class(tmp_path):
+    """The control of the OpenBLAS column above: the same library swap under
+    `native` changes a step's bits (Debian's 1.13 computes its matrix
+    products in libblas.so.3) while the verifier's hardware class stays the
+    recorded one, so the bitwise replay answers a mismatch, not a refusal.
+    That is why the column proves something, and a limit of `native`
+    (docs/determinism.md, "The BLAS provider")."""
+    blas = openblas_dir()
+    if blas is None:
+        pytest.skip("this torch maps no libblas.so.3 (PyPI's wheels link MKL inside)")
+    run = Run(str(tmp_path / "run"), "sgd", arithmetic="native").train()
+    results = verify_elsewhere(run, str(tmp_path), 1, blas=blas)
+    assert [r["class"] for r in results] == [run.task.spec.to_dict()["hardware_class"]] * STEPS
+    # An honest miner, an honest verifier, and every step a mismatch.
+    assert all(r["check"].startswith("replayed_state: POT_E_PROOF_MISMATCH") for r in results), results
 
 
 class LstmLm(torch.nn.Module):
