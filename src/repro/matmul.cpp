@@ -68,6 +68,23 @@ void pack_transposed(const Operand &b, int64_t kc, int64_t n, int64_t width, flo
   }
 }
 
+// rows x kc of an a whose k is not contiguous (a transposed matrix: a.cols
+// is its row stride) into [kc][rows]: the micro-kernel then reads the Rows
+// broadcasts of a step from one cache line, not from a line in another page
+// per step (those lines, a power-of-two stride apart, also share one cache
+// set). An a with contiguous k is read in place: packing it costs more
+// than its Rows row streams do (measured on the shapes of the 5.3M GPT).
+void pack_a(const Operand &a, int64_t i, int64_t pc, int64_t rows, int64_t kc, float *out) {
+  const float *base = a.data + i * a.rows + pc * a.cols;
+  if (a.rows == 1) {
+    for (int64_t p = 0; p < kc; ++p)
+      std::memcpy(out + p * rows, base + p * a.cols, static_cast<size_t>(rows) * sizeof(float));
+    return;
+  }
+  for (int64_t p = 0; p < kc; ++p)
+    for (int64_t r = 0; r < rows; ++r) out[p * rows + r] = base[r * a.rows + p * a.cols];
+}
+
 // One block: c[Rows][width] (row stride ldc), continued from c unless
 // first, over kc steps of a (row stride lda) and a packed panel.
 template <int Rows>
@@ -146,8 +163,9 @@ const Path &path_of(Isa isa) {
 void rows_blocked(const Operand &a, const Operand &b, float *c, int64_t ldc, int64_t k, int64_t n, int64_t r0,
                   int64_t r1, const Path &path) {
   const int64_t width = path.width, panels = (n + width - 1) / width;
-  thread_local std::vector<float> packed;
+  thread_local std::vector<float> packed, packed_a;
   packed.resize(static_cast<size_t>(std::min(k, kKc) * panels * width));
+  packed_a.resize(static_cast<size_t>(std::min(k, kKc) * path.rows));
   float edge[12 * 32];  // the last panel's block when n is not a multiple of width
   for (int64_t pc = 0; pc < k; pc += kKc) {
     const int64_t kc = std::min(kKc, k - pc);
@@ -161,18 +179,21 @@ void rows_blocked(const Operand &a, const Operand &b, float *c, int64_t ldc, int
     for (int64_t i = r0; i < r1; i += path.rows) {
       const int64_t rows = std::min(path.rows, r1 - i);
       const Kernel kernel = path.kernels[rows - 1];
-      const float *ai = a.data + i * a.rows + pc * a.cols;
+      const bool in_place = a.cols == 1;
+      if (!in_place) pack_a(a, i, pc, rows, kc, packed_a.data());
+      const float *ai = in_place ? a.data + i * a.rows + pc : packed_a.data();
+      const int64_t lda = in_place ? a.rows : 1, sa = in_place ? 1 : rows;
       for (int64_t q = 0; q < panels; ++q) {
         const int64_t j = q * width, cols = std::min(width, n - j);
         const float *panel = packed.data() + q * kc * width;
         float *ci = c + i * ldc + j;
         if (cols == width) {
-          kernel(ai, a.rows, a.cols, panel, kc, ci, ldc, first);
+          kernel(ai, lda, sa, panel, kc, ci, ldc, first);
           continue;
         }
         for (int64_t r = 0; r < rows && !first; ++r)
           std::memcpy(edge + r * width, ci + r * ldc, static_cast<size_t>(cols) * sizeof(float));
-        kernel(ai, a.rows, a.cols, panel, kc, edge, width, first);
+        kernel(ai, lda, sa, panel, kc, edge, width, first);
         for (int64_t r = 0; r < rows; ++r)
           std::memcpy(ci + r * ldc, edge + r * width, static_cast<size_t>(cols) * sizeof(float));
       }

@@ -428,8 +428,15 @@ std::vector<int64_t> reduced_dims(const at::Tensor &self, at::OptionalIntArrayRe
 
 // Each output's elements are the reduced dims' in row-major order (the
 // reduced dims in increasing order); row_fn(pointer, count) reduces one.
+// A sum or mean over the leading dims of a contiguous tensor (a bias
+// gradient: the sum over every row of a batch) sums the columns in place
+// instead (repro::column_sums: each column's lanes in the row order a
+// copied row would have, so the same bits without the transposing copy).
+enum class Leading { kNone, kSum, kMean };
+
 template <class RowFn>
-at::Tensor reduce_rows(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim, RowFn row_fn) {
+at::Tensor reduce_rows(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim, RowFn row_fn,
+                       Leading leading = Leading::kNone) {
   const std::vector<int64_t> red = reduced_dims(self, dim);
   std::vector<int64_t> perm, out_shape, kept_shape;
   for (int64_t d = 0; d < self.dim(); ++d) {
@@ -446,10 +453,23 @@ at::Tensor reduce_rows(const at::Tensor &self, at::OptionalIntArrayRef dim, bool
     perm.push_back(d);
     inner *= self.size(d);
   }
-  const at::Tensor x = self.dim() == 0 ? self.reshape({1}) : self.permute(perm).contiguous();
   int64_t outer = 1;
   for (int64_t s : kept_shape) outer *= s;
   at::Tensor out = at::empty({outer}, self.options());
+  const bool prefix = !red.empty() && red.back() == static_cast<int64_t>(red.size()) - 1 &&
+                      static_cast<int64_t>(red.size()) < self.dim();
+  if (leading != Leading::kNone && prefix && self.is_contiguous() && inner > 0 && outer > 0) {
+    const float *px = self.data_ptr<float>();
+    float *po = out.data_ptr<float>();
+    at::parallel_for(0, outer, std::max<int64_t>(64, 32768 / inner), [&](int64_t c0, int64_t c1) {
+      FpEnvironment env;
+      repro::column_sums(px + c0, inner, c1 - c0, outer, po + c0);
+      if (leading == Leading::kMean)
+        for (int64_t c = c0; c < c1; ++c) po[c] = po[c] / static_cast<float>(inner);
+    });
+    return out.view(out_shape);
+  }
+  const at::Tensor x = self.dim() == 0 ? self.reshape({1}) : self.permute(perm).contiguous();
   const float *px = x.data_ptr<float>();
   float *po = out.data_ptr<float>();
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(inner, 1));
@@ -467,14 +487,14 @@ at::Tensor sum_dim(const at::Tensor &self, at::OptionalIntArrayRef dim, bool kee
                    c10::optional<at::ScalarType> dtype) {
   const at::ScalarType t = dtype.value_or(self.scalar_type());
   if (t != self.scalar_type() || !use_repro("aten::sum.dim_IntList", t)) return at::cpu::sum(self, dim, keepdim, dtype);
-  return reduce_rows(self, dim, keepdim, row_sum);
+  return reduce_rows(self, dim, keepdim, row_sum, Leading::kSum);
 }
 at::Tensor &sum_out(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim,
                     c10::optional<at::ScalarType> dtype, at::Tensor &out) {
   const at::ScalarType t = dtype.value_or(self.scalar_type());
   if (t != self.scalar_type() || out.scalar_type() != t || !use_repro("aten::sum.IntList_out", t))
     return at::cpu::sum_outf(self, dim, keepdim, dtype, out);
-  at::Tensor r = reduce_rows(self, dim, keepdim, row_sum);
+  at::Tensor r = reduce_rows(self, dim, keepdim, row_sum, Leading::kSum);
   return assign_out(out, r);
 }
 
@@ -482,7 +502,8 @@ at::Tensor &sum_out(const at::Tensor &self, at::OptionalIntArrayRef dim, bool ke
 // number of reduced elements as a binary32.
 at::Tensor mean_value(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim) {
   return reduce_rows(self, dim, keepdim,
-                     [](const float *x, int64_t n) { return repro::lane_sum(x, n) / static_cast<float>(n); });
+                     [](const float *x, int64_t n) { return repro::lane_sum(x, n) / static_cast<float>(n); },
+                     Leading::kMean);
 }
 at::Tensor mean_dim(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim,
                     c10::optional<at::ScalarType> dtype) {

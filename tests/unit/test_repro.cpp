@@ -155,6 +155,14 @@ TEST(Repro, EveryMatmulPathAndRowSplitGivesTheChainsBits) {
     matmul_rows(Operand{a.data(), k, 1}, Operand{bt.data(), 1, k}, t.data(), n, k, n, 0, 5, isa);
     matmul_rows(Operand{at.data(), 1, m}, Operand{b.data(), n, 1}, t.data(), n, k, n, 5, m, isa);
     EXPECT_EQ(0, std::memcmp(t.data(), want.data(), t.size() * sizeof(float)));
+    // a read through two strides, neither of them 1 (every other element
+    // of a wider array): packed like a transposed one.
+    std::vector<float> sparse(static_cast<size_t>(2 * m * k), -7.0f);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t p = 0; p < k; ++p) sparse[static_cast<size_t>(i * 2 * k + 2 * p)] = a[static_cast<size_t>(i * k + p)];
+    std::fill(t.begin(), t.end(), -1.0f);
+    matmul_rows(Operand{sparse.data(), 2 * k, 2}, Operand{b.data(), n, 1}, t.data(), n, k, n, 0, m, isa);
+    EXPECT_EQ(0, std::memcmp(t.data(), want.data(), t.size() * sizeof(float)));
     // Operands inside larger matrices (strides past the row length).
     std::vector<float> wide(static_cast<size_t>(m * (n + 5)), -1.0f);
     matmul_rows(a.data(), k, b.data(), n, wide.data(), n + 5, k, n, 0, m, isa);

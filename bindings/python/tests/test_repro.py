@@ -332,6 +332,52 @@ def test_a_task_whose_program_lacks_a_kernel_is_refused_when_made(tmp_path):
                      end_height=10 ** 6, owner=b"owner")
 
 
+def defined_sum(values):
+    """PROTOCOL 14.6's sum order, written again in numpy's binary32: element
+    j adds to lane j mod 32 in element order, then the lanes pairwise."""
+    import numpy as np
+    lanes = np.zeros(32, dtype=np.float32)
+    for j, v in enumerate(np.asarray(values, dtype=np.float32)):
+        lanes[j % 32] = np.float32(lanes[j % 32] + v)
+    while len(lanes) > 1:
+        lanes = (lanes[0::2] + lanes[1::2]).astype(np.float32)
+    return lanes[0]
+
+
+def test_sums_over_leading_dims_follow_the_defined_order(tmp_path):
+    """A bias gradient sums a batch's rows: pot-repro/1 sums such columns in
+    place (no transposing copy), each in the defined order over the rows,
+    the same bits as the row sums of the transposed copy and as an
+    independent computation of the order."""
+    import numpy as np
+    run = Run(str(tmp_path / "sums"), "sgd")
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(70, 3, 11, generator=g) * 100
+    run.rec.begin_step(run.schedule[0][0])
+    over_rows = x.sum(0)
+    over_two = x.sum((0, 1))
+    means = x.mean((0, 1), keepdim=True)
+    by_copy = x.permute(1, 2, 0).contiguous().sum(2)
+    xs, ys = run.batch(1)
+    loss = run.model(xs, ys)
+    loss.backward()
+    run.opt.step()
+    run.opt.zero_grad(set_to_none=True)
+    run.rec.end_step(loss)
+    a = x.numpy()
+    assert torch.equal(over_rows, by_copy)
+    for i in range(3):
+        for j in range(11):
+            assert over_rows[i, j].item() == defined_sum(a[:, i, j]), (i, j)
+    for j in range(11):
+        col = a[:, :, j].reshape(-1)
+        assert over_two[j].item() == defined_sum(col), j
+        assert means[0, 0, j].item() == np.float32(defined_sum(col) / np.float32(210)), j
+    # ATen's own sum of the same columns is another order (this is what
+    # the arithmetic replaces).
+    assert not torch.equal(x.sum(0), over_rows)
+
+
 def test_a_step_with_an_operator_outside_the_arithmetic_is_refused_naming_it(tmp_path):
     """A miner whose loop computes SiLU on the batch (no pot-repro/1 kernel
     yet) with ATen's own kernel: its bits are the machine's, so the recorder
