@@ -2,15 +2,19 @@
 """Step time under the reproducible arithmetic pot-repro/1 against ATen's
 own kernels (docs/performance.md, "The reproducible arithmetic").
 
-    python3 bench/repro_step.py [--steps 10] [--threads 1 2] [--models mlp transformer cnn] [--json]
+    python3 bench/repro_step.py [--steps 10] [--rounds 3] [--threads 1 2] [--models mlp transformer cnn] [--json]
 
 For each model of the determinism matrix (tests/replay/train.py: the MLP,
 the GPT and the CNN, AdamW, clip_grad_norm_ 1.0, dropout 0.1 from per_step
 seeds, F32), each thread count and each arithmetic, a run is recorded with
 pot.torch.Recorder and the training step itself (forward, backward,
 clipping, optimizer update: what runs between begin_step and end_step,
-whose costs are the same under both arithmetics) is timed; the figure is
-the median over the steps after the first two. Needs `pot` importable
+whose costs are the same under both arithmetics) is timed. Each
+configuration runs --rounds times, native and pot-repro/1 in turn (the
+order swapped each round), so that a machine whose speed drifts slows both
+alike: a time is the median over every round's steps after the first
+two, the ratio the median of the rounds' ratios (min and max beside it:
+a wide spread says the machine was noisy). Needs `pot` importable
 (bindings/python installed, as bindings/python/run-tests.sh does).
 Prints a table and, with --json, one JSON line.
 """
@@ -66,31 +70,40 @@ def step_times(model_name, threads, arithmetic, steps, work):
         times.append(time.perf_counter() - start)
         rec.end_step(loss)
     rec.close()
-    return statistics.median(times[2:]) if len(times) > 2 else statistics.median(times)
+    return times[2:] if len(times) > 2 else times
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--models", nargs="+", default=["mlp", "transformer", "cnn"])
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     rows = []
     print(f"torch {torch.__version__}, {os.cpu_count()} CPUs; median step (forward, backward, clip, AdamW), "
-          f"batch {BATCH}")
-    print(f"{'model':12s} {'threads':>7s} {'native ms':>10s} {'pot-repro ms':>13s} {'ratio':>6s}")
+          f"batch {BATCH}, {a.rounds} rounds of {a.steps} steps")
+    print(f"{'model':12s} {'threads':>7s} {'native ms':>10s} {'pot-repro ms':>13s} {'ratio':>6s} {'min':>5s} {'max':>5s}")
     for m in a.models:
         for n in a.threads:
-            figures = {}
-            for arithmetic in ("native", "pot-repro/1"):
-                with tempfile.TemporaryDirectory() as work:
-                    figures[arithmetic] = step_times(m, n, arithmetic, a.steps, work)
-            ratio = figures["pot-repro/1"] / figures["native"]
-            rows.append({"model": m, "threads": n, "native_s": figures["native"],
-                         "repro_s": figures["pot-repro/1"], "ratio": ratio})
-            print(f"{m:12s} {n:7d} {figures['native'] * 1e3:10.2f} {figures['pot-repro/1'] * 1e3:13.2f} "
-                  f"{ratio:6.2f}")
+            times = {"native": [], "pot-repro/1": []}
+            ratios = []
+            for r in range(a.rounds):
+                medians = {}
+                order = ("native", "pot-repro/1") if r % 2 == 0 else ("pot-repro/1", "native")
+                for arithmetic in order:
+                    with tempfile.TemporaryDirectory() as work:
+                        steps = step_times(m, n, arithmetic, a.steps, work)
+                    times[arithmetic] += steps
+                    medians[arithmetic] = statistics.median(steps)
+                ratios.append(medians["pot-repro/1"] / medians["native"])
+            native, repro = statistics.median(times["native"]), statistics.median(times["pot-repro/1"])
+            ratio = statistics.median(ratios)
+            rows.append({"model": m, "threads": n, "native_s": native, "repro_s": repro, "ratio": ratio,
+                         "ratio_min": min(ratios), "ratio_max": max(ratios)})
+            print(f"{m:12s} {n:7d} {native * 1e3:10.2f} {repro * 1e3:13.2f} {ratio:6.2f} {min(ratios):5.2f} "
+                  f"{max(ratios):5.2f}")
     if a.json:
         print(json.dumps({"torch": torch.__version__, "rows": rows}))
 

@@ -73,7 +73,7 @@ at::Tensor im2col(const at::Tensor &x, const Conv2d &g) {
   const float *px = x.data_ptr<float>();
   float *pc = cols.data_ptr<float>();
   const int64_t width = g.n * g.positions();
-  at::parallel_for(0, g.taps(), 1, [&](int64_t t0, int64_t t1) {
+  at::parallel_for(0, g.taps(), grain_for(width), [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t c = t / (g.kh * g.kw), i = t / g.kw % g.kh, j = t % g.kw;
       float *row = pc + t * width;
@@ -166,7 +166,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_fn(
     grad_input = at::zeros(input.sizes(), gm.options());
     const float *pd = d.data_ptr<float>();
     float *pi = grad_input.data_ptr<float>();
-    at::parallel_for(0, g->n * g->c, 1, [&](int64_t p0, int64_t p1) {
+    at::parallel_for(0, g->n * g->c, grain_for(g->kh * g->kw * g->positions()), [&](int64_t p0, int64_t p1) {
       FpEnvironment env;
       for (int64_t plane = p0; plane < p1; ++plane) {
         const int64_t s = plane / g->c, c = plane % g->c;
@@ -246,7 +246,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_fn(
   const float *px = x.data_ptr<float>();
   float *po = out.data_ptr<float>(), *pm = mean.data_ptr<float>(), *pi = invstd.data_ptr<float>();
   const float e = static_cast<float>(eps), cnt = static_cast<float>(count);
-  at::parallel_for(0, ch, 1, [&](int64_t c0, int64_t c1) {
+  at::parallel_for(0, ch, grain_for(count), [&](int64_t c0, int64_t c1) {
     FpEnvironment env;
     for (int64_t c = c0; c < c1; ++c) {
       const float *row = px + c * count;
@@ -317,7 +317,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_fn(
   const float *px = x.data_ptr<float>(), *pg = g.data_ptr<float>();
   float *pdx = dx.data_ptr<float>(), *pdw = dw.data_ptr<float>(), *pdb = db.data_ptr<float>();
   const float e = static_cast<float>(eps), cnt = static_cast<float>(count);
-  at::parallel_for(0, ch, 1, [&](int64_t c0, int64_t c1) {
+  at::parallel_for(0, ch, grain_for(count), [&](int64_t c0, int64_t c1) {
     FpEnvironment env;
     for (int64_t c = c0; c < c1; ++c) {
       const float mu = train ? sm[c] : rm[c], r = train ? si[c] : 1.0f / std::sqrt(rv[c] + e);
@@ -398,7 +398,7 @@ std::tuple<at::Tensor, at::Tensor> max_pool_fn(const at::Tensor &self, at::IntAr
   const float *px = x.data_ptr<float>();
   float *po = out.data_ptr<float>();
   int64_t *pi = idx.data_ptr<int64_t>();
-  at::parallel_for(0, p->planes, 1, [&](int64_t q0, int64_t q1) {
+  at::parallel_for(0, p->planes, grain_for(p->oh * p->ow * p->kh * p->kw), [&](int64_t q0, int64_t q1) {
     for (int64_t q = q0; q < q1; ++q)
       for (int64_t y = 0; y < p->oh; ++y)
         for (int64_t xo = 0; xo < p->ow; ++xo) {
@@ -445,7 +445,7 @@ at::Tensor max_pool_backward_fn(const at::Tensor &grad, const at::Tensor &self, 
   const int64_t *pix = ix.data_ptr<int64_t>();
   float *pgi = gi.data_ptr<float>();
   const int64_t plane_in = p->h * p->w, plane_out = p->oh * p->ow;
-  at::parallel_for(0, p->planes, 1, [&](int64_t q0, int64_t q1) {
+  at::parallel_for(0, p->planes, grain_for(p->h * p->w), [&](int64_t q0, int64_t q1) {
     FpEnvironment env;
     for (int64_t q = q0; q < q1; ++q)
       for (int64_t k = 0; k < plane_out; ++k) {

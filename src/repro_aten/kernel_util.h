@@ -3,6 +3,7 @@
 // types of arguments that differ between torch lines.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <tuple>
@@ -26,6 +27,19 @@ bool use_repro(const char *op, at::ScalarType t);
 at::Tensor product(const at::Tensor &a, const at::Tensor &b);
 
 inline float scalar_f32(const at::Scalar &s) { return s.to<float>(); }
+
+// at::parallel_for's grain for items of `per_item` units of work each: the
+// fewest items a task takes, so that work below `split` units runs on the
+// calling thread. ATen's own kernels split at 32768 elements
+// (at::internal::GRAIN_SIZE); a split costs waking a thread, which a
+// small model's operators (a few microseconds each) do not repay. Results
+// never depend on it (every kernel splits by outputs).
+inline int64_t grain_for(int64_t per_item, int64_t split = 32768) {
+  return std::max<int64_t>(1, split / std::max<int64_t>(per_item, 1));
+}
+// A matrix product's: fused multiply-adds are cheaper than element-wise
+// steps (~500 K of them take what 32768 elements of ATen's loops take).
+inline constexpr int64_t kProductSplit = int64_t{1} << 19;
 
 // An argument's type as this LibTorch's schema declares it: torch 2 passes
 // some integers and lists (nll_loss's ignore_index, convolution's stride)

@@ -50,8 +50,7 @@ at::Tensor product(const at::Tensor &a, const at::Tensor &b) {
   const repro::Operand ob{b.data_ptr<float>(), b.stride(0), b.stride(1)};
   float *pc = c.data_ptr<float>();
   const repro::Isa isa = repro::best_isa();
-  const int64_t grain = std::max<int64_t>(4, 65536 / std::max<int64_t>(n * std::max<int64_t>(k, 1), 1));
-  at::parallel_for(0, m, grain, [&](int64_t r0, int64_t r1) {
+  at::parallel_for(0, m, std::max<int64_t>(4, grain_for(n * std::max<int64_t>(k, 1), kProductSplit)), [&](int64_t r0, int64_t r1) {
     repro::FpEnvironment env;
     repro::matmul_rows(oa, ob, pc, n, k, n, r0, r1, isa);
   });
@@ -82,30 +81,83 @@ using IgnoreIndex = ArgOf<at::_ops::nll_loss_forward::schema, 4>::type;
 // contracted), gives the same bits. An operation with a vector path of its
 // own (repro/elementwise.h) passes it as batch(out, in, n), called where
 // every operand of the inner loop is contiguous; it gives f's bits too.
+// The contiguous loop of run(): out[i] = f(in[0][i], ...). The compiler
+// vectorises it across elements (each lane one element's operations, in
+// the definition's order; -ffp-contract=off: nothing is contracted). The
+// AVX2 instance gives the loop 8 lanes instead of the baseline's 4; f is
+// inlined into it (its operations are the definition's, so the bits are
+// the same for either width). Not "fma": a target with FMA may not
+// contract either, but nothing here needs it.
+template <size_t NIn, class F>
+inline void contiguous_loop(float *out, const float *const *in, int64_t n, const F &f) {
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i) {
+    float v[NIn];
+    for (size_t t = 0; t < NIn; ++t) v[t] = in[t][i];
+    out[i] = f(v);
+  }
+}
+template <size_t NIn, class F>
+[[gnu::target("avx2")]] void contiguous_loop_avx2(float *out, const float *const *in, int64_t n, const F &f) {
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i) {
+    float v[NIn];
+    for (size_t t = 0; t < NIn; ++t) v[t] = in[t][i];
+    out[i] = f(v);
+  }
+}
+
+constexpr int64_t kBroadcastBlock = 256;
+
 template <size_t NIn, class F, class B = std::nullptr_t>
 at::Tensor run(at::TensorIterator &iter, F f, B batch = nullptr) {
   TORCH_CHECK(iter.common_dtype() == at::kFloat, "pot-repro/1: expected binary32 operands, got ",
               iter.common_dtype());
+  const bool avx2 = repro::runs(repro::Isa::kAvx2);
   iter.for_each([&](char **data, const int64_t *strides, int64_t n, int64_t outer) {
     FpEnvironment env;
     constexpr size_t nt = NIn + 1;
-    bool contiguous = true;
-    for (size_t t = 0; t < nt; ++t) contiguous = contiguous && strides[t] == static_cast<int64_t>(sizeof(float));
+    bool contiguous = true, broadcast = false;
+    for (size_t t = 0; t < nt; ++t) {
+      const bool dense = strides[t] == static_cast<int64_t>(sizeof(float));
+      const bool repeated = t > 0 && strides[t] == 0;  // a scalar operand (mul_(0.9), x / 2)
+      contiguous = contiguous && (dense || repeated);
+      broadcast = broadcast || repeated;
+    }
     char *p[nt];
     for (size_t t = 0; t < nt; ++t) p[t] = data[t];
     for (int64_t o = 0; o < outer; ++o) {
-      if (contiguous) {
+      if (contiguous && broadcast) {
+        // A repeated operand is read from a block of copies of its value
+        // (this row's: it may change from row to row), so that the loop
+        // stays the contiguous one.
+        float *out = reinterpret_cast<float *>(p[0]);
+        float copies[NIn][kBroadcastBlock];
+        const int64_t filled = std::min(kBroadcastBlock, n);
+        for (size_t t = 0; t < NIn; ++t)
+          if (strides[t + 1] == 0) std::fill(copies[t], copies[t] + filled, *reinterpret_cast<const float *>(p[t + 1]));
+        const float *in[NIn];
+        for (int64_t i = 0; i < n; i += kBroadcastBlock) {
+          const int64_t len = std::min(kBroadcastBlock, n - i);
+          for (size_t t = 0; t < NIn; ++t)
+            in[t] = strides[t + 1] == 0 ? copies[t] : reinterpret_cast<const float *>(p[t + 1]) + i;
+          if (avx2) {
+            contiguous_loop_avx2<NIn>(out + i, in, len, f);
+          } else {
+            contiguous_loop<NIn>(out + i, in, len, f);
+          }
+        }
+      } else if (contiguous) {
         // The output is an input itself (an in-place operation) or shares
         // no element with one: TensorIterator refuses partial overlaps.
         float *out = reinterpret_cast<float *>(p[0]);
         const float *in[NIn];
         for (size_t t = 0; t < NIn; ++t) in[t] = reinterpret_cast<const float *>(p[t + 1]);
         if constexpr (std::is_same_v<B, std::nullptr_t>) {
-#pragma GCC ivdep
-          for (int64_t i = 0; i < n; ++i) {
-            float v[NIn];
-            for (size_t t = 0; t < NIn; ++t) v[t] = in[t][i];
-            out[i] = f(v);
+          if (avx2) {
+            contiguous_loop_avx2<NIn>(out, in, n, f);
+          } else {
+            contiguous_loop<NIn>(out, in, n, f);
           }
         } else {
           batch(out, in, n);
@@ -151,7 +203,11 @@ at::Tensor ternary(at::Tensor out, const at::Tensor &a, const at::Tensor &b, con
   return run<3>(iter, f);
 }
 
-at::ScalarType type2(const at::Tensor &a, const at::Tensor &b) { return at::result_type(a, b); }
+// at::result_type is an operator of its own (dispatched, and seen by the
+// gate's observer): operands of one type, the common case, skip it.
+at::ScalarType type2(const at::Tensor &a, const at::Tensor &b) {
+  return a.scalar_type() == b.scalar_type() ? a.scalar_type() : at::result_type(a, b);
+}
 at::ScalarType type3(const at::Tensor &a, const at::Tensor &b, const at::Tensor &c) {
   return c10::promoteTypes(type2(a, b), type2(a, c));
 }
@@ -461,7 +517,7 @@ at::Tensor reduce_rows(const at::Tensor &self, at::OptionalIntArrayRef dim, bool
   if (leading != Leading::kNone && prefix && self.is_contiguous() && inner > 0 && outer > 0) {
     const float *px = self.data_ptr<float>();
     float *po = out.data_ptr<float>();
-    at::parallel_for(0, outer, std::max<int64_t>(64, 32768 / inner), [&](int64_t c0, int64_t c1) {
+    at::parallel_for(0, outer, std::max<int64_t>(64, grain_for(inner)), [&](int64_t c0, int64_t c1) {
       FpEnvironment env;
       repro::column_sums(px + c0, inner, c1 - c0, outer, po + c0);
       if (leading == Leading::kMean)
@@ -472,8 +528,7 @@ at::Tensor reduce_rows(const at::Tensor &self, at::OptionalIntArrayRef dim, bool
   const at::Tensor x = self.dim() == 0 ? self.reshape({1}) : self.permute(perm).contiguous();
   const float *px = x.data_ptr<float>();
   float *po = out.data_ptr<float>();
-  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(inner, 1));
-  at::parallel_for(0, outer, grain, [&](int64_t r0, int64_t r1) {
+  at::parallel_for(0, outer, grain_for(inner), [&](int64_t r0, int64_t r1) {
     FpEnvironment env;
     for (int64_t r = r0; r < r1; ++r) po[r] = row_fn(px + r * inner, inner);
   });
@@ -635,8 +690,7 @@ at::Tensor along_rows(const at::Tensor &x, const at::Tensor *y, int64_t dim, Row
   const int64_t rows = n == 0 ? 0 : xr.numel() / n;
   const float *px = xr.data_ptr<float>(), *py = y ? yr.data_ptr<float>() : nullptr;
   float *po = out.data_ptr<float>();
-  const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1));
-  at::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
+  at::parallel_for(0, rows, grain_for(n), [&](int64_t r0, int64_t r1) {
     FpEnvironment env;
     for (int64_t r = r0; r < r1; ++r) fn(px + r * n, py ? py + r * n : nullptr, n, po + r * n);
   });
@@ -876,7 +930,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fn(const at::Tensor &i
   const float *px = x.data_ptr<float>();
   float *po = out.data_ptr<float>(), *pm = mean.data_ptr<float>(), *pr = rstd.data_ptr<float>();
   const float e = static_cast<float>(eps);
-  at::parallel_for(0, s.rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(s.n, 1)), [&](int64_t r0, int64_t r1) {
+  at::parallel_for(0, s.rows, grain_for(s.n), [&](int64_t r0, int64_t r1) {
     FpEnvironment env;
     for (int64_t r = r0; r < r1; ++r) repro::layer_norm_row(px + r * s.n, s.n, w, b, e, po + r * s.n, pm + r, pr + r);
   });
@@ -901,7 +955,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_fn(
   if (mask[0]) {
     dx = at::empty(input.sizes(), x.options());
     float *pd = dx.data_ptr<float>();
-    at::parallel_for(0, s.rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(s.n, 1)), [&](int64_t r0, int64_t r1) {
+    at::parallel_for(0, s.rows, grain_for(s.n), [&](int64_t r0, int64_t r1) {
       FpEnvironment env;
       for (int64_t r = r0; r < r1; ++r)
         repro::layer_norm_backward_row(pg + r * s.n, px + r * s.n, s.n, w, pmu[r], prs[r], pd + r * s.n);
@@ -939,7 +993,7 @@ at::Tensor batch_product(const at::Tensor &a, const at::Tensor &b) {
   const float *pa = a.data_ptr<float>(), *pb = b.data_ptr<float>();
   float *pc = c.data_ptr<float>();
   const repro::Isa isa = repro::best_isa();
-  at::parallel_for(0, nb, 1, [&](int64_t b0, int64_t b1) {
+  at::parallel_for(0, nb, grain_for(m * n * std::max<int64_t>(k, 1), kProductSplit), [&](int64_t b0, int64_t b1) {
     FpEnvironment env;
     for (int64_t i = b0; i < b1; ++i)
       repro::matmul_rows(repro::Operand{pa + i * a.stride(0), a.stride(1), a.stride(2)},
@@ -1014,7 +1068,7 @@ at::Tensor embedding_backward_fn(const at::Tensor &grad_output, const at::Tensor
   at::Tensor out = at::zeros({num_weights, d}, g.options());
   const float *pg = g.data_ptr<float>();
   float *po = out.data_ptr<float>();
-  at::parallel_for(0, num_weights, 64, [&](int64_t v0, int64_t v1) {
+  at::parallel_for(0, num_weights, std::max<int64_t>(64, grain_for(d)), [&](int64_t v0, int64_t v1) {
     FpEnvironment env;
     for (int64_t v = v0; v < v1; ++v) {
       if (v == padding_idx) continue;

@@ -378,6 +378,31 @@ def test_sums_over_leading_dims_follow_the_defined_order(tmp_path):
     assert not torch.equal(x.sum(0), over_rows)
 
 
+def test_repeated_operands_give_the_bits_of_their_copies(tmp_path):
+    """An operand repeated along the inner loop (a Python scalar, a column
+    broadcast across a row, whose value changes from row to row) is read
+    from copies of its value: the same bits as the operand expanded into a
+    tensor of its own."""
+    run = Run(str(tmp_path / "bcast"), "sgd")
+    g = torch.Generator().manual_seed(6)
+    x = torch.randn(37, 600, generator=g)
+    col, row = torch.rand(37, 1, generator=g) + 0.5, torch.rand(1, 600, generator=g) + 0.5
+    run.rec.begin_step(run.schedule[0][0])
+    pairs = [(x * col, x * col.expand_as(x).contiguous()), (x / col, x / col.expand_as(x).contiguous()),
+             (x - row, x - row.expand_as(x).contiguous()), (x * 0.37, x * torch.full_like(x, 0.37)),
+             (torch.addcdiv(x, x, col, value=0.5), torch.addcdiv(x, x, col.expand_as(x).contiguous(), value=0.5)),
+             (torch.addcmul(x, row, col, value=0.5),
+              torch.addcmul(x, row.expand_as(x).contiguous(), col.expand_as(x).contiguous(), value=0.5))]
+    xs, ys = run.batch(1)
+    loss = run.model(xs, ys)
+    loss.backward()
+    run.opt.step()
+    run.opt.zero_grad(set_to_none=True)
+    run.rec.end_step(loss)
+    for i, (a, b) in enumerate(pairs):
+        assert torch.equal(a, b), i
+
+
 def test_a_step_with_an_operator_outside_the_arithmetic_is_refused_naming_it(tmp_path):
     """A miner whose loop computes SiLU on the batch (no pot-repro/1 kernel
     yet) with ATen's own kernel: its bits are the machine's, so the recorder
