@@ -15,6 +15,8 @@
 #include <torch/library.h>
 #include <torch/version.h>
 
+#include "repro_aten/widen.h"
+
 namespace pot::repro_aten {
 
 // Whether `op` computes in pot-repro/1 here: inside a Scope, on binary32. A
@@ -83,11 +85,14 @@ struct Registrar {
 };
 
 // Each kernel has exactly its operator's signature in this LibTorch (the
-// build fails otherwise, naming it): registration cannot be refused.
+// build fails otherwise, naming it): registration cannot be refused. It is
+// registered widened (widen.h): BF16 operands run through its binary32
+// definition.
 #define POT_REPRO_KERNEL(reg, op, name, fn)                                                        \
   static_assert(std::is_same_v<decltype(fn), at::_ops::op::schema>,                               \
                 "the pot-repro/1 kernel of " name " does not have the operator's signature");     \
-  (reg).add(name, TORCH_FN(fn))
+  (reg).add(name, ::c10::CompileTimeFunctionPointer<                                              \
+                      at::_ops::op::schema, &Widened<at::_ops::op, at::_ops::op::schema, &fn>::call>())
 
 // The CNN operators (conv_kernels.cpp).
 void register_conv_kernels(Registrar &reg);

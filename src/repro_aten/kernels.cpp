@@ -35,6 +35,23 @@ bool use_repro(const char *op, at::ScalarType t) {
   return false;
 }
 
+// The softmax backwards name the forward's input type: under a BF16 step
+// they run on widened (binary32) operands and round their result to it.
+static at::ScalarType bf16_as_f32(at::ScalarType t) { return t == at::kBFloat16 ? at::kFloat : t; }
+static at::Tensor to_type(const at::Tensor &r, at::ScalarType t) { return r.scalar_type() == t ? r : r.to(t); }
+
+// use_repro for an operator that converts its operand from `from` to `to`
+// (a dtype argument, softmax's half_to_float): the arithmetic defines no
+// such conversion inside an operator, so under a step it is a violation,
+// never ATen's kernel in silence.
+static bool use_repro_converting(const char *op, at::ScalarType from, at::ScalarType to) {
+  if (from == to) return use_repro(op, from);
+  if (active())
+    note_violation(fmt::format("{} from {} to {} has no pot-repro/1 kernel (it converts inside the operator)", op,
+                               c10::toString(from), c10::toString(to)));
+  return false;
+}
+
 // a [m, k] @ b [k, n] by the chains of repro/matmul.h, threads by rows.
 at::Tensor product(const at::Tensor &a, const at::Tensor &b) {
   TORCH_CHECK(a.dim() == 2 && b.dim() == 2, "pot-repro/1: mm expects 2-D matrices, got ", a.dim(), "-D and ",
@@ -541,13 +558,14 @@ float row_norm2(const float *x, int64_t n) { return std::sqrt(repro::lane_sum_sq
 at::Tensor sum_dim(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim,
                    c10::optional<at::ScalarType> dtype) {
   const at::ScalarType t = dtype.value_or(self.scalar_type());
-  if (t != self.scalar_type() || !use_repro("aten::sum.dim_IntList", t)) return at::cpu::sum(self, dim, keepdim, dtype);
+  if (!use_repro_converting("aten::sum.dim_IntList", self.scalar_type(), t)) return at::cpu::sum(self, dim, keepdim, dtype);
   return reduce_rows(self, dim, keepdim, row_sum, Leading::kSum);
 }
 at::Tensor &sum_out(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim,
                     c10::optional<at::ScalarType> dtype, at::Tensor &out) {
   const at::ScalarType t = dtype.value_or(self.scalar_type());
-  if (t != self.scalar_type() || out.scalar_type() != t || !use_repro("aten::sum.IntList_out", t))
+  if (!use_repro_converting("aten::sum.IntList_out", self.scalar_type(), t) ||
+      !use_repro_converting("aten::sum.IntList_out", t, out.scalar_type()))
     return at::cpu::sum_outf(self, dim, keepdim, dtype, out);
   at::Tensor r = reduce_rows(self, dim, keepdim, row_sum, Leading::kSum);
   return assign_out(out, r);
@@ -563,13 +581,14 @@ at::Tensor mean_value(const at::Tensor &self, at::OptionalIntArrayRef dim, bool 
 at::Tensor mean_dim(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim,
                     c10::optional<at::ScalarType> dtype) {
   const at::ScalarType t = dtype.value_or(self.scalar_type());
-  if (t != self.scalar_type() || !use_repro("aten::mean.dim", t)) return at::cpu::mean(self, dim, keepdim, dtype);
+  if (!use_repro_converting("aten::mean.dim", self.scalar_type(), t)) return at::cpu::mean(self, dim, keepdim, dtype);
   return mean_value(self, dim, keepdim);
 }
 at::Tensor &mean_out(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim,
                      c10::optional<at::ScalarType> dtype, at::Tensor &out) {
   const at::ScalarType t = dtype.value_or(self.scalar_type());
-  if (t != self.scalar_type() || out.scalar_type() != t || !use_repro("aten::mean.out", t))
+  if (!use_repro_converting("aten::mean.out", self.scalar_type(), t) ||
+      !use_repro_converting("aten::mean.out", t, out.scalar_type()))
     return at::cpu::mean_outf(self, dim, keepdim, dtype, out);
   at::Tensor r = mean_value(self, dim, keepdim);
   return assign_out(out, r);
@@ -698,18 +717,22 @@ at::Tensor along_rows(const at::Tensor &x, const at::Tensor *y, int64_t dim, Row
 }
 
 at::Tensor log_softmax_fn(const at::Tensor &self, int64_t dim, bool half_to_float) {
-  if (half_to_float || !use_repro("aten::_log_softmax.default", self.scalar_type()))
+  if (!use_repro_converting("aten::_log_softmax.default", self.scalar_type(),
+                            half_to_float ? at::kFloat : self.scalar_type()) ||
+      half_to_float)
     return at::cpu::_log_softmax(self, dim, half_to_float);
   return along_rows(self, nullptr, dim,
                     [](const float *x, const float *, int64_t n, float *o) { repro::log_softmax_row(x, n, o); });
 }
 at::Tensor log_softmax_backward_fn(const at::Tensor &grad, const at::Tensor &output, int64_t dim,
                                    at::ScalarType input_dtype) {
-  if (input_dtype != at::kFloat || !use_repro("aten::_log_softmax_backward_data.default", type2(grad, output)))
+  const at::ScalarType t = type2(grad, output);
+  if (!use_repro_converting("aten::_log_softmax_backward_data.default", t, bf16_as_f32(input_dtype)))
     return at::cpu::_log_softmax_backward_data(grad, output, dim, input_dtype);
-  return along_rows(grad, &output, dim, [](const float *g, const float *y, int64_t n, float *o) {
-    repro::log_softmax_backward_row(g, y, n, o);
-  });
+  return to_type(along_rows(grad, &output, dim, [](const float *g, const float *y, int64_t n, float *o) {
+                   repro::log_softmax_backward_row(g, y, n, o);
+                 }),
+                 input_dtype);
 }
 
 // nll_loss over [N, C] (or [C]) log-probabilities and int64 targets
@@ -862,18 +885,22 @@ at::Tensor &gelu_backward_out(const at::Tensor &grad, const at::Tensor &self, c1
 }
 
 at::Tensor softmax_fn(const at::Tensor &self, int64_t dim, bool half_to_float) {
-  if (half_to_float || !use_repro("aten::_softmax.default", self.scalar_type()))
+  if (!use_repro_converting("aten::_softmax.default", self.scalar_type(),
+                            half_to_float ? at::kFloat : self.scalar_type()) ||
+      half_to_float)
     return at::cpu::_softmax(self, dim, half_to_float);
   return along_rows(self, nullptr, dim,
                     [](const float *x, const float *, int64_t n, float *o) { repro::softmax_row(x, n, o); });
 }
 at::Tensor softmax_backward_fn(const at::Tensor &grad, const at::Tensor &output, int64_t dim,
                                at::ScalarType input_dtype) {
-  if (input_dtype != at::kFloat || !use_repro("aten::_softmax_backward_data.default", type2(grad, output)))
+  const at::ScalarType t = type2(grad, output);
+  if (!use_repro_converting("aten::_softmax_backward_data.default", t, bf16_as_f32(input_dtype)))
     return at::cpu::_softmax_backward_data(grad, output, dim, input_dtype);
-  return along_rows(grad, &output, dim, [](const float *g, const float *y, int64_t n, float *o) {
-    repro::softmax_backward_row(g, y, n, o);
-  });
+  return to_type(along_rows(grad, &output, dim, [](const float *g, const float *y, int64_t n, float *o) {
+                   repro::softmax_backward_row(g, y, n, o);
+                 }),
+                 input_dtype);
 }
 
 // Layer normalization over the last dims (normalized_shape): rows of N

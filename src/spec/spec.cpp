@@ -797,9 +797,9 @@ void ExecutionSpec::validate() const {
     if (!hardware_class.empty())
       rule(fmt::format("hardware_class '{}': a {} step gives the same bits on every CPU; leave it out",
                        printable_message(hardware_class), arithmetic_name(arithmetic)));
-    if (dtype != hash::DType::kF32)
-      rule(fmt::format("dtype {}: {} defines binary32 (F32) steps only", hash::dtype_name(dtype),
-                       arithmetic_name(arithmetic)));
+    if (dtype != hash::DType::kF32 && dtype != hash::DType::kBF16)
+      rule(fmt::format("dtype {}: {} defines binary32 (F32) and bfloat16 (BF16) steps only",
+                       hash::dtype_name(dtype), arithmetic_name(arithmetic)));
   } else {
     if (intra_op_threads < 1 || intra_op_threads > 1024)
       rule(fmt::format("intra_op_threads = {}: the thread count must be pinned to 1..1024 (it changes the bits)",

@@ -58,7 +58,7 @@ class Run:
     a model and samples of the determinism matrix (tests/replay/train.py)."""
 
     def __init__(self, tmp, optim, arithmetic=REPRO, activation="relu", clip=0.0, model=None, data=None,
-                 dropout=0.0):
+                 dropout=0.0, dtype=torch.float32):
         os.makedirs(tmp, exist_ok=True)
         torch.set_num_threads(1)
         torch.manual_seed(1)
@@ -72,7 +72,7 @@ class Run:
         self.clip = clip
         n = len(self.samples)
         batch = min(BATCH, n)
-        spec = pt.make_spec(self.opt, self.program, dtype=torch.float32, batch_size=batch,
+        spec = pt.make_spec(self.opt, self.program, dtype=dtype, batch_size=batch,
                             seed_policy="per_step" if dropout else "none", seed=7 if dropout else 0,
                             dropout=dropout, grad_clip_max_norm=clip, arithmetic=arithmetic,
                             **({"intra_op_threads": 1} if arithmetic == "native" else {}))
@@ -190,12 +190,14 @@ def test_every_step_replays_bit_for_bit_on_other_threads_and_kernels(tmp_path, o
             assert "aten:default" in results[0]["class"]
 
 
-@pytest.mark.parametrize("name", ["mlp", "transformer", "cnn"])
-def test_the_matrix_models_replay_bit_for_bit_with_dropout(tmp_path, name):
+@pytest.mark.parametrize("name,dtype", [("mlp", "f32"), ("transformer", "f32"), ("cnn", "f32"),
+                                        ("transformer", "bf16"), ("cnn", "bf16")])
+def test_the_matrix_models_replay_bit_for_bit_with_dropout(tmp_path, name, dtype):
     """The determinism matrix's MLP (Linear, LayerNorm, GELU, Dropout), GPT
     (embeddings, causal attention, softmax, LayerNorm, GELU, dropout, tied
     head) and CNN (Conv2d, BatchNorm2d, MaxPool2d, Dropout), AdamW with
-    clipping, dropout 0.1 from per_step seeds: every
+    clipping, dropout 0.1 from per_step seeds, in F32 and (the GPT and the
+    CNN, as the determinism matrix has them) in BF16: every
     step verified bit for bit on 2 threads, with the default kernels, with
     oneDNN capped at SSE4.1 (each a hardware class of its own under native)
     and, where this torch calls libblas.so.3, with OpenBLAS's in place of the
@@ -204,16 +206,18 @@ def test_the_matrix_models_replay_bit_for_bit_with_dropout(tmp_path, name):
         os.path.abspath(__file__))))), "tests", "replay"))
     import train as T
     torch.manual_seed(1)
-    model = T.build_task(name)
-    data = T.make_samples(name, 32, 7, torch.float32)
-    run = Run(str(tmp_path / name), "adamw", clip=1.0, model=model, data=data, dropout=T.DROPOUT).train()
+    dt = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    model = T.build_task(name).to(dt)
+    data = T.make_samples(name, 32, 7, dt)
+    run = Run(str(tmp_path / name), "adamw", clip=1.0, model=model, data=data, dropout=T.DROPOUT, dtype=dt).train()
+    assert run.task.spec.to_dict()["dtype"] == dtype.upper()
     blas = openblas_dir()
     configs = [(2, None, None, None), (1, "default", None, None), (1, None, "SSE41", None)]
     configs += [(1, None, None, blas)] if blas else []
     for threads, capability, onednn, provider in configs:
         results = verify_elsewhere(run, str(tmp_path), threads, capability, onednn, provider)
         assert [r["step"] for r in results] == list(range(1, STEPS + 1))
-        assert all(r["check"] == "ok" for r in results), (name, threads, capability, onednn, provider, results)
+        assert all(r["check"] == "ok" for r in results), (name, dtype, threads, capability, onednn, provider, results)
 
 
 def test_under_native_openblas_gives_other_bits_in_the_same_hardware_class(tmp_path):
@@ -403,6 +407,59 @@ def test_repeated_operands_give_the_bits_of_their_copies(tmp_path):
         assert torch.equal(a, b), i
 
 
+def test_a_bf16_operator_is_its_binary32_definition_rounded_once(tmp_path):
+    """PROTOCOL 14.6, "BF16": each operator on bfloat16 operands is the
+    binary32 definition on the widened operands, each result rounded once
+    to bfloat16 (a returned tensor; a tensor written in place), and a
+    binary32 operand makes the result binary32."""
+    run = Run(str(tmp_path / "bf16"), "sgd")
+    g = torch.Generator().manual_seed(8)
+    a, b = torch.randn(33, 300, generator=g).bfloat16(), torch.randn(300, 17, generator=g).bfloat16()
+    w, f32 = torch.randn(300, generator=g).bfloat16(), torch.randn(33, 300, generator=g)
+    run.rec.begin_step(run.schedule[0][0])
+    wa, wb, ww = a.float(), b.float(), w.float()
+    pairs = [
+        (a @ b, (wa @ wb).bfloat16()),
+        (torch.nn.functional.gelu(a), torch.nn.functional.gelu(wa).bfloat16()),
+        (torch.softmax(a, 1), torch.softmax(wa, 1).bfloat16()),
+        (torch.nn.functional.layer_norm(a, (300,), w, w), torch.nn.functional.layer_norm(wa, (300,), ww, ww).bfloat16()),
+        (a.sum(0), wa.sum(0).bfloat16()),
+        (a.clone().mul_(w).add_(a, alpha=0.3), (wa * ww).bfloat16().float().add(wa, alpha=0.3).bfloat16()),
+        (a.clone().lerp_(a * 2, 0.1), wa.lerp((wa * 2).bfloat16().float(), 0.1).bfloat16()),
+    ]
+    mixed = a * f32
+    want_mixed = wa * f32
+    xs, ys = run.batch(1)
+    loss = run.model(xs, ys)
+    loss.backward()
+    run.opt.step()
+    run.opt.zero_grad(set_to_none=True)
+    run.rec.end_step(loss)
+    for i, (got, want) in enumerate(pairs):
+        assert got.dtype == torch.bfloat16, i
+        assert torch.equal(got, want), i
+    assert mixed.dtype == torch.float32 and torch.equal(mixed, want_mixed)
+    # Rounding once at the end is not rounding the binary32 chain's terms:
+    # the product differs from one computed on bfloat16 partial results.
+    assert not torch.equal(pairs[0][0], (wa[:, :150] @ wb[:150]).bfloat16().float().add(
+        (wa[:, 150:] @ wb[150:]).bfloat16().float()).bfloat16())
+
+
+def test_an_operator_that_converts_inside_is_refused_naming_the_conversion(tmp_path):
+    """A miner whose loop sums in binary64 (sum with dtype=, which ATen's
+    kernel would compute natively, in a thread-dependent order) is refused
+    at end_step, naming the operator and the conversion."""
+    run = Run(str(tmp_path / "f64sum"), "sgd")
+    run.rec.begin_step(run.schedule[0][0])
+    xs, ys = run.batch(1)
+    loss = run.model(xs, ys) + 0.0 * xs.sum(0, dtype=torch.float64).sum().float()
+    loss.backward()
+    run.opt.step()
+    with pytest.raises(pot.UnsupportedError, match=r"aten::sum\.dim_IntList from Float to Double"):
+        run.rec.end_step(loss)
+    assert run.rec.steps_recorded == 0
+
+
 def test_a_step_with_an_operator_outside_the_arithmetic_is_refused_naming_it(tmp_path):
     """A miner whose loop computes SiLU on the batch (no pot-repro/1 kernel
     yet) with ATen's own kernel: its bits are the machine's, so the recorder
@@ -538,7 +595,9 @@ def test_a_spec_under_the_arithmetic_refuses_a_thread_count_or_class():
         pot.Spec.from_json(dict(base, intra_op_threads=2))
     with pytest.raises(pot.InvalidArgumentError, match="same bits on every CPU"):
         pot.Spec.from_json(dict(base, hardware_class="cpu-x86_64/aten:avx2/onednn:avx2"))
-    with pytest.raises(pot.InvalidArgumentError, match="binary32"):
-        pot.Spec.from_json(dict(base, dtype="F64"))
+    for dtype in ("F64", "F16"):
+        with pytest.raises(pot.InvalidArgumentError, match=r"defines binary32 \(F32\) and bfloat16 \(BF16\)"):
+            pot.Spec.from_json(dict(base, dtype=dtype))
+    assert pot.Spec.from_json(dict(base, dtype="BF16")).to_dict()["dtype"] == "BF16"
     with pytest.raises(pot.UnsupportedError, match="pot-repro/2"):
         pot.Spec.from_json(dict(base, arithmetic="pot-repro/2"))
