@@ -336,6 +336,17 @@ def test_a_task_whose_program_lacks_a_kernel_is_refused_when_made(tmp_path):
                      end_height=10 ** 6, owner=b"owner")
 
 
+def finish_first_step(run):
+    """Step 1 of a run whose begin_step the caller made (and computed in
+    its scope): the honest step, recorded."""
+    xs, ys = run.batch(1)
+    loss = run.model(xs, ys)
+    loss.backward()
+    run.opt.step()
+    run.opt.zero_grad(set_to_none=True)
+    run.rec.end_step(loss)
+
+
 def defined_sum(values):
     """PROTOCOL 14.6's sum order, written again in numpy's binary32: element
     j adds to lane j mod 32 in element order, then the lanes pairwise."""
@@ -362,12 +373,7 @@ def test_sums_over_leading_dims_follow_the_defined_order(tmp_path):
     over_two = x.sum((0, 1))
     means = x.mean((0, 1), keepdim=True)
     by_copy = x.permute(1, 2, 0).contiguous().sum(2)
-    xs, ys = run.batch(1)
-    loss = run.model(xs, ys)
-    loss.backward()
-    run.opt.step()
-    run.opt.zero_grad(set_to_none=True)
-    run.rec.end_step(loss)
+    finish_first_step(run)
     a = x.numpy()
     assert torch.equal(over_rows, by_copy)
     for i in range(3):
@@ -397,12 +403,7 @@ def test_repeated_operands_give_the_bits_of_their_copies(tmp_path):
              (torch.addcdiv(x, x, col, value=0.5), torch.addcdiv(x, x, col.expand_as(x).contiguous(), value=0.5)),
              (torch.addcmul(x, row, col, value=0.5),
               torch.addcmul(x, row.expand_as(x).contiguous(), col.expand_as(x).contiguous(), value=0.5))]
-    xs, ys = run.batch(1)
-    loss = run.model(xs, ys)
-    loss.backward()
-    run.opt.step()
-    run.opt.zero_grad(set_to_none=True)
-    run.rec.end_step(loss)
+    finish_first_step(run)
     for i, (a, b) in enumerate(pairs):
         assert torch.equal(a, b), i
 
@@ -429,12 +430,7 @@ def test_a_bf16_operator_is_its_binary32_definition_rounded_once(tmp_path):
     ]
     mixed = a * f32
     want_mixed = wa * f32
-    xs, ys = run.batch(1)
-    loss = run.model(xs, ys)
-    loss.backward()
-    run.opt.step()
-    run.opt.zero_grad(set_to_none=True)
-    run.rec.end_step(loss)
+    finish_first_step(run)
     for i, (got, want) in enumerate(pairs):
         assert got.dtype == torch.bfloat16, i
         assert torch.equal(got, want), i
