@@ -42,7 +42,7 @@ const std::set<std::string> &movement_operators() {
       "aten::requires_grad_", "aten::reshape",   "aten::resize_",       "aten::resolve_conj",
       "aten::resolve_neg", "aten::scalar_tensor", "aten::select",       "aten::set_",
       "aten::slice",       "aten::split",        "aten::squeeze",       "aten::stack",
-      "aten::t",           "aten::transpose",    "aten::tril",          "aten::triu",    "aten::unbind",        "aten::unsafe_chunk", "aten::unsafe_split",        "aten::unsqueeze",
+      "aten::t",           "aten::transpose",    "aten::tril",          "aten::triu",    "aten::unbind",        "aten::unsafe_chunk", "aten::unsafe_split",        "aten::unsqueeze",  "aten::unsqueeze_",
       "aten::view",        "aten::view_as",      "aten::where",         "aten::zero_",
       "aten::zeros",       "aten::zeros_like",
   };

@@ -635,23 +635,52 @@ at::Tensor norm_dim(const at::Tensor &self, const c10::optional<at::Scalar> &p, 
 }
 at::Tensor &norm_out(const at::Tensor &self, const c10::optional<at::Scalar> &p, at::IntArrayRef dim, bool keepdim,
                      at::Tensor &out) {
-  if (out.scalar_type() != self.scalar_type() || !norm2("aten::norm.out", self, p))
+  if (!use_repro_converting("aten::norm.out", self.scalar_type(), out.scalar_type()) ||
+      !norm2("aten::norm.out", self, p))
     return at::cpu::norm_outf(self, p, dim, keepdim, out);
   at::Tensor r = reduce_rows(self, dim, keepdim, row_norm2);
   return assign_out(out, r);
 }
 at::Tensor vector_norm(const at::Tensor &self, const at::Scalar &ord, at::OptionalIntArrayRef dim, bool keepdim,
                        c10::optional<at::ScalarType> dtype) {
-  if ((dtype && *dtype != self.scalar_type()) || !norm2("aten::linalg_vector_norm.default", self, ord))
+  if (!use_repro_converting("aten::linalg_vector_norm.default", self.scalar_type(),
+                            dtype.value_or(self.scalar_type())) ||
+      !norm2("aten::linalg_vector_norm.default", self, ord))
     return at::cpu::linalg_vector_norm(self, ord, dim, keepdim, dtype);
   return reduce_rows(self, dim, keepdim, row_norm2);
 }
 at::Tensor &vector_norm_out(const at::Tensor &self, const at::Scalar &ord, at::OptionalIntArrayRef dim, bool keepdim,
                             c10::optional<at::ScalarType> dtype, at::Tensor &out) {
-  if ((dtype && *dtype != self.scalar_type()) || out.scalar_type() != self.scalar_type() ||
+  if (!use_repro_converting("aten::linalg_vector_norm.out", self.scalar_type(), dtype.value_or(self.scalar_type())) ||
+      !use_repro_converting("aten::linalg_vector_norm.out", self.scalar_type(), out.scalar_type()) ||
       !norm2("aten::linalg_vector_norm.out", self, ord))
     return at::cpu::linalg_vector_norm_outf(self, ord, dim, keepdim, dtype, out);
   at::Tensor r = reduce_rows(self, dim, keepdim, row_norm2);
+  return assign_out(out, r);
+}
+
+// amax: `maximum` folded over the reduced elements in index order from
+// the first (PROTOCOL 14.6): exact, so only NaN payloads and the sign of
+// zero could depend on an order, and the fold fixes both.
+float row_amax(const float *x, int64_t n) {
+  float m = x[0];
+  for (int64_t j = 1; j < n; ++j) m = MaximumOp{}(std::array<float, 2>{m, x[j]}.data());
+  return m;
+}
+at::Tensor amax_value(const char *op, const at::Tensor &self, at::IntArrayRef dim, bool keepdim) {
+  int64_t reduced = 1;
+  for (int64_t d : reduced_dims(self, dim)) reduced *= self.size(d);
+  TORCH_CHECK(reduced > 0, op, ": the reduced dims hold no element");
+  return reduce_rows(self, dim, keepdim, row_amax);
+}
+at::Tensor amax_fn(const at::Tensor &self, at::IntArrayRef dim, bool keepdim) {
+  if (!use_repro("aten::amax.default", self.scalar_type())) return at::cpu::amax(self, dim, keepdim);
+  return amax_value("amax", self, dim, keepdim);
+}
+at::Tensor &amax_out(const at::Tensor &self, at::IntArrayRef dim, bool keepdim, at::Tensor &out) {
+  if (!use_repro_converting("aten::amax.out", self.scalar_type(), out.scalar_type()))
+    return at::cpu::amax_outf(self, dim, keepdim, out);
+  at::Tensor r = amax_value("amax", self, dim, keepdim);
   return assign_out(out, r);
 }
 
@@ -1128,6 +1157,8 @@ void register_kernels(torch::Library &lib, std::vector<std::string> &names) {
   POT_KERNEL(div_out, "div.out", div_out);
   POT_KERNEL(maximum, "maximum", maximum_tensor);
   POT_KERNEL(maximum_out, "maximum.out", maximum_out);
+  POT_KERNEL(amax, "amax", amax_fn);
+  POT_KERNEL(amax_out, "amax.out", amax_out);
   POT_KERNEL(sqrt, "sqrt", sqrt_fn);
   POT_KERNEL(sqrt_, "sqrt_", sqrt_inplace);
   POT_KERNEL(sqrt_out, "sqrt.out", sqrt_out);

@@ -46,6 +46,15 @@ def samples():
             for _ in range(SAMPLES)]
 
 
+def matrix_module():
+    """tests/replay/train.py: the determinism matrix's models, samples and
+    optimizer settings."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))), "tests", "replay"))
+    import train
+    return train
+
+
 def make_optimizer(kind, params):
     if kind == "sgd":
         return torch.optim.SGD(params, lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-4)
@@ -58,7 +67,7 @@ class Run:
     a model and samples of the determinism matrix (tests/replay/train.py)."""
 
     def __init__(self, tmp, optim, arithmetic=REPRO, activation="relu", clip=0.0, model=None, data=None,
-                 dropout=0.0, dtype=torch.float32):
+                 dropout=0.0, dtype=torch.float32, optimizer=None):
         os.makedirs(tmp, exist_ok=True)
         torch.set_num_threads(1)
         torch.manual_seed(1)
@@ -68,7 +77,7 @@ class Run:
         pt.write_dataset(self.samples, self.data_dir)
         self.program = os.path.join(tmp, "program.pt")
         pt.save_program(self.model, self.program)
-        self.opt = make_optimizer(optim, self.model.parameters())
+        self.opt = (optimizer or (lambda params: make_optimizer(optim, params)))(self.model.parameters())
         self.clip = clip
         n = len(self.samples)
         batch = min(BATCH, n)
@@ -202,9 +211,7 @@ def test_the_matrix_models_replay_bit_for_bit_with_dropout(tmp_path, name, dtype
     oneDNN capped at SSE4.1 (each a hardware class of its own under native)
     and, where this torch calls libblas.so.3, with OpenBLAS's in place of the
     machine's (a provider no class names)."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))))), "tests", "replay"))
-    import train as T
+    T = matrix_module()
     torch.manual_seed(1)
     dt = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]
     model = T.build_task(name).to(dt)
@@ -235,6 +242,25 @@ def test_under_native_openblas_gives_other_bits_in_the_same_hardware_class(tmp_p
     assert [r["class"] for r in results] == [run.task.spec.to_dict()["hardware_class"]] * STEPS
     # An honest miner, an honest verifier, and every step a mismatch.
     assert all(r["check"].startswith("replayed_state: POT_E_PROOF_MISMATCH") for r in results), results
+
+
+@pytest.mark.parametrize("kind,dtype", [(k, "f32") for k in ("adadelta", "adagrad", "rmsprop", "adamax", "nadam",
+                                                               "radam")] + [("adamax", "bf16")])
+def test_the_matrix_optimizers_replay_bit_for_bit(tmp_path, kind, dtype):
+    """The determinism matrix's other optimizers (its settings, from
+    tests/replay/train.py: centered RMSprop with momentum, Adagrad's decay,
+    NAdam's momentum decay...) on its MLP with dropout: every step verified
+    on 2 threads with ATen's default kernels. Adamax on torch 1.13 folds its
+    infinity norm through cat and amax.out (on 2.x through maximum)."""
+    T = matrix_module()
+    torch.manual_seed(1)
+    dt = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    model = T.build_task("mlp").to(dt)
+    cfg = dict(T.OPTIMIZER_KINDS[kind], kind=kind)
+    run = Run(str(tmp_path / kind), kind, model=model, data=T.make_samples("mlp", 32, 7, dt), dropout=T.DROPOUT,
+              dtype=dt, optimizer=lambda params: T.make_optimizer(cfg, [{"params": list(params)}])).train()
+    results = verify_elsewhere(run, str(tmp_path), 2, "default")
+    assert [r["check"] for r in results] == ["ok"] * STEPS, (kind, dtype, results)
 
 
 class LstmLm(torch.nn.Module):
